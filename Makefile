@@ -1,0 +1,28 @@
+# Everything runs from a virtual environment the Makefile creates; only python3 is needed.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test test-long bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## demo: generate the bundle for a shipped DGX H100 with the inference profile into out/
+demo: $(STAMP)
+	$(BIN)/gen --hw dgx-h100 --profile inference -o out/dgx-h100-inference
+
+## test: the whole test suite (what CI runs)
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+## test-long: the property tests with 1,000 examples each
+test-long: $(STAMP)
+	$(BIN)/python -m pytest --hypothesis-profile=long tests/test_properties.py
+
+clean:
+	rm -rf $(VENV) out/*-*/

@@ -1,0 +1,157 @@
+"""The shipped hardware knowledge: GPU, NIC and CPU models and reference systems.
+
+Every entry lives in its own YAML file under ``hardware_db/<kind>/`` and carries ``source:``
+lines for its numbers. A number that no source confirms stays empty (``null``); rules treat an
+empty number as "unknown" and leave the decision to the boot-time unit, which queries the card.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import Field, StringConstraints
+
+from generator.errors import InputError, Problem
+from generator.paths import hardware_db_dir
+from generator.validation import StrictModel, validate_model
+from generator.yamlio import read_yaml_file
+
+ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
+PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
+Sources = Annotated[list[Annotated[str, StringConstraints(min_length=3)]], Field(min_length=1)]
+
+
+class PowerLimits(StrictModel):
+    """Board power limits in watts as nvidia-smi reports them (default, min, max)."""
+
+    default_w: Annotated[int, Field(gt=0, le=5000)] | None = None
+    min_w: Annotated[int, Field(gt=0, le=5000)] | None = None
+    max_w: Annotated[int, Field(gt=0, le=5000)] | None = None
+
+
+class GpuModel(StrictModel):
+    key: ModelKey
+    name: str
+    aliases: list[str] = []
+    vendor: Literal["nvidia"] = "nvidia"
+    pci_device_ids: Annotated[list[PciDeviceId], Field(min_length=1)]
+    architecture: Literal["ampere", "ada", "hopper", "blackwell"]
+    form_factor: Literal["sxm", "pcie", "superchip"]
+    compute_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] | None = None
+    memory_gib: Annotated[float, Field(gt=0)] | None = None
+    power: PowerLimits = PowerLimits()
+    max_graphics_clock_mhz: Annotated[int, Field(gt=0, le=10000)] | None = None
+    max_memory_clock_mhz: Annotated[int, Field(gt=0, le=20000)] | None = None
+    mig_max_instances: Annotated[int, Field(ge=0, le=7)] | None = None  # 0: no MIG
+    nvlink_generation: Annotated[int, Field(ge=0, le=9)] | None = None  # 0: no NVLink
+    nvswitch_baseboard: bool = False  # its 8-GPU HGX/DGX baseboard connects GPUs through NVSwitch
+    ecc_default_on: bool | None = None
+    notes: str = ""
+    source: Sources
+
+    @property
+    def supports_mig(self) -> bool:
+        return bool(self.mig_max_instances)
+
+
+class NicModel(StrictModel):
+    key: ModelKey
+    name: str
+    aliases: list[str] = []
+    vendor: Literal["nvidia", "intel", "broadcom"]
+    pci_ids: Annotated[list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]], Field(min_length=1)]
+    driver: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
+    rdma_driver: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")] | None = None
+    max_speed_gbps: Annotated[int, Field(gt=0, le=1600)] | None = None
+    rdma: bool
+    infiniband: bool = False
+    notes: str = ""
+    source: Sources
+
+
+class CpuModel(StrictModel):
+    key: ModelKey
+    name: str
+    aliases: list[str] = []
+    vendor: Literal["intel", "amd", "nvidia"]
+    arch: Literal["x86_64", "aarch64"]
+    cores_per_socket: Annotated[int, Field(gt=0, le=1024)] | None = None
+    threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None
+    cpufreq_driver: str | None = None
+    idle_driver: str | None = None
+    notes: str = ""
+    source: Sources
+
+
+EntryT = TypeVar("EntryT", GpuModel, NicModel, CpuModel)
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", name.strip().lower())
+
+
+@dataclass(frozen=True)
+class Index(Generic[EntryT]):
+    """Entries of one kind, found by key, alias (case-insensitive) or PCI device id."""
+
+    kind: str
+    entries: tuple[EntryT, ...]
+    _by_name: dict[str, EntryT] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, kind: str, entries: list[Any]) -> "Index[Any]":
+        by_name: dict[str, Any] = {}
+        for entry in entries:
+            names = [entry.key, entry.name, *entry.aliases, *getattr(entry, "pci_device_ids", [])]
+            for name in names:
+                by_name.setdefault(_normalise(name), entry)
+        return cls(kind, tuple(sorted(entries, key=lambda e: e.key)), by_name)
+
+    def find(self, name: str) -> EntryT | None:
+        return self._by_name.get(_normalise(name))
+
+    @property
+    def keys(self) -> list[str]:
+        return [entry.key for entry in self.entries]
+
+
+def _load_entries(folder: Path, model: type[Any]) -> list[Any]:
+    entries = []
+    for path in sorted(folder.glob("*.yaml")):
+        entry = validate_model(model, read_yaml_file(path), str(path))
+        if entry.key != path.stem:
+            raise InputError(Problem(str(path), "key", f"{entry.key!r} does not match the file name {path.stem!r}"))
+        entries.append(entry)
+    return entries
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Everything in ``hardware_db/``; systems stay raw mappings until a hardware file uses one."""
+
+    root: Path
+
+    @cached_property
+    def gpus(self) -> Index[GpuModel]:
+        return Index.build("GPU", _load_entries(self.root / "gpus", GpuModel))
+
+    @cached_property
+    def nics(self) -> Index[NicModel]:
+        return Index.build("NIC", _load_entries(self.root / "nics", NicModel))
+
+    @cached_property
+    def cpus(self) -> Index[CpuModel]:
+        return Index.build("CPU", _load_entries(self.root / "cpus", CpuModel))
+
+    @cached_property
+    def system_files(self) -> dict[str, Path]:
+        return {path.stem: path for path in sorted((self.root / "systems").glob("*.yaml"))}
+
+
+def load_catalog(root: Path | None = None) -> Catalog:
+    return Catalog(root or hardware_db_dir())
+

@@ -1,0 +1,133 @@
+"""The `gen` command line. Commands stay thin: each is a recipe of named steps."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from generator import TOOL, __version__
+from generator.errors import GoldtuneError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+HW_HELP = "Hardware description: a YAML file, or the name of a shipped system (see `gen list`)."
+PROFILE_HELP = "Workload profile: a YAML file, or the name of a shipped profile (see `gen list`)."
+
+
+def reports_errors(func: F) -> F:
+    """Turn goldtune's errors into one line per problem on stderr and the right exit status."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except GoldtuneError as error:
+            for line in error.lines():
+                click.echo(f"{TOOL}: error: {line}", err=True)
+            sys.exit(error.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def hw_and_profile(func: F) -> F:
+    func = click.option("--profile", "profile", required=True, metavar="FILE|NAME", help=PROFILE_HELP)(func)
+    func = click.option("--hw", "hardware", required=True, metavar="FILE|NAME", help=HW_HELP)(func)
+    return func
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--hw", "hardware", metavar="FILE|NAME", help=HW_HELP)
+@click.option("--profile", "profile", metavar="FILE|NAME", help=PROFILE_HELP)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), metavar="DIR",
+    help="Bundle directory to write (created, or replaced atomically if it is a goldtune bundle). "
+    "Default: out/<hardware>-<profile>/.",
+)
+@click.version_option(__version__, prog_name=TOOL)
+@click.pass_context
+@reports_errors
+def main(ctx: click.Context, hardware: str | None, profile: str | None, output: Path | None) -> None:
+    """Generate a golden-image tuning bundle for a GPU server.
+
+    \b
+    Main job:
+      gen --hw dgx-h100 --profile inference -o out/dgx-h100-inference
+    reads the hardware description and the workload profile, decides every setting with a rule
+    that records why, and writes a bundle: a root-filesystem overlay (sysctl.d, limits.d,
+    system.conf.d, GRUB drop-in, modprobe.d, tuned profile, udev rules, boot units), install.sh,
+    cloud-init user-data, manifest.json and EXPLAIN.md.
+
+    Exit status: 0 done, 1 failure, 2 bad input (nothing written).
+    """
+    if ctx.invoked_subcommand is not None:
+        if hardware or profile or output:
+            raise click.UsageError("--hw/--profile/-o go after the command name, e.g. `gen explain --hw …`")
+        return
+    if not hardware or not profile:
+        click.echo(ctx.get_help())
+        if hardware or profile:
+            click.echo("\nerror: the main job needs both --hw and --profile", err=True)
+            sys.exit(2)
+        return
+    from generator.commands import run_generate
+
+    run_generate(hardware, profile, output)
+
+
+@main.command()
+@hw_and_profile
+@reports_errors
+def check(hardware: str, profile: str) -> None:
+    """Validate a hardware description and a profile, and the references between them."""
+    from generator.commands import run_check
+
+    run_check(hardware, profile)
+
+
+@main.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@reports_errors
+def list_command(as_json: bool) -> None:
+    """Show the shipped systems, GPUs, NICs, CPUs and profiles."""
+    from generator.commands import run_list
+
+    run_list(as_json)
+
+
+@main.command()
+@click.argument("which", type=click.Choice(["hardware", "profile"]), default="hardware")
+@reports_errors
+def schema(which: str) -> None:
+    """Print the JSON Schema of the hardware or profile format (for editors' YAML servers)."""
+    from generator.commands import input_schema
+
+    click.echo(json.dumps(input_schema(which), indent=2, sort_keys=True))
+
+
+@main.command()
+@hw_and_profile
+@click.option("--key", "keys", multiple=True, help="Only settings whose key contains this text (repeatable).")
+@click.option("--kind", "kinds", multiple=True, help="Only settings of this kind (sysctl, kernel-arg, …; repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the stable JSON array instead of a table.")
+@reports_errors
+def explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:
+    """Print every planned setting with its value, the rule that set it and why."""
+    from generator.commands import run_explain
+
+    run_explain(hardware, profile, keys, kinds, as_json)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@reports_errors
+def rules(as_json: bool) -> None:
+    """List every rule: id, area and what it decides."""
+    from generator.commands import run_rules
+
+    run_rules(as_json)

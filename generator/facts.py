@@ -1,0 +1,120 @@
+"""The resolved, immutable facts that rules read: hardware plus catalog knowledge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.catalog import CpuModel, GpuModel, NicModel
+from generator.cpulist import compress_cpus
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    model: CpuModel | None
+    vendor: str  # intel | amd | nvidia
+    arch: str  # x86_64 | aarch64
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+
+    @property
+    def logical_cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    @property
+    def physical_cores(self) -> int:
+        return self.sockets * self.cores_per_socket
+
+    @property
+    def cpufreq_driver(self) -> str | None:
+        return self.model.cpufreq_driver if self.model else None
+
+    @property
+    def idle_driver(self) -> str | None:
+        return self.model.idle_driver if self.model else None
+
+
+@dataclass(frozen=True)
+class GpuGroup:
+    model: GpuModel
+    count: int
+    numa_nodes: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class NicFacts:
+    name: str
+    model: NicModel | None
+    speed_gbps: int | None
+    numa_node: int | None
+    role: str  # compute | storage | frontend | management
+    rdma: bool
+
+    @property
+    def carries_tcp(self) -> bool:
+        """Storage and front-end NICs carry kernel TCP; compute fabrics with RDMA bypass it."""
+        return self.role in {"storage", "frontend"} or (self.role == "compute" and not self.rdma)
+
+
+@dataclass(frozen=True)
+class DiskFacts:
+    name: str
+    kind: str  # nvme | ssd | hdd
+    role: str  # os | data | cache
+
+
+@dataclass(frozen=True)
+class OsFacts:
+    kernel: tuple[int, int] | None  # None: not stated; rules assume a current LTS kernel
+    page_size_kib: int
+
+
+@dataclass(frozen=True)
+class Facts:
+    name: str
+    cpu: CpuFacts
+    memory_gib: int
+    numa_nodes: int
+    gpus: tuple[GpuGroup, ...]
+    nvswitch: bool
+    nics: tuple[NicFacts, ...]
+    disks: tuple[DiskFacts, ...]
+    os: OsFacts
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(group.count for group in self.gpus)
+
+    @property
+    def has_gpus(self) -> bool:
+        return self.gpu_count > 0
+
+    @property
+    def rdma_nics(self) -> tuple[NicFacts, ...]:
+        return tuple(nic for nic in self.nics if nic.rdma)
+
+    @property
+    def tcp_nics(self) -> tuple[NicFacts, ...]:
+        return tuple(nic for nic in self.nics if nic.carries_tcp)
+
+    @property
+    def is_numa(self) -> bool:
+        return self.numa_nodes > 1
+
+    def cpus_of_node(self, node: int) -> list[int]:
+        """Logical CPU numbers of one NUMA node, in the kernel's usual enumeration.
+
+        Linux numbers the first hardware thread of every core first (socket by socket, node by
+        node), then the SMT siblings in the same order: on 2 x 56 cores x 2 threads node 0 holds
+        0-55 and 112-167.
+        """
+        cores_per_node = self.cpu.physical_cores // self.numa_nodes
+        first = node * cores_per_node
+        cpus: list[int] = []
+        for thread in range(self.cpu.threads_per_core):
+            offset = thread * self.cpu.physical_cores
+            cpus.extend(range(offset + first, offset + first + cores_per_node))
+        return cpus
+
+    def cpulist_of_node(self, node: int) -> str:
+        return compress_cpus(self.cpus_of_node(node))

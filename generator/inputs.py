@@ -1,0 +1,35 @@
+"""Load both inputs of a run: the hardware facts and the resolved profile, with their digests."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.catalog import Catalog, load_catalog
+from generator.facts import Facts
+from generator.hardware import load_facts
+from generator.profile import Profile, load_profile
+
+
+@dataclass(frozen=True)
+class Inputs:
+    facts: Facts
+    profile: Profile
+    hardware_path: Path
+    profile_path: Path
+
+    @property
+    def digests(self) -> dict[str, str]:
+        """sha256 of each input file as given (a reference system or parent profile is not included)."""
+        return {
+            "hardware": hashlib.sha256(self.hardware_path.read_bytes()).hexdigest(),
+            "profile": hashlib.sha256(self.profile_path.read_bytes()).hexdigest(),
+        }
+
+
+def load_inputs(hardware: str, profile: str, catalog: Catalog | None = None) -> Inputs:
+    catalog = catalog or load_catalog()
+    facts, hardware_path = load_facts(hardware, catalog)
+    resolved, profile_path = load_profile(profile)
+    return Inputs(facts, resolved, hardware_path, profile_path)

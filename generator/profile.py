@@ -1,0 +1,166 @@
+"""The workload profile: what the machine is *for*.
+
+A profile states intent and knobs (C-state policy, THP mode, clock locking, IRQ strategy…) and may
+carry explicit overrides of single settings. It never holds hardware-dependent values: those come
+from the rules. ``extends:`` layers profiles; every knob remembers which profile set it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field, StringConstraints
+
+from generator.errors import InputError, Problem
+from generator.hardware import BundleName, _find_input
+from generator.paths import profiles_dir
+from generator.validation import StrictModel, validate_model
+from generator.yamlio import read_yaml_file
+
+SettingKind = Literal[
+    "sysctl", "kernel-arg", "limit", "systemd-manager", "modprobe", "module-load", "sysfs",
+    "udev", "tuned", "gpu", "irq", "service",
+]
+SETTING_KINDS: tuple[str, ...] = get_args(SettingKind)
+
+MAX_EXTENDS_DEPTH = 8
+
+
+class Override(StrictModel):
+    """Force one setting of the plan to a value; the reason is mandatory, for the reviewer."""
+
+    kind: SettingKind
+    key: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/*@+ -]+$")]
+    value: Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\n\r\x00]*$")] | int
+    reason: Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")]
+
+
+class Knobs(StrictModel):
+    """Intent and policy knobs. In a file every knob is optional; ``extends:`` fills the rest."""
+
+    intent: Literal["inference", "training"] | None = None
+    cstates: Literal["shallow", "default"] | None = None
+    thp: Literal["madvise", "never"] | None = None
+    hugepages_1g_percent: Annotated[int, Field(ge=0, le=100)] | None = None
+    smt: Literal["keep", "disable"] | None = None
+    gpu_clocks: Literal["boost", "lock-max"] | None = None
+    gpu_compute_mode: Literal["default", "exclusive-process"] | None = None
+    gpu_power_limit_percent: Annotated[int, Field(ge=10, le=100)] | None = None
+    gpu_ecc: Literal["enable", "leave"] | None = None
+    gpu_mig: Literal["disable", "leave"] | None = None
+    irq: Literal["pin", "irqbalance"] | None = None
+    headless: bool | None = None
+    multinode: bool | None = None
+
+
+class ProfileFile(Knobs):
+    name: BundleName | None = None
+    description: str | None = None
+    extends: str | None = None
+    overrides: Annotated[list[Override], Field(max_length=500)] = []
+
+
+KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)
+
+# What a knob is when no profile in the chain sets it. ``intent`` has no default: it is required.
+KNOB_DEFAULTS: dict[str, Any] = {
+    "cstates": "default",
+    "thp": "madvise",
+    "hugepages_1g_percent": 0,
+    "smt": "keep",
+    "gpu_clocks": "boost",
+    "gpu_compute_mode": "default",
+    "gpu_power_limit_percent": None,
+    "gpu_ecc": "enable",
+    "gpu_mig": "leave",
+    "irq": "pin",
+    "headless": True,
+    "multinode": False,
+}
+DEFAULT_ORIGIN = "goldtune default"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A resolved profile: every knob has a value and the name of the profile that set it."""
+
+    name: str
+    description: str
+    chain: tuple[str, ...]  # the profile itself first, then what it extends
+    knobs: dict[str, Any]
+    origins: dict[str, str]
+    overrides: tuple[Override, ...]
+    source: str = ""  # the profile file as given
+
+    def __getattr__(self, name: str) -> Any:
+        knobs = self.__dict__.get("knobs", {})
+        if name in knobs:
+            return knobs[name]
+        raise AttributeError(name)
+
+    @property
+    def intent(self) -> str:
+        return str(self.knobs["intent"])
+
+
+def find_profile_file(reference: str, folder: Path) -> Path:
+    choices = [path.stem for path in folder.glob("*.yaml")]
+    return _find_input(reference, folder, "profile", choices)
+
+
+def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:
+    chain: list[tuple[ProfileFile, Path]] = []
+    seen: list[str] = []
+    current: str | None = reference
+    base_dir = folder
+    while current is not None:
+        path = find_profile_file(current, base_dir)
+        key = str(path.resolve())
+        if key in seen:
+            cycle = " -> ".join([Path(s).stem for s in seen] + [path.stem])
+            raise InputError(Problem(str(chain[-1][1]), "extends", f"extends cycle: {cycle}"))
+        if len(chain) >= MAX_EXTENDS_DEPTH:
+            raise InputError(Problem(str(chain[-1][1]), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends"))
+        seen.append(key)
+        data = read_yaml_file(path)
+        data.setdefault("name", path.stem)
+        chain.append((validate_model(ProfileFile, data, str(path)), path))
+        current = chain[-1][0].extends
+        # A name in extends: refers to the same folder as the profile that names it.
+        base_dir = path.parent if current and (path.parent / f"{current}.yaml").is_file() else folder
+    return chain
+
+
+def _merge_overrides(chain: list[tuple[ProfileFile, Path]]) -> tuple[Override, ...]:
+    """Overrides of a child replace those of a parent for the same (kind, key)."""
+    merged: dict[tuple[str, str], Override] = {}
+    for profile, _ in reversed(chain):
+        for override in profile.overrides:
+            merged[(override.kind, override.key)] = override
+    return tuple(merged.values())
+
+
+def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, Path]:
+    chain = _read_chain(reference, folder or profiles_dir())
+    leaf, leaf_path = chain[0]
+    knobs: dict[str, Any] = dict(KNOB_DEFAULTS)
+    origins = {knob: DEFAULT_ORIGIN for knob in KNOB_DEFAULTS}
+    for profile, _ in reversed(chain):
+        for knob in profile.model_fields_set & set(KNOB_NAMES):
+            knobs[knob] = getattr(profile, knob)
+            origins[knob] = profile.name or ""
+    if knobs.get("intent") is None:
+        raise InputError(Problem(str(leaf_path), "intent", "required: inference or training (here or in a profile it extends)"))
+    assert leaf.name is not None
+    resolved = Profile(
+        name=leaf.name,
+        description=leaf.description or "",
+        chain=tuple(profile.name or "" for profile, _ in chain),
+        knobs=knobs,
+        origins=origins,
+        overrides=_merge_overrides(chain),
+        source=str(leaf_path),
+    )
+    return resolved, leaf_path

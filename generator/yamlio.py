@@ -1,0 +1,91 @@
+"""Strict, safe YAML reading for hand-written inputs.
+
+A ``SafeLoader`` subclass (never the global loader) that also refuses duplicate keys and
+anchors/aliases (the billion-laughs vector; hand-written hardware files do not need them), with a
+size cap so a stray multi-megabyte file is rejected before parsing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.errors import InputError, Problem
+
+MAX_INPUT_BYTES = 1024 * 1024
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys and aliases."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(
+                None, None, "YAML aliases (*name) are not allowed in goldtune inputs", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "mapping keys must be plain scalars", key_node.start_mark
+                )
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _describe_yaml_error(error: yaml.YAMLError) -> tuple[str, str]:
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(error, "problem", None) or str(error)
+    return where, " ".join(str(problem).split())
+
+
+def parse_yaml_text(text: str, source: str) -> dict[str, Any]:
+    """Parse ``text`` as one YAML mapping; every failure is an ``InputError`` naming ``source``."""
+    try:
+        data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader
+    except yaml.YAMLError as error:
+        where, problem = _describe_yaml_error(error)
+        raise InputError(Problem(source, where, f"invalid YAML: {problem}")) from None
+    except RecursionError:
+        raise InputError(Problem(source, "", "invalid YAML: nested too deeply")) from None
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        raise InputError(Problem(source, "", f"expected a YAML mapping at the top level, got {kind}"))
+    return data
+
+
+def read_yaml_file(path: Path) -> dict[str, Any]:
+    """Read one YAML mapping from ``path`` with the checks of ``parse_yaml_text``."""
+    source = str(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(Problem(source, "", "no such file")) from None
+    except IsADirectoryError:
+        raise InputError(Problem(source, "", "is a directory, expected a YAML file")) from None
+    except OSError as error:
+        raise InputError(Problem(source, "", f"cannot read: {error.strerror}")) from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputError(
+            Problem(source, "", f"file is larger than {MAX_INPUT_BYTES // 1024} KiB; not a goldtune input")
+        )
+    if b"\0" in raw:
+        raise InputError(Problem(source, "", "binary data (NUL bytes); expected a YAML text file"))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(Problem(source, "", f"not UTF-8 text (byte {error.start})")) from None
+    return parse_yaml_text(text, source)

@@ -1,0 +1,80 @@
+"""The command line as a user meets it: exit codes, one line per problem, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import MINIMAL_HW, REPO
+
+
+def gen(*args: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator", *args], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+def test_help_explains_the_main_job():
+    result = gen("--help")
+    assert result.returncode == 0
+    for word in ("--hw", "--profile", "-o", "explain", "check", "list", "schema", "Exit status"):
+        assert word in result.stdout
+
+
+def test_check_shipped_inputs():
+    result = gen("check", "--hw", "dgx-h100", "--profile", "inference")
+    assert result.returncode == 0, result.stderr
+    assert "dgx-h100" in result.stdout and "intent inference" in result.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["check", "--hw", "nosuch", "--profile", "inference"], "nosuch: no such file and no shipped system"),
+    (["check", "--hw", "dgx-h100", "--profile", "inferense"], "did you mean inference"),
+    (["check", "--hw", "/nonexistent/hw.yaml", "--profile", "inference"], "/nonexistent/hw.yaml: no such file"),
+])
+def test_bad_references_exit_2_with_one_line(args, needle):
+    result = gen(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+
+
+def test_several_problems_one_line_each(write):
+    path = write("bad.yaml", MINIMAL_HW.replace("memory_gib: 256", "memory_gib: '256'") + "colour: red\n")
+    result = gen("check", "--hw", str(path), "--profile", "training")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        f"goldtune: error: {path}: colour: unknown field",
+        f"goldtune: error: {path}: memory_gib: expected int, got string '256'",
+    ] or sorted(lines) == sorted([
+        f"goldtune: error: {path}: colour: unknown field",
+        f"goldtune: error: {path}: memory_gib: expected int, got string '256'",
+    ])
+
+
+def test_list_shows_everything_shipped():
+    result = gen("list", "--json")
+    assert result.returncode == 0
+    inventory = json.loads(result.stdout)
+    assert {"systems", "gpus", "nics", "cpus", "profiles"} == set(inventory)
+    assert any(s["name"] == "dgx-h100" for s in inventory["systems"])
+    text = gen("list").stdout
+    assert "SYSTEMS" in text and "H100-SXM5-80GB" in text and "training-multinode" in text
+
+
+@pytest.mark.parametrize("which,field", [("hardware", "nics"), ("profile", "extends")])
+def test_schema_is_json_schema(which, field):
+    result = gen("schema", which)
+    schema = json.loads(result.stdout)
+    assert schema["$schema"].startswith("https://json-schema.org/")
+    assert field in schema["properties"]
+    assert schema.get("additionalProperties") is False
+
+
+def test_main_job_needs_both_inputs():
+    result = gen("--hw", "dgx-h100")
+    assert result.returncode == 2 and "needs both --hw and --profile" in result.stderr

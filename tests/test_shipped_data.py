@@ -1,0 +1,68 @@
+"""Every shipped data file loads cleanly, carries sources, and names resolve one way only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from generator.catalog import CpuModel, GpuModel, NicModel, _normalise, load_catalog
+from generator.hardware import load_facts
+from generator.profile import load_profile
+from generator.validation import validate_model
+from generator.yamlio import read_yaml_file
+from tests.conftest import PROFILES, REPO, SYSTEMS
+
+DB = REPO / "hardware_db"
+ENTRY_FILES = [(kind, path) for kind, model in (("gpus", GpuModel), ("nics", NicModel), ("cpus", CpuModel))
+               for path in sorted((DB / kind).glob("*.yaml"))]
+MODELS = {"gpus": GpuModel, "nics": NicModel, "cpus": CpuModel}
+
+
+@pytest.mark.parametrize("kind,path", ENTRY_FILES, ids=[f"{k}/{p.stem}" for k, p in ENTRY_FILES])
+def test_catalog_entry_loads_and_cites_sources(kind: str, path: Path):
+    entry = validate_model(MODELS[kind], read_yaml_file(path), str(path))
+    assert entry.key == path.stem
+    assert entry.source and all(len(line) > 10 for line in entry.source)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_reference_system_loads(system: str):
+    facts, path = load_facts(system, load_catalog())
+    assert facts.name == system
+    assert read_yaml_file(path).get("source"), "a reference system cites its sources"
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_profile_loads(profile: str):
+    resolved, _ = load_profile(profile)
+    assert resolved.name == profile and resolved.description
+
+
+@pytest.mark.parametrize("index", ["gpus", "nics", "cpus"])
+def test_no_name_resolves_to_two_entries(index: str):
+    entries = getattr(load_catalog(), index).entries
+    names = Counter(n for e in entries for n in {_normalise(x) for x in (e.key, e.name, *e.aliases, *getattr(e, "pci_device_ids", []))})
+    assert [n for n, c in names.items() if c > 1] == []
+
+
+REQUIRED_GPUS = {"A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB", "A30", "A10", "L4", "L40S", "H100-SXM5-80GB",
+                 "H100-PCIe", "H100-NVL", "H200-SXM-141GB", "H200-NVL", "GH200", "B200", "GB200"}
+
+
+def test_required_models_are_shipped():
+    catalog = load_catalog()
+    assert REQUIRED_GPUS <= set(catalog.gpus.keys)
+    assert {"ConnectX-6", "ConnectX-6-Dx", "ConnectX-7", "BlueField-3", "E810", "BCM57508"} <= set(catalog.nics.keys)
+    assert {"Xeon-8480C", "Xeon-8570", "EPYC-7742", "EPYC-9654", "Grace"} <= set(catalog.cpus.keys)
+    assert {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "hgx-h100-epyc", "l40s-4x-pcie", "l4-inference", "gh200"} <= set(SYSTEMS)
+    assert {"inference", "training", "inference-latency", "training-multinode"} <= set(PROFILES)
+
+
+def test_l4_and_l40s_never_confused():
+    catalog = load_catalog()
+    assert catalog.gpus.find("L4").key == "L4"
+    assert catalog.gpus.find("l40s").key == "L40S"
+    assert catalog.gpus.find("0x26b9").key == "L40S"
+    assert catalog.gpus.find("0x27b8").key == "L4"
