@@ -1,0 +1,85 @@
+"""From facts and profile to the plan: run the rules, settle conflicts, apply overrides, check.
+
+The plan is the single source of truth: `explain`, `diff`, the renderers and `verify` read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from generator.checks import check_plan
+from generator.errors import InputError, Problem
+from generator.facts import Facts
+from generator.profile import SETTING_KINDS, Override, Profile
+from generator.rules import REGISTRY, RULES_BY_ID
+from generator.rules.base import Rule
+from generator.setting import Note, Plan, Setting
+
+KIND_ORDER = {kind: index for index, kind in enumerate(SETTING_KINDS)}
+
+
+def run_rules(facts: Facts, profile: Profile, rules: Iterable[Rule] = REGISTRY) -> tuple[list[Setting], list[Note]]:
+    settings: list[Setting] = []
+    notes: list[Note] = []
+    for rule in rules:
+        for item in rule.apply(facts, profile):
+            (settings if isinstance(item, Setting) else notes).append(item)  # type: ignore[arg-type]
+    return settings, notes
+
+
+def _declares_override(winner: str, loser: str) -> bool:
+    rule = RULES_BY_ID.get(winner)
+    return rule is not None and loser in rule.overrides
+
+
+def resolve_conflicts(settings: list[Setting], source: str) -> list[Setting]:
+    """One setting per target; two rules that disagree is an error unless one declares it wins."""
+    chosen: dict[tuple[str, str], Setting] = {}
+    problems: list[Problem] = []
+    for setting in settings:
+        previous = chosen.get(setting.target)
+        if previous is None or previous.value == setting.value:
+            chosen.setdefault(setting.target, setting)
+        elif _declares_override(setting.rule, previous.rule):
+            chosen[setting.target] = setting
+        elif not _declares_override(previous.rule, setting.rule):
+            problems.append(Problem(source, f"{setting.kind} {setting.key}",
+                                    f"rules {previous.rule} ({previous.value!r}) and {setting.rule} "
+                                    f"({setting.value!r}) disagree and neither declares that it overrides the other"))
+    if problems:
+        raise InputError(problems)
+    return list(chosen.values())
+
+
+def _override_setting(override: Override, current: Setting | None, profile: Profile) -> Setting:
+    value = str(override.value)
+    reason = f"profile {profile.name} override: {override.reason}"
+    if current is None:
+        return Setting(override.kind, override.key, value, reason + " (no rule sets this)",
+                       rule=f"profile:{profile.name}", override=True)
+    return Setting(override.kind, override.key, value,
+                   reason + f" (rule {current.rule} chose {current.value!r}: {current.reason})",
+                   rule=current.rule, override=True, original_value=current.value, original_rule=current.rule)
+
+
+def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
+    by_target = {s.target: s for s in settings}
+    for override in profile.overrides:
+        target = (override.kind, override.key)
+        by_target[target] = _override_setting(override, by_target.get(target), profile)
+    return list(by_target.values())
+
+
+def order_settings(settings: Iterable[Setting]) -> tuple[Setting, ...]:
+    return tuple(sorted(settings, key=lambda s: (KIND_ORDER[s.kind], s.key)))
+
+
+def build_plan(facts: Facts, profile: Profile) -> Plan:
+    """The complete, ordered plan; bad combinations raise InputError (exit 2)."""
+    source = profile.source or profile.name
+    proposed, notes = run_rules(facts, profile)
+    settings = order_settings(apply_overrides(resolve_conflicts(proposed, source), profile))
+    errors, warnings = check_plan(settings, facts)
+    if errors:
+        raise InputError([Problem(source, "", f"for hardware {facts.name}: {error}") for error in errors])
+    return Plan(facts.name, profile.name, settings, tuple(notes), tuple(warnings))

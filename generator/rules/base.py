@@ -1,0 +1,112 @@
+"""What a rule is, and the small constructors rules use to propose settings.
+
+A rule is a pure function of (Facts, Profile) that returns settings and notes. It is tagged with
+an id and an area by ``@rule`` and listed once in ``generator.rules.REGISTRY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from generator.facts import Facts
+from generator.profile import Profile
+from generator.setting import Note, Setting
+
+Output = Iterable[Setting | Note]
+RuleFunc = Callable[[Facts, Profile], Output]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    area: str
+    func: RuleFunc
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        doc = (self.func.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+    def apply(self, facts: Facts, profile: Profile) -> list[Setting | Note]:
+        stamped: list[Setting | Note] = []
+        for item in self.func(facts, profile):
+            if isinstance(item, Setting):
+                stamped.append(Setting(item.kind, item.key, item.value, item.reason, rule=self.id))
+            else:
+                stamped.append(Note(item.text, rule=self.id))
+        return stamped
+
+
+def rule(rule_id: str, overrides: tuple[str, ...] = ()) -> Callable[[RuleFunc], Rule]:
+    """Declare a rule; the area is the id's first part (``memory.swappiness`` -> memory)."""
+
+    def wrap(func: RuleFunc) -> Rule:
+        return Rule(rule_id, rule_id.split(".", 1)[0], func, overrides)
+
+    return wrap
+
+
+def _text(value: object) -> str:
+    return str(value)
+
+
+def sysctl(key: str, value: object, reason: str) -> Setting:
+    return Setting("sysctl", key, _text(value), reason)
+
+
+def kernel_arg(key: str, value: object, reason: str) -> Setting:
+    return Setting("kernel-arg", key, _text(value), reason)
+
+
+def limit(domain: str, kind: str, item: str, value: object, reason: str) -> Setting:
+    return Setting("limit", f"{domain} {kind} {item}", _text(value), reason)
+
+
+def manager_default(option: str, value: object, reason: str) -> Setting:
+    return Setting("systemd-manager", option, _text(value), reason)
+
+
+def blacklist(module: str, reason: str) -> Setting:
+    return Setting("modprobe", f"blacklist {module}", "", reason)
+
+
+def module_option(module: str, param: str, value: object, reason: str) -> Setting:
+    return Setting("modprobe", f"options {module} {param}", _text(value), reason)
+
+
+def load_module(module: str, reason: str) -> Setting:
+    return Setting("module-load", module, "", reason)
+
+
+def sysfs(path: str, value: object, reason: str) -> Setting:
+    return Setting("sysfs", path, _text(value), reason)
+
+
+def io_scheduler(match: str, scheduler: str, reason: str) -> Setting:
+    return Setting("udev", match, scheduler, reason)
+
+
+def tuned(section: str, option: str, value: object, reason: str) -> Setting:
+    return Setting("tuned", f"{section}.{option}", _text(value), reason)
+
+
+def gpu_action(action: str, value: object, reason: str) -> Setting:
+    return Setting("gpu", action, _text(value), reason)
+
+
+def irq_pin(interface: str, cpulist: str, reason: str) -> Setting:
+    return Setting("irq", interface, cpulist, reason)
+
+
+def service(unit: str, action: str, reason: str) -> Setting:
+    return Setting("service", unit, action, reason)
+
+
+def note(text: str) -> Note:
+    return Note(text)
+
+
+GIB = 1024**3
+MIB = 1024**2

@@ -1,0 +1,46 @@
+"""Limits: open files and locked memory for logins and services, kernel-wide file tables."""
+
+from __future__ import annotations
+
+from generator.facts import Facts
+from generator.profile import Profile
+from generator.rules.base import Output, limit, manager_default, rule, sysctl
+
+NOFILE = 1048576
+NR_OPEN_DEFAULT = 1048576  # the kernel's fs.nr_open default; a hard nofile above it breaks logins
+
+
+@rule("limits.nofile")
+def nofile(facts: Facts, profile: Profile) -> Output:
+    """Open-file limit for logins (limits.d) and services (systemd), kept within fs.nr_open."""
+    why = ("vLLM, Triton, DataLoader workers, NCCL and gRPC open hundreds of descriptors each; "
+           "1024 fails with EMFILE")
+    yield limit("*", "soft", "nofile", NOFILE, why)
+    yield limit("*", "hard", "nofile", NOFILE, why + f"; not above fs.nr_open ({NR_OPEN_DEFAULT})")
+    yield manager_default("DefaultLimitNOFILE", NOFILE, "services started by systemd do not read limits.d; " + why)
+
+
+@rule("limits.memlock")
+def memlock(facts: Facts, profile: Profile) -> Output:
+    """Unlimited locked memory: pinned host buffers and RDMA memory registration."""
+    why = "CUDA pinned host memory and RDMA memory registration lock pages; a cap fails them"
+    yield limit("*", "soft", "memlock", "unlimited", why)
+    yield limit("*", "hard", "memlock", "unlimited", why)
+    yield manager_default("DefaultLimitMEMLOCK", "infinity", "services started by systemd do not read limits.d; " + why)
+
+
+@rule("limits.aio")
+def aio(facts: Facts, profile: Profile) -> Output:
+    """Room for asynchronous I/O contexts used by weight and data loaders."""
+    yield sysctl("fs.aio-max-nr", 1048576,
+                 "asynchronous weight and dataset loaders (io_uring/libaio) exhaust the 65536 default")
+
+
+@rule("limits.inotify")
+def inotify(facts: Facts, profile: Profile) -> Output:
+    """Enough inotify watches for tooling that watches checkpoint trees (training)."""
+    if profile.intent != "training":
+        return
+    yield sysctl("fs.inotify.max_user_watches", 1048576,
+                 "tooling that watches checkpoint and dataset trees runs out of watches; 1048576 "
+                 "is the ceiling newer kernels scale to with RAM, so it never lowers the default")

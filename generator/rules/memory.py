@@ -1,0 +1,127 @@
+"""Memory: swap, transparent and explicit huge pages, NUMA placement, write-back."""
+
+from __future__ import annotations
+
+from generator.facts import Facts
+from generator.profile import Profile
+from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
+
+HUGEPAGE_1G_MIN_PAGE_KIB = 4  # 1 GiB pages need a 4 KiB base page (16/64 KiB arm64 kernels reject them)
+
+
+@rule("memory.swappiness")
+def swappiness(facts: Facts, profile: Profile) -> Output:
+    """Keep swap as a last resort without the OOM-prone behaviour of swappiness 0."""
+    yield sysctl(
+        "vm.swappiness", 1,
+        "swapping model weights or activations is far slower than restarting; 1 (not 0) still "
+        "lets the kernel reclaim anonymous memory before an OOM kill inside memory cgroups",
+    )
+
+
+@rule("memory.thp-mode")
+def thp_mode(facts: Facts, profile: Profile) -> Output:
+    """Transparent huge pages only where the application asks (madvise), set at boot."""
+    if profile.thp == "madvise":
+        reason = ("PyTorch and CUDA ask for huge pages on long-lived allocations via madvise; "
+                  "everything else avoids the compaction stalls of 'always'")
+    else:
+        reason = "the profile turns transparent huge pages off entirely"
+    yield kernel_arg("transparent_hugepage", profile.thp, reason)
+
+
+@rule("memory.thp-defrag")
+def thp_defrag(facts: Facts, profile: Profile) -> Output:
+    """Compact for huge pages in the background, not in the allocating thread."""
+    if profile.thp != "madvise":
+        return
+    yield sysfs(
+        "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise",
+        "madvise regions compact directly, all others defer to kcompactd, so no allocating "
+        "thread stalls for tens of milliseconds on compaction",
+    )
+
+
+@rule("memory.max-map-count")
+def max_map_count(facts: Facts, profile: Profile) -> Output:
+    """Raise the mmap count limit for mmap'd weight shards and busy servers."""
+    yield sysctl(
+        "vm.max_map_count", 1048576,
+        "mmap'd safetensors shards and high-concurrency servers exceed the old 65530 default "
+        "(ENOMEM); 1048576 equals the newer distribution default, so it never lowers it",
+    )
+
+
+@rule("memory.overcommit")
+def overcommit(facts: Facts, profile: Profile) -> Output:
+    """Always allow overcommit: CUDA reserves large virtual ranges it never touches."""
+    if not facts.has_gpus:
+        return
+    yield sysctl(
+        "vm.overcommit_memory", 1,
+        "the CUDA runtime and UVM reserve virtual ranges far larger than RAM; heuristic "
+        "accounting can refuse them",
+    )
+
+
+@rule("memory.numa-balancing")
+def numa_balancing(facts: Facts, profile: Profile) -> Output:
+    """Automatic NUMA balancing: off for training, pinned on for inference (NUMA machines only)."""
+    if not facts.is_numa:
+        yield note("single NUMA node: no NUMA balancing or zone reclaim setting applies")
+        return
+    if profile.intent == "training":
+        yield sysctl("kernel.numa_balancing", 0,
+                     f"{facts.numa_nodes} NUMA nodes: page migration mid-epoch is churn for "
+                     "processes already bound to their GPU's node")
+    else:
+        yield sysctl("kernel.numa_balancing", 1,
+                     f"{facts.numa_nodes} NUMA nodes: pinned on (distributions and vendor "
+                     "profiles differ) so long-lived serving processes drift to their memory")
+
+
+@rule("memory.zone-reclaim")
+def zone_reclaim(facts: Facts, profile: Profile) -> Output:
+    """Prefer remote memory over reclaiming local page cache on NUMA machines."""
+    if not facts.is_numa:
+        return
+    yield sysctl("vm.zone_reclaim_mode", 0,
+                 f"{facts.numa_nodes} NUMA nodes: allocate on a remote node rather than drop "
+                 "the local page cache (weights, datasets); pinned because some firmware "
+                 "distances made older kernels enable it")
+
+
+def dirty_background_bytes(memory_gib: int) -> int:
+    """1/256 of RAM, between 1 and 4 GiB."""
+    return min(4 * GIB, max(1 * GIB, memory_gib * GIB // 256))
+
+
+@rule("memory.dirty-bytes")
+def dirty_bytes(facts: Facts, profile: Profile) -> Output:
+    """Bound dirty page cache in bytes on large training machines (checkpoint flushes)."""
+    if profile.intent != "training" or facts.memory_gib < 256:
+        return
+    background = dirty_background_bytes(facts.memory_gib)
+    limit = 4 * background
+    why = (f"{facts.memory_gib} GiB RAM: a ratio lets hundreds of GB of checkpoint data pile "
+           "up and then stall training on flush; a byte bound keeps write-back steady")
+    yield sysctl("vm.dirty_background_bytes", background, why + f" (background {background // GIB} GiB = RAM/256, 1-4 GiB)")
+    yield sysctl("vm.dirty_bytes", limit, why + f" (hard limit {limit // GIB} GiB = 4x background)")
+
+
+@rule("memory.hugepages-1g")
+def hugepages_1g(facts: Facts, profile: Profile) -> Output:
+    """Reserve 1 GiB huge pages at boot, only when the profile asks for them."""
+    percent = profile.hugepages_1g_percent
+    if not percent:
+        return
+    if facts.os.page_size_kib != HUGEPAGE_1G_MIN_PAGE_KIB:
+        yield note(f"1 GiB huge pages requested but the kernel uses {facts.os.page_size_kib} KiB "
+                   "pages, which reject hugepagesz=1G: no reservation emitted")
+        return
+    count = facts.memory_gib * percent // 100
+    why = (f"the profile reserves {percent}% of {facts.memory_gib} GiB as 1 GiB pages for an "
+           "engine built to use them; reserved memory is lost to everything else")
+    yield kernel_arg("default_hugepagesz", "1G", why)
+    yield kernel_arg("hugepagesz", "1G", why)
+    yield kernel_arg("hugepages", count, why)

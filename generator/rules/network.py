@@ -1,0 +1,103 @@
+"""Network: socket buffers sized to the NICs that carry TCP, backlogs, multi-rail ARP, BBR."""
+
+from __future__ import annotations
+
+from generator.facts import Facts, NicFacts
+from generator.profile import Profile
+from generator.rules.base import MIB, Output, load_module, note, rule, sysctl
+
+# Round-trip times the socket buffers are sized for: a serving front end sees clients across a
+# region; training side paths (checkpoints, datasets) cross a cluster and its storage.
+RTT_MS = {"inference": 20, "training": 40}
+BUFFER_FLOOR = 16 * MIB  # below 10 Gbit/s the kernel's autotuning default is enough
+BUFFER_CAP = 512 * MIB  # the largest value peers ship (NVIDIA multi-node training profiles)
+FAST_NIC_GBPS = 100
+
+
+def _next_power_of_two(value: int) -> int:
+    return 1 << (value - 1).bit_length()
+
+
+def socket_buffer_bytes(speed_gbps: int, intent: str) -> int:
+    """Bandwidth-delay product of the fastest TCP NIC, rounded up to a power of two."""
+    bdp = speed_gbps * 1_000_000_000 // 8 * RTT_MS[intent] // 1000
+    return min(BUFFER_CAP, max(BUFFER_FLOOR, _next_power_of_two(bdp)))
+
+
+def _fastest(nics: tuple[NicFacts, ...]) -> NicFacts | None:
+    known = [nic for nic in nics if nic.speed_gbps]
+    return max(known, key=lambda nic: nic.speed_gbps or 0) if known else None
+
+
+@rule("network.rdma-paths")
+def rdma_paths(facts: Facts, profile: Profile) -> Output:
+    """Say that RDMA fabrics need no TCP sysctl (RDMA bypasses the kernel stack)."""
+    rdma_compute = [nic.name for nic in facts.nics if nic.rdma and nic.role == "compute"]
+    if rdma_compute:
+        yield note(f"RDMA fabric NICs ({', '.join(rdma_compute)}) bypass the kernel TCP stack: "
+                   "no socket buffer setting helps them, so none is sized for them")
+
+
+@rule("network.socket-buffers")
+def socket_buffers(facts: Facts, profile: Profile) -> Output:
+    """Size TCP socket buffer limits to the bandwidth-delay product of the fastest TCP NIC."""
+    fastest = _fastest(facts.tcp_nics)
+    if fastest is None or (fastest.speed_gbps or 0) < 10:
+        yield note("no NIC of 10 Gbit/s or more carries TCP: socket buffer defaults are enough")
+        return
+    assert fastest.speed_gbps is not None
+    size = socket_buffer_bytes(fastest.speed_gbps, profile.intent)
+    rtt = RTT_MS[profile.intent]
+    why = (f"{fastest.name} carries TCP at {fastest.speed_gbps} Gbit/s: autotuning only grows "
+           f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
+           f"({size // MIB} MiB, capped at {BUFFER_CAP // MIB} MiB)")
+    middle = 131072 if profile.intent == "training" else 87380
+    yield sysctl("net.core.rmem_max", size, why)
+    yield sysctl("net.core.wmem_max", size, why)
+    yield sysctl("net.ipv4.tcp_rmem", f"4096 {middle} {size}", why)
+    yield sysctl("net.ipv4.tcp_wmem", f"4096 {65536 if profile.intent == 'inference' else middle} {size}", why)
+
+
+@rule("network.backlog")
+def backlog(facts: Facts, profile: Profile) -> Output:
+    """Deepen the per-CPU receive backlog for NICs of 100 Gbit/s and more."""
+    fastest = _fastest(facts.tcp_nics)
+    if fastest is None or (fastest.speed_gbps or 0) < FAST_NIC_GBPS:
+        return
+    yield sysctl("net.core.netdev_max_backlog", 250000,
+                 f"{fastest.name} at {fastest.speed_gbps} Gbit/s delivers bursts that overflow "
+                 "the 1000-packet default backlog (drops counted in /proc/net/softnet_stat)")
+
+
+@rule("network.somaxconn")
+def somaxconn(facts: Facts, profile: Profile) -> Output:
+    """A deep accept queue for inference front ends."""
+    if profile.intent != "inference" or not facts.tcp_nics:
+        return
+    yield sysctl("net.core.somaxconn", 65535,
+                 "serving front ends accept bursts of connections; the 4096 default queue drops them")
+
+
+@rule("network.multirail-arp")
+def multirail_arp(facts: Facts, profile: Profile) -> Output:
+    """Each NIC answers ARP only for its own address when several NICs share a role."""
+    roles = [nic.role for nic in facts.nics if nic.role in {"compute", "storage"}]
+    shared = sorted({role for role in roles if roles.count(role) > 1})
+    if not shared:
+        return
+    why = (f"several {'/'.join(shared)} NICs on one host (multi-rail): without this one NIC "
+           "answers ARP for its neighbours' addresses and steals their traffic")
+    yield sysctl("net.ipv4.conf.all.arp_announce", 2, why)
+    yield sysctl("net.ipv4.conf.all.arp_ignore", 1, why)
+
+
+@rule("network.bbr")
+def bbr(facts: Facts, profile: Profile) -> Output:
+    """BBR and fq for multi-node training over TCP side paths."""
+    if not profile.multinode or not facts.tcp_nics:
+        return
+    why = ("multi-node training moves checkpoints and datasets over high bandwidth-delay TCP "
+           "paths, where BBR keeps throughput that loss-based CUBIC gives up")
+    yield load_module("tcp_bbr", why + " (loaded before sysctl.d selects it)")
+    yield sysctl("net.core.default_qdisc", "fq", why + "; BBR paces through the fq qdisc")
+    yield sysctl("net.ipv4.tcp_congestion_control", "bbr", why)
