@@ -108,10 +108,9 @@ def check_nofile(settings: Iterable[Setting]) -> list[str]:
     nr_open_setting = by_target.get(("sysctl", "fs.nr_open"))
     nr_open = _int_limit(nr_open_setting.value) if nr_open_setting else NR_OPEN_DEFAULT
     errors = []
-    for target in [("limit", "* hard nofile"), ("limit", "* soft nofile"), ("systemd-manager", "DefaultLimitNOFILE")]:
-        setting = by_target.get(target)
-        if setting is None:
-            continue
+    nofile_settings = [s for s in by_target.values()
+                       if (s.kind == "limit" and s.key.endswith(" nofile")) or s.target == ("systemd-manager", "DefaultLimitNOFILE")]
+    for setting in nofile_settings:
         values = [_int_limit(part) for part in setting.value.split(":")]
         if any(v is None for v in values) or any(v > (nr_open or NR_OPEN_DEFAULT) for v in values if v):
             errors.append(f"{setting.kind} {setting.key}={setting.value} must be a number no larger than "

@@ -10,12 +10,13 @@ from collections.abc import Iterable
 from generator.checks import check_plan
 from generator.errors import InputError, Problem
 from generator.facts import Facts
-from generator.profile import SETTING_KINDS, Override, Profile
+from generator.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
+from generator.profile import Override, Profile
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
-from generator.setting import Note, Plan, Setting
+from generator.setting import KIND_ORDER, Note, Plan, Setting
 
-KIND_ORDER = {kind: index for index, kind in enumerate(SETTING_KINDS)}
+KNOWN_TABLES = {"sysctl": KNOWN_SYSCTLS, "kernel-arg": KNOWN_KERNEL_ARGS}
 
 
 def run_rules(facts: Facts, profile: Profile, rules: Iterable[Rule] = REGISTRY) -> tuple[list[Setting], list[Note]]:
@@ -70,6 +71,25 @@ def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
     return list(by_target.values())
 
 
+def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Setting], list[Note]]:
+    """Rules state intent; a known key the target kernel or architecture lacks is dropped with a note.
+
+    Unknown keys and profile overrides are not dropped: the cross-checks reject them.
+    """
+    kept: list[Setting] = []
+    notes: list[Note] = []
+    for setting in settings:
+        table = KNOWN_TABLES.get(setting.kind)
+        known = table.get(setting.key) if table else None
+        if known is None or known.available(facts.os.kernel, facts.cpu.arch):
+            kept.append(setting)
+            continue
+        kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "a current kernel"
+        notes.append(Note(f"{setting.kind} {setting.key} dropped: it does not exist on {facts.cpu.arch} "
+                          f"with {kernel}", rule=setting.rule))
+    return kept, notes
+
+
 def order_settings(settings: Iterable[Setting]) -> tuple[Setting, ...]:
     return tuple(sorted(settings, key=lambda s: (KIND_ORDER[s.kind], s.key)))
 
@@ -78,7 +98,9 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
     """The complete, ordered plan; bad combinations raise InputError (exit 2)."""
     source = profile.source or profile.name
     proposed, notes = run_rules(facts, profile)
-    settings = order_settings(apply_overrides(resolve_conflicts(proposed, source), profile))
+    available, dropped = drop_unavailable(resolve_conflicts(proposed, source), facts)
+    settings = order_settings(apply_overrides(available, profile))
+    notes += dropped
     errors, warnings = check_plan(settings, facts)
     if errors:
         raise InputError([Problem(source, "", f"for hardware {facts.name}: {error}") for error in errors])

@@ -7,6 +7,9 @@ from generator.profile import Profile
 from generator.rules.base import Output, kernel_arg, note, rule, sysfs, tuned
 
 EPP_DRIVERS = {"intel_pstate", "amd-pstate-epp"}
+# The kernel's default scaling driver on Intel CPUs it supports (Documentation/admin-guide/pm/
+# intel_pstate.rst); used when the CPU model does not name its driver.
+DEFAULT_DRIVER_BY_VENDOR = {"intel": "intel_pstate"}
 
 
 @rule("cpu.governor")
@@ -23,15 +26,16 @@ def governor(facts: Facts, profile: Profile) -> Output:
 @rule("cpu.energy-preference")
 def energy_preference(facts: Facts, profile: Profile) -> Output:
     """Ask the hardware-managed P-state driver for performance where it has EPP."""
-    driver = facts.cpu.cpufreq_driver
+    driver = facts.cpu.cpufreq_driver or DEFAULT_DRIVER_BY_VENDOR.get(facts.cpu.vendor)
     if driver not in EPP_DRIVERS:
         yield note(f"cpufreq driver {driver or 'unknown'}: no energy_performance_preference to set")
         return
     yield sysfs("/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference", "performance",
                 f"{driver} picks frequencies in hardware; EPP 'performance' tells it not to save "
                 "power at the cost of latency")
-    yield tuned("cpu", "energy_perf_bias", "performance",
-                "same intent for the x86 energy/performance bias MSR")
+    if facts.cpu.vendor == "intel":
+        yield tuned("cpu", "energy_perf_bias", "performance",
+                    "same intent for Intel's energy/performance bias register")
 
 
 @rule("cpu.cstates")

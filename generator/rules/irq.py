@@ -15,31 +15,41 @@ def _wants_pinning(nic: NicFacts) -> bool:
 
 
 def pinned_nics(facts: Facts, profile: Profile) -> list[NicFacts]:
-    """NICs that get manual pinning: RDMA or >= 100 Gbit/s, with a known NUMA node."""
+    """NICs whose interrupts are pinned: RDMA or >= 100 Gbit/s."""
     if profile.irq != "pin":
         return []
-    return [nic for nic in facts.nics if _wants_pinning(nic) and nic.numa_node is not None]
+    return [nic for nic in facts.nics if _wants_pinning(nic)]
 
 
-def irq_cpus(facts: Facts, node: int) -> str:
-    """The node's CPUs without CPU 0, which keeps the kernel's housekeeping work."""
-    return compress_cpus(cpu for cpu in facts.cpus_of_node(node) if cpu != 0)
+def housekeeping_cpus(facts: Facts) -> set[int]:
+    """CPU 0 and its SMT siblings: the first physical core keeps the kernel's housekeeping."""
+    return {thread * facts.cpu.physical_cores for thread in range(facts.cpu.threads_per_core)}
+
+
+def irq_cpus(facts: Facts, node: int | None) -> str:
+    """The node's CPUs (every CPU when the node is unknown) without the first physical core."""
+    nodes = [node] if node is not None else range(facts.numa_nodes)
+    cpus = [cpu for n in nodes for cpu in facts.cpus_of_node(n)]
+    return compress_cpus(set(cpus) - housekeeping_cpus(facts))
+
+
+def _pin_reason(nic: NicFacts) -> str:
+    if nic.numa_node is None:
+        return (f"{nic.name} has no numa_node in the hardware file, so its interrupts are spread over "
+                "every CPU but the first core (irqbalance is off); give numa_node to keep them NUMA-local")
+    return (f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}: no cross-socket "
+            "hop for every completion; the first core (CPU 0 and its SMT sibling) left to housekeeping")
 
 
 @rule("irq.pin-nics")
 def pin_nics(facts: Facts, profile: Profile) -> Output:
-    """Pin each fast NIC's interrupts to CPUs of the NIC's NUMA node (never CPU 0)."""
-    if profile.irq != "pin":
-        return
-    unplaced = [nic.name for nic in facts.nics if _wants_pinning(nic) and nic.numa_node is None]
-    if unplaced:
-        yield note(f"NICs {', '.join(unplaced)} have no numa_node in the hardware file: their "
-                   "interrupts are not pinned")
+    """Pin each fast NIC's interrupts to CPUs of the NIC's NUMA node, never the first core."""
     for nic in pinned_nics(facts, profile):
-        assert nic.numa_node is not None
-        yield irq_pin(nic.name, irq_cpus(facts, nic.numa_node),
-                      f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}: "
-                      "no cross-socket hop for every completion; CPU 0 left to housekeeping")
+        cpus = irq_cpus(facts, nic.numa_node)
+        if not cpus:
+            yield note(f"{nic.name}: its NUMA node has no CPU besides the first core; interrupts not pinned")
+            continue
+        yield irq_pin(nic.name, cpus, _pin_reason(nic))
 
 
 @rule("irq.irqbalance")
@@ -52,3 +62,5 @@ def irqbalance(facts: Facts, profile: Profile) -> Output:
                       "pins NIC interrupts at boot, when the interfaces exist; logs and skips a missing one")
     elif profile.irq == "irqbalance":
         yield service("irqbalance.service", "enable", "the profile leaves interrupt placement to irqbalance")
+    else:
+        yield note("no RDMA or >= 100 Gbit/s NIC: interrupts are left to the kernel and irqbalance")

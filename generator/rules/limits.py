@@ -8,6 +8,9 @@ from generator.rules.base import Output, limit, manager_default, rule, sysctl
 
 NOFILE = 1048576
 NR_OPEN_DEFAULT = 1048576  # the kernel's fs.nr_open default; a hard nofile above it breaks logins
+LOGIN_DOMAINS = ("*", "root")
+# pam_limits never applies a '*' line to root (limits.conf(5)), so root gets its own line.
+ROOT_NOTE = {"*": "", "root": " (root: '*' lines do not apply to root)"}
 
 
 @rule("limits.nofile")
@@ -15,8 +18,9 @@ def nofile(facts: Facts, profile: Profile) -> Output:
     """Open-file limit for logins (limits.d) and services (systemd), kept within fs.nr_open."""
     why = ("vLLM, Triton, DataLoader workers, NCCL and gRPC open hundreds of descriptors each; "
            "1024 fails with EMFILE")
-    yield limit("*", "soft", "nofile", NOFILE, why)
-    yield limit("*", "hard", "nofile", NOFILE, why + f"; not above fs.nr_open ({NR_OPEN_DEFAULT})")
+    for domain in LOGIN_DOMAINS:
+        yield limit(domain, "soft", "nofile", NOFILE, why + ROOT_NOTE[domain])
+        yield limit(domain, "hard", "nofile", NOFILE, why + f"; not above fs.nr_open ({NR_OPEN_DEFAULT})" + ROOT_NOTE[domain])
     yield manager_default("DefaultLimitNOFILE", NOFILE, "services started by systemd do not read limits.d; " + why)
 
 
@@ -24,8 +28,9 @@ def nofile(facts: Facts, profile: Profile) -> Output:
 def memlock(facts: Facts, profile: Profile) -> Output:
     """Unlimited locked memory: pinned host buffers and RDMA memory registration."""
     why = "CUDA pinned host memory and RDMA memory registration lock pages; a cap fails them"
-    yield limit("*", "soft", "memlock", "unlimited", why)
-    yield limit("*", "hard", "memlock", "unlimited", why)
+    for domain in LOGIN_DOMAINS:
+        yield limit(domain, "soft", "memlock", "unlimited", why + ROOT_NOTE[domain])
+        yield limit(domain, "hard", "memlock", "unlimited", why + ROOT_NOTE[domain])
     yield manager_default("DefaultLimitMEMLOCK", "infinity", "services started by systemd do not read limits.d; " + why)
 
 

@@ -6,7 +6,9 @@ from generator.facts import Facts
 from generator.profile import Profile
 from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
 
-HUGEPAGE_1G_MIN_PAGE_KIB = 4  # 1 GiB pages need a 4 KiB base page (16/64 KiB arm64 kernels reject them)
+# arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G (Documentation/arch/arm64/hugetlbpage.rst);
+# 4 KiB and 16 KiB page kernels offer 1G.
+PAGE_SIZES_WITHOUT_1G_KIB = {64}
 
 
 @rule("memory.swappiness")
@@ -115,7 +117,7 @@ def hugepages_1g(facts: Facts, profile: Profile) -> Output:
     percent = profile.hugepages_1g_percent
     if not percent:
         return
-    if facts.os.page_size_kib != HUGEPAGE_1G_MIN_PAGE_KIB:
+    if facts.os.page_size_kib in PAGE_SIZES_WITHOUT_1G_KIB:
         yield note(f"1 GiB huge pages requested but the kernel uses {facts.os.page_size_kib} KiB "
                    "pages, which reject hugepagesz=1G: no reservation emitted")
         return

@@ -9,8 +9,10 @@ from generator.rules.base import MIB, Output, load_module, note, rule, sysctl
 # Round-trip times the socket buffers are sized for: a serving front end sees clients across a
 # region; training side paths (checkpoints, datasets) cross a cluster and its storage.
 RTT_MS = {"inference": 20, "training": 40}
-BUFFER_FLOOR = 16 * MIB  # below 10 Gbit/s the kernel's autotuning default is enough
-BUFFER_CAP = 512 * MIB  # the largest value peers ship (NVIDIA multi-node training profiles)
+BUFFER_FLOOR = 16 * MIB
+# Caps from the reference profiles: 256 MiB serving, 512 MiB training (NVIDIA's multi-node
+# training profiles ship the same 512 MiB).
+BUFFER_CAP = {"inference": 256 * MIB, "training": 512 * MIB}
 FAST_NIC_GBPS = 100
 
 
@@ -21,7 +23,7 @@ def _next_power_of_two(value: int) -> int:
 def socket_buffer_bytes(speed_gbps: int, intent: str) -> int:
     """Bandwidth-delay product of the fastest TCP NIC, rounded up to a power of two."""
     bdp = speed_gbps * 1_000_000_000 // 8 * RTT_MS[intent] // 1000
-    return min(BUFFER_CAP, max(BUFFER_FLOOR, _next_power_of_two(bdp)))
+    return min(BUFFER_CAP[intent], max(BUFFER_FLOOR, _next_power_of_two(bdp)))
 
 
 def _fastest(nics: tuple[NicFacts, ...]) -> NicFacts | None:
@@ -43,14 +45,16 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
     """Size TCP socket buffer limits to the bandwidth-delay product of the fastest TCP NIC."""
     fastest = _fastest(facts.tcp_nics)
     if fastest is None or (fastest.speed_gbps or 0) < 10:
-        yield note("no NIC of 10 Gbit/s or more carries TCP: socket buffer defaults are enough")
+        unknown = [nic.name for nic in facts.tcp_nics if not nic.speed_gbps]
+        missing = f" (no speed_gbps known for {', '.join(unknown)})" if unknown else ""
+        yield note(f"no NIC of a known 10 Gbit/s or more carries TCP{missing}: socket buffer defaults are kept")
         return
     assert fastest.speed_gbps is not None
     size = socket_buffer_bytes(fastest.speed_gbps, profile.intent)
     rtt = RTT_MS[profile.intent]
     why = (f"{fastest.name} carries TCP at {fastest.speed_gbps} Gbit/s: autotuning only grows "
            f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
-           f"({size // MIB} MiB, capped at {BUFFER_CAP // MIB} MiB)")
+           f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for {profile.intent})")
     middle = 131072 if profile.intent == "training" else 87380
     yield sysctl("net.core.rmem_max", size, why)
     yield sysctl("net.core.wmem_max", size, why)
