@@ -9,21 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
 from generator.hardware import BundleName, _find_input
 from generator.paths import profiles_dir
+from generator.setting import SETTING_KINDS, SettingKind  # noqa: F401 - re-exported for callers
 from generator.validation import StrictModel, validate_model
 from generator.yamlio import read_yaml_file
 
-SettingKind = Literal[
-    "sysctl", "kernel-arg", "limit", "systemd-manager", "modprobe", "module-load", "sysfs",
-    "udev", "tuned", "gpu", "irq", "service",
-]
-SETTING_KINDS: tuple[str, ...] = get_args(SettingKind)
 
 MAX_EXTENDS_DEPTH = 8
 

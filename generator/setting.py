@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
-from generator.profile import SETTING_KINDS
+# The fixed vocabulary of `gen explain --json` (a stable interface).
+SettingKind = Literal[
+    "sysctl", "kernel-arg", "limit", "systemd-manager", "modprobe", "module-load", "sysfs",
+    "udev", "tuned", "gpu", "irq", "service",
+]
+SETTING_KINDS: tuple[str, ...] = get_args(SettingKind)
+KIND_ORDER: dict[str, int] = {kind: index for index, kind in enumerate(SETTING_KINDS)}
 
 # Files a setting of each kind ends up in (for EXPLAIN.md grouping and `gen diff`).
 KIND_TITLES: dict[str, str] = {

@@ -9,8 +9,8 @@ from generator.yamlio import MAX_INPUT_BYTES, read_yaml_file
 
 BAD_FILES = [
     ("duplicate.yaml", "a: 1\na: 2\n", "line 2", "duplicate key 'a'"),
-    ("alias.yaml", "a: &x [1, 2]\nb: *x\n", "line 2", "aliases"),
-    ("laughs.yaml", 'a: &a ["lol","lol"]\nb: &b [*a,*a]\nc: &c [*b,*b]\n', "line 2", "aliases"),
+    ("alias.yaml", "a: &x [1, 2]\nb: *x\n", "line 1", "aliases"),
+    ("laughs.yaml", 'a: &a ["lol","lol"]\nb: &b [*a,*a]\nc: &c [*b,*b]\n', "line 1", "aliases"),
     ("tabs.yaml", "cpu:\n\tsockets: 2\n", "line 2", "invalid YAML"),
     ("list.yaml", "- 1\n- 2\n", "", "expected a YAML mapping at the top level, got a list"),
     ("empty.yaml", "", "", "got empty"),

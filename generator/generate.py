@@ -1,0 +1,36 @@
+"""The main job, as a recipe: load the inputs, plan, render, write."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from generator.bundle import write_bundle
+from generator.inputs import load_inputs
+from generator.plan import build_plan
+from generator.render import RenderedFiles, render_bundle
+from generator.setting import Plan
+
+DEFAULT_OUTPUT_DIR = Path("out")
+
+
+def generate_bundle(hardware: str, profile: str, output: Path | None) -> Path:
+    """Write the bundle for ``hardware`` x ``profile`` to ``output`` (default out/<hw>-<profile>)."""
+    plan = plan_for(hardware, profile)
+    files = render_bundle(plan)
+    return write_bundle(files, output or default_output(plan))
+
+
+def plan_for(hardware: str, profile: str) -> Plan:
+    """The plan, carrying the digests of the two input files for the manifest."""
+    inputs = load_inputs(hardware, profile)
+    plan = build_plan(inputs.facts, inputs.profile)
+    return replace(plan, inputs=inputs.digests)
+
+
+def render_for(hardware: str, profile: str) -> RenderedFiles:
+    return render_bundle(plan_for(hardware, profile))
+
+
+def default_output(plan: Plan) -> Path:
+    return DEFAULT_OUTPUT_DIR / f"{plan.hardware_name}-{plan.profile_name}"

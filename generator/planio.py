@@ -1,0 +1,57 @@
+"""The plan as JSON: written into every bundle (plan.json) and read back by diff and verify."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from generator import TOOL, __version__
+from generator.setting import SETTING_KINDS, Note, Plan, Setting, Warning
+
+FORMAT = 1
+
+
+def plan_to_data(plan: Plan) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "tool": TOOL,
+        "version": __version__,
+        "hardware": plan.hardware_name,
+        "profile": plan.profile_name,
+        "settings": [setting.as_json() for setting in plan.settings],
+        "notes": [{"rule": n.rule, "text": n.text} for n in plan.notes],
+        "warnings": [{"check": w.check, "text": w.text} for w in plan.warnings],
+    }
+
+
+def plan_to_json(plan: Plan) -> str:
+    return json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
+
+
+def _setting_from(item: dict[str, Any]) -> Setting:
+    if item.get("kind") not in SETTING_KINDS:
+        raise ValueError(f"unknown setting kind {item.get('kind')!r}")
+    for field in ("key", "value", "rule", "reason"):
+        if not isinstance(item.get(field), str):
+            raise ValueError(f"setting field {field!r} missing or not a string")
+    return Setting(
+        item["kind"], item["key"], item["value"], item["reason"], rule=item["rule"],
+        override=bool(item.get("override", False)),
+        original_value=item.get("original_value"), original_rule=item.get("original_rule"),
+    )
+
+
+def plan_from_data(data: Any) -> Plan:
+    """Rebuild a Plan from plan.json; raises ValueError on anything malformed."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("tool") != TOOL:
+        raise ValueError(f"not a {TOOL} plan (format {FORMAT})")
+    settings = data.get("settings")
+    if not isinstance(settings, list):
+        raise ValueError("'settings' is not a list")
+    return Plan(
+        hardware_name=str(data.get("hardware", "")),
+        profile_name=str(data.get("profile", "")),
+        settings=tuple(_setting_from(item) for item in settings),
+        notes=tuple(Note(str(n.get("text", "")), str(n.get("rule", ""))) for n in data.get("notes", [])),
+        warnings=tuple(Warning(str(w.get("text", "")), str(w.get("check", ""))) for w in data.get("warnings", [])),
+    )

@@ -1,0 +1,250 @@
+"""Render a plan into the bundle's files, in memory.
+
+``OUTPUTS`` is the one table of what the bundle holds: for each file its template, its path in the
+bundle, its mode and the setting kinds that make it exist (a file whose kinds the plan does not use
+is not rendered). Templates only loop and print; grouping, ordering and escaping are decided here
+and in ``generator.formats``. Nothing the user wrote is ever used as a template.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+
+from generator import TOOL, __version__
+from generator.delivery import (
+    RELOAD_STEP,
+    activation_steps,
+    check_user_data,
+    install_steps,
+    ordered_services,
+    overlay_files,
+    tuned_selection,
+)
+from generator.errors import GenerationError
+from generator.formats import (
+    check_plan,
+    comment_text,
+    kernel_arg_text,
+    md_cell,
+    md_code,
+    reason_comment,
+    sh_quote,
+    tmpfiles_field,
+    unique_in_order,
+)
+from generator.paths import templates_dir
+from generator.planio import plan_to_json
+from generator.setting import KIND_TITLES, Plan, Setting
+
+RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
+
+MANIFEST = "manifest.json"
+PLAN_FILE = "plan.json"
+MANIFEST_FORMAT = "goldtune-bundle/1"
+GPU_ACTION_ORDER = ("persistence", "ecc", "mig", "compute-mode", "clocks", "power-limit")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One rendered file: where it goes, which template writes it, its mode, when it exists."""
+
+    path: str  # in the bundle; ``{profile}`` is the profile name
+    template: str
+    mode: int
+    kinds: tuple[str, ...] = ()  # rendered when the plan has a setting of one of these; () = always
+
+    def bundle_path(self, plan: Plan) -> str:
+        return self.path.format(profile=plan.profile_name)
+
+    def applies_to(self, plan: Plan) -> bool:
+        return not self.kinds or any(plan.of_kind(kind) for kind in self.kinds)
+
+
+OVERLAY_OUTPUTS: tuple[Output, ...] = (
+    Output("rootfs/etc/sysctl.d/90-goldtune.conf", "sysctl.conf.j2", 0o644, ("sysctl",)),
+    Output("rootfs/etc/default/grub.d/90-goldtune.cfg", "grub.cfg.j2", 0o644, ("kernel-arg",)),
+    Output("rootfs/etc/security/limits.d/90-goldtune.conf", "limits.conf.j2", 0o644, ("limit",)),
+    Output("rootfs/etc/systemd/system.conf.d/90-goldtune.conf", "system.conf.j2", 0o644, ("systemd-manager",)),
+    Output("rootfs/etc/modprobe.d/90-goldtune.conf", "modprobe.conf.j2", 0o644, ("modprobe",)),
+    Output("rootfs/etc/modules-load.d/90-goldtune.conf", "modules-load.conf.j2", 0o644, ("module-load",)),
+    Output("rootfs/etc/tmpfiles.d/90-goldtune.conf", "tmpfiles.conf.j2", 0o644, ("sysfs",)),
+    Output("rootfs/etc/udev/rules.d/60-goldtune-io-scheduler.rules", "io-scheduler.rules.j2", 0o644, ("udev",)),
+    Output("rootfs/etc/tuned/goldtune-{profile}/tuned.conf", "tuned.conf.j2", 0o644, ("tuned",)),
+    Output("rootfs/usr/local/libexec/goldtune/gpu-setup", "gpu-setup.sh.j2", 0o755, ("gpu",)),
+    Output("rootfs/etc/systemd/system/goldtune-gpu.service", "goldtune-gpu.service.j2", 0o644, ("gpu",)),
+    Output("rootfs/usr/local/libexec/goldtune/irq-affinity", "irq-affinity.sh.j2", 0o755, ("irq",)),
+    Output("rootfs/etc/systemd/system/goldtune-irq-affinity.service", "goldtune-irq-affinity.service.j2",
+           0o644, ("irq",)),
+)
+DELIVERY_OUTPUTS: tuple[Output, ...] = (
+    Output("kernel-cmdline", "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
+    Output("install.sh", "install.sh.j2", 0o755),
+    Output("cloud-init/user-data", "user-data.j2", 0o644),
+    Output("EXPLAIN.md", "EXPLAIN.md.j2", 0o644),
+)
+OUTPUTS: tuple[Output, ...] = OVERLAY_OUTPUTS + DELIVERY_OUTPUTS
+
+# Where a reviewer finds each kind (EXPLAIN.md); services are applied by the delivery files.
+SERVICE_FILES = "install.sh, cloud-init/user-data"
+
+
+@functools.lru_cache(maxsize=1)
+def make_environment() -> jinja2.Environment:
+    """One environment per process: templates are compiled once, then reused for every bundle."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        comment=comment_text, reason=reason_comment, sh=sh_quote, tmpfiles=tmpfiles_field,
+        md=md_cell, md_code=md_code, karg=kernel_arg_text, yaml_str=yaml_string,
+    )
+    return env
+
+
+def yaml_string(text: str) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def render_bundle(plan: Plan) -> RenderedFiles:
+    """Every file of the bundle, keyed by its path in the bundle, with its mode."""
+    check_plan(plan)
+    check_tuned_overlap(plan)
+    env = make_environment()
+    context = plan_context(plan)
+    files: RenderedFiles = {}
+    for output in OVERLAY_OUTPUTS:
+        if output.applies_to(plan):
+            files[output.bundle_path(plan)] = (render_text(env, output, context), output.mode)
+    context |= delivery_context(plan, files)
+    for output in DELIVERY_OUTPUTS:
+        if output.applies_to(plan):
+            files[output.bundle_path(plan)] = (render_text(env, output, context), output.mode)
+    check_user_data(files["cloud-init/user-data"][0], context["overlay"])
+    files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
+    files[MANIFEST] = (render_manifest(plan, files), 0o644)
+    return dict(sorted(files.items()))
+
+
+def render_text(env: jinja2.Environment, output: Output, context: Mapping[str, Any]) -> bytes:
+    try:
+        text = env.get_template(output.template).render(context)
+    except jinja2.TemplateError as error:
+        raise GenerationError(f"template {output.template}: {error}") from error
+    return text.encode("utf-8")
+
+
+def check_tuned_overlap(plan: Plan) -> None:
+    """A tuned [sysctl] key that sysctl.d also sets makes `tuned-adm verify` fail on every boot."""
+    sysctl_keys = {s.key for s in plan.of_kind("sysctl")}
+    clashes = sorted(s.key for s in plan.of_kind("tuned") if s.key.startswith("sysctl.")
+                     and s.key.removeprefix("sysctl.") in sysctl_keys)
+    if clashes:
+        raise GenerationError(f"tuned profile and sysctl.d both set {', '.join(clashes)}; keep one")
+
+
+def plan_context(plan: Plan) -> dict[str, Any]:
+    """What the templates print: the plan's settings, grouped per file."""
+    return {
+        "tool": TOOL,
+        "version": __version__,
+        "plan": plan,
+        "header": f"{TOOL} bundle for {comment_text(plan.hardware_name)} / {comment_text(plan.profile_name)}",
+        "sysctl": plan.of_kind("sysctl"),
+        "kernel_args": plan.of_kind("kernel-arg"),
+        "cmdline": " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg")),
+        "limits": plan.of_kind("limit"),
+        "manager": plan.of_kind("systemd-manager"),
+        "modprobe": group_modprobe(plan.of_kind("modprobe")),
+        "modules": plan.of_kind("module-load"),
+        "sysfs": plan.of_kind("sysfs"),
+        "udev": plan.of_kind("udev"),
+        "tuned_profile": f"{TOOL}-{plan.profile_name}" if plan.of_kind("tuned") else "",
+        "tuned_sections": group_tuned(plan.of_kind("tuned")),
+        "gpu": order_gpu_actions(plan.of_kind("gpu")),
+        "irq": plan.of_kind("irq"),
+        "services": ordered_services(plan),
+    }
+
+
+@dataclass(frozen=True)
+class ModprobeLine:
+    """One modprobe.d line; a module's options share one ``options`` line."""
+
+    text: str
+    settings: tuple[Setting, ...]
+
+
+def group_modprobe(settings: tuple[Setting, ...]) -> list[ModprobeLine]:
+    lines: list[ModprobeLine] = [ModprobeLine(s.key, (s,)) for s in settings if s.key.startswith("blacklist ")]
+    options = [s for s in settings if s.key.startswith("options ")]
+    for module in unique_in_order(s.key.split()[1] for s in options):
+        mine = tuple(s for s in options if s.key.split()[1] == module)
+        params = " ".join(f"{s.key.split()[2]}={s.value}" for s in mine)
+        lines.append(ModprobeLine(f"options {module} {params}", mine))
+    return lines
+
+
+def group_tuned(settings: tuple[Setting, ...]) -> list[tuple[str, list[tuple[str, Setting]]]]:
+    """``[(section, [(option, setting)…])…]`` with [main] first, then sections in plan order."""
+    sections = unique_in_order(s.key.split(".", 1)[0] for s in settings)
+    sections.sort(key=lambda name: name != "main")
+    return [(name, [(s.key.split(".", 1)[1], s) for s in settings if s.key.split(".", 1)[0] == name])
+            for name in sections]
+
+
+def order_gpu_actions(settings: tuple[Setting, ...]) -> dict[str, Setting]:
+    """GPU actions in the order they must run (persistence first, power last)."""
+    by_action = {s.key: s for s in settings}
+    return {action: by_action[action] for action in GPU_ACTION_ORDER if action in by_action}
+
+
+def delivery_context(plan: Plan, files: RenderedFiles) -> dict[str, Any]:
+    overlay = overlay_files(files)
+    return {
+        "overlay": overlay,
+        "steps": install_steps(plan),
+        "reload_step": RELOAD_STEP,
+        "activation_steps": activation_steps(plan),
+        "tuned_files": tuned_selection(plan),
+        "kind_files": kind_files(plan),
+        "kind_titles": KIND_TITLES,
+        "digests": dict(sorted(plan.inputs.items())),
+    }
+
+
+def kind_files(plan: Plan) -> dict[str, str]:
+    """The bundle file that carries each kind the plan uses (for EXPLAIN.md)."""
+    found: dict[str, str] = {"service": SERVICE_FILES}
+    for output in OVERLAY_OUTPUTS:
+        for kind in output.kinds:
+            found.setdefault(kind, output.bundle_path(plan))
+    return {kind: found[kind] for kind in KIND_TITLES if plan.of_kind(kind)}
+
+
+def render_manifest(plan: Plan, files: RenderedFiles) -> bytes:
+    """Tool, inputs' digests and every other file with its sha256 and mode; no timestamps."""
+    data = {
+        "format": MANIFEST_FORMAT,
+        "tool": {"name": TOOL, "version": __version__},
+        "hardware": plan.hardware_name,
+        "profile": plan.profile_name,
+        "inputs": {role: {"sha256": digest} for role, digest in sorted(plan.inputs.items())},
+        "files": [
+            {"path": path, "sha256": hashlib.sha256(content).hexdigest(), "mode": f"{mode:04o}"}
+            for path, (content, mode) in sorted(files.items())
+        ],
+    }
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")

@@ -1,0 +1,78 @@
+"""Plans built by hand: every kind of setting, so renderer tests do not depend on the rules."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from generator.setting import Note, Plan, Setting, Warning
+
+DIGESTS = {"hardware": "a" * 64, "profile": "b" * 64}
+
+
+def setting(kind: str, key: str, value: str, rule: str = "test.rule", reason: str = "because a test says so") -> Setting:
+    return Setting(kind, key, value, reason, rule=rule)
+
+
+FULL_SETTINGS: tuple[Setting, ...] = (
+    setting("sysctl", "vm.swappiness", "1", "memory.swappiness", "swapping weights is slower than a restart"),
+    setting("sysctl", "net.ipv4.tcp_rmem", "4096 87380 268435456", "network.socket-buffers", "bandwidth-delay product"),
+    Setting("sysctl", "vm.max_map_count", "2097152", "the serving stack maps more shards | pipes too",
+            rule="memory.max-map-count", override=True, original_value="1048576", original_rule="memory.max-map-count"),
+    setting("kernel-arg", "transparent_hugepage", "madvise", "memory.thp-mode"),
+    setting("kernel-arg", "nosmt", "", "cpu.smt"),
+    setting("kernel-arg", "intel_idle.max_cstate", "1", "cpu.cstates"),
+    setting("limit", "* hard nofile", "1048576", "limits.nofile"),
+    setting("limit", "* soft memlock", "unlimited", "limits.memlock"),
+    setting("systemd-manager", "DefaultLimitNOFILE", "1048576", "limits.nofile"),
+    setting("systemd-manager", "DefaultLimitMEMLOCK", "infinity", "limits.memlock"),
+    setting("modprobe", "blacklist nouveau", "", "gpu.nouveau"),
+    setting("modprobe", "options nouveau modeset", "0", "gpu.nouveau"),
+    setting("modprobe", "options mlx5_core prof_sel", "2", "network.mlx5"),
+    setting("modprobe", "options nouveau noaccel", "1", "gpu.nouveau"),
+    setting("module-load", "nvidia-peermem", "", "gpu.peermem"),
+    setting("sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise", "memory.thp-defrag"),
+    setting("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", "cpu.governor"),
+    setting("sysfs", "/sys/kernel/test%x/value", "50%", "test.percent"),
+    setting("udev", "nvme", "none", "storage.nvme-scheduler"),
+    setting("udev", "ssd", "mq-deadline", "storage.ssd-scheduler"),
+    setting("udev", "hdd", "bfq", "storage.hdd-scheduler"),
+    setting("tuned", "cpu.governor", "performance", "cpu.governor"),
+    setting("tuned", "main.summary", "goldtune test profile", "test.tuned"),
+    setting("tuned", "vm.transparent_hugepages", "madvise", "memory.thp-mode"),
+    setting("gpu", "persistence", "on", "gpu.persistence"),
+    setting("gpu", "ecc", "on", "gpu.ecc"),
+    setting("gpu", "compute-mode", "EXCLUSIVE_PROCESS", "gpu.compute-mode"),
+    setting("gpu", "clocks", "1980", "gpu.clocks"),
+    setting("gpu", "power-limit", "80%", "gpu.power-limit"),
+    setting("gpu", "mig", "off", "gpu.mig"),
+    setting("irq", "ens1f0np0", "1-27,57-83", "irq.pin-nics"),
+    setting("irq", "ibp24s0", "28-55,84-111", "irq.pin-nics"),
+    setting("service", "goldtune-gpu.service", "enable", "gpu.boot-unit"),
+    setting("service", "goldtune-irq-affinity.service", "enable", "irq.pin-nics"),
+    setting("service", "nvidia-persistenced.service", "enable", "gpu.persistence"),
+    setting("service", "irqbalance.service", "disable", "irq.irqbalance"),
+    setting("service", "bluetooth.service", "mask", "hygiene.services"),
+)
+
+
+def full_plan(**changes: object) -> Plan:
+    """A plan with settings of every kind, an override, notes and warnings."""
+    plan = Plan(
+        hardware_name="test-box",
+        profile_name="inference",
+        settings=FULL_SETTINGS,
+        notes=(Note("no RDMA NIC: GPUDirect RDMA does not apply", rule="gpu.peermem"),),
+        warnings=(Warning("huge pages take 40% of RAM", check="hugepages"),),
+        inputs=dict(DIGESTS),
+    )
+    return dataclasses.replace(plan, **changes)  # type: ignore[arg-type]
+
+
+def minimal_plan() -> Plan:
+    """Only sysctl settings: every other per-kind file must be absent."""
+    return Plan("small-box", "training", (setting("sysctl", "vm.swappiness", "1", "memory.swappiness"),),
+                inputs=dict(DIGESTS))
+
+
+def plan_without(*kinds: str) -> Plan:
+    return full_plan(settings=tuple(s for s in FULL_SETTINGS if s.kind not in kinds))

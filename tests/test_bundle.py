@@ -1,0 +1,198 @@
+"""Writing the bundle: atomic replacement, determinism, and never touching what is not ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from plans import full_plan, minimal_plan
+
+from generator import bundle
+from generator.bundle import check_bundle_paths, write_bundle
+from generator.errors import GenerationError, InputError
+from generator.render import render_bundle
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tree(root: Path) -> dict[str, tuple[str, bytes | str]]:
+    """Every entry below ``root``: mode and content (files) or link target (symlinks)."""
+    found: dict[str, tuple[str, bytes | str]] = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        mode = f"{path.lstat().st_mode & 0o7777:04o}"
+        if path.is_symlink():
+            found[name] = ("link", os.readlink(path))
+        elif path.is_file():
+            found[name] = (mode, path.read_bytes())
+        else:
+            found[name] = (mode, "dir")
+    return found
+
+
+def test_writes_exactly_the_rendered_files_with_their_modes(tmp_path: Path) -> None:
+    files = render_bundle(full_plan())
+    target = write_bundle(files, tmp_path / "bundle")
+    written = tree(target)
+    for path, (content, mode) in files.items():
+        assert written[path] == (f"{mode:04o}", content)
+    assert {mode for mode, kind in written.values() if kind == "dir"} == {"0755"}
+    assert os.stat(target).st_mode & 0o7777 == 0o755
+    assert os.listdir(tmp_path) == ["bundle"]  # nothing beside the target
+
+
+def test_replaces_a_previous_bundle_completely(tmp_path: Path) -> None:
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(full_plan()), target)
+    write_bundle(render_bundle(minimal_plan()), target)
+    assert {p for p, (m, c) in tree(target).items() if c != "dir"} == set(render_bundle(minimal_plan()))
+    assert os.listdir(tmp_path) == ["bundle"]
+
+
+def test_an_empty_directory_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / "bundle").mkdir()
+    write_bundle(render_bundle(minimal_plan()), tmp_path / "bundle")
+    assert (tmp_path / "bundle" / "manifest.json").is_file()
+
+
+def test_missing_parents_are_created(tmp_path: Path) -> None:
+    target = write_bundle(render_bundle(minimal_plan()), tmp_path / "out" / "deep" / "bundle")
+    assert (target / "manifest.json").is_file()
+
+
+def test_failure_mid_write_leaves_the_previous_bundle_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(minimal_plan()), target)
+    before = tree(target)
+    real_write_file = bundle.write_file
+    calls = []
+
+    def failing_write_file(root: Path, path: str, content: bytes, mode: int) -> None:
+        calls.append(path)
+        if len(calls) == 4:
+            raise OSError(28, "No space left on device")
+        real_write_file(root, path, content, mode)
+
+    monkeypatch.setattr(bundle, "write_file", failing_write_file)
+    with pytest.raises(GenerationError, match="No space left on device"):
+        write_bundle(render_bundle(full_plan()), target)
+    assert tree(target) == before
+    assert os.listdir(tmp_path) == ["bundle"]
+
+
+def test_failure_during_the_swap_restores_the_previous_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(minimal_plan()), target)
+    before = tree(target)
+    real_rename = os.rename
+
+    def failing_rename(source: str | Path, destination: str | Path) -> None:
+        if Path(destination) == target and ".goldtune-new-" in str(source):
+            raise OSError(5, "Input/output error")
+        real_rename(source, destination)
+
+    monkeypatch.setattr(os, "rename", failing_rename)
+    with pytest.raises(GenerationError):
+        write_bundle(render_bundle(full_plan()), target)
+    assert tree(target) == before
+    assert os.listdir(tmp_path) == ["bundle"]
+
+
+def test_interrupt_before_the_first_bundle_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bundle, "write_file", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_bundle(render_bundle(minimal_plan()), tmp_path / "bundle")
+    assert os.listdir(tmp_path) == []
+
+
+def test_symlink_at_the_target_is_not_followed(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("mine")
+    link = tmp_path / "bundle"
+    link.symlink_to(elsewhere)
+    with pytest.raises(InputError, match="symbolic link"):
+        write_bundle(render_bundle(minimal_plan()), link)
+    assert link.is_symlink() and os.readlink(link) == str(elsewhere)
+    assert os.listdir(elsewhere) == ["keep"]
+    assert sorted(os.listdir(tmp_path)) == ["bundle", "elsewhere"]
+
+
+def test_a_directory_that_is_not_a_bundle_is_never_replaced(tmp_path: Path) -> None:
+    target = tmp_path / "notes"
+    target.mkdir()
+    (target / "todo.txt").write_text("important")
+    with pytest.raises(InputError, match="not a goldtune bundle"):
+        write_bundle(render_bundle(minimal_plan()), target)
+    assert tree(target) == {"todo.txt": ("0644", b"important")}
+    assert os.listdir(tmp_path) == ["notes"]
+
+
+def test_a_foreign_manifest_does_not_make_a_bundle(tmp_path: Path) -> None:
+    target = tmp_path / "other"
+    target.mkdir()
+    (target / "manifest.json").write_text(json.dumps({"tool": {"name": "something-else"}, "files": []}))
+    with pytest.raises(InputError, match="not a goldtune bundle"):
+        write_bundle(render_bundle(minimal_plan()), target)
+
+
+def test_a_bundle_with_files_its_manifest_does_not_list_is_not_replaced(tmp_path: Path) -> None:
+    target = write_bundle(render_bundle(minimal_plan()), tmp_path / "bundle")
+    (target / "my-notes.md").write_text("do not lose me")
+    with pytest.raises(InputError, match="my-notes.md"):
+        write_bundle(render_bundle(full_plan()), target)
+    assert (target / "my-notes.md").read_text() == "do not lose me"
+
+
+def test_a_file_at_the_target_is_not_replaced(tmp_path: Path) -> None:
+    target = tmp_path / "bundle"
+    target.write_text("data")
+    with pytest.raises(InputError, match="not a directory"):
+        write_bundle(render_bundle(minimal_plan()), target)
+    assert target.read_text() == "data"
+
+
+@pytest.mark.parametrize("path", ["../escape", "/etc/passwd", "a/../../b", "./x", "a\\b", ""])
+def test_paths_outside_the_bundle_are_refused(path: str) -> None:
+    with pytest.raises(GenerationError):
+        check_bundle_paths({path: (b"", 0o644)})
+
+
+def run_gen(*args: str, cwd: Path | None = None, seed: str = "0") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True, env=env, cwd=cwd, check=False)
+
+
+def test_gen_refuses_to_replace_etc() -> None:
+    before = sorted(os.listdir("/etc"))
+    parent_before = sorted(os.listdir("/"))
+    result = run_gen("--hw", "dgx-h100", "--profile", "inference", "-o", "/etc")
+    assert result.returncode == 2
+    assert "not a goldtune bundle" in result.stderr and "refusing to replace it" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(os.listdir("/etc")) == before
+    assert sorted(os.listdir("/")) == parent_before
+
+
+def test_gen_writes_the_default_output_directory(tmp_path: Path) -> None:
+    result = run_gen("--hw", "l4-inference", "--profile", "training", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "l4-inference-training" / "manifest.json").is_file()
+    assert os.listdir(tmp_path / "out") == ["l4-inference-training"]
+
+
+def test_bundles_are_byte_identical_across_runs_and_hash_seeds(tmp_path: Path) -> None:
+    trees = []
+    for seed in ("1", "4242"):
+        target = tmp_path / f"seed-{seed}"
+        result = run_gen("--hw", "dgx-h100", "--profile", "training-multinode", "-o", str(target), seed=seed)
+        assert result.returncode == 0, result.stderr
+        trees.append(tree(target))
+    assert trees[0] == trees[1]

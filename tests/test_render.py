@@ -1,0 +1,280 @@
+"""The renderer: every file of the bundle from a hand-built plan, its format, comments and checks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
+
+from generator.errors import GenerationError, InputError
+from generator.render import OUTPUTS, make_environment, render_bundle
+from generator.setting import Setting
+
+SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"
+GRUB = "rootfs/etc/default/grub.d/90-goldtune.cfg"
+LIMITS = "rootfs/etc/security/limits.d/90-goldtune.conf"
+MANAGER = "rootfs/etc/systemd/system.conf.d/90-goldtune.conf"
+MODPROBE = "rootfs/etc/modprobe.d/90-goldtune.conf"
+MODULES = "rootfs/etc/modules-load.d/90-goldtune.conf"
+TMPFILES = "rootfs/etc/tmpfiles.d/90-goldtune.conf"
+UDEV = "rootfs/etc/udev/rules.d/60-goldtune-io-scheduler.rules"
+TUNED = "rootfs/etc/tuned/goldtune-inference/tuned.conf"
+GPU_SCRIPT = "rootfs/usr/local/libexec/goldtune/gpu-setup"
+GPU_UNIT = "rootfs/etc/systemd/system/goldtune-gpu.service"
+IRQ_SCRIPT = "rootfs/usr/local/libexec/goldtune/irq-affinity"
+IRQ_UNIT = "rootfs/etc/systemd/system/goldtune-irq-affinity.service"
+DELIVERY = {"install.sh", "cloud-init/user-data", "EXPLAIN.md", "manifest.json", "plan.json"}
+COMMENTED = [SYSCTL, LIMITS, MANAGER, MODPROBE, MODULES, TMPFILES, UDEV, TUNED]
+
+
+@pytest.fixture(scope="module")
+def full() -> dict[str, str]:
+    return {path: content.decode() for path, (content, _) in render_bundle(full_plan()).items()}
+
+
+def value_lines(text: str) -> list[int]:
+    lines = text.splitlines()
+    return [i for i, line in enumerate(lines) if line.strip() and not line.startswith(("#", "["))]
+
+
+def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
+    expected = {output.bundle_path(full_plan()) for output in OUTPUTS} | {"manifest.json", "plan.json"}
+    assert set(full) == expected
+
+
+def test_files_without_settings_of_their_kind_are_not_rendered() -> None:
+    files = render_bundle(minimal_plan())
+    assert set(files) == DELIVERY | {SYSCTL}
+
+
+def test_modes_are_fixed() -> None:
+    files = render_bundle(full_plan())
+    executables = {path for path, (_, mode) in files.items() if mode == 0o755}
+    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT}
+    assert {mode for _, mode in files.values()} == {0o644, 0o755}
+
+
+@pytest.mark.parametrize("path", COMMENTED)
+def test_every_value_has_its_rule_and_reason_on_the_line_above(full: dict[str, str], path: str) -> None:
+    lines = full[path].splitlines()
+    for index in value_lines(full[path]):
+        assert re.match(r"# [a-z]+[a-z0-9.:-]*(?: \[profile override[^\]]*\])?: \S", lines[index - 1]), lines[index - 1]
+
+
+def test_sysctl_lines_and_override_comment(full: dict[str, str]) -> None:
+    text = full[SYSCTL]
+    assert "\nvm.swappiness = 1\n" in text
+    assert "\nnet.ipv4.tcp_rmem = 4096 87380 268435456\n" in text
+    assert ("# memory.max-map-count [profile override; rule memory.max-map-count value: 1048576]: "
+            "the serving stack maps more shards | pipes too\nvm.max_map_count = 2097152\n") in text
+
+
+def test_grub_dropin_appends_to_the_distribution_default(full: dict[str, str], tmp_path: Path) -> None:
+    dropin = tmp_path / "90-goldtune.cfg"
+    dropin.write_text(full[GRUB])
+    script = 'GRUB_CMDLINE_LINUX_DEFAULT="$1"; . "$2"; printf "%s" "$GRUB_CMDLINE_LINUX_DEFAULT"'
+    args = "transparent_hugepage=madvise nosmt intel_idle.max_cstate=1"
+    for before, after in (("quiet", f"quiet {args}"), ("", args)):
+        result = subprocess.run(["sh", "-ec", script, "sh", before, str(dropin)], capture_output=True, text=True, check=True)
+        assert result.stdout == after
+    assert full["kernel-cmdline"] == args + "\n"
+
+
+def test_limits_and_manager(full: dict[str, str]) -> None:
+    assert "\n* hard nofile 1048576\n" in full[LIMITS]
+    assert "\n[Manager]\n" in full[MANAGER]
+    assert "\nDefaultLimitMEMLOCK=infinity\n" in full[MANAGER]
+
+
+def test_modprobe_groups_the_options_of_one_module(full: dict[str, str]) -> None:
+    lines = [line for line in full[MODPROBE].splitlines() if not line.startswith("#") and line]
+    assert lines == ["blacklist nouveau", "options nouveau modeset=0 noaccel=1", "options mlx5_core prof_sel=2"]
+
+
+def test_tmpfiles_write_lines_escape_specifiers(full: dict[str, str]) -> None:
+    text = full[TMPFILES]
+    assert "\nw /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise\n" in text
+    assert "\nw /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - performance\n" in text
+    assert "\nw /sys/kernel/test%%x/value - - - - 50%%\n" in text
+
+
+def test_udev_rules_match_kernel_name_and_rotational(full: dict[str, str]) -> None:
+    rules = [line for line in full[UDEV].splitlines() if line and not line.startswith("#")]
+    assert len(rules) == 3
+    for rule in rules:
+        assert rule.startswith('ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="')
+        assert "serial" not in rule.lower()
+    assert 'KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="none"' in rules[0]
+    assert 'ATTR{queue/rotational}=="0", ATTR{queue/scheduler}="mq-deadline"' in rules[1]
+    assert 'ATTR{queue/rotational}=="1", ATTR{queue/scheduler}="bfq"' in rules[2]
+
+
+def test_tuned_profile_has_main_first(full: dict[str, str]) -> None:
+    sections = re.findall(r"^\[(\w+)\]$", full[TUNED], flags=re.MULTILINE)
+    assert sections == ["main", "cpu", "vm"]
+    assert "\nsummary=goldtune test profile\n" in full[TUNED]
+
+
+def test_tuned_sysctl_that_sysctl_d_also_sets_is_refused() -> None:
+    clash = full_plan(settings=(*full_plan().settings, setting("tuned", "sysctl.vm.swappiness", "10")))
+    with pytest.raises(GenerationError, match="vm.swappiness"):
+        render_bundle(clash)
+
+
+def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
+    for unit in (GPU_UNIT, IRQ_UNIT):
+        text = full[unit]
+        assert "Type=oneshot\n" in text and "RemainAfterExit=yes\n" in text
+        assert re.search(r"^TimeoutStartSec=\d+$", text, flags=re.MULTILINE)
+        assert "WantedBy=multi-user.target\n" in text
+        assert not re.search(r"^(Wants|Requires|BindsTo)=", text, flags=re.MULTILINE)  # orders, never pulls in
+    after = re.search(r"^After=.*$", full[GPU_UNIT], flags=re.MULTILINE)
+    assert after is not None and "nvidia-persistenced.service" in after.group(0)
+
+
+def test_irq_interfaces_reach_the_script_as_data(full: dict[str, str]) -> None:
+    data = full[IRQ_SCRIPT].split("<<'PINS'\n", 1)[1].split("\nPINS\n", 1)[0]
+    assert data.splitlines() == ["ens1f0np0 1-27,57-83", "ibp24s0 28-55,84-111"]
+
+
+def test_unit_and_script_exist_only_with_settings_of_their_kind() -> None:
+    files = render_bundle(plan_without("gpu", "irq"))
+    assert not {GPU_SCRIPT, GPU_UNIT, IRQ_SCRIPT, IRQ_UNIT} & set(files)
+
+
+def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
+    text = full["cloud-init/user-data"]
+    assert text.startswith("#cloud-config\n")
+    data = yaml.safe_load(text)
+    written = {entry["path"]: entry for entry in data["write_files"]}
+    for path, content in full.items():
+        if path.startswith("rootfs/"):
+            entry = written["/" + path.removeprefix("rootfs/")]
+            assert entry["content"] == content
+            assert entry["permissions"] in {"0644", "0755"}
+    assert written["/etc/tuned/active_profile"]["content"] == "goldtune-inference\n"
+    assert all(isinstance(command, str) for command in data["runcmd"])
+    assert data["runcmd"][0].startswith("echo 'goldtune: reload systemd units'")
+    assert any("systemctl mask --now 'bluetooth.service'" in command for command in data["runcmd"])
+
+
+def test_services_disable_and_mask_come_before_enable(full: dict[str, str]) -> None:
+    runcmd = yaml.safe_load(full["cloud-init/user-data"])["runcmd"]
+    order = [m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))]
+    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 3
+
+
+def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
+    files = render_bundle(full_plan())
+    manifest = json.loads(files["manifest.json"][0])
+    assert manifest["tool"] == {"name": "goldtune", "version": manifest["tool"]["version"]}
+    assert manifest["inputs"] == {role: {"sha256": digest} for role, digest in DIGESTS.items()}
+    listed = [entry["path"] for entry in manifest["files"]]
+    assert listed == sorted(set(files) - {"manifest.json"})
+    for entry in manifest["files"]:
+        content, mode = files[entry["path"]]
+        assert entry["sha256"] == hashlib.sha256(content).hexdigest()
+        assert entry["mode"] == f"{mode:04o}"
+    assert not re.search(r"20\d\d-\d\d-\d\d", files["manifest.json"][0].decode())
+
+
+def test_plan_json_round_trips() -> None:
+    from generator.planio import plan_from_data
+
+    plan = full_plan()
+    data = json.loads(render_bundle(plan)["plan.json"][0])
+    assert plan_from_data(data).settings == plan.settings
+
+
+def test_explain_lists_every_setting_with_rule_and_reason(full: dict[str, str]) -> None:
+    text = full["EXPLAIN.md"]
+    for s in full_plan().settings:
+        assert f"`{s.rule}`" in text
+    assert "## Kernel parameters (sysctl.d)\n\nFile: `rootfs/etc/sysctl.d/90-goldtune.conf`" in text
+    assert "the serving stack maps more shards \\| pipes too" in text
+    assert "(profile override; rule value `1048576`)" in text
+    assert "huge pages take 40% of RAM" in text and "GPUDirect RDMA does not apply" in text
+
+
+def test_reasons_cannot_break_out_of_a_comment() -> None:
+    hostile = Setting("sysctl", "vm.swappiness", "1", "line one\nvm.panic_on_oom = 1\r\n# x", rule="memory.swappiness")
+    text = render_bundle(full_plan(settings=(hostile,)))[SYSCTL][0].decode()
+    assert "\nvm.panic_on_oom" not in text
+    assert [line for line in text.splitlines() if not line.startswith("#") and line] == ["vm.swappiness = 1"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "value"),
+    [
+        ("kernel-arg", "iommu", "$(reboot)"),
+        ("kernel-arg", "quiet splash", ""),
+        ("sysctl", "vm.swappiness", "1\nkernel.panic = 1"),
+        ("sysfs", "/sys/../etc/shadow", "x"),
+        ("sysfs", "/etc/passwd", "x"),
+        ("limit", "* hard nofile", "lots"),
+        ("modprobe", "install nouveau", "/bin/false"),
+        ("udev", "nvme", 'none", RUN+="/bin/sh'),
+        ("tuned", "main.include", "${f:exec:/bin/sh:-c:reboot}"),
+        ("gpu", "clocks", "1980; reboot"),
+        ("gpu", "power-limit", "101%"),
+        ("irq", "eth0;reboot", "1-3"),
+        ("service", "x.service; reboot", "enable"),
+        ("systemd-manager", "DefaultLimitNOFILE", "1 2"),
+    ],
+)
+def test_values_that_do_not_fit_their_file_are_refused(kind: str, key: str, value: str) -> None:
+    from_rule = Setting(kind, key, value, "reason", rule="test.rule")
+    with pytest.raises(GenerationError, match="cannot be written"):
+        render_bundle(full_plan(settings=(from_rule,)))
+    from_profile = Setting(kind, key, value, "reason", rule="profile:x", override=True)
+    with pytest.raises(InputError, match="override"):
+        render_bundle(full_plan(settings=(from_profile,)))
+
+
+def test_environment_is_strict_and_never_autoescapes() -> None:
+    env = make_environment()
+    assert env.undefined is jinja2.StrictUndefined
+    assert env.autoescape is False
+    assert env.keep_trailing_newline is True
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ missing }}").render()
+
+
+def test_rendering_is_deterministic() -> None:
+    assert render_bundle(full_plan()) == render_bundle(full_plan())
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+@pytest.mark.parametrize("path", ["install.sh", GPU_SCRIPT, IRQ_SCRIPT])
+def test_scripts_pass_shellcheck(full: dict[str, str], path: str, tmp_path: Path) -> None:
+    script = tmp_path / "script"
+    script.write_text(full[path])
+    result = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+def test_grub_dropin_passes_shellcheck(full: dict[str, str], tmp_path: Path) -> None:
+    dropin = tmp_path / "90-goldtune.cfg"
+    dropin.write_text(full[GRUB])
+    result = subprocess.run(["shellcheck", "-s", "sh", "-e", "SC2034", str(dropin)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+
+
+def test_user_data_that_does_not_round_trip_is_refused() -> None:
+    from generator.delivery import OverlayFile, check_user_data
+
+    overlay = [OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "  leading spaces\n\n\n")]
+    broken = b'#cloud-config\nwrite_files:\n  - path: "/etc/x.conf"\n    permissions: "0644"\n    content: |\n        leading spaces\n'
+    with pytest.raises(GenerationError, match="round-trip"):
+        check_user_data(broken, overlay)
+    with pytest.raises(GenerationError, match="#cloud-config"):
+        check_user_data(b"write_files: []\n", overlay)

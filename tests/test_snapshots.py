@@ -1,0 +1,45 @@
+"""One snapshot file per rendered artifact of every shipped system x profile.
+
+The snapshots in ``__snapshots__/test_snapshots/`` are the real config files, so a change in a rule
+or a template shows up in review as a diff of the files an image would carry. Update them with
+``python3 -m pytest tests/test_snapshots.py --snapshot-update`` and read the diff before committing.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from conftest import PROFILES, SYSTEMS
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from generator.generate import render_for
+from generator.render import RenderedFiles
+
+
+class ConfigFileExtension(SingleFileSnapshotExtension):
+    """Each snapshot is the artifact's text, stored as one plain file."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "txt"
+
+
+@cache
+def rendered(system: str, profile: str) -> RenderedFiles:
+    return render_for(system, profile)
+
+
+def artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
+    return [
+        pytest.param(system, profile, path, id=f"{system}-{profile}-{path.replace('/', '__')}")
+        for system in SYSTEMS
+        for profile in PROFILES
+        for path in rendered(system, profile)
+    ]
+
+
+@pytest.mark.parametrize(("system", "profile", "path"), artifact_params())
+def test_artifact(system: str, profile: str, path: str, snapshot: SnapshotAssertion) -> None:
+    content, _ = rendered(system, profile)[path]
+    assert snapshot(extension_class=ConfigFileExtension) == content.decode("utf-8")
