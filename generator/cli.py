@@ -131,3 +131,63 @@ def rules(as_json: bool) -> None:
     from generator.commands import run_rules
 
     run_rules(as_json)
+
+
+@main.command()
+@click.argument("bundles", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--hw", "hardware", multiple=True, metavar="FILE|NAME", help="Hardware side (give twice to compare two machines).")
+@click.option("--profile", "profiles", multiple=True, metavar="FILE|NAME", help="Profile side (give twice to compare two profiles).")
+@click.option("--format", "output_format", type=click.Choice(["terminal", "markdown", "json"]), default="terminal",
+              show_default=True, help="terminal: a table (coloured on a terminal); markdown: a pull-request comment; json: for scripts.")
+@reports_errors
+def diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...], output_format: str) -> None:
+    """Show what changes on the machine between two bundles or two plans.
+
+    \b
+      gen diff out/dgx-a100-training out/dgx-h100-training
+      gen diff --hw dgx-a100 --hw dgx-h100 --profile training
+      gen diff --hw dgx-h100 --profile inference --profile training
+
+    Per setting: added (+), removed (-), changed (~, old -> new) with the rule and reason of the
+    new value. Files that changed without a setting change get a unified text diff. A bundle
+    whose files do not match its manifest is reported. Nothing is written.
+
+    Exit status like diff(1): 0 same, 1 different, 2 trouble.
+    """
+    from generator.commands import run_diff
+
+    try:
+        status = run_diff(bundles, hardware, profiles, output_format)
+    except click.UsageError as error:
+        error.exit_code = 2
+        raise
+    sys.exit(status)
+
+
+@main.command()
+@click.option("--hw", "hardware", multiple=True, metavar="FILE|NAME", help="A hardware side (repeatable).")
+@click.option("--profile", "profiles", multiple=True, metavar="FILE|NAME", help="A profile (repeatable).")
+@click.option("--all-systems", is_flag=True, help="Every shipped reference system.")
+@click.option("--all-profiles", is_flag=True, help="Every shipped profile.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
+              metavar="DIR", help="Root directory; each bundle goes to DIR/<hardware>-<profile>/.")
+@reports_errors
+def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bool, all_profiles: bool,
+           output: Path) -> None:
+    """Generate every hardware x profile combination in one call.
+
+    \b
+      gen matrix --hw dgx-a100 --hw dgx-h100 --profile training -o out/
+      gen matrix --all-systems --all-profiles
+
+    Each bundle is written atomically; a failed combination does not stop the others. Prints a
+    summary table; exit status 1 when any combination failed.
+    """
+    from generator.commands import run_matrix
+
+    try:
+        status = run_matrix(hardware, profiles, all_systems, all_profiles, output)
+    except click.UsageError as error:
+        error.exit_code = 2
+        raise
+    sys.exit(status)

@@ -8,15 +8,15 @@ from typing import Any
 
 import click
 
-from generator.catalog import load_catalog
-from generator.hardware import HardwareSpec, load_hardware
-from generator.inputs import Inputs, load_inputs
-from generator.paths import profiles_dir
-from generator.profile import ProfileFile, load_profile
 from generator.table import format_table
 
+# Each command imports what it needs when it runs: `gen diff` of two bundles never builds the
+# input models, which keeps start-up close to the bare import of the dependencies.
 
-def run_check(hardware: str, profile: str) -> Inputs:
+
+def run_check(hardware: str, profile: str) -> Any:
+    from generator.inputs import load_inputs
+
     inputs = load_inputs(hardware, profile)
     facts = inputs.facts
     click.echo(
@@ -30,6 +30,11 @@ def run_check(hardware: str, profile: str) -> Inputs:
 
 
 def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
+    from generator.catalog import load_catalog
+    from generator.hardware import load_hardware
+    from generator.paths import profiles_dir
+    from generator.profile import load_profile
+
     catalog = load_catalog()
     systems = []
     for name in catalog.system_files:
@@ -62,6 +67,9 @@ def run_list(as_json: bool) -> None:
 
 
 def input_schema(which: str) -> dict[str, Any]:
+    from generator.hardware import HardwareSpec
+    from generator.profile import ProfileFile
+
     model = HardwareSpec if which == "hardware" else ProfileFile
     schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -77,6 +85,7 @@ def run_generate(hardware: str, profile: str, output: Path | None) -> None:
 
 
 def run_explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:
+    from generator.inputs import load_inputs
     from generator.plan import build_plan
 
     inputs = load_inputs(hardware, profile)
@@ -104,3 +113,66 @@ def run_rules(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(format_table(["ID", "AREA", "SUMMARY"], [[r["id"], r["area"], r["summary"]] for r in rows]))
+
+
+def _plan_side(hardware: str, profile: str):  # type: ignore[no-untyped-def]
+    from generator.inputs import load_inputs
+    from generator.plan import build_plan
+
+    inputs = load_inputs(hardware, profile)
+    return build_plan(inputs.facts, inputs.profile)
+
+
+def compute_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """Two bundle directories, or --hw/--profile pairs (two of one, one or two of the other)."""
+    from generator.bundleread import read_bundle
+    from generator.diff import Difference, diff_bundles, diff_plans, label
+
+    if bundles:
+        if len(bundles) != 2 or hardware or profiles:
+            raise click.UsageError("give two bundle directories, or --hw/--profile pairs, not both")
+        return diff_bundles(read_bundle(bundles[0]), read_bundle(bundles[1]))
+    if not (1 <= len(hardware) <= 2 and 1 <= len(profiles) <= 2 and len(hardware) + len(profiles) == 3):
+        raise click.UsageError("compare two hardware files with one profile (--hw A --hw B --profile P), "
+                               "or one hardware file with two profiles (--hw A --profile P --profile Q)")
+    pairs = [(hw, profiles[0]) for hw in hardware] if len(hardware) == 2 else [(hardware[0], p) for p in profiles]
+    old, new = (_plan_side(hw, profile) for hw, profile in pairs)
+    return Difference(label(old), label(new), diff_plans(old, new))
+
+
+def run_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...], output_format: str) -> int:
+    from generator.diff import format_json, format_markdown, format_terminal
+
+    difference = compute_diff(bundles, hardware, profiles)
+    if output_format == "json":
+        click.echo(format_json(difference), nl=False)
+    elif output_format == "markdown":
+        click.echo(format_markdown(difference))
+    else:
+        click.echo(format_terminal(difference, colour=click.get_text_stream("stdout").isatty()), nl=False)
+    for path in difference.tampered:
+        click.echo(f"goldtune: error: {path}: does not match the bundle's manifest.json (modified, missing or unlisted)", err=True)
+    if difference.tampered:
+        return 2
+    return 0 if difference.same else 1
+
+
+def run_matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems_flag: bool,
+               all_profiles_flag: bool, output_root: Path) -> int:
+    from generator.catalog import load_catalog
+    from generator.matrix import all_profiles, all_systems, generate_matrix, run_with_progress
+
+    catalog = load_catalog()
+    systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))
+    chosen = list(dict.fromkeys([*profiles, *(all_profiles() if all_profiles_flag else [])]))
+    if not systems or not chosen:
+        raise click.UsageError("name at least one --hw (or --all-systems) and one --profile (or --all-profiles)")
+    on_terminal = click.get_text_stream("stderr").isatty()
+    outcomes = run_with_progress(len(systems) * len(chosen), generate_matrix(systems, chosen, output_root, catalog),
+                                 on_terminal, click.progressbar)
+    rows = [[o.hardware, o.profile, "ok" if o.ok else "FAILED", str(o.bundle) if o.bundle else o.error,
+             str(o.settings) if o.ok else ""] for o in outcomes]
+    click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))
+    failed = sum(not o.ok for o in outcomes)
+    click.echo(f"{len(outcomes) - failed} written, {failed} failed")
+    return 1 if failed else 0

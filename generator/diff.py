@@ -1,0 +1,190 @@
+"""Semantic difference between two bundles or two plans: what changes on the machine.
+
+Per setting (kind + key): added, removed or changed, with the rule and reason behind the new
+value. Files whose text changed without any setting of theirs changing (a template or tool
+upgrade) fall back to a unified text diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from generator.bundleread import MANIFEST, PLAN_FILE, BundleFiles
+from generator.setting import KIND_ORDER, Plan, Setting
+
+Status = Literal["added", "removed", "changed"]
+SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
+COLOUR = {"added": "green", "removed": "red", "changed": "yellow"}
+# Files that only restate the plan: a change in them is already a change of settings.
+DERIVED_FILES = {MANIFEST, PLAN_FILE, "EXPLAIN.md", "cloud-init/user-data"}
+
+
+@dataclass(frozen=True)
+class Change:
+    status: Status
+    kind: str
+    key: str
+    old: str | None
+    new: str | None
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    path: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class Difference:
+    old_label: str
+    new_label: str
+    changes: tuple[Change, ...]
+    files: tuple[FileDiff, ...] = ()
+    tampered: tuple[str, ...] = field(default=())
+
+    @property
+    def same(self) -> bool:
+        return not self.changes and not self.files
+
+
+def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
+    before = {s.target: s for s in old.settings}
+    after = {s.target: s for s in new.settings}
+    changes: list[Change] = []
+    for target in sorted(before.keys() | after.keys(), key=lambda t: _order(t, old, new)):
+        was, now = before.get(target), after.get(target)
+        if was is not None and now is not None and was.value == now.value:
+            continue
+        status: Status = "added" if was is None else "removed" if now is None else "changed"
+        source: Setting = now or was  # type: ignore[assignment]
+        changes.append(Change(status, target[0], target[1], was.value if was else None,
+                              now.value if now else None, source.rule, source.reason))
+    return tuple(changes)
+
+
+def _order(target: tuple[str, str], *plans: Plan) -> tuple[int, str]:
+    return (KIND_ORDER.get(target[0], 99), target[1])
+
+
+def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
+    from generator.render import OUTPUTS
+
+    for output in OUTPUTS:
+        if output.bundle_path(plan) == path:
+            return output.kinds
+    return None
+
+
+def diff_files(old: BundleFiles, new: BundleFiles, changes: tuple[Change, ...]) -> tuple[FileDiff, ...]:
+    """Text diffs of files that changed while no setting of theirs did."""
+    changed_kinds = {c.kind for c in changes}
+    old_entries, new_entries = old.entries, new.entries
+    diffs = []
+    for path in sorted(old_entries.keys() | new_entries.keys()):
+        if path in DERIVED_FILES:
+            continue
+        was, now = old_entries.get(path), new_entries.get(path)
+        if was and now and was["sha256"] == now["sha256"] and was.get("mode") == now.get("mode"):
+            continue
+        kinds = _kinds_of_file(path, new.plan if now else old.plan)
+        # A file rendered from the whole plan (install.sh) is explained by any setting change.
+        explained_by = set(kinds) if kinds else (set(KIND_ORDER) if kinds == () else set())
+        if changed_kinds & explained_by:
+            continue
+        before = _identity_free(old, path) if was else []
+        after = _identity_free(new, path) if now else []
+        if was and now and before == after and was.get("mode") == now.get("mode"):
+            continue  # only the bundle's own name differs (file headers)
+        text = "".join(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"))
+        if not text and was and now:
+            text = f"mode {was.get('mode')} -> {now.get('mode')}\n"
+        diffs.append(FileDiff(path, text))
+    return tuple(diffs)
+
+
+def _identity_free(bundle: BundleFiles, path: str) -> list[str]:
+    """The file's lines without comment lines (reasons, headers: the semantic diff covers them)
+    and with the bundle's hardware/profile names replaced by placeholders."""
+    text = bundle.text(path)
+    for name, token in ((bundle.plan.hardware_name, "<hardware>"), (bundle.plan.profile_name, "<profile>")):
+        if name:
+            text = text.replace(name, token)
+    lines = text.splitlines(keepends=True)
+    return [line for index, line in enumerate(lines)
+            if not line.lstrip().startswith("#") or (index == 0 and line.startswith("#!"))]
+
+
+def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
+    changes = diff_plans(old.plan, new.plan)
+    tampered = tuple(f"{b.root}/{p}" for b in (old, new) for p in (*b.tampered, *b.unlisted))
+    return Difference(str(old.root), str(new.root), changes, diff_files(old, new, changes), tampered)
+
+
+def label(plan: Plan) -> str:
+    return f"{plan.hardware_name}/{plan.profile_name}"
+
+
+def format_json(difference: Difference) -> str:
+    data = {
+        "old": difference.old_label,
+        "new": difference.new_label,
+        "same": difference.same,
+        "changes": [asdict(c) for c in difference.changes],
+        "files": [asdict(f) for f in difference.files],
+        "tampered": list(difference.tampered),
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _shown(value: str | None) -> str:
+    return "" if value is None else (value if value != "" else '""')
+
+
+def format_markdown(difference: Difference) -> str:
+    from generator.formats import md_cell
+
+    lines = [f"### goldtune diff: `{difference.old_label}` → `{difference.new_label}`", ""]
+    if difference.same:
+        return "\n".join(lines + ["No change.", ""])
+    counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
+    lines += [f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.", ""]
+    if difference.changes:
+        lines += ["| | Kind | Key | Old | New | Rule | Why |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for c in difference.changes:
+            cells = [SYMBOL[c.status], c.kind, f"`{c.key}`", _code(c.old), _code(c.new), c.rule, md_cell(c.reason)]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    for file_diff in difference.files:
+        lines += [f"<details><summary>{file_diff.path} (text diff)</summary>", "", "```diff",
+                  file_diff.diff.rstrip("\n"), "```", "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def _code(value: str | None) -> str:
+    return "" if value is None else f"`{_shown(value)}`"
+
+
+def format_terminal(difference: Difference, colour: bool) -> str:
+    import click
+
+    from generator.table import format_table
+
+    if difference.same:
+        return ""
+    def paint(text: str, status: str) -> str:
+        return click.style(text, fg=COLOUR[status]) if colour else text
+
+    out = [f"--- {difference.old_label}", f"+++ {difference.new_label}"]
+    if difference.changes:
+        rows = [[SYMBOL[c.status], c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason] for c in difference.changes]
+        table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
+        out.append(table[0])
+        out += [paint(line, c.status) for line, c in zip(table[1:], difference.changes)]
+    for file_diff in difference.files:
+        out += [f"text diff of {file_diff.path}:", file_diff.diff.rstrip("\n")]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,46 @@
+"""gen matrix: every combination, each written atomically; one failure does not stop the rest."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def gen(*args: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=cwd, timeout=120)
+
+
+def test_matrix_writes_every_combination(tmp_path):
+    result = gen("matrix", "--hw", "dgx-a100", "--hw", "l4-inference", "--profile", "inference", "--profile", "training",
+                 "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dgx-a100-inference", "dgx-a100-training", "l4-inference-inference", "l4-inference-training"]
+    assert all((p / "manifest.json").is_file() for p in tmp_path.iterdir())
+    assert "4 written, 0 failed" in result.stdout
+
+
+def test_matrix_partial_failure_still_writes_the_rest(tmp_path, write):
+    bad = write("broken.yaml", "cpu: {vendor: intel, sockets: 1, cores_per_socket: 4}\nmemory_gib: 64\ncolour: red\n")
+    result = gen("matrix", "--hw", str(bad), "--hw", "l4-inference", "--profile", "inference", "-o", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "1 written, 1 failed" in result.stdout
+    assert "colour: unknown field" in result.stdout
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["l4-inference-inference"]
+
+
+def test_all_systems_all_profiles(tmp_path):
+    result = gen("matrix", "--all-systems", "--all-profiles", "-o", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    systems = len(list((REPO / "hardware_db" / "systems").glob("*.yaml")))
+    profiles = len(list((REPO / "profiles").glob("*.yaml")))
+    assert len(list(tmp_path.iterdir())) == systems * profiles
+
+
+def test_matrix_needs_something_to_do(tmp_path):
+    result = gen("matrix", "-o", str(tmp_path))
+    assert result.returncode == 2 and "--all-systems" in result.stderr
