@@ -95,10 +95,40 @@ OUTPUTS: tuple[Output, ...] = OVERLAY_OUTPUTS + DELIVERY_OUTPUTS
 SERVICE_FILES = "install.sh, cloud-init/user-data"
 
 
+class TemplateCache(jinja2.FileSystemBytecodeCache):
+    """Compiled templates kept beside the templates, like Python's __pycache__.
+
+    Jinja checks each entry against the template's source, so a stale entry is recompiled;
+    a read-only install simply compiles in memory every time.
+    """
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _template_cache() -> jinja2.BytecodeCache | None:
+    directory = templates_dir() / "__jinja_cache__"
+    try:
+        directory.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return TemplateCache(str(directory), pattern="%s.cache")
+
+
 @functools.lru_cache(maxsize=1)
 def make_environment() -> jinja2.Environment:
     """One environment per process: templates are compiled once, then reused for every bundle."""
     env = jinja2.Environment(
+        bytecode_cache=_template_cache(),
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
         autoescape=False,

@@ -14,13 +14,6 @@ def _wants_pinning(nic: NicFacts) -> bool:
     return nic.rdma or (nic.speed_gbps or 0) >= PIN_MIN_GBPS
 
 
-def pinned_nics(facts: Facts, profile: Profile) -> list[NicFacts]:
-    """NICs whose interrupts are pinned: RDMA or >= 100 Gbit/s."""
-    if profile.irq != "pin":
-        return []
-    return [nic for nic in facts.nics if _wants_pinning(nic)]
-
-
 def housekeeping_cpus(facts: Facts) -> set[int]:
     """CPU 0 and its SMT siblings: the first physical core keeps the kernel's housekeeping."""
     return {thread * facts.cpu.physical_cores for thread in range(facts.cpu.threads_per_core)}
@@ -33,34 +26,54 @@ def irq_cpus(facts: Facts, node: int | None) -> str:
     return compress_cpus(set(cpus) - housekeeping_cpus(facts))
 
 
-def _pin_reason(nic: NicFacts) -> str:
+def pin_assignments(facts: Facts, profile: Profile) -> dict[str, str]:
+    """Interface -> CPU list for every fast NIC (RDMA or >= 100 Gbit/s), or {} when pinning is off.
+
+    All or nothing: irqbalance is switched off when pinning, so a fast NIC left unpinned
+    (its node has no CPU besides the first core) would be neither pinned nor balanced.
+    """
+    if profile.irq != "pin":
+        return {}
+    assignments = {nic.name: irq_cpus(facts, nic.numa_node) for nic in facts.nics if _wants_pinning(nic)}
+    return assignments if all(assignments.values()) else {}
+
+
+def _first_core(facts: Facts) -> str:
+    return "the first core (CPU 0 and its SMT siblings)" if facts.cpu.threads_per_core > 1 else "the first core (CPU 0)"
+
+
+def _pin_reason(facts: Facts, nic: NicFacts) -> str:
     if nic.numa_node is None:
         return (f"{nic.name} has no numa_node in the hardware file, so its interrupts are spread over "
-                "every CPU but the first core (irqbalance is off); give numa_node to keep them NUMA-local")
+                f"every CPU but {_first_core(facts)} (irqbalance is off); give numa_node to keep them NUMA-local")
     return (f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}: no cross-socket "
-            "hop for every completion; the first core (CPU 0 and its SMT sibling) left to housekeeping")
+            f"hop for every completion; {_first_core(facts)} left to housekeeping")
 
 
 @rule("irq.pin-nics")
 def pin_nics(facts: Facts, profile: Profile) -> Output:
     """Pin each fast NIC's interrupts to CPUs of the NIC's NUMA node, never the first core."""
-    for nic in pinned_nics(facts, profile):
-        cpus = irq_cpus(facts, nic.numa_node)
-        if not cpus:
-            yield note(f"{nic.name}: its NUMA node has no CPU besides the first core; interrupts not pinned")
-            continue
-        yield irq_pin(nic.name, cpus, _pin_reason(nic))
+    assignments = pin_assignments(facts, profile)
+    for nic in facts.nics:
+        if nic.name in assignments:
+            yield irq_pin(nic.name, assignments[nic.name], _pin_reason(facts, nic))
+    if profile.irq != "pin" or assignments:
+        return
+    for nic in facts.nics:
+        if _wants_pinning(nic) and not irq_cpus(facts, nic.numa_node):
+            yield note(f"{nic.name}: its NUMA node has no CPU besides the first core; no interrupt is "
+                       "pinned and irqbalance keeps balancing them all")
 
 
 @rule("irq.irqbalance")
 def irqbalance(facts: Facts, profile: Profile) -> Output:
     """Either irqbalance or manual pinning, never both."""
-    if pinned_nics(facts, profile):
+    if pin_assignments(facts, profile):
         yield service("irqbalance.service", "disable",
                       "NIC interrupts are pinned at boot; irqbalance would move them again")
         yield service("goldtune-irq-affinity.service", "enable",
                       "pins NIC interrupts at boot, when the interfaces exist; logs and skips a missing one")
     elif profile.irq == "irqbalance":
         yield service("irqbalance.service", "enable", "the profile leaves interrupt placement to irqbalance")
-    else:
+    elif not any(_wants_pinning(nic) for nic in facts.nics):
         yield note("no RDMA or >= 100 Gbit/s NIC: interrupts are left to the kernel and irqbalance")

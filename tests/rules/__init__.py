@@ -1,0 +1,5 @@
+"""Per-area rule tables (issue 3)."""
+
+import pytest
+
+pytest.register_assert_rewrite(f"{__name__}.helpers")

@@ -1,0 +1,112 @@
+"""gpu.*: nouveau, persistence, boot unit, ECC, compute mode, clocks, power, MIG, fabric, DCGM, peermem."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.rules import gpu
+from generator.rules.base import Rule
+
+from .helpers import (
+    H100X8,
+    L4X1,
+    Case,
+    case_ids,
+    check_case,
+    facts,
+    nic,
+    profile,
+    rdma_compute,
+    settings_of,
+)
+
+NOUVEAU = {
+    ("modprobe", "blacklist nouveau", ""),
+    ("modprobe", "options nouveau modeset", "0"),
+    ("kernel-arg", "modprobe.blacklist", "nouveau"),
+    ("kernel-arg", "rd.driver.blacklist", "nouveau"),
+}
+PERSISTENCE = {("service", "nvidia-persistenced.service", "enable"), ("gpu", "persistence", "on")}
+LOCK = {"gpu_clocks": "lock-max"}
+FABRIC = {("service", "nvidia-fabricmanager.service", "enable")}
+PEERMEM = {("module-load", "nvidia-peermem", "")}
+H100X4 = {"model": "H100-SXM5-80GB", "count": 4}
+L40SX4 = {"model": "L40S", "count": 4}
+B200X8 = {"model": "B200", "count": 8}  # no clock in hardware_db
+NO_GPU_KNOBS = {"gpu_clocks": "lock-max", "gpu_compute_mode": "exclusive-process", "gpu_power_limit_percent": 80}
+
+CASES: tuple[Case, ...] = (
+    Case("nouveau-gpus", gpu.nouveau, NOUVEAU, hw={"gpus": [H100X8]}),
+    Case("nouveau-no-gpu", gpu.nouveau, set()),
+    Case("persistence-gpus", gpu.persistence, PERSISTENCE, hw={"gpus": [L4X1]}),
+    Case("persistence-no-gpu", gpu.persistence, set()),
+    Case("boot-unit-gpus", gpu.boot_unit, {("service", "goldtune-gpu.service", "enable")}, hw={"gpus": [L4X1]}),
+    Case("boot-unit-no-gpu", gpu.boot_unit, set()),
+    Case("ecc-enable", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [H100X8]}, intent="training"),
+    Case("ecc-leave", gpu.ecc, set(), hw={"gpus": [H100X8]}, knobs={"gpu_ecc": "leave"}),
+    Case("ecc-no-gpu", gpu.ecc, set()),
+    Case("compute-mode-default", gpu.compute_mode, set(), hw={"gpus": [H100X8]}, note="DEFAULT"),
+    Case("compute-mode-exclusive", gpu.compute_mode, {("gpu", "compute-mode", "EXCLUSIVE_PROCESS")},
+         hw={"gpus": [H100X8]}, intent="training", knobs={"gpu_compute_mode": "exclusive-process"}),
+    Case("compute-mode-no-gpu", gpu.compute_mode, set(), knobs={"gpu_compute_mode": "exclusive-process"}),
+    # clocks: the model's hardware_db value; max when unknown or when models disagree
+    Case("clocks-h100", gpu.clocks, {("gpu", "clocks", "1980")}, hw={"gpus": [H100X8]}, knobs=LOCK),
+    Case("clocks-l4", gpu.clocks, {("gpu", "clocks", "2040")}, hw={"gpus": [L4X1]}, knobs=LOCK),
+    Case("clocks-l40s-not-l4", gpu.clocks, {("gpu", "clocks", "2520")}, hw={"gpus": [L40SX4]}, knobs=LOCK),
+    Case("clocks-unknown-b200", gpu.clocks, {("gpu", "clocks", "max")}, hw={"gpus": [B200X8]}, knobs=LOCK),
+    Case("clocks-mixed-models", gpu.clocks, {("gpu", "clocks", "max")}, hw={"gpus": [L4X1, L40SX4]}, knobs=LOCK),
+    Case("clocks-same-clock-two-groups", gpu.clocks, {("gpu", "clocks", "1980")},
+         hw={"gpus": [H100X4, {"model": "H200-SXM-141GB", "count": 4}]}, knobs=LOCK),
+    Case("clocks-boost", gpu.clocks, set(), hw={"gpus": [H100X8]}, intent="training"),
+    Case("clocks-no-gpu", gpu.clocks, set(), knobs=LOCK),
+    # power limit: a share of the hardware_db default, or a percentage when it is unknown
+    Case("power-unset", gpu.power_limit, set(), hw={"gpus": [H100X8]}),
+    Case("power-80pct-h100", gpu.power_limit, {("gpu", "power-limit", "560")}, hw={"gpus": [H100X8]},
+         knobs={"gpu_power_limit_percent": 80}),
+    Case("power-unknown-default", gpu.power_limit, {("gpu", "power-limit", "90%")}, hw={"gpus": [L40SX4]},
+         knobs={"gpu_power_limit_percent": 90}),
+    Case("power-mixed-defaults", gpu.power_limit, {("gpu", "power-limit", "75%")}, hw={"gpus": [L4X1, H100X4]},
+         knobs={"gpu_power_limit_percent": 75}),
+    Case("power-no-gpu", gpu.power_limit, set(), knobs={"gpu_power_limit_percent": 80}),
+    # MIG: only on request and on a MIG-capable model
+    Case("mig-leave", gpu.mig, set(), hw={"gpus": [H100X8]}),
+    Case("mig-disable-h100", gpu.mig, {("gpu", "mig", "off")}, hw={"gpus": [H100X8]}, knobs={"gpu_mig": "disable"}),
+    Case("mig-disable-l4", gpu.mig, set(), hw={"gpus": [L4X1]}, knobs={"gpu_mig": "disable"}, note="supports MIG"),
+    # fabric manager: NVSwitch only (stated, or the 8-GPU baseboard default)
+    Case("fabric-nvswitch-stated", gpu.fabric_manager, FABRIC, hw={"gpus": [H100X8], "nvswitch": True}),
+    Case("fabric-nvswitch-default-8x", gpu.fabric_manager, FABRIC, hw={"gpus": [H100X8]}),
+    Case("fabric-4x-sxm-no-nvswitch", gpu.fabric_manager, set(), hw={"gpus": [H100X4]}),
+    Case("fabric-stated-false", gpu.fabric_manager, set(), hw={"gpus": [H100X8], "nvswitch": False}),
+    Case("fabric-pcie", gpu.fabric_manager, set(), hw={"gpus": [L40SX4]}),
+    Case("fabric-no-gpu", gpu.fabric_manager, set(), hw={"nvswitch": True}),
+    Case("dcgm-gpus", gpu.dcgm, {("service", "nvidia-dcgm.service", "enable")}, hw={"gpus": [L4X1]}),
+    Case("dcgm-no-gpu", gpu.dcgm, set()),
+    # peermem: GPUs AND RDMA NICs
+    Case("peermem-gpu-rdma", gpu.peermem, PEERMEM, hw={"gpus": [H100X8], "nics": [rdma_compute()]}),
+    Case("peermem-gpu-rdma-storage", gpu.peermem, PEERMEM,
+         hw={"gpus": [L4X1], "nics": [nic("ens1", "storage", 200, model="ConnectX-7")]}),
+    Case("peermem-gpu-tcp-only", gpu.peermem, set(),
+         hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 100)]}, note="no RDMA NIC"),
+    Case("peermem-gpu-rdma-capable-frontend", gpu.peermem, set(),
+         hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 400, model="ConnectX-7")]}, note="no RDMA NIC"),
+    Case("peermem-rdma-no-gpu", gpu.peermem, set(), hw={"nics": [rdma_compute()]}),
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_gpu_rule(case: Case) -> None:
+    check_case(case)
+
+
+@pytest.mark.parametrize("rule", [r for r in vars(gpu).values() if getattr(r, "area", None) == "gpu"],
+                         ids=lambda r: r.id)
+def test_no_gpu_rule_sets_anything_without_gpus(rule: Rule) -> None:
+    output = rule.apply(facts(nics=[rdma_compute()], nvswitch=True),
+                        profile("training", gpu_mig="disable", **NO_GPU_KNOBS))
+    assert settings_of(output) == {}
+
+
+def test_clock_reason_names_the_source() -> None:
+    (setting,) = gpu.clocks.apply(facts(gpus=[H100X8]), profile("inference", **LOCK))
+    assert "hardware_db" in setting.reason and "H100-SXM5-80GB" in setting.reason
+    assert "clamp" in setting.reason

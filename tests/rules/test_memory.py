@@ -1,0 +1,128 @@
+"""memory.*: swap, THP, mmap count, overcommit, NUMA, dirty bytes, 1 GiB huge pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.rules import memory
+
+from .helpers import (
+    DUAL_EPYC,
+    DUAL_XEON,
+    GRACE,
+    H100X8,
+    Case,
+    case_ids,
+    check_case,
+    facts,
+    notes_of,
+    profile,
+    triples,
+)
+
+GIB = 1024**3
+DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
+SINGLE_NODE_NOTE = "single NUMA node"
+
+CASES: tuple[Case, ...] = (
+    # swappiness: 1 everywhere, never the 0 trap
+    Case("swappiness-inference", memory.swappiness, {("sysctl", "vm.swappiness", "1")}),
+    Case("swappiness-training", memory.swappiness, {("sysctl", "vm.swappiness", "1")}, intent="training"),
+    # THP: madvise by default, the profile may say never; defrag only with madvise
+    Case("thp-madvise", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "madvise")}),
+    Case("thp-never", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "never")}, knobs={"thp": "never"}),
+    Case("defrag-madvise", memory.thp_defrag, {("sysfs", DEFRAG, "defer+madvise")}),
+    Case("defrag-never", memory.thp_defrag, set(), knobs={"thp": "never"}),
+    # max_map_count: at least the new distribution default
+    Case("max-map-count", memory.max_map_count, {("sysctl", "vm.max_map_count", "1048576")}),
+    # overcommit only where CUDA lives
+    Case("overcommit-gpus", memory.overcommit, {("sysctl", "vm.overcommit_memory", "1")}, hw={"gpus": [H100X8]}),
+    Case("overcommit-no-gpu", memory.overcommit, set()),
+    # NUMA balancing: only on multi-node machines; 0 training, 1 inference
+    Case("numa-balancing-single-node", memory.numa_balancing, set(), note=SINGLE_NODE_NOTE),
+    Case("numa-balancing-single-node-training", memory.numa_balancing, set(), intent="training", note=SINGLE_NODE_NOTE),
+    Case("numa-balancing-grace", memory.numa_balancing, set(), hw=GRACE, note=SINGLE_NODE_NOTE),
+    Case("numa-balancing-2s-inference", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "1")}, hw=DUAL_XEON),
+    Case("numa-balancing-2s-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
+         hw=DUAL_XEON, intent="training"),
+    Case("numa-balancing-nps4-1s", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
+         hw={"numa_nodes": 4}, intent="training"),
+    Case("zone-reclaim-single-node", memory.zone_reclaim, set()),
+    Case("zone-reclaim-2s", memory.zone_reclaim, {("sysctl", "vm.zone_reclaim_mode", "0")}, hw=DUAL_EPYC),
+    Case("zone-reclaim-nps4-1s", memory.zone_reclaim, {("sysctl", "vm.zone_reclaim_mode", "0")}, hw={"numa_nodes": 4}),
+    # dirty limits in bytes: training machines with >= 256 GiB only, RAM/256 clamped to 1-4 GiB, x4
+    Case("dirty-training-2tib", memory.dirty_bytes,
+         {("sysctl", "vm.dirty_background_bytes", str(4 * GIB)), ("sysctl", "vm.dirty_bytes", str(16 * GIB))},
+         hw={"memory_gib": 2048}, intent="training"),
+    Case("dirty-training-512g", memory.dirty_bytes,
+         {("sysctl", "vm.dirty_background_bytes", str(2 * GIB)), ("sysctl", "vm.dirty_bytes", str(8 * GIB))},
+         hw={"memory_gib": 512}, intent="training"),
+    Case("dirty-training-256g", memory.dirty_bytes,
+         {("sysctl", "vm.dirty_background_bytes", str(1 * GIB)), ("sysctl", "vm.dirty_bytes", str(4 * GIB))},
+         hw={"memory_gib": 256}, intent="training"),
+    Case("dirty-training-255g", memory.dirty_bytes, set(), hw={"memory_gib": 255}, intent="training"),
+    Case("dirty-training-small", memory.dirty_bytes, set(), intent="training"),
+    Case("dirty-inference-2tib", memory.dirty_bytes, set(), hw={"memory_gib": 2048}),
+    # explicit 1 GiB huge pages: only when asked; dropped with a note on 64 KiB-page kernels only
+    Case("hugepages-off", memory.hugepages_1g, set(), hw={"memory_gib": 2048}),
+    Case("hugepages-10pct-2tib", memory.hugepages_1g,
+         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
+          ("kernel-arg", "hugepages", "204")},
+         hw={"memory_gib": 2048}, knobs={"hugepages_1g_percent": 10}),
+    Case("hugepages-50pct-64g", memory.hugepages_1g,
+         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
+          ("kernel-arg", "hugepages", "32")},
+         knobs={"hugepages_1g_percent": 50}),
+    Case("hugepages-64k-pages", memory.hugepages_1g, set(),
+         hw={**GRACE, "os": {"page_size_kib": 64}}, knobs={"hugepages_1g_percent": 10}, note="64 KiB"),
+    # arm64 with 16 KiB pages (and 4 KiB) offers 1 GiB pages
+    Case("hugepages-16k-pages-keep-1g", memory.hugepages_1g,
+         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
+          ("kernel-arg", "hugepages", "51")},
+         hw={**GRACE, "memory_gib": 512, "os": {"page_size_kib": 16}}, knobs={"hugepages_1g_percent": 10}),
+    Case("hugepages-4k-pages-arm", memory.hugepages_1g,
+         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
+          ("kernel-arg", "hugepages", "51")},
+         hw={**GRACE, "memory_gib": 512, "os": {"page_size_kib": 4}}, knobs={"hugepages_1g_percent": 10}),
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_memory_rule(case: Case) -> None:
+    check_case(case)
+
+
+def test_dirty_bytes_replace_the_ratio_form_never_both() -> None:
+    output = memory.dirty_bytes.apply(facts(memory_gib=1024), profile("training"))
+    keys = {s.key for s in output}
+    assert keys == {"vm.dirty_background_bytes", "vm.dirty_bytes"}
+    assert not keys & {"vm.dirty_ratio", "vm.dirty_background_ratio"}
+
+
+@pytest.mark.parametrize("memory_gib", [256, 300, 768, 1024, 1536, 2048, 4096, 16384])
+def test_dirty_background_scales_with_ram_within_1_to_4_gib(memory_gib: int) -> None:
+    background = memory.dirty_background_bytes(memory_gib)
+    assert 1 * GIB <= background <= 4 * GIB
+    assert background == min(4 * GIB, max(1 * GIB, memory_gib * GIB // 256))
+
+
+def test_dirty_background_is_monotone_in_ram() -> None:
+    sizes = [memory.dirty_background_bytes(gib) for gib in range(256, 4097, 64)]
+    assert sizes == sorted(sizes)
+
+
+def test_hugepages_note_names_the_page_size_and_emits_nothing() -> None:
+    output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": 64}), profile("training", hugepages_1g_percent=25))
+    assert triples(output) == set()
+    assert any("64 KiB" in text and "hugepagesz=1G" in text for text in notes_of(output))
+
+
+@pytest.mark.parametrize(("page_size_kib", "reserved"), [(4, True), (16, True), (64, False)])
+def test_only_64k_page_kernels_drop_1g_pages(page_size_kib: int, reserved: bool) -> None:
+    output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": page_size_kib}),
+                                       profile("training", hugepages_1g_percent=25))
+    if reserved:
+        assert ("kernel-arg", "hugepagesz", "1G") in triples(output)
+    else:
+        assert triples(output) == set()
+    assert bool(notes_of(output)) == (not reserved)

@@ -1,0 +1,186 @@
+"""Registry meta-test (issue 3): ids, areas, docstrings, purity, and every rule exercised."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rules import (
+    test_boot,
+    test_cpu,
+    test_gpu,
+    test_hygiene,
+    test_irq,
+    test_limits,
+    test_memory,
+    test_network,
+    test_storage,
+)
+from rules.helpers import Case, facts, profile
+
+import generator.rules as rules_package
+from generator.cli import main
+from generator.inputs import load_inputs
+from generator.plan import build_plan
+from generator.rules import REGISTRY, RULES_BY_ID
+from generator.rules.base import Rule
+from generator.setting import Note
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES_DIR = ROOT / "generator" / "rules"
+RULE_TESTS_DIR = Path(__file__).resolve().parent / "rules"
+ID_FORMAT = re.compile(r"^[a-z]+\.[a-z0-9-]+$")
+AREAS = ("memory", "cpu", "gpu", "boot", "network", "irq", "limits", "storage", "hygiene")
+TABLES = (test_memory, test_cpu, test_gpu, test_boot, test_network, test_irq, test_limits, test_storage, test_hygiene)
+# Rules that only ever explain why nothing is set (TUNING.md: "say so instead of emitting settings").
+NOTE_ONLY = {"boot.acs", "network.rdma-paths"}
+# Imports a rule module may use: no I/O, no environment, no clock.
+ALLOWED_IMPORTS = re.compile(r"^(__future__|collections\.abc|typing|dataclasses|generator(\.[a-z_.]+)?)$")
+
+
+def all_cases() -> list[Case]:
+    return [case for table in TABLES for case in table.CASES]
+
+
+def test_registry_is_not_empty_and_covers_every_area() -> None:
+    assert {rule.area for rule in REGISTRY} == set(AREAS)
+
+
+@pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
+def test_rule_id_area_and_home(rule: Rule) -> None:
+    assert ID_FORMAT.match(rule.id), rule.id
+    assert rule.area == rule.id.split(".", 1)[0]
+    assert rule.area in AREAS
+    assert rule.func.__module__ == f"generator.rules.{rule.area}"
+    assert Path(inspect.getfile(rule.func)) == RULES_DIR / f"{rule.area}.py"
+
+
+@pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
+def test_rule_has_a_docstring_summary(rule: Rule) -> None:
+    assert rule.func.__doc__ and rule.func.__doc__.strip()
+    summary = rule.summary
+    assert summary == rule.func.__doc__.strip().splitlines()[0]
+    assert 15 <= len(summary) <= 120, summary
+    assert summary.endswith(".") and not summary[0].isspace(), summary
+
+
+@pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
+def test_declared_overrides_name_registered_rules(rule: Rule) -> None:
+    assert set(rule.overrides) <= set(RULES_BY_ID) - {rule.id}
+
+
+def test_ids_are_unique() -> None:
+    ids = [rule.id for rule in REGISTRY]
+    assert len(ids) == len(set(ids))
+    assert set(RULES_BY_ID) == set(ids)
+    assert len({rule.func for rule in REGISTRY}) == len(REGISTRY)
+
+
+def test_every_rule_defined_in_an_area_module_is_registered() -> None:
+    defined = {
+        value.id
+        for area in AREAS
+        for value in vars(getattr(rules_package, area)).values()
+        if isinstance(value, Rule)
+    }
+    assert defined == set(RULES_BY_ID)
+    assert {path.stem for path in RULES_DIR.glob("*.py")} - {"__init__", "base"} == set(AREAS)
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_rule_modules_do_no_io(area: str) -> None:
+    tree = ast.parse((RULES_DIR / f"{area}.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in {"open", "print", "input", "exec", "eval"}, node.func.id
+            continue
+        assert all(ALLOWED_IMPORTS.match(name) for name in names), names
+
+
+@pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
+def test_rules_are_pure(rule: Rule) -> None:
+    for case in [case for case in all_cases() if case.rule is rule]:
+        machine, intent = case.facts(), case.profile()
+        assert rule.apply(machine, intent) == rule.apply(machine, intent)
+
+
+# --- every rule exercised ------------------------------------------------------------------
+
+
+def rule_test_sources() -> str:
+    return "\n".join(path.read_text() for path in sorted(RULE_TESTS_DIR.glob("test_*.py")))
+
+
+@pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
+def test_every_rule_is_named_in_a_rule_test(rule: Rule) -> None:
+    """The id, or the module attribute that holds the rule (``memory.thp_mode``)."""
+    sources = rule_test_sources()
+    reference = f"{rule.area}.{rule.func.__name__}"
+    assert rule.id in sources or re.search(rf"\b{re.escape(reference)}\b", sources), rule.id
+
+
+@pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
+def test_every_rule_has_a_table(rule: Rule) -> None:
+    mine = [case for case in all_cases() if case.rule is rule]
+    assert mine, f"{rule.id} has no case in tests/rules/test_{rule.area}.py"
+    assert all(case in TABLES[AREAS.index(rule.area)].CASES for case in mine), "case in the wrong area file"
+
+
+def emitted_in_shipped_plans() -> tuple[set[str], set[str]]:
+    settings_from, notes_from = set(), set()
+    for system in sorted((ROOT / "hardware_db" / "systems").glob("*.yaml")):
+        for prof in sorted((ROOT / "profiles").glob("*.yaml")):
+            inputs = load_inputs(system.stem, prof.stem)
+            built = build_plan(inputs.facts, inputs.profile)
+            settings_from |= {setting.rule for setting in built.settings}
+            notes_from |= {note.rule for note in built.notes}
+    return settings_from, notes_from
+
+
+def test_every_rule_emits_something_somewhere() -> None:
+    settings_from, notes_from = emitted_in_shipped_plans()
+    for case in all_cases():
+        for item in case.run():
+            (notes_from if isinstance(item, Note) else settings_from).add(item.rule)
+    assert set(RULES_BY_ID) - (settings_from | notes_from) == set()
+    assert set(RULES_BY_ID) - settings_from == NOTE_ONLY
+
+
+def test_note_only_rules_really_set_nothing() -> None:
+    machine = facts(gpus=[{"model": "H100-SXM5-80GB", "count": 8}],
+                    nics=[{"name": f"ib{i}", "role": "compute", "rdma": True, "speed_gbps": 400} for i in range(2)])
+    for rule_id in NOTE_ONLY:
+        output = RULES_BY_ID[rule_id].apply(machine, profile("training"))
+        assert output and all(isinstance(item, Note) for item in output)
+
+
+# --- `gen rules` ---------------------------------------------------------------------------
+
+
+def test_gen_rules_lists_every_rule() -> None:
+    result = CliRunner().invoke(main, ["rules"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["ID", "AREA", "SUMMARY"]
+    listed = [line.split()[0] for line in lines[1:] if line.strip()]
+    assert listed == [rule.id for rule in REGISTRY]
+    for rule, line in zip(REGISTRY, lines[1:]):
+        assert line.split()[1] == rule.area and rule.summary in line
+
+
+def test_gen_rules_json() -> None:
+    result = CliRunner().invoke(main, ["rules", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [row["id"] for row in data] == [rule.id for rule in REGISTRY]
+    assert all(row["area"] and row["summary"] for row in data)
