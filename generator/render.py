@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -96,7 +97,7 @@ SERVICE_FILES = "install.sh, cloud-init/user-data"
 
 
 class TemplateCache(jinja2.FileSystemBytecodeCache):
-    """Compiled templates kept beside the templates, like Python's __pycache__.
+    """Compiled templates kept in the package, like Python's __pycache__.
 
     Jinja checks each entry against the template's source, so a stale entry is recompiled;
     a read-only install simply compiles in memory every time.
@@ -116,7 +117,8 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
 
 
 def _template_cache() -> jinja2.BytecodeCache | None:
-    directory = templates_dir() / "__jinja_cache__"
+    # Inside the package (like __pycache__), not in templates/, which the wheel copies verbatim.
+    directory = Path(__file__).resolve().parent / "__jinja_cache__"
     try:
         directory.mkdir(exist_ok=True)
     except OSError:
