@@ -11,6 +11,8 @@ BAD_FILES = [
     ("duplicate.yaml", "a: 1\na: 2\n", "line 2", "duplicate key 'a'"),
     ("alias.yaml", "a: &x [1, 2]\nb: *x\n", "line 1", "aliases"),
     ("laughs.yaml", 'a: &a ["lol","lol"]\nb: &b [*a,*a]\nc: &c [*b,*b]\n', "line 1", "aliases"),
+    ("scalar-alias.yaml", "a: &x 1\nb: *x\n", "line 1", "aliases"),
+    ("merge-key.yaml", "base: &b {x: 1}\nother:\n  <<: *b\n", "line 3", "invalid YAML"),
     ("tabs.yaml", "cpu:\n\tsockets: 2\n", "line 2", "invalid YAML"),
     ("list.yaml", "- 1\n- 2\n", "", "expected a YAML mapping at the top level, got a list"),
     ("empty.yaml", "", "", "got empty"),
