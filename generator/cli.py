@@ -191,3 +191,31 @@ def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bo
         error.exit_code = 2
         raise
     sys.exit(status)
+
+
+@main.command()
+@click.argument("bundle", type=click.Path(path_type=Path), metavar="BUNDLE")
+@click.option("--root", "root", type=click.Path(path_type=Path), metavar="DIR",
+              help="Check the image mounted at DIR (files, units, boot arguments) instead of this machine.")
+@click.option("--snapshot", "snapshot", type=click.Path(path_type=Path), metavar="FILE",
+              help="Check the output of the bundle's collector (/usr/local/libexec/goldtune/collect), "
+              "saved anywhere; a serial console log around it is fine.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@reports_errors
+def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool) -> None:
+    """Compare this machine, a mounted image or a collected snapshot with a bundle.
+
+    \b
+      gen verify out/dgx-h100-inference                 # this machine, live
+      gen verify out/dgx-h100-inference --root /mnt/img # a mounted image
+      gen verify out/dgx-h100-inference --snapshot state.txt
+
+    Per setting: expected, actual and a verdict (ok, differs, missing, not-applicable with the
+    reason). Run it as root on a live machine: limits are measured through a PAM session.
+
+    Exit status: 0 every applicable setting is in effect, 1 something differs or is missing,
+    2 bad input.
+    """
+    from generator.verify import run_verify
+
+    sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json))

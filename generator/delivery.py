@@ -15,7 +15,7 @@ import yaml
 from generator import TOOL
 from generator.errors import GenerationError
 from generator.formats import kernel_arg_text, sh_quote
-from generator.setting import Plan, Setting
+from generator.setting import Plan, Setting, is_driver_module
 
 OVERLAY_PREFIX = "rootfs/"
 TUNED_DIR = "/etc/tuned"
@@ -86,7 +86,7 @@ def activation_steps(plan: Plan) -> list[Step]:
         steps.append(Step("apply sysctl.d", "sysctl --system >/dev/null"))
     if plan.of_kind("sysfs"):
         steps.append(Step("write sysfs values", f"systemd-tmpfiles --create /etc/tmpfiles.d/90-{TOOL}.conf"))
-    if plan.of_kind("module-load"):
+    if any(not is_driver_module(s.key) for s in plan.of_kind("module-load")):
         steps.append(Step("load modules", "systemctl restart systemd-modules-load.service"))
     if plan.of_kind("udev"):
         steps.append(Step("apply I/O scheduler rules",

@@ -42,7 +42,8 @@ from generator.formats import (
 )
 from generator.paths import templates_dir
 from generator.planio import plan_to_json
-from generator.setting import KIND_TITLES, Plan, Setting
+from generator.snapshot import collector_context
+from generator.setting import KIND_TITLES, Plan, Setting, is_driver_module
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
@@ -65,7 +66,19 @@ class Output:
         return self.path.format(profile=plan.profile_name)
 
     def applies_to(self, plan: Plan) -> bool:
+        if self.template == "modules-load.conf.j2":
+            return bool(kernel_modules(plan))
         return not self.kinds or any(plan.of_kind(kind) for kind in self.kinds)
+
+
+def kernel_modules(plan: Plan) -> list[Setting]:
+    """module-load settings for modules-load.d: the ones the kernel itself ships."""
+    return [s for s in plan.of_kind("module-load") if not is_driver_module(s.key)]
+
+
+def driver_modules(plan: Plan) -> list[Setting]:
+    """module-load settings the GPU unit loads, guarded, once the driver is there."""
+    return [s for s in plan.of_kind("module-load") if is_driver_module(s.key)]
 
 
 OVERLAY_OUTPUTS: tuple[Output, ...] = (
@@ -83,6 +96,8 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     Output("rootfs/usr/local/libexec/goldtune/irq-affinity", "irq-affinity.sh.j2", 0o755, ("irq",)),
     Output("rootfs/etc/systemd/system/goldtune-irq-affinity.service", "goldtune-irq-affinity.service.j2",
            0o644, ("irq",)),
+    # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
+    Output("rootfs/usr/local/libexec/goldtune/collect", "collect.sh.j2", 0o755),
 )
 DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output("kernel-cmdline", "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
@@ -155,7 +170,7 @@ def render_bundle(plan: Plan) -> RenderedFiles:
     check_plan(plan)
     check_tuned_overlap(plan)
     env = make_environment()
-    context = plan_context(plan)
+    context = plan_context(plan) | collector_context(plan)
     files: RenderedFiles = {}
     for output in OVERLAY_OUTPUTS:
         if output.applies_to(plan):
@@ -200,7 +215,8 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "limits": plan.of_kind("limit"),
         "manager": plan.of_kind("systemd-manager"),
         "modprobe": group_modprobe(plan.of_kind("modprobe")),
-        "modules": plan.of_kind("module-load"),
+        "modules": kernel_modules(plan),
+        "driver_modules": driver_modules(plan),
         "sysfs": plan.of_kind("sysfs"),
         "udev": plan.of_kind("udev"),
         "tuned_profile": f"{TOOL}-{plan.profile_name}" if plan.of_kind("tuned") else "",

@@ -13,6 +13,15 @@ SettingKind = Literal[
 SETTING_KINDS: tuple[str, ...] = get_args(SettingKind)
 KIND_ORDER: dict[str, int] = {kind: index for index, kind in enumerate(SETTING_KINDS)}
 
+# Modules that come with the NVIDIA driver, not with the kernel. systemd-modules-load fails the
+# boot's module loading when one is missing (an image built before the driver is installed), so
+# the GPU boot unit loads them, guarded, instead of modules-load.d.
+DRIVER_MODULE_PREFIXES = ("nvidia",)
+
+
+def is_driver_module(name: str) -> bool:
+    return name.startswith(DRIVER_MODULE_PREFIXES)
+
 # Files a setting of each kind ends up in (for EXPLAIN.md grouping and `gen diff`).
 KIND_TITLES: dict[str, str] = {
     "sysctl": "Kernel parameters (sysctl.d)",

@@ -30,6 +30,7 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("modprobe", "options mlx5_core prof_sel", "2", "network.mlx5"),
     setting("modprobe", "options nouveau noaccel", "1", "gpu.nouveau"),
     setting("module-load", "nvidia-peermem", "", "gpu.peermem"),
+    setting("module-load", "tcp_bbr", "", "network.bbr"),
     setting("sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise", "memory.thp-defrag"),
     setting("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", "cpu.governor"),
     setting("sysfs", "/sys/kernel/test%x/value", "50%", "test.percent"),

@@ -30,6 +30,7 @@ TUNED = "rootfs/etc/tuned/goldtune-inference/tuned.conf"
 GPU_SCRIPT = "rootfs/usr/local/libexec/goldtune/gpu-setup"
 GPU_UNIT = "rootfs/etc/systemd/system/goldtune-gpu.service"
 IRQ_SCRIPT = "rootfs/usr/local/libexec/goldtune/irq-affinity"
+COLLECTOR = "rootfs/usr/local/libexec/goldtune/collect"  # in every bundle, for gen verify --snapshot
 IRQ_UNIT = "rootfs/etc/systemd/system/goldtune-irq-affinity.service"
 DELIVERY = {"install.sh", "cloud-init/user-data", "EXPLAIN.md", "manifest.json", "plan.json"}
 COMMENTED = [SYSCTL, LIMITS, MANAGER, MODPROBE, MODULES, TMPFILES, UDEV, TUNED]
@@ -52,13 +53,13 @@ def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
 
 def test_files_without_settings_of_their_kind_are_not_rendered() -> None:
     files = render_bundle(minimal_plan())
-    assert set(files) == DELIVERY | {SYSCTL}
+    assert set(files) == DELIVERY | {SYSCTL, COLLECTOR}
 
 
 def test_modes_are_fixed() -> None:
     files = render_bundle(full_plan())
     executables = {path for path, (_, mode) in files.items() if mode == 0o755}
-    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT}
+    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT, COLLECTOR}
     assert {mode for _, mode in files.values()} == {0o644, 0o755}
 
 
@@ -278,3 +279,10 @@ def test_user_data_that_does_not_round_trip_is_refused() -> None:
         check_user_data(broken, overlay)
     with pytest.raises(GenerationError, match="#cloud-config"):
         check_user_data(b"write_files: []\n", overlay)
+
+
+def test_driver_modules_are_loaded_by_the_gpu_unit_not_modules_load(full: dict[str, str]) -> None:
+    """A missing nvidia-peermem in modules-load.d fails systemd-modules-load on a driverless image."""
+    assert "tcp_bbr" in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
+    assert "nvidia-peermem" not in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
+    assert "load_driver_module 'nvidia-peermem'" in full[GPU_SCRIPT]

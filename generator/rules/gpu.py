@@ -143,4 +143,5 @@ def peermem(facts: Facts, profile: Profile) -> Output:
         return
     names = ", ".join(nic.name for nic in rdma)
     yield load_module("nvidia-peermem",
-                      f"GPUDirect RDMA: NICs {names} read and write GPU memory without a bounce through host RAM")
+                      f"GPUDirect RDMA: NICs {names} read and write GPU memory without a bounce through "
+                      "host RAM; loaded by goldtune-gpu.service once the NVIDIA driver provides it")

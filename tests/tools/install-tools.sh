@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
-# Debian packages for the real-tool checks of rendered files (validators) and the QEMU boot.
-# Idempotent: installs only what is missing.
+# Debian packages for the real-tool checks of rendered files (tests/validators/) and the QEMU boot.
+# Idempotent and quick when everything is present: installs only what is missing. Run as root.
+#
+#   systemd     systemd-analyze verify (units), systemd --test (system.conf.d), systemd-sysctl,
+#               systemd-tmpfiles --root
+#   kmod        modprobe -C DIR --showconfig (modprobe.d)
+#   cloud-init  cloud-init schema --config-file (user-data)
+#   shellcheck  every script of the bundle, install.sh and the GRUB drop-in
+#   tuned       tuned's own profile loader and plugin tables (run with /usr/bin/python3)
+#   procps      sysctl(8), for the record of the reference kernel's keys
+#   util-linux  setpriv: the systemd and sysctl checks run as nobody, never as root
+#   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
+#               an ext4 image with mkfs.ext4 -d and boots it under QEMU
+#
+# `udevadm verify` exists from systemd 254 on; bookworm has 252. Then the udev .deb of
+# bookworm-backports is downloaded with a private apt state (the system's sources stay untouched)
+# and only unpacked under $UDEV_DIR: its udevadm runs on bookworm's libraries and nothing of it is
+# installed as a package. tests/validators/tools.py looks there (or at $GOLDTUNE_UDEVADM).
 set -euo pipefail
-packages=(make)
+
+packages=(make systemd kmod cloud-init shellcheck tuned procps util-linux
+    debootstrap qemu-system-x86 e2fsprogs)
+UDEV_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}/udev
+
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -11,3 +31,32 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+has_verify() { # udevadm
+    [ -x "$1" ] && "$1" verify --help >/dev/null 2>&1
+}
+
+if has_verify "$(command -v udevadm || true)" || has_verify "$UDEV_DIR/bin/udevadm"; then
+    exit 0
+fi
+
+mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+state=$(mktemp -d)
+trap 'rm -rf "$state"' EXIT
+mkdir -p "$state/parts" "$state/lists/partial" "$state/archives/partial"
+printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$mirror" >"$state/parts/backports.sources"
+apt_private=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$state/parts"
+    -o "Dir::State::Lists=$state/lists" -o "Dir::Cache::Archives=$state/archives"
+    -o APT::Sandbox::User=root)
+apt-get "${apt_private[@]}" update -qq
+(cd "$state" && apt-get "${apt_private[@]}" download -qq udev/bookworm-backports)
+rm -rf "$UDEV_DIR.new"
+mkdir -p "$UDEV_DIR.new"
+dpkg-deb -x "$state"/udev_*.deb "$UDEV_DIR.new"
+dpkg-deb -f "$state"/udev_*.deb Version >"$UDEV_DIR.new/VERSION"
+has_verify "$UDEV_DIR.new/bin/udevadm" || { echo "install-tools: the backports udevadm has no verify" >&2; exit 1; }
+rm -rf "$UDEV_DIR"
+mv "$UDEV_DIR.new" "$UDEV_DIR"
+echo "install-tools: udevadm $(cat "$UDEV_DIR/VERSION") unpacked in $UDEV_DIR"

@@ -1,0 +1,124 @@
+"""`gen verify`: is a bundle really in effect on a machine, an image, or in a collected snapshot?
+
+Three sources, one comparison per planned setting (expected, actual, verdict):
+
+- ``gen verify BUNDLE``: this machine, now. The bundle's collector (rendered from its plan) is run
+  here with ``sh``; run it as root so that limits can be measured through a PAM session.
+- ``gen verify BUNDLE --snapshot FILE``: the output of the collector, saved anywhere (a serial
+  console log with other lines around it is fine). Golden images need no Python for this.
+- ``gen verify BUNDLE --root DIR``: a mounted image. Files installed with the bundle's content and
+  mode, the effective configuration of each consumer read offline (later drop-ins win as they do
+  on the machine), units enabled or masked, boot arguments in the GRUB configuration.
+
+Verdicts: ok, differs, missing, not-applicable (always with the reason: no GPU, no such interface,
+tuned not installed…). Live and snapshot checks add the health of the boot (system state, failed
+units, the bundle's own units, configuration warnings in the journal). Exit status 0 when every
+applicable check is ok, 1 when one differs or is missing, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import click
+
+from generator.errors import InputError, Problem
+from generator.snapshot import parse_snapshot, render_collector
+from generator.table import format_table
+from generator.verdicts import Bundle, Check, Verdict, load_bundle
+from generator.verify_health import boot_timing, check_health
+from generator.verify_live import check_settings
+from generator.verify_root import check_root
+
+COLLECT_TIMEOUT_S = 300
+CELL_WIDTH = 60
+
+
+def collect_here(bundle: Bundle) -> str:
+    """Run the bundle's collector on this machine and return what it printed."""
+    script = render_collector(bundle.plan, str(bundle.path / "plan.json"))
+    try:
+        done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True,
+                              timeout=COLLECT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InputError(Problem("collector", "", f"could not run here: {error}")) from None
+    return done.stdout
+
+
+def read_snapshot(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise InputError(Problem(str(path), "", f"cannot be read: {error.strerror}")) from None
+
+
+def verify_checks(bundle: Bundle, root: Path | None, snapshot: Path | None) -> tuple[list[Check], dict[str, Any]]:
+    """Every check for one source, and what the report says about that source."""
+    if root is not None:
+        if not root.is_dir():
+            raise InputError(Problem(str(root), "", "not a directory", hint="the mounted image's root"))
+        return check_root(bundle, root), {"source": "root", "root": str(root)}
+    text = read_snapshot(snapshot) if snapshot is not None else collect_here(bundle)
+    parsed = parse_snapshot(text, str(snapshot) if snapshot else "the collector's output")
+    source: dict[str, Any] = {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
+    source["host"] = parsed.value("meta", "hostname") or "?"
+    source["kernel"] = parsed.value("meta", "kernel") or "?"
+    source["boot"] = boot_timing(parsed)
+    return check_settings(bundle, parsed) + check_health(bundle, parsed), source
+
+
+def summary(checks: list[Check]) -> dict[str, int]:
+    return {str(verdict): sum(1 for c in checks if c.verdict == verdict) for verdict in Verdict}
+
+
+def exit_status(checks: list[Check]) -> int:
+    return 1 if any(check.verdict.fails() for check in checks) else 0
+
+
+def cell(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> str:
+    rows = [[str(c.verdict), c.kind, cell(c.key), cell(c.expected), cell(c.actual), cell(c.reason)] for c in checks]
+    counts = summary(checks)
+    where = source.get("root") or source.get("snapshot") or "this machine"
+    lines = [format_table(["VERDICT", "KIND", "KEY", "EXPECTED", "ACTUAL", "NOTE"], rows), ""]
+    boot = source.get("boot")
+    if boot and boot["units"]:
+        per_unit = ", ".join(f"{unit} {s:.2f} s" for unit, s in boot["units"].items() if s is not None)
+        lines.append(f"bundle units at boot: {per_unit} (total {boot['units_total_s']:.2f} s); {boot['startup']}")
+    lines.append(
+        f"verify {bundle.plan.hardware_name} / {bundle.plan.profile_name} against {where}: "
+        f"{counts['ok']} ok, {counts['differs']} differ, {counts['missing']} missing, "
+        f"{counts['not-applicable']} not applicable"
+    )
+    return "\n".join(lines)
+
+
+def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> str:
+    data = {
+        "bundle": str(bundle.path),
+        "hardware": bundle.plan.hardware_name,
+        "profile": bundle.plan.profile_name,
+        **source,
+        "summary": summary(checks),
+        "status": "ok" if exit_status(checks) == 0 else "differs",
+        "checks": [check.as_json() for check in checks],
+    }
+    return json.dumps(data, indent=2, sort_keys=True)
+
+
+def run_verify(bundle_dir: Path, root: Path | None = None, snapshot: Path | None = None,
+               as_json: bool = False) -> int:
+    """`gen verify`: print the report and return the exit status (0 ok, 1 something differs)."""
+    if root is not None and snapshot is not None:
+        raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
+    bundle = load_bundle(bundle_dir)
+    checks, source = verify_checks(bundle, root, snapshot)
+    click.echo(report_json(bundle, checks, source) if as_json else format_report(bundle, checks, source))
+    return exit_status(checks)

@@ -1,0 +1,156 @@
+"""Checks of a snapshot beyond the plan's settings: did the boot that applied the bundle go well?
+
+- the system state is ``running`` (not ``degraded``) and no unit failed;
+- the bundle's own units ran and succeeded (the GPU and IRQ units skip cleanly without hardware);
+- the boot journal has no warning from a consumer of the bundle's files: systemd-sysctl, udev,
+  systemd-modules-load/modprobe/libkmod, systemd-tmpfiles, pam_limits, tuned, cloud-init, the
+  bundle's units, systemd's parser of unit and manager files, and the kernel about parameters;
+- every file of the bundle's overlay is installed with its content and mode (when the collector
+  listed files).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from generator import TOOL
+from generator.snapshot import Snapshot
+from generator.verdicts import Bundle, Check, Verdict
+
+OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING
+CONSUMERS = re.compile(
+    rf"^(systemd-sysctl|systemd-udevd|\(udev-worker\)|systemd-modules-load|systemd-tmpfiles|modprobe"
+    rf"|tuned|cloud-init|{TOOL}[a-z-]*)$"
+)
+# Warnings of systemd itself that mean a unit or configuration file was not taken as written.
+SYSTEMD_CONFIG = re.compile(
+    r"Unknown (key|section|lvalue)|Failed to parse|Invalid (section|value|argument)|[Oo]rdering cycle"
+    r"|Found .*cycle|[Bb]ad unit file|Failed to load configuration|\.(conf|service|rules):\d+"
+)
+KERNEL_PARAMETERS = re.compile(r"parameter|command line")
+_JOURNAL = re.compile(r"^\[\s*[\d.]+\]\s+\S+\s+([^:\[\s]+)(?:\[\d+\])?:\s?(.*)$")
+
+
+@dataclass(frozen=True)
+class JournalLine:
+    ident: str
+    message: str
+
+
+def parse_journal_line(text: str) -> JournalLine:
+    found = _JOURNAL.match(text)
+    return JournalLine(found.group(1), found.group(2)) if found else JournalLine("?", text)
+
+
+def is_config_error(line: JournalLine) -> bool:
+    if "pam_limits" in line.message or "libkmod" in line.message or CONSUMERS.match(line.ident):
+        return True
+    if line.ident == "systemd":
+        return bool(SYSTEMD_CONFIG.search(line.message))
+    if line.ident == "kernel":
+        return bool(KERNEL_PARAMETERS.search(line.message))
+    return False
+
+
+def check_system(snapshot: Snapshot) -> list[Check]:
+    state = snapshot.value("system", "state")
+    if state is None or state.startswith("!"):
+        return []
+    checks = [Check("system", "state", "running", state, OK if state == "running" else DIFFERS,
+                    "" if state == "running" else "systemctl is-system-running")]
+    failed = snapshot.values("system", "failed-unit")
+    checks += [Check("system", "failed-unit", "none", unit, DIFFERS, "a unit failed this boot") for unit in failed]
+    if not failed:
+        checks.append(Check("system", "failed-units", "none", "none", OK))
+    return checks
+
+
+def unit_props(snapshot: Snapshot, unit: str) -> dict[str, str]:
+    props = {}
+    for value in snapshot.values("own-unit", unit):
+        name, _, text = value.partition("=")
+        props[name] = text
+    return props
+
+
+def unit_seconds(props: dict[str, str]) -> float | None:
+    """How long the unit took to start (a oneshot: its whole run), from systemd's timestamps."""
+    try:
+        start, end = int(props["InactiveExitTimestampMonotonic"]), int(props["ActiveEnterTimestampMonotonic"])
+    except (KeyError, ValueError):
+        return None
+    return (end - start) / 1e6 if start and end >= start else None
+
+
+def own_units(snapshot: Snapshot) -> list[str]:
+    return list(dict.fromkeys(unit for unit, _ in snapshot.section("own-unit")))
+
+
+def check_own_units(snapshot: Snapshot) -> list[Check]:
+    checks = []
+    for unit in own_units(snapshot):
+        props = unit_props(snapshot, unit)
+        took = unit_seconds(props)
+        log = snapshot.values("own-unit-log", unit)
+        said = next((line for line in reversed(log) if not line.startswith(("Starting ", "Finished "))), "")
+        actual = f"{props.get('ActiveState', '?')} ({props.get('SubState', '?')}), result {props.get('Result', '?')}"
+        actual += f", {took:.2f} s" if took is not None else ""
+        ran = props.get("InactiveExitTimestampMonotonic", "0") not in ("0", "")
+        if props.get("UnitFileState") == "enabled" and not ran:
+            checks.append(Check("unit", unit, "ran this boot", actual, DIFFERS, "enabled, but it did not run"))
+        elif props.get("Result", "success") != "success" or props.get("ActiveState") == "failed":
+            checks.append(Check("unit", unit, "ran, success", actual, DIFFERS, said))
+        else:
+            checks.append(Check("unit", unit, "ran, success", actual, OK, said))
+    return checks
+
+
+def check_journal(snapshot: Snapshot) -> list[Check]:
+    checks = []
+    for _, text in snapshot.section("journal"):
+        line = parse_journal_line(text)
+        if is_config_error(line):
+            checks.append(Check("journal", line.ident, "no warning", line.message, DIFFERS, "boot journal"))
+    for _, text in snapshot.section("modprobe-error"):
+        checks.append(Check("journal", "modprobe", "no warning", text, DIFFERS, "modprobe --showconfig"))
+    for _, text in snapshot.section("tuned-log"):
+        if " ERROR " in text:
+            checks.append(Check("journal", "tuned", "no error", text, DIFFERS, "/var/log/tuned/tuned.log"))
+    if not checks and snapshot.has("system"):
+        checks.append(Check("journal", "config-errors", "none", "none", OK))
+    return checks
+
+
+def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
+    if not snapshot.has("file"):
+        return []
+    installed = dict(snapshot.section("file"))
+    checks = []
+    for item in bundle.overlay_files():
+        assert item.target is not None
+        expected = f"sha256 {item.sha256[:12]}…, mode {item.mode:04o}"
+        found = installed.get(item.target)
+        if found is None:
+            checks.append(Check("file", item.target, expected, "not installed", MISSING))
+            continue
+        digest, _, mode = found.partition(" ")
+        actual = f"sha256 {digest[:12]}…, mode {int(mode or '0', 8):04o}"
+        good = digest == item.sha256 and int(mode or "0", 8) == item.mode
+        checks.append(Check("file", item.target, expected, actual, OK if good else DIFFERS,
+                            "" if good else "the installed file is not the bundle's"))
+    return checks
+
+
+def check_health(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
+    return check_files(bundle, snapshot) + check_own_units(snapshot) + check_system(snapshot) + check_journal(snapshot)
+
+
+def boot_timing(snapshot: Snapshot) -> dict[str, object]:
+    """The time each of the bundle's own units took at boot, and systemd's total."""
+    units = {unit: unit_seconds(unit_props(snapshot, unit)) for unit in own_units(snapshot)}
+    return {
+        "units": units,
+        "units_total_s": round(sum(s for s in units.values() if s is not None), 3),
+        "startup": snapshot.value("system", "boot-time") or "",
+    }

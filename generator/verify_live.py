@@ -1,0 +1,415 @@
+"""Compare a snapshot of a running machine (see ``generator.snapshot``) with a bundle's plan.
+
+One small function per setting kind reads what the collector recorded and says ok, differs,
+missing, or not applicable here with the reason. What a kind measures:
+
+- ``sysctl``: /proc/sys; ``kernel-arg``: /proc/cmdline, then its effect where the kernel shows it
+  (module parameters, THP mode, "Unknown kernel command line parameters");
+- ``limit``: /proc/self/limits inside a PAM session (runuser) of the domain's user, ``*`` as nobody;
+- ``systemd-manager``: ``systemctl show`` of the manager; ``modprobe``: ``modprobe --showconfig``
+  and /proc/modules; ``module-load``: /proc/modules; ``sysfs``: the file, ``[selected]`` value;
+- ``udev``: the scheduler of every disk of that kind that the bundle's rules match;
+- ``tuned``: the active profile, the live value where tuned's option has one, else ``tuned-adm verify``;
+- ``gpu``: ``nvidia-smi --query-gpu``; ``irq``: smp_affinity_list of the interface's MSI IRQs;
+- ``service``: ``systemctl is-enabled``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+
+from generator import TOOL
+from generator.cpulist import expand_cpus
+from generator.setting import Setting
+from generator.snapshot import GOVERNOR, THP_DEFRAG, THP_ENABLED, Snapshot, limit_user, module_param
+from generator.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
+from generator.verdicts import Bundle, Check, Verdict, check_of
+
+OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
+GPU_UNIT = f"{TOOL}-gpu.service"
+NOT_COLLECTED = "not in the snapshot (was it collected with this bundle's collector?)"
+
+# limits.conf item -> (/proc/self/limits row, units of limits.conf per unit of /proc)
+LIMIT_ITEMS: dict[str, tuple[str, int]] = {
+    "nofile": ("Max open files", 1), "memlock": ("Max locked memory", 1024),
+    "nproc": ("Max processes", 1), "stack": ("Max stack size", 1024), "core": ("Max core file size", 1024),
+    "data": ("Max data size", 1024), "fsize": ("Max file size", 1024), "as": ("Max address space", 1024),
+    "rss": ("Max resident set", 1024), "cpu": ("Max cpu time", 60), "locks": ("Max file locks", 1),
+    "sigpending": ("Max pending signals", 1), "msgqueue": ("Max msgqueue size", 1),
+    "rtprio": ("Max realtime priority", 1), "nice": ("Max nice priority", 1),
+}
+SIZE_SUFFIXES = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5, "E": 1024**6}
+TRUE_WORDS = {"1", "y", "yes", "true", "on", "enabled", "enable"}
+FALSE_WORDS = {"0", "n", "no", "false", "off", "disabled", "disable"}
+GPU_FIELDS = ("index", "pci.bus_id", "name", "persistence_mode", "ecc.mode.current", "ecc.mode.pending",
+              "compute_mode", "power.limit", "power.default_limit", "clocks.gr", "clocks.max.gr",
+              "mig.mode.current", "mig.mode.pending")
+
+
+def normal(value: str) -> str:
+    """Booleans as 1/0 and whitespace squeezed, so ``Y`` == ``1`` and ``4096\\t87380`` == ``4096 87380``."""
+    text = " ".join(value.split())
+    if text.lower() in TRUE_WORDS:
+        return "1"
+    if text.lower() in FALSE_WORDS:
+        return "0"
+    return text
+
+
+def same(expected: str, actual: str) -> bool:
+    return normal(expected) == normal(actual)
+
+
+@dataclass
+class Live:
+    """The snapshot, with the parts several kinds read parsed once."""
+
+    snapshot: Snapshot
+    bundle: Bundle
+    cmdline: dict[str, str | None] = field(default_factory=dict)
+    disks: list[Disk] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, bundle: Bundle) -> Live:
+        live = cls(snapshot, bundle, parse_cmdline(snapshot.value("cmdline", "-") or ""))
+        attrs: dict[str, dict[str, str]] = {}
+        for key, value in snapshot.section("block"):
+            name, _, attr = key.partition(":")
+            attrs.setdefault(name, {})[attr] = value
+        live.disks = [Disk(name, values) for name, values in attrs.items()]
+        return live
+
+
+def arg_name(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def parse_cmdline(text: str) -> dict[str, str | None]:
+    """Kernel parameters by name (``-`` and ``_`` alike, as the kernel compares them); last wins."""
+    found: dict[str, str | None] = {}
+    for token in re.findall(r'(?:[^\s"]|"[^"]*")+', text):
+        if token == "--":
+            break
+        name, equals, value = token.replace('"', "").partition("=")
+        found[arg_name(name)] = value if equals else None
+    return found
+
+
+def check_sysctl(setting: Setting, live: Live) -> Check:
+    actual = live.snapshot.value("sysctl", setting.key)
+    if actual is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if actual == "!absent":
+        return check_of(setting, "no such key", MISSING, "the running kernel has no /proc/sys entry for it")
+    return check_of(setting, actual, OK if same(setting.value, actual) else DIFFERS)
+
+
+def kernel_arg_effect(setting: Setting, live: Live) -> str | None:
+    """What differs in the kernel's own view of an argument that is on the command line, if anything."""
+    unknown = " ".join(live.snapshot.values("kernel", "unknown-params"))
+    if re.search(rf'(?<![\w.-]){re.escape(setting.key)}(=|\s|"|$)', unknown):
+        return "the kernel does not know this parameter (it passed it on to init)"
+    if setting.key == "transparent_hugepage":
+        thp = live.snapshot.value("sysfs", THP_ENABLED)
+        if thp and not thp.startswith("!") and selected(thp) != setting.value:
+            return f"{THP_ENABLED} is {thp}"
+    item = module_param(setting.key)
+    param = live.snapshot.value("modparam", item) if item else None
+    if param is not None and not param.startswith("!") and setting.value and not same(setting.value, param):
+        return f"/sys/module/{item.replace('/', '/parameters/', 1)} is {param}" if item else None
+    return None
+
+
+def check_kernel_arg(setting: Setting, live: Live) -> Check:
+    if not live.cmdline:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    name = arg_name(setting.key)
+    if name not in live.cmdline:
+        return check_of(setting, "absent", MISSING, "not on /proc/cmdline")
+    value = live.cmdline[name] or ""
+    if value != setting.value:
+        return check_of(setting, value or "(flag)", DIFFERS, "a different value is on /proc/cmdline")
+    effect = kernel_arg_effect(setting, live)
+    return check_of(setting, value or "(set)", DIFFERS if effect else OK, effect or "")
+
+
+def limit_values(rows: list[str], item: str) -> tuple[str, str] | None:
+    name = LIMIT_ITEMS[item][0]
+    for row in rows:
+        if row[:26].strip() == name:
+            return row[26:47].strip(), row[47:68].strip()
+    return None
+
+
+def expected_limit(item: str, value: str) -> str:
+    if value in ("unlimited", "infinity", "-1"):
+        return "unlimited"
+    number = int(value)
+    return str(20 - number) if item == "nice" else str(number * LIMIT_ITEMS[item][1])
+
+
+def check_limit(setting: Setting, live: Live) -> Check:
+    domain, kind, item = setting.key.split()
+    user = limit_user(domain)
+    if user is None:
+        return check_of(setting, "-", NA, f"{domain} is a group: no single user's session to measure")
+    if item not in LIMIT_ITEMS:
+        return check_of(setting, "-", NA, f"{item} is not a resource limit: pam_limits enforces it at login")
+    rows = live.snapshot.values("limits", user)
+    if not rows:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if rows[0] == "!absent":
+        return check_of(setting, "-", NA, f"no user {user} on this machine")
+    if rows[0].startswith("!"):
+        return check_of(setting, "-", NA, "the collector did not run as root (it measures through runuser)")
+    values = limit_values(rows, item)
+    if values is None:
+        return check_of(setting, "?", MISSING, f"/proc/self/limits has no {LIMIT_ITEMS[item][0]!r}")
+    soft, hard = values
+    expected = expected_limit(item, setting.value)
+    measured = {"soft": [soft], "hard": [hard], "-": [soft, hard]}[kind]
+    actual = f"soft {soft}, hard {hard} (session of {user})"
+    return check_of(setting, actual, OK if all(v == expected for v in measured) else DIFFERS,
+                    "" if all(v == expected for v in measured) else f"expected {expected} in /proc/self/limits units")
+
+
+def limit_number(value: str) -> str:
+    """A systemd resource value as the manager shows it: ``64M`` -> ``67108864``."""
+    text = value.strip()
+    if text in ("infinity", "unlimited"):
+        return "infinity"
+    found = re.fullmatch(r"(\d+)([KMGTPE]?)", text)
+    if not found:
+        return text
+    return str(int(found.group(1)) * SIZE_SUFFIXES.get(found.group(2), 1))
+
+
+def seconds(value: str) -> float | None:
+    """A systemd time span (``90s``, ``1min 30s``, ``5``) in seconds."""
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "hr": 3600, "d": 86400}
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]*)", value)
+    if not parts or re.sub(r"[\d.\sa-z]", "", value):
+        return None
+    try:
+        return sum(float(number) * units[unit or "s"] for number, unit in parts)
+    except KeyError:
+        return None
+
+
+def check_manager(setting: Setting, live: Live) -> Check:
+    actual = live.snapshot.value("manager", setting.key)
+    if actual is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if actual.startswith("!"):
+        return check_of(setting, "-", NA, "systemd is not the service manager here")
+    if setting.key.startswith("DefaultLimit"):
+        soft_text, _, hard_text = setting.value.partition(":")
+        soft_actual = live.snapshot.value("manager", setting.key + "Soft") or "?"
+        ok = limit_number(hard_text or soft_text) == actual and limit_number(soft_text) == soft_actual
+        return check_of(setting, f"{soft_actual}:{actual}", OK if ok else DIFFERS)
+    expected_s, actual_s = seconds(setting.value), seconds(actual)
+    ok = same(setting.value, actual) or (expected_s is not None and expected_s == actual_s)
+    return check_of(setting, actual, OK if ok else DIFFERS)
+
+
+def module_state(live: Live, module: str) -> str | None:
+    return live.snapshot.value("module", module)
+
+
+def modprobe_lines(live: Live) -> list[str]:
+    return [" ".join(value.split()) for _, value in live.snapshot.section("modprobe-config")]
+
+
+def check_modprobe(setting: Setting, live: Live) -> Check:
+    verb, module, *rest = setting.key.split()
+    name = arg_name(module)
+    state = module_state(live, module)
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    lines = modprobe_lines(live)
+    if verb == "blacklist":
+        if f"blacklist {name}" not in lines:
+            return check_of(setting, "not blacklisted", MISSING, "no such line in modprobe --showconfig")
+        if state == "loaded":
+            return check_of(setting, "blacklisted, but loaded", DIFFERS, "something loaded it explicitly or as a dependency")
+        return check_of(setting, f"blacklisted, {'not installed' if state == 'absent' else 'not loaded'}", OK)
+    param = rest[0]
+    values = [word.partition("=")[2] for line in lines if line.startswith(f"options {name} ")
+              for word in line.split()[2:] if word.partition("=")[0] == param]
+    if not values:
+        return check_of(setting, "not configured", MISSING, f"no {param}= for {name} in modprobe --showconfig")
+    if values[-1] != setting.value:
+        return check_of(setting, values[-1], DIFFERS, "modprobe --showconfig has another value")
+    live_value = live.snapshot.value("modparam", f"{module}/{param}")
+    if state == "loaded" and live_value and not live_value.startswith("!") and not same(setting.value, live_value):
+        return check_of(setting, live_value, DIFFERS, f"configured, but the loaded module has {param}={live_value}")
+    return check_of(setting, values[-1] + ("" if state == "loaded" else f" (configured; {name} not loaded)"), OK)
+
+
+def check_module_load(setting: Setting, live: Live) -> Check:
+    state = module_state(live, setting.key)
+    kernel = live.snapshot.value("meta", "kernel") or "this kernel"
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if state == "absent":
+        return check_of(setting, "not installed", NA, f"no module {setting.key} for {kernel} (its driver is not in this image)")
+    return check_of(setting, state, OK if state in ("loaded", "builtin") else DIFFERS)
+
+
+def check_sysfs(setting: Setting, live: Live) -> Check:
+    found = [(path, value) for path, value in live.snapshot.section("sysfs")
+             if path == setting.key or fnmatchcase(path, setting.key)]
+    if not found:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    present = [(path, value) for path, value in found if value != "!absent"]
+    if not present:
+        return check_of(setting, "no such file", NA, "this machine has no such sysfs file (driver or feature absent)")
+    wrong = [f"{path}: {value}" for path, value in present if selected(value) != setting.value]
+    if wrong:
+        return check_of(setting, "; ".join(wrong[:3]), DIFFERS, f"{len(wrong)} of {len(present)} files differ")
+    return check_of(setting, setting.value + (f" ({len(present)} files)" if len(present) > 1 else ""), OK)
+
+
+def check_udev(setting: Setting, live: Live) -> Check:
+    if not live.snapshot.has("block"):
+        return check_of(setting, "no disks", NA, "the snapshot shows no disks with a scheduler")
+    rules = parse_rules(live.bundle.udev_rules) if live.bundle.udev_rules is not None else None
+    of_kind = [d for d in live.disks if disk_kind(d) == setting.key]
+    matched = [d for d in of_kind if rules is None or assigned_scheduler(rules, d) is not None]
+    if not matched:
+        others = ", ".join(d.name for d in of_kind)
+        why = f"{others}: not matched by the bundle's udev rules" if others else "none here"
+        return check_of(setting, "-", NA, f"no {setting.key} disk the rules apply to ({why})")
+    actual = {d.name: selected(d.attrs.get("queue/scheduler", "?")) for d in matched}
+    text = ", ".join(f"{name}: {value}" for name, value in actual.items())
+    return check_of(setting, text, OK if set(actual.values()) == {setting.value} else DIFFERS)
+
+
+def check_tuned(setting: Setting, live: Live) -> Check:
+    active = live.snapshot.value("tuned", "active")
+    if active is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if active == "!absent" and live.snapshot.value("tuned", "verify") is None:
+        return check_of(setting, "-", NA, "tuned is not installed here")
+    wanted = live.bundle.tuned_profile
+    if wanted and active != wanted:
+        return check_of(setting, f"profile {active}", DIFFERS, f"the active tuned profile is not {wanted}")
+    section, _, option = setting.key.partition(".")
+    if section == "sysctl":
+        found = check_sysctl(Setting("sysctl", option, setting.value, "", setting.rule), live)
+        return replace(found, kind="tuned", key=setting.key)
+    path = {("cpu", "governor"): GOVERNOR, ("vm", "transparent_hugepages"): THP_ENABLED,
+            ("vm", "transparent_hugepage"): THP_ENABLED, ("vm", "transparent_hugepage.defrag"): THP_DEFRAG}.get((section, option))
+    if path:
+        found = check_sysfs(Setting("sysfs", path, setting.value, "", setting.rule), live)
+        return check_of(setting, found.actual, found.verdict, found.reason)
+    verified = live.snapshot.value("tuned", "verify")
+    if section == "main" or verified == "ok":
+        return check_of(setting, f"profile {active} active" + (", tuned-adm verify ok" if verified == "ok" else ""), OK)
+    errors = "; ".join(value for _, value in live.snapshot.section("tuned-log") if " ERROR " in value)[:300]
+    return check_of(setting, f"profile {active} active, tuned-adm verify failed", DIFFERS, errors)
+
+
+def gpu_rows(live: Live) -> list[dict[str, str]]:
+    rows = []
+    for key, value in live.snapshot.section("gpu"):
+        if key != "tool":
+            parts = [part.strip() for part in value.split(",")]
+            rows.append(dict(zip(GPU_FIELDS, parts + ["?"] * (len(GPU_FIELDS) - len(parts)))))
+    return rows
+
+
+def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]:
+    if action == "persistence":
+        return row["persistence_mode"], normal(row["persistence_mode"]) == normal(value)
+    if action == "ecc":
+        current, pending = row["ecc.mode.current"], row["ecc.mode.pending"]
+        return f"{current} (pending {pending})", normal(pending) == normal(value)
+    if action == "mig":
+        return row["mig.mode.current"], normal(row["mig.mode.current"]) == normal(value)
+    if action == "compute-mode":
+        return row["compute_mode"], row["compute_mode"].upper() == value.upper()
+    if action == "power-limit":
+        try:
+            limit, default = float(row["power.limit"]), float(row["power.default_limit"])
+        except ValueError:
+            return row["power.limit"], False
+        target = float(value[:-1]) * default / 100 if value.endswith("%") else float(value)
+        return f"{row['power.limit']} W", abs(limit - target) <= 1
+    return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
+
+
+def check_gpu(setting: Setting, live: Live) -> Check:
+    tool = live.snapshot.value("gpu", "tool")
+    if tool is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if tool == "!absent":
+        return check_of(setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)")
+    if tool.startswith("!"):
+        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
+    results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
+    if setting.key == "clocks":
+        ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
+        return check_of(setting, f"locked by {GPU_UNIT}" if ok else "the GPU unit did not succeed",
+                        OK if ok else DIFFERS, "locked clocks are not readable through nvidia-smi --query-gpu")
+    text = "; ".join(f"GPU {i}: {actual}" for i, (actual, _) in enumerate(results))
+    if results and all("N/A" in actual for actual, _ in results):
+        return check_of(setting, text, NA, f"nvidia-smi reports {setting.key} as not supported by these GPUs")
+    return check_of(setting, text, OK if all(ok for _, ok in results) else DIFFERS)
+
+
+def check_irq(setting: Setting, live: Live) -> Check:
+    rows = live.snapshot.values("irq", setting.key)
+    if not rows:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if rows[0] == "!absent":
+        return check_of(setting, "no such interface", NA, f"no interface {setting.key} on this machine")
+    if rows[0] == "!no-msi-irqs":
+        return check_of(setting, "no MSI IRQs", NA, f"{setting.key} has no MSI interrupts to pin")
+    wanted = expand_cpus(setting.value)
+    pairs = [row.split(" ", 1) for row in rows]
+    wrong = [f"IRQ {irq}: {cpus}" for irq, cpus in pairs if cpus.startswith("!") or expand_cpus(cpus) != wanted]
+    if wrong:
+        return check_of(setting, "; ".join(wrong[:4]), DIFFERS, f"{len(wrong)} of {len(pairs)} IRQs elsewhere")
+    return check_of(setting, f"{setting.value} ({len(pairs)} IRQs)", OK)
+
+
+def check_service(setting: Setting, live: Live) -> Check:
+    state = live.snapshot.value("unit-enabled", setting.key)
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if state == "!unavailable":
+        return check_of(setting, "-", NA, "systemd is not the service manager here")
+    if state == "!absent":
+        if setting.value == "mask":
+            return check_of(setting, "not masked", MISSING, "no unit and no mask")
+        return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
+    active = live.snapshot.value("unit-active", setting.key) or "?"
+    good = {"enable": {"enabled", "enabled-runtime", "alias", "static", "indirect", "generated"},
+            "disable": {"disabled", "masked", "masked-runtime"},
+            "mask": {"masked", "masked-runtime"}}[setting.value]
+    return check_of(setting, f"{state}, {active}", OK if state in good else DIFFERS)
+
+
+CHECKS: dict[str, Callable[[Setting, Live], Check]] = {
+    "sysctl": check_sysctl, "kernel-arg": check_kernel_arg, "limit": check_limit,
+    "systemd-manager": check_manager, "modprobe": check_modprobe, "module-load": check_module_load,
+    "sysfs": check_sysfs, "udev": check_udev, "tuned": check_tuned, "gpu": check_gpu,
+    "irq": check_irq, "service": check_service,
+}
+
+
+def own_unit_props(live: Live, unit: str) -> dict[str, str]:
+    props = {}
+    for value in live.snapshot.values("own-unit", unit):
+        name, _, text = value.partition("=")
+        props[name] = text
+    return props
+
+
+def check_settings(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
+    live = Live.of(snapshot, bundle)
+    return [CHECKS[setting.kind](setting, live) for setting in bundle.plan.settings]

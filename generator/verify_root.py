@@ -1,0 +1,346 @@
+"""`gen verify BUNDLE --root DIR`: is the bundle in a mounted image, and will it take effect?
+
+Per setting, the configuration its consumer will read is computed offline the way the consumer
+reads it: drop-in directories merged by file name (``/etc`` over ``/run`` over ``/usr/lib``),
+files in name order, the last assignment winning. So a later drop-in of the image that overrides
+the bundle is found here, not only at boot. Kernel arguments are read from the GRUB drop-ins
+(sourced like grub-mkconfig does) and, when the image has one, from ``/boot/grub/grub.cfg``.
+Symbolic links inside the image are resolved inside it, never on the host.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+from generator.setting import Setting, is_driver_module
+from generator.udevmatch import Disk, assigned_scheduler, parse_rules
+from generator.verdicts import Bundle, Check, Verdict, check_of
+from generator.verify_live import arg_name, parse_cmdline
+
+GPU_SCRIPT = "/usr/local/libexec/goldtune/gpu-setup"
+
+OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
+LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
+UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
+             "/usr/lib/systemd/system", "/lib/systemd/system")
+SAMPLE_DISKS = {"nvme": Disk("nvme0n1", {"queue/rotational": "0", "removable": "0"}),
+                "ssd": Disk("sda", {"queue/rotational": "0", "removable": "0"}),
+                "hdd": Disk("sda", {"queue/rotational": "1", "removable": "0"})}
+
+
+class Image:
+    """Paths of a mounted image, with links resolved inside it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def resolve(self, path: str) -> Path | None:
+        """The host path of an image path, following links inside the image; None if absent."""
+        pending = list(PurePosixPath(path).parts[1:])
+        resolved: list[str] = []
+        hops = 0
+        while pending:
+            part = pending.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                resolved = resolved[:-1]
+                continue
+            host = self.root.joinpath(*resolved, part)
+            if host.is_symlink():
+                hops += 1
+                target = PurePosixPath(os.readlink(host))
+                if hops > 40:
+                    return None
+                resolved = [] if target.is_absolute() else resolved
+                pending = list(target.parts[1:] if target.is_absolute() else target.parts) + pending
+                continue
+            if not host.exists():
+                return None
+            resolved.append(part)
+        return self.root.joinpath(*resolved)
+
+    def read(self, path: str) -> str | None:
+        host = self.resolve(path)
+        if host is None or not host.is_file():
+            return None
+        return host.read_text(encoding="utf-8", errors="replace")
+
+    def lexists(self, path: str) -> bool:
+        directory = self.resolve(str(PurePosixPath(path).parent))
+        return directory is not None and os.path.lexists(directory / PurePosixPath(path).name)
+
+    def link_target(self, path: str) -> str | None:
+        directory = self.resolve(str(PurePosixPath(path).parent))
+        host = directory / PurePosixPath(path).name if directory else None
+        return os.readlink(host) if host is not None and host.is_symlink() else None
+
+    def dropins(self, subdir: str, suffix: str, dirs: tuple[str, ...] = LIB_DIRS) -> list[tuple[str, str]]:
+        """(path, text) of every drop-in, one per file name (earlier dirs win), in name order."""
+        chosen: dict[str, str] = {}
+        for base in dirs:
+            directory = self.resolve(f"{base}/{subdir}")
+            if directory is None or not directory.is_dir():
+                continue
+            for entry in sorted(directory.iterdir()):
+                if entry.name.endswith(suffix) and entry.name not in chosen:
+                    chosen[entry.name] = f"{base}/{subdir}/{entry.name}"
+        found = []
+        for name in sorted(chosen):
+            text = self.read(chosen[name])
+            if text is not None and self.link_target(chosen[name]) != "/dev/null":
+                found.append((chosen[name], text))
+        return found
+
+
+def config_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith(("#", ";"))]
+
+
+def last_assignment(files: list[tuple[str, str]], match: Callable[[str], str | None]) -> tuple[str, str] | None:
+    """(value, file) of the last line for which ``match`` returns a value."""
+    found = None
+    for path, text in files:
+        for line in config_lines(text):
+            value = match(line)
+            if value is not None:
+                found = (value, path)
+    return found
+
+
+def verdict_of(setting: Setting, found: tuple[str, str] | None, expected: str | None = None) -> Check:
+    if found is None:
+        return check_of(setting, "not configured", MISSING, "no file of the image sets it")
+    value, path = found
+    good = " ".join(value.split()) == " ".join((setting.value if expected is None else expected).split())
+    return check_of(setting, f"{value} ({path})", OK if good else DIFFERS,
+                    "" if good else f"{path} sets another value and is read last")
+
+
+def check_sysctl(setting: Setting, image: Image) -> Check:
+    def match(line: str) -> str | None:
+        key, equals, value = line.lstrip("-").partition("=")
+        return value.strip() if equals and key.strip().replace("/", ".") == setting.key else None
+    return verdict_of(setting, last_assignment(image.dropins("sysctl.d", ".conf"), match))
+
+
+def grub_cmdline(image: Image) -> tuple[str, list[str]]:
+    """GRUB_CMDLINE_LINUX + _DEFAULT after sourcing /etc/default/grub and grub.d/*.cfg, as grub-mkconfig does."""
+    files = [p for p in ["/etc/default/grub"] if image.read(p) is not None]
+    directory = image.resolve("/etc/default/grub.d")
+    if directory is not None and directory.is_dir():
+        files += [f"/etc/default/grub.d/{p.name}" for p in sorted(directory.glob("*.cfg"))]
+    script = 'for f in "$@"; do . "$f"; done; printf "%s %s" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"'
+    hosts = [str(image.resolve(p)) for p in files]
+    done = subprocess.run(["sh", "-ec", script, "sh", *hosts], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin"}, timeout=30, check=False)
+    return (done.stdout if done.returncode == 0 else ""), files
+
+
+def check_kernel_arg(setting: Setting, image: Image) -> Check:
+    cmdline, files = grub_cmdline(image)
+    args = parse_cmdline(cmdline)
+    name = arg_name(setting.key)
+    if name not in args:
+        where = ", ".join(files) or "no /etc/default/grub or grub.d drop-in"
+        return check_of(setting, "absent", MISSING, f"not in GRUB_CMDLINE_LINUX(_DEFAULT) ({where})")
+    value = args[name] or ""
+    if value != setting.value:
+        return check_of(setting, value or "(flag)", DIFFERS, "another value in the GRUB configuration")
+    grub_cfg = image.read("/boot/grub/grub.cfg")
+    if grub_cfg is not None:
+        entries = [line for line in grub_cfg.splitlines() if re.match(r"\s*linux(efi)?\s", line)]
+        if entries and not all(arg_name(setting.key) in parse_cmdline(" ".join(e.split()[2:])) for e in entries):
+            return check_of(setting, "in the drop-in only", DIFFERS, "/boot/grub/grub.cfg lacks it: run update-grub in the image")
+    return check_of(setting, value or "(set)", OK, "GRUB configuration")
+
+
+def check_limit(setting: Setting, image: Image) -> Check:
+    """pam_limits reads limits.conf, then limits.d/*.conf in name order; a later line wins."""
+    domain, kind, item = setting.key.split()
+    files = [("/etc/security/limits.conf", image.read("/etc/security/limits.conf") or "")]
+    files += image.dropins("security/limits.d", ".conf", ("/etc",))
+
+    def effective(which: str) -> tuple[str, str] | None:
+        def match(line: str) -> str | None:
+            fields = line.split()
+            good = len(fields) >= 4 and fields[0] == domain and fields[2] == item and fields[1] in (which, "-")
+            return fields[3] if good else None
+        return last_assignment(files, match)
+
+    found = [effective(which) for which in (["soft", "hard"] if kind == "-" else [kind])]
+    if any(f is None for f in found):
+        return verdict_of(setting, None)
+    wrong = [f for f in found if f is not None and f[0] != setting.value]
+    return verdict_of(setting, wrong[0] if wrong else found[-1])
+
+
+def ini_value(files: list[tuple[str, str]], section: str, option: str) -> tuple[str, str] | None:
+    found = None
+    for path, text in files:
+        parser = configparser.ConfigParser(strict=False, interpolation=None, comment_prefixes=("#", ";"))
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            continue
+        if parser.has_option(section, option):
+            found = (parser.get(section, option), path)
+    return found
+
+
+def check_manager(setting: Setting, image: Image) -> Check:
+    files = [("/etc/systemd/system.conf", image.read("/etc/systemd/system.conf") or "")]
+    files += image.dropins("systemd/system.conf.d", ".conf")
+    return verdict_of(setting, ini_value(files, "Manager", setting.key))
+
+
+def check_modprobe(setting: Setting, image: Image) -> Check:
+    words = setting.key.split()
+    files = image.dropins("modprobe.d", ".conf")
+    module = arg_name(words[1])
+    if words[0] == "blacklist":
+        found = last_assignment(files, lambda line: "" if line.split()[:2] == ["blacklist", words[1]]
+                                or line.split()[:2] == ["blacklist", module] else None)
+        return check_of(setting, f"blacklisted ({found[1]})" if found else "not blacklisted", OK if found else MISSING)
+
+    def match(line: str) -> str | None:
+        fields = line.split()
+        if len(fields) < 3 or fields[0] != "options" or arg_name(fields[1]) != module:
+            return None
+        values = [f.partition("=")[2] for f in fields[2:] if f.partition("=")[0] == words[2]]
+        return values[-1] if values else None
+    return verdict_of(setting, last_assignment(files, match))
+
+
+def image_modules(image: Image) -> dict[str, set[str]] | None:
+    """Module names (``-`` as ``_``) per kernel version of the image; None if it has no module tree."""
+    base = image.resolve("/lib/modules")
+    if base is None or not base.is_dir():
+        return None
+    found: dict[str, set[str]] = {}
+    for kernel in sorted(p for p in base.iterdir() if p.is_dir()):
+        names: set[str] = set()
+        for index in ("modules.dep", "modules.builtin"):
+            text = (kernel / index).read_text(errors="replace") if (kernel / index).is_file() else ""
+            for line in text.splitlines():
+                path = line.split(":", 1)[0]
+                names.add(arg_name(re.sub(r"\.ko(\.\w+)?$", "", path.rsplit("/", 1)[-1])))
+        found[kernel.name] = names
+    return found
+
+
+def check_module_load(setting: Setting, image: Image) -> Check:
+    if is_driver_module(setting.key):
+        script = image.read(GPU_SCRIPT) or ""
+        if f"load_driver_module '{setting.key}'" in script:
+            return check_of(setting, f"loaded by {GPU_SCRIPT} at boot", OK)
+        return check_of(setting, "not loaded", MISSING, f"{GPU_SCRIPT} does not load it")
+    files = image.dropins("modules-load.d", ".conf") + [("/etc/modules", image.read("/etc/modules") or "")]
+    found = last_assignment(files, lambda line: "" if arg_name(line.split()[0]) == arg_name(setting.key) else None)
+    if not found:
+        return check_of(setting, "not listed", MISSING, "no modules-load.d file of the image lists it")
+    kernels = image_modules(image)
+    lacking = sorted(k for k, names in (kernels or {}).items() if arg_name(setting.key) not in names)
+    if lacking:
+        return check_of(setting, f"listed ({found[1]}), no module for {', '.join(lacking)}", DIFFERS,
+                        "systemd-modules-load will fail to find it at boot: its driver is not in the image")
+    return check_of(setting, f"listed ({found[1]})", OK)
+
+
+def check_sysfs(setting: Setting, image: Image) -> Check:
+    def match(line: str) -> str | None:
+        fields = line.split(None, 6)
+        return fields[6] if len(fields) == 7 and fields[0] in ("w", "w+") and fields[1] == setting.key else None
+    return verdict_of(setting, last_assignment(image.dropins("tmpfiles.d", ".conf"), match))
+
+
+def check_udev(setting: Setting, image: Image) -> Check:
+    files = image.dropins("udev/rules.d", ".rules")
+    rules = [rule for _, text in files for rule in parse_rules(text)]
+    scheduler = assigned_scheduler(rules, SAMPLE_DISKS[setting.key]) if setting.key in SAMPLE_DISKS else None
+    if scheduler is None:
+        return check_of(setting, "no rule", MISSING, f"no udev rule of the image sets the scheduler of a {setting.key} disk")
+    return check_of(setting, scheduler, OK if scheduler == setting.value else DIFFERS, "udev rules, last match")
+
+
+def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
+    if image.resolve("/usr/lib/tuned") is None and image.resolve("/usr/sbin/tuned") is None:
+        return check_of(setting, "-", NA, "tuned is not installed in the image")
+    active = (image.read("/etc/tuned/active_profile") or "").strip()
+    if profile and active != profile:
+        return check_of(setting, f"active_profile {active or '(none)'}", DIFFERS, f"tuned will not load {profile}")
+    section, _, option = setting.key.partition(".")
+    text = image.read(f"/etc/tuned/{profile}/tuned.conf") if profile else None
+    return verdict_of(setting, ini_value([(f"/etc/tuned/{profile}/tuned.conf", text or "")], section, option))
+
+
+def unit_exists(image: Image, unit: str) -> bool:
+    template = re.sub(r"@[^.]*\.", "@.", unit)
+    return any(image.lexists(f"{d}/{name}") for d in UNIT_DIRS for name in (unit, template))
+
+
+def unit_enabled(image: Image, unit: str) -> bool:
+    directory = image.resolve("/etc/systemd/system")
+    if directory is None:
+        return False
+    return any(os.path.lexists(d / unit) for d in directory.glob("*.wants")) or \
+        any(os.path.lexists(d / unit) for d in directory.glob("*.requires"))
+
+
+def check_service(setting: Setting, image: Image) -> Check:
+    masked = image.link_target(f"/etc/systemd/system/{setting.key}") == "/dev/null"
+    if setting.value == "mask":
+        return check_of(setting, "masked" if masked else "not masked", OK if masked else MISSING)
+    if not unit_exists(image, setting.key):
+        return check_of(setting, "not installed", NA, f"the image has no {setting.key}")
+    enabled = unit_enabled(image, setting.key)
+    state = "masked" if masked else "enabled" if enabled else "disabled"
+    good = enabled and not masked if setting.value == "enable" else not enabled
+    return check_of(setting, state, OK if good else DIFFERS)
+
+
+def check_boot_unit(setting: Setting, image: Image, unit: str) -> Check:
+    """GPU and IRQ settings run at boot from the bundle's unit: it must be there and enabled."""
+    if not unit_exists(image, unit):
+        return check_of(setting, f"{unit} missing", MISSING, "the unit that applies it at boot is not installed")
+    enabled = unit_enabled(image, unit)
+    return check_of(setting, f"applied at boot by {unit}" + ("" if enabled else " (disabled)"),
+                    OK if enabled else DIFFERS)
+
+
+def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
+    expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
+    host = image.resolve(item_target)
+    if host is None or image.link_target(item_target) is not None or not host.is_file():
+        return Check("file", item_target, expected, "not installed", MISSING)
+    digest = hashlib.sha256(host.read_bytes()).hexdigest()
+    actual_mode = host.stat().st_mode & 0o7777
+    good = digest == sha256 and actual_mode == mode
+    return Check("file", item_target, expected, f"sha256 {digest[:12]}…, mode {actual_mode:04o}",
+                 OK if good else DIFFERS, "" if good else "the installed file is not the bundle's")
+
+
+def check_root(bundle: Bundle, root: Path) -> list[Check]:
+    image = Image(root)
+    checks = [check_file(f.target, f.sha256, f.mode, image) for f in bundle.overlay_files() if f.target]
+    simple: dict[str, Callable[[Setting, Image], Check]] = {
+        "sysctl": check_sysctl, "kernel-arg": check_kernel_arg, "limit": check_limit,
+        "systemd-manager": check_manager, "modprobe": check_modprobe, "module-load": check_module_load,
+        "sysfs": check_sysfs, "udev": check_udev, "service": check_service,
+    }
+    for setting in bundle.plan.settings:
+        if setting.kind in simple:
+            checks.append(simple[setting.kind](setting, image))
+        elif setting.kind == "tuned":
+            checks.append(check_tuned(setting, image, bundle.tuned_profile))
+        else:
+            unit = next((u for u in bundle.units if setting.kind in u), f"goldtune-{setting.kind}.service")
+            checks.append(check_boot_unit(setting, image, unit))
+    return checks

@@ -1,0 +1,214 @@
+#!/bin/sh
+# Bake a goldtune bundle into the cached Debian 12 root, boot it under QEMU and capture the
+# bundle collector's snapshot from the second serial port.
+#
+#   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init] [--hook SCRIPT]
+#           [--collector FILE] [--timeout SECONDS] [--keep-image]
+#
+#   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
+#   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
+#                          cloud-init/user-data; cloud-init applies it at first boot
+#   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
+#   --collector FILE       the collector to run (default: the bundle's
+#                          rootfs/usr/local/libexec/goldtune/collect)
+#
+# Both deliveries boot with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
+# command line: the image has no boot loader, so this stands in for the GRUB drop-in.
+# The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log. A harness
+# unit waits until `systemctl is-system-running --wait` returns, runs the collector onto ttyS1
+# and powers off. QEMU runs under a hard timeout.
+#
+# OUT also gets install.log and timings.txt ("step seconds" per line). Exit status: 0 a snapshot
+# was captured, 1 a step failed, 2 bad usage, 3 the boot timed out, 4 the boot ended without a
+# complete snapshot. Needs root (the cached root is owned by root; install.sh chowns files).
+# Acceleration: GOLDTUNE_BOOT_ACCEL=tcg|kvm|auto (auto: KVM only if a probe boot shows the kernel).
+set -eu
+
+HERE=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd -P)
+bundle=""
+out=""
+delivery=rootfs
+hook=""
+collector=""
+boot_timeout=600
+keep_image=no
+
+log() { printf 'boot: %s\n' "$*" >&2; }
+die() { log "error: $1"; exit "${2:-1}"; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+timing() { printf '%s %s\n' "$1" "$2" >>"$out/timings.txt"; log "$1: $2 s"; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bundle) bundle=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --delivery) delivery=$2; shift 2 ;;
+        --hook) hook=$2; shift 2 ;;
+        --collector) collector=$2; shift 2 ;;
+        --timeout) boot_timeout=$2; shift 2 ;;
+        --keep-image) keep_image=yes; shift ;;
+        *) die "unknown argument $1 (see the header of $0)" 2 ;;
+    esac
+done
+if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
+case $delivery in rootfs | cloud-init) ;; *) die "--delivery is rootfs or cloud-init" 2 ;; esac
+[ -f "$bundle/install.sh" ] || die "$bundle is not a bundle (no install.sh)" 2
+[ "$(id -u)" = 0 ] || die "needs root" 2
+bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
+collector=${collector:-$bundle/rootfs/usr/local/libexec/goldtune/collect}
+[ -f "$collector" ] || die "no collector at $collector (pass --collector)" 2
+
+ensure_qemu() {
+    command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v mkfs.ext4 >/dev/null 2>&1 && return 0
+    [ "${GOLDTUNE_BOOT_INSTALL_TOOLS:-0}" = 1 ] || die "qemu-system-x86_64 and mkfs.ext4 are needed (apt-get install qemu-system-x86 e2fsprogs)"
+    log "installing qemu-system-x86 and e2fsprogs"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-system-x86 e2fsprogs >&2
+}
+
+# KVM hangs or aborts in some nested sandboxes: use it only after a short probe shows the kernel
+# banner; the answer is cached per host boot.
+choose_accel() {
+    case ${GOLDTUNE_BOOT_ACCEL:-auto} in
+        tcg | kvm) echo "${GOLDTUNE_BOOT_ACCEL}"; return ;;
+    esac
+    if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+        echo tcg
+        return
+    fi
+    stamp="$cache/accel-$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)"
+    if [ ! -f "$stamp" ]; then
+        probe="$work/kvm-probe.log"
+        timeout 20 qemu-system-x86_64 -accel kvm -m 256 -nic none -no-reboot -display none -monitor none \
+            -serial "file:$probe" -kernel "$cache/vmlinuz" -append "console=ttyS0 panic=-1 init=/bin/false" \
+            </dev/null >/dev/null 2>&1 || true
+        if grep -q 'Linux version' "$probe" 2>/dev/null; then echo kvm >"$stamp"; else echo tcg >"$stamp"; fi
+    fi
+    cat "$stamp"
+}
+
+add_harness() {
+    root=$1
+    install -m 0755 "$collector" "$root/usr/local/sbin/boottest-collect"
+    cat >"$root/usr/local/sbin/boottest-report" <<'EOF'
+#!/bin/sh
+# boot test harness: wait for the end of boot, print the snapshot on ttyS1, power off.
+timeout 900 systemctl is-system-running --wait >/dev/null 2>&1
+udevadm settle --timeout=60
+/usr/local/sbin/boottest-collect >/dev/ttyS1 2>/dev/null
+systemctl poweroff --no-block
+EOF
+    chmod 0755 "$root/usr/local/sbin/boottest-report"
+    cat >"$root/etc/systemd/system/boottest-report.service" <<'EOF'
+[Unit]
+Description=boot test: snapshot onto ttyS1 at the end of boot, then power off
+After=multi-user.target
+
+[Service]
+# simple, not oneshot: the start job completes at once, so the boot can finish while it waits
+Type=simple
+ExecStart=/usr/local/sbin/boottest-report
+
+[Install]
+WantedBy=multi-user.target
+EOF
+    mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+    ln -sf ../boottest-report.service "$root/etc/systemd/system/multi-user.target.wants/boottest-report.service"
+}
+
+deliver_cloud_init() {
+    root=$1
+    [ -f "$bundle/cloud-init/user-data" ] || die "$bundle has no cloud-init/user-data"
+    rm -f "$root/etc/cloud/cloud-init.disabled"
+    cat >"$root/etc/cloud/cloud.cfg.d/90-boottest.cfg" <<'EOF'
+# boot test: the NoCloud seed below is the only data source; minbase has no locales package
+datasource_list: [ NoCloud, None ]
+locale: false
+EOF
+    seed="$root/var/lib/cloud/seed/nocloud"
+    mkdir -p "$seed"
+    printf 'instance-id: goldtune-boottest\nlocal-hostname: goldtune-guest\n' >"$seed/meta-data"
+    cp "$bundle/cloud-init/user-data" "$seed/user-data"
+}
+
+kernel_args() {
+    if [ -f "$bundle/kernel-cmdline" ]; then
+        tr '\n' ' ' <"$bundle/kernel-cmdline"
+    fi
+}
+
+mkdir -p "$out"
+out=$(CDPATH='' cd -- "$out" && pwd -P)
+: >"$out/timings.txt"
+rm -f "$out/console.log" "$out/snapshot.log"
+ensure_qemu
+
+started=$(now)
+cache=$("$HERE/build-rootfs.sh")
+timing rootfs-cache "$(elapsed "$started")"
+
+work="$out/work"
+rm -rf "$work"
+mkdir -p "$work"
+step=$(now)
+cp -a "$cache/root" "$work/root"
+timing copy-root "$(elapsed "$step")"
+
+step=$(now)
+case $delivery in
+    rootfs) sh "$bundle/install.sh" --root "$work/root" >"$out/install.log" 2>&1 || {
+        cat "$out/install.log" >&2
+        die "install.sh --root failed"
+    } ;;
+    cloud-init) deliver_cloud_init "$work/root" ;;
+esac
+add_harness "$work/root"
+if [ -n "$hook" ]; then
+    "$hook" "$work/root" || die "hook $hook failed"
+fi
+timing deliver "$(elapsed "$step")"
+
+step=$(now)
+size=$(( $(du -sm "$work/root" | cut -f1) * 13 / 10 + 384 ))
+mkfs.ext4 -q -F -L goldtune-root -d "$work/root" "$work/disk.img" "${size}M"
+rm -rf "$work/root"
+for disk in ssd hdd nvme; do truncate -s 64M "$work/$disk.img"; done
+timing image "$(elapsed "$step")"
+
+accel=$(choose_accel)
+append="root=/dev/vda rw console=ttyS0 panic=-1 $(kernel_args)"
+log "booting ($accel, timeout ${boot_timeout} s): $append"
+step=$(now)
+status=0
+timeout "$boot_timeout" qemu-system-x86_64 -accel "$accel" -m 2G -smp 2 -nic none -no-reboot \
+    -display none -monitor none \
+    -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
+    -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" \
+    -drive "file=$work/disk.img,format=raw,if=virtio,snapshot=on" \
+    -device ahci,id=ahci \
+    -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
+    -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \
+    -drive "if=none,id=nvme,file=$work/nvme.img,format=raw" -device nvme,drive=nvme,serial=goldtune0 \
+    </dev/null >"$out/qemu.log" 2>&1 || status=$?
+timing boot "$(elapsed "$step")"
+timing total "$(elapsed "$started")"
+[ "$keep_image" = yes ] || rm -rf "$work"
+
+if [ "$status" = 124 ]; then
+    tail -n 40 "$out/console.log" >&2 || true
+    die "the boot did not finish within $boot_timeout s (console: $out/console.log)" 3
+fi
+if [ "$status" != 0 ]; then
+    cat "$out/qemu.log" >&2
+    die "qemu exited with status $status"
+fi
+if ! grep -q 'reboot: Power down' "$out/console.log" 2>/dev/null; then
+    tail -n 40 "$out/console.log" >&2 || true
+    die "the guest stopped without powering off (reset or crash; console: $out/console.log)" 4
+fi
+if ! grep -q "$(printf 'goldtune-snapshot\tend')" "$out/snapshot.log" 2>/dev/null; then
+    tail -n 40 "$out/console.log" >&2 || true
+    die "no complete snapshot on ttyS1 (console: $out/console.log)" 4
+fi
+log "snapshot: $out/snapshot.log"

@@ -1,0 +1,123 @@
+#!/bin/sh
+# Build (once) and cache the Debian 12 root filesystem, kernel and initrd the boot test bakes
+# bundles into. Prints the cache directory on stdout:
+#
+#   $CACHE/rootfs-<hash>/root/        the root filesystem (systemd, udev, kmod, procps, tuned,
+#                                     irqbalance, cloud-init; cloud-init is disabled by a marker
+#                                     file that boot.sh removes for the cloud-init scenario)
+#   $CACHE/rootfs-<hash>/vmlinuz      the Debian kernel
+#   $CACHE/rootfs-<hash>/initrd.img   a small initrd (MODULES=list: virtio_pci, virtio_blk, ext4)
+#
+# CACHE is ${GOLDTUNE_BOOT_CACHE:-/var/cache/goldtune-boot}; <hash> is the sha256 of this script,
+# so any change to it rebuilds. Needs root (debootstrap, chroot, unshare -m). The Debian mirror is
+# ${GOLDTUNE_DEBIAN_MIRROR}, else the first URIs: of the host's debian.sources, else deb.debian.org.
+# With GOLDTUNE_BOOT_INSTALL_TOOLS=1 (CI) missing host tools are installed with apt-get.
+set -eu
+
+SCRIPT=$(readlink -f "$0")
+CACHE=${GOLDTUNE_BOOT_CACHE:-/var/cache/goldtune-boot}
+HASH=$(sha256sum "$SCRIPT" | cut -c1-16)
+DEST="$CACHE/rootfs-$HASH"
+SUITE=bookworm
+# The guest's packages beyond debootstrap's minbase. python3 comes with tuned and cloud-init.
+PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates
+CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init"
+
+log() { printf 'build-rootfs: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+host_tools() {
+    missing=""
+    for tool in debootstrap unshare chroot sha256sum flock; do
+        command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+    done
+    [ -z "$missing" ] && return 0
+    [ "${GOLDTUNE_BOOT_INSTALL_TOOLS:-0}" = 1 ] || die "missing host tools:$missing (apt-get install debootstrap util-linux)"
+    log "installing debootstrap"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap >&2
+}
+
+mirror() {
+    if [ -n "${GOLDTUNE_DEBIAN_MIRROR:-}" ]; then
+        printf '%s\n' "$GOLDTUNE_DEBIAN_MIRROR"
+        return
+    fi
+    found=""
+    if [ -r /etc/apt/sources.list.d/debian.sources ]; then
+        found=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
+    fi
+    printf '%s\n' "${found:-http://deb.debian.org/debian}"
+}
+
+# Runs inside `unshare -m`: mounts vanish with the namespace, even if a step fails.
+install_kernel() {
+    root=$1
+    mount --make-rprivate /
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    mount --rbind /dev "$root/dev"
+    printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+    chmod 755 "$root/usr/sbin/policy-rc.d"
+    mkdir -p "$root/etc/initramfs-tools/conf.d"
+    echo 'MODULES=list' >"$root/etc/initramfs-tools/conf.d/boottest-modules.conf"
+    printf 'virtio_pci\nvirtio_blk\next4\n' >"$root/etc/initramfs-tools/modules"
+    # shellcheck disable=SC2086 # the package list is split on purpose
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 \
+        apt-get install -y -q --no-install-recommends $CHROOT_PACKAGES >&2
+    chroot "$root" apt-get clean
+    rm -f "$root/usr/sbin/policy-rc.d"
+}
+
+prepare_guest() {
+    root=$1
+    echo goldtune-guest >"$root/etc/hostname"
+    echo '/dev/vda / ext4 defaults 0 1' >"$root/etc/fstab"
+    rm -rf "$root"/var/lib/apt/lists/*
+    # cloud-init stays off unless boot.sh delivers through it.
+    touch "$root/etc/cloud/cloud-init.disabled"
+    # Root without a password on the console, only for debugging a failed boot interactively.
+    chroot "$root" passwd -d root >/dev/null
+}
+
+build() {
+    work="$CACHE/build-$HASH.$$"
+    rm -rf "$work"
+    mkdir -p "$work"
+    started=$(date +%s)
+    log "debootstrap $SUITE from $(mirror) into $work/root"
+    debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$work/root" "$(mirror)" >&2
+    log "debootstrap done in $(( $(date +%s) - started )) s; installing kernel, tuned, irqbalance, cloud-init"
+    unshare -m "$SCRIPT" --install-kernel "$work/root"
+    prepare_guest "$work/root"
+    for kernel in "$work/root"/boot/vmlinuz-*; do :; done
+    for initrd in "$work/root"/boot/initrd.img-*; do :; done
+    cp "$kernel" "$work/vmlinuz"
+    cp "$initrd" "$work/initrd.img"
+    basename "$kernel" | sed 's/^vmlinuz-//' >"$work/kernel-version"
+    rm -rf "$DEST"
+    mv "$work" "$DEST"
+    log "built $DEST in $(( $(date +%s) - started )) s ($(du -sm "$DEST/root" | cut -f1) MB)"
+}
+
+main() {
+    if [ "${1:-}" = --install-kernel ]; then
+        install_kernel "$2"
+        return
+    fi
+    [ "$(id -u)" = 0 ] || die "needs root (debootstrap and chroot)"
+    host_tools
+    mkdir -p "$CACHE"
+    exec 9>"$CACHE/lock"
+    flock 9
+    if [ ! -f "$DEST/kernel-version" ]; then
+        build
+        # Only the current build is kept: each root is about 1 GB.
+        for old in "$CACHE"/rootfs-* "$CACHE"/build-*; do
+            [ -e "$old" ] && [ "$old" != "$DEST" ] && rm -rf "$old"
+        done
+    fi
+    printf '%s\n' "$DEST"
+}
+
+main "$@"

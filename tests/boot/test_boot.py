@@ -1,0 +1,210 @@
+"""A real boot: bake a shipped system x profile into Debian 12, boot it under QEMU, verify it live.
+
+Three boots of one bundle (tests/boot/boot.sh does the work; see its header):
+
+1. ``rootfs``: the bundle's own ``install.sh --root`` installs it into the image;
+2. ``cloud-init``: the image carries a NoCloud seed with the bundle's cloud-init/user-data;
+3. ``tampered``: as 1, then one sysctl value is changed in the installed file: verify must fail.
+
+Each boot ends with the bundle's collector writing a snapshot to ttyS1; ``gen verify --snapshot``
+compares it with the plan. Slow (about 1.5 min per boot under TCG, plus about 1.5 min once to build
+the cached root): marked ``boot``. Skips without root or without debootstrap/QEMU, except in CI
+(CI=true), where a missing prerequisite fails the test. Logs, snapshots and the verify reports
+land in $GOLDTUNE_BOOT_OUT (default: a pytest temporary directory, so parallel runs never share one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generator.snapshot import COLLECTOR_PATH, render_collector
+from generator.verdicts import load_plan
+
+pytestmark = pytest.mark.boot
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+# The shipped system x profile CI boots (GOLDTUNE_BOOT_SYSTEM / GOLDTUNE_BOOT_PROFILE choose another):
+# the richest plan of the shipped set, with boot units for GPUs and NIC interrupts.
+SYSTEM = os.environ.get("GOLDTUNE_BOOT_SYSTEM", "dgx-h100")
+PROFILE = os.environ.get("GOLDTUNE_BOOT_PROFILE", "inference")
+TOOLS = ("debootstrap", "qemu-system-x86_64", "mkfs.ext4", "unshare", "chroot")
+BOOT_TIMEOUT_S = 600
+# What a VM without GPUs, NICs and NVIDIA packages cannot have live, and how verify must say so.
+NOT_APPLICABLE_IN_VM = {
+    "gpu": "no NVIDIA GPU",
+    "irq": "no interface",
+    "service": "is not installed here",
+    "module-load": "its driver is not in this image",
+    "sysfs": "no such sysfs file",  # cpufreq governor: no cpufreq driver under QEMU
+    "tuned": "no such sysfs file",  # tuned's [cpu] governor, same reason
+}
+OWN_UNITS = ("goldtune-gpu.service", "goldtune-irq-affinity.service")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def missing_prerequisites() -> list[str]:
+    if os.geteuid() != 0:
+        return ["root (debootstrap, chroot and install.sh --root need it)"]
+    if in_ci():
+        os.environ.setdefault("GOLDTUNE_BOOT_INSTALL_TOOLS", "1")  # the harness installs its tools
+        return []
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    missing = missing_prerequisites()
+    if missing:
+        message = "boot test needs " + ", ".join(missing) + " (apt-get install debootstrap qemu-system-x86 e2fsprogs)"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    chosen = os.environ.get("GOLDTUNE_BOOT_OUT")
+    if not chosen:
+        return tmp_path_factory.mktemp("boot")
+    out = Path(chosen)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundle(out_dir: Path) -> Path:
+    path = out_dir / f"{SYSTEM}-{PROFILE}"
+    result = subprocess.run([sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", PROFILE, "-o", str(path)],
+                            cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+@pytest.fixture(scope="module")
+def collector(bundle: Path, out_dir: Path) -> Path:
+    """The bundle's collector; rendered from its plan when the bundle does not carry one."""
+    shipped = bundle / "rootfs" / COLLECTOR_PATH.lstrip("/")
+    if shipped.is_file():
+        return shipped
+    rendered = out_dir / "collect"
+    rendered.write_text(render_collector(load_plan(bundle / "plan.json")))
+    return rendered
+
+
+def boot(bundle: Path, collector: Path, out: Path, *extra: str) -> Path:
+    command = [str(HERE / "boot.sh"), "--bundle", str(bundle), "--out", str(out), "--collector", str(collector),
+               "--timeout", str(BOOT_TIMEOUT_S), *extra]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=BOOT_TIMEOUT_S + 900, check=False)
+    (out / "boot.stderr").write_text(result.stderr)
+    assert result.returncode == 0, f"boot.sh failed ({result.returncode}):\n{result.stderr[-4000:]}"
+    return out / "snapshot.log"
+
+
+def verdicts(report: dict[str, Any]) -> dict[tuple[str, str], str]:
+    return {(c["kind"], c["key"]): c["verdict"] for c in report["checks"] if c["kind"] not in ("unit",)}
+
+
+def assert_live(status: int, report: dict[str, Any]) -> None:
+    failing = [c for c in report["checks"] if c["verdict"] in ("differs", "missing")]
+    assert status == 0 and not failing, json.dumps(failing, indent=2)
+    for check in report["checks"]:
+        if check["verdict"] == "not-applicable":
+            allowed = NOT_APPLICABLE_IN_VM.get(check["kind"])
+            assert allowed and allowed in check["reason"], f"should be live in a VM: {check}"
+    units = {c["key"]: c for c in report["checks"] if c["kind"] == "unit"}
+    planned = {c["key"] for c in report["checks"] if c["kind"] == "service" and c["key"] in OWN_UNITS}
+    assert planned <= set(units), f"the bundle's units did not run: {sorted(planned - set(units))}"
+    kinds = {(c["kind"], c["key"]): c["verdict"] for c in report["checks"]}
+    assert kinds[("system", "state")] == "ok"
+    assert kinds[("system", "failed-units")] == "ok"
+    assert kinds[("journal", "config-errors")] == "ok"
+
+
+def report_timing(name: str, report: dict[str, Any], out: Path) -> None:
+    boot = report["boot"]
+    line = (f"{name}: bundle units {boot['units_total_s']:.2f} s at boot "
+            f"({', '.join(f'{u} {s:.2f} s' for u, s in boot['units'].items() if s is not None)}); {boot['startup']}")
+    with (out / "timing.txt").open("a") as handle:
+        handle.write(line + "\n")
+    print(line)
+
+
+@pytest.fixture(scope="module")
+def verify_snapshot() -> Any:
+    """`gen verify BUNDLE --snapshot FILE --json` in a fresh interpreter: (exit status, report)."""
+    def run(bundle: Path, snapshot: Path) -> tuple[int, dict[str, Any]]:
+        code = ("import sys; from pathlib import Path; from generator.verify import run_verify; "
+                "sys.exit(run_verify(Path(sys.argv[1]), snapshot=Path(sys.argv[2]), as_json=True))")
+        result = subprocess.run([sys.executable, "-c", code, str(bundle), str(snapshot)],
+                                cwd=REPO, capture_output=True, text=True, check=False)
+        assert result.returncode in (0, 1), result.stderr
+        (snapshot.parent / "verify.json").write_text(result.stdout)
+        return result.returncode, json.loads(result.stdout)
+    return run
+
+
+@pytest.fixture(scope="module")
+def rootfs_report(bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any) -> tuple[int, dict[str, Any]]:
+    return verify_snapshot(bundle, boot(bundle, collector, out_dir / "rootfs"))
+
+
+def test_install_sh_into_the_debian_root_verifies_offline(bundle: Path, out_dir: Path) -> None:
+    """`gen verify --root` on the real Debian root after install.sh --root (no boot needed)."""
+    cache = subprocess.run([str(HERE / "build-rootfs.sh")], capture_output=True, text=True, check=False)
+    assert cache.returncode == 0, cache.stderr[-4000:]
+    root = out_dir / "offline-root"
+    subprocess.run(["cp", "-a", f"{cache.stdout.strip()}/root", str(root)], check=True)
+    try:
+        installed = subprocess.run(["sh", str(bundle / "install.sh"), "--root", str(root)],
+                                   capture_output=True, text=True, check=False)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        code = ("import sys; from pathlib import Path; from generator.verify import run_verify; "
+                "sys.exit(run_verify(Path(sys.argv[1]), root=Path(sys.argv[2]), as_json=True))")
+        result = subprocess.run([sys.executable, "-c", code, str(bundle), str(root)],
+                                cwd=REPO, capture_output=True, text=True, check=False)
+        report = json.loads(result.stdout)
+        failing = [c for c in report["checks"] if c["verdict"] in ("differs", "missing")]
+        assert result.returncode == 0 and not failing, json.dumps(failing, indent=2)
+        assert {c["kind"] for c in report["checks"] if c["verdict"] == "not-applicable"} <= {"service"}
+    finally:
+        shutil.rmtree(root)
+
+
+def test_install_sh_delivery_is_live(rootfs_report: tuple[int, dict[str, Any]], out_dir: Path) -> None:
+    status, report = rootfs_report
+    report_timing("install.sh --root", report, out_dir)
+    assert_live(status, report)
+
+
+def test_cloud_init_delivery_gives_the_same_verdicts(bundle: Path, collector: Path, out_dir: Path,
+                                                     rootfs_report: tuple[int, dict[str, Any]],
+                                                     verify_snapshot: Any) -> None:
+    status, report = verify_snapshot(bundle, boot(bundle, collector, out_dir / "cloud-init", "--delivery", "cloud-init"))
+    report_timing("cloud-init", report, out_dir)
+    assert_live(status, report)
+    assert verdicts(report) == verdicts(rootfs_report[1])
+
+
+def test_a_tampered_image_fails_verify(bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any) -> None:
+    plan = json.loads((bundle / "plan.json").read_text())
+    key, value = next((s["key"], s["value"]) for s in plan["settings"] if s["kind"] == "sysctl")
+    tampered = str(int(value) + 7) if value.isdigit() else "7"
+    hook = out_dir / "tamper.sh"
+    hook.write_text(f"#!/bin/sh\nset -eu\nsed -i 's/^{key} *=.*/{key} = {tampered}/' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
+                    f"grep -q '^{key} = {tampered}$' \"$1/etc/sysctl.d/90-goldtune.conf\"\n")
+    hook.chmod(0o755)
+    status, report = verify_snapshot(bundle, boot(bundle, collector, out_dir / "tampered", "--hook", str(hook)))
+    found = verdicts(report)
+    assert status == 1
+    assert found[("sysctl", key)] == "differs"
+    assert found[("file", "/etc/sysctl.d/90-goldtune.conf")] == "differs"
