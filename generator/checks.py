@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from generator.facts import Facts
-from generator.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS, KnownKey
+from generator.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS, SHAPES, KnownKey
 from generator.setting import Setting, Warning
 
 HUGEPAGE_MAX_FRACTION = 0.75
@@ -53,9 +53,17 @@ def _key_error(table: dict[str, KnownKey], what: str, setting: Setting, facts: F
     return None
 
 
+def check_sysctl_value(setting: Setting) -> str | None:
+    """The kernel rejects (or silently misreads) a value of the wrong shape at boot."""
+    pattern, expected = SHAPES[KNOWN_SYSCTLS[setting.key].shape]
+    if re.match(pattern, setting.value.strip()):
+        return None
+    return f"value {setting.value!r} is not {expected}, which {setting.key} expects"
+
+
 def check_known_key(setting: Setting, facts: Facts) -> str | None:
     if setting.kind == "sysctl":
-        return _key_error(KNOWN_SYSCTLS, "sysctl", setting, facts)
+        return _key_error(KNOWN_SYSCTLS, "sysctl", setting, facts) or check_sysctl_value(setting)
     if setting.kind == "kernel-arg":
         return _key_error(KNOWN_KERNEL_ARGS, "kernel parameter", setting, facts)
     return None

@@ -225,7 +225,7 @@ def resolve_facts(spec: HardwareSpec, catalog: Catalog, source: str) -> Facts:
     numa_nodes = spec.numa_nodes or spec.cpu.sockets
     if numa_nodes % spec.cpu.sockets:
         problems.append(Problem(source, "numa_nodes", f"{numa_nodes} is not a multiple of {spec.cpu.sockets} sockets"))
-    elif cpu.cores_per_socket % (numa_nodes // spec.cpu.sockets):
+    elif not problems and cpu.cores_per_socket % (numa_nodes // spec.cpu.sockets):
         problems.append(Problem(source, "numa_nodes", f"{numa_nodes} nodes do not split {cpu.cores_per_socket} cores per socket evenly"))
     gpus, gpu_problems = _resolve_gpus(spec, catalog, numa_nodes, source)
     problems += gpu_problems

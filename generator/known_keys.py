@@ -20,6 +20,7 @@ class KnownKey:
     until: Version | None = None  # first kernel without it
     arches: tuple[str, ...] = ANY_ARCH
     module: str | None = None  # exists only while this module is loaded
+    shape: str = "int"  # what the kernel parses: "int", "int3" (three integers) or "word"
 
     def available(self, kernel: Version | None, arch: str) -> bool:
         if arch not in self.arches:
@@ -46,7 +47,7 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "kernel.sched_migration_cost_ns": KnownKey((3, 7), until=(5, 13)),
     "net.core.busy_poll": KnownKey((3, 11)),
     "net.core.busy_read": KnownKey((3, 11)),
-    "net.core.default_qdisc": KnownKey((3, 12)),
+    "net.core.default_qdisc": KnownKey((3, 12), shape="word"),
     "net.core.netdev_max_backlog": KnownKey((2, 6)),
     "net.core.optmem_max": KnownKey((2, 6)),
     "net.core.rmem_default": KnownKey((2, 6)),
@@ -58,14 +59,14 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "net.ipv4.conf.all.arp_ignore": KnownKey((2, 6)),
     "net.ipv4.conf.default.arp_announce": KnownKey((2, 6)),
     "net.ipv4.conf.default.arp_ignore": KnownKey((2, 6)),
-    "net.ipv4.tcp_congestion_control": KnownKey((2, 6)),
+    "net.ipv4.tcp_congestion_control": KnownKey((2, 6), shape="word"),
     "net.ipv4.tcp_fastopen": KnownKey((3, 7)),
     "net.ipv4.tcp_max_syn_backlog": KnownKey((2, 6)),
     "net.ipv4.tcp_mtu_probing": KnownKey((2, 6)),
-    "net.ipv4.tcp_rmem": KnownKey((2, 6)),
+    "net.ipv4.tcp_rmem": KnownKey((2, 6), shape="int3"),
     "net.ipv4.tcp_slow_start_after_idle": KnownKey((2, 6)),
     "net.ipv4.tcp_tw_reuse": KnownKey((2, 6)),
-    "net.ipv4.tcp_wmem": KnownKey((2, 6)),
+    "net.ipv4.tcp_wmem": KnownKey((2, 6), shape="int3"),
     "net.netfilter.nf_conntrack_max": KnownKey((2, 6), module="nf_conntrack"),
     "vm.dirty_background_bytes": KnownKey((2, 6)),
     "vm.dirty_background_ratio": KnownKey((2, 6)),
@@ -80,6 +81,12 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "vm.swappiness": KnownKey((2, 6)),
     "vm.vfs_cache_pressure": KnownKey((2, 6)),
     "vm.zone_reclaim_mode": KnownKey((2, 6)),
+}
+
+SHAPES: dict[str, tuple[str, str]] = {  # shape -> (pattern, what the kernel expects)
+    "int": (r"^-?\d+$", "one integer"),
+    "int3": (r"^\d+\s+\d+\s+\d+$", "three integers (min default max)"),
+    "word": (r"^[a-z][a-z0-9_]*$", "one lower-case word"),
 }
 
 X86 = ("x86_64",)

@@ -6,7 +6,7 @@
 #               systemd-tmpfiles --root
 #   kmod        modprobe -C DIR --showconfig (modprobe.d)
 #   cloud-init  cloud-init schema --config-file (user-data)
-#   shellcheck  every script of the bundle, install.sh and the GRUB drop-in
+#   (shellcheck) every script of the bundle, install.sh and the GRUB drop-in
 #   tuned       tuned's own profile loader and plugin tables (run with /usr/bin/python3)
 #   procps      sysctl(8), for the record of the reference kernel's keys
 #   util-linux  setpriv: the systemd and sysctl checks run as nobody, never as root

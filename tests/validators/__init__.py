@@ -1,0 +1,1 @@
+"""Generator-independent checks of rendered bundles with the real consumer tools (see tools.py)."""

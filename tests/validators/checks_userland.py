@@ -1,0 +1,285 @@
+"""Checks of the files read by cloud-init, the shell, tuned and GRUB (see tools.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .checks_system import sysctl_assignments
+from .layout import INSTALL_SH, KERNEL_CMDLINE, ROOTFS, USER_DATA, files, output_problems, relative
+from .run import (
+    SYSTEM_PYTHON,
+    TIMEOUT_MANY_S,
+    copy_readable,
+    find_tool,
+    find_tuned_python,
+    run,
+    scratch,
+    unprivileged,
+)
+
+HERE = Path(__file__).resolve().parent
+SHELLS = {"sh", "bash", "dash", "ksh"}
+COMMAND_LINE_SIZE = 2048  # arch/x86/include/asm/setup.h and arch/arm64/include/uapi/asm/setup.h
+SHELLCHECK_BATCH = 4
+SYSTEM_TUNED_PROFILES = Path("/usr/lib/tuned")
+# write_files entries that are not in rootfs/ (install.sh writes them too), with their own check
+TUNED_SELECTION = {"/etc/tuned/active_profile", "/etc/tuned/profile_mode"}
+
+
+# --- cloud-init ----------------------------------------------------------------------------------
+
+def check_cloud_init(bundle: Path) -> list[str]:
+    return check_cloud_init_many([bundle])[bundle]
+
+
+def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
+    """cloudinit_check.py, as nobody, in one /usr/bin/python3 for all bundles: cloud-init's own
+    schema validation (what `cloud-init schema --config-file` runs: exit 1 on schema errors,
+    invalid YAML, a missing #cloud-config header), no unknown top-level key, write_files decoded
+    as cc_write_files writes them equal rootfs/ file for file with the same mode, and runcmd and
+    bootcmd as cloud-init writes them (shellify) pass shellcheck."""
+    results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
+    with_data = [bundle for bundle in bundles if (bundle / USER_DATA).is_file()]
+    if not with_data:
+        return results
+    python = find_tool(SYSTEM_PYTHON)
+    find_tool("cloud-init")
+    with scratch("cloud-init") as tmp:
+        helper = copy_readable(HERE / "cloudinit_check.py", tmp / "cloudinit_check.py")
+        out = tmp / "out"
+        out.mkdir(mode=0o777)
+        out.chmod(0o777)
+        copies = [str(copy_readable(bundle / USER_DATA, tmp / "in" / str(index) / "user-data"))
+                  for index, bundle in enumerate(with_data)]
+        decoded = run(unprivileged([python, str(helper), str(out), *copies]), timeout=TIMEOUT_MANY_S)
+        if decoded.returncode != 0:
+            return {**results, **{b: output_problems(decoded, "cloudinit_check.py") for b in with_data}}
+        scripts: dict[Path, Path] = {}
+        for index, (bundle, report) in enumerate(zip(with_data, json.loads(decoded.stdout))):
+            results[bundle] += [f"{USER_DATA}: {problem}".replace(copies[index], USER_DATA) for problem in report["problems"]]
+            if report["files"] is not None:  # None: the schema check failed, nothing was decoded
+                results[bundle] += compare_write_files(bundle, out / str(index) / "files", report["files"])
+            scripts.update({Path(script): bundle for script in report["scripts"]})
+        for script, findings in shellcheck_many(list(scripts)).items():
+            label = f"{USER_DATA} ({script.stem} as cloud-init writes it)"
+            results[scripts[script]] += [f"{label}: {line.split(':', 1)[1]}" for line in findings]
+    return results
+
+
+def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> list[str]:
+    overlay = {"/" + relative(bundle / ROOTFS, path): path for path in files(bundle, f"{ROOTFS}/**/*")}
+    problems = [f"{USER_DATA}: write_files lacks {path} (in rootfs/)" for path in sorted(set(overlay) - set(modes))]
+    for path, mode in sorted(modes.items()):
+        if path in TUNED_SELECTION:
+            problems += check_tuned_selection(bundle, path, (written / path.lstrip("/")).read_text().strip())
+            continue
+        if path not in overlay:
+            problems.append(f"{USER_DATA}: write_files delivers {path}, which is not in rootfs/ (no check covers it)")
+            continue
+        if (written / path.lstrip("/")).read_bytes() != overlay[path].read_bytes():
+            problems.append(f"{USER_DATA}: write_files content of {path} differs from rootfs{path}")
+        actual = overlay[path].stat().st_mode & 0o7777
+        if int(mode, 8) != actual:
+            problems.append(f"{USER_DATA}: write_files mode {mode} of {path} differs from rootfs ({oct(actual)})")
+    return problems
+
+
+def check_tuned_selection(bundle: Path, path: str, value: str) -> list[str]:
+    """The profile tuned starts with must exist (bundle or tuned's own); the mode is a tuned word."""
+    if path.endswith("profile_mode"):
+        return [] if value in {"manual", "auto"} else [f"{USER_DATA}: {path} is {value!r}, not manual or auto"]
+    names = value.split()
+    known = {p.parent.name for p in files(bundle, *TUNED_PATTERNS)} | {p.name for p in SYSTEM_TUNED_PROFILES.glob("*")}
+    return [f"{USER_DATA}: {path} names tuned profile {name!r}, which neither the bundle nor tuned has"
+            for name in names or [""] if name not in known]
+
+
+# --- shell scripts -------------------------------------------------------------------------------
+
+def interpreter(path: Path) -> str | None:
+    with path.open("rb") as handle:
+        first = handle.readline(200).decode(errors="replace")
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if not words:
+        return ""
+    return words[1] if Path(words[0]).name == "env" and len(words) > 1 else Path(words[0]).name
+
+
+def script_files(bundle: Path) -> list[Path]:
+    """install.sh and every file of the overlay that starts with #!."""
+    candidates = files(bundle, INSTALL_SH, f"{ROOTFS}/**/*")
+    return [path for path in candidates if interpreter(path) is not None]
+
+
+def shellcheck_many(scripts: list[Path]) -> dict[Path, list[str]]:
+    """shellcheck at its default severity (style included); the findings of each script, one
+    gcc-format line each ("path:line:col: level: text [SCnnnn]"). Small batches run side by side:
+    one shellcheck over many files is no faster than one per file."""
+    batches = [scripts[start:start + SHELLCHECK_BATCH] for start in range(0, len(scripts), SHELLCHECK_BATCH)]
+    findings: dict[Path, list[str]] = {script: [] for script in scripts}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for batch, result in zip(batches, pool.map(shellcheck_batch, batches)):
+            by_name = {str(script): script for script in batch}
+            for line in (result.stdout + result.stderr).splitlines():
+                findings[by_name.get(line.split(":", 1)[0], batch[0])].append(line)
+            if result.returncode != 0 and not any(findings[script] for script in batch):
+                findings[batch[0]].append(f"shellcheck: exit status {result.returncode}")
+    return findings
+
+
+def shellcheck_batch(scripts: list[Path]) -> subprocess.CompletedProcess[str]:
+    return run([find_tool("shellcheck"), "--format=gcc", *map(str, scripts)], timeout=TIMEOUT_MANY_S)
+
+
+def check_scripts(bundle: Path) -> list[str]:
+    return check_scripts_many([bundle])[bundle]
+
+
+def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
+    """shellcheck on install.sh and every script of the overlay (dialect from the #! line);
+    a script in another language has no check here and is reported."""
+    results: dict[Path, list[str]] = {}
+    owners: dict[Path, Path] = {}
+    for bundle in bundles:
+        scripts = script_files(bundle)
+        results[bundle] = [f"{relative(bundle, path)}: interpreter {interpreter(path)!r} is not a shell; no check covers it"
+                           for path in scripts if interpreter(path) not in SHELLS]
+        owners.update({path: bundle for path in scripts if interpreter(path) in SHELLS})
+    for script, findings in shellcheck_many(list(owners)).items():
+        bundle = owners[script]
+        results[bundle] += [f"shellcheck: {line.replace(str(bundle) + '/', '')}" for line in findings]
+    return results
+
+
+# --- tuned ---------------------------------------------------------------------------------------
+
+TUNED_PATTERNS = (f"{ROOTFS}/etc/tuned/*/tuned.conf",)
+
+
+def check_tuned(bundle: Path) -> list[str]:
+    return check_tuned_many([bundle])[bundle]
+
+
+def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
+    """tuned_check.py with tuned's own Loader (includes resolved against /usr/lib/tuned), as
+    nobody, one process for all bundles; then no [sysctl] key of a profile, includes merged, may
+    be one that sysctl.d sets: tuned's reapply_sysctl lets sysctl.d win and `tuned-adm verify`
+    then fails on every boot. Not covered: values (tuned judges them only on a running system)."""
+    results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
+    jobs = [(bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)]) for bundle in bundles]
+    jobs = [(bundle, names) for bundle, names in jobs if names]
+    if not jobs:
+        return results
+    python = find_tuned_python()
+    with scratch("tuned") as tmp:
+        helper = copy_readable(HERE / "tuned_check.py", tmp / "tuned_check.py")
+        arguments = []
+        for index, (bundle, names) in enumerate(jobs):
+            etc_tuned = copy_readable(bundle / ROOTFS / "etc/tuned", tmp / str(index))
+            arguments += [f"{etc_tuned}:{name}" for name in names]
+        result = run(unprivileged([python, str(helper), *arguments]), timeout=TIMEOUT_MANY_S)
+        if result.returncode != 0:
+            return {**results, **{bundle: output_problems(result, "tuned_check.py") for bundle, _ in jobs}}
+        reports = json.loads(result.stdout)
+    for index, (bundle, names) in enumerate(jobs):
+        sysctl_d = {assignment.key for assignment in sysctl_assignments(bundle)[0]}
+        for name in names:
+            report = reports[f"{tmp}/{index}:{name}"]
+            results[bundle] += [f"tuned: {problem}".replace(f"{tmp}/{index}", f"{ROOTFS}/etc/tuned") for problem in report["problems"]]
+            results[bundle] += [f"tuned: profile {name} sets sysctl {key}, which sysctl.d also sets "
+                                "(sysctl.d wins and `tuned-adm verify` fails)" for key in sorted(set(report["sysctl"]) & sysctl_d)]
+    return results
+
+
+# --- GRUB drop-in and the kernel command line ----------------------------------------------------
+
+GRUB_PATTERNS = (f"{ROOTFS}/etc/default/grub.d/*.cfg", KERNEL_CMDLINE)
+# grub-mkconfig sources /etc/default/grub, then each /etc/default/grub.d/*.cfg, with sh.
+SOURCE_DROPINS = """set -e
+{base}
+set > "$2/before"
+for x in "$1"/*.cfg; do [ -e "$x" ] && . "$x"; done
+set > "$2/after"
+printf '%s\\n' "${{GRUB_CMDLINE_LINUX_DEFAULT-}}"
+"""
+BASES = {"Debian's default (quiet)": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"', "unset": ""}
+
+
+def source_dropins(dropins: list[Path], base: str) -> tuple[str, list[str]]:
+    """(GRUB_CMDLINE_LINUX_DEFAULT after sourcing as grub-mkconfig does, other variables changed)."""
+    with scratch("grub") as tmp:
+        for path in dropins:
+            copy_readable(path, tmp / "grub.d" / path.name)
+        out = tmp / "out"
+        out.mkdir(mode=0o777)
+        out.chmod(0o777)
+        result = run(unprivileged([find_tool("sh"), "-c", SOURCE_DROPINS.format(base=base), "sh",
+                                   str(tmp / "grub.d"), str(out)]))
+        if result.returncode != 0:
+            return "", output_problems(result, "sh sourcing grub.d")
+        before, after = ((out / name).read_text().splitlines() for name in ("before", "after"))
+    changed = {line.split("=", 1)[0] for line in set(after) ^ set(before)} - {"x", "GRUB_CMDLINE_LINUX_DEFAULT"}
+    return result.stdout.strip(), [f"the drop-ins also change {name}" for name in sorted(changed)]
+
+
+def check_cmdline_text(text: str) -> list[str]:
+    problems = []
+    if "\n" in text.strip():
+        problems.append(f"{KERNEL_CMDLINE}: more than one line")
+    if len(text.strip()) >= COMMAND_LINE_SIZE:
+        problems.append(f"{KERNEL_CMDLINE}: {len(text.strip())} bytes; the kernel keeps {COMMAND_LINE_SIZE - 1}")
+    try:
+        shlex.split(text)
+    except ValueError as error:
+        problems.append(f"{KERNEL_CMDLINE}: {error}")
+    return problems
+
+
+def check_grub(bundle: Path) -> list[str]:
+    """`sh -n` and `shellcheck -s sh -e SC2034` on each drop-in, then sourcing them in a subshell
+    as nobody, over Debian's default and over nothing: the result must be the base plus exactly
+    the bundle's kernel-cmdline, and no other variable may change. Not covered: grub-mkconfig
+    and the boot loader themselves, and whether the kernel knows each argument."""
+    dropins = files(bundle, f"{ROOTFS}/etc/default/grub.d/*.cfg")
+    cmdline_path = bundle / KERNEL_CMDLINE
+    cmdline = cmdline_path.read_text().strip() if cmdline_path.is_file() else None
+    problems = check_cmdline_text(cmdline) if cmdline is not None else []
+    if not dropins:
+        return problems + ([f"{KERNEL_CMDLINE} has arguments but no GRUB drop-in carries them"] if cmdline else [])
+    for path in dropins:
+        syntax = run([find_tool("sh"), "-n", str(path)])
+        if syntax.returncode != 0:
+            return problems + [p.replace(str(path), relative(bundle, path)) for p in output_problems(syntax, "sh -n")]
+    lint = run([find_tool("shellcheck"), "--shell=sh", "--exclude=SC2034", "--format=gcc", *map(str, dropins)])
+    if lint.returncode != 0:
+        problems += [line.replace(str(bundle) + "/", "") for line in output_problems(lint, "shellcheck")]
+    for label, base in BASES.items():
+        value, changed = source_dropins(dropins, base)
+        problems += [f"grub.d over {label}: {problem}" for problem in changed]
+        expected = " ".join(filter(None, ["quiet" if base else "", cmdline or ""]))
+        if cmdline is not None and value.split() != expected.split():
+            problems.append(f"grub.d over {label}: GRUB_CMDLINE_LINUX_DEFAULT is {value!r}, expected {expected!r}")
+    return problems
+
+
+# --- machine-readable metadata -------------------------------------------------------------------
+
+JSON_PATTERNS = ("*.json",)
+
+
+def check_json(bundle: Path) -> list[str]:
+    """manifest.json and plan.json parse as JSON (their consumers are goldtune and CI scripts)."""
+    problems = []
+    for path in files(bundle, *JSON_PATTERNS):
+        try:
+            json.loads(path.read_text())
+        except ValueError as error:
+            problems.append(f"{relative(bundle, path)}: {error}")
+    return problems

@@ -1,0 +1,26 @@
+"""The bundle layout the checks rely on, and small helpers shared by them."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOTFS = "rootfs"
+USER_DATA = "cloud-init/user-data"
+KERNEL_CMDLINE = "kernel-cmdline"
+INSTALL_SH = "install.sh"
+
+
+def files(bundle: Path, *patterns: str) -> list[Path]:
+    """The regular files of ``bundle`` that match any of the glob ``patterns``, sorted."""
+    return sorted({path for pattern in patterns for path in bundle.glob(pattern) if path.is_file()})
+
+
+def relative(bundle: Path, path: Path) -> str:
+    return str(path.relative_to(bundle))
+
+
+def output_problems(result: subprocess.CompletedProcess[str], label: str) -> list[str]:
+    """Every output line of a failed tool run, or its exit status when it printed nothing."""
+    text = (result.stdout + result.stderr).strip()
+    return [f"{label}: {line}" for line in text.splitlines()] or [f"{label}: exit status {result.returncode}"]
