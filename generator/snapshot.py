@@ -14,11 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-import jinja2
 
 from generator import TOOL, __version__
 from generator.errors import InputError, Problem
-from generator.paths import templates_dir
 from generator.setting import Plan
 
 COLLECTOR_TEMPLATE = "collect.sh.j2"
@@ -108,15 +106,9 @@ def collector_context(plan: Plan, source: str = "plan") -> dict[str, Any]:
 
 
 def render_collector(plan: Plan, source: str = "plan") -> str:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return env.get_template(COLLECTOR_TEMPLATE).render(collector_context(plan, source))
+    from generator.render import make_environment  # render imports this module
+
+    return make_environment().get_template(COLLECTOR_TEMPLATE).render(collector_context(plan, source))
 
 
 @dataclass
