@@ -43,3 +43,12 @@ def artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
 def test_artifact(system: str, profile: str, path: str, snapshot: SnapshotAssertion) -> None:
     content, _ = rendered(system, profile)[path]
     assert snapshot(extension_class=ConfigFileExtension) == content.decode("utf-8")
+
+
+def test_no_stale_snapshot_files() -> None:
+    """A snapshot whose artifact is no longer rendered is removed, not left to mislead a reviewer."""
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "__snapshots__" / "test_snapshots"
+    expected = {f"test_artifact[{p.id}].txt" for p in artifact_params()}
+    assert sorted(path.name for path in folder.iterdir()) == sorted(expected)
