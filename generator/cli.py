@@ -13,6 +13,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.errors import GoldtuneError
+from generator.setting import SETTING_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -113,7 +114,8 @@ def schema(which: str) -> None:
 @main.command()
 @hw_and_profile
 @click.option("--key", "keys", multiple=True, help="Only settings whose key contains this text (repeatable).")
-@click.option("--kind", "kinds", multiple=True, help="Only settings of this kind (sysctl, kernel-arg, …; repeatable).")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(SETTING_KINDS),
+              help="Only settings of this kind (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON array instead of a table.")
 @reports_errors
 def explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:

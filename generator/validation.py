@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -49,6 +49,38 @@ def _pattern_rule(loc: Sequence[int | str]) -> str:
     return PATTERN_RULES.get((parent, field), PATTERN_RULES.get(("", field), "not in the accepted form"))
 
 
+def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model that owns the last element of ``loc`` (list indexes and Optional unwrapped)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = current.model_fields.get(part) if isinstance(current, type) and issubclass(current, BaseModel) else None
+        if field is None:
+            return None
+        current = _inner_model(field.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    """``list[X] | None`` -> X, when X is a model."""
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+        for inner in get_args(candidate):
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                return inner
+    return None
+
+
+def _unknown_field_hint(error: Any, model: type[BaseModel]) -> str:
+    owner = _model_at(model, error["loc"])
+    name = error["loc"][-1] if error["loc"] else ""
+    if owner is None or not isinstance(name, str):
+        return ""
+    return closest(name, owner.model_fields, cutoff=0.6, list_known=False)
+
+
 def _readable_message(error: Any, model: type[BaseModel]) -> tuple[str, str]:
     kind = error["type"]
     if kind == "string_pattern_mismatch":
@@ -56,7 +88,7 @@ def _readable_message(error: Any, model: type[BaseModel]) -> tuple[str, str]:
     if kind == "literal_error":
         return f"invalid value {error.get('input')!r:.60}: {error['msg'].replace('Input should be', 'expected')}", ""
     if kind == "extra_forbidden":
-        return "unknown field", ""
+        return "unknown field", _unknown_field_hint(error, model)
     if kind == "missing":
         return "required field is missing", ""
     if kind in {"int_type", "float_type", "bool_type", "string_type", "list_type", "dict_type"}:
@@ -84,11 +116,13 @@ def validate_model(model: type[ModelT], data: dict[str, Any], source: str) -> Mo
         raise InputError(problems_from_validation(error, source, model)) from None
 
 
-def closest(word: str, choices: Iterable[str], count: int = 3) -> str:
+def closest(word: str, choices: Iterable[str], count: int = 3, cutoff: float = 0.5, list_known: bool = True) -> str:
     """A hint naming the known choices closest to a misspelt ``word``."""
     choices = sorted(set(choices))
-    matches = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=count, cutoff=0.5)
+    matches = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=count, cutoff=cutoff)
     by_lower = {c.lower(): c for c in choices}
     if matches:
         return "did you mean " + " or ".join(by_lower[m] for m in matches) + "?"
+    if not list_known:
+        return ""
     return "known: " + ", ".join(choices) if len(choices) <= 20 else "run `gen list` for the known names"

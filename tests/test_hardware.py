@@ -126,3 +126,16 @@ def test_unknown_shipped_name_hints():
 
 def test_deep_merge():
     assert deep_merge({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"c": 3}, "l": [2]}) == {"a": {"b": 1, "c": 3}, "l": [2]}
+
+
+@pytest.mark.parametrize("changes,path,hint", [
+    ({"memory_gb": 64}, "memory_gb", "did you mean memory_gib?"),
+    ({"cpu": {"thread_per_core": 2}}, "cpu.thread_per_core", "did you mean threads_per_core?"),
+    ({"nics": [{"name": "e", "role": "frontend", "sped_gbps": 10}]}, "nics[0].sped_gbps", "did you mean speed_gbps?"),
+    ({"colour": "red"}, "colour", ""),
+])
+def test_unknown_field_hints_the_nearest_known_one(write, changes, path, hint):
+    with pytest.raises(InputError) as caught:
+        load_facts(hw_with(write, changes), CATALOG)
+    [problem] = [p for p in caught.value.problems if p.path == path]
+    assert problem.message == "unknown field" and problem.hint == hint
