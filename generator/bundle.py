@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
+from generator.bundleread import MANIFEST
 from generator.errors import GenerationError, InputError, Problem
-from generator.render import MANIFEST
 
 DIR_MODE = 0o755
 MAX_LISTED = 5

@@ -10,11 +10,17 @@ import re
 from collections.abc import Callable, Iterable
 
 from generator.facts import Facts
-from generator.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS, SHAPES, KnownKey
+from generator.known_keys import (
+    COMMAND_LINE_SIZE,
+    KNOWN_KERNEL_ARGS,
+    KNOWN_SYSCTLS,
+    NR_OPEN_DEFAULT,
+    SHAPES,
+    KnownKey,
+)
 from generator.setting import Setting, Warning
 
 HUGEPAGE_MAX_FRACTION = 0.75
-NR_OPEN_DEFAULT = 1048576
 CMDLINE_WARN_FRACTION = 0.5  # leave the other half for the distribution's own arguments
 
 # The traps in the source articles (TUNING.md): never emitted, whatever a rule or override says.

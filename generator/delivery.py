@@ -16,6 +16,7 @@ from generator import TOOL
 from generator.errors import GenerationError
 from generator.formats import kernel_arg_text, sh_quote
 from generator.setting import Plan, Setting, is_driver_module
+from generator.yamlio import SafeBase
 
 OVERLAY_PREFIX = "rootfs/"
 TUNED_DIR = "/etc/tuned"
@@ -129,7 +130,7 @@ def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
     if not text.startswith("#cloud-config\n"):
         raise GenerationError("cloud-init/user-data: must begin with #cloud-config")
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        data = yaml.load(text, Loader=SafeBase)  # noqa: S506 - a safe loader
     except yaml.YAMLError as error:
         raise GenerationError(f"cloud-init/user-data: not valid YAML: {error}") from error
     written = {entry["path"]: entry for entry in data.get("write_files", [])}

@@ -56,7 +56,7 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
     before = {s.target: s for s in old.settings}
     after = {s.target: s for s in new.settings}
     changes: list[Change] = []
-    for target in sorted(before.keys() | after.keys(), key=lambda t: _order(t, old, new)):
+    for target in sorted(before.keys() | after.keys(), key=_order):
         was, now = before.get(target), after.get(target)
         if was is not None and now is not None and was.value == now.value:
             continue
@@ -67,7 +67,7 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
     return tuple(changes)
 
 
-def _order(target: tuple[str, str], *plans: Plan) -> tuple[int, str]:
+def _order(target: tuple[str, str]) -> tuple[int, str]:
     return (KIND_ORDER.get(target[0], 99), target[1])
 
 

@@ -116,5 +116,8 @@ KNOWN_KERNEL_ARGS: dict[str, KnownKey] = {
     "transparent_hugepage": KnownKey((2, 6)),
 }
 
+# fs.nr_open's default (include/linux/fs.h NR_OPEN); a hard nofile limit above it breaks logins.
+NR_OPEN_DEFAULT = 1048576
+
 # Kernel command-line size limits (COMMAND_LINE_SIZE in arch/*/include/asm/setup.h).
 COMMAND_LINE_SIZE: dict[str, int] = {"x86_64": 2048, "aarch64": 2048}

@@ -16,10 +16,9 @@ from pydantic import Field, StringConstraints
 from generator.errors import InputError, Problem
 from generator.hardware import BundleName, _find_input
 from generator.paths import profiles_dir
-from generator.setting import SETTING_KINDS, SettingKind  # noqa: F401 - re-exported for callers
+from generator.setting import SettingKind
 from generator.validation import StrictModel, validate_model
 from generator.yamlio import read_yaml_file
-
 
 MAX_EXTENDS_DEPTH = 8
 

@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 
 from generator import TOOL, __version__
+from generator.bundleread import MANIFEST, PLAN_FILE
 from generator.delivery import (
     RELOAD_STEP,
     activation_steps,
@@ -42,13 +43,11 @@ from generator.formats import (
 )
 from generator.paths import templates_dir
 from generator.planio import plan_to_json
-from generator.snapshot import collector_context
 from generator.setting import KIND_TITLES, Plan, Setting, is_driver_module
+from generator.snapshot import collector_context
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
-MANIFEST = "manifest.json"
-PLAN_FILE = "plan.json"
 MANIFEST_FORMAT = "goldtune-bundle/1"
 GPU_ACTION_ORDER = ("persistence", "ecc", "mig", "compute-mode", "clocks", "power-limit")
 

@@ -14,7 +14,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from generator import TOOL, __version__
 from generator.errors import InputError, Problem
 from generator.setting import Plan

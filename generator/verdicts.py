@@ -13,11 +13,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from generator.bundleread import PLAN_FILE
 from generator.errors import InputError, Problem
 from generator.planio import plan_from_data
 from generator.setting import Plan, Setting
 
-PLAN_FILE = "plan.json"
 MANIFEST_FILE = "manifest.json"
 OVERLAY = "rootfs/"
 

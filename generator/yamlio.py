@@ -18,10 +18,10 @@ MAX_INPUT_BYTES = 1024 * 1024
 
 
 # libyaml's parser when PyYAML was built with it (about ten times faster), else the pure one.
-_SafeBase: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SafeBase: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class StrictLoader(_SafeBase):  # type: ignore[misc, valid-type]
+class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
     """A safe loader that rejects duplicate mapping keys and anchors/aliases.
 
     An alias is the same node reached a second time, so it is caught when construction meets a

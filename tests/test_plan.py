@@ -35,10 +35,10 @@ from generator.errors import InputError
 from generator.facts import Facts
 from generator.inputs import load_inputs
 from generator.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
-from generator.profile import SETTING_KINDS, Profile
+from generator.profile import Profile
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule, kernel_arg, sysctl
-from generator.setting import Plan, Setting
+from generator.setting import SETTING_KINDS, Plan, Setting
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = sorted(path.stem for path in (ROOT / "hardware_db" / "systems").glob("*.yaml"))

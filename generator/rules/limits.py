@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from generator.facts import Facts
+from generator.known_keys import NR_OPEN_DEFAULT
 from generator.profile import Profile
 from generator.rules.base import Output, limit, manager_default, rule, sysctl
 
 NOFILE = 1048576
-NR_OPEN_DEFAULT = 1048576  # the kernel's fs.nr_open default; a hard nofile above it breaks logins
 LOGIN_DOMAINS = ("*", "root")
 # pam_limits never applies a '*' line to root (limits.conf(5)), so root gets its own line.
 ROOT_NOTE = {"*": "", "root": " (root: '*' lines do not apply to root)"}
