@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from generator.errors import InputError, Problem
 from generator.planio import plan_from_data
@@ -16,8 +15,7 @@ MANIFEST = "manifest.json"
 PLAN_FILE = "plan.json"
 
 
-@dataclass(frozen=True)
-class BundleFiles:
+class BundleFiles(NamedTuple):
     root: Path
     manifest: dict[str, Any]
     plan: Plan

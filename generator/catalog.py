@@ -5,8 +5,8 @@ lines for its numbers. A number that no source confirms stays empty (``null``); 
 empty number as "unknown" and leave the decision to the boot-time unit, which queries the card.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would have to eval every annotation
+# string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,8 +15,10 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field, StringConstraints
 
+from generator.catalog_cache import cached
 from generator.errors import InputError, Problem
 from generator.paths import hardware_db_dir
+from generator import validation
 from generator.validation import StrictModel, validate_model
 from generator.yamlio import read_yaml_file
 
@@ -43,7 +45,7 @@ class GpuModel(StrictModel):
     form_factor: Literal["sxm", "pcie", "superchip"]
     compute_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] | None = None
     memory_gib: Annotated[float, Field(gt=0)] | None = None
-    power: PowerLimits = PowerLimits()
+    power: PowerLimits = Field(default_factory=PowerLimits)
     max_graphics_clock_mhz: Annotated[int, Field(gt=0, le=10000)] | None = None
     max_memory_clock_mhz: Annotated[int, Field(gt=0, le=20000)] | None = None
     mig_max_instances: Annotated[int, Field(ge=0, le=7)] | None = None  # 0: no MIG
@@ -129,6 +131,16 @@ def _load_entries(folder: Path, model: type[Any]) -> list[Any]:
     return entries
 
 
+def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
+    def load() -> Index[Any]:
+        return Index.build(kind, _load_entries(folder, model))
+
+    # Only the shipped catalog is cached: it is the same on every run of one installation.
+    if folder.parent != hardware_db_dir():
+        return load()
+    return cached(folder, (Path(__file__), Path(validation.__file__)), load)
+
+
 @dataclass(frozen=True)
 class Catalog:
     """Everything in ``hardware_db/``; systems stay raw mappings until a hardware file uses one."""
@@ -137,15 +149,15 @@ class Catalog:
 
     @cached_property
     def gpus(self) -> Index[GpuModel]:
-        return Index.build("GPU", _load_entries(self.root / "gpus", GpuModel))
+        return _load_index(self.root / "gpus", "GPU", GpuModel)
 
     @cached_property
     def nics(self) -> Index[NicModel]:
-        return Index.build("NIC", _load_entries(self.root / "nics", NicModel))
+        return _load_index(self.root / "nics", "NIC", NicModel)
 
     @cached_property
     def cpus(self) -> Index[CpuModel]:
-        return Index.build("CPU", _load_entries(self.root / "cpus", CpuModel))
+        return _load_index(self.root / "cpus", "CPU", CpuModel)
 
     @cached_property
     def system_files(self) -> dict[str, Path]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -16,6 +18,10 @@ from generator.errors import GoldtuneError
 from generator.setting import SETTING_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Everything a run creates lives until the process ends. Freezing it at exit spares the
+# interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
+atexit.register(gc.freeze)
 
 HW_HELP = "Hardware description: a YAML file, or the name of a shipped system (see `gen list`)."
 PROFILE_HELP = "Workload profile: a YAML file, or the name of a shipped profile (see `gen list`)."

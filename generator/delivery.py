@@ -8,7 +8,7 @@ offline equivalent in an image), cloud-init's ``runcmd`` runs them at first boot
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import yaml
 
@@ -22,8 +22,7 @@ OVERLAY_PREFIX = "rootfs/"
 TUNED_DIR = "/etc/tuned"
 
 
-@dataclass(frozen=True)
-class OverlayFile:
+class OverlayFile(NamedTuple):
     """A file of the root-filesystem overlay, as install.sh and cloud-init place it."""
 
     bundle_path: str  # rootfs/etc/sysctl.d/90-goldtune.conf
@@ -32,8 +31,7 @@ class OverlayFile:
     text: str
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One activation step on a live system: what it does, and a POSIX sh command for it."""
 
     summary: str

@@ -6,11 +6,10 @@ could not finish (exit status 1).  Each problem is one line: file, dotted field 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with one input: where (file and dotted field path) and what."""
 
     source: str

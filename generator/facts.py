@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.catalog import CpuModel, GpuModel, NicModel
 from generator.cpulist import compress_cpus
 
 
-@dataclass(frozen=True)
-class CpuFacts:
+class CpuFacts(NamedTuple):
     model: CpuModel | None
     vendor: str  # intel | amd | nvidia
     arch: str  # x86_64 | aarch64
@@ -34,15 +33,13 @@ class CpuFacts:
         return self.model.idle_driver if self.model else None
 
 
-@dataclass(frozen=True)
-class GpuGroup:
+class GpuGroup(NamedTuple):
     model: GpuModel
     count: int
     numa_nodes: tuple[int, ...] | None
 
 
-@dataclass(frozen=True)
-class NicFacts:
+class NicFacts(NamedTuple):
     name: str
     model: NicModel | None
     speed_gbps: int | None
@@ -56,21 +53,18 @@ class NicFacts:
         return self.role in {"storage", "frontend"} or (self.role == "compute" and not self.rdma)
 
 
-@dataclass(frozen=True)
-class DiskFacts:
+class DiskFacts(NamedTuple):
     name: str
     kind: str  # nvme | ssd | hdd
     role: str  # os | data | cache
 
 
-@dataclass(frozen=True)
-class OsFacts:
+class OsFacts(NamedTuple):
     kernel: tuple[int, int] | None  # None: not stated; rules assume a current LTS kernel
     page_size_kib: int
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     name: str
     cpu: CpuFacts
     memory_gib: int

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from generator.bundle import write_bundle
@@ -25,7 +24,7 @@ def plan_for(hardware: str, profile: str) -> Plan:
     """The plan, carrying the digests of the two input files for the manifest."""
     inputs = load_inputs(hardware, profile)
     plan = build_plan(inputs.facts, inputs.profile)
-    return replace(plan, inputs=inputs.digests)
+    return plan._replace(inputs=inputs.digests)
 
 
 def render_for(hardware: str, profile: str) -> RenderedFiles:

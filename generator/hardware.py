@@ -5,8 +5,8 @@ Load a hand-written YAML file (or a shipped system name), merge it over a refere
 the catalog into immutable ``Facts``.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would have to eval every annotation
+# string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -83,7 +83,7 @@ class HardwareSpec(StrictModel):
     nvswitch: bool | None = None
     nics: Annotated[list[NicSpec], Field(max_length=64)] = []
     disks: Annotated[list[DiskSpec], Field(max_length=256)] = []
-    os: OsSpec = OsSpec()
+    os: OsSpec = Field(default_factory=OsSpec)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from generator.catalog import Catalog, load_catalog
 from generator.facts import Facts
@@ -12,8 +12,7 @@ from generator.hardware import load_facts
 from generator.profile import Profile, load_profile
 
 
-@dataclass(frozen=True)
-class Inputs:
+class Inputs(NamedTuple):
     facts: Facts
     profile: Profile
     hardware_path: Path

@@ -8,14 +8,13 @@ the first mainline release with the key and, where it was removed, the first rel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 Version = tuple[int, int]
 ANY_ARCH = ("x86_64", "aarch64")
 
 
-@dataclass(frozen=True)
-class KnownKey:
+class KnownKey(NamedTuple):
     since: Version
     until: Version | None = None  # first kernel without it
     arches: tuple[str, ...] = ANY_ARCH

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from generator.bundle import write_bundle
@@ -69,7 +69,7 @@ def _one(hw: str, profile: str, facts_and_path: object, profile_and_path: object
     resolved, profile_path = profile_and_path  # type: ignore[misc]
     try:
         inputs = Inputs(facts, resolved, hw_path, profile_path)
-        plan = replace(build_plan(facts, resolved), inputs=inputs.digests)
+        plan = build_plan(facts, resolved)._replace(inputs=inputs.digests)
         bundle = write_bundle(render_bundle(plan), output_root / f"{facts.name}-{resolved.name}")
     except GoldtuneError as error:
         return Outcome(hw, profile, None, 0, _error_text(error))

@@ -5,8 +5,8 @@ carry explicit overrides of single settings. It never holds hardware-dependent v
 from the rules. ``extends:`` layers profiles; every knob remembers which profile set it.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would have to eval every annotation
+# string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal

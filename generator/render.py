@@ -12,9 +12,8 @@ import functools
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 
@@ -52,8 +51,7 @@ MANIFEST_FORMAT = "goldtune-bundle/1"
 GPU_ACTION_ORDER = ("persistence", "ecc", "mig", "compute-mode", "clocks", "power-limit")
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """One rendered file: where it goes, which template writes it, its mode, when it exists."""
 
     path: str  # in the bundle; ``{profile}`` is the profile name
@@ -226,8 +224,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class ModprobeLine:
+class ModprobeLine(NamedTuple):
     """One modprobe.d line; a module's options share one ``options`` line."""
 
     text: str

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, get_args
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal, NamedTuple, get_args
 
 # The fixed vocabulary of `gen explain --json` (a stable interface).
 SettingKind = Literal[
@@ -40,8 +41,7 @@ KIND_TITLES: dict[str, str] = {
 assert set(KIND_TITLES) == set(SETTING_KINDS)
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One value the bundle carries.
 
     ``kind``/``key``/``value`` follow the fixed vocabulary of ``gen explain --json``; ``value`` is
@@ -76,24 +76,21 @@ class Setting:
         return data
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):
     """Something a rule decided *not* to set, said out loud (e.g. RDMA paths need no TCP sysctl)."""
 
     text: str
     rule: str = ""
 
 
-@dataclass(frozen=True)
-class Warning:
+class Warning(NamedTuple):
     """A cross-check that passed with a caveat the reviewer should read."""
 
     text: str
     check: str
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """Everything the bundle will carry, in a stable order; the single source of truth."""
 
     hardware_name: str
@@ -101,7 +98,7 @@ class Plan:
     settings: tuple[Setting, ...]
     notes: tuple[Note, ...] = ()
     warnings: tuple[Warning, ...] = ()
-    inputs: dict[str, str] = field(default_factory=dict)  # role -> sha256 of the input file
+    inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return tuple(s for s in self.settings if s.kind == kind)

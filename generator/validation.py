@@ -16,7 +16,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 class StrictModel(BaseModel):
     """Frozen, unknown keys forbidden, no silent coercion of strings into numbers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 def dotted_path(loc: Sequence[int | str]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 from generator.setting import Note, Plan, Setting, Warning
 
@@ -66,7 +65,7 @@ def full_plan(**changes: object) -> Plan:
         warnings=(Warning("huge pages take 40% of RAM", check="hugepages"),),
         inputs=dict(DIGESTS),
     )
-    return dataclasses.replace(plan, **changes)  # type: ignore[arg-type]
+    return plan._replace(**changes)
 
 
 def minimal_plan() -> Plan:

@@ -3,7 +3,6 @@ cross-checks, and the `gen explain --json` contract."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -353,7 +352,7 @@ def test_a_rule_that_emits_an_unknown_key_is_still_an_error(monkeypatch: pytest.
 
     def run_rules_with_typo(facts_: Facts, profile_: Profile) -> tuple[list[Setting], list[Any]]:
         proposed, notes = real_run_rules(facts_, profile_)
-        return [*proposed, dataclasses.replace(typo, rule="memory.swappiness")], notes
+        return [*proposed, typo._replace(rule="memory.swappiness")], notes
 
     monkeypatch.setattr(plan, "run_rules", run_rules_with_typo)
     with pytest.raises(InputError, match="unknown sysctl 'net.core.no_such_knob'"):

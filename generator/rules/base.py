@@ -7,7 +7,7 @@ an id and an area by ``@rule`` and listed once in ``generator.rules.REGISTRY``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.facts import Facts
 from generator.profile import Profile
@@ -17,8 +17,7 @@ Output = Iterable[Setting | Note]
 RuleFunc = Callable[[Facts, Profile], Output]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     id: str
     area: str
     func: RuleFunc

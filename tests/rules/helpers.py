@@ -9,7 +9,6 @@ imports them to prove that every rule emits something somewhere.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -71,7 +70,7 @@ def with_cpufreq_driver(base: Facts, driver: str | None) -> Facts:
     """The same facts with the CPU model's cpufreq driver replaced (no shipped CPU states EPP)."""
     assert base.cpu.model is not None, "give the case a cpu.model first"
     model = base.cpu.model.model_copy(update={"cpufreq_driver": driver})
-    return dataclasses.replace(base, cpu=dataclasses.replace(base.cpu, model=model))
+    return base._replace(cpu=base.cpu._replace(model=model))
 
 
 def profile(intent: str, *, name: str = "test", overrides: Sequence[Mapping[str, Any]] = (),

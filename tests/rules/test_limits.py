@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
@@ -74,5 +73,5 @@ def test_every_nofile_limit_passes_the_nr_open_check() -> None:
     """checks.check_nofile reads every limit ending in ' nofile', root's included."""
     settings = [s for s in limits.nofile.apply(facts(), profile("training")) if isinstance(s, Setting)]
     assert check_nofile(settings) == []
-    too_big = [dataclasses.replace(s, value="2097152") if s.key == "root hard nofile" else s for s in settings]
+    too_big = [s._replace(value="2097152") if s.key == "root hard nofile" else s for s in settings]
     assert [error.split("=")[0] for error in check_nofile(too_big)] == ["limit root hard nofile"]

@@ -1,0 +1,71 @@
+"""Validated catalog entries kept between runs, as ``__pycache__`` keeps compiled modules.
+
+Reading and validating the shipped ``hardware_db/`` files is a fixed cost of every run that grows
+with the catalog. The validated entries of one folder are pickled under ``generator/__catalog_cache__/``
+together with a key: the digest of every file's name and bytes in the folder, of the source
+files that define and validate the entries, and the versions of goldtune, pydantic and Python.
+A changed, added or removed file, or a changed model, changes the key, and the folder is
+validated again. A cache that cannot be read is ignored; a read-only install simply
+validates every time. Like ``__pycache__``, whoever can write the package can change what it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pydantic
+
+from generator import __version__
+
+CACHE_DIR = Path(__file__).resolve().parent / "__catalog_cache__"
+FORMAT = 1
+
+T = TypeVar("T")
+
+
+def cache_key(folder: Path, code: tuple[Path, ...]) -> str:
+    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{sys.version}".encode())
+    for path in [*code, *sorted(folder.glob("*.yaml"))]:
+        digest.update(f"\0{path.name}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
+    """``load()``'s result for ``folder``, from the cache when neither the folder's YAML files
+    nor the ``code`` files that define its models changed since it was stored."""
+    key = cache_key(folder, code)
+    path = CACHE_DIR / f"{folder.name}.pickle"
+    try:
+        stored_key, value = pickle.loads(path.read_bytes())
+        if stored_key == key:
+            return value  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - a missing, stale or damaged cache only means validating again
+        pass
+    value = load()
+    _store(path, (key, value))
+    return value
+
+
+def _store(path: Path, entry: object) -> None:
+    try:
+        CACHE_DIR.mkdir(exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=CACHE_DIR)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            pickle.dump(entry, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)  # readers see the old file or the new one, never a half
+    except (OSError, pickle.PicklingError):
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
