@@ -1,7 +1,7 @@
 """Write a rendered bundle to disk: atomically, deterministically, and only where it is ours.
 
-The files are written into a fresh temporary directory beside the target and fsynced; then the
-old bundle is renamed aside, the new one renamed into place and the old one removed. A failure at
+The files are written into a fresh temporary directory beside the target and flushed to disk
+(one sync for a whole batch of bundles in a matrix); then the old bundle is renamed aside, the new one renamed into place and the old one removed. A failure at
 any point before the swap leaves the previous bundle byte for byte as it was and removes the
 temporary directory. The target is never followed through a symbolic link, and an existing
 directory is only replaced when it is empty or a goldtune bundle (our manifest.json, and no file
@@ -15,12 +15,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundleread import MANIFEST
-from generator.errors import GenerationError, InputError, Problem
+from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755
 MAX_LISTED = 5
@@ -28,7 +28,39 @@ MAX_LISTED = 5
 
 def write_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> Path:
     """Replace ``target`` with exactly ``files``; returns the absolute bundle directory."""
-    target = Path(os.path.abspath(target))
+    outcome = write_bundles([(files, target)])[0]
+    if isinstance(outcome, GoldtuneError):
+        raise outcome
+    return outcome
+
+
+def write_bundles(bundles: Sequence[tuple[Mapping[str, tuple[bytes, int]], Path]]) -> list[Path | GoldtuneError]:
+    """Write several bundles with one flush to disk: stage each, sync once, then swap each in.
+
+    Each bundle still replaces its target atomically and only once its files are durable; a
+    bundle that fails leaves its target as it was and does not stop the others. The result is,
+    per bundle, its absolute directory or the error.
+    """
+    staged: list[tuple[Path, Path] | GoldtuneError] = []
+    try:
+        for files, target in bundles:
+            try:
+                staged.append(stage_bundle(files, Path(os.path.abspath(target))))
+            except GoldtuneError as error:
+                staged.append(error)
+        # One flush of everything written instead of an fsync per file and directory: the new
+        # trees are durable before they are swapped in, at a fraction of the cost.
+        os.sync()
+    except BaseException:
+        for item in staged:
+            if not isinstance(item, GoldtuneError):
+                shutil.rmtree(item[0], ignore_errors=True)
+        raise
+    return [item if isinstance(item, GoldtuneError) else _swap_or_error(*item) for item in staged]
+
+
+def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[Path, Path]:
+    """Write ``files`` into a new temporary directory beside ``target``: (staging, target)."""
     check_bundle_paths(files)
     try:
         check_target(target)
@@ -41,11 +73,21 @@ def write_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> Path:
         raise GenerationError(f"{target.parent}: cannot create the bundle here: {error.strerror}") from error
     try:
         write_tree(staging, files)
-        swap_in(staging, target)
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(error, OSError):
             raise GenerationError(f"{target}: cannot write the bundle: {error.strerror or error}") from error
+        raise
+    return staging, target
+
+
+def _swap_or_error(staging: Path, target: Path) -> Path | GoldtuneError:
+    try:
+        swap_in(staging, target)
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(error, OSError):
+            return GenerationError(f"{target}: cannot write the bundle: {error.strerror or error}")
         raise
     return target
 
@@ -116,9 +158,6 @@ def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
     os.chmod(root, DIR_MODE)
     for path, (content, mode) in sorted(files.items()):
         write_file(root, path, content, mode)
-    # One flush of everything written instead of an fsync per file and directory: the new tree
-    # is durable before it is swapped in, at a fraction of the cost for a matrix of bundles.
-    os.sync()
 
 
 def write_file(root: Path, path: str, content: bytes, mode: int) -> None:

@@ -179,22 +179,25 @@ def diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[s
 @click.option("--all-profiles", is_flag=True, help="Every shipped profile.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
               metavar="DIR", help="Root directory; each bundle goes to DIR/<hardware>-<profile>/.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes writing bundles  [default: the CPUs this process may use]")
 @reports_errors
 def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bool, all_profiles: bool,
-           output: Path) -> None:
+           output: Path, jobs: int | None) -> None:
     """Generate every hardware x profile combination in one call.
 
     \b
       gen matrix --hw dgx-a100 --hw dgx-h100 --profile training -o out/
       gen matrix --all-systems --all-profiles
 
-    Each bundle is written atomically; a failed combination does not stop the others. Prints a
-    summary table; exit status 1 when any combination failed.
+    Each bundle is written atomically; a failed combination does not stop the others, and two
+    combinations that would write the same directory are refused before anything is written.
+    Prints a summary table; exit status 1 when any combination failed.
     """
     from generator.commands import run_matrix
 
     try:
-        status = run_matrix(hardware, profiles, all_systems, all_profiles, output)
+        status = run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs)
     except click.UsageError as error:
         error.exit_code = 2
         raise

@@ -158,9 +158,9 @@ def run_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tup
 
 
 def run_matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems_flag: bool,
-               all_profiles_flag: bool, output_root: Path) -> int:
+               all_profiles_flag: bool, output_root: Path, jobs: int | None = None) -> int:
     from generator.catalog import load_catalog
-    from generator.matrix import all_profiles, all_systems, generate_matrix, run_with_progress
+    from generator.matrix import all_profiles, all_systems, default_jobs, generate_matrix, run_with_progress
 
     catalog = load_catalog()
     systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))
@@ -168,8 +168,8 @@ def run_matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems
     if not systems or not chosen:
         raise click.UsageError("name at least one --hw (or --all-systems) and one --profile (or --all-profiles)")
     on_terminal = click.get_text_stream("stderr").isatty()
-    outcomes = run_with_progress(len(systems) * len(chosen), generate_matrix(systems, chosen, output_root, catalog),
-                                 on_terminal, click.progressbar)
+    generated = generate_matrix(systems, chosen, output_root, catalog, jobs or default_jobs())
+    outcomes = run_with_progress(len(systems) * len(chosen), generated, on_terminal, click.progressbar)
     rows = [[o.hardware, o.profile, "ok" if o.ok else "FAILED", str(o.bundle) if o.bundle else o.error,
              str(o.settings) if o.ok else ""] for o in outcomes]
     click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))

@@ -1,20 +1,38 @@
-"""Generate every hardware x profile combination in one call, each bundle written atomically."""
+"""Generate every hardware x profile combination in one call, each bundle written atomically.
+
+The inputs are loaded once, in this process: every hardware file and every profile, so that a
+broken file fails only its own combinations and two combinations that would write the same
+directory are caught before anything is written. Planning, rendering and writing then run in
+worker processes (one per CPU by default), each bundle still swapped into place atomically.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from generator.bundle import write_bundle
+from generator.bundle import write_bundles
 from generator.catalog import Catalog, load_catalog
 from generator.errors import GoldtuneError
+from generator.facts import Facts
 from generator.hardware import load_facts
 from generator.inputs import Inputs
 from generator.paths import profiles_dir
 from generator.plan import build_plan
-from generator.profile import load_profile
-from generator.render import render_bundle
+from generator.profile import Profile, load_profile
+from generator.render import RenderedFiles, preload_templates, render_bundle
+from generator.setting import Plan
+
+# Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
+# time: large enough that syncs and the pool's messaging stay cheap, small enough that the
+# progress bar moves and the workers finish together.
+BATCH = 8
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,17 @@ class Outcome:
         return not self.error
 
 
+@dataclass(frozen=True)
+class Combination:
+    """One bundle to write, with its inputs already loaded, or the reason it cannot be."""
+
+    hardware: str
+    profile: str
+    inputs: Inputs | None
+    target: Path  # unused when inputs is None
+    error: str = ""
+
+
 def all_systems(catalog: Catalog) -> list[str]:
     return list(catalog.system_files)
 
@@ -38,42 +67,142 @@ def all_profiles() -> list[str]:
     return sorted(path.stem for path in profiles_dir().glob("*.yaml"))
 
 
+def default_jobs() -> int:
+    """The CPUs this process may run on (a container's or taskset's limit, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _error_text(error: GoldtuneError) -> str:
     return "; ".join(error.lines())
 
 
-def generate_matrix(hardware: list[str], profiles: list[str], output_root: Path,
-                    catalog: Catalog | None = None) -> Iterator[Outcome]:
-    """Yield one outcome per combination; a failure never stops the others."""
-    catalog = catalog or load_catalog()
-    loaded_profiles: dict[str, object] = {}
-    for profile in profiles:
+def _load_each(names: list[str], load: Callable[[str], tuple[object, Path]]) -> dict[str, tuple[object, Path] | str]:
+    loaded: dict[str, tuple[object, Path] | str] = {}
+    for name in names:
         try:
-            loaded_profiles[profile] = load_profile(profile)
+            loaded[name] = load(name)
         except GoldtuneError as error:
-            loaded_profiles[profile] = error
+            loaded[name] = _error_text(error)
+    return loaded
+
+
+def plan_combinations(hardware: list[str], profiles: list[str], output_root: Path,
+                      catalog: Catalog) -> list[Combination]:
+    """Every combination in order, hardware-major; a failed input or a taken directory is its error."""
+    facts = _load_each(hardware, lambda name: load_facts(name, catalog))
+    resolved = _load_each(profiles, load_profile)
+    combinations: list[Combination] = []
+    claimed: dict[Path, str] = {}
     for hw in hardware:
-        try:
-            facts_and_path: object = load_facts(hw, catalog)
-        except GoldtuneError as error:
-            facts_and_path = error
         for profile in profiles:
-            yield _one(hw, profile, facts_and_path, loaded_profiles[profile], output_root)
+            loaded_hw, loaded_profile = facts[hw], resolved[profile]
+            if isinstance(loaded_hw, str) or isinstance(loaded_profile, str):
+                error = loaded_hw if isinstance(loaded_hw, str) else loaded_profile
+                combinations.append(Combination(hw, profile, None, Path(), str(error)))
+                continue
+            hw_facts, hw_path = loaded_hw
+            profile_value, profile_path = loaded_profile
+            assert isinstance(hw_facts, Facts) and isinstance(profile_value, Profile)
+            target = output_root / f"{hw_facts.name}-{profile_value.name}"
+            label = f"{hw} x {profile}"
+            if target in claimed:
+                combinations.append(Combination(hw, profile, None, target, f"would write {target}, as {claimed[target]} "
+                                                "does; set a different name: in one of their files"))
+                continue
+            claimed[target] = label
+            inputs = Inputs(hw_facts, profile_value, hw_path, profile_path)
+            combinations.append(Combination(hw, profile, inputs, target))
+    return combinations
 
 
-def _one(hw: str, profile: str, facts_and_path: object, profile_and_path: object, output_root: Path) -> Outcome:
-    for loaded in (facts_and_path, profile_and_path):
-        if isinstance(loaded, GoldtuneError):
-            return Outcome(hw, profile, None, 0, _error_text(loaded))
-    facts, hw_path = facts_and_path  # type: ignore[misc]
-    resolved, profile_path = profile_and_path  # type: ignore[misc]
+class Rendered(NamedTuple):
+    combination: Combination
+    plan: Plan
+    files: RenderedFiles
+
+
+def write_batch(combinations: list[Combination]) -> list[Outcome]:
+    """Plan, render and write each combination; the bundles share one flush to disk."""
+    prepared = [_render(combination) for combination in combinations]
+    ready = [item for item in prepared if isinstance(item, Rendered)]
+    written = iter(write_bundles([(item.files, item.combination.target) for item in ready]))
+    return [_written(item, next(written)) if isinstance(item, Rendered) else item for item in prepared]
+
+
+def _render(combination: Combination) -> Rendered | Outcome:
+    if combination.inputs is None:
+        return Outcome(combination.hardware, combination.profile, None, 0, combination.error)
+    inputs = combination.inputs
     try:
-        inputs = Inputs(facts, resolved, hw_path, profile_path)
-        plan = build_plan(facts, resolved)._replace(inputs=inputs.digests)
-        bundle = write_bundle(render_bundle(plan), output_root / f"{facts.name}-{resolved.name}")
+        plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
+        return Rendered(combination, plan, render_bundle(plan))
     except GoldtuneError as error:
-        return Outcome(hw, profile, None, 0, _error_text(error))
-    return Outcome(hw, profile, bundle, len(plan.settings), "")
+        return Outcome(combination.hardware, combination.profile, None, 0, _error_text(error))
+
+
+def _written(item: Rendered, result: Path | GoldtuneError) -> Outcome:
+    hw, profile = item.combination.hardware, item.combination.profile
+    if isinstance(result, GoldtuneError):
+        return Outcome(hw, profile, None, 0, _error_text(result))
+    return Outcome(hw, profile, result, len(item.plan.settings), "")
+
+
+def generate_matrix(hardware: list[str], profiles: list[str], output_root: Path,
+                    catalog: Catalog | None = None, jobs: int = 1) -> Iterator[Outcome]:
+    """Yield one outcome per combination, in order; a failure never stops the others."""
+    combinations = plan_combinations(hardware, profiles, output_root, catalog or load_catalog())
+    batches = [combinations[start:start + BATCH] for start in range(0, len(combinations), BATCH)]
+    workers = min(jobs, len(batches))
+    if workers <= 1 or not _can_fork():
+        for batch in batches:
+            yield from write_batch(batch)
+        return
+    yield from _in_workers(batches, workers)
+
+
+def _can_fork() -> bool:
+    # Workers inherit the loaded inputs and compiled templates through fork; elsewhere (or where
+    # fork is unsafe, as on macOS) the matrix runs in this process.
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+
+
+# What the forked workers read: set just before the pool starts, inherited, never pickled.
+_BATCHES: list[list[Combination]] = []
+
+
+def _write_nth(index: int) -> list[Outcome]:
+    return write_batch(_BATCHES[index])
+
+
+def _worker_signals() -> None:
+    # Ctrl-C is the parent's to handle; when it then terminates the pool, SIGTERM unwinds the
+    # worker, so a bundle being written removes its staging directory instead of leaving it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_term)
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outcome]:
+    global _BATCHES
+    _BATCHES = batches
+    preload_templates()
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+    try:
+        for outcomes in pool.imap(_write_nth, range(len(batches))):
+            yield from outcomes
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        _BATCHES = []
 
 
 def run_with_progress(combinations: int, outcomes: Iterator[Outcome], show: bool,

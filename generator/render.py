@@ -157,6 +157,13 @@ def make_environment() -> jinja2.Environment:
     return env
 
 
+def preload_templates() -> None:
+    """Compile every template now (before forking workers that then share them)."""
+    env = make_environment()
+    for output in OUTPUTS:
+        env.get_template(output.template)
+
+
 def yaml_string(text: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
     return json.dumps(text, ensure_ascii=False)

@@ -196,3 +196,31 @@ def test_bundles_are_byte_identical_across_runs_and_hash_seeds(tmp_path: Path) -
         assert result.returncode == 0, result.stderr
         trees.append(tree(target))
     assert trees[0] == trees[1]
+
+
+def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    syncs = []
+    monkeypatch.setattr(os, "sync", lambda: syncs.append(1))
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "todo.txt").write_text("important")
+    files = render_bundle(minimal_plan())
+    results = bundle.write_bundles([(files, tmp_path / "a"), (files, foreign), (files, tmp_path / "b")])
+    assert syncs == [1]
+    assert results[0] == tmp_path / "a" and results[2] == tmp_path / "b"
+    assert isinstance(results[1], InputError) and "not a goldtune bundle" in str(results[1])
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+    assert tree(foreign) == {"todo.txt": ("0644", b"important")}
+    assert sorted(os.listdir(tmp_path)) == ["a", "b", "notes"]  # no staging directory left
+
+
+def test_interrupted_batch_leaves_no_staging_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "sync", interrupted)
+    files = render_bundle(minimal_plan())
+    with pytest.raises(KeyboardInterrupt):
+        bundle.write_bundles([(files, tmp_path / "a"), (files, tmp_path / "b")])
+    assert os.listdir(tmp_path) == []

@@ -44,3 +44,35 @@ def test_all_systems_all_profiles(tmp_path):
 def test_matrix_needs_something_to_do(tmp_path):
     result = gen("matrix", "-o", str(tmp_path))
     assert result.returncode == 2 and "--all-systems" in result.stderr
+
+
+def tree(root):
+    return {str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
+            for p in sorted(root.rglob("*"))}
+
+
+def test_workers_write_the_same_bundles_in_the_same_order_as_one_process(tmp_path):
+    args = ["matrix", "--all-systems", "--profile", "inference", "--profile", "training"]
+    serial = gen(*args, "-j", "1", "-o", str(tmp_path / "serial"))
+    forked = gen(*args, "-j", "2", "-o", str(tmp_path / "forked"))
+    assert serial.returncode == forked.returncode == 0, serial.stderr + forked.stderr
+    assert serial.stdout.replace("/serial/", "/X/") == forked.stdout.replace("/forked/", "/X/")
+    assert tree(tmp_path / "serial") == tree(tmp_path / "forked")
+    assert not [p for p in (tmp_path / "forked").iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_two_combinations_that_would_write_one_directory_are_caught(tmp_path, write):
+    first = write("a/rack.yaml", "system: dgx-a100\n")
+    second = write("b/rack.yaml", "system: dgx-h100\n")
+    result = gen("matrix", "--hw", str(first), "--hw", str(second), "--profile", "inference", "-o", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "1 written, 1 failed" in result.stdout
+    assert f"would write {tmp_path / 'out' / 'rack-inference'}" in result.stdout
+    rows = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines() if "rack.yaml" in line}
+    assert rows == {str(first): "ok", str(second): "FAILED"}
+    assert "A100" in (tmp_path / "out" / "rack-inference" / "EXPLAIN.md").read_text()
+
+
+def test_jobs_must_be_positive(tmp_path):
+    result = gen("matrix", "--hw", "l4-inference", "--profile", "inference", "-j", "0", "-o", str(tmp_path))
+    assert result.returncode == 2 and "--jobs" in result.stderr
