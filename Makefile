@@ -24,5 +24,9 @@ test: $(STAMP)
 test-long: $(STAMP)
 	$(BIN)/python -m pytest --hypothesis-profile=long tests/test_properties.py
 
+## bench: print the performance figures (bench/bench.py; no timed assertions in the tests)
+bench: $(STAMP)
+	$(BIN)/python bench/bench.py
+
 clean:
 	rm -rf $(VENV) out/*-*/

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -39,6 +40,22 @@ def test_installed_package_finds_its_data_from_elsewhere(installed: Path, tmp_pa
     assert listing.returncode == 0 and "dgx-h100" in listing.stdout, listing.stderr
     check = run_installed(installed, tmp_path, "-m", "generator", "check", "--hw", "dgx-b200", "--profile", "training")
     assert check.returncode == 0, check.stderr
+
+
+def test_caches_are_not_shipped_but_built_where_installed(installed: Path, tmp_path: Path):
+    package = installed / "generator"
+    record = next(installed.glob("*.dist-info/RECORD")).read_text()
+    for cache in ("__jinja_cache__", "__catalog_cache__"):
+        assert cache not in record, f"{cache} was shipped in the wheel"
+        shutil.rmtree(package / cache, ignore_errors=True)  # made by the other tests' runs
+    first = run_installed(installed, tmp_path, "-m", "generator", "--hw", "dgx-h100", "--profile", "inference",
+                          "-o", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in (package / "__catalog_cache__").iterdir()) == ["cpus.pickle", "gpus.pickle", "nics.pickle"]
+    second = run_installed(installed, tmp_path, "-m", "generator", "--hw", "dgx-h100", "--profile", "inference",
+                           "-o", str(tmp_path / "b"))
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
 
 
 def test_console_script_is_declared():
