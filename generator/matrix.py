@@ -68,7 +68,7 @@ def all_profiles() -> list[str]:
 
 
 def default_jobs() -> int:
-    """The CPUs this process may run on (a container's or taskset's limit, not the host's)."""
+    """The CPUs this process may run on (a taskset or cpuset limits them; a CPU quota does not)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
