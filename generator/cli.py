@@ -190,8 +190,8 @@ def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bo
       gen matrix --hw dgx-a100 --hw dgx-h100 --profile training -o out/
       gen matrix --all-systems --all-profiles
 
-    Each bundle is written atomically; a failed combination does not stop the others, and two
-    combinations that would write the same directory are refused before anything is written.
+    Each bundle is written atomically; a failed combination does not stop the others, and one
+    that would write the same directory as an earlier one fails instead of overwriting it.
     Prints a summary table; exit status 1 when any combination failed.
     """
     from generator.commands import run_matrix
