@@ -1,9 +1,9 @@
 """Write a rendered bundle to disk: atomically, deterministically, and only where it is ours.
 
 The files are written into a fresh temporary directory beside the target and flushed to disk
-(one sync for a whole batch of bundles in a matrix); then the old bundle is renamed aside, the new one renamed into place and the old one removed. A failure at
-any point before the swap leaves the previous bundle byte for byte as it was and removes the
-temporary directory. The target is never followed through a symbolic link, and an existing
+(one sync for a whole batch of bundles in a matrix); then the old bundle is renamed aside, the
+new one renamed into place and the old one removed. A failure at any point before the swap
+leaves the previous bundle byte for byte as it was and removes the temporary directory. The target is never followed through a symbolic link, and an existing
 directory is only replaced when it is empty or a goldtune bundle (our manifest.json, and no file
 the manifest does not list).
 """

@@ -15,10 +15,10 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field, StringConstraints
 
+from generator import validation
 from generator.catalog_cache import cached
 from generator.errors import InputError, Problem
 from generator.paths import hardware_db_dir
-from generator import validation
 from generator.validation import StrictModel, validate_model
 from generator.yamlio import read_yaml_file
 

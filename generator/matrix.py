@@ -107,12 +107,11 @@ def plan_combinations(hardware: list[str], profiles: list[str], output_root: Pat
             profile_value, profile_path = loaded_profile
             assert isinstance(hw_facts, Facts) and isinstance(profile_value, Profile)
             target = output_root / f"{hw_facts.name}-{profile_value.name}"
-            label = f"{hw} x {profile}"
             if target in claimed:
                 combinations.append(Combination(hw, profile, None, target, f"would write {target}, as {claimed[target]} "
                                                 "does; set a different name: in one of their files"))
                 continue
-            claimed[target] = label
+            claimed[target] = f"{hw} x {profile}"
             inputs = Inputs(hw_facts, profile_value, hw_path, profile_path)
             combinations.append(Combination(hw, profile, inputs, target))
     return combinations

@@ -14,7 +14,11 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
-    """Frozen, unknown keys forbidden, no silent coercion of strings into numbers."""
+    """Frozen, unknown keys forbidden, no silent coercion of strings into numbers.
+
+    Validators are built on first use (defer_build), so a run pays only for the models it
+    validates against; defaults that are models use ``default_factory`` to keep it that way.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
