@@ -15,7 +15,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.errors import GoldtuneError
-from generator.setting import SETTING_KINDS
+from generator.model.setting import SETTING_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,7 +82,7 @@ def main(ctx: click.Context, hardware: str | None, profile: str | None, output: 
             click.echo("\nerror: the main job needs both --hw and --profile", err=True)
             sys.exit(2)
         return
-    from generator.commands import run_generate
+    from generator.commands.inspect import run_generate
 
     run_generate(hardware, profile, output)
 
@@ -92,7 +92,7 @@ def main(ctx: click.Context, hardware: str | None, profile: str | None, output: 
 @reports_errors
 def check(hardware: str, profile: str) -> None:
     """Validate a hardware description and a profile, and the references between them."""
-    from generator.commands import run_check
+    from generator.commands.inspect import run_check
 
     run_check(hardware, profile)
 
@@ -102,7 +102,7 @@ def check(hardware: str, profile: str) -> None:
 @reports_errors
 def list_command(as_json: bool) -> None:
     """Show the shipped systems, GPUs, NICs, CPUs and profiles."""
-    from generator.commands import run_list
+    from generator.commands.inspect import run_list
 
     run_list(as_json)
 
@@ -112,7 +112,7 @@ def list_command(as_json: bool) -> None:
 @reports_errors
 def schema(which: str) -> None:
     """Print the JSON Schema of the hardware or profile format (for editors' YAML servers)."""
-    from generator.commands import input_schema
+    from generator.commands.inspect import input_schema
 
     click.echo(json.dumps(input_schema(which), indent=2, sort_keys=True))
 
@@ -126,7 +126,7 @@ def schema(which: str) -> None:
 @reports_errors
 def explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:
     """Print every planned setting with its value, the rule that set it and why."""
-    from generator.commands import run_explain
+    from generator.commands.inspect import run_explain
 
     run_explain(hardware, profile, keys, kinds, as_json)
 
@@ -136,7 +136,7 @@ def explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str
 @reports_errors
 def rules(as_json: bool) -> None:
     """List every rule: id, area and what it decides."""
-    from generator.commands import run_rules
+    from generator.commands.inspect import run_rules
 
     run_rules(as_json)
 
@@ -162,7 +162,7 @@ def diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[s
 
     Exit status like diff(1): 0 same, 1 different, 2 trouble.
     """
-    from generator.commands import run_diff
+    from generator.commands.inspect import run_diff
 
     try:
         status = run_diff(bundles, hardware, profiles, output_format)
@@ -194,7 +194,7 @@ def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bo
     that would write the same directory as an earlier one fails instead of overwriting it.
     Prints a summary table; exit status 1 when any combination failed.
     """
-    from generator.commands import run_matrix
+    from generator.commands.inspect import run_matrix
 
     try:
         status = run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs)
@@ -227,6 +227,6 @@ def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool
     Exit status: 0 every applicable setting is in effect, 1 something differs or is missing,
     2 bad input.
     """
-    from generator.verify import run_verify
+    from generator.verify.run import run_verify
 
     sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json))

@@ -7,6 +7,11 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def cache_dir(name: str) -> Path:
+    """A cache folder inside the installed package (like __pycache__), never in the data folders."""
+    return _PACKAGE_DIR / name
+
+
 def data_dir(name: str) -> Path:
     """Return the shipped data folder ``name`` (templates, hardware_db, profiles).
 

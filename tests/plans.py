@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from generator.setting import Note, Plan, Setting, Warning
+from generator.model.setting import Note, Plan, Setting, Warning
 
 DIGESTS = {"hardware": "a" * 64, "profile": "b" * 64}
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from plans import full_plan, minimal_plan
 
-from generator import bundle
-from generator.bundle import check_bundle_paths, write_bundle
+from generator.bundle import write as bundle
+from generator.bundle.write import check_bundle_paths, write_bundle
 from generator.errors import GenerationError, InputError
-from generator.render import render_bundle
+from generator.render.render import render_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import catalog_cache
-from generator.catalog import GpuModel, _load_entries, load_catalog
+from generator.inputs import catalog_cache
+from generator.inputs.catalog import GpuModel, _load_entries, load_catalog
 from generator.paths import hardware_db_dir
 
 

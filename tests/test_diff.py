@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.bundleread import read_bundle
-from generator.diff import diff_bundles, format_json, format_markdown, format_terminal
-from generator.generate import generate_bundle
+from generator.bundle.read import read_bundle
+from generator.commands.diff import diff_bundles, format_json, format_markdown, format_terminal
+from generator.commands.generate import generate_bundle
 from tests.conftest import REPO
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from generator.catalog import load_catalog
+from generator.inputs.catalog import load_catalog
 from generator.errors import InputError
-from generator.hardware import deep_merge, load_facts
+from generator.inputs.hardware import deep_merge, load_facts
 from tests.conftest import MINIMAL_HW
 
 CATALOG = load_catalog()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from plans import full_plan, plan_without, setting
 
-from generator.bundle import write_bundle
-from generator.render import render_bundle
-from generator.setting import Plan
+from generator.bundle.write import write_bundle
+from generator.render.render import render_bundle
+from generator.model.setting import Plan
 
 TOOLS = ("sh", "cp", "cmp", "mkdir", "chmod", "chown", "mv", "rm", "cat", "dirname", "stat", "id", "grep",
          "sed", "readlink", "tr", "printf")

@@ -27,17 +27,17 @@ from rules.helpers import (
     settings_of,
 )
 
-from generator import checks, plan
+from generator.plan import build as plan, checks
 from generator.cli import main
-from generator.cpulist import compress_cpus, expand_cpus
+from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.errors import InputError
-from generator.facts import Facts
-from generator.inputs import load_inputs
-from generator.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
-from generator.profile import Profile
+from generator.inputs.facts import Facts
+from generator.inputs.load import load_inputs
+from generator.plan.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
+from generator.inputs.profile import Profile
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule, kernel_arg, sysctl
-from generator.setting import SETTING_KINDS, Plan, Setting
+from generator.model.setting import SETTING_KINDS, Plan, Setting
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = sorted(path.stem for path in (ROOT / "hardware_db" / "systems").glob("*.yaml"))
@@ -80,7 +80,7 @@ class TestShippedPlans:
             table = {"sysctl": KNOWN_SYSCTLS, "kernel-arg": KNOWN_KERNEL_ARGS}.get(setting.kind)
             if table is None:
                 continue
-            assert setting.key in table, f"{setting.kind} {setting.key} is not in generator.known_keys"
+            assert setting.key in table, f"{setting.kind} {setting.key} is not in generator.plan.known_keys"
             assert table[setting.key].available(facts_.os.kernel, facts_.cpu.arch), setting.key
 
     def test_no_trap_and_no_check_error(self, system: str, prof: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import InputError
-from generator.profile import DEFAULT_ORIGIN, load_profile
+from generator.inputs.profile import DEFAULT_ORIGIN, load_profile
 
 
 def test_shipped_extends_chain_and_provenance():

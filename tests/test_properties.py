@@ -22,8 +22,8 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from generator.catalog import CpuModel, GpuModel, load_catalog
-from generator.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
+from generator.inputs.catalog import CpuModel, GpuModel, load_catalog
+from generator.plan.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
 from tests.conftest import IN_CI, PROFILES, REPO, SYSTEMS, missing_tool
 from tests.generate import generate
 from tests.validators import tools

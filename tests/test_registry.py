@@ -25,11 +25,11 @@ from rules.helpers import Case, facts, profile
 
 import generator.rules as rules_package
 from generator.cli import main
-from generator.inputs import load_inputs
-from generator.plan import build_plan
+from generator.inputs.load import load_inputs
+from generator.plan.build import build_plan
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
-from generator.setting import Note
+from generator.model.setting import Note
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "generator" / "rules"

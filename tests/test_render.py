@@ -15,8 +15,8 @@ import yaml
 from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
 
 from generator.errors import GenerationError, InputError
-from generator.render import OUTPUTS, make_environment, render_bundle
-from generator.setting import Setting
+from generator.render.render import OUTPUTS, make_environment, render_bundle
+from generator.model.setting import Setting
 
 SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"
 GRUB = "rootfs/etc/default/grub.d/90-goldtune.cfg"
@@ -188,7 +188,7 @@ def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
 
 
 def test_plan_json_round_trips() -> None:
-    from generator.planio import plan_from_data
+    from generator.model.planio import plan_from_data
 
     plan = full_plan()
     data = json.loads(render_bundle(plan)["plan.json"][0])
@@ -271,7 +271,7 @@ def test_grub_dropin_passes_shellcheck(full: dict[str, str], tmp_path: Path) -> 
 
 
 def test_user_data_that_does_not_round_trip_is_refused() -> None:
-    from generator.delivery import OverlayFile, check_user_data
+    from generator.render.delivery import OverlayFile, check_user_data
 
     overlay = [OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "  leading spaces\n\n\n")]
     broken = b'#cloud-config\nwrite_files:\n  - path: "/etc/x.conf"\n    permissions: "0644"\n    content: |\n        leading spaces\n'

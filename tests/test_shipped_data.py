@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.catalog import CpuModel, GpuModel, NicModel, _normalise, load_catalog
-from generator.hardware import load_facts
-from generator.profile import load_profile
-from generator.validation import validate_model
-from generator.yamlio import read_yaml_file
+from generator.inputs.catalog import CpuModel, GpuModel, NicModel, _normalise, load_catalog
+from generator.inputs.hardware import load_facts
+from generator.inputs.profile import load_profile
+from generator.inputs.schema import validate_model
+from generator.inputs.yamlio import read_yaml_file
 from tests.conftest import PROFILES, REPO, SYSTEMS
 
 DB = REPO / "hardware_db"

@@ -14,8 +14,8 @@ from conftest import PROFILES, SYSTEMS
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from generator.generate import render_for
-from generator.render import RenderedFiles
+from generator.commands.generate import render_for
+from generator.render.render import RenderedFiles
 
 
 class ConfigFileExtension(SingleFileSnapshotExtension):

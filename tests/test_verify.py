@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from generator.errors import InputError
-from generator.setting import Plan, Setting
-from generator.snapshot import parse_snapshot, render_collector
-from generator.verdicts import Verdict, load_bundle
-from generator.verify import run_verify, verify_checks
-from generator.verify_live import check_settings, parse_cmdline
+from generator.model.setting import Plan, Setting
+from generator.render.snapshot import parse_snapshot, render_collector
+from generator.verify.verdicts import Verdict, load_bundle
+from generator.verify.run import run_verify, verify_checks
+from generator.verify.live import check_settings, parse_cmdline
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 

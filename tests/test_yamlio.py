@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import InputError
-from generator.yamlio import MAX_INPUT_BYTES, read_yaml_file
+from generator.inputs.yamlio import MAX_INPUT_BYTES, read_yaml_file
 
 BAD_FILES = [
     ("duplicate.yaml", "a: 1\na: 2\n", "line 2", "duplicate key 'a'"),

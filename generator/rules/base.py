@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from generator.facts import Facts
-from generator.profile import Profile
-from generator.setting import Note, Setting
+from generator.inputs.facts import Facts
+from generator.inputs.profile import Profile
+from generator.model.setting import Note, Setting
 
 Output = Iterable[Setting | Note]
 RuleFunc = Callable[[Facts, Profile], Output]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.facts import Facts
-from generator.profile import Profile
+from generator.inputs.facts import Facts
+from generator.inputs.profile import Profile
 from generator.rules.base import Output, kernel_arg, note, rule, sysfs, tuned
 
 EPP_DRIVERS = {"intel_pstate", "amd-pstate-epp"}

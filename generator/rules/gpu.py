@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.facts import Facts, GpuGroup
-from generator.profile import Profile
+from generator.inputs.facts import Facts, GpuGroup
+from generator.inputs.profile import Profile
 from generator.rules.base import (
     Output, blacklist, gpu_action, kernel_arg, load_module, module_option, note, rule, service,
 )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.facts import Facts
-from generator.profile import Profile
+from generator.inputs.facts import Facts
+from generator.inputs.profile import Profile
 from generator.rules.base import Output, blacklist, rule, service
 
 UNNEEDED_MODULES = ("bluetooth", "btusb", "joydev", "snd_hda_intel", "uvcvideo")

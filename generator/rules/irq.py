@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from generator.cpulist import compress_cpus
-from generator.facts import Facts, NicFacts
-from generator.profile import Profile
+from generator.model.cpulist import compress_cpus
+from generator.inputs.facts import Facts, NicFacts
+from generator.inputs.profile import Profile
 from generator.rules.base import Output, irq_pin, note, rule, service
 
 PIN_MIN_GBPS = 100

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from generator.facts import Facts
-from generator.known_keys import NR_OPEN_DEFAULT
-from generator.profile import Profile
+from generator.inputs.facts import Facts
+from generator.plan.known_keys import NR_OPEN_DEFAULT
+from generator.inputs.profile import Profile
 from generator.rules.base import Output, limit, manager_default, rule, sysctl
 
 NOFILE = 1048576

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.facts import Facts
-from generator.profile import Profile
+from generator.inputs.facts import Facts
+from generator.inputs.profile import Profile
 from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
 
 # arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G (Documentation/arch/arm64/hugetlbpage.rst);

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.facts import Facts, NicFacts
-from generator.profile import Profile
+from generator.inputs.facts import Facts, NicFacts
+from generator.inputs.profile import Profile
 from generator.rules.base import MIB, Output, load_module, note, rule, sysctl
 
 # Round-trip times the socket buffers are sized for: a serving front end sees clients across a

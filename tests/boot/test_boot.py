@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from generator.snapshot import COLLECTOR_PATH, render_collector
-from generator.verdicts import load_plan
+from generator.render.snapshot import COLLECTOR_PATH, render_collector
+from generator.verify.verdicts import load_plan
 
 pytestmark = pytest.mark.boot
 
@@ -143,7 +143,7 @@ def report_timing(name: str, report: dict[str, Any], out: Path) -> None:
 def verify_snapshot() -> Any:
     """`gen verify BUNDLE --snapshot FILE --json` in a fresh interpreter: (exit status, report)."""
     def run(bundle: Path, snapshot: Path) -> tuple[int, dict[str, Any]]:
-        code = ("import sys; from pathlib import Path; from generator.verify import run_verify; "
+        code = ("import sys; from pathlib import Path; from generator.verify.run import run_verify; "
                 "sys.exit(run_verify(Path(sys.argv[1]), snapshot=Path(sys.argv[2]), as_json=True))")
         result = subprocess.run([sys.executable, "-c", code, str(bundle), str(snapshot)],
                                 cwd=REPO, capture_output=True, text=True, check=False)
@@ -168,7 +168,7 @@ def test_install_sh_into_the_debian_root_verifies_offline(bundle: Path, out_dir:
         installed = subprocess.run(["sh", str(bundle / "install.sh"), "--root", str(root)],
                                    capture_output=True, text=True, check=False)
         assert installed.returncode == 0, installed.stdout + installed.stderr
-        code = ("import sys; from pathlib import Path; from generator.verify import run_verify; "
+        code = ("import sys; from pathlib import Path; from generator.verify.run import run_verify; "
                 "sys.exit(run_verify(Path(sys.argv[1]), root=Path(sys.argv[2]), as_json=True))")
         result = subprocess.run([sys.executable, "-c", code, str(bundle), str(root)],
                                 cwd=REPO, capture_output=True, text=True, check=False)

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from generator.catalog import Catalog, load_catalog
-from generator.facts import Facts
-from generator.hardware import HardwareSpec, deep_merge, resolve_facts
-from generator.profile import KNOB_DEFAULTS, KNOB_NAMES, Knobs, Override, Profile
+from generator.inputs.catalog import Catalog, load_catalog
+from generator.inputs.facts import Facts
+from generator.inputs.hardware import HardwareSpec, deep_merge, resolve_facts
+from generator.inputs.profile import KNOB_DEFAULTS, KNOB_NAMES, Knobs, Override, Profile
 from generator.rules.base import Rule
-from generator.setting import Note, Plan, Setting
+from generator.model.setting import Note, Plan, Setting
 
 Triple = tuple[str, str, str]
 

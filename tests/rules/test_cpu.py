@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from generator.facts import Facts
+from generator.inputs.facts import Facts
 from generator.rules import cpu
-from generator.setting import Setting
+from generator.model.setting import Setting
 
 from .helpers import DUAL_EPYC, DUAL_XEON, GRACE, Case, case_ids, check_case, with_cpufreq_driver
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from generator.cpulist import compress_cpus, expand_cpus
+from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.rules import irq
-from generator.setting import Setting
+from generator.model.setting import Setting
 
 from .helpers import (
     DUAL_EPYC,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from generator.checks import NR_OPEN_DEFAULT, check_nofile
+from generator.plan.checks import NR_OPEN_DEFAULT, check_nofile
 from generator.rules import limits
 from generator.rules.base import Rule
-from generator.setting import Setting
+from generator.model.setting import Setting
 
 from .helpers import H100X8, Case, case_ids, check_case, facts, profile, settings_of
 

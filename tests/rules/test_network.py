@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.rules import network
-from generator.setting import Setting
+from generator.model.setting import Setting
 
 from .helpers import (
     Case,

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from generator.errors import InputError, Problem
-from generator.planio import plan_from_data
-from generator.setting import Plan
+from generator.model.planio import plan_from_data
+from generator.model.setting import Plan
 
 MANIFEST = "manifest.json"
 PLAN_FILE = "plan.json"

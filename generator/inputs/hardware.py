@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from generator.catalog import Catalog, CpuModel, GpuModel, NicModel
+from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
 from generator.errors import InputError, Problem
-from generator.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
-from generator.validation import StrictModel, closest, validate_model
-from generator.yamlio import read_yaml_file
+from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
+from generator.inputs.schema import StrictModel, closest, validate_model
+from generator.inputs.yamlio import read_yaml_file
 
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
 # every shell and udev metacharacter because names reach scripts and rules.

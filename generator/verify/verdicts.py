@@ -13,10 +13,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from generator.bundleread import PLAN_FILE
+from generator.bundle.read import PLAN_FILE
 from generator.errors import InputError, Problem
-from generator.planio import plan_from_data
-from generator.setting import Plan, Setting
+from generator.model.planio import plan_from_data
+from generator.model.setting import Plan, Setting
 
 MANIFEST_FILE = "manifest.json"
 OVERLAY = "rootfs/"

@@ -18,10 +18,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from generator.setting import Setting, is_driver_module
-from generator.udevmatch import Disk, assigned_scheduler, parse_rules
-from generator.verdicts import Bundle, Check, Verdict, check_of
-from generator.verify_live import arg_name, parse_cmdline
+from generator.model.setting import Setting, is_driver_module
+from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
+from generator.verify.verdicts import Bundle, Check, Verdict, check_of
+from generator.verify.live import arg_name, parse_cmdline
 
 GPU_SCRIPT = "/usr/local/libexec/goldtune/gpu-setup"
 

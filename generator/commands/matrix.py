@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from generator.bundle import write_bundles
-from generator.catalog import Catalog, load_catalog
+from generator.bundle.write import write_bundles
+from generator.inputs.catalog import Catalog, load_catalog
 from generator.errors import GoldtuneError
-from generator.facts import Facts
-from generator.hardware import load_facts
-from generator.inputs import Inputs
+from generator.inputs.facts import Facts
+from generator.inputs.hardware import load_facts
+from generator.inputs.load import Inputs
 from generator.paths import profiles_dir
-from generator.plan import build_plan
-from generator.profile import Profile, load_profile
-from generator.render import RenderedFiles, preload_templates, render_bundle
-from generator.setting import Plan
+from generator.plan.build import build_plan
+from generator.inputs.profile import Profile, load_profile
+from generator.render.render import RenderedFiles, preload_templates, render_bundle
+from generator.model.setting import Plan
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
 # time: large enough that syncs and the pool's messaging stay cheap, small enough that the

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.checks import check_plan
+from generator.plan.checks import check_plan
 from generator.errors import InputError, Problem
-from generator.facts import Facts
-from generator.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
-from generator.profile import Override, Profile
+from generator.inputs.facts import Facts
+from generator.plan.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
+from generator.inputs.profile import Override, Profile
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
-from generator.setting import KIND_ORDER, Note, Plan, Setting
+from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 
 KNOWN_TABLES = {"sysctl": KNOWN_SYSCTLS, "kernel-arg": KNOWN_KERNEL_ARGS}
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
-from generator.setting import SETTING_KINDS, Note, Plan, Setting, Warning
+from generator.model.setting import SETTING_KINDS, Note, Plan, Setting, Warning
 
 FORMAT = 1
 

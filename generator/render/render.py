@@ -3,7 +3,7 @@
 ``OUTPUTS`` is the one table of what the bundle holds: for each file its template, its path in the
 bundle, its mode and the setting kinds that make it exist (a file whose kinds the plan does not use
 is not rendered). Templates only loop and print; grouping, ordering and escaping are decided here
-and in ``generator.formats``. Nothing the user wrote is ever used as a template.
+and in ``generator.render.formats``. Nothing the user wrote is ever used as a template.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import jinja2
 
 from generator import TOOL, __version__
-from generator.bundleread import MANIFEST, PLAN_FILE
-from generator.delivery import (
+from generator.bundle.read import MANIFEST, PLAN_FILE
+from generator.render.delivery import (
     RELOAD_STEP,
     activation_steps,
     check_user_data,
@@ -29,7 +29,7 @@ from generator.delivery import (
     tuned_selection,
 )
 from generator.errors import GenerationError
-from generator.formats import (
+from generator.render.formats import (
     check_plan,
     comment_text,
     kernel_arg_text,
@@ -40,10 +40,10 @@ from generator.formats import (
     tmpfiles_field,
     unique_in_order,
 )
-from generator.paths import templates_dir
-from generator.planio import plan_to_json
-from generator.setting import KIND_TITLES, Plan, Setting, is_driver_module
-from generator.snapshot import collector_context
+from generator.paths import cache_dir, templates_dir
+from generator.model.planio import plan_to_json
+from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
+from generator.render.snapshot import collector_context
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
@@ -130,7 +130,7 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
 
 def _template_cache() -> jinja2.BytecodeCache | None:
     # Inside the package (like __pycache__), not in templates/, which the wheel copies verbatim.
-    directory = Path(__file__).resolve().parent / "__jinja_cache__"
+    directory = cache_dir("__jinja_cache__")
     try:
         directory.mkdir(exist_ok=True)
     except OSError:

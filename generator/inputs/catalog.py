@@ -15,12 +15,12 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field, StringConstraints
 
-from generator import validation
-from generator.catalog_cache import cached
+from generator.inputs import schema as validation
+from generator.inputs.catalog_cache import cached
 from generator.errors import InputError, Problem
 from generator.paths import hardware_db_dir
-from generator.validation import StrictModel, validate_model
-from generator.yamlio import read_yaml_file
+from generator.inputs.schema import StrictModel, validate_model
+from generator.inputs.yamlio import read_yaml_file
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
 PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]

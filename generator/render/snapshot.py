@@ -16,7 +16,7 @@ from typing import Any
 
 from generator import TOOL, __version__
 from generator.errors import InputError, Problem
-from generator.setting import Plan
+from generator.model.setting import Plan
 
 COLLECTOR_TEMPLATE = "collect.sh.j2"
 COLLECTOR_PATH = f"/usr/local/libexec/{TOOL}/collect"
@@ -105,7 +105,7 @@ def collector_context(plan: Plan, source: str = "plan") -> dict[str, Any]:
 
 
 def render_collector(plan: Plan, source: str = "plan") -> str:
-    from generator.render import make_environment  # render imports this module
+    from generator.render.render import make_environment  # render imports this module
 
     return make_environment().get_template(COLLECTOR_TEMPLATE).render(collector_context(plan, source))
 

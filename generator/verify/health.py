@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
-from generator.snapshot import Snapshot
-from generator.verdicts import Bundle, Check, Verdict
+from generator.render.snapshot import Snapshot
+from generator.verify.verdicts import Bundle, Check, Verdict
 
 OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING
 CONSUMERS = re.compile(

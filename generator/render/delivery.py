@@ -14,9 +14,9 @@ import yaml
 
 from generator import TOOL
 from generator.errors import GenerationError
-from generator.formats import kernel_arg_text, sh_quote
-from generator.setting import Plan, Setting, is_driver_module
-from generator.yamlio import SafeBase
+from generator.render.formats import kernel_arg_text, sh_quote
+from generator.model.setting import Plan, Setting, is_driver_module
+from generator.inputs.yamlio import SafeBase
 
 OVERLAY_PREFIX = "rootfs/"
 TUNED_DIR = "/etc/tuned"

@@ -15,7 +15,7 @@ from generator.table import format_table
 
 
 def run_check(hardware: str, profile: str) -> Any:
-    from generator.inputs import load_inputs
+    from generator.inputs.load import load_inputs
 
     inputs = load_inputs(hardware, profile)
     facts = inputs.facts
@@ -30,10 +30,10 @@ def run_check(hardware: str, profile: str) -> Any:
 
 
 def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
-    from generator.catalog import load_catalog
-    from generator.hardware import load_hardware
+    from generator.inputs.catalog import load_catalog
+    from generator.inputs.hardware import load_hardware
     from generator.paths import profiles_dir
-    from generator.profile import load_profile
+    from generator.inputs.profile import load_profile
 
     catalog = load_catalog()
     systems = []
@@ -67,8 +67,8 @@ def run_list(as_json: bool) -> None:
 
 
 def input_schema(which: str) -> dict[str, Any]:
-    from generator.hardware import HardwareSpec
-    from generator.profile import ProfileFile
+    from generator.inputs.hardware import HardwareSpec
+    from generator.inputs.profile import ProfileFile
 
     model = HardwareSpec if which == "hardware" else ProfileFile
     schema = model.model_json_schema()
@@ -78,15 +78,15 @@ def input_schema(which: str) -> dict[str, Any]:
 
 
 def run_generate(hardware: str, profile: str, output: Path | None) -> None:
-    from generator.generate import generate_bundle
+    from generator.commands.generate import generate_bundle
 
     bundle_dir = generate_bundle(hardware, profile, output)
     click.echo(f"wrote {bundle_dir}")
 
 
 def run_explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:
-    from generator.inputs import load_inputs
-    from generator.plan import build_plan
+    from generator.inputs.load import load_inputs
+    from generator.plan.build import build_plan
 
     inputs = load_inputs(hardware, profile)
     plan = build_plan(inputs.facts, inputs.profile)
@@ -116,8 +116,8 @@ def run_rules(as_json: bool) -> None:
 
 
 def _plan_side(hardware: str, profile: str):  # type: ignore[no-untyped-def]
-    from generator.inputs import load_inputs
-    from generator.plan import build_plan
+    from generator.inputs.load import load_inputs
+    from generator.plan.build import build_plan
 
     inputs = load_inputs(hardware, profile)
     return build_plan(inputs.facts, inputs.profile)
@@ -125,8 +125,8 @@ def _plan_side(hardware: str, profile: str):  # type: ignore[no-untyped-def]
 
 def compute_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...]):  # type: ignore[no-untyped-def]
     """Two bundle directories, or --hw/--profile pairs (two of one, one or two of the other)."""
-    from generator.bundleread import read_bundle
-    from generator.diff import Difference, diff_bundles, diff_plans, label
+    from generator.bundle.read import read_bundle
+    from generator.commands.diff import Difference, diff_bundles, diff_plans, label
 
     if bundles:
         if len(bundles) != 2 or hardware or profiles:
@@ -141,7 +141,7 @@ def compute_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles:
 
 
 def run_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...], output_format: str) -> int:
-    from generator.diff import format_json, format_markdown, format_terminal
+    from generator.commands.diff import format_json, format_markdown, format_terminal
 
     difference = compute_diff(bundles, hardware, profiles)
     if output_format == "json":
@@ -159,8 +159,8 @@ def run_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tup
 
 def run_matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems_flag: bool,
                all_profiles_flag: bool, output_root: Path, jobs: int | None = None) -> int:
-    from generator.catalog import load_catalog
-    from generator.matrix import all_profiles, all_systems, default_jobs, generate_matrix, run_with_progress
+    from generator.inputs.catalog import load_catalog
+    from generator.commands.matrix import all_profiles, all_systems, default_jobs, generate_matrix, run_with_progress
 
     catalog = load_catalog()
     systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))

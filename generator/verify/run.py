@@ -26,12 +26,12 @@ from typing import Any
 import click
 
 from generator.errors import InputError, Problem
-from generator.snapshot import parse_snapshot, render_collector
+from generator.render.snapshot import parse_snapshot, render_collector
 from generator.table import format_table
-from generator.verdicts import Bundle, Check, Verdict, load_bundle
-from generator.verify_health import boot_timing, check_health
-from generator.verify_live import check_settings
-from generator.verify_root import check_root
+from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
+from generator.verify.health import boot_timing, check_health
+from generator.verify.live import check_settings
+from generator.verify.image import check_root
 
 COLLECT_TIMEOUT_S = 300
 CELL_WIDTH = 60

@@ -6,10 +6,10 @@ import hashlib
 from pathlib import Path
 from typing import NamedTuple
 
-from generator.catalog import Catalog, load_catalog
-from generator.facts import Facts
-from generator.hardware import load_facts
-from generator.profile import Profile, load_profile
+from generator.inputs.catalog import Catalog, load_catalog
+from generator.inputs.facts import Facts
+from generator.inputs.hardware import load_facts
+from generator.inputs.profile import Profile, load_profile
 
 
 class Inputs(NamedTuple):

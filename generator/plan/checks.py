@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from generator.facts import Facts
-from generator.known_keys import (
+from generator.inputs.facts import Facts
+from generator.plan.known_keys import (
     COMMAND_LINE_SIZE,
     KNOWN_KERNEL_ARGS,
     KNOWN_SYSCTLS,
@@ -18,7 +18,7 @@ from generator.known_keys import (
     SHAPES,
     KnownKey,
 )
-from generator.setting import Setting, Warning
+from generator.model.setting import Setting, Warning
 
 HUGEPAGE_MAX_FRACTION = 0.75
 CMDLINE_WARN_FRACTION = 0.5  # leave the other half for the distribution's own arguments

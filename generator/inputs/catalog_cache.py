@@ -23,8 +23,9 @@ from typing import TypeVar
 import pydantic
 
 from generator import __version__
+from generator.paths import cache_dir
 
-CACHE_DIR = Path(__file__).resolve().parent / "__catalog_cache__"
+CACHE_DIR = cache_dir("__catalog_cache__")
 FORMAT = 1
 
 T = TypeVar("T")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from generator.catalog import CpuModel, GpuModel, NicModel
-from generator.cpulist import compress_cpus
+from generator.inputs.catalog import CpuModel, GpuModel, NicModel
+from generator.model.cpulist import compress_cpus
 
 
 class CpuFacts(NamedTuple):

@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from generator.bundleread import MANIFEST, PLAN_FILE, BundleFiles
-from generator.setting import KIND_ORDER, Plan, Setting
+from generator.bundle.read import MANIFEST, PLAN_FILE, BundleFiles
+from generator.model.setting import KIND_ORDER, Plan, Setting
 
 Status = Literal["added", "removed", "changed"]
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
@@ -72,7 +72,7 @@ def _order(target: tuple[str, str]) -> tuple[int, str]:
 
 
 def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
-    from generator.render import OUTPUTS
+    from generator.render.render import OUTPUTS
 
     for output in OUTPUTS:
         if output.bundle_path(plan) == path:
@@ -146,7 +146,7 @@ def _shown(value: str | None) -> str:
 
 
 def format_markdown(difference: Difference) -> str:
-    from generator.formats import md_cell
+    from generator.render.formats import md_cell
 
     lines = [f"### goldtune diff: `{difference.old_label}` → `{difference.new_label}`", ""]
     if difference.same:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.bundle import write_bundle
-from generator.inputs import load_inputs
-from generator.plan import build_plan
-from generator.render import RenderedFiles, render_bundle
-from generator.setting import Plan
+from generator.bundle.write import write_bundle
+from generator.inputs.load import load_inputs
+from generator.plan.build import build_plan
+from generator.render.render import RenderedFiles, render_bundle
+from generator.model.setting import Plan
 
 DEFAULT_OUTPUT_DIR = Path("out")
 

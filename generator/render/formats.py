@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from generator.errors import GenerationError, InputError, Problem
-from generator.setting import Plan, Setting
+from generator.model.setting import Plan, Setting
 
 _TOKEN = r"[A-Za-z0-9_.,:=+/@%*-]+"
 _MODULE = r"[A-Za-z0-9_-]+"

@@ -14,11 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
-from generator.hardware import BundleName, _find_input
+from generator.inputs.hardware import BundleName, _find_input
 from generator.paths import profiles_dir
-from generator.setting import SettingKind
-from generator.validation import StrictModel, validate_model
-from generator.yamlio import read_yaml_file
+from generator.model.setting import SettingKind
+from generator.inputs.schema import StrictModel, validate_model
+from generator.inputs.yamlio import read_yaml_file
 
 MAX_EXTENDS_DEPTH = 8
 

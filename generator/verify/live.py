@@ -1,4 +1,4 @@
-"""Compare a snapshot of a running machine (see ``generator.snapshot``) with a bundle's plan.
+"""Compare a snapshot of a running machine (see ``generator.render.snapshot``) with a bundle's plan.
 
 One small function per setting kind reads what the collector recorded and says ok, differs,
 missing, or not applicable here with the reason. What a kind measures:
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
 from generator import TOOL
-from generator.cpulist import expand_cpus
-from generator.setting import Setting
-from generator.snapshot import GOVERNOR, THP_DEFRAG, THP_ENABLED, Snapshot, limit_user, module_param
-from generator.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
-from generator.verdicts import Bundle, Check, Verdict, check_of
+from generator.model.cpulist import expand_cpus
+from generator.model.setting import Setting
+from generator.render.snapshot import GOVERNOR, THP_DEFRAG, THP_ENABLED, Snapshot, limit_user, module_param
+from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
+from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 GPU_UNIT = f"{TOOL}-gpu.service"
