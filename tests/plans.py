@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from generator.model.setting import Note, Plan, Setting, Warning
+from generator.model.setting import Note, Plan, Setting, PlanWarning
 
 DIGESTS = {"hardware": "a" * 64, "profile": "b" * 64}
 
@@ -62,7 +62,7 @@ def full_plan(**changes: object) -> Plan:
         profile_name="inference",
         settings=FULL_SETTINGS,
         notes=(Note("no RDMA NIC: GPUDirect RDMA does not apply", rule="gpu.peermem"),),
-        warnings=(Warning("huge pages take 40% of RAM", check="hugepages"),),
+        warnings=(PlanWarning("huge pages take 40% of RAM", check="hugepages"),),
         inputs=dict(DIGESTS),
     )
     return plan._replace(**changes)

@@ -30,7 +30,7 @@ from rules.helpers import (
 from generator.plan import build as plan, checks
 from generator.cli import main
 from generator.model.cpulist import compress_cpus, expand_cpus
-from generator.errors import InputError
+from generator.errors import GenerationError, InputError
 from generator.inputs.facts import Facts
 from generator.inputs.load import load_inputs
 from generator.plan.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
@@ -343,7 +343,7 @@ def test_drop_unavailable_keeps_unknown_keys_for_the_checks_to_reject() -> None:
     assert [(note.text, note.rule) for note in notes] == [
         ("kernel-arg init_on_alloc dropped: it does not exist on x86_64 with 4.15", "test.missing")]
     errors, _ = checks.check_plan(tuple(kept), machine)
-    assert len(errors) == 1 and "unknown sysctl 'net.core.no_such_knob'" in errors[0]
+    assert len(errors) == 1 and "unknown sysctl 'net.core.no_such_knob'" in errors[0].message
 
 
 def test_a_rule_that_emits_an_unknown_key_is_still_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -355,7 +355,9 @@ def test_a_rule_that_emits_an_unknown_key_is_still_an_error(monkeypatch: pytest.
         return [*proposed, typo._replace(rule="memory.swappiness")], notes
 
     monkeypatch.setattr(plan, "run_rules", run_rules_with_typo)
-    with pytest.raises(InputError, match="unknown sysctl 'net.core.no_such_knob'"):
+    # A rule's bad value is goldtune's bug (exit 1, naming the rule), not the user's input (exit 2).
+    with pytest.raises(GenerationError, match="rule memory.swappiness produced sysctl "
+                       "net.core.no_such_knob='1': unknown sysctl 'net.core.no_such_knob'.*goldtune bug"):
         plan.build_plan(facts(os={"kernel": "4.15"}), profile("inference"))
 
 

@@ -124,12 +124,6 @@ def test_tuned_profile_has_main_first(full: dict[str, str]) -> None:
     assert "\nsummary=goldtune test profile\n" in full[TUNED]
 
 
-def test_tuned_sysctl_that_sysctl_d_also_sets_is_refused() -> None:
-    clash = full_plan(settings=(*full_plan().settings, setting("tuned", "sysctl.vm.swappiness", "10")))
-    with pytest.raises(GenerationError, match="vm.swappiness"):
-        render_bundle(clash)
-
-
 def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
     for unit in (GPU_UNIT, IRQ_UNIT):
         text = full[unit]
@@ -210,34 +204,6 @@ def test_reasons_cannot_break_out_of_a_comment() -> None:
     text = render_bundle(full_plan(settings=(hostile,)))[SYSCTL][0].decode()
     assert "\nvm.panic_on_oom" not in text
     assert [line for line in text.splitlines() if not line.startswith("#") and line] == ["vm.swappiness = 1"]
-
-
-@pytest.mark.parametrize(
-    ("kind", "key", "value"),
-    [
-        ("kernel-arg", "iommu", "$(reboot)"),
-        ("kernel-arg", "quiet splash", ""),
-        ("sysctl", "vm.swappiness", "1\nkernel.panic = 1"),
-        ("sysfs", "/sys/../etc/shadow", "x"),
-        ("sysfs", "/etc/passwd", "x"),
-        ("limit", "* hard nofile", "lots"),
-        ("modprobe", "install nouveau", "/bin/false"),
-        ("udev", "nvme", 'none", RUN+="/bin/sh'),
-        ("tuned", "main.include", "${f:exec:/bin/sh:-c:reboot}"),
-        ("gpu", "clocks", "1980; reboot"),
-        ("gpu", "power-limit", "101%"),
-        ("irq", "eth0;reboot", "1-3"),
-        ("service", "x.service; reboot", "enable"),
-        ("systemd-manager", "DefaultLimitNOFILE", "1 2"),
-    ],
-)
-def test_values_that_do_not_fit_their_file_are_refused(kind: str, key: str, value: str) -> None:
-    from_rule = Setting(kind, key, value, "reason", rule="test.rule")
-    with pytest.raises(GenerationError, match="cannot be written"):
-        render_bundle(full_plan(settings=(from_rule,)))
-    from_profile = Setting(kind, key, value, "reason", rule="profile:x", override=True)
-    with pytest.raises(InputError, match="override"):
-        render_bundle(full_plan(settings=(from_profile,)))
 
 
 def test_environment_is_strict_and_never_autoescapes() -> None:

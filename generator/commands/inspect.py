@@ -15,9 +15,12 @@ from generator.table import format_table
 
 
 def run_check(hardware: str, profile: str) -> Any:
+    """Validate both inputs and plan them: the same checks `gen` runs, nothing written."""
     from generator.inputs.load import load_inputs
+    from generator.plan.build import build_plan
 
     inputs = load_inputs(hardware, profile)
+    plan = build_plan(inputs.facts, inputs.profile)
     facts = inputs.facts
     click.echo(
         f"ok: {inputs.hardware_path} ({facts.name}: {facts.cpu.sockets}x {facts.cpu.vendor} "
@@ -26,6 +29,9 @@ def run_check(hardware: str, profile: str) -> Any:
     )
     chain = " -> ".join(inputs.profile.chain)
     click.echo(f"ok: {inputs.profile_path} (profile {chain}, intent {inputs.profile.intent})")
+    click.echo(f"ok: plan of {len(plan.settings)} settings")
+    for warning in plan.warnings:
+        click.echo(f"warning ({warning.check}): {warning.text}", err=True)
     return inputs
 
 

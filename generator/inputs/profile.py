@@ -30,6 +30,9 @@ class Override(StrictModel):
     key: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/*@+ -]+$")]
     value: Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\n\r\x00]*$")] | int
     reason: Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")]
+    # A sysctl or kernel argument goldtune does not list (net.ipv4.ip_local_reserved_ports,
+    # pci=realloc=off): allowed when the override says so, with a warning; the grammar still holds.
+    unlisted: bool = False
 
 
 class Knobs(StrictModel):
@@ -79,7 +82,11 @@ DEFAULT_ORIGIN = "goldtune default"
 
 @dataclass(frozen=True)
 class Profile:
-    """A resolved profile: every knob has a value and the name of the profile that set it."""
+    """A resolved profile: every knob has a value and the name of the profile that set it.
+
+    Rules read knobs through the typed properties below (one per knob of ``Knobs``; a test
+    checks that), so a misspelt knob is an error mypy and the tests both see.
+    """
 
     name: str
     description: str
@@ -89,15 +96,58 @@ class Profile:
     overrides: tuple[Override, ...]
     source: str = ""  # the profile file as given
 
-    def __getattr__(self, name: str) -> Any:
-        knobs = self.__dict__.get("knobs", {})
-        if name in knobs:
-            return knobs[name]
-        raise AttributeError(name)
-
     @property
     def intent(self) -> str:
         return str(self.knobs["intent"])
+
+    @property
+    def cstates(self) -> str:
+        return str(self.knobs["cstates"])
+
+    @property
+    def thp(self) -> str:
+        return str(self.knobs["thp"])
+
+    @property
+    def hugepages_1g_percent(self) -> int:
+        return int(self.knobs["hugepages_1g_percent"])
+
+    @property
+    def smt(self) -> str:
+        return str(self.knobs["smt"])
+
+    @property
+    def gpu_clocks(self) -> str:
+        return str(self.knobs["gpu_clocks"])
+
+    @property
+    def gpu_compute_mode(self) -> str:
+        return str(self.knobs["gpu_compute_mode"])
+
+    @property
+    def gpu_power_limit_percent(self) -> int | None:
+        value = self.knobs["gpu_power_limit_percent"]
+        return None if value is None else int(value)
+
+    @property
+    def gpu_ecc(self) -> str:
+        return str(self.knobs["gpu_ecc"])
+
+    @property
+    def gpu_mig(self) -> str:
+        return str(self.knobs["gpu_mig"])
+
+    @property
+    def irq(self) -> str:
+        return str(self.knobs["irq"])
+
+    @property
+    def headless(self) -> bool:
+        return bool(self.knobs["headless"])
+
+    @property
+    def multinode(self) -> bool:
+        return bool(self.knobs["multinode"])
 
 
 def find_profile_file(reference: str, folder: Path) -> Path:

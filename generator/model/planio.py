@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
-from generator.model.setting import SETTING_KINDS, Note, Plan, Setting, Warning
+from generator.model.setting import SETTING_KINDS, Note, Plan, Setting, PlanWarning
 
 FORMAT = 1
 
@@ -53,5 +53,5 @@ def plan_from_data(data: Any) -> Plan:
         profile_name=str(data.get("profile", "")),
         settings=tuple(_setting_from(item) for item in settings),
         notes=tuple(Note(str(n.get("text", "")), str(n.get("rule", ""))) for n in data.get("notes", [])),
-        warnings=tuple(Warning(str(w.get("text", "")), str(w.get("check", ""))) for w in data.get("warnings", [])),
+        warnings=tuple(PlanWarning(str(w.get("text", "")), str(w.get("check", ""))) for w in data.get("warnings", [])),
     )

@@ -6,13 +6,17 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple, get_args
 
-# The fixed vocabulary of `gen explain --json` (a stable interface).
+from generator.model.kinds import KIND_ORDER, KIND_TITLES, SETTING_KINDS, Kind
+
+# The kinds as a Literal, for the pydantic model of a profile override (strict mode validates a
+# Literal from YAML text; it would refuse a plain string for the StrEnum). Tied to the table:
 SettingKind = Literal[
     "sysctl", "kernel-arg", "limit", "systemd-manager", "modprobe", "module-load", "sysfs",
     "udev", "tuned", "gpu", "irq", "service",
 ]
-SETTING_KINDS: tuple[str, ...] = get_args(SettingKind)
-KIND_ORDER: dict[str, int] = {kind: index for index, kind in enumerate(SETTING_KINDS)}
+assert get_args(SettingKind) == SETTING_KINDS, "SettingKind lists generator.model.kinds.KINDS in order"
+__all__ = ["KIND_ORDER", "KIND_TITLES", "SETTING_KINDS", "Kind", "Note", "Plan", "PlanWarning",
+           "Setting", "SettingKind", "is_driver_module"]
 
 # Modules that come with the NVIDIA driver, not with the kernel. systemd-modules-load fails the
 # boot's module loading when one is missing (an image built before the driver is installed), so
@@ -22,23 +26,6 @@ DRIVER_MODULE_PREFIXES = ("nvidia",)
 
 def is_driver_module(name: str) -> bool:
     return name.startswith(DRIVER_MODULE_PREFIXES)
-
-# Files a setting of each kind ends up in (for EXPLAIN.md grouping and `gen diff`).
-KIND_TITLES: dict[str, str] = {
-    "sysctl": "Kernel parameters (sysctl.d)",
-    "kernel-arg": "Kernel command line (GRUB drop-in)",
-    "limit": "Login session limits (security/limits.d)",
-    "systemd-manager": "systemd manager defaults (system.conf.d)",
-    "modprobe": "Module blacklists and options (modprobe.d)",
-    "module-load": "Modules loaded at boot (modules-load.d)",
-    "sysfs": "sysfs values set at boot (tmpfiles.d)",
-    "udev": "I/O schedulers (udev rules)",
-    "tuned": "tuned profile",
-    "gpu": "GPU settings applied at boot (nvidia-smi)",
-    "irq": "NIC interrupt affinity",
-    "service": "Services enabled, disabled or masked",
-}
-assert set(KIND_TITLES) == set(SETTING_KINDS)
 
 
 class Setting(NamedTuple):
@@ -83,7 +70,7 @@ class Note(NamedTuple):
     rule: str = ""
 
 
-class Warning(NamedTuple):
+class PlanWarning(NamedTuple):
     """A cross-check that passed with a caveat the reviewer should read."""
 
     text: str
@@ -97,7 +84,7 @@ class Plan(NamedTuple):
     profile_name: str
     settings: tuple[Setting, ...]
     notes: tuple[Note, ...] = ()
-    warnings: tuple[Warning, ...] = ()
+    warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:

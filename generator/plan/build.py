@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.plan.checks import check_plan
-from generator.errors import InputError, Problem
+from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
+from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
-from generator.plan.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
 from generator.inputs.profile import Override, Profile
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 
-KNOWN_TABLES = {"sysctl": KNOWN_SYSCTLS, "kernel-arg": KNOWN_KERNEL_ARGS}
 
 
 def run_rules(facts: Facts, profile: Profile, rules: Iterable[Rule] = REGISTRY) -> tuple[list[Setting], list[Note]]:
@@ -80,7 +78,7 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
     notes: list[Note] = []
     for setting in settings:
         table = KNOWN_TABLES.get(setting.kind)
-        known = table.get(setting.key) if table else None
+        known = table[0].get(setting.key) if table else None
         if known is None or known.available(facts.os.kernel, facts.cpu.arch):
             kept.append(setting)
             continue
@@ -95,13 +93,41 @@ def order_settings(settings: Iterable[Setting]) -> tuple[Setting, ...]:
 
 
 def build_plan(facts: Facts, profile: Profile) -> Plan:
-    """The complete, ordered plan; bad combinations raise InputError (exit 2)."""
+    """The complete, ordered, checked plan.
+
+    A bad profile override or a combination of the inputs the checks refuse raises InputError
+    (exit 2, naming the profile); a bad value from a rule raises GenerationError (exit 1, naming
+    the rule): that is a goldtune bug, not the user's input.
+    """
     source = profile.source or profile.name
     proposed, notes = run_rules(facts, profile)
     available, dropped = drop_unavailable(resolve_conflicts(proposed, source), facts)
     settings = order_settings(apply_overrides(available, profile))
     notes += dropped
-    errors, warnings = check_plan(settings, facts)
-    if errors:
-        raise InputError([Problem(source, "", f"for hardware {facts.name}: {error}") for error in errors])
+    unlisted = {(o.kind, o.key) for o in profile.overrides if o.unlisted}
+    findings, warnings = check_plan(settings, facts, unlisted)
+    raise_findings(findings, facts, source)
     return Plan(facts.name, profile.name, settings, tuple(notes), tuple(warnings))
+
+
+def raise_findings(findings: list[Finding], facts: Facts, source: str) -> None:
+    """Blame each finding where it belongs: the user's inputs (exit 2) or a rule (exit 1).
+
+    A setting's own problem belongs to its origin: a profile override is the user's, a rule's
+    value is a goldtune bug. A plan-wide problem comes from the combination of the inputs.
+    """
+    from_inputs = [f for f in findings if f.plan_wide or f.setting is None or f.setting.override]
+    if from_inputs:
+        raise InputError([Problem(source, _finding_path(f), f"for hardware {facts.name}: {f.message}")
+                          for f in from_inputs])
+    if findings:
+        raise GenerationError("; ".join(
+            f"rule {f.setting.rule} produced {f.setting.kind} {f.setting.key}={f.setting.value!r}: "
+            f"{f.message} (a goldtune bug: please report it)" for f in findings if f.setting))
+
+
+def _finding_path(finding: Finding) -> str:
+    setting = finding.setting
+    if setting is None:
+        return ""
+    return f"{'overrides' if setting.override else setting.rule}: {setting.kind} {setting.key}"

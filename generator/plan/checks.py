@@ -1,15 +1,24 @@
-"""Cross-checks on a finished plan: problems are errors (exit 2), caveats are warnings.
+"""Every check of a plan, in one pass: each setting on its own, then the plan as a whole.
 
-Each check is a small function of the settings and facts; ``check_plan`` runs them all and
-reports every error at once.
+Per setting: the grammar of its kind (``generator.model.kinds``), the traps of the source articles,
+whether the target kernel has the key, and whether the CPU vendor has the argument. Across
+settings: nofile limits within fs.nr_open, huge pages within RAM, the command line within the
+architecture's limit, tuned and sysctl.d not setting the same key.
+
+``check_plan`` only finds; ``generator.plan.build`` decides who is to blame: a bad profile override
+is the user's input (exit 2), a bad value from a rule is a goldtune bug (exit 1).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
+from typing import NamedTuple
 
 from generator.inputs.facts import Facts
+from generator.model.kinds import KIND_SPECS, Kind
+from generator.model.setting import PlanWarning, Setting
 from generator.plan.known_keys import (
     COMMAND_LINE_SIZE,
     KNOWN_KERNEL_ARGS,
@@ -18,84 +27,75 @@ from generator.plan.known_keys import (
     SHAPES,
     KnownKey,
 )
-from generator.model.setting import Setting, Warning
 
 HUGEPAGE_MAX_FRACTION = 0.75
 CMDLINE_WARN_FRACTION = 0.5  # leave the other half for the distribution's own arguments
+KNOWN_TABLES: dict[str, tuple[dict[str, KnownKey], str]] = {
+    Kind.SYSCTL: (KNOWN_SYSCTLS, "sysctl"),
+    Kind.KERNEL_ARG: (KNOWN_KERNEL_ARGS, "kernel parameter"),
+}
+Target = tuple[str, str]
 
-# The traps in the source articles (TUNING.md): never emitted, whatever a rule or override says.
+
+def kernel_int(text: str) -> int | None:
+    """The integer the kernel reads from ``text`` (kstrtol with base 0: 0x.. hex, 0.. octal), or None.
+
+    So ``00``, ``+0`` and ``0x0`` are all 0 to the kernel, and to the trap checks.
+    """
+    found = re.fullmatch(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)\s*", text, re.ASCII)
+    if found is None:
+        return None
+    sign, digits = found.groups()
+    number = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8 if digits[0] == "0" else 10)
+    return -number if sign == "-" else number
+
+
+def _is_int(value: str, wanted: int) -> bool:
+    return kernel_int(value) == wanted
+
+
+# The traps of the source articles (TUNING.md): never emitted, whatever a rule or override says.
 TRAPS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
-    ("sysctl", "vm.transparent_hugepage", lambda v: True,
+    (Kind.SYSCTL, "vm.transparent_hugepage", lambda v: True,
      "there is no such sysctl; THP is set with the transparent_hugepage= boot argument or sysfs"),
-    ("kernel-arg", "intel_idle.max_cstate", lambda v: v == "0",
+    (Kind.KERNEL_ARG, "intel_idle.max_cstate", lambda v: _is_int(v, 0),
      "0 disables intel_idle and falls back to acpi_idle's firmware tables; use 1"),
-    ("kernel-arg", "transparent_hugepage", lambda v: v == "always",
+    (Kind.KERNEL_ARG, "transparent_hugepage", lambda v: v == "always",
      "'always' stalls allocating threads on compaction; use madvise"),
-    ("sysctl", "vm.swappiness", lambda v: v.strip() == "0",
-     "0 reclaims no anonymous memory until the page cache is gone, ending in OOM kills in cgroups; use 1"),
+    (Kind.SYSCTL, "vm.swappiness", lambda v: _is_int(v, 0),
+     "0 reclaims no anonymous memory until the page cache is gone, ending in OOM kills in cgroups; "
+     "use 1"),
 )
 
-SERVICE_ACTIONS = {"enable", "disable", "mask"}
-UDEV_MATCHES = {"nvme", "ssd", "hdd"}
-IO_SCHEDULERS = {"none", "mq-deadline", "bfq", "kyber"}
-LIMIT_KEY = re.compile(r"^(\*|%?@?[a-z_][a-z0-9_.-]*|\d+(:\d*)?) (soft|hard|-) [a-z_]+$")
-MODPROBE_KEY = re.compile(r"^(blacklist [A-Za-z0-9_-]+|options [A-Za-z0-9_-]+ [A-Za-z0-9_.]+)$")
-MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-SYSFS_PATH = re.compile(r"^/sys/[A-Za-z0-9_.*/:+-]+$")
-TUNED_KEY = re.compile(r"^(main|cpu|vm|disk|net|scheduler|sysfs|bootloader|video|audio|modules)\.[a-z_]+$")
-GPU_ACTIONS = {"persistence", "ecc", "compute-mode", "clocks", "power-limit", "mig"}
-IFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
-CPULIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-SAFE_VALUE = re.compile(r'^[^\n\r"\'`$\\]*$')
+
+class Finding(NamedTuple):
+    """A problem with one setting of the plan (``setting`` None: the plan as a whole).
+
+    ``plan_wide``: found by a check across settings, so it comes from the combination of the
+    inputs (hardware, knobs, overrides), not from one setting's own origin.
+    """
+
+    setting: Setting | None
+    message: str
+    plan_wide: bool = False
 
 
-def _key_error(table: dict[str, KnownKey], what: str, setting: Setting, facts: Facts) -> str | None:
-    known = table.get(setting.key)
-    if known is None:
-        return f"unknown {what} {setting.key!r} (not in goldtune's list of known keys)"
-    if not known.available(facts.os.kernel, facts.cpu.arch):
-        kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "current"
-        return f"{what} {setting.key!r} does not exist on {facts.cpu.arch} kernel {kernel}"
+class PlanChecks(NamedTuple):
+    findings: list[Finding]
+    warnings: list[PlanWarning]
+
+
+def check_grammar(setting: Setting) -> str | None:
+    """The key and the value have the form their file needs, as plain data (never escaped into it)."""
+    spec = KIND_SPECS.get(setting.kind)
+    if spec is None:
+        return f"unknown setting kind {setting.kind!r}"
+    if not spec.key_fits(setting.key):
+        return f"key {setting.key!r} does not fit: a {setting.kind} setting is {spec.shape}"
+    if not spec.value_fits(setting.key, setting.value):
+        return (f"value {setting.value!r} cannot be written into the {setting.kind} file as plain "
+                f"data: expected {spec.value_shape(setting.key)}")
     return None
-
-
-def check_sysctl_value(setting: Setting) -> str | None:
-    """The kernel rejects (or silently misreads) a value of the wrong shape at boot."""
-    pattern, expected = SHAPES[KNOWN_SYSCTLS[setting.key].shape]
-    if re.match(pattern, setting.value.strip()):
-        return None
-    return f"value {setting.value!r} is not {expected}, which {setting.key} expects"
-
-
-def check_known_key(setting: Setting, facts: Facts) -> str | None:
-    if setting.kind == "sysctl":
-        return _key_error(KNOWN_SYSCTLS, "sysctl", setting, facts) or check_sysctl_value(setting)
-    if setting.kind == "kernel-arg":
-        return _key_error(KNOWN_KERNEL_ARGS, "kernel parameter", setting, facts)
-    return None
-
-
-def check_shape(setting: Setting) -> str | None:
-    """Keys and values of each kind have the form their target file needs."""
-    kind, key, value = setting.kind, setting.key, setting.value
-    if not SAFE_VALUE.match(value):
-        return f"value {value!r} contains quotes, '$', '\\' or a line break"
-    checks: dict[str, Callable[[], str | None]] = {
-        "service": lambda: None if value in SERVICE_ACTIONS and key.endswith((".service", ".socket", ".timer"))
-        else "a service setting is '<unit>.service|.socket|.timer' with enable, disable or mask",
-        "udev": lambda: None if key in UDEV_MATCHES and value in IO_SCHEDULERS
-        else f"udev matches one of {sorted(UDEV_MATCHES)} with a scheduler in {sorted(IO_SCHEDULERS)}",
-        "limit": lambda: None if LIMIT_KEY.match(key) and value else "a limit key is '<domain> <soft|hard|-> <item>'",
-        "modprobe": lambda: None if MODPROBE_KEY.match(key) else "a modprobe key is 'blacklist <module>' or 'options <module> <param>'",
-        "module-load": lambda: None if MODULE_NAME.match(key) and not value else "a module-load key is a module name, value ''",
-        "sysfs": lambda: None if SYSFS_PATH.match(key) and ".." not in key and value else "a sysfs key is a path under /sys",
-        "tuned": lambda: None if TUNED_KEY.match(key) else "a tuned key is '<section>.<option>'",
-        "gpu": lambda: None if key in GPU_ACTIONS else f"a gpu action is one of {sorted(GPU_ACTIONS)}",
-        "irq": lambda: None if IFNAME.match(key) and CPULIST.match(value) else "an irq setting maps an interface name to a CPU list like 1-27,57-83",
-        "systemd-manager": lambda: None if re.match(r"^Default[A-Za-z]+$", key) else "a systemd manager option is Default<Name>",
-    }
-    check = checks.get(kind)
-    return check() if check else None
 
 
 def check_traps(setting: Setting) -> str | None:
@@ -105,74 +105,132 @@ def check_traps(setting: Setting) -> str | None:
     return None
 
 
+def suggest(key: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_known_key(setting: Setting, facts: Facts, unlisted: bool) -> str | None:
+    """A key goldtune lists and the target kernel has; an override may name an unlisted key."""
+    if setting.kind not in KNOWN_TABLES:
+        return None
+    table, what = KNOWN_TABLES[setting.kind]
+    known = table.get(setting.key)
+    if known is None:
+        if unlisted:
+            return None
+        return (f"unknown {what} {setting.key!r} (not in goldtune's list of known keys"
+                f"{suggest(setting.key, table)}; a profile override may set it with unlisted: true)")
+    if not known.available(facts.os.kernel, facts.cpu.arch):
+        kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "current"
+        return f"{what} {setting.key!r} does not exist on {facts.cpu.arch} kernel {kernel}"
+    if setting.kind == Kind.SYSCTL:
+        pattern, expected = SHAPES[known.shape]
+        if re.fullmatch(pattern, setting.value.strip(), re.ASCII) is None:
+            return f"value {setting.value!r} is not {expected}, which {setting.key} expects"
+    return None
+
+
 def check_vendor_args(setting: Setting, facts: Facts) -> str | None:
-    if setting.kind == "kernel-arg" and setting.key.startswith("intel_idle.") and facts.cpu.vendor != "intel":
+    if setting.kind != Kind.KERNEL_ARG or facts.cpu.vendor == "intel":
+        return None
+    if setting.key.startswith("intel_idle."):
         return f"{setting.key} on a {facts.cpu.vendor} CPU: intel_idle only drives Intel CPUs"
-    if setting.kind == "kernel-arg" and setting.key in {"intel_iommu", "intel_pstate"} and facts.cpu.vendor != "intel":
+    if setting.key in {"intel_iommu", "intel_pstate"}:
         return f"{setting.key} on a {facts.cpu.vendor} CPU does nothing"
     return None
 
 
+def check_setting(setting: Setting, facts: Facts, unlisted: bool = False) -> list[str]:
+    """Everything wrong with one setting; the grammar first, since the rest reads the value."""
+    grammar = check_grammar(setting)
+    if grammar:
+        return [grammar]
+    found = [check_traps(setting), check_known_key(setting, facts, unlisted),
+             check_vendor_args(setting, facts)]
+    return [error for error in found if error]
+
+
 def _int_limit(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
+    return int(value) if re.fullmatch(r"[0-9]+", value) else None
 
 
-def check_nofile(settings: Iterable[Setting]) -> list[str]:
+def check_nofile(settings: Iterable[Setting]) -> list[Finding]:
     by_target = {s.target: s for s in settings}
-    nr_open_setting = by_target.get(("sysctl", "fs.nr_open"))
-    nr_open = _int_limit(nr_open_setting.value) if nr_open_setting else NR_OPEN_DEFAULT
-    errors = []
-    nofile_settings = [s for s in by_target.values()
-                       if (s.kind == "limit" and s.key.endswith(" nofile")) or s.target == ("systemd-manager", "DefaultLimitNOFILE")]
-    for setting in nofile_settings:
+    nr_open_setting = by_target.get((Kind.SYSCTL, "fs.nr_open"))
+    nr_open = (_int_limit(nr_open_setting.value) if nr_open_setting else None) or NR_OPEN_DEFAULT
+    nofile = [s for s in by_target.values()
+              if (s.kind == Kind.LIMIT and s.key.endswith(" nofile"))
+              or s.target == (Kind.SYSTEMD_MANAGER, "DefaultLimitNOFILE")]
+    findings = []
+    for setting in nofile:
         values = [_int_limit(part) for part in setting.value.split(":")]
-        if any(v is None for v in values) or any(v > (nr_open or NR_OPEN_DEFAULT) for v in values if v):
-            errors.append(f"{setting.kind} {setting.key}={setting.value} must be a number no larger than "
-                          f"fs.nr_open ({nr_open}), or logins and service starts fail")
-    return errors
+        if any(v is None or v > nr_open for v in values):
+            findings.append(Finding(setting, f"{setting.kind} {setting.key}={setting.value} must be a "
+                                    "number no larger than "
+                                    f"fs.nr_open ({nr_open}), or logins and service starts fail",
+                                    plan_wide=True))
+    return findings
 
 
-def check_hugepages(settings: Iterable[Setting], facts: Facts) -> list[str]:
-    by_key = {s.key: s for s in settings if s.kind == "kernel-arg"}
+def check_hugepages(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
+    by_key = {s.key: s for s in settings if s.kind == Kind.KERNEL_ARG}
     count = by_key.get("hugepages")
     size = by_key.get("hugepagesz")
-    if count is None or not count.value.isdigit():
+    pages = _int_limit(count.value) if count else None
+    if count is None or pages is None:
         return []
     size_gib = 1.0 if size is None or size.value.upper() in {"1G", "1GB"} else 2 / 1024
-    reserved = int(count.value) * size_gib
+    reserved = pages * size_gib
     if reserved > facts.memory_gib * HUGEPAGE_MAX_FRACTION:
-        return [f"hugepages={count.value} reserves {reserved:.0f} GiB, more than "
-                f"{HUGEPAGE_MAX_FRACTION:.0%} of {facts.memory_gib} GiB RAM; the machine would not have memory left to boot services"]
+        return [Finding(count, f"hugepages={count.value} reserves {reserved:.0f} GiB, more than {HUGEPAGE_MAX_FRACTION:.0%} "
+                        f"of {facts.memory_gib} GiB RAM; the machine would not have memory left to "
+                        "boot services", plan_wide=True)]
     return []
 
 
 def kernel_cmdline(settings: Iterable[Setting]) -> str:
-    return " ".join(s.key if s.value == "" else f"{s.key}={s.value}" for s in settings if s.kind == "kernel-arg")
+    return " ".join(s.key if s.value == "" else f"{s.key}={s.value}"
+                    for s in settings if s.kind == Kind.KERNEL_ARG)
 
 
-def check_cmdline(settings: Iterable[Setting], facts: Facts) -> tuple[list[str], list[Warning]]:
+def check_cmdline(settings: Iterable[Setting], facts: Facts) -> PlanChecks:
     line = kernel_cmdline(settings)
     limit = COMMAND_LINE_SIZE[facts.cpu.arch]
     if len(line) >= limit:
-        return [f"the kernel arguments take {len(line)} bytes; {facts.cpu.arch} allows {limit - 1}"], []
+        return PlanChecks([Finding(None, f"the kernel arguments take {len(line)} bytes; "
+                                   f"{facts.cpu.arch} allows {limit - 1}", plan_wide=True)], [])
     if len(line) > limit * CMDLINE_WARN_FRACTION:
-        return [], [Warning(f"the kernel arguments take {len(line)} of {limit - 1} bytes; the "
-                            "distribution's own arguments must fit in the rest", "cmdline-length")]
-    return [], []
+        return PlanChecks([], [PlanWarning(f"the kernel arguments take {len(line)} of {limit - 1} "
+                                           "bytes; the distribution's own arguments must fit in the "
+                                           "rest", "cmdline-length")])
+    return PlanChecks([], [])
 
 
-def check_setting(setting: Setting, facts: Facts) -> list[str]:
-    found = [check(setting) for check in (check_shape, check_traps)]
-    found += [check_known_key(setting, facts), check_vendor_args(setting, facts)]
-    return [f"{setting.kind} {setting.key} (rule {setting.rule}): {error}" for error in found if error]
+def check_tuned_overlap(settings: Iterable[Setting]) -> list[Finding]:
+    """A tuned [sysctl] key that sysctl.d also sets makes `tuned-adm verify` fail on every boot."""
+    settings = list(settings)
+    sysctl_keys = {s.key for s in settings if s.kind == Kind.SYSCTL}
+    return [Finding(s, f"tuned {s.key} and sysctl.d both set {s.key.removeprefix('sysctl.')}; "
+                    "keep one", plan_wide=True)
+            for s in settings
+            if s.kind == Kind.TUNED and s.key.startswith("sysctl.")
+            and s.key.removeprefix("sysctl.") in sysctl_keys]
 
 
-def check_plan(settings: tuple[Setting, ...], facts: Facts) -> tuple[list[str], list[Warning]]:
-    """All errors and warnings of a plan; the caller decides how to report them."""
-    errors: list[str] = []
-    for setting in settings:
-        errors += check_setting(setting, facts)
-    errors += check_nofile(settings)
-    errors += check_hugepages(settings, facts)
-    cmdline_errors, warnings = check_cmdline(settings, facts)
-    return errors + cmdline_errors, warnings
+def check_plan(settings: tuple[Setting, ...], facts: Facts,
+               unlisted: Collection[Target] = ()) -> PlanChecks:
+    """Every finding and warning of a plan; ``unlisted``: targets an override names on purpose."""
+    findings = [Finding(setting, error) for setting in settings
+                for error in check_setting(setting, facts, setting.target in unlisted)]
+    # The plan-wide checks read values, so only those the grammar has accepted.
+    wrong = {finding.setting for finding in findings if finding.setting is not None}
+    fitting = tuple(setting for setting in settings if setting not in wrong)
+    findings += check_nofile(fitting) + check_hugepages(fitting, facts)
+    findings += check_tuned_overlap(fitting)
+    cmdline = check_cmdline(fitting, facts)
+    warnings = [PlanWarning(f"{kind} {key} is not in goldtune's list of known keys; set by a profile "
+                            "override marked unlisted", "unlisted-key")
+                for kind, key in sorted(unlisted)
+                if kind in KNOWN_TABLES and key not in KNOWN_TABLES[kind][0]]
+    return PlanChecks(findings + cmdline.findings, warnings + cmdline.warnings)

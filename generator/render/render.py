@@ -30,7 +30,6 @@ from generator.render.delivery import (
 )
 from generator.errors import GenerationError
 from generator.render.formats import (
-    check_plan,
     comment_text,
     kernel_arg_text,
     md_cell,
@@ -171,8 +170,6 @@ def yaml_string(text: str) -> str:
 
 def render_bundle(plan: Plan) -> RenderedFiles:
     """Every file of the bundle, keyed by its path in the bundle, with its mode."""
-    check_plan(plan)
-    check_tuned_overlap(plan)
     env = make_environment()
     context = plan_context(plan) | collector_context(plan)
     files: RenderedFiles = {}
@@ -195,15 +192,6 @@ def render_text(env: jinja2.Environment, output: Output, context: Mapping[str, A
     except jinja2.TemplateError as error:
         raise GenerationError(f"template {output.template}: {error}") from error
     return text.encode("utf-8")
-
-
-def check_tuned_overlap(plan: Plan) -> None:
-    """A tuned [sysctl] key that sysctl.d also sets makes `tuned-adm verify` fail on every boot."""
-    sysctl_keys = {s.key for s in plan.of_kind("sysctl")}
-    clashes = sorted(s.key for s in plan.of_kind("tuned") if s.key.startswith("sysctl.")
-                     and s.key.removeprefix("sysctl.") in sysctl_keys)
-    if clashes:
-        raise GenerationError(f"tuned profile and sysctl.d both set {', '.join(clashes)}; keep one")
 
 
 def plan_context(plan: Plan) -> dict[str, Any]:

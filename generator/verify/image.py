@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from generator.model.kinds import KIND_SPECS
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
@@ -327,20 +328,42 @@ def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
                  OK if good else DIFFERS, "" if good else "the installed file is not the bundle's")
 
 
+ImageCheck = Callable[[Setting, Image, Bundle], Check]
+
+
+def check_boot_applied(setting: Setting, image: Image, bundle: Bundle) -> Check:
+    """A setting the bundle's own unit applies at boot: the table names the unit, never a guess."""
+    unit = KIND_SPECS[setting.kind].applied_at_boot_by
+    if unit is None:
+        return check_of(setting, "?", MISSING, f"no unit is named to apply {setting.kind} at boot")
+    return check_boot_unit(setting, image, unit)
+
+
+# Check name (``image_check`` of a row of generator.model.kinds.KINDS) -> how an image judges it.
+CHECKS: dict[str, ImageCheck] = {
+    "sysctl": lambda s, image, _: check_sysctl(s, image),
+    "kernel-arg": lambda s, image, _: check_kernel_arg(s, image),
+    "limit": lambda s, image, _: check_limit(s, image),
+    "systemd-manager": lambda s, image, _: check_manager(s, image),
+    "modprobe": lambda s, image, _: check_modprobe(s, image),
+    "module-load": lambda s, image, _: check_module_load(s, image),
+    "sysfs": lambda s, image, _: check_sysfs(s, image),
+    "udev": lambda s, image, _: check_udev(s, image),
+    "service": lambda s, image, _: check_service(s, image),
+    "tuned": lambda s, image, bundle: check_tuned(s, image, bundle.tuned_profile),
+    "boot-unit": check_boot_applied,
+}
+
+
+def check_in_image(setting: Setting, image: Image, bundle: Bundle) -> Check:
+    spec = KIND_SPECS.get(setting.kind)
+    check = CHECKS.get(spec.image_check) if spec else None
+    if check is None:  # a plan.json of another goldtune version; tests/test_kinds.py covers ours
+        return check_of(setting, "?", MISSING, f"this goldtune cannot judge a {setting.kind} setting")
+    return check(setting, image, bundle)
+
+
 def check_root(bundle: Bundle, root: Path) -> list[Check]:
     image = Image(root)
     checks = [check_file(f.target, f.sha256, f.mode, image) for f in bundle.overlay_files() if f.target]
-    simple: dict[str, Callable[[Setting, Image], Check]] = {
-        "sysctl": check_sysctl, "kernel-arg": check_kernel_arg, "limit": check_limit,
-        "systemd-manager": check_manager, "modprobe": check_modprobe, "module-load": check_module_load,
-        "sysfs": check_sysfs, "udev": check_udev, "service": check_service,
-    }
-    for setting in bundle.plan.settings:
-        if setting.kind in simple:
-            checks.append(simple[setting.kind](setting, image))
-        elif setting.kind == "tuned":
-            checks.append(check_tuned(setting, image, bundle.tuned_profile))
-        else:
-            unit = next((u for u in bundle.units if setting.kind in u), f"goldtune-{setting.kind}.service")
-            checks.append(check_boot_unit(setting, image, unit))
-    return checks
+    return checks + [check_in_image(setting, image, bundle) for setting in bundle.plan.settings]

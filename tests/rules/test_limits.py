@@ -74,4 +74,4 @@ def test_every_nofile_limit_passes_the_nr_open_check() -> None:
     settings = [s for s in limits.nofile.apply(facts(), profile("training")) if isinstance(s, Setting)]
     assert check_nofile(settings) == []
     too_big = [s._replace(value="2097152") if s.key == "root hard nofile" else s for s in settings]
-    assert [error.split("=")[0] for error in check_nofile(too_big)] == ["limit root hard nofile"]
+    assert [finding.message.split("=")[0] for finding in check_nofile(too_big)] == ["limit root hard nofile"]

@@ -1,0 +1,229 @@
+"""The setting kinds: one frozen row per kind, and every per-kind lookup derived from the table.
+
+A setting's kind says which file carries it and how its key and value must look there. Everything
+that differs between kinds is a field of its row in ``KINDS``:
+
+- ``title``: the heading a reviewer sees (EXPLAIN.md, ``gen diff``);
+- ``key`` / ``value``: the grammar, as regular expressions a key or value must match whole
+  (ASCII only: the kernel, systemd and the boot scripts read ASCII digits, never Unicode ones);
+  ``values`` narrows the value per key where the consumer switches on exact words (gpu actions);
+- ``shape``: that grammar in words, for error messages;
+- ``file``: the bundle file it renders into (``{profile}`` is the profile name), or the delivery
+  files for kinds that are steps rather than files;
+- ``live_check`` / ``image_check``: the name of the check ``gen verify`` runs for it against a live
+  snapshot (``generator.verify.live.CHECKS``) and a mounted image (``generator.verify.image.CHECKS``).
+  Several kinds may share a check. ``applied_at_boot_by`` names the bundle's own unit when the
+  setting is applied at boot by that unit rather than read by a consumer from a file: the image
+  check then judges that unit.
+
+Adding a kind: its row here, its constructor in ``generator.rules.base``, its template, and its
+real-consumer validator in ``tests/validators``. ``tests/test_kinds.py`` fails, saying where, when
+a row names a check, a template or a step that does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from generator import TOOL
+
+
+class Kind(StrEnum):
+    """The closed vocabulary of setting kinds (``gen explain --json``'s ``kind``: a stable interface)."""
+
+    SYSCTL = "sysctl"
+    KERNEL_ARG = "kernel-arg"
+    LIMIT = "limit"
+    SYSTEMD_MANAGER = "systemd-manager"
+    MODPROBE = "modprobe"
+    MODULE_LOAD = "module-load"
+    SYSFS = "sysfs"
+    UDEV = "udev"
+    TUNED = "tuned"
+    GPU = "gpu"
+    IRQ = "irq"
+    SERVICE = "service"
+
+
+class GpuAction(StrEnum):
+    """What the GPU boot unit does, in the order it must run (persistence first, power last)."""
+
+    PERSISTENCE = "persistence"
+    ECC = "ecc"
+    MIG = "mig"
+    COMPUTE_MODE = "compute-mode"
+    CLOCKS = "clocks"
+    POWER_LIMIT = "power-limit"
+
+
+class ServiceAction(StrEnum):
+    ENABLE = "enable"
+    DISABLE = "disable"
+    MASK = "mask"
+
+
+class DiskClass(StrEnum):
+    """The disk classes the I/O scheduler rules match (by udev attributes, not by name)."""
+
+    NVME = "nvme"
+    SSD = "ssd"
+    HDD = "hdd"
+
+
+def _one_of(words: type[StrEnum] | tuple[str, ...]) -> str:
+    return "|".join(re.escape(str(word)) for word in words)
+
+
+_INT = r"-?[0-9]+"
+_WORD = r"[A-Za-z0-9_.:,/+-]+"
+_MODULE = r"[A-Za-z0-9_-]+"
+_UNIT_SUFFIXES = ("service", "socket", "timer", "target", "path", "mount", "slice")
+_UNIT = rf"[A-Za-z0-9@_.:\\-]+\.(?:{_one_of(_UNIT_SUFFIXES)})"
+_LIMIT_DOMAIN = r"\*|[A-Za-z_][A-Za-z0-9_.-]*|[@%][A-Za-z_][A-Za-z0-9_.-]*|%:[0-9]+|@?[0-9]*:[0-9]*"
+LIMIT_ITEMS = (
+    "core", "data", "fsize", "memlock", "nofile", "rss", "stack", "cpu", "nproc", "as", "maxlogins",
+    "maxsyslogins", "nonewprivs", "priority", "locks", "sigpending", "msgqueue", "nice", "rtprio",
+)
+_SYSFS_PART = r"[A-Za-z0-9_.:*?%\[\]+-]+"
+# An interface name as the kernel allows it (dev_valid_name: at most 15 bytes, no '/' or space).
+IFNAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}"
+CPULIST = r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*"
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """Everything that differs between setting kinds (see the module docstring)."""
+
+    kind: Kind
+    title: str
+    key: str
+    value: str
+    shape: str
+    file: str
+    live_check: str
+    image_check: str
+    values: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    applied_at_boot_by: str | None = None
+
+    def key_fits(self, key: str) -> bool:
+        return re.fullmatch(self.key, key, re.ASCII) is not None
+
+    def value_fits(self, key: str, value: str) -> bool:
+        pattern = self.values.get(key, self.value) if self.values else self.value
+        return re.fullmatch(pattern, value, re.ASCII) is not None
+
+    def value_shape(self, key: str) -> str:
+        """What a value of this key may be, in words (the pattern itself for per-key words)."""
+        if key in self.values:
+            return f"one of {self.values[key].replace('|', ', ')}"
+        return self.shape
+
+
+GPU_UNIT = f"{TOOL}-gpu.service"
+IRQ_UNIT = f"{TOOL}-irq-affinity.service"
+DELIVERY_FILES = "install.sh, cloud-init/user-data"
+
+KINDS: tuple[KindSpec, ...] = (
+    KindSpec(
+        Kind.SYSCTL, "Kernel parameters (sysctl.d)",
+        key=r"[a-z0-9_]+(?:\.[A-Za-z0-9_-]+)+", value=rf"{_WORD}(?: {_WORD})*",
+        shape="a dotted /proc/sys key (vm.swappiness) with a value of words and numbers",
+        file=f"rootfs/etc/sysctl.d/90-{TOOL}.conf", live_check="sysctl", image_check="sysctl",
+    ),
+    KindSpec(
+        Kind.KERNEL_ARG, "Kernel command line (GRUB drop-in)",
+        key=r"[A-Za-z0-9_][A-Za-z0-9_.-]*", value=r"(?:[A-Za-z0-9_.,:=+/@%*-]+)?",
+        shape="a kernel parameter name with an optional value without spaces or quotes",
+        file=f"rootfs/etc/default/grub.d/90-{TOOL}.cfg", live_check="kernel-arg",
+        image_check="kernel-arg",
+    ),
+    KindSpec(
+        Kind.LIMIT, "Login session limits (security/limits.d)",
+        key=rf"(?:{_LIMIT_DOMAIN}) (?:soft|hard|-) (?:{_one_of(LIMIT_ITEMS)})",
+        value=rf"unlimited|infinity|{_INT}",
+        shape="'<domain> <soft|hard|-> <item>' (limits.conf(5)) with a number, unlimited or infinity",
+        file=f"rootfs/etc/security/limits.d/90-{TOOL}.conf", live_check="limit",
+        image_check="limit",
+    ),
+    KindSpec(
+        Kind.SYSTEMD_MANAGER, "systemd manager defaults (system.conf.d)",
+        key=r"Default[A-Z][A-Za-z]+", value=r"[A-Za-z0-9_.:%/+-]+",
+        shape="a systemd-system.conf(5) Default<Name> option with a value without spaces",
+        file=f"rootfs/etc/systemd/system.conf.d/90-{TOOL}.conf", live_check="systemd-manager",
+        image_check="systemd-manager",
+    ),
+    KindSpec(
+        Kind.MODPROBE, "Module blacklists and options (modprobe.d)",
+        key=rf"blacklist {_MODULE}|options {_MODULE} [A-Za-z0-9_.-]+",
+        value=r"[A-Za-z0-9_.,:+/-]*",
+        shape="'blacklist <module>' (value \"\") or 'options <module> <parameter>' with a value",
+        file=f"rootfs/etc/modprobe.d/90-{TOOL}.conf", live_check="modprobe",
+        image_check="modprobe",
+    ),
+    KindSpec(
+        Kind.MODULE_LOAD, "Modules loaded at boot (modules-load.d)",
+        key=_MODULE, value="",
+        shape="a module name, with the value \"\"",
+        file=f"rootfs/etc/modules-load.d/90-{TOOL}.conf", live_check="module-load",
+        image_check="module-load",
+    ),
+    KindSpec(
+        Kind.SYSFS, "sysfs values set at boot (tmpfiles.d)",
+        key=rf"/sys(?:/(?!\.\.?(?:/|$)){_SYSFS_PART})+",
+        value=r"[A-Za-z0-9_.:,/+%\[\]-]+(?: [A-Za-z0-9_.:,/+%\[\]-]+)*",
+        shape="a path under /sys (globs allowed, no '..') with a value of words",
+        file=f"rootfs/etc/tmpfiles.d/90-{TOOL}.conf", live_check="sysfs", image_check="sysfs",
+    ),
+    KindSpec(
+        Kind.UDEV, "I/O schedulers (udev rules)",
+        key=_one_of(DiskClass), value=_one_of(("none", "mq-deadline", "bfq", "kyber")),
+        shape=f"a disk class ({', '.join(DiskClass)}) with none, mq-deadline, bfq or kyber",
+        file=f"rootfs/etc/udev/rules.d/60-{TOOL}-io-scheduler.rules", live_check="udev",
+        image_check="udev",
+    ),
+    KindSpec(
+        Kind.TUNED, "tuned profile",
+        key=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.*/-]+", value=r"[A-Za-z0-9_.,:=+/@%*()\[\] -]*",
+        shape="'<section>.<option>' of tuned.conf (sysctl.vm.swappiness, cpu.governor)",
+        file=f"rootfs/etc/tuned/{TOOL}-{{profile}}/tuned.conf", live_check="tuned",
+        image_check="tuned",
+    ),
+    KindSpec(
+        Kind.GPU, "GPU settings applied at boot (nvidia-smi)",
+        key=_one_of(GpuAction), value=r"(?!)",
+        values=MappingProxyType({
+            GpuAction.PERSISTENCE: "on",
+            GpuAction.ECC: "on|off",
+            GpuAction.COMPUTE_MODE: "DEFAULT|EXCLUSIVE_PROCESS|PROHIBITED",
+            GpuAction.CLOCKS: "max|[1-9][0-9]{1,4}",
+            GpuAction.POWER_LIMIT: "[1-9][0-9]{0,3}|(?:[1-9][0-9]?|100)%",
+            GpuAction.MIG: "on|off",
+        }),
+        shape=f"one of the GPU actions {', '.join(GpuAction)}",
+        file=f"rootfs/usr/local/libexec/{TOOL}/gpu-setup", live_check="gpu",
+        image_check="boot-unit", applied_at_boot_by=GPU_UNIT,
+    ),
+    KindSpec(
+        Kind.IRQ, "NIC interrupt affinity",
+        key=IFNAME, value=CPULIST,
+        shape="an interface name mapped to a CPU list like 1-27,57-83",
+        file=f"rootfs/usr/local/libexec/{TOOL}/irq-affinity", live_check="irq",
+        image_check="boot-unit", applied_at_boot_by=IRQ_UNIT,
+    ),
+    KindSpec(
+        Kind.SERVICE, "Services enabled, disabled or masked",
+        key=_UNIT, value=_one_of(ServiceAction),
+        shape=f"a unit name (.{', .'.join(_UNIT_SUFFIXES)}) with enable, disable or mask",
+        file=DELIVERY_FILES, live_check="service", image_check="service",
+    ),
+)
+
+KIND_SPECS: Mapping[str, KindSpec] = MappingProxyType({spec.kind: spec for spec in KINDS})
+SETTING_KINDS: tuple[str, ...] = tuple(str(spec.kind) for spec in KINDS)
+KIND_ORDER: Mapping[str, int] = MappingProxyType({kind: i for i, kind in enumerate(SETTING_KINDS)})
+KIND_TITLES: Mapping[str, str] = MappingProxyType({spec.kind: spec.title for spec in KINDS})
+assert set(SETTING_KINDS) == set(Kind), "every Kind has exactly one row in KINDS"

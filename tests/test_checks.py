@@ -1,0 +1,195 @@
+"""The plan's one validation pass: the grammar of every kind, the traps, and who is blamed.
+
+A bad profile override is the user's input (exit 2, naming the profile and the override); a bad
+value from a rule is goldtune's bug (exit 1, naming the rule). ``gen check`` runs the same pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+from rules.helpers import facts, profile
+
+from generator.cli import main
+from generator.errors import GenerationError, InputError
+from generator.inputs.profile import Override
+from generator.model.kinds import KINDS, Kind
+from generator.model.setting import Setting
+from generator.plan import build as plan
+from generator.plan import checks
+from generator.plan.checks import check_grammar, check_plan, check_traps, kernel_int
+
+# Keys and values that would break out of their file's syntax, or that the file cannot carry.
+DO_NOT_FIT = [
+    ("kernel-arg", "iommu", "$(reboot)"),
+    ("kernel-arg", "quiet splash", ""),
+    ("sysctl", "vm.swappiness", "1\nkernel.panic = 1"),
+    ("sysfs", "/sys/../etc/shadow", "x"),
+    ("sysfs", "/sys/kernel/..", "x"),
+    ("sysfs", "/etc/passwd", "x"),
+    ("limit", "* hard nofile", "lots"),
+    ("limit", "* hard nofile", "١٠٢٤"),  # Arabic-Indic digits: \d would take them
+    ("modprobe", "install nouveau", "/bin/false"),
+    ("module-load", "nvidia;reboot", ""),
+    ("module-load", "nvidia", "1"),
+    ("udev", "nvme", 'none", RUN+="/bin/sh'),
+    ("tuned", "main.include", "${f:exec:/bin/sh:-c:reboot}"),
+    ("gpu", "clocks", "1980; reboot"),
+    ("gpu", "clocks", "١٩٨٠"),
+    ("gpu", "power-limit", "101%"),
+    ("gpu", "fan", "on"),
+    ("irq", "eth0;reboot", "1-3"),
+    ("irq", "eth0", "١-٣"),
+    ("service", "x.service; reboot", "enable"),
+    ("systemd-manager", "DefaultLimitNOFILE", "1 2"),
+]
+
+# What the old render-time and plan-time checks disagreed on: each fits now.
+FITS = [
+    ("service", "data.mount", "enable"),
+    ("service", "system-goldtune.slice", "disable"),
+    ("tuned", "sysctl.kernel.numa_balancing", "0"),
+    ("sysfs", "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor", "performance"),
+    ("modprobe", "options nvidia NVreg_RestrictProfilingToAdminUsers-x", "0"),
+    ("limit", "@GPU-users hard memlock", "unlimited"),
+    ("gpu", "power-limit", "80%"),
+    ("irq", "ibp24s0", "1-27,57-83"),
+]
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), DO_NOT_FIT)
+def test_keys_and_values_that_do_not_fit_their_file_are_refused(kind: str, key: str, value: str) -> None:
+    assert check_grammar(Setting(kind, key, value, "reason", rule="test.rule")) is not None
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), FITS)
+def test_the_one_grammar_accepts_what_the_consumers_accept(kind: str, key: str, value: str) -> None:
+    assert check_grammar(Setting(kind, key, value, "reason", rule="test.rule")) is None
+
+
+def test_every_kind_has_a_case_that_does_not_fit() -> None:
+    assert {kind for kind, _, _ in DO_NOT_FIT} == set(Kind)
+
+
+@pytest.mark.parametrize("spec", KINDS, ids=lambda spec: str(spec.kind))
+def test_every_grammar_is_ascii_only(spec: Any) -> None:
+    """No \\d or \\w: they match Unicode digits and letters, which reach files as bytes."""
+    for pattern in (spec.key, spec.value, *spec.values.values()):
+        assert "\\d" not in pattern and "\\w" not in pattern, pattern
+
+
+@pytest.mark.parametrize(("text", "number"), [("0", 0), ("00", 0), ("+0", 0), ("0x0", 0), ("-0", 0),
+                                              ("1", 1), ("010", 8), ("0x10", 16), (" 7 ", 7)])
+def test_kernel_int_reads_numbers_as_the_kernel_does(text: str, number: int) -> None:
+    assert kernel_int(text) == number
+
+
+@pytest.mark.parametrize(("text"), ["", "abc", "1.5", "٠", "0x", "1e3"])
+def test_kernel_int_refuses_what_is_no_kernel_integer(text: str) -> None:
+    assert kernel_int(text) is None
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), [
+    ("sysctl", "vm.swappiness", "0"), ("sysctl", "vm.swappiness", "00"), ("sysctl", "vm.swappiness", "+0"),
+    ("kernel-arg", "intel_idle.max_cstate", "0"), ("kernel-arg", "intel_idle.max_cstate", "00"),
+    ("kernel-arg", "intel_idle.max_cstate", "0x0"),
+])
+def test_traps_compare_numbers_as_numbers(kind: str, key: str, value: str) -> None:
+    assert check_traps(Setting(kind, key, value, "reason")) is not None
+
+
+def test_a_bad_value_from_a_rule_is_a_goldtune_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = plan.run_rules
+
+    def with_bad_value(*args: Any) -> Any:
+        proposed, notes = real(*args)
+        return [*proposed, Setting("gpu", "clocks", "1980; reboot", "bad", rule="gpu.clocks")], notes
+
+    monkeypatch.setattr(plan, "run_rules", with_bad_value)
+    with pytest.raises(GenerationError, match=r"rule gpu\.clocks produced gpu clocks='1980; reboot'"):
+        plan.build_plan(facts(), profile("inference"))
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), DO_NOT_FIT)
+def test_a_bad_override_is_the_users_input(kind: str, key: str, value: str) -> None:
+    entry = {"kind": kind, "key": key, "value": value, "reason": "from a pull request"}
+    try:
+        Override.model_validate(entry)
+    except ValidationError:
+        return  # the profile format itself refuses it (exit 2 through the loader's error)
+    prof = profile("inference", overrides=[entry])
+    with pytest.raises(InputError) as raised:
+        plan.build_plan(facts(), prof)
+    assert len(raised.value.problems) == 1
+    assert raised.value.problems[0].path == f"overrides: {kind} {key}"
+
+
+def test_tuned_sysctl_that_sysctl_d_also_sets_is_refused() -> None:
+    entry = {"kind": "tuned", "key": "sysctl.vm.swappiness", "value": "10", "reason": "tuned sets it"}
+    with pytest.raises(InputError, match="tuned sysctl.vm.swappiness and sysctl.d both set vm.swappiness"):
+        plan.build_plan(facts(), profile("inference", overrides=[entry]))
+
+
+def test_a_tuned_sysctl_key_alone_is_accepted() -> None:
+    entry = {"kind": "tuned", "key": "sysctl.kernel.sched_autogroup_enabled", "value": "0", "reason": "tuned only"}
+    built = plan.build_plan(facts(), profile("inference", overrides=[entry]))
+    assert built.get("tuned", "sysctl.kernel.sched_autogroup_enabled") is not None
+
+
+def test_an_unknown_override_key_suggests_the_known_one() -> None:
+    entry = {"kind": "sysctl", "key": "vm.swapiness", "value": "10", "reason": "a typo"}
+    with pytest.raises(InputError, match="did you mean 'vm.swappiness'"):
+        plan.build_plan(facts(), profile("inference", overrides=[entry]))
+
+
+@pytest.mark.parametrize(("kind", "key", "value"), [
+    ("sysctl", "net.ipv4.ip_local_reserved_ports", "30000-32767"),
+    ("kernel-arg", "pci", "realloc=off"),
+])
+def test_an_override_may_set_an_unlisted_key_when_it_says_so(kind: str, key: str, value: str) -> None:
+    entry = {"kind": kind, "key": key, "value": value, "reason": "what the fleet has always set"}
+    with pytest.raises(InputError, match="unlisted: true"):
+        plan.build_plan(facts(), profile("inference", overrides=[entry]))
+    built = plan.build_plan(facts(), profile("inference", overrides=[{**entry, "unlisted": True}]))
+    assert built.get(kind, key) is not None
+    assert [w.check for w in built.warnings if key in w.text] == ["unlisted-key"]
+
+
+def test_an_unlisted_override_still_obeys_the_grammar() -> None:
+    entry = {"kind": "sysctl", "key": "net.x.y", "value": "1; reboot", "reason": "smuggled", "unlisted": True}
+    with pytest.raises(InputError, match="plain data"):
+        plan.build_plan(facts(), profile("inference", overrides=[entry]))
+
+
+def test_check_plan_reports_every_problem_at_once() -> None:
+    bad = (Setting("sysctl", "vm.swappiness", "00", "r"), Setting("gpu", "fan", "on", "r"),
+           Setting("limit", "* hard nofile", "99999999", "r"))
+    findings, _ = check_plan(bad, facts())
+    assert len(findings) == 3
+
+
+@pytest.fixture
+def misspelt_profile(tmp_path: Path) -> Path:
+    path = tmp_path / "typo.yaml"
+    path.write_text("extends: inference\noverrides:\n"
+                    "  - {kind: sysctl, key: vm.swapiness, value: 10, reason: the batch tier swaps}\n")
+    return path
+
+
+def test_gen_check_runs_the_same_pass_as_gen(misspelt_profile: Path) -> None:
+    inputs = ["--hw", "dgx-h100", "--profile", str(misspelt_profile)]
+    for args in (["check", *inputs], [*inputs, "-o", str(misspelt_profile.parent / "out")]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "vm.swapiness" in result.output and "did you mean 'vm.swappiness'" in result.output
+    assert not (misspelt_profile.parent / "out").exists()
+
+
+def test_checks_module_has_no_second_grammar() -> None:
+    """The grammar lives in the kinds table only (the old checks.py and formats.py disagreed)."""
+    for name in ("SYNTAX", "SERVICE_ACTIONS", "UDEV_MATCHES", "LIMIT_KEY", "GPU_ACTIONS", "TUNED_KEY"):
+        assert not hasattr(checks, name)
