@@ -18,12 +18,16 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from generator.errors import InputError
+from generator.foreign import read_foreign
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 from generator.verify.live import arg_name, parse_cmdline
 
 GPU_SCRIPT = "/usr/local/libexec/goldtune/gpu-setup"
+# A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
+MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
@@ -67,10 +71,18 @@ class Image:
         return self.root.joinpath(*resolved)
 
     def read(self, path: str) -> str | None:
+        """The text of a regular file of the image; None when absent or not a regular file."""
+        content = self.read_bytes(path)
+        return None if content is None else content.decode("utf-8", errors="replace")
+
+    def read_bytes(self, path: str) -> bytes | None:
         host = self.resolve(path)
-        if host is None or not host.is_file():
+        if host is None:
             return None
-        return host.read_text(encoding="utf-8", errors="replace")
+        try:  # a FIFO or a device planted in the image must not hang the check; nor a huge file
+            return read_foreign(host, MAX_IMAGE_FILE_BYTES, follow_links=False)
+        except InputError:
+            return None
 
     def lexists(self, path: str) -> bool:
         directory = self.resolve(str(PurePosixPath(path).parent))
@@ -225,10 +237,10 @@ def image_modules(image: Image) -> dict[str, set[str]] | None:
     if base is None or not base.is_dir():
         return None
     found: dict[str, set[str]] = {}
-    for kernel in sorted(p for p in base.iterdir() if p.is_dir()):
+    for kernel in sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()):
         names: set[str] = set()
         for index in ("modules.dep", "modules.builtin"):
-            text = (kernel / index).read_text(errors="replace") if (kernel / index).is_file() else ""
+            text = image.read(f"/lib/modules/{kernel.name}/{index}") or ""
             for line in text.splitlines():
                 path = line.split(":", 1)[0]
                 names.add(arg_name(re.sub(r"\.ko(\.\w+)?$", "", path.rsplit("/", 1)[-1])))
@@ -318,10 +330,11 @@ def check_boot_unit(setting: Setting, image: Image, unit: str) -> Check:
 def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
     expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
     host = image.resolve(item_target)
-    if host is None or image.link_target(item_target) is not None or not host.is_file():
+    content = image.read_bytes(item_target) if image.link_target(item_target) is None else None
+    if host is None or content is None:
         return Check("file", item_target, expected, "not installed", MISSING)
-    digest = hashlib.sha256(host.read_bytes()).hexdigest()
-    actual_mode = host.stat().st_mode & 0o7777
+    digest = hashlib.sha256(content).hexdigest()
+    actual_mode = os.lstat(host).st_mode & 0o7777
     good = digest == sha256 and actual_mode == mode
     return Check("file", item_target, expected, f"sha256 {digest[:12]}…, mode {actual_mode:04o}",
                  OK if good else DIFFERS, "" if good else "the installed file is not the bundle's")

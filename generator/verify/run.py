@@ -26,6 +26,7 @@ from typing import Any
 import click
 
 from generator.errors import InputError, Problem
+from generator.foreign import read_foreign
 from generator.render.snapshot import parse_snapshot, render_collector
 from generator.table import format_table
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
@@ -34,6 +35,8 @@ from generator.verify.live import check_settings
 from generator.verify.image import check_root
 
 COLLECT_TIMEOUT_S = 300
+# A collector's output is tens of KiB; a console log of many boots around it a few MiB.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 CELL_WIDTH = 60
 
 
@@ -49,10 +52,8 @@ def collect_here(bundle: Bundle) -> str:
 
 
 def read_snapshot(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise InputError(Problem(str(path), "", f"cannot be read: {error.strerror}")) from None
+    """A saved snapshot: a regular file of at most MAX_SNAPSHOT_BYTES (not a FIFO, not /dev/zero)."""
+    return read_foreign(path, MAX_SNAPSHOT_BYTES).decode("utf-8", errors="replace")
 
 
 def verify_checks(bundle: Bundle, root: Path | None, snapshot: Path | None) -> tuple[list[Check], dict[str, Any]]:

@@ -1,0 +1,104 @@
+"""Hostile inputs, bundles, snapshots and images (issue 11): each case was reproduced on main as a
+traceback, a hang, a leak of a file's content or a read outside the bundle.
+
+Everything hostile is built in a temporary directory; nothing here reads or changes this
+machine's /etc beyond naming /etc/hostname as a link target that must never be followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.bundle.read import read_bundle
+from generator.errors import InputError
+from generator.foreign import read_beneath, read_foreign
+from tests.conftest import MINIMAL_HW, REPO
+
+SECRET = "root:$6$s3cr3t-hash$QQQQQQQQ:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
+
+
+def gen(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=cwd)
+
+
+def assert_one_line_exit_2(result: subprocess.CompletedProcess[str], needle: str) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# --- item 7: only regular files, never a hang -----------------------------------------------------
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo.yaml"
+    os.mkfifo(path)
+    return path
+
+
+def test_fifo_as_hardware_does_not_hang(fifo: Path, tmp_path: Path):
+    result = gen("--hw", str(fifo), "--profile", "inference", "-o", str(tmp_path / "b"), timeout=20)
+    assert_one_line_exit_2(result, f"{fifo}: is a FIFO, expected a regular file")
+    assert not (tmp_path / "b").exists()
+
+
+def test_fifo_as_extends_parent_does_not_hang(fifo: Path, tmp_path: Path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text(f"extends: {fifo}\nintent: training\n")
+    result = gen("check", "--hw", "l4-inference", "--profile", str(profile), timeout=20)
+    assert_one_line_exit_2(result, "is a FIFO")
+
+
+def test_fifo_as_snapshot_does_not_hang(fifo: Path, tmp_path: Path):
+    bundle = tmp_path / "bundle"
+    assert gen("--hw", "l4-inference", "--profile", "inference", "-o", str(bundle)).returncode == 0
+    result = gen("verify", str(bundle), "--snapshot", str(fifo), timeout=20)
+    assert_one_line_exit_2(result, "is a FIFO")
+
+
+def test_dev_zero_and_a_huge_snapshot_are_refused(tmp_path: Path):
+    with pytest.raises(InputError, match="is a character device"):
+        read_foreign(Path("/dev/zero"), 1024)
+    huge = tmp_path / "huge.log"
+    with huge.open("wb") as handle:  # sparse: the size is checked before anything is read
+        handle.truncate(1536 * 1024 * 1024)
+    with pytest.raises(InputError, match="larger than 64 MiB"):
+        from generator.verify.run import read_snapshot
+        read_snapshot(huge)
+
+
+def test_a_file_that_grows_past_the_cap_is_refused(tmp_path: Path):
+    """The cap counts the bytes really read, not only the size fstat reported."""
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    assert read_foreign(path, 100) == b"x" * 100
+    with pytest.raises(InputError, match="larger than"):
+        read_foreign(path, 99)
+
+
+def test_read_beneath_never_follows_a_link(tmp_path: Path):
+    root = tmp_path / "bundle"
+    (root / "rootfs").mkdir(parents=True)
+    (root / "rootfs" / "etc").symlink_to("/etc")
+    (root / "plain").write_text("ok")
+    (root / "link").symlink_to("plain")
+    assert read_beneath(root, "plain", 10) == b"ok"
+    with pytest.raises(InputError, match="symbolic link"):
+        read_beneath(root, "link", 10)
+    with pytest.raises(InputError, match="symbolic link"):
+        read_beneath(root, "rootfs/etc/hostname", 1024)
+    with pytest.raises(InputError, match="plain relative path"):
+        read_beneath(root, "../bundle/plain", 10)
