@@ -102,3 +102,31 @@ def test_read_beneath_never_follows_a_link(tmp_path: Path):
         read_beneath(root, "rootfs/etc/hostname", 1024)
     with pytest.raises(InputError, match="plain relative path"):
         read_beneath(root, "../bundle/plain", 10)
+
+
+# --- item 6: no tracebacks ----------------------------------------------------------------------
+
+HW_WITH = "cpu: {{vendor: intel, sockets: 1, cores_per_socket: 4}}\nmemory_gib: {}\n"
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("!!bool maybe", "line 2, column 13: invalid YAML: not a valid !!bool value"),
+    ("!!int abc", "not a valid !!int value"),
+    ("!!float abc", "not a valid !!float value"),
+    ("!!timestamp notadate", "not a valid !!timestamp value"),
+    ("9" * 5000, "not a valid !!int value"),
+    ("!!int 0x", "not a valid !!int value"),
+])
+def test_tagged_scalars_that_do_not_parse_are_one_line(tmp_path: Path, value: str, needle: str):
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(HW_WITH.format(value))
+    assert_one_line_exit_2(gen("check", "--hw", str(hw), "--profile", "inference"), needle)
+
+
+@pytest.mark.parametrize("which", ["hw", "profile"])
+def test_name_null_is_one_line(tmp_path: Path, which: str):
+    path = tmp_path / f"{which}.yaml"
+    path.write_text("name: null\n" + (MINIMAL_HW if which == "hw" else "intent: training\n"))
+    args = ["--hw", str(path), "--profile", "inference"] if which == "hw" else \
+        ["--hw", "l4-inference", "--profile", str(path)]
+    assert_one_line_exit_2(gen("check", *args), f"{path}: name: is empty (null)")

@@ -17,7 +17,7 @@ from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
 from generator.errors import InputError, Problem
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.inputs.yamlio import name_or_stem, read_yaml_file
 
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
 # every shell and udev metacharacter because names reach scripts and rules.
@@ -129,7 +129,7 @@ def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]
         base.pop("description", None)
         base.pop("source", None)
         data = deep_merge(base, data)
-    data.setdefault("name", path.stem)
+    data = name_or_stem(data, path)
     spec = validate_model(HardwareSpec, data, source)
     return spec, path
 

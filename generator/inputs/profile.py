@@ -18,7 +18,7 @@ from generator.inputs.hardware import BundleName, _find_input
 from generator.paths import profiles_dir
 from generator.model.setting import SettingKind
 from generator.inputs.schema import StrictModel, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.inputs.yamlio import name_or_stem, read_yaml_file
 
 MAX_EXTENDS_DEPTH = 8
 
@@ -120,7 +120,7 @@ def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:
             raise InputError(Problem(str(chain[-1][1]), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends"))
         seen.append(key)
         data = read_yaml_file(path)
-        data.setdefault("name", path.stem)
+        data = name_or_stem(data, path)
         chain.append((validate_model(ProfileFile, data, str(path)), path))
         current = chain[-1][0].extends
         # A name in extends: refers to the same folder as the profile that names it.
