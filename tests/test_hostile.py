@@ -130,3 +130,39 @@ def test_name_null_is_one_line(tmp_path: Path, which: str):
     args = ["--hw", str(path), "--profile", "inference"] if which == "hw" else \
         ["--hw", "l4-inference", "--profile", str(path)]
     assert_one_line_exit_2(gen("check", *args), f"{path}: name: is empty (null)")
+
+
+# --- item 3: never echo a foreign file ----------------------------------------------------------
+
+def test_extends_a_password_file_echoes_none_of_it(tmp_path: Path):
+    secrets = tmp_path / "shadow"
+    secrets.write_text(SECRET)
+    profile = tmp_path / "p.yaml"
+    profile.write_text(f"extends: {secrets}\nintent: training\n")
+    line = assert_one_line_exit_2(gen("check", "--hw", "l4-inference", "--profile", str(profile)),
+                                  "not a goldtune input of this kind")
+    assert "s3cr3t" not in line and "daemon" not in line and "19000" not in line
+
+
+def test_hw_symlinked_to_a_password_file_echoes_none_of_it(tmp_path: Path):
+    secrets = tmp_path / "shadow"
+    secrets.write_text(SECRET)
+    (tmp_path / "hw.yaml").symlink_to(secrets)
+    result = gen("check", "--hw", str(tmp_path / "hw.yaml"), "--profile", "inference")
+    line = assert_one_line_exit_2(result, "not a goldtune input of this kind")
+    assert "s3cr3t" not in result.stdout + result.stderr and "daemon" not in line
+
+
+def test_many_unknown_fields_are_one_line_of_short_keys(tmp_path: Path):
+    keys = "".join(f"key{index}_{'x' * 200}: 1\n" for index in range(20))
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MINIMAL_HW + keys)
+    line = assert_one_line_exit_2(gen("check", "--hw", str(hw), "--profile", "inference"), "20 unknown fields")
+    assert len(line) < 300, line
+
+
+def test_a_key_with_escape_sequences_is_escaped(tmp_path: Path):
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MINIMAL_HW + '"\\e]0;pwned\\a\\e[2J": 1\n')
+    line = assert_one_line_exit_2(gen("check", "--hw", str(hw), "--profile", "inference"), "unknown field")
+    assert "\x1b" not in line and "\\x1b]0;pwned\\x07" in line
