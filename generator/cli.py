@@ -16,6 +16,7 @@ import click
 from generator import TOOL, __version__
 from generator.errors import GoldtuneError
 from generator.model.setting import SETTING_KINDS
+from generator.textsafe import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,8 +36,8 @@ def reports_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except GoldtuneError as error:
-            for line in error.lines():
-                click.echo(f"{TOOL}: error: {line}", err=True)
+            for line in error.lines():  # a path or a key from a foreign file: no raw controls
+                click.echo(f"{TOOL}: error: {printable(line)}", err=True)
             sys.exit(error.exit_code)
 
     return wrapper  # type: ignore[return-value]

@@ -166,3 +166,49 @@ def test_a_key_with_escape_sequences_is_escaped(tmp_path: Path):
     hw.write_text(MINIMAL_HW + '"\\e]0;pwned\\a\\e[2J": 1\n')
     line = assert_one_line_exit_2(gen("check", "--hw", str(hw), "--profile", "inference"), "unknown field")
     assert "\x1b" not in line and "\\x1b]0;pwned\\x07" in line
+
+
+# --- item 4: diff checks the bundle first, never follows a link out of it ------------------------
+
+@pytest.fixture(scope="module")
+def clean_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    bundle = tmp_path_factory.mktemp("diff") / "clean"
+    assert gen("--hw", "l4-inference", "--profile", "inference", "-o", str(bundle)).returncode == 0
+    return bundle
+
+
+def tampered_copy(clean: Path, tmp_path: Path) -> Path:
+    """A copy whose rootfs/etc is a link to a directory outside it with the same file names."""
+    copy = tmp_path / "tampered"
+    shutil.copytree(clean, copy, symlinks=True)
+    outside = tmp_path / "outside"
+    shutil.copytree(copy / "rootfs" / "etc", outside)
+    for path in outside.rglob("*.conf"):
+        path.write_text("HOST-SECRET-CONTENT\n")
+    shutil.rmtree(copy / "rootfs" / "etc")
+    (copy / "rootfs" / "etc").symlink_to(outside)
+    return copy
+
+
+@pytest.mark.parametrize("output_format", ["terminal", "markdown", "json"])
+def test_diff_of_a_bundle_with_a_linked_directory_prints_nothing_from_outside(clean_bundle: Path, tmp_path: Path,
+                                                                               output_format: str):
+    copy = tampered_copy(clean_bundle, tmp_path)
+    result = gen("diff", "--format", output_format, str(clean_bundle), str(copy))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "HOST-SECRET-CONTENT" not in result.stdout + result.stderr
+    assert result.stdout == ""
+    assert "does not match the bundle's manifest.json" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_manifest_entry_reached_through_a_link_is_tampered(clean_bundle: Path, tmp_path: Path):
+    copy = tampered_copy(clean_bundle, tmp_path)
+    # even when the manifest is rewritten to match the outside files, the link itself is the tampering
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        if entry["path"].startswith("rootfs/etc/") and entry["path"].endswith(".conf"):
+            entry["sha256"] = hashlib.sha256(b"HOST-SECRET-CONTENT\n").hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    bundle = read_bundle(copy)
+    assert "rootfs/etc" in bundle.unlisted
+    assert any(path.startswith("rootfs/etc/") for path in bundle.tampered)
