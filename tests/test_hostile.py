@@ -116,6 +116,7 @@ HW_WITH = "cpu: {{vendor: intel, sockets: 1, cores_per_socket: 4}}\nmemory_gib: 
     ("!!timestamp notadate", "not a valid !!timestamp value"),
     ("9" * 5000, "not a valid !!int value"),
     ("!!int 0x", "not a valid !!int value"),
+    ("!!int ''", "not a valid !!int value"),  # an IndexError, found by tests/test_hostile_fuzz.py
 ])
 def test_tagged_scalars_that_do_not_parse_are_one_line(tmp_path: Path, value: str, needle: str):
     hw = tmp_path / "hw.yaml"
@@ -212,3 +213,118 @@ def test_a_manifest_entry_reached_through_a_link_is_tampered(clean_bundle: Path,
     bundle = read_bundle(copy)
     assert "rootfs/etc" in bundle.unlisted
     assert any(path.startswith("rootfs/etc/") for path in bundle.tampered)
+
+
+# --- item 2: verify --root never runs the image's shell code ------------------------------------
+
+def grub_image(root: Path, files: dict[str, str]) -> Path:
+    for path, text in files.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return root
+
+
+def kernel_arg_check(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]
+    from generator.model.setting import Setting
+    from generator.verify.image import Image, check_kernel_arg
+
+    image = Image(grub_image(tmp_path / "image", files))
+    return check_kernel_arg(Setting("kernel-arg", "iommu", "pt", "because", rule="test.boot"), image)
+
+
+OUR_DROPIN = 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }iommu=pt"\n'
+
+
+@pytest.mark.parametrize("payload", [
+    'GRUB_CMDLINE_LINUX_DEFAULT="$(touch {marker})"\n',
+    "GRUB_CMDLINE_LINUX=`touch {marker}`\n",
+    "touch {marker}; GRUB_CMDLINE_LINUX=x\n",
+    'GRUB_CMDLINE_LINUX="${{X:-$(touch {marker})}}"\n',
+    "while :; do :; done\nGRUB_CMDLINE_LINUX=x\n",  # looped forever under sh (a TimeoutExpired traceback)
+    'if touch {marker}; then GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"; fi\n',
+    ". /dev/stdin\n",
+])
+def test_root_never_executes_grub_files_and_says_what_it_could_not_judge(tmp_path: Path, payload: str):
+    from generator.verify.verdicts import Verdict
+
+    marker = tmp_path / "PWNED"
+    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+             "/etc/default/grub.d/50-evil.cfg": payload.format(marker=marker),
+             "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}
+    check = kernel_arg_check(tmp_path, files)
+    assert not marker.exists(), "the image's shell code ran on the host"
+    assert check.verdict == Verdict.NOT_JUDGED, check
+    assert "/etc/default/grub.d/50-evil.cfg: line 1" in check.reason or "line 2" in check.reason, check.reason
+
+
+@pytest.mark.parametrize("files,verdict", [
+    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n',
+      "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),
+    ({"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),  # no /etc/default/grub at all
+    ({"/etc/default/grub": "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
+                           "GRUB_CMDLINE_LINUX_DEFAULT='quiet'  # a comment\nexport GRUB_CMDLINE_LINUX_DEFAULT\n",
+      "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),  # Debian's own backticks are not ours
+    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt"\n'}, "ok"),
+    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX iommu=off"\n'}, "differs"),
+    ({"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
+      "/etc/default/grub.d/99-local.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'}, "missing"),
+    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX+=" iommu=pt"\n'}, "not-judged"),  # bash only: sh fails
+    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="$MY_ARGS"\n'}, "not-judged"),  # set outside these files
+])
+def test_root_reads_grub_assignments_as_data(tmp_path: Path, files: dict[str, str], verdict: str):
+    assert str(kernel_arg_check(tmp_path, files).verdict) == verdict
+
+
+def test_root_with_a_fifo_as_grub_file_does_not_hang(tmp_path: Path):
+    image = grub_image(tmp_path / "image", {"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN})
+    os.mkfifo(image / "etc/default/grub")
+    os.mkfifo(image / "etc/default/grub.d/50-fifo.cfg")
+    assert str(kernel_arg_check(tmp_path, {}).verdict) == "ok"
+
+
+def test_verify_root_cli_with_a_hostile_grub_file(tmp_path: Path, clean_bundle: Path):
+    marker = tmp_path / "PWNED"
+    grub_image(tmp_path / "image", {"/etc/default/grub.d/50-evil.cfg": f"GRUB_CMDLINE_LINUX=$(touch {marker})\n"})
+    result = gen("verify", str(clean_bundle), "--root", str(tmp_path / "image"), timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert not marker.exists()
+    assert "not-judged" in result.stdout and "not judged" in result.stdout.splitlines()[-1]
+
+
+# --- item 11: control characters are escaped on a terminal --------------------------------------
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202e"
+CONTROLS = {"\x1b", "\x07", "\x9b", "\u202e"}
+
+
+def test_verify_escapes_snapshot_values(tmp_path: Path, clean_bundle: Path):
+    snapshot = tmp_path / "snap.log"
+    snapshot.write_text(f"goldtune-snapshot\tbegin\tx\nsysctl\tvm.swappiness\t{ESCAPES}\n"
+                        f"meta\thostname\th{ESCAPES}\ngoldtune-snapshot\tend\tx\n")
+    result = gen("verify", str(clean_bundle), "--snapshot", str(snapshot))
+    assert result.returncode == 1, result.stderr
+    assert not CONTROLS & set(result.stdout + result.stderr)
+    assert "\\x1b]0;owned\\x07" in result.stdout
+
+
+def test_explain_escapes_a_profile_reason(tmp_path: Path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text('extends: inference\noverrides:\n  - {kind: sysctl, key: vm.swappiness, value: 2, '
+                       'reason: "fine\\e[2J\\e]0;owned\\a\\u202e"}\n')
+    result = gen("explain", "--hw", "l4-inference", "--profile", str(profile), "--key", "swappiness")
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
+    assert "fine\\x1b[2J" in result.stdout
+
+
+@pytest.mark.parametrize("output_format", ["terminal", "markdown"])
+def test_diff_escapes_reasons_and_file_text(tmp_path: Path, clean_bundle: Path, output_format: str):
+    profile = tmp_path / "p.yaml"
+    profile.write_text('extends: inference\noverrides:\n  - {kind: sysctl, key: vm.swappiness, value: 2, '
+                       'reason: "fine\\e[2J\\u202e"}\n')
+    other = tmp_path / "other"
+    assert gen("--hw", "l4-inference", "--profile", str(profile), "-o", str(other)).returncode == 0
+    result = gen("diff", "--format", output_format, str(clean_bundle), str(other))
+    assert result.returncode == 1, result.stderr
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout and "fine\\x1b[2J" in result.stdout

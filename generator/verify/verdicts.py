@@ -29,9 +29,12 @@ class Verdict(StrEnum):
     DIFFERS = "differs"
     MISSING = "missing"
     NOT_APPLICABLE = "not-applicable"
+    # The source cannot be judged without running foreign code (an image's GRUB file with a
+    # command substitution): not proven in effect, so it fails, with the reason.
+    NOT_JUDGED = "not-judged"
 
     def fails(self) -> bool:
-        return self in (Verdict.DIFFERS, Verdict.MISSING)
+        return self in (Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_JUDGED)
 
 
 @dataclass(frozen=True)
