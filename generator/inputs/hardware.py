@@ -64,8 +64,15 @@ class DiskSpec(StrictModel):
     role: Literal["os", "data", "cache"] = "data"
 
 
+# A whole kernel release as `uname -r` prints it (6.8, 6.1.0-18-amd64, 5.14.0-427.13.1.el9_4.x86_64,
+# 6.6.31+rpt-rpi-v8), matched from start to end: "6.8; rm -rf /" once passed a start-only match.
+KernelRelease = Annotated[
+    str, StringConstraints(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+._~][A-Za-z0-9._+~-]{0,64})?$")
+]
+
+
 class OsSpec(StrictModel):
-    kernel: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+")] | None = None
+    kernel: KernelRelease | None = None
     page_size_kib: Literal[4, 16, 64] = 4
 
 

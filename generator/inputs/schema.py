@@ -58,7 +58,7 @@ PATTERN_RULES: dict[tuple[str, str], str] = {
     ("nics", "name"): "an interface name is 1-15 characters of [A-Za-z0-9_.-], not starting with '.' or '-'",
     ("disks", "name"): "a disk is a kernel name like nvme0n1 or sda (lower-case letters and digits)",
     ("", "name"): "a name is 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit",
-    ("os", "kernel"): "a kernel version like 6.8",
+    ("os", "kernel"): "a kernel release like 6.8 or 6.1.0-18-amd64",
     ("overrides", "key"): "a key is letters, digits and . _ : / * @ + - or spaces",
     ("overrides", "value"): "a one-line string",
     ("overrides", "reason"): "a reason is one line",

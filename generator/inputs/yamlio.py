@@ -40,7 +40,7 @@ class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
             )
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+        except (ValueError, TypeError, LookupError, AttributeError, OverflowError):
             # PyYAML's constructors raise these on a scalar that does not fit its tag
             raise yaml.constructor.ConstructorError(
                 None, None, f"not a valid {short_tag(node.tag)} value", node.start_mark
