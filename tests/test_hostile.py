@@ -328,3 +328,32 @@ def test_diff_escapes_reasons_and_file_text(tmp_path: Path, clean_bundle: Path, 
     result = gen("diff", "--format", output_format, str(clean_bundle), str(other))
     assert result.returncode == 1, result.stderr
     assert "\x1b" not in result.stdout and "\u202e" not in result.stdout and "fine\\x1b[2J" in result.stdout
+
+
+# --- item 8: a file in the current directory never shadows a shipped name ------------------------
+
+@pytest.mark.parametrize("planted", ["inference", "inference.yaml", "l4-inference", "l4-inference.yaml"])
+def test_a_file_in_the_cwd_does_not_shadow_shipped_names(tmp_path: Path, planted: str):
+    (tmp_path / planted).write_text("intent: training\nsmt: disable\nname: planted\n")
+    result = gen("explain", "--hw", "l4-inference", "--profile", "inference-latency", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    shipped = gen("explain", "--hw", "l4-inference", "--profile", "inference-latency", "--json", cwd=REPO)
+    assert result.stdout == shipped.stdout
+
+
+def test_a_bare_name_that_is_only_a_local_file_says_how_to_name_the_file(tmp_path: Path):
+    (tmp_path / "mine.yaml").write_text("intent: training\n")
+    result = gen("check", "--hw", "l4-inference", "--profile", "mine", cwd=tmp_path)
+    assert_one_line_exit_2(result, "mine: no shipped profile of that name (a bare name is a shipped profile; "
+                                   "to read the file, give it as a path: ./mine.yaml)")
+    assert gen("check", "--hw", "l4-inference", "--profile", "./mine.yaml", cwd=tmp_path).returncode == 0
+
+
+def test_extends_path_is_relative_to_the_file_that_names_it(tmp_path: Path):
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "base.yaml").write_text("intent: training\nsmt: disable\n")
+    (tmp_path / "team" / "leaf.yaml").write_text("extends: base.yaml\n")
+    (tmp_path / "base.yaml").write_text("intent: inference\n")  # in the cwd: must not be the parent
+    result = gen("check", "--hw", "l4-inference", "--profile", "team/leaf.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "profile leaf -> base, intent training" in result.stdout

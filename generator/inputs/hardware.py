@@ -17,6 +17,7 @@ from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
 from generator.errors import InputError, Problem
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
+from generator.textsafe import short_key
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
 
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
@@ -104,22 +105,34 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def _find_input(reference: str, folder: Path, kind: str, choices: list[str]) -> Path:
-    """A path given on the command line, or the name of a shipped file in ``folder``."""
-    path = Path(reference)
-    if path.suffix in {".yaml", ".yml"} or "/" in reference or path.exists():
-        return path
+def is_path_reference(reference: str) -> bool:
+    """A value with a ``/`` or ending in ``.yaml``/``.yml`` names a file; anything else a shipped name.
+
+    The rule is fixed so that a file in the current directory (or beside a profile) can never
+    stand in for a shipped system or profile: ``inference`` is always the shipped profile,
+    ``./inference.yaml`` the file.
+    """
+    return "/" in reference or reference.endswith((".yaml", ".yml"))
+
+
+def find_input(reference: str, folder: Path, kind: str, choices: list[str], relative_to: Path | None = None) -> Path:
+    """The file a reference names: a path (relative to ``relative_to`` when given, else to the
+    current directory), or the shipped ``folder/<name>.yaml``; an unknown name is an InputError."""
+    if is_path_reference(reference):
+        path = Path(reference)
+        return relative_to / path if relative_to is not None and not path.is_absolute() else path
     shipped = folder / f"{reference}.yaml"
-    if shipped.is_file():
+    if reference in choices and shipped.is_file():
         return shipped
-    raise InputError(
-        Problem(reference, "", f"no such file and no shipped {kind} of that name", closest(reference, choices))
-    )
+    hint = closest(reference, choices)
+    if Path(f"{reference}.yaml").is_file() or Path(reference).is_file():
+        hint = f"a bare name is a shipped {kind}; to read the file, give it as a path: ./{short_key(reference)}.yaml"
+    raise InputError(Problem(short_key(reference), "", f"no shipped {kind} of that name", hint))
 
 
 def find_hardware_file(reference: str, catalog: Catalog) -> Path:
     systems = catalog.system_files
-    return _find_input(reference, catalog.root / "systems", "system", list(systems))
+    return find_input(reference, catalog.root / "systems", "system", list(systems))
 
 
 def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]:
