@@ -357,3 +357,73 @@ def test_extends_path_is_relative_to_the_file_that_names_it(tmp_path: Path):
     result = gen("check", "--hw", "l4-inference", "--profile", "team/leaf.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "profile leaf -> base, intent training" in result.stdout
+
+
+# --- item 6: in gen matrix one bad file fails only its own combinations ---------------------------
+
+def test_matrix_goes_on_past_hostile_files(tmp_path: Path, fifo: Path):
+    bad = {"tag.yaml": HW_WITH.format("!!bool maybe"), "null-name.yaml": "name: null\n" + MINIMAL_HW,
+           "digits.yaml": HW_WITH.format("9" * 5000), "shadow.yaml": SECRET}
+    for name, text in bad.items():
+        (tmp_path / name).write_text(text)
+    args = [arg for name in [*bad, fifo.name] for arg in ("--hw", str(tmp_path / name))]
+    result = gen("matrix", *args, "--hw", "l4-inference", "--profile", "inference", "-o", str(tmp_path / "out"),
+                 timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "s3cr3t" not in result.stdout + result.stderr
+    assert "1 written, 5 failed" in result.stdout
+    assert (tmp_path / "out" / "l4-inference-inference" / "manifest.json").is_file()
+
+
+# --- item 12: the smaller ones ------------------------------------------------------------------
+
+def test_a_long_output_name_works_or_is_one_clean_line(tmp_path: Path):
+    from generator.bundle.write import MAX_NAME_BYTES
+
+    longest = tmp_path / ("b" * MAX_NAME_BYTES)
+    assert gen("--hw", "l4-inference", "--profile", "inference", "-o", str(longest)).returncode == 0
+    too_long = tmp_path / ("c" * 240)
+    result = gen("--hw", "l4-inference", "--profile", "inference", "-o", str(too_long))
+    assert_one_line_exit_2(result, f"the directory name is 240 bytes; at most {MAX_NAME_BYTES}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b" * MAX_NAME_BYTES]
+
+
+def test_a_hand_made_manifest_naming_goldtune_does_not_make_a_bundle(tmp_path: Path):
+    target = tmp_path / "data"
+    target.mkdir()
+    (target / "important.db").write_text("keep me")
+    manifest = {"tool": {"name": "goldtune"}, "files": [
+        {"path": "important.db", "sha256": hashlib.sha256(b"keep me").hexdigest(), "mode": "0644"}]}
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    result = gen("--hw", "l4-inference", "--profile", "inference", "-o", str(target))
+    assert_one_line_exit_2(result, "that is not a goldtune bundle")
+    assert (target / "important.db").read_text() == "keep me"
+    # a forged plan.json listed with the wrong digest is not enough either
+    (target / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": []}')
+    manifest["files"].append({"path": "plan.json", "sha256": "0" * 64, "mode": "0644"})
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    assert gen("--hw", "l4-inference", "--profile", "inference", "-o", str(target)).returncode == 2
+    assert (target / "important.db").read_text() == "keep me"
+
+
+def test_a_real_bundle_is_still_replaced(tmp_path: Path):
+    target = tmp_path / "bundle"
+    for profile in ("inference", "training"):
+        assert gen("--hw", "l4-inference", "--profile", profile, "-o", str(target)).returncode == 0
+    assert json.loads((target / "plan.json").read_text())["profile"] == "training"
+
+
+def test_string_type_errors_say_string(tmp_path: Path):
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MINIMAL_HW + "description: [1]\n")
+    line = assert_one_line_exit_2(gen("check", "--hw", str(hw), "--profile", "inference"),
+                                  "description: expected string, got list [1]")
+    assert "stringing" not in line
+
+
+def test_a_bad_override_value_is_one_line_without_pydantic_internals(tmp_path: Path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text("intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: [1], reason: why not}]\n")
+    line = assert_one_line_exit_2(gen("check", "--hw", "l4-inference", "--profile", str(profile)),
+                                  "overrides[0].value: invalid value [1]: expected a string or an integer")
+    assert "constrained-str" not in line

@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_beneath_with_mode, relative_parts
-from generator.model.planio import plan_from_data
+from generator import TOOL
+from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
 from generator.textsafe import short_key
 
@@ -123,6 +124,21 @@ def present_entries(root: Path) -> set[str]:
         found.update(str(relative / name) for name in names)
         found.update(str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name)))
     return {path.removeprefix("./") for path in found}
+
+
+def holds_own_plan(root: Path, files: list[Any]) -> bool:
+    """True when ``files`` (a manifest's list) has plan.json with the sha256 of ``root/plan.json``,
+    and that file is a goldtune plan: what a hand-made manifest naming goldtune does not have."""
+    entry = next((e for e in files if isinstance(e, dict) and e.get("path") == PLAN_FILE), None)
+    if entry is None:
+        return False
+    try:
+        raw = read_beneath(root, PLAN_FILE, MAX_BUNDLE_FILE_BYTES)
+        data = json.loads(raw)
+    except (InputError, ValueError, RecursionError):
+        return False
+    return (hashlib.sha256(raw).hexdigest() == entry.get("sha256") and isinstance(data, dict)
+            and data.get("tool") == TOOL and data.get("format") == FORMAT)
 
 
 def read_bundle(root: Path) -> BundleFiles:
