@@ -16,6 +16,7 @@ import click
 from generator import TOOL, __version__
 from generator.errors import GoldtuneError
 from generator.model.setting import SETTING_KINDS
+from generator.textsafe import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,8 +24,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 # interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
 atexit.register(gc.freeze)
 
-HW_HELP = "Hardware description: a YAML file, or the name of a shipped system (see `gen list`)."
-PROFILE_HELP = "Workload profile: a YAML file, or the name of a shipped profile (see `gen list`)."
+HW_HELP = ("Hardware description: a file (a value with a / or ending in .yaml/.yml), or else the name "
+           "of a shipped system (see `gen list`).")
+PROFILE_HELP = ("Workload profile: a file (a value with a / or ending in .yaml/.yml), or else the name "
+                "of a shipped profile (see `gen list`).")
 
 
 def reports_errors(func: F) -> F:
@@ -35,8 +38,8 @@ def reports_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except GoldtuneError as error:
-            for line in error.lines():
-                click.echo(f"{TOOL}: error: {line}", err=True)
+            for line in error.lines():  # a path or a key from a foreign file: no raw controls
+                click.echo(f"{TOOL}: error: {printable(line)}", err=True)
             sys.exit(error.exit_code)
 
     return wrapper  # type: ignore[return-value]

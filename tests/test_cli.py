@@ -30,7 +30,7 @@ def test_check_shipped_inputs():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["check", "--hw", "nosuch", "--profile", "inference"], "nosuch: no such file and no shipped system"),
+    (["check", "--hw", "nosuch", "--profile", "inference"], "nosuch: no shipped system of that name"),
     (["check", "--hw", "dgx-h100", "--profile", "inferense"], "did you mean inference"),
     (["check", "--hw", "/nonexistent/hw.yaml", "--profile", "inference"], "/nonexistent/hw.yaml: no such file"),
 ])

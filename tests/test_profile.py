@@ -25,7 +25,7 @@ def test_child_override_replaces_parent_override(write):
           - {kind: sysctl, key: vm.dirty_ratio, value: 10, reason: parent}
         """)
     leaf = write("leaf.yaml", """\
-        extends: base
+        extends: base.yaml
         overrides:
           - {kind: sysctl, key: vm.swappiness, value: "10", reason: child wins}
         """)
@@ -42,9 +42,11 @@ def test_extends_a_shipped_profile(write):
 
 
 BAD = [
-    ("cycle", {"a.yaml": "extends: b\nintent: training\n", "b.yaml": "extends: a\n"}, "a.yaml", "extends", "extends cycle: a -> b -> a"),
-    ("self cycle", {"a.yaml": "extends: a\nintent: training\n"}, "a.yaml", "extends", "extends cycle"),
-    ("unknown parent", {"a.yaml": "extends: nosuch\n"}, "a.yaml", "", "no shipped profile"),
+    ("cycle", {"a.yaml": "extends: b.yaml\nintent: training\n", "b.yaml": "extends: ./a.yaml\n"}, "a.yaml", "extends", "extends cycle: a -> b -> a"),
+    ("self cycle", {"a.yaml": "extends: a.yaml\nintent: training\n"}, "a.yaml", "extends", "extends cycle"),
+    ("unknown parent", {"a.yaml": "extends: nosuch\n"}, "a.yaml", "extends", "no shipped profile"),
+    ("a bare name is never a sibling file", {"a.yaml": "extends: b\n", "b.yaml": "intent: training\n"}, "a.yaml",
+     "extends", "no shipped profile"),
     ("no intent", {"a.yaml": "thp: madvise\n"}, "a.yaml", "intent", "required"),
     ("bad knob value", {"a.yaml": "intent: gaming\n"}, "a.yaml", "intent", "invalid value 'gaming'"),
     ("unknown knob", {"a.yaml": "intent: training\nturbo: true\n"}, "a.yaml", "turbo", "unknown field"),

@@ -307,14 +307,25 @@ def test_exit_1_and_json_when_something_differs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("prepare,needle", [
-    (lambda b: (b / "plan.json").unlink(), "plan.json: not found"),
-    (lambda b: (b / "plan.json").write_text("{"), "cannot be read as JSON"),
+    (lambda b: (b / "plan.json").unlink(), "not a goldtune bundle: no plan.json"),
+    (lambda b: (b / "plan.json").write_text("{"), "unreadable plan.json"),
     (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [{"kind": "sysctl", '
                                             '"key": 1, "value": "1", "rule": "r", "reason": "r"}]}'), "'key' missing or not a string"),
     (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [{"kind": "nosuch"}]}'),
      "unknown setting kind"),
     (lambda b: (b / "plan.json").write_text('{"settings": []}'), "not a goldtune plan"),
     (lambda b: (b / "manifest.json").write_text('{"files": [{"path": "x"}]}'), "files[0]"),
+    # hostile bundles (issue 11, items 6 and 7): each was a traceback or a hang
+    (lambda b: (b / "plan.json").write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
+    (lambda b: (b / "plan.json").write_text('{"format": ' + "9" * 5000 + "}"), "numbers too long"),
+    (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [], "notes": ["x"]}'),
+     "'notes' is not a list of objects"),
+    (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [1]}'),
+     "'settings' is not a list of objects"),
+    (lambda b: (b / "manifest.json").write_text("[" * 100_000), "nested too deeply"),
+    (lambda b: (b / "manifest.json").write_text('["files"]'), "a manifest has a list of files"),
+    (lambda b: ((b / "plan.json").unlink(), os.mkfifo(b / "plan.json")), "plan.json: is a FIFO"),
+    (lambda b: ((b / "plan.json").unlink(), (b / "plan.json").symlink_to("/etc/hostname")), "symbolic link"),
 ])
 def test_bad_bundles_are_bad_input(tmp_path, prepare, needle):
     bundle = make_bundle(tmp_path, [])
@@ -330,7 +341,7 @@ def test_root_and_snapshot_exclude_each_other(tmp_path):
 
 
 def test_missing_snapshot_file_is_bad_input(tmp_path):
-    with pytest.raises(InputError, match="cannot be read"):
+    with pytest.raises(InputError, match="no such file"):
         run_verify(make_bundle(tmp_path, []), snapshot=tmp_path / "nosuch.log")
 
 

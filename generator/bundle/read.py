@@ -1,18 +1,31 @@
-"""Read a bundle back: its manifest, its plan, and whether its files still match the manifest."""
+"""Read a bundle back: its manifest, its plan, and whether its files still match the manifest.
+
+A bundle may come from anyone, so it is read as hostile: every file through
+``generator.foreign.read_beneath`` (a regular file, no symbolic link anywhere below the bundle
+directory, a size cap), the JSON files checked for shape before use, and the directory walked
+without following links. Readers (``gen diff``) check ``tampered``/``unlisted`` before they show
+any file's content.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from generator.errors import InputError, Problem
-from generator.model.planio import plan_from_data
+from generator.foreign import read_beneath, read_beneath_with_mode, relative_parts
+from generator import TOOL
+from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
+from generator.textsafe import short_key
 
 MANIFEST = "manifest.json"
 PLAN_FILE = "plan.json"
+# Far above any real bundle file (the largest, EXPLAIN.md of a big machine, is about 100 KiB).
+MAX_BUNDLE_FILE_BYTES = 16 * 1024 * 1024
 
 
 class BundleFiles(NamedTuple):
@@ -27,53 +40,115 @@ class BundleFiles(NamedTuple):
         return {entry["path"]: entry for entry in self.manifest["files"]}
 
     def text(self, path: str) -> str:
-        return (self.root / path).read_text(encoding="utf-8", errors="replace")
+        return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES).decode("utf-8", errors="replace")
 
 
-def _load_json(path: Path, what: str) -> Any:
+def load_bundle_json(root: Path, name: str) -> Any:
+    """``root/name`` parsed as JSON; a missing, linked, huge, deep or broken file is an InputError."""
+    source = str(root / name)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(Problem(str(path.parent), "", f"not a goldtune bundle: no {what}")) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(Problem(str(path), "", f"unreadable {what}: {error}")) from None
+        raw = read_beneath(root, name, MAX_BUNDLE_FILE_BYTES)
+    except InputError as error:
+        if error.problems[0].message == "no such file":
+            raise InputError(Problem(str(root), "", f"not a goldtune bundle: no {name}")) from None
+        raise
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise InputError(Problem(source, "", f"unreadable {name}: not UTF-8 (byte {error.start})")) from None
+    except json.JSONDecodeError as error:
+        raise InputError(Problem(source, "", f"unreadable {name}: {error.msg} at line {error.lineno}")) from None
+    except (ValueError, RecursionError):  # a 5,000-digit number; nesting past the parser's stack
+        raise InputError(Problem(source, "", f"unreadable {name}: numbers too long or nested too deeply")) from None
 
 
-def _check_manifest_shape(manifest: Any, source: str) -> None:
+def _is_list_of_mappings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def check_plan_shape(data: Any) -> None:
+    """What ``plan_from_data`` assumes of plan.json's containers; ValueError where it does not hold."""
+    if not isinstance(data, dict):
+        raise ValueError("plan.json is not a JSON object")
+    for field in ("settings", "notes", "warnings"):
+        if field in data and not _is_list_of_mappings(data[field]):
+            raise ValueError(f"'{field}' is not a list of objects")
+    for item in data.get("settings", []):
+        for optional in ("original_value", "original_rule"):
+            if item.get(optional) is not None and not isinstance(item[optional], str):
+                raise ValueError(f"setting field {optional!r} is not a string")
+
+
+def load_plan(root: Path) -> Plan:
+    data = load_bundle_json(root, PLAN_FILE)
+    try:
+        check_plan_shape(data)
+        return plan_from_data(data)
+    except ValueError as error:
+        raise InputError(Problem(str(root / PLAN_FILE), "", short_key(str(error), 120),
+                                 "regenerate the bundle with this goldtune")) from None
+
+
+def check_manifest_shape(manifest: Any, source: str) -> None:
+    """A list of files, each a plain relative path with a sha256 (and an optional mode string)."""
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, list) or not all(
-        isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str) for e in files
+        isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)
+        and isinstance(e.get("mode", ""), str) for e in files
     ):
         raise InputError(Problem(source, "files", "manifest has no valid file list"))
-    for entry in files:
-        path = entry["path"]
-        if path.startswith("/") or ".." in Path(path).parts:
-            raise InputError(Problem(source, "files", f"manifest path {path!r} leaves the bundle"))
+    for index, entry in enumerate(files):
+        try:
+            relative_parts(entry["path"])
+        except ValueError:
+            raise InputError(Problem(source, f"files[{index}].path",
+                                     "not a plain relative path inside the bundle")) from None
 
 
 def _file_state(root: Path, entry: dict[str, str]) -> bool:
-    """True when the file exists, is not a symlink and matches its digest and mode."""
-    path = root / entry["path"]
-    if path.is_symlink() or not path.is_file():
+    """True when the file is a regular file below ``root`` (no link on the way) with its digest and mode."""
+    try:
+        content, mode = read_beneath_with_mode(root, entry["path"], MAX_BUNDLE_FILE_BYTES)
+    except InputError:
         return False
-    if hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+    if hashlib.sha256(content).hexdigest() != entry["sha256"]:
         return False
-    mode = entry.get("mode")
-    return mode is None or f"{path.stat().st_mode & 0o7777:04o}" == mode
+    return entry.get("mode") is None or f"{mode:04o}" == entry["mode"]
+
+
+def present_entries(root: Path) -> set[str]:
+    """Every non-directory entry below ``root`` and every link to a directory; links not followed."""
+    found: set[str] = set()
+    for parent, dirs, names in os.walk(root):
+        relative = PurePosixPath(Path(parent).relative_to(root))
+        found.update(str(relative / name) for name in names)
+        found.update(str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name)))
+    return {path.removeprefix("./") for path in found}
+
+
+def holds_own_plan(root: Path, files: list[Any]) -> bool:
+    """True when ``files`` (a manifest's list) has plan.json with the sha256 of ``root/plan.json``,
+    and that file is a goldtune plan: what a hand-made manifest naming goldtune does not have."""
+    entry = next((e for e in files if isinstance(e, dict) and e.get("path") == PLAN_FILE), None)
+    if entry is None:
+        return False
+    try:
+        raw = read_beneath(root, PLAN_FILE, MAX_BUNDLE_FILE_BYTES)
+        data = json.loads(raw)
+    except (InputError, ValueError, RecursionError):
+        return False
+    return (hashlib.sha256(raw).hexdigest() == entry.get("sha256") and isinstance(data, dict)
+            and data.get("tool") == TOOL and data.get("format") == FORMAT)
 
 
 def read_bundle(root: Path) -> BundleFiles:
     """Load a bundle directory; bad or foreign directories raise InputError (exit 2)."""
     if not root.is_dir():
         raise InputError(Problem(str(root), "", "not a directory"))
-    manifest = _load_json(root / MANIFEST, MANIFEST)
-    _check_manifest_shape(manifest, str(root / MANIFEST))
-    try:
-        plan = plan_from_data(_load_json(root / PLAN_FILE, PLAN_FILE))
-    except ValueError as error:
-        raise InputError(Problem(str(root / PLAN_FILE), "", str(error))) from None
+    manifest = load_bundle_json(root, MANIFEST)
+    check_manifest_shape(manifest, str(root / MANIFEST))
+    plan = load_plan(root)
     listed = {entry["path"] for entry in manifest["files"]}
     tampered = tuple(sorted(e["path"] for e in manifest["files"] if not _file_state(root, e)))
-    present = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
-    unlisted = tuple(sorted(present - listed - {MANIFEST}))
+    unlisted = tuple(sorted(present_entries(root) - listed - {MANIFEST}))
     return BundleFiles(root, manifest, plan, tampered, unlisted)

@@ -19,10 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
-from generator.bundle.read import MANIFEST
+from generator.bundle.read import MANIFEST, holds_own_plan
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755
+# NAME_MAX of Linux file systems, less what the staging and aside names add to the target's:
+# ".<name>.goldtune-new-" and mkdtemp's 8 random characters.
+MAX_NAME_BYTES = 255 - len(f"..{TOOL}-new-") - 8
 MAX_LISTED = 5
 
 
@@ -96,6 +99,9 @@ def check_target(target: Path) -> None:
     """Refuse a symlink, a non-directory, ``/``, or a directory that is not an empty dir or a bundle."""
     if target.parent == target:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
+    if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
+        raise InputError(Problem(str(target), "", f"the directory name is {len(os.fsencode(target.name))} bytes; "
+                                 f"at most {MAX_NAME_BYTES} (the bundle is staged beside it under a longer name)"))
     try:
         info = os.lstat(target)
     except FileNotFoundError:
@@ -141,7 +147,7 @@ def read_manifest_paths(directory: Path) -> set[str] | None:
     if not isinstance(data, dict) or not isinstance(data.get("tool"), dict) or data["tool"].get("name") != TOOL:
         return None
     files = data.get("files")
-    if not isinstance(files, list):
+    if not isinstance(files, list) or not holds_own_plan(directory, files):
         return None
     return {entry["path"] for entry in files if isinstance(entry, dict) and isinstance(entry.get("path"), str)}
 

@@ -13,7 +13,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from generator.bundle.read import MANIFEST, PLAN_FILE, BundleFiles
+from generator.errors import InputError, Problem
 from generator.model.setting import KIND_ORDER, Plan, Setting
+from generator.textsafe import printable, printable_lines
+
+# Tampered files named in the error, one line each; the rest are counted.
+MAX_TAMPERED_LINES = 10
 
 Status = Literal["added", "removed", "changed"]
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
@@ -119,10 +124,24 @@ def _identity_free(bundle: BundleFiles, path: str) -> list[str]:
             if not line.lstrip().startswith("#") or (index == 0 and line.startswith("#!"))]
 
 
+def check_intact(bundle: BundleFiles) -> None:
+    """Refuse a bundle whose files are not exactly its manifest's, before any of it is read."""
+    bad = [*bundle.tampered, *bundle.unlisted]
+    if not bad:
+        return
+    problems = [Problem(f"{bundle.root}/{printable(path)}", "", "does not match the bundle's manifest.json "
+                        "(modified, missing, linked or unlisted)") for path in sorted(bad)[:MAX_TAMPERED_LINES]]
+    if len(bad) > MAX_TAMPERED_LINES:
+        problems.append(Problem(str(bundle.root), "", f"and {len(bad) - MAX_TAMPERED_LINES} more such files"))
+    raise InputError(problems)
+
+
 def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
+    """The difference of two intact bundles; a tampered one is an InputError, nothing shown."""
+    check_intact(old)
+    check_intact(new)
     changes = diff_plans(old.plan, new.plan)
-    tampered = tuple(f"{b.root}/{p}" for b in (old, new) for p in (*b.tampered, *b.unlisted))
-    return Difference(str(old.root), str(new.root), changes, diff_files(old, new, changes), tampered)
+    return Difference(str(old.root), str(new.root), changes, diff_files(old, new, changes))
 
 
 def label(plan: Plan) -> str:
@@ -148,7 +167,7 @@ def _shown(value: str | None) -> str:
 def format_markdown(difference: Difference) -> str:
     from generator.render.formats import md_cell
 
-    lines = [f"### goldtune diff: `{difference.old_label}` → `{difference.new_label}`", ""]
+    lines = [f"### goldtune diff: `{printable(difference.old_label)}` → `{printable(difference.new_label)}`", ""]
     if difference.same:
         return "\n".join(lines + ["No change.", ""])
     counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
@@ -156,17 +175,18 @@ def format_markdown(difference: Difference) -> str:
     if difference.changes:
         lines += ["| | Kind | Key | Old | New | Rule | Why |", "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in difference.changes:
-            cells = [SYMBOL[c.status], c.kind, f"`{c.key}`", _code(c.old), _code(c.new), c.rule, md_cell(c.reason)]
+            cells = [SYMBOL[c.status], printable(c.kind), f"`{printable(c.key)}`", _code(c.old), _code(c.new),
+                     printable(c.rule), md_cell(printable(c.reason))]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     for file_diff in difference.files:
-        lines += [f"<details><summary>{file_diff.path} (text diff)</summary>", "", "```diff",
-                  file_diff.diff.rstrip("\n"), "```", "", "</details>", ""]
+        lines += [f"<details><summary>{printable(file_diff.path)} (text diff)</summary>", "", "```diff",
+                  printable_lines(file_diff.diff.rstrip("\n")), "```", "", "</details>", ""]
     return "\n".join(lines)
 
 
 def _code(value: str | None) -> str:
-    return "" if value is None else f"`{_shown(value)}`"
+    return "" if value is None else f"`{printable(_shown(value))}`"
 
 
 def format_terminal(difference: Difference, colour: bool) -> str:
@@ -179,12 +199,13 @@ def format_terminal(difference: Difference, colour: bool) -> str:
     def paint(text: str, status: str) -> str:
         return click.style(text, fg=COLOUR[status]) if colour else text
 
-    out = [f"--- {difference.old_label}", f"+++ {difference.new_label}"]
+    out = [f"--- {printable(difference.old_label)}", f"+++ {printable(difference.new_label)}"]
     if difference.changes:
-        rows = [[SYMBOL[c.status], c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason] for c in difference.changes]
+        rows = [[SYMBOL[c.status], *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason))]
+                for c in difference.changes]
         table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
         out.append(table[0])
         out += [paint(line, c.status) for line, c in zip(table[1:], difference.changes)]
     for file_diff in difference.files:
-        out += [f"text diff of {file_diff.path}:", file_diff.diff.rstrip("\n")]
+        out += [f"text diff of {printable(file_diff.path)}:", printable_lines(file_diff.diff.rstrip("\n"))]
     return "\n".join(out) + "\n"

@@ -17,7 +17,8 @@ from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
 from generator.errors import InputError, Problem
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.textsafe import short_key
+from generator.inputs.yamlio import name_or_stem, read_yaml_file
 
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
 # every shell and udev metacharacter because names reach scripts and rules.
@@ -64,8 +65,15 @@ class DiskSpec(StrictModel):
     role: Literal["os", "data", "cache"] = "data"
 
 
+# A whole kernel release as `uname -r` prints it (6.8, 6.1.0-18-amd64, 5.14.0-427.13.1.el9_4.x86_64,
+# 6.6.31+rpt-rpi-v8), matched from start to end: "6.8; rm -rf /" once passed a start-only match.
+KernelRelease = Annotated[
+    str, StringConstraints(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+._~][A-Za-z0-9._+~-]{0,64})?$")
+]
+
+
 class OsSpec(StrictModel):
-    kernel: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+")] | None = None
+    kernel: KernelRelease | None = None
     page_size_kib: Literal[4, 16, 64] = 4
 
 
@@ -97,22 +105,34 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def _find_input(reference: str, folder: Path, kind: str, choices: list[str]) -> Path:
-    """A path given on the command line, or the name of a shipped file in ``folder``."""
-    path = Path(reference)
-    if path.suffix in {".yaml", ".yml"} or "/" in reference or path.exists():
-        return path
+def is_path_reference(reference: str) -> bool:
+    """A value with a ``/`` or ending in ``.yaml``/``.yml`` names a file; anything else a shipped name.
+
+    The rule is fixed so that a file in the current directory (or beside a profile) can never
+    stand in for a shipped system or profile: ``inference`` is always the shipped profile,
+    ``./inference.yaml`` the file.
+    """
+    return "/" in reference or reference.endswith((".yaml", ".yml"))
+
+
+def find_input(reference: str, folder: Path, kind: str, choices: list[str], relative_to: Path | None = None) -> Path:
+    """The file a reference names: a path (relative to ``relative_to`` when given, else to the
+    current directory), or the shipped ``folder/<name>.yaml``; an unknown name is an InputError."""
+    if is_path_reference(reference):
+        path = Path(reference)
+        return relative_to / path if relative_to is not None and not path.is_absolute() else path
     shipped = folder / f"{reference}.yaml"
-    if shipped.is_file():
+    if reference in choices and shipped.is_file():
         return shipped
-    raise InputError(
-        Problem(reference, "", f"no such file and no shipped {kind} of that name", closest(reference, choices))
-    )
+    hint = closest(reference, choices)
+    if Path(f"{reference}.yaml").is_file() or Path(reference).is_file():
+        hint = f"a bare name is a shipped {kind}; to read the file, give it as a path: ./{short_key(reference)}.yaml"
+    raise InputError(Problem(short_key(reference), "", f"no shipped {kind} of that name", hint))
 
 
 def find_hardware_file(reference: str, catalog: Catalog) -> Path:
     systems = catalog.system_files
-    return _find_input(reference, catalog.root / "systems", "system", list(systems))
+    return find_input(reference, catalog.root / "systems", "system", list(systems))
 
 
 def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]:
@@ -129,7 +149,7 @@ def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]
         base.pop("description", None)
         base.pop("source", None)
         data = deep_merge(base, data)
-    data.setdefault("name", path.stem)
+    data = name_or_stem(data, path)
     spec = validate_model(HardwareSpec, data, source)
     return spec, path
 

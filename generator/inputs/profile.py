@@ -14,11 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
-from generator.inputs.hardware import BundleName, _find_input
+from generator.inputs.hardware import BundleName, find_input
 from generator.paths import profiles_dir
 from generator.model.setting import SettingKind
 from generator.inputs.schema import StrictModel, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.inputs.yamlio import name_or_stem, read_yaml_file
 
 MAX_EXTENDS_DEPTH = 8
 
@@ -150,18 +150,26 @@ class Profile:
         return bool(self.knobs["multinode"])
 
 
-def find_profile_file(reference: str, folder: Path) -> Path:
+def find_profile_file(reference: str, folder: Path, relative_to: Path | None = None) -> Path:
+    """A path, or the name of a shipped profile (``is_path_reference`` says which)."""
     choices = [path.stem for path in folder.glob("*.yaml")]
-    return _find_input(reference, folder, "profile", choices)
+    return find_input(reference, folder, "profile", choices, relative_to)
+
+
+def _find_parent(reference: str, folder: Path, child: Path) -> Path:
+    """``extends:`` of ``child``: a path is relative to the child's directory; a name is shipped."""
+    try:
+        return find_profile_file(reference, folder, relative_to=child.parent)
+    except InputError as error:
+        problem = error.problems[0]
+        raise InputError(Problem(str(child), "extends", f"{problem.source}: {problem.message}", problem.hint)) from None
 
 
 def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:
     chain: list[tuple[ProfileFile, Path]] = []
     seen: list[str] = []
-    current: str | None = reference
-    base_dir = folder
-    while current is not None:
-        path = find_profile_file(current, base_dir)
+    path = find_profile_file(reference, folder)
+    while True:
         key = str(path.resolve())
         if key in seen:
             cycle = " -> ".join([Path(s).stem for s in seen] + [path.stem])
@@ -169,13 +177,12 @@ def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:
         if len(chain) >= MAX_EXTENDS_DEPTH:
             raise InputError(Problem(str(chain[-1][1]), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends"))
         seen.append(key)
-        data = read_yaml_file(path)
-        data.setdefault("name", path.stem)
+        data = name_or_stem(read_yaml_file(path), path)
         chain.append((validate_model(ProfileFile, data, str(path)), path))
-        current = chain[-1][0].extends
-        # A name in extends: refers to the same folder as the profile that names it.
-        base_dir = path.parent if current and (path.parent / f"{current}.yaml").is_file() else folder
-    return chain
+        parent = chain[-1][0].extends
+        if parent is None:
+            return chain
+        path = _find_parent(parent, folder, path)
 
 
 def _merge_overrides(chain: list[tuple[ProfileFile, Path]]) -> tuple[Override, ...]:

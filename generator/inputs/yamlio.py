@@ -2,7 +2,9 @@
 
 A ``SafeLoader`` subclass (never the global loader) that also refuses duplicate keys and
 anchors/aliases (the billion-laughs vector; hand-written hardware files do not need them), with a
-size cap so a stray multi-megabyte file is rejected before parsing.
+size cap so a stray multi-megabyte file is rejected before parsing. A tagged scalar that its
+constructor cannot read (``!!int abc``, ``!!bool maybe``, ``!!timestamp notadate``, an integer of
+more than 4,300 digits) is an error at its line, like any other bad YAML.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 import yaml
 
 from generator.errors import InputError, Problem
+from generator.foreign import read_foreign
+from generator.textsafe import short_key
 
 MAX_INPUT_BYTES = 1024 * 1024
 
@@ -34,7 +38,13 @@ class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
                 None, None, "YAML anchors and aliases (&name, *name) are not allowed in goldtune inputs",
                 node.start_mark,
             )
-        return super().construct_object(node, deep=deep)
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, LookupError, AttributeError, OverflowError):
+            # PyYAML's constructors raise these on a scalar that does not fit its tag
+            raise yaml.constructor.ConstructorError(
+                None, None, f"not a valid {short_tag(node.tag)} value", node.start_mark
+            ) from None
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if not isinstance(node, yaml.MappingNode):
@@ -48,17 +58,23 @@ class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
                 )
             if key in mapping:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                    None, None, f"duplicate key {short_key(repr(key))}", key_node.start_mark
                 )
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
 
+def short_tag(tag: str) -> str:
+    """``tag:yaml.org,2002:int`` -> ``!!int``; any other tag escaped and cut short."""
+    return short_key("!!" + tag.removeprefix("tag:yaml.org,2002:"), 24)
+
+
 def _describe_yaml_error(error: yaml.YAMLError) -> tuple[str, str]:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    problem = getattr(error, "problem", None) or str(error)
-    return where, " ".join(str(problem).split())
+    # only the parser's own words: str(error) would quote the offending line of the file
+    problem = getattr(error, "problem", None) or "not readable as YAML"
+    return where, short_key(" ".join(str(problem).split()), 120)
 
 
 def parse_yaml_text(text: str, source: str) -> dict[str, Any]:
@@ -76,22 +92,17 @@ def parse_yaml_text(text: str, source: str) -> dict[str, Any]:
     return data
 
 
+def name_or_stem(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``data`` with ``name`` defaulting to the file's stem; an explicit ``name: null`` is an error."""
+    if "name" in data and data["name"] is None:
+        raise InputError(Problem(str(path), "name", "is empty (null)", "give a name or leave the field out"))
+    return {**data, "name": data.get("name", path.stem)}
+
+
 def read_yaml_file(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping from ``path`` with the checks of ``parse_yaml_text``."""
+    """Read one YAML mapping from the regular file ``path`` with the checks of ``parse_yaml_text``."""
     source = str(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_INPUT_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(Problem(source, "", "no such file")) from None
-    except IsADirectoryError:
-        raise InputError(Problem(source, "", "is a directory, expected a YAML file")) from None
-    except OSError as error:
-        raise InputError(Problem(source, "", f"cannot read: {error.strerror}")) from None
-    if len(raw) > MAX_INPUT_BYTES:
-        raise InputError(
-            Problem(source, "", f"file is larger than {MAX_INPUT_BYTES // 1024} KiB; not a goldtune input")
-        )
+    raw = read_foreign(path, MAX_INPUT_BYTES)
     if b"\0" in raw:
         raise InputError(Problem(source, "", "binary data (NUL bytes); expected a YAML text file"))
     try:

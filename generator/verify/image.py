@@ -4,8 +4,10 @@ Per setting, the configuration its consumer will read is computed offline the wa
 reads it: drop-in directories merged by file name (``/etc`` over ``/run`` over ``/usr/lib``),
 files in name order, the last assignment winning. So a later drop-in of the image that overrides
 the bundle is found here, not only at boot. Kernel arguments are read from the GRUB drop-ins
-(sourced like grub-mkconfig does) and, when the image has one, from ``/boot/grub/grub.cfg``.
-Symbolic links inside the image are resolved inside it, never on the host.
+(parsed, never executed: ``grubvars``; what cannot be judged without running the image's code is
+a ``not-judged`` verdict with the file and line) and, when the image has one, from
+``/boot/grub/grub.cfg``. Symbolic links inside the image are resolved inside it, never on the
+host, and only regular files are read (``generator.foreign``).
 """
 
 from __future__ import annotations
@@ -14,19 +16,24 @@ import configparser
 import hashlib
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from generator.errors import InputError
+from generator.foreign import read_foreign
 from generator.model.kinds import KIND_SPECS
 from generator.model.setting import Setting, is_driver_module
+from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 from generator.verify.live import arg_name, parse_cmdline
 
 GPU_SCRIPT = "/usr/local/libexec/goldtune/gpu-setup"
+# A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
+MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
+NOT_JUDGED = Verdict.NOT_JUDGED
 LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
 UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
              "/usr/lib/systemd/system", "/lib/systemd/system")
@@ -68,10 +75,18 @@ class Image:
         return self.root.joinpath(*resolved)
 
     def read(self, path: str) -> str | None:
+        """The text of a regular file of the image; None when absent or not a regular file."""
+        content = self.read_bytes(path)
+        return None if content is None else content.decode("utf-8", errors="replace")
+
+    def read_bytes(self, path: str) -> bytes | None:
         host = self.resolve(path)
-        if host is None or not host.is_file():
+        if host is None:
             return None
-        return host.read_text(encoding="utf-8", errors="replace")
+        try:  # a FIFO or a device planted in the image must not hang the check; nor a huge file
+            return read_foreign(host, MAX_IMAGE_FILE_BYTES, follow_links=False)
+        except InputError:
+            return None
 
     def lexists(self, path: str) -> bool:
         directory = self.resolve(str(PurePosixPath(path).parent))
@@ -131,25 +146,25 @@ def check_sysctl(setting: Setting, image: Image) -> Check:
     return verdict_of(setting, last_assignment(image.dropins("sysctl.d", ".conf"), match))
 
 
-def grub_cmdline(image: Image) -> tuple[str, list[str]]:
-    """GRUB_CMDLINE_LINUX + _DEFAULT after sourcing /etc/default/grub and grub.d/*.cfg, as grub-mkconfig does."""
-    files = [p for p in ["/etc/default/grub"] if image.read(p) is not None]
+def grub_cmdline(image: Image) -> GrubVars:
+    """GRUB_CMDLINE_LINUX(_DEFAULT) of /etc/default/grub then grub.d/*.cfg, in grub-mkconfig's order."""
+    names = ["/etc/default/grub"]
     directory = image.resolve("/etc/default/grub.d")
     if directory is not None and directory.is_dir():
-        files += [f"/etc/default/grub.d/{p.name}" for p in sorted(directory.glob("*.cfg"))]
-    script = 'for f in "$@"; do . "$f"; done; printf "%s %s" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"'
-    hosts = [str(image.resolve(p)) for p in files]
-    done = subprocess.run(["sh", "-ec", script, "sh", *hosts], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin"}, timeout=30, check=False)
-    return (done.stdout if done.returncode == 0 else ""), files
+        names += [f"/etc/default/grub.d/{p.name}" for p in sorted(directory.glob("*.cfg"))]
+    files = [(name, text) for name in names if (text := image.read(name)) is not None]
+    return parse_grub_files(files)
 
 
 def check_kernel_arg(setting: Setting, image: Image) -> Check:
-    cmdline, files = grub_cmdline(image)
+    grub = grub_cmdline(image)
+    cmdline = grub.cmdline()
+    if cmdline is None:
+        return check_of(setting, "not judged", NOT_JUDGED, "; ".join(grub.unjudged[:2]))
     args = parse_cmdline(cmdline)
     name = arg_name(setting.key)
     if name not in args:
-        where = ", ".join(files) or "no /etc/default/grub or grub.d drop-in"
+        where = ", ".join(grub.files) or "no /etc/default/grub or grub.d drop-in"
         return check_of(setting, "absent", MISSING, f"not in GRUB_CMDLINE_LINUX(_DEFAULT) ({where})")
     value = args[name] or ""
     if value != setting.value:
@@ -226,10 +241,10 @@ def image_modules(image: Image) -> dict[str, set[str]] | None:
     if base is None or not base.is_dir():
         return None
     found: dict[str, set[str]] = {}
-    for kernel in sorted(p for p in base.iterdir() if p.is_dir()):
+    for kernel in sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()):
         names: set[str] = set()
         for index in ("modules.dep", "modules.builtin"):
-            text = (kernel / index).read_text(errors="replace") if (kernel / index).is_file() else ""
+            text = image.read(f"/lib/modules/{kernel.name}/{index}") or ""
             for line in text.splitlines():
                 path = line.split(":", 1)[0]
                 names.add(arg_name(re.sub(r"\.ko(\.\w+)?$", "", path.rsplit("/", 1)[-1])))
@@ -319,10 +334,11 @@ def check_boot_unit(setting: Setting, image: Image, unit: str) -> Check:
 def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
     expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
     host = image.resolve(item_target)
-    if host is None or image.link_target(item_target) is not None or not host.is_file():
+    content = image.read_bytes(item_target) if image.link_target(item_target) is None else None
+    if host is None or content is None:
         return Check("file", item_target, expected, "not installed", MISSING)
-    digest = hashlib.sha256(host.read_bytes()).hexdigest()
-    actual_mode = host.stat().st_mode & 0o7777
+    digest = hashlib.sha256(content).hexdigest()
+    actual_mode = os.lstat(host).st_mode & 0o7777
     good = digest == sha256 and actual_mode == mode
     return Check("file", item_target, expected, f"sha256 {digest[:12]}…, mode {actual_mode:04o}",
                  OK if good else DIFFERS, "" if good else "the installed file is not the bundle's")

@@ -26,14 +26,18 @@ from typing import Any
 import click
 
 from generator.errors import InputError, Problem
+from generator.foreign import read_foreign
 from generator.render.snapshot import parse_snapshot, render_collector
 from generator.table import format_table
+from generator.textsafe import printable
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
 from generator.verify.health import boot_timing, check_health
 from generator.verify.live import check_settings
 from generator.verify.image import check_root
 
 COLLECT_TIMEOUT_S = 300
+# A collector's output is tens of KiB; a console log of many boots around it a few MiB.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 CELL_WIDTH = 60
 
 
@@ -49,10 +53,8 @@ def collect_here(bundle: Bundle) -> str:
 
 
 def read_snapshot(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise InputError(Problem(str(path), "", f"cannot be read: {error.strerror}")) from None
+    """A saved snapshot: a regular file of at most MAX_SNAPSHOT_BYTES (not a FIFO, not /dev/zero)."""
+    return read_foreign(path, MAX_SNAPSHOT_BYTES).decode("utf-8", errors="replace")
 
 
 def verify_checks(bundle: Bundle, root: Path | None, snapshot: Path | None) -> tuple[list[Check], dict[str, Any]]:
@@ -79,7 +81,8 @@ def exit_status(checks: list[Check]) -> int:
 
 
 def cell(text: str) -> str:
-    text = " ".join(text.split())
+    """One table cell: one line, control characters from the snapshot or image escaped, cut short."""
+    text = printable(" ".join(text.split()))
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
 
@@ -91,11 +94,14 @@ def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -
     boot = source.get("boot")
     if boot and boot["units"]:
         per_unit = ", ".join(f"{unit} {s:.2f} s" for unit, s in boot["units"].items() if s is not None)
-        lines.append(f"bundle units at boot: {per_unit} (total {boot['units_total_s']:.2f} s); {boot['startup']}")
+        lines.append(printable(f"bundle units at boot: {per_unit} (total {boot['units_total_s']:.2f} s); "
+                               f"{boot['startup']}"))
     lines.append(
-        f"verify {bundle.plan.hardware_name} / {bundle.plan.profile_name} against {where}: "
+        f"verify {printable(bundle.plan.hardware_name)} / {printable(bundle.plan.profile_name)} "
+        f"against {printable(str(where))}: "
         f"{counts['ok']} ok, {counts['differs']} differ, {counts['missing']} missing, "
         f"{counts['not-applicable']} not applicable"
+        + (f", {counts['not-judged']} not judged" if counts["not-judged"] else "")
     )
     return "\n".join(lines)
 

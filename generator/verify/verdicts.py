@@ -2,20 +2,22 @@
 
 A bundle is read through three files: ``plan.json`` (every setting, in the ``gen explain --json``
 vocabulary), ``manifest.json`` (every file with its sha256 and mode) and the overlay itself under
-``rootfs/`` (the udev rules, to know which disks they match; the tuned profile's name).
+``rootfs/`` (the udev rules, to know which disks they match; the tuned profile's name). Like
+``gen diff``, it reads the bundle as foreign: no symbolic link below the bundle directory is
+followed, only regular files are read, each with a size cap (``generator.bundle.read``).
 """
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
-from generator.bundle.read import PLAN_FILE
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, load_bundle_json, load_plan
 from generator.errors import InputError, Problem
-from generator.model.planio import plan_from_data
+from generator.foreign import read_beneath
 from generator.model.setting import Plan, Setting
 
 MANIFEST_FILE = "manifest.json"
@@ -27,9 +29,12 @@ class Verdict(StrEnum):
     DIFFERS = "differs"
     MISSING = "missing"
     NOT_APPLICABLE = "not-applicable"
+    # The source cannot be judged without running foreign code (an image's GRUB file with a
+    # command substitution): not proven in effect, so it fails, with the reason.
+    NOT_JUDGED = "not-judged"
 
     def fails(self) -> bool:
-        return self in (Verdict.DIFFERS, Verdict.MISSING)
+        return self in (Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_JUDGED)
 
 
 @dataclass(frozen=True)
@@ -79,25 +84,9 @@ class Bundle:
         return [f for f in self.files if f.target is not None]
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(Problem(str(path), "", "not found", hint="is this a goldtune bundle directory?")) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(Problem(str(path), "", f"cannot be read as JSON: {error}")) from None
-
-
-def load_plan(path: Path) -> Plan:
-    try:
-        return plan_from_data(_read_json(path))
-    except ValueError as error:
-        raise InputError(Problem(str(path), "", str(error), hint="regenerate the bundle with this goldtune")) from None
-
-
-def load_manifest(path: Path) -> tuple[ManifestFile, ...]:
-    data = _read_json(path)
-    source = str(path)
+def load_manifest(bundle_dir: Path) -> tuple[ManifestFile, ...]:
+    data = load_bundle_json(bundle_dir, MANIFEST_FILE)
+    source = str(bundle_dir / MANIFEST_FILE)
     entries = data.get("files") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise InputError(Problem(source, "files", "a manifest has a list of files"))
@@ -110,20 +99,50 @@ def load_manifest(path: Path) -> tuple[ManifestFile, ...]:
     return tuple(files)
 
 
+def _plain_directory(bundle_dir: Path, subdir: str) -> bool:
+    """``bundle_dir/subdir`` exists and no component of ``subdir`` is a link (or anything but a directory)."""
+    current = bundle_dir
+    for part in subdir.split("/"):
+        current = current / part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
+    """name -> text of each regular file ``subdir/*suffix`` of the bundle, in name order, no link followed."""
+    if not _plain_directory(bundle_dir, subdir):
+        return {}
+    with os.scandir(bundle_dir / subdir) as entries:
+        names = sorted(e.name for e in entries if e.name.endswith(suffix) and e.is_file(follow_symlinks=False))
+    return {name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES).decode("utf-8", "replace")
+            for name in names}
+
+
+def tuned_profiles(bundle_dir: Path) -> list[str]:
+    """The bundle's tuned profile directories that hold a tuned.conf, in name order."""
+    if not _plain_directory(bundle_dir, f"{OVERLAY}etc/tuned"):
+        return []
+    with os.scandir(bundle_dir / OVERLAY / "etc/tuned") as entries:
+        names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    return [name for name in names if overlay_texts(bundle_dir, f"{OVERLAY}etc/tuned/{name}", "tuned.conf")]
+
+
 def load_bundle(path: Path) -> Bundle:
     if not path.is_dir():
         raise InputError(Problem(str(path), "", "not a directory", hint="give the bundle directory (gen -o DIR)"))
-    plan = load_plan(path / PLAN_FILE)
-    files = load_manifest(path / MANIFEST_FILE) if (path / MANIFEST_FILE).exists() else ()
-    rules = sorted((path / OVERLAY / "etc/udev/rules.d").glob("*.rules"))
-    tuned = sorted((path / OVERLAY / "etc/tuned").glob("*/tuned.conf"))
-    units = {p.name: p.read_text(encoding="utf-8", errors="replace")
-             for p in sorted((path / OVERLAY / "etc/systemd/system").glob("*.service"))}
+    plan = load_plan(path)
+    files = load_manifest(path) if os.path.lexists(path / MANIFEST_FILE) else ()
+    rules = overlay_texts(path, f"{OVERLAY}etc/udev/rules.d", ".rules")
+    tuned = tuned_profiles(path)
     return Bundle(
         path=path,
         plan=plan,
         files=files,
-        udev_rules="\n".join(p.read_text(encoding="utf-8", errors="replace") for p in rules) if rules else None,
-        tuned_profile=tuned[0].parent.name if tuned else None,
-        units=units,
+        udev_rules="\n".join(rules.values()) if rules else None,
+        tuned_profile=tuned[0] if tuned else None,
+        units=overlay_texts(path, f"{OVERLAY}etc/systemd/system", ".service"),
     )

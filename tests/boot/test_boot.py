@@ -97,7 +97,7 @@ def collector(bundle: Path, out_dir: Path) -> Path:
     if shipped.is_file():
         return shipped
     rendered = out_dir / "collect"
-    rendered.write_text(render_collector(load_plan(bundle / "plan.json")))
+    rendered.write_text(render_collector(load_plan(bundle)))
     return rendered
 
 

@@ -1,0 +1,136 @@
+"""Reading files other people made: inputs, bundles, snapshots, images.
+
+Every foreign file goes through ``read_foreign`` (a path as given) or ``read_beneath`` (a path
+inside a directory that must not be left). Both accept only a regular file, open it without
+blocking (a FIFO or a device never hangs the run), check it again on the open descriptor (so a
+swap between the check and the open is caught) and read at most ``limit`` bytes, so an endless or
+huge file is refused instead of filling memory. ``read_beneath`` never follows a symbolic link,
+in the file's name or in any directory on the way to it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+from generator.errors import InputError, Problem
+
+# A file descriptor read in chunks of this size: the cap is enforced without reading past it.
+CHUNK = 1 << 16
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link"}
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW
+
+
+def kind_of(mode: int) -> str:
+    """``a FIFO``, ``a directory``…: what a file that is not a regular file is."""
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _size_text(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 2 * 1024 * 1024 else f"{limit // 1024} KiB"
+
+
+def _refusal(error: OSError) -> str:
+    if error.errno == errno.ENOENT:
+        return "no such file"
+    if error.errno == errno.ELOOP:
+        return "is a symbolic link; refusing to follow it"
+    if error.errno == errno.ENOTDIR:
+        return "a directory on its path is a symbolic link or a file; refusing to follow it"
+    if error.errno == errno.EISDIR:
+        return "is a directory, expected a file"
+    return f"cannot read: {error.strerror or error}"
+
+
+def _read_descriptor(fd: int, source: str, limit: int) -> bytes:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(Problem(source, "", f"is {kind_of(info.st_mode)}, expected a regular file"))
+    too_big = Problem(source, "", f"file is larger than {_size_text(limit)}; refusing to read it")
+    if info.st_size > limit:
+        raise InputError(too_big)
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:  # the size can grow after fstat: count what is really read
+        chunk = os.read(fd, min(CHUNK, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+    raise InputError(too_big)
+
+
+def read_foreign(path: Path, limit: int, follow_links: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``); anything else is an InputError."""
+    source = str(path)
+    try:
+        info = os.stat(path, follow_symlinks=follow_links)
+        if not stat.S_ISREG(info.st_mode):  # checked before open: a device is never opened
+            raise InputError(Problem(source, "", f"is {kind_of(info.st_mode)}, expected a regular file"))
+        fd = os.open(path, _OPEN_FLAGS | (0 if follow_links else os.O_NOFOLLOW))
+    except OSError as error:
+        raise InputError(Problem(source, "", _refusal(error))) from None
+    except ValueError:  # an embedded NUL in the name
+        raise InputError(Problem(source, "", "not a usable file name")) from None
+    try:
+        return _read_descriptor(fd, source, limit)
+    except OSError as error:
+        raise InputError(Problem(source, "", _refusal(error))) from None
+    finally:
+        os.close(fd)
+
+
+def relative_parts(relative: str) -> list[str]:
+    """The components of a plain relative path; ValueError for one that could leave its root."""
+    parts = PurePosixPath(relative).parts
+    if not parts or relative.startswith("/") or "\0" in relative or any(p in ("..", ".") for p in parts):
+        raise ValueError(f"{relative!r} is not a plain relative path")
+    return list(parts)
+
+
+def open_beneath(root: Path, relative: str) -> int:
+    """A descriptor of ``root/relative`` opened without following any link below ``root``.
+
+    Each directory is opened relative to the one before it with O_NOFOLLOW, so a link planted
+    anywhere on the way (``rootfs/etc -> /etc``) fails with ELOOP or ENOTDIR instead of leading out.
+    """
+    parts = relative_parts(relative)
+    directory = os.open(root, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _DIR_FLAGS, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+        info = os.stat(parts[-1], dir_fd=directory, follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.ELOOP if stat.S_ISLNK(info.st_mode) else errno.EINVAL, kind_of(info.st_mode))
+        return os.open(parts[-1], _OPEN_FLAGS | os.O_NOFOLLOW, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def read_beneath_with_mode(root: Path, relative: str, limit: int) -> tuple[bytes, int]:
+    """The bytes and permission bits of the regular file ``root/relative``, never through a link."""
+    source = str(root / relative)
+    try:
+        fd = open_beneath(root, relative)
+    except ValueError as error:
+        raise InputError(Problem(source, "", str(error))) from None
+    except OSError as error:
+        reason = f"is {error.strerror}, expected a regular file" if error.errno == errno.EINVAL else _refusal(error)
+        raise InputError(Problem(source, "", reason)) from None
+    try:
+        return _read_descriptor(fd, source, limit), stat.S_IMODE(os.fstat(fd).st_mode)
+    except OSError as error:
+        raise InputError(Problem(source, "", _refusal(error))) from None
+    finally:
+        os.close(fd)
+
+
+def read_beneath(root: Path, relative: str, limit: int) -> bytes:
+    """The bytes of the regular file ``root/relative``, never through a symbolic link."""
+    return read_beneath_with_mode(root, relative, limit)[0]

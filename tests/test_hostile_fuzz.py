@@ -1,0 +1,163 @@
+"""Fuzzing each hostile class of issue 11 (hypothesis; `make test-long` runs 1,000 examples each).
+
+- GRUB files: assignments drawn from the subset ``generator.verify.grubvars`` evaluates are
+  compared with what ``sh`` computes for the same text (our generated text, run as the test user
+  in a temporary directory); arbitrary shell-like text never raises and never runs.
+- YAML inputs: any tag on any scalar, any key: exit 2 with one line, no traceback, no raw
+  control character, nothing of the file beyond a short key.
+- Bundles: any JSON as plan.json or manifest.json: an InputError or a plan, never another exception.
+- Terminal text: ``printable`` leaves no control character and keeps printable text as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from generator.bundle.read import read_bundle
+from generator.errors import InputError
+from generator.textsafe import printable, printable_lines
+from generator.verify.grubvars import CMDLINE_VARS, parse_grub_files
+from tests.generate import generate
+from tests.conftest import MINIMAL_HW
+
+# --- GRUB files ------------------------------------------------------------------------------
+
+ARG = st.from_regex(r"[a-z_.]{1,8}(=[a-z0-9,.]{1,6})?", fullmatch=True)
+NAME = st.sampled_from(CMDLINE_VARS)
+
+
+@st.composite
+def parts(draw: st.DrawFn) -> str:
+    """One piece of a double-quoted value: text, or an expansion of one of the two variables."""
+    name = draw(NAME)
+    return draw(st.sampled_from([
+        draw(ARG), f"${name} ", f"${{{name}}}", f"${{{name}:+${name} }}", f"${{{name}:-{draw(ARG)}}}",
+        f"${{{name}+x}}", f"${{{name}-{draw(ARG)}}}", " ", "\\$", '\\"',
+    ]))
+
+
+@st.composite
+def assignment(draw: st.DrawFn) -> str:
+    name = draw(NAME)
+    body = "".join(draw(st.lists(parts(), max_size=4)))
+    quoting = draw(st.sampled_from(["double", "single", "bare"]))
+    if quoting == "single":
+        value = "'" + draw(st.lists(ARG, max_size=3)).__str__().replace("'", "").replace(",", " ") + "'"
+    elif quoting == "bare":
+        value = draw(ARG)
+    else:
+        value = f'"{body}"'
+    prefix = draw(st.sampled_from(["", "export "]))
+    comment = draw(st.sampled_from(["", "  # note", ""]))
+    return f"{prefix}{name}={value}{comment}"
+
+
+GRUB_FILES = st.lists(st.lists(assignment(), max_size=4).map(lambda lines: "\n".join(lines) + "\n"),
+                      min_size=1, max_size=3)
+
+
+def sh_result(texts: list[str]) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for index, text in enumerate(texts):
+            path = Path(tmp) / f"{index}.cfg"
+            path.write_text(text)
+            paths.append(str(path))
+        script = ('unset GRUB_CMDLINE_LINUX GRUB_CMDLINE_LINUX_DEFAULT; for f in "$@"; do . "$f"; done; '
+                  'printf "%s %s" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"')
+        done = subprocess.run(["sh", "-ec", script, "sh", *paths], capture_output=True, text=True,
+                              timeout=10, check=True, env={"PATH": "/usr/bin:/bin"})
+        return done.stdout
+
+
+@given(texts=GRUB_FILES)
+def test_grub_parser_agrees_with_sh_on_plain_assignments(texts: list[str]) -> None:
+    parsed = parse_grub_files([(f"{index}.cfg", text) for index, text in enumerate(texts)])
+    assert parsed.unjudged == [], parsed.unjudged
+    assert parsed.cmdline() == sh_result(texts)
+
+
+SHELLISH = st.lists(st.sampled_from([*"=$(){}`'\";:-+ \t\n\\#&|.!x", "GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT",
+                                   "$(", "${", "if ", "fi", "export "]), max_size=40).map("".join)
+
+
+@given(text=SHELLISH)
+def test_grub_parser_never_raises_and_never_guesses_substitutions(text: str) -> None:
+    parsed = parse_grub_files([("/etc/default/grub", text)])
+    if parsed.cmdline() is not None:  # judged: then no substitution can have been part of a value
+        assert all(value is None or "`" not in value for value in parsed.values.values() if value)
+
+
+# --- YAML inputs -------------------------------------------------------------------------------
+
+TAGS = st.sampled_from(["!!bool", "!!int", "!!float", "!!timestamp", "!!str", "!!null", "!!binary", "!!map",
+                        "!!seq", "!!set", "!!omap", "!!pairs", "!!merge", "!!value", "!custom", "!!python/name:os.system"])
+SCALARS = st.one_of(st.text(st.characters(blacklist_categories=["Cs"]), max_size=12),
+                    st.integers().map(str), st.just("9" * 5000))
+
+
+@given(tag=TAGS, scalar=SCALARS, where=st.sampled_from(["memory_gib", "name", "cpu.sockets", "key"]))
+def test_any_tagged_scalar_is_exit_2_one_line(tag: str, scalar: str, where: str) -> None:
+    value = f"{tag} {json.dumps(scalar)}"
+    text = MINIMAL_HW.replace("memory_gib: 256", "memory_gib: 256" if where != "memory_gib" else f"memory_gib: {value}")
+    text = text.replace("  sockets: 2", f"  sockets: {value}") if where == "cpu.sockets" else text
+    text += f"name: {value}\n" if where == "name" else f"{json.dumps(scalar)}: 1\n" if where == "key" else ""
+    with tempfile.TemporaryDirectory() as tmp:
+        hw = Path(tmp) / "hw.yaml"
+        hw.write_text(text)
+        result = generate(hw, "inference", Path(tmp) / "bundle")
+        if result.exit_code == 0:
+            return  # some tags are harmless (!!str "8" as a name)
+        assert result.exit_code == 2, result.output
+        assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and len(lines[0]) < 400, result.stderr
+        assert printable(lines[0]) == lines[0]
+        assert not (Path(tmp) / "bundle").exists()
+
+
+# --- bundles -----------------------------------------------------------------------------------
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                    max_leaves=12)
+PLANISH = st.fixed_dictionaries({"format": st.just(1), "tool": st.just("goldtune")},
+                                optional={"settings": JSON, "notes": JSON, "warnings": JSON, "hardware": JSON})
+
+
+@given(plan=st.one_of(JSON, PLANISH), manifest=st.one_of(JSON, st.fixed_dictionaries({"files": JSON})))
+def test_any_json_in_a_bundle_is_bad_input_or_a_plan(plan: object, manifest: object) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "plan.json").write_text(json.dumps(plan))
+        (root / "manifest.json").write_text(json.dumps(manifest))
+        try:
+            read_bundle(root)
+        except InputError as error:
+            assert error.exit_code == 2 and all(printable(line) == line for line in error.lines())
+
+
+# --- terminal text -----------------------------------------------------------------------------
+
+@given(text=st.text())
+def test_printable_leaves_no_control_character(text: str) -> None:
+    shown = printable(text)
+    assert not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+                   "\u2066\u2067\u2068\u2069" for c in shown)
+    assert all(c in shown for c in text if c.isprintable() and c not in "\u2028\u2029")
+    assert set(printable_lines(text)) - set(printable(text)) <= {"\n", "\t"}
+
+
+@pytest.mark.parametrize("kernel", ["6.8; rm -rf /", "6.8 && id", "6.8$(id)", "6.8\n", "6.8.0-45-generic\x1b[2J"])
+def test_kernel_release_with_shell_text_is_refused(kernel: str, tmp_path: Path) -> None:
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MINIMAL_HW + f"os: {{kernel: {json.dumps(kernel)}}}\n")
+    result = generate(hw, "inference", tmp_path / "bundle")
+    assert result.exit_code == 2 and "os.kernel: invalid value" in result.stderr, result.output
