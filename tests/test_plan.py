@@ -99,7 +99,7 @@ class TestShippedPlans:
     def test_order_is_deterministic(self, system: str, prof: str) -> None:
         facts_, profile_, built = shipped(system, prof)
         assert plan.build_plan(facts_, profile_) == built
-        assert list(built.settings) == sorted(built.settings, key=lambda s: (plan.KIND_ORDER[s.kind], s.key))
+        assert list(built.settings) == sorted(built.settings, key=plan.setting_order)
         # the registry order does not leak into the settings' order
         proposed, _ = plan.run_rules(facts_, profile_, tuple(reversed(REGISTRY)))
         available, _ = plan.drop_unavailable(plan.resolve_conflicts(proposed, "x"), facts_)
@@ -571,6 +571,16 @@ def test_hugepage_reservation_bound(percent: int, ok: bool) -> None:
     with pytest.raises(InputError, match="75%") as raised:
         plan_with(hw=hw, hugepages_1g_percent=percent)
     assert raised.value.exit_code == 2
+
+
+def test_hugepage_arguments_keep_the_order_the_kernel_parses() -> None:
+    """hugepagesz= must come before its hugepages= (mm/hugetlb.c), not sorted by name."""
+    built = plan_with(hw={"memory_gib": 2048}, hugepages_1g_percent=10)
+    line = checks.kernel_cmdline(built.settings)
+    assert "default_hugepagesz=1G hugepagesz=1G hugepages=204" in line
+    keys = [s.key for s in built.of_kind("kernel-arg")]
+    others = [key for key in keys if key not in plan.ORDERED_KERNEL_ARGS]
+    assert others == sorted(others)
 
 
 def test_hugepage_bound_counts_2m_pages_by_their_size() -> None:
