@@ -125,7 +125,10 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         assert not GPUDIRECT & targets
     else:
         assert ("module-load", "nvidia-peermem") in targets
-    assert (("service", "nvidia-fabricmanager.service") in targets) == (facts_.has_gpus and facts_.nvswitch)
+    rack_nvlink = any(group.model.multi_node_nvlink for group in facts_.gpus)
+    fabric_manager = facts_.has_gpus and facts_.nvswitch and not rack_nvlink
+    assert (("service", "nvidia-fabricmanager.service") in targets) == fabric_manager
+    assert (("service", "nvidia-imex.service") in targets) == (facts_.has_gpus and rack_nvlink)
     if not facts_.has_gpus:
         assert not built.of_kind("gpu")
     clocks = built.get("gpu", "clocks")

@@ -31,6 +31,8 @@ REGISTRY: tuple[Rule, ...] = (
     gpu.power_limit,
     gpu.mig,
     gpu.fabric_manager,
+    gpu.nvlink_subnet_manager,
+    gpu.imex,
     gpu.dcgm,
     gpu.peermem,
     boot.iommu_passthrough,

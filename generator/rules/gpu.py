@@ -113,14 +113,79 @@ def mig(facts: Facts, profile: Profile) -> Output:
     yield gpu_action("mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice")
 
 
+def _multi_node_nvlink(facts: Facts) -> str:
+    """The GPU models here that join a rack-wide NVLink domain (GB200 NVL72 trays), or ""."""
+    return ", ".join(group.model.key for group in facts.gpus if group.model.multi_node_nvlink)
+
+
+def _nvlink5_baseboard(facts: Facts) -> bool:
+    """An NVSwitch baseboard of NVLink 5 GPUs (HGX/DGX B200 and later): 4th-gen NVSwitch."""
+    generations = [group.model.nvlink_generation or 0 for group in facts.gpus]
+    return facts.nvswitch and max(generations, default=0) >= 5
+
+
 @rule("gpu.fabric-manager")
 def fabric_manager(facts: Facts, profile: Profile) -> Output:
-    """Run nvidia-fabricmanager on NVSwitch systems; NVLink does not come up without it."""
-    if not facts.has_gpus or not facts.nvswitch:
+    """Run nvidia-fabricmanager on NVSwitch systems; NVLink does not come up without it.
+
+    Not on a GB200 NVL72 compute tray: its NVLink switches sit in the rack's switch trays, whose
+    NVOS runs the fabric manager and NVLSM (DGX GB200 user guide, networking; NVIDIA DeepOps
+    ubuntu-24.04 platform table: GB200 "nvswitch: false, imex: true").
+    """
+    if not facts.has_gpus:
         return
-    yield service("nvidia-fabricmanager.service", "enable",
-                  f"{_models(facts)} connect through NVSwitch: without the fabric manager "
-                  "NVLink all-to-all never comes up and CUDA reports no peer access")
+    if trays := _multi_node_nvlink(facts):
+        yield note(f"nvidia-fabricmanager not enabled: {trays} reach the rack's NVLink domain "
+                   "through external NVLink switch trays, which run the fabric manager and NVLSM; "
+                   "a compute tray runs nvidia-imex instead")
+        return
+    if not facts.nvswitch:
+        return
+    why = (f"{_models(facts)} connect through NVSwitch: without the fabric manager NVLink "
+           "all-to-all never comes up and CUDA reports no peer access")
+    if _nvlink5_baseboard(facts):
+        why += ("; on NVLink 5 baseboards its start script (nvidia-fabricmanager-start.sh) also "
+                "starts the NVLink subnet manager from the nvlsm package")
+    yield service("nvidia-fabricmanager.service", "enable", why)
+
+
+@rule("gpu.nvlink-subnet-manager")
+def nvlink_subnet_manager(facts: Facts, profile: Profile) -> Output:
+    """Load ib_umad for the NVLink subnet manager on NVLink 5 NVSwitch baseboards.
+
+    Fabric Manager user guide r2.3 ("Systems Using Fourth Generation NVSwitches", "What is NVLink
+    Subnet Manager?"): DGX/HGX B200 and later need NVLSM besides the fabric manager, and the
+    package's nvidia-fabricmanager-start.sh starts both, so NVLSM has no unit of its own.
+    NVLSM is an OpenSM that reaches the NVSwitch management ports through /dev/infiniband/umad*;
+    without ib_umad the fabric manager's precheck fails and GPUs stay in fabric state "In
+    Progress" (spectrocloud/CanvOS PR #700 on HGX B200; NVIDIA's nvidia-base tuned profile loads
+    ib_umad). Keyed on the GPU model's NVLink generation in hardware_db, not on a name.
+    """
+    if not facts.has_gpus or not _nvlink5_baseboard(facts):
+        return
+    yield load_module("ib_umad",
+                      f"{_models(facts)} use 4th-gen NVSwitch: the NVLink subnet manager (NVLSM) "
+                      "reaches the switches through /dev/infiniband/umad*, and the fabric "
+                      "manager's precheck fails without it")
+    yield note("NVLSM is not enabled as a unit: nvidia-fabricmanager.service starts it through "
+               "nvidia-fabricmanager-start.sh; the image needs the nvlsm package (same release "
+               "train as the driver) installed")
+
+
+@rule("gpu.imex")
+def imex(facts: Facts, profile: Profile) -> Output:
+    """Run nvidia-imex on trays of a multi-node NVLink domain (GB200 NVL72 compute trays).
+
+    IMEX guide (docs.nvidia.com/multi-node-nvlink-systems/imex-guide): GPU memory is exported and
+    imported across the trays of an NVLink domain only through the IMEX daemon; NVIDIA DeepOps
+    enables nvidia-imex.service on GB200/GB300 (roles/nvidia-dgx/vars/ubuntu-24.04.yml).
+    """
+    if not facts.has_gpus or not (trays := _multi_node_nvlink(facts)):
+        return
+    yield service("nvidia-imex.service", "enable",
+                  f"{trays} share GPU memory with the other trays of the NVLink domain only "
+                  "through IMEX; the daemon also needs the domain's node list "
+                  "(/etc/nvidia-imex/nodes_config.cfg), which is site-specific and not generated")
 
 
 @rule("gpu.dcgm")
