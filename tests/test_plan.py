@@ -124,7 +124,8 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
     if not (facts_.has_gpus and facts_.rdma_nics):
         assert not GPUDIRECT & targets
     else:
-        assert ("module-load", "nvidia-peermem") in targets
+        peerdirect = any(nic.model and nic.model.driver == "mlx5_core" for nic in facts_.rdma_nics)
+        assert (("module-load", "nvidia-peermem") in targets) == peerdirect
     rack_nvlink = any(group.model.multi_node_nvlink for group in facts_.gpus)
     fabric_manager = facts_.has_gpus and facts_.nvswitch and not rack_nvlink
     assert (("service", "nvidia-fabricmanager.service") in targets) == fabric_manager

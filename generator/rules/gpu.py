@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.inputs.facts import Facts, GpuGroup
+from generator.inputs.facts import Facts, GpuGroup, NicFacts
 from generator.inputs.profile import Profile
 from generator.rules.base import (
     Output, blacklist, gpu_action, kernel_arg, load_module, module_option, note, rule, service,
@@ -197,16 +197,47 @@ def dcgm(facts: Facts, profile: Profile) -> Output:
                   "GPU health checks, Xid error reporting and metrics; skipped where DCGM is not installed")
 
 
+# RDMA drivers that MLNX_OFED / DOCA-OFED extend with the PeerDirect API
+# (ib_register_peer_memory_client) that nvidia-peermem plugs into: ConnectX and BlueField (mlx5).
+PEERDIRECT_DRIVERS = frozenset({"mlx5_core"})
+
+
+def _peerdirect(nic: NicFacts) -> bool:
+    return nic.model is not None and nic.model.driver in PEERDIRECT_DRIVERS
+
+
+def _stack(nic: NicFacts) -> str:
+    """The NIC and its RDMA driver as the catalog knows it."""
+    if nic.model is None:
+        return f"{nic.name} (model not given)"
+    return f"{nic.name} ({nic.model.rdma_driver or nic.model.driver})"
+
+
 @rule("gpu.peermem")
 def peermem(facts: Facts, profile: Profile) -> Output:
-    """Load nvidia-peermem for GPUDirect RDMA when GPUs and RDMA NICs meet."""
+    """Load nvidia-peermem for GPUDirect RDMA, only for NICs on NVIDIA's PeerDirect stack.
+
+    nvidia-peermem is a client of the PeerDirect API that MLNX_OFED / DOCA-OFED add to the mlx5
+    (ConnectX, BlueField) RDMA stack; other RDMA NICs (Broadcom bnxt_re, Intel irdma) reach GPU
+    memory through DMA-BUF (Linux >= 5.12, open GPU kernel modules, CUDA >= 11.7), which NVIDIA
+    now recommends over nvidia-peermem everywhere (GPU Operator docs, "GPUDirect RDMA and GPUDirect
+    Storage"). Keyed on the catalog's NIC driver, not on `rdma: true`.
+    """
     if not facts.has_gpus:
         return
     rdma = facts.rdma_nics
     if not rdma:
         yield note("no RDMA NIC: GPUDirect RDMA (nvidia-peermem) does not apply")
         return
-    names = ", ".join(nic.name for nic in rdma)
-    yield load_module("nvidia-peermem",
-                      f"GPUDirect RDMA: NICs {names} read and write GPU memory without a bounce through "
-                      "host RAM; loaded by goldtune-gpu.service once the NVIDIA driver provides it")
+    others = [nic for nic in rdma if not _peerdirect(nic)]
+    if others:
+        yield note(f"GPUDirect RDMA for {', '.join(_stack(nic) for nic in others)} goes through "
+                   "DMA-BUF (Linux >= 5.12 with the open GPU kernel modules), not nvidia-peermem, "
+                   "which only serves the mlx5 PeerDirect stack of MLNX_OFED/DOCA-OFED")
+    if peerdirect := [nic.name for nic in rdma if _peerdirect(nic)]:
+        yield load_module("nvidia-peermem",
+                          f"GPUDirect RDMA: NICs {', '.join(peerdirect)} (mlx5) read and write GPU "
+                          "memory without a bounce through host RAM via MLNX_OFED/DOCA-OFED "
+                          "PeerDirect; with the inbox mlx5 stack the module does not load and "
+                          "DMA-BUF applies instead; loaded by goldtune-gpu.service once the "
+                          "NVIDIA driver provides it")

@@ -113,6 +113,23 @@ CASES: tuple[Case, ...] = (
     Case("peermem-gpu-rdma-capable-frontend", gpu.peermem, set(),
          hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 400, model="ConnectX-7")]}, note="no RDMA NIC"),
     Case("peermem-rdma-no-gpu", gpu.peermem, set(), hw={"nics": [rdma_compute()]}),
+    # only the mlx5 PeerDirect stack; Broadcom/Intel RDMA use DMA-BUF, said in a note
+    Case("peermem-broadcom-dmabuf", gpu.peermem, set(),
+         hw={"gpus": [H100X8], "nics": [nic("ens1f0np0", "compute", 200, rdma=True, model="BCM57508")]},
+         note="ens1f0np0 (bnxt_re) goes through DMA-BUF"),
+    Case("peermem-intel-dmabuf", gpu.peermem, set(),
+         hw={"gpus": [L4X1], "nics": [nic("ens2", "storage", 100, rdma=True, model="E810")]},
+         note="ens2 (irdma)"),
+    Case("peermem-rdma-model-unknown", gpu.peermem, set(),
+         hw={"gpus": [H100X8], "nics": [nic("ib0", "compute", 400, rdma=True)]},
+         note="model not given"),
+    Case("peermem-mixed-stacks", gpu.peermem, PEERMEM,
+         hw={"gpus": [H100X8], "nics": [rdma_compute(),
+                                        nic("ens1", "storage", 200, rdma=True, model="BCM57508")]},
+         note="ens1 (bnxt_re)"),
+    Case("peermem-bluefield", gpu.peermem, PEERMEM,
+         hw={"gpus": [H100X8],
+             "nics": [nic("ens3", "storage", 400, rdma=True, model="BlueField-3")]}),
 )
 
 
