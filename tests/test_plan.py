@@ -119,7 +119,10 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         assert not [key for key in kernel_args if key.startswith("intel_")]
     if facts_.cpu.arch == "aarch64":
         assert "processor.max_cstate" not in kernel_args and "iommu" not in kernel_args
-    if not facts_.is_numa:
+    superchip = any(group.model.form_factor == "superchip" for group in facts_.gpus)
+    if superchip:  # Grace guide: GPU memory is a CPU-less NUMA node
+        assert settings_of(built, "sysctl")["kernel.numa_balancing"] == "0"
+    elif not facts_.is_numa:
         assert not NUMA_KEYS & set(settings_of(built, "sysctl"))
     if not (facts_.has_gpus and facts_.rdma_nics):
         assert not GPUDIRECT & targets
@@ -153,7 +156,7 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         if table is not None:
             assert table[setting.key].available(facts_.os.kernel, facts_.cpu.arch), setting.key
     if facts_.os.page_size_kib == 64:
-        assert "hugepagesz" not in kernel_args
+        assert kernel_args.get("hugepagesz") != "1G"
     assert len(checks.kernel_cmdline(built.settings)) < COMMAND_LINE_SIZE[facts_.cpu.arch]
 
 
@@ -585,6 +588,17 @@ def test_hugepage_arguments_keep_the_order_the_kernel_parses() -> None:
     keys = [s.key for s in built.of_kind("kernel-arg")]
     others = [key for key in keys if key not in plan.ORDERED_KERNEL_ARGS]
     assert others == sorted(others)
+
+
+@pytest.mark.parametrize(("percent", "ok"), [(10, True), (75, True), (80, False)])
+def test_hugepage_bound_holds_for_the_2m_pages_of_64k_kernels(percent: int, ok: bool) -> None:
+    hw = {**GRACE, "memory_gib": 512, "os": {"page_size_kib": 64}}
+    if not ok:
+        with pytest.raises(InputError, match="75%"):
+            plan_with(hw=hw, hugepages_1g_percent=percent)
+        return
+    args = settings_of(plan_with(hw=hw, hugepages_1g_percent=percent), "kernel-arg")
+    assert (args["hugepagesz"], args["hugepages"]) == ("2M", str(512 * percent // 100 * 512))
 
 
 def test_hugepage_bound_counts_2m_pages_by_their_size() -> None:

@@ -38,6 +38,7 @@ REGISTRY: tuple[Rule, ...] = (
     boot.iommu_passthrough,
     boot.init_on_alloc,
     boot.acs,
+    boot.acpi_power_meter,
     network.rdma_paths,
     network.socket_buffers,
     network.backlog,
