@@ -85,6 +85,10 @@ def coherent_gpu_models(facts: Facts) -> str:
 def numa_balancing(facts: Facts, profile: Profile) -> Output:
     """Automatic NUMA balancing: off on Grace superchips and for training on NUMA machines.
 
+    Inference keeps the kernel default (TUNING.md principle 1: no value equal to the default
+    unless pinning is the point); DGX OS ships nvidia-disable-numa-balancing, which a pinned 1
+    would undo (DGX OS 7 user guide, appendix "DGX software stack").
+
     A Grace superchip exposes each GPU's memory to Linux as a CPU-less NUMA node (hwloc commit
     39fae7e: one GPU node per GPU on Grace Hopper), and NVIDIA's Grace platform guide recommends
     numa_balancing=disable (NVIDIA/grace-cpu-benchmarking-guide src/platform/index.md, pointing to
@@ -105,10 +109,11 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
         yield sysctl("kernel.numa_balancing", 0,
                      f"{facts.numa_nodes} NUMA nodes: page migration mid-epoch is churn for "
                      "processes already bound to their GPU's node")
-    else:
-        yield sysctl("kernel.numa_balancing", 1,
-                     f"{facts.numa_nodes} NUMA nodes: pinned on (distributions and vendor "
-                     "profiles differ) so long-lived serving processes drift to their memory")
+        return
+    yield note(f"{facts.numa_nodes} NUMA nodes, inference: kernel.numa_balancing left at the "
+               "kernel's default; writing 1 would only repeat the default and re-enable what DGX "
+               "OS turns off (nvidia-disable-numa-balancing); override it to 0 if latency jitter "
+               "follows numa_pte_updates in /proc/vmstat")
 
 
 @rule("memory.zone-reclaim")

@@ -54,7 +54,8 @@ CASES: tuple[Case, ...] = (
          hw={**GRACE, "cpu": {**GRACE["cpu"], "sockets": 2}, "gpus": [{"model": "GB200", "count": 4}]}),
     Case("numa-balancing-gh200-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
          hw={**GRACE, "gpus": [GH200]}, intent="training"),
-    Case("numa-balancing-2s-inference", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "1")}, hw=DUAL_XEON),
+    # inference: the kernel default, never a pinned 1 that would undo DGX OS's choice
+    Case("numa-balancing-2s-inference", memory.numa_balancing, set(), hw=DUAL_XEON, note="default"),
     Case("numa-balancing-2s-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
          hw=DUAL_XEON, intent="training"),
     Case("numa-balancing-nps4-1s", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
