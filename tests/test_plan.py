@@ -186,7 +186,10 @@ def test_dgx_h100_inference_spot_values() -> None:
     _, _, built = shipped("dgx-h100", "inference")
     assert settings_of(built, "irq")["ibp24s0"] == "1-55,113-167"  # node 0 less CPU 0 and its sibling 112
     assert settings_of(built, "irq")["ibp154s0"] == "56-111,168-223"
-    assert settings_of(built, "gpu")["clocks"] == "1980"
+    assert "clocks" not in settings_of(built, "gpu")  # boost: the lock is inference-latency's opt-in
+    _, _, latency = shipped("dgx-h100", "inference-latency")
+    assert settings_of(latency, "gpu")["clocks"] == "1980"
+    assert "compute-mode" not in settings_of(latency, "gpu")  # DEFAULT: servers share a GPU
     assert settings_of(built, "kernel-arg")["intel_idle.max_cstate"] == "1"
     assert "kernel.numa_balancing" not in settings_of(built, "sysctl")  # the kernel's default
     assert settings_of(built, "sysctl")["vm.swappiness"] == "1"
