@@ -99,7 +99,7 @@ class TestShippedPlans:
     def test_order_is_deterministic(self, system: str, prof: str) -> None:
         facts_, profile_, built = shipped(system, prof)
         assert plan.build_plan(facts_, profile_) == built
-        assert list(built.settings) == sorted(built.settings, key=lambda s: (plan.KIND_ORDER[s.kind], s.key))
+        assert list(built.settings) == sorted(built.settings, key=plan.setting_order)
         # the registry order does not leak into the settings' order
         proposed, _ = plan.run_rules(facts_, profile_, tuple(reversed(REGISTRY)))
         available, _ = plan.drop_unavailable(plan.resolve_conflicts(proposed, "x"), facts_)
@@ -119,13 +119,20 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         assert not [key for key in kernel_args if key.startswith("intel_")]
     if facts_.cpu.arch == "aarch64":
         assert "processor.max_cstate" not in kernel_args and "iommu" not in kernel_args
-    if not facts_.is_numa:
+    superchip = any(group.model.form_factor == "superchip" for group in facts_.gpus)
+    if superchip:  # Grace guide: GPU memory is a CPU-less NUMA node
+        assert settings_of(built, "sysctl")["kernel.numa_balancing"] == "0"
+    elif not facts_.is_numa:
         assert not NUMA_KEYS & set(settings_of(built, "sysctl"))
     if not (facts_.has_gpus and facts_.rdma_nics):
         assert not GPUDIRECT & targets
     else:
-        assert ("module-load", "nvidia-peermem") in targets
-    assert (("service", "nvidia-fabricmanager.service") in targets) == (facts_.has_gpus and facts_.nvswitch)
+        peerdirect = any(nic.model and nic.model.driver == "mlx5_core" for nic in facts_.rdma_nics)
+        assert (("module-load", "nvidia-peermem") in targets) == peerdirect
+    rack_nvlink = any(group.model.multi_node_nvlink for group in facts_.gpus)
+    fabric_manager = facts_.has_gpus and facts_.nvswitch and not rack_nvlink
+    assert (("service", "nvidia-fabricmanager.service") in targets) == fabric_manager
+    assert (("service", "nvidia-imex.service") in targets) == (facts_.has_gpus and rack_nvlink)
     if not facts_.has_gpus:
         assert not built.of_kind("gpu")
     clocks = built.get("gpu", "clocks")
@@ -149,7 +156,7 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         if table is not None:
             assert table[setting.key].available(facts_.os.kernel, facts_.cpu.arch), setting.key
     if facts_.os.page_size_kib == 64:
-        assert "hugepagesz" not in kernel_args
+        assert kernel_args.get("hugepagesz") != "1G"
     assert len(checks.kernel_cmdline(built.settings)) < COMMAND_LINE_SIZE[facts_.cpu.arch]
 
 
@@ -179,9 +186,12 @@ def test_dgx_h100_inference_spot_values() -> None:
     _, _, built = shipped("dgx-h100", "inference")
     assert settings_of(built, "irq")["ibp24s0"] == "1-55,113-167"  # node 0 less CPU 0 and its sibling 112
     assert settings_of(built, "irq")["ibp154s0"] == "56-111,168-223"
-    assert settings_of(built, "gpu")["clocks"] == "1980"
+    assert "clocks" not in settings_of(built, "gpu")  # boost: the lock is inference-latency's opt-in
+    _, _, latency = shipped("dgx-h100", "inference-latency")
+    assert settings_of(latency, "gpu")["clocks"] == "1980"
+    assert "compute-mode" not in settings_of(latency, "gpu")  # DEFAULT: servers share a GPU
     assert settings_of(built, "kernel-arg")["intel_idle.max_cstate"] == "1"
-    assert settings_of(built, "sysctl")["kernel.numa_balancing"] == "1"
+    assert "kernel.numa_balancing" not in settings_of(built, "sysctl")  # the kernel's default
     assert settings_of(built, "sysctl")["vm.swappiness"] == "1"
     # ens1f0np0 has no numa_node: every CPU but the first core (0 and 112)
     assert settings_of(built, "irq")["ens1f0np0"] == "1-111,113-223"
@@ -573,6 +583,27 @@ def test_hugepage_reservation_bound(percent: int, ok: bool) -> None:
     with pytest.raises(InputError, match="75%") as raised:
         plan_with(hw=hw, hugepages_1g_percent=percent)
     assert raised.value.exit_code == 2
+
+
+def test_hugepage_arguments_keep_the_order_the_kernel_parses() -> None:
+    """hugepagesz= must come before its hugepages= (mm/hugetlb.c), not sorted by name."""
+    built = plan_with(hw={"memory_gib": 2048}, hugepages_1g_percent=10)
+    line = checks.kernel_cmdline(built.settings)
+    assert "default_hugepagesz=1G hugepagesz=1G hugepages=204" in line
+    keys = [s.key for s in built.of_kind("kernel-arg")]
+    others = [key for key in keys if key not in plan.ORDERED_KERNEL_ARGS]
+    assert others == sorted(others)
+
+
+@pytest.mark.parametrize(("percent", "ok"), [(10, True), (75, True), (80, False)])
+def test_hugepage_bound_holds_for_the_2m_pages_of_64k_kernels(percent: int, ok: bool) -> None:
+    hw = {**GRACE, "memory_gib": 512, "os": {"page_size_kib": 64}}
+    if not ok:
+        with pytest.raises(InputError, match="75%"):
+            plan_with(hw=hw, hugepages_1g_percent=percent)
+        return
+    args = settings_of(plan_with(hw=hw, hugepages_1g_percent=percent), "kernel-arg")
+    assert (args["hugepagesz"], args["hugepages"]) == ("2M", str(512 * percent // 100 * 512))
 
 
 def test_hugepage_bound_counts_2m_pages_by_their_size() -> None:

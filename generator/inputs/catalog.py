@@ -51,6 +51,9 @@ class GpuModel(StrictModel):
     mig_max_instances: Annotated[int, Field(ge=0, le=7)] | None = None  # 0: no MIG
     nvlink_generation: Annotated[int, Field(ge=0, le=9)] | None = None  # 0: no NVLink
     nvswitch_baseboard: bool = False  # its 8-GPU HGX/DGX baseboard connects GPUs through NVSwitch
+    # Its NVLink domain spans trays through external NVLink switch trays (NVL72), which run the
+    # fabric manager; the host shares GPU memory across trays through IMEX.
+    multi_node_nvlink: bool = False
     ecc_default_on: bool | None = None
     notes: str = ""
     source: Sources

@@ -88,8 +88,22 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
     return kept, notes
 
 
+# Kernel arguments the kernel reads in command-line order (mm/hugetlb.c): `hugepages=` counts
+# pages of the size named by the `hugepagesz=` before it, and `default_hugepagesz=` may come
+# first only while no count was given yet. Sorted by name they read "default_hugepagesz=1G
+# hugepages=N hugepagesz=1G", and the kernel warns "hugepagesz=1G specified twice, ignoring".
+ORDERED_KERNEL_ARGS: tuple[str, ...] = ("default_hugepagesz", "hugepagesz", "hugepages")
+
+
+def setting_order(setting: Setting) -> tuple[int, str, int]:
+    """Kind, then key; the order-sensitive kernel arguments keep their sequence, as one block."""
+    if setting.kind == "kernel-arg" and setting.key in ORDERED_KERNEL_ARGS:
+        return (KIND_ORDER[setting.kind], ORDERED_KERNEL_ARGS[0], ORDERED_KERNEL_ARGS.index(setting.key))
+    return (KIND_ORDER[setting.kind], setting.key, 0)
+
+
 def order_settings(settings: Iterable[Setting]) -> tuple[Setting, ...]:
-    return tuple(sorted(settings, key=lambda s: (KIND_ORDER[s.kind], s.key)))
+    return tuple(sorted(settings, key=setting_order))
 
 
 def build_plan(facts: Facts, profile: Profile) -> Plan:

@@ -92,6 +92,8 @@ X86 = ("x86_64",)
 ARM = ("aarch64",)
 
 KNOWN_KERNEL_ARGS: dict[str, KnownKey] = {
+    # a parameter of the acpi_power_meter module since the driver was added (2.6.31)
+    "acpi_power_meter.force_cap_on": KnownKey((2, 6)),
     "amd_iommu": KnownKey((2, 6), arches=X86),
     "amd_pstate": KnownKey((6, 3), arches=X86),
     "default_hugepagesz": KnownKey((2, 6)),

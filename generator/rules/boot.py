@@ -41,3 +41,19 @@ def acs(facts: Facts, profile: Profile) -> Output:
     if facts.gpu_count > 1 and facts.rdma_nics:
         yield note("PCIe ACS redirect is left enabled: the pci=disable_acs_redir= device list is "
                    "firmware- and slot-specific; set it per platform after measuring all-reduce bandwidth")
+
+
+@rule("boot.acpi-power-meter")
+def acpi_power_meter(facts: Facts, profile: Profile) -> Output:
+    """Expose the Grace platform's ACPI power cap, as NVIDIA's Grace guide asks.
+
+    NVIDIA/grace-cpu-benchmarking-guide src/platform/index.md recommends
+    acpi_power_meter.force_cap_on=y ("Enable ACPI power meter and with power capping") on every
+    Grace platform; drivers/hwmon/acpi_power_meter.c hides the power1_cap controls unless this
+    parameter or a DMI quirk allows them. Keyed on the CPU family (vendor nvidia = Grace).
+    """
+    if facts.cpu.vendor != "nvidia":
+        return
+    yield kernel_arg("acpi_power_meter.force_cap_on", "y",
+                     "NVIDIA's Grace guide: the ACPI power meter then offers its power cap "
+                     "(power1_cap), which the driver otherwise hides as unsafe; no cap is set here")

@@ -6,8 +6,8 @@ from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
 
-# arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G (Documentation/arch/arm64/hugetlbpage.rst);
-# 4 KiB and 16 KiB page kernels offer 1G.
+# arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G, and its THP is 512M
+# (Documentation/arch/arm64/hugetlbpage.rst); 4 KiB and 16 KiB page kernels offer 1G.
 PAGE_SIZES_WITHOUT_1G_KIB = {64}
 
 
@@ -23,13 +23,22 @@ def swappiness(facts: Facts, profile: Profile) -> Output:
 
 @rule("memory.thp-mode")
 def thp_mode(facts: Facts, profile: Profile) -> Output:
-    """Transparent huge pages only where the application asks (madvise), set at boot."""
+    """Transparent huge pages only where the application asks (madvise), set at boot.
+
+    On 64 KiB-page kernels a PMD-sized transparent huge page is 512 MiB
+    (Documentation/arch/arm64/hugetlbpage.rst), so few madvise regions ever get one; the smaller
+    multi-size THP of kernels >= 6.8 (Documentation/admin-guide/mm/transhuge.rst) is not set.
+    """
     if profile.thp == "madvise":
         reason = ("PyTorch and CUDA ask for huge pages on long-lived allocations via madvise; "
                   "everything else avoids the compaction stalls of 'always'")
     else:
         reason = "the profile turns transparent huge pages off entirely"
     yield kernel_arg("transparent_hugepage", profile.thp, reason)
+    if profile.thp == "madvise" and facts.os.page_size_kib in PAGE_SIZES_WITHOUT_1G_KIB:
+        yield note(f"with {facts.os.page_size_kib} KiB pages a transparent huge page is 512 MiB "
+                   "(the PMD size), so madvise regions rarely get one; the multi-size THP sizes "
+                   "of kernels >= 6.8 (hugepages-<size>kB/enabled) are left at their default")
 
 
 @rule("memory.thp-defrag")
@@ -66,9 +75,33 @@ def overcommit(facts: Facts, profile: Profile) -> Output:
     )
 
 
+def coherent_gpu_models(facts: Facts) -> str:
+    """Superchip GPUs (GH200, GB200) whose memory the Grace CPU maps coherently over NVLink-C2C."""
+    superchips = [group.model.key for group in facts.gpus if group.model.form_factor == "superchip"]
+    return ", ".join(superchips)
+
+
 @rule("memory.numa-balancing")
 def numa_balancing(facts: Facts, profile: Profile) -> Output:
-    """Automatic NUMA balancing: off for training, pinned on for inference (NUMA machines only)."""
+    """Automatic NUMA balancing: off on Grace superchips and for training on NUMA machines.
+
+    Inference keeps the kernel default (TUNING.md principle 1: no value equal to the default
+    unless pinning is the point); DGX OS ships nvidia-disable-numa-balancing, which a pinned 1
+    would undo (DGX OS 7 user guide, appendix "DGX software stack").
+
+    A Grace superchip exposes each GPU's memory to Linux as a CPU-less NUMA node (hwloc commit
+    39fae7e: one GPU node per GPU on Grace Hopper), and NVIDIA's Grace platform guide recommends
+    numa_balancing=disable (NVIDIA/grace-cpu-benchmarking-guide src/platform/index.md, pointing to
+    the Grace Performance Tuning Guide). The hardware format cannot state CPU-less nodes, so this
+    keys on the GPU's superchip form factor in hardware_db.
+    """
+    if superchips := coherent_gpu_models(facts):
+        yield sysctl("kernel.numa_balancing", 0,
+                     f"{superchips}: GPU memory is a CPU-less NUMA node behind NVLink-C2C, and "
+                     "NVIDIA's Grace guide disables automatic NUMA balancing (its "
+                     "numa_balancing=disable), which would migrate pages between CPU and GPU "
+                     "memory")
+        return
     if not facts.is_numa:
         yield note("single NUMA node: no NUMA balancing or zone reclaim setting applies")
         return
@@ -76,10 +109,11 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
         yield sysctl("kernel.numa_balancing", 0,
                      f"{facts.numa_nodes} NUMA nodes: page migration mid-epoch is churn for "
                      "processes already bound to their GPU's node")
-    else:
-        yield sysctl("kernel.numa_balancing", 1,
-                     f"{facts.numa_nodes} NUMA nodes: pinned on (distributions and vendor "
-                     "profiles differ) so long-lived serving processes drift to their memory")
+        return
+    yield note(f"{facts.numa_nodes} NUMA nodes, inference: kernel.numa_balancing left at the "
+               "kernel's default; writing 1 would only repeat the default and re-enable what DGX "
+               "OS turns off (nvidia-disable-numa-balancing); override it to 0 if latency jitter "
+               "follows numa_pte_updates in /proc/vmstat")
 
 
 @rule("memory.zone-reclaim")
@@ -113,13 +147,24 @@ def dirty_bytes(facts: Facts, profile: Profile) -> Output:
 
 @rule("memory.hugepages-1g")
 def hugepages_1g(facts: Facts, profile: Profile) -> Output:
-    """Reserve 1 GiB huge pages at boot, only when the profile asks for them."""
+    """Reserve 1 GiB huge pages at boot (2 MiB on 64 KiB-page kernels), only when asked.
+
+    64 KiB-page arm64 kernels offer 2M (contiguous PTE), 512M (PMD) and 16G huge pages, not 1G
+    (Documentation/arch/arm64/hugetlbpage.rst), and reject hugepagesz=1G while still booting
+    (NVIDIA/nodewright-packages #135); NVIDIA's fix for its Grace profiles (PR #127) makes 2 MiB
+    the default size there. The same share of RAM is reserved as 2 MiB pages.
+    """
     percent = profile.hugepages_1g_percent
     if not percent:
         return
     if facts.os.page_size_kib in PAGE_SIZES_WITHOUT_1G_KIB:
-        yield note(f"1 GiB huge pages requested but the kernel uses {facts.os.page_size_kib} KiB "
-                   "pages, which reject hugepagesz=1G: no reservation emitted")
+        count = facts.memory_gib * percent // 100 * 512
+        why = (f"the profile reserves {percent}% of {facts.memory_gib} GiB as huge pages; the "
+               f"kernel uses {facts.os.page_size_kib} KiB pages, which have no 1 GiB size "
+               "(hugepagesz=1G is rejected), so 2 MiB pages as NVIDIA's Grace profiles use")
+        yield kernel_arg("default_hugepagesz", "2M", why)
+        yield kernel_arg("hugepagesz", "2M", why)
+        yield kernel_arg("hugepages", count, why)
         return
     count = facts.memory_gib * percent // 100
     why = (f"the profile reserves {percent}% of {facts.memory_gib} GiB as 1 GiB pages for an "

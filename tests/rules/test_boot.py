@@ -1,4 +1,4 @@
-"""boot.*: IOMMU passthrough (GPUs with RDMA NICs only), init_on_alloc, PCIe ACS."""
+"""boot.*: IOMMU passthrough (GPUs with RDMA NICs only), init_on_alloc, PCIe ACS, ACPI power cap."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from .helpers import (
 GH200X1 = {"model": "GH200", "count": 1}
 INTEL_PT = {("kernel-arg", "iommu", "pt"), ("kernel-arg", "intel_iommu", "on")}
 TCP_ONLY = [nic("eth0", "frontend", 100)]
+POWER_METER = {("kernel-arg", "acpi_power_meter.force_cap_on", "y")}
 
 CASES: tuple[Case, ...] = (
     Case("iommu-intel-gpu-rdma", boot.iommu_passthrough, INTEL_PT,
@@ -41,6 +42,11 @@ CASES: tuple[Case, ...] = (
     Case("acs-multi-gpu-rdma", boot.acs, set(), hw={"gpus": [H100X8], "nics": [rdma_compute()]}, note="ACS"),
     Case("acs-single-gpu", boot.acs, set(), hw={"gpus": [L4X1], "nics": [rdma_compute()]}),
     Case("acs-no-rdma", boot.acs, set(), hw={"gpus": [H100X8], "nics": TCP_ONLY}),
+    # Grace (NVIDIA's Grace guide): the ACPI power meter's cap, on every Grace platform
+    Case("power-meter-grace", boot.acpi_power_meter, POWER_METER, hw=GRACE),
+    Case("power-meter-gh200", boot.acpi_power_meter, POWER_METER, hw={**GRACE, "gpus": [GH200X1]}),
+    Case("power-meter-xeon", boot.acpi_power_meter, set(), hw={**DUAL_XEON, "gpus": [H100X8]}),
+    Case("power-meter-epyc", boot.acpi_power_meter, set(), hw=DUAL_EPYC),
 )
 
 

@@ -8,6 +8,7 @@ from generator.rules import gpu
 from generator.rules.base import Rule
 
 from .helpers import (
+    GRACE,
     H100X8,
     L4X1,
     Case,
@@ -33,6 +34,10 @@ PEERMEM = {("module-load", "nvidia-peermem", "")}
 H100X4 = {"model": "H100-SXM5-80GB", "count": 4}
 L40SX4 = {"model": "L40S", "count": 4}
 B200X8 = {"model": "B200", "count": 8}  # no clock in hardware_db
+GB200X4 = {"model": "GB200", "count": 4}  # one NVL72 compute tray
+GB200_TRAY = {**GRACE, "cpu": {**GRACE["cpu"], "sockets": 2}, "gpus": [GB200X4]}
+IB_UMAD = {("module-load", "ib_umad", "")}
+IMEX = {("service", "nvidia-imex.service", "enable")}
 NO_GPU_KNOBS = {"gpu_clocks": "lock-max", "gpu_compute_mode": "exclusive-process", "gpu_power_limit_percent": 80}
 
 CASES: tuple[Case, ...] = (
@@ -79,6 +84,24 @@ CASES: tuple[Case, ...] = (
     Case("fabric-stated-false", gpu.fabric_manager, set(), hw={"gpus": [H100X8], "nvswitch": False}),
     Case("fabric-pcie", gpu.fabric_manager, set(), hw={"gpus": [L40SX4]}),
     Case("fabric-no-gpu", gpu.fabric_manager, set(), hw={"nvswitch": True}),
+    Case("fabric-nvlink5-baseboard", gpu.fabric_manager, FABRIC, hw={"gpus": [B200X8]}),
+    # GB200 NVL72 compute tray: the switch trays run the fabric manager, even if nvswitch is claimed
+    Case("fabric-gb200-tray", gpu.fabric_manager, set(), hw=GB200_TRAY, note="switch trays"),
+    Case("fabric-gb200-tray-nvswitch-claimed", gpu.fabric_manager, set(),
+         hw={**GB200_TRAY, "nvswitch": True}, note="nvidia-imex instead"),
+    # NVLSM needs ib_umad on NVLink 5 NVSwitch baseboards only (keyed on nvlink_generation)
+    Case("nvlsm-b200", gpu.nvlink_subnet_manager, IB_UMAD, hw={"gpus": [B200X8]},
+         note="nvlsm package"),
+    Case("nvlsm-b200-no-nvswitch", gpu.nvlink_subnet_manager, set(),
+         hw={"gpus": [B200X8], "nvswitch": False}),
+    Case("nvlsm-h100-nvlink4", gpu.nvlink_subnet_manager, set(), hw={"gpus": [H100X8]}),
+    Case("nvlsm-gb200-tray", gpu.nvlink_subnet_manager, set(), hw=GB200_TRAY),
+    Case("nvlsm-no-gpu", gpu.nvlink_subnet_manager, set(), hw={"nvswitch": True}),
+    # IMEX: GPUs whose NVLink domain spans trays
+    Case("imex-gb200-tray", gpu.imex, IMEX, hw=GB200_TRAY),
+    Case("imex-b200", gpu.imex, set(), hw={"gpus": [B200X8]}),
+    Case("imex-gh200", gpu.imex, set(), hw={**GRACE, "gpus": [{"model": "GH200", "count": 1}]}),
+    Case("imex-no-gpu", gpu.imex, set()),
     Case("dcgm-gpus", gpu.dcgm, {("service", "nvidia-dcgm.service", "enable")}, hw={"gpus": [L4X1]}),
     Case("dcgm-no-gpu", gpu.dcgm, set()),
     # peermem: GPUs AND RDMA NICs
@@ -90,6 +113,23 @@ CASES: tuple[Case, ...] = (
     Case("peermem-gpu-rdma-capable-frontend", gpu.peermem, set(),
          hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 400, model="ConnectX-7")]}, note="no RDMA NIC"),
     Case("peermem-rdma-no-gpu", gpu.peermem, set(), hw={"nics": [rdma_compute()]}),
+    # only the mlx5 PeerDirect stack; Broadcom/Intel RDMA use DMA-BUF, said in a note
+    Case("peermem-broadcom-dmabuf", gpu.peermem, set(),
+         hw={"gpus": [H100X8], "nics": [nic("ens1f0np0", "compute", 200, rdma=True, model="BCM57508")]},
+         note="ens1f0np0 (bnxt_re) goes through DMA-BUF"),
+    Case("peermem-intel-dmabuf", gpu.peermem, set(),
+         hw={"gpus": [L4X1], "nics": [nic("ens2", "storage", 100, rdma=True, model="E810")]},
+         note="ens2 (irdma)"),
+    Case("peermem-rdma-model-unknown", gpu.peermem, set(),
+         hw={"gpus": [H100X8], "nics": [nic("ib0", "compute", 400, rdma=True)]},
+         note="model not given"),
+    Case("peermem-mixed-stacks", gpu.peermem, PEERMEM,
+         hw={"gpus": [H100X8], "nics": [rdma_compute(),
+                                        nic("ens1", "storage", 200, rdma=True, model="BCM57508")]},
+         note="ens1 (bnxt_re)"),
+    Case("peermem-bluefield", gpu.peermem, PEERMEM,
+         hw={"gpus": [H100X8],
+             "nics": [nic("ens3", "storage", 400, rdma=True, model="BlueField-3")]}),
 )
 
 
@@ -110,3 +150,10 @@ def test_clock_reason_names_the_source() -> None:
     (setting,) = gpu.clocks.apply(facts(gpus=[H100X8]), profile("inference", **LOCK))
     assert "hardware_db" in setting.reason and "H100-SXM5-80GB" in setting.reason
     assert "clamp" in setting.reason
+
+
+def test_nvlink5_fabric_manager_reason_names_nvlsm() -> None:
+    (setting,) = gpu.fabric_manager.apply(facts(gpus=[B200X8]), profile("training"))
+    assert "nvlsm" in setting.reason and "nvidia-fabricmanager-start.sh" in setting.reason
+    (older,) = gpu.fabric_manager.apply(facts(gpus=[H100X8]), profile("training"))
+    assert "nvlsm" not in older.reason

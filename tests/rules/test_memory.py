@@ -19,10 +19,12 @@ from .helpers import (
     profile,
     triples,
 )
+from generator.model.setting import Setting
 
 GIB = 1024**3
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 SINGLE_NODE_NOTE = "single NUMA node"
+GH200 = {"model": "GH200", "count": 1}
 
 CASES: tuple[Case, ...] = (
     # swappiness: 1 everywhere, never the 0 trap
@@ -31,6 +33,8 @@ CASES: tuple[Case, ...] = (
     # THP: madvise by default, the profile may say never; defrag only with madvise
     Case("thp-madvise", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "madvise")}),
     Case("thp-never", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "never")}, knobs={"thp": "never"}),
+    Case("thp-madvise-64k-caveat", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "madvise")},
+         hw={**GRACE, "os": {"page_size_kib": 64}}, note="512 MiB"),
     Case("defrag-madvise", memory.thp_defrag, {("sysfs", DEFRAG, "defer+madvise")}),
     Case("defrag-never", memory.thp_defrag, set(), knobs={"thp": "never"}),
     # max_map_count: at least the new distribution default
@@ -41,8 +45,17 @@ CASES: tuple[Case, ...] = (
     # NUMA balancing: only on multi-node machines; 0 training, 1 inference
     Case("numa-balancing-single-node", memory.numa_balancing, set(), note=SINGLE_NODE_NOTE),
     Case("numa-balancing-single-node-training", memory.numa_balancing, set(), intent="training", note=SINGLE_NODE_NOTE),
-    Case("numa-balancing-grace", memory.numa_balancing, set(), hw=GRACE, note=SINGLE_NODE_NOTE),
-    Case("numa-balancing-2s-inference", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "1")}, hw=DUAL_XEON),
+    Case("numa-balancing-grace-cpu-only", memory.numa_balancing, set(), hw=GRACE, note=SINGLE_NODE_NOTE),
+    # Grace superchips: GPU memory is a CPU-less NUMA node; off whatever the intent (Grace guide)
+    Case("numa-balancing-gh200-inference", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
+         hw={**GRACE, "gpus": [GH200]}),
+    Case("numa-balancing-gb200-tray-inference", memory.numa_balancing,
+         {("sysctl", "kernel.numa_balancing", "0")},
+         hw={**GRACE, "cpu": {**GRACE["cpu"], "sockets": 2}, "gpus": [{"model": "GB200", "count": 4}]}),
+    Case("numa-balancing-gh200-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
+         hw={**GRACE, "gpus": [GH200]}, intent="training"),
+    # inference: the kernel default, never a pinned 1 that would undo DGX OS's choice
+    Case("numa-balancing-2s-inference", memory.numa_balancing, set(), hw=DUAL_XEON, note="default"),
     Case("numa-balancing-2s-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
          hw=DUAL_XEON, intent="training"),
     Case("numa-balancing-nps4-1s", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
@@ -73,8 +86,11 @@ CASES: tuple[Case, ...] = (
          {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
           ("kernel-arg", "hugepages", "32")},
          knobs={"hugepages_1g_percent": 50}),
-    Case("hugepages-64k-pages", memory.hugepages_1g, set(),
-         hw={**GRACE, "os": {"page_size_kib": 64}}, knobs={"hugepages_1g_percent": 10}, note="64 KiB"),
+    # 64 KiB pages have no 1 GiB size: the same share as 2 MiB pages (64 GiB x 10% = 6 GiB)
+    Case("hugepages-64k-pages-2m", memory.hugepages_1g,
+         {("kernel-arg", "default_hugepagesz", "2M"), ("kernel-arg", "hugepagesz", "2M"),
+          ("kernel-arg", "hugepages", str(6 * 512))},
+         hw={**GRACE, "os": {"page_size_kib": 64}}, knobs={"hugepages_1g_percent": 10}),
     # arm64 with 16 KiB pages (and 4 KiB) offers 1 GiB pages
     Case("hugepages-16k-pages-keep-1g", memory.hugepages_1g,
          {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
@@ -111,18 +127,24 @@ def test_dirty_background_is_monotone_in_ram() -> None:
     assert sizes == sorted(sizes)
 
 
-def test_hugepages_note_names_the_page_size_and_emits_nothing() -> None:
-    output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": 64}), profile("training", hugepages_1g_percent=25))
-    assert triples(output) == set()
-    assert any("64 KiB" in text and "hugepagesz=1G" in text for text in notes_of(output))
+def test_hugepages_on_64k_pages_never_ask_for_1g() -> None:
+    output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": 64}),
+                                       profile("training", hugepages_1g_percent=25))
+    args = {s.key: s.value for s in output if isinstance(s, Setting)}
+    assert args == {"default_hugepagesz": "2M", "hugepagesz": "2M", "hugepages": str(16 * 512)}
+    assert all("64 KiB" in s.reason and "hugepagesz=1G" in s.reason for s in output)
 
 
-@pytest.mark.parametrize(("page_size_kib", "reserved"), [(4, True), (16, True), (64, False)])
-def test_only_64k_page_kernels_drop_1g_pages(page_size_kib: int, reserved: bool) -> None:
+@pytest.mark.parametrize(("page_size_kib", "size"), [(4, "1G"), (16, "1G"), (64, "2M")])
+def test_only_64k_page_kernels_drop_1g_pages(page_size_kib: int, size: str) -> None:
     output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": page_size_kib}),
                                        profile("training", hugepages_1g_percent=25))
-    if reserved:
-        assert ("kernel-arg", "hugepagesz", "1G") in triples(output)
-    else:
-        assert triples(output) == set()
-    assert bool(notes_of(output)) == (not reserved)
+    assert ("kernel-arg", "hugepagesz", size) in triples(output)
+    assert ("kernel-arg", "default_hugepagesz", size) in triples(output)
+
+
+def test_thp_caveat_only_on_64k_pages() -> None:
+    for page_size_kib in (4, 16):
+        output = memory.thp_mode.apply(facts(**GRACE, os={"page_size_kib": page_size_kib}),
+                                       profile("inference"))
+        assert notes_of(output) == []
