@@ -208,6 +208,8 @@ def test_only_our_leftovers_for_this_target_are_removed(tmp_path: Path) -> None:
         "no marker": plant(tmp_path / f".bundle.goldtune-new-{dead}-abcd1234", marker=False),
         "other target": plant(tmp_path / f".other.goldtune-new-{dead}-abcd1234"),
         "other name": plant(tmp_path / f".bundle.goldtune-tmp-{dead}-abcd1234"),
+        "a lookalike target's": plant(
+            tmp_path / f".bundle.goldtune-new-{dead}-x.goldtune-new-{dead}-ab"),
     }
     if os.geteuid() == 0:  # only root can make a directory that belongs to someone else
         not_ours["another user's"] = plant(tmp_path / f".bundle.goldtune-old-{dead}-nobody01")
@@ -220,3 +222,12 @@ def test_only_our_leftovers_for_this_target_are_removed(tmp_path: Path) -> None:
     for why, directory in not_ours.items():
         assert (directory / "partial").is_file(), why
     assert link.is_symlink() and sorted(os.listdir(elsewhere)) == [bundle.STAGING_MARKER, "partial"]
+
+
+def test_one_batch_cleans_the_leftovers_of_each_of_its_targets(tmp_path: Path) -> None:
+    dead = dead_pid()
+    for name in ("a", "b"):
+        plant(tmp_path / f".{name}.goldtune-new-{dead}-abcd1234")
+    files = render_bundle(minimal_plan())
+    bundle.write_bundles([(files, tmp_path / "a"), (files, tmp_path / "b")])
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]

@@ -70,11 +70,13 @@ def write_bundles(bundles: Sequence[tuple[Mapping[str, tuple[bytes, int]], Path]
     per bundle, its absolute directory or the error. The replaced bundles are removed later
     (``remove_replaced``, or at exit).
     """
+    targets = [Path(os.path.abspath(target)) for _, target in bundles]
+    remove_leftovers(targets)
     staged: list[tuple[Path, Path] | GoldtuneError] = []
     try:
-        for files, target in bundles:
+        for (files, _), target in zip(bundles, targets):
             try:
-                staged.append(stage_bundle(files, Path(os.path.abspath(target))))
+                staged.append(stage_bundle(files, target))
             except GoldtuneError as error:
                 staged.append(error)
         flush_to_disk([item[0] for item in staged if not isinstance(item, GoldtuneError)])
@@ -95,7 +97,6 @@ def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[
         raise GenerationError(f"{target}: cannot inspect the output directory: {error.strerror}") from error
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        remove_leftovers(target)
         staging = Path(tempfile.mkdtemp(prefix=hidden_prefix(target, STAGING), dir=target.parent))
     except OSError as error:
         raise GenerationError(f"{target.parent}: cannot create the bundle here: {error.strerror}") from error
@@ -203,8 +204,11 @@ def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
 
 def bundle_directories(files: Mapping[str, tuple[bytes, int]]) -> list[str]:
     """Every directory the bundle's paths need, parents before children."""
-    needed = {str(parent) for path in files for parent in PurePosixPath(path).parents}
-    return sorted(needed - {"."}, key=lambda directory: (directory.count("/"), directory))
+    needed: set[str] = set()
+    for path in files:
+        parts = path.split("/")
+        needed.update("/".join(parts[:depth]) for depth in range(1, len(parts)))
+    return sorted(needed, key=lambda directory: (directory.count("/"), directory))
 
 
 def write_file(root: Path, path: str, content: bytes, mode: int) -> None:
@@ -361,18 +365,36 @@ def _remove_replaced_detached() -> None:
         os._exit(0)
 
 
-def remove_leftovers(target: Path) -> None:
-    """Remove the hidden directories that killed runs left for ``target``, when they are ours."""
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.{TOOL}-(?:{STAGING}|{ASIDE})-(\d+)-\w+")
-    with os.scandir(target.parent) as entries:
-        leftovers = [entry for entry in entries if (match := pattern.fullmatch(entry.name))
-                     and not process_runs(int(match.group(1)))]
-    for entry in leftovers:
+# .<target name>.goldtune-new-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
+HIDDEN_NAME = re.compile(rf"\.(?P<target>.+)\.{TOOL}-(?:{STAGING}|{ASIDE})-(?P<pid>\d+)-\w+")
+
+
+def remove_leftovers(targets: Sequence[Path]) -> None:
+    """Remove the hidden directories that killed runs left for ``targets``, when they are ours.
+
+    One scan of each parent directory for a whole batch (a matrix writes hundreds of bundles
+    into one directory); a parent that does not exist yet has nothing to remove.
+    """
+    names_by_parent: dict[Path, set[str]] = {}
+    for target in targets:
+        names_by_parent.setdefault(target.parent, set()).add(target.name)
+    for parent, names in names_by_parent.items():
         try:
-            if is_our_leftover(Path(entry.path)):
-                shutil.rmtree(entry.path, ignore_errors=True)
-        except OSError:  # gone meanwhile, or unreadable: not ours to judge
+            with os.scandir(parent) as entries:
+                found = [entry.path for entry in entries if _is_dead_runs(entry.name, names)]
+        except OSError:
             continue
+        for path in found:
+            try:
+                if is_our_leftover(Path(path)):
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:  # gone meanwhile, or unreadable: not ours to judge
+                continue
+
+
+def _is_dead_runs(entry_name: str, target_names: set[str]) -> bool:
+    match = HIDDEN_NAME.fullmatch(entry_name)
+    return bool(match and match["target"] in target_names and not process_runs(int(match["pid"])))
 
 
 def process_runs(pid: int) -> bool:
