@@ -39,6 +39,11 @@ def hidden_entries(directory: Path) -> list[str]:
     return sorted(name for name in os.listdir(directory) if name.startswith("."))
 
 
+def hidden(target_name: str, pid: int, suffix: str = "abcd1234", role: str = "new") -> str:
+    """The name a run with ``pid`` gives its staging (new) or set-aside (old) directory."""
+    return f".goldtune-{role}-{bundle.target_key(target_name)}-{pid}-{suffix}"
+
+
 def dead_pid() -> int:
     """The id of a process that has exited and been reaped."""
     child = subprocess.Popen(["true"])
@@ -131,7 +136,7 @@ def test_the_replaced_bundle_is_removed_after_the_swap_not_before(tmp_path: Path
     write_bundle(render_bundle(full_plan()), target)
     write_bundle(render_bundle(minimal_plan()), target)
     leftover = hidden_entries(tmp_path)
-    assert len(leftover) == 1 and leftover[0].startswith(".bundle.goldtune-new-")
+    assert len(leftover) == 1 and leftover[0].startswith(hidden("bundle", os.getpid(), suffix=""))
     assert (tmp_path / leftover[0] / "rootfs").is_dir()  # the old, full bundle, not yet removed
     bundle.remove_replaced()
     assert os.listdir(tmp_path) == ["bundle"]
@@ -204,19 +209,18 @@ def test_only_our_leftovers_for_this_target_are_removed(tmp_path: Path) -> None:
     target = tmp_path / "bundle"
     elsewhere = plant(tmp_path / "elsewhere")
     not_ours = {
-        "live writer": plant(tmp_path / f".bundle.goldtune-new-{os.getppid()}-abcd1234"),
-        "no marker": plant(tmp_path / f".bundle.goldtune-new-{dead}-abcd1234", marker=False),
-        "other target": plant(tmp_path / f".other.goldtune-new-{dead}-abcd1234"),
-        "other name": plant(tmp_path / f".bundle.goldtune-tmp-{dead}-abcd1234"),
-        "a lookalike target's": plant(
-            tmp_path / f".bundle.goldtune-new-{dead}-x.goldtune-new-{dead}-ab"),
+        "live writer": plant(tmp_path / hidden("bundle", os.getppid())),
+        "no marker": plant(tmp_path / hidden("bundle", dead), marker=False),
+        "other target": plant(tmp_path / hidden("other", dead)),
+        "other name": plant(tmp_path / hidden("bundle", dead, role="tmp")),
+        "named, not keyed": plant(tmp_path / f".bundle.goldtune-new-{dead}-abcd1234"),
     }
     if os.geteuid() == 0:  # only root can make a directory that belongs to someone else
-        not_ours["another user's"] = plant(tmp_path / f".bundle.goldtune-old-{dead}-nobody01")
+        not_ours["another user's"] = plant(tmp_path / hidden("bundle", dead, "nobody01", "old"))
         os.chown(not_ours["another user's"], 65534, 65534)
-    link = tmp_path / f".bundle.goldtune-old-{dead}-linked01"
+    link = tmp_path / hidden("bundle", dead, "linked01", "old")
     link.symlink_to(elsewhere)
-    ours = plant(tmp_path / f".bundle.goldtune-new-{dead}-abcd1234x")
+    ours = plant(tmp_path / hidden("bundle", dead, "abcd1234x"))
     write_bundle(render_bundle(minimal_plan()), target)
     assert not ours.exists()
     for why, directory in not_ours.items():
@@ -227,7 +231,15 @@ def test_only_our_leftovers_for_this_target_are_removed(tmp_path: Path) -> None:
 def test_one_batch_cleans_the_leftovers_of_each_of_its_targets(tmp_path: Path) -> None:
     dead = dead_pid()
     for name in ("a", "b"):
-        plant(tmp_path / f".{name}.goldtune-new-{dead}-abcd1234")
+        plant(tmp_path / hidden(name, dead))
     files = render_bundle(minimal_plan())
     bundle.write_bundles([(files, tmp_path / "a"), (files, tmp_path / "b")])
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+
+
+def test_a_name_of_the_longest_legal_length_can_be_replaced(tmp_path: Path) -> None:
+    target = tmp_path / ("b" * 255)  # NAME_MAX: the hidden names must not grow with it
+    write_bundle(render_bundle(minimal_plan()), target)
+    write_bundle(render_bundle(full_plan()), target)
+    bundle.remove_replaced()
+    assert os.listdir(tmp_path) == [target.name]

@@ -12,9 +12,9 @@ each batch).
 
 A failure at any point before the swap leaves the previous bundle byte for byte as it was and
 removes the staging directory. Hidden directories that a killed run left for the same target are
-removed by the next run, only when they are ours: our name with the id of a process that no longer
-runs, a real directory of our user, holding our staging marker or a goldtune bundle and nothing
-else. The target is never followed through a symbolic link, and an existing directory is only
+removed by the next run, only when they are ours: our name, keyed by the target's name, with the
+id of a process that no longer runs; a real directory of our user, holding our staging marker or
+a goldtune bundle and nothing else. The target is never followed through a symbolic link, and an existing directory is only
 replaced when it is empty or a goldtune bundle (our manifest.json, and no file the manifest does
 not list).
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import hashlib
 import json
 import os
 import re
@@ -111,8 +112,13 @@ def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[
 
 
 def hidden_prefix(target: Path, role: str) -> str:
-    """``.<name>.goldtune-<role>-<pid>-``: the next run knows it, and whether its writer still runs."""
-    return f".{target.name}.{TOOL}-{role}-{os.getpid()}-"
+    """``.goldtune-<role>-<target key>-<pid>-``: the next run knows whose it is, and whether its
+    writer still runs. A key, not the name, so that any legal name leaves room for the rest."""
+    return f".{TOOL}-{role}-{target_key(target.name)}-{os.getpid()}-"
+
+
+def target_key(name: str) -> str:
+    return hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
 
 
 def _swap_or_error(staging: Path, target: Path) -> Path | GoldtuneError:
@@ -365,8 +371,9 @@ def _remove_replaced_detached() -> None:
         os._exit(0)
 
 
-# .<target name>.goldtune-new-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
-HIDDEN_NAME = re.compile(rf"\.(?P<target>.+)\.{TOOL}-(?:{STAGING}|{ASIDE})-(?P<pid>\d+)-\w+")
+# .goldtune-new-<target key>-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
+HIDDEN_NAME = re.compile(
+    rf"\.{TOOL}-(?:{STAGING}|{ASIDE})-(?P<key>[0-9a-f]{{16}})-(?P<pid>\d+)-\w+")
 
 
 def remove_leftovers(targets: Sequence[Path]) -> None:
@@ -375,13 +382,13 @@ def remove_leftovers(targets: Sequence[Path]) -> None:
     One scan of each parent directory for a whole batch (a matrix writes hundreds of bundles
     into one directory); a parent that does not exist yet has nothing to remove.
     """
-    names_by_parent: dict[Path, set[str]] = {}
+    keys_by_parent: dict[Path, set[str]] = {}
     for target in targets:
-        names_by_parent.setdefault(target.parent, set()).add(target.name)
-    for parent, names in names_by_parent.items():
+        keys_by_parent.setdefault(target.parent, set()).add(target_key(target.name))
+    for parent, keys in keys_by_parent.items():
         try:
             with os.scandir(parent) as entries:
-                found = [entry.path for entry in entries if _is_dead_runs(entry.name, names)]
+                found = [entry.path for entry in entries if _is_dead_runs(entry.name, keys)]
         except OSError:
             continue
         for path in found:
@@ -392,9 +399,9 @@ def remove_leftovers(targets: Sequence[Path]) -> None:
                 continue
 
 
-def _is_dead_runs(entry_name: str, target_names: set[str]) -> bool:
+def _is_dead_runs(entry_name: str, target_keys: set[str]) -> bool:
     match = HIDDEN_NAME.fullmatch(entry_name)
-    return bool(match and match["target"] in target_names and not process_runs(int(match["pid"])))
+    return bool(match and match["key"] in target_keys and not process_runs(int(match["pid"])))
 
 
 def process_runs(pid: int) -> bool:
