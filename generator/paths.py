@@ -2,14 +2,55 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
+# Caches are read by every user who can run the package (root often fills them), like
+# __pycache__: files 0644, folders 0755, whatever the umask of the run that wrote them.
+CACHE_FILE_MODE = 0o644
+CACHE_DIR_MODE = 0o755
 
 
 def cache_dir(name: str) -> Path:
     """A cache folder inside the installed package (like __pycache__), never in the data folders."""
     return _PACKAGE_DIR / name
+
+
+def make_cache_dir(directory: Path) -> bool:
+    """Create ``directory`` readable by all (or fix the mode of one we own); False if we cannot."""
+    try:
+        directory.mkdir(mode=CACHE_DIR_MODE, exist_ok=True)
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode):
+            return False
+        if stat.S_IMODE(info.st_mode) != CACHE_DIR_MODE and info.st_uid == os.geteuid():
+            os.chmod(directory, CACHE_DIR_MODE)
+    except OSError:
+        return False
+    return True
+
+
+def write_cache_file(path: Path, content: bytes) -> None:
+    """Replace ``path`` with ``content``, mode 0644, atomically (a reader sees old or new).
+
+    Raises OSError when the cache cannot be written (a read-only install).
+    """
+    import tempfile  # only when a cache is (re)written, not in every run
+
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(content)
+            os.fchmod(stream.fileno(), CACHE_FILE_MODE)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 def data_dir(name: str) -> Path:

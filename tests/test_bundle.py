@@ -50,6 +50,7 @@ def test_replaces_a_previous_bundle_completely(tmp_path: Path) -> None:
     write_bundle(render_bundle(full_plan()), target)
     write_bundle(render_bundle(minimal_plan()), target)
     assert {p for p, (m, c) in tree(target).items() if c != "dir"} == set(render_bundle(minimal_plan()))
+    bundle.remove_replaced()  # what the process does at exit, in a detached child
     assert os.listdir(tmp_path) == ["bundle"]
 
 
@@ -84,19 +85,28 @@ def test_failure_mid_write_leaves_the_previous_bundle_intact(tmp_path: Path, mon
     assert os.listdir(tmp_path) == ["bundle"]
 
 
-def test_failure_during_the_swap_restores_the_previous_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("swap", ["exchange", "renames"])
+def test_failure_during_the_swap_restores_the_previous_bundle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(minimal_plan()), target)
     before = tree(target)
     real_rename = os.rename
+
+    def failing_exchange(first: Path, second: Path) -> bool:
+        raise OSError(5, "Input/output error")
 
     def failing_rename(source: str | Path, destination: str | Path) -> None:
         if Path(destination) == target and ".goldtune-new-" in str(source):
             raise OSError(5, "Input/output error")
         real_rename(source, destination)
 
-    monkeypatch.setattr(os, "rename", failing_rename)
-    with pytest.raises(GenerationError):
+    if swap == "exchange":
+        monkeypatch.setattr(bundle, "exchange", failing_exchange)
+    else:  # a file system that refuses the exchange, then a failing second rename
+        monkeypatch.setattr(bundle, "exchange", lambda first, second: False)
+        monkeypatch.setattr(os, "rename", failing_rename)
+    with pytest.raises(GenerationError, match="Input/output error"):
         write_bundle(render_bundle(full_plan()), target)
     assert tree(target) == before
     assert os.listdir(tmp_path) == ["bundle"]
@@ -201,7 +211,7 @@ def test_bundles_are_byte_identical_across_runs_and_hash_seeds(tmp_path: Path) -
 def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     syncs = []
-    monkeypatch.setattr(os, "sync", lambda: syncs.append(1))
+    monkeypatch.setattr(bundle, "sync_file_system", lambda directory: syncs.append(1) or True)
     foreign = tmp_path / "notes"
     foreign.mkdir()
     (foreign / "todo.txt").write_text("important")
@@ -216,10 +226,10 @@ def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
 
 
 def test_interrupted_batch_leaves_no_staging_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def interrupted() -> None:
+    def interrupted(stagings: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(os, "sync", interrupted)
+    monkeypatch.setattr(bundle, "flush_to_disk", interrupted)
     files = render_bundle(minimal_plan())
     with pytest.raises(KeyboardInterrupt):
         bundle.write_bundles([(files, tmp_path / "a"), (files, tmp_path / "b")])

@@ -76,3 +76,36 @@ def test_two_combinations_that_would_write_one_directory_are_caught(tmp_path, wr
 def test_jobs_must_be_positive(tmp_path):
     result = gen("matrix", "--hw", "l4-inference", "--profile", "inference", "-j", "0", "-o", str(tmp_path))
     assert result.returncode == 2 and "--jobs" in result.stderr
+
+
+def test_each_input_file_is_read_and_hashed_once_however_many_bundles_use_it(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from generator.commands.matrix import generate_matrix
+    from generator.inputs.catalog import load_catalog
+    from generator.paths import hardware_db_dir, profiles_dir
+
+    systems = ("dgx-a100", "l4-inference")
+    inputs = [hardware_db_dir() / "systems" / f"{name}.yaml" for name in systems]
+    inputs += [profiles_dir() / f"{name}.yaml" for name in ("inference", "training")]
+    reads: list[Path] = []
+    real_read_bytes = Path.read_bytes
+
+    def counted_read_bytes(path: Path) -> bytes:
+        reads.append(path)
+        return real_read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", counted_read_bytes)
+    outcomes = list(generate_matrix(list(systems), ["inference", "training"], tmp_path,
+                                    load_catalog(), jobs=1))
+    assert [outcome.error for outcome in outcomes] == [""] * 4
+    assert sorted(path for path in reads if path in inputs) == sorted(inputs)
+
+
+def test_a_matrix_over_its_own_bundles_leaves_no_replaced_tree(tmp_path):
+    args = ["matrix", "--hw", "dgx-a100", "--hw", "l4-inference", "--all-profiles", "-j", "2",
+            "-o", str(tmp_path)]
+    for _ in range(2):
+        result = gen(*args)
+        assert result.returncode == 0, result.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -1,21 +1,37 @@
 """Write a rendered bundle to disk: atomically, deterministically, and only where it is ours.
 
-The files are written into a fresh temporary directory beside the target and flushed to disk
-(one sync for a whole batch of bundles in a matrix); then the old bundle is renamed aside, the
-new one renamed into place and the old one removed. A failure at any point before the swap
-leaves the previous bundle byte for byte as it was and removes the temporary directory. The target is never followed through a symbolic link, and an existing
-directory is only replaced when it is empty or a goldtune bundle (our manifest.json, and no file
-the manifest does not list).
+The files are written into a fresh hidden staging directory beside the target and made durable
+with one ``syncfs()`` of the target's file system (one for a whole batch of bundles in a matrix;
+an ``fsync`` of every written entry where ``syncfs`` is missing). Then the staging directory and
+the old bundle are exchanged in one step (``renameat2(RENAME_EXCHANGE)``), so a reader always
+finds a complete bundle at the target and a SIGKILL at any point leaves one there. Where the file
+system refuses the exchange, the old bundle is renamed aside and the new one renamed in (the
+target is then briefly absent). The old tree, now under the hidden name, is removed off the
+critical path: by a detached child when the process exits (a matrix worker removes its own after
+each batch).
+
+A failure at any point before the swap leaves the previous bundle byte for byte as it was and
+removes the staging directory. Hidden directories that a killed run left for the same target are
+removed by the next run, only when they are ours: our name, keyed by the target's name, with the
+id of a process that no longer runs; a real directory of our user, holding our staging marker or
+a goldtune bundle and nothing else. The target is never followed through a symbolic link, and an existing directory is only
+replaced when it is empty or a goldtune bundle (our manifest.json, and no file the manifest does
+not list).
 """
 
 from __future__ import annotations
 
+import atexit
+import errno
+import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
@@ -27,6 +43,19 @@ DIR_MODE = 0o755
 # ".<name>.goldtune-new-" and mkdtemp's 8 random characters.
 MAX_NAME_BYTES = 255 - len(f"..{TOOL}-new-") - 8
 MAX_LISTED = 5
+# Inside a staging directory until its last file is written (then removed): a directory killed
+# mid-write is recognised as ours by it; one killed later is a complete goldtune bundle.
+STAGING_MARKER = f".{TOOL}-staging"
+STAGING = "new"  # the staging directory; after an exchange it holds the replaced bundle
+ASIDE = "old"  # where the fallback renames the old bundle before renaming the new one in
+RENAME_EXCHANGE = 2  # linux/include/uapi/linux/fs.h
+AT_FDCWD = -100  # linux/include/uapi/linux/fcntl.h
+# errno values with which renameat2 says "not here" rather than "failed": no such system call,
+# or a file system that does not implement RENAME_EXCHANGE (renameat2(2), ERRORS: EINVAL).
+EXCHANGE_UNSUPPORTED = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP})
+
+# Replaced bundles (under their hidden names) that this process still has to remove.
+_replaced: list[Path] = []
 
 
 def write_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> Path:
@@ -38,22 +67,23 @@ def write_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> Path:
 
 
 def write_bundles(bundles: Sequence[tuple[Mapping[str, tuple[bytes, int]], Path]]) -> list[Path | GoldtuneError]:
-    """Write several bundles with one flush to disk: stage each, sync once, then swap each in.
+    """Write several bundles with one flush to disk: stage each, flush once, then swap each in.
 
     Each bundle still replaces its target atomically and only once its files are durable; a
     bundle that fails leaves its target as it was and does not stop the others. The result is,
-    per bundle, its absolute directory or the error.
+    per bundle, its absolute directory or the error. The replaced bundles are removed later
+    (``remove_replaced``, or at exit).
     """
+    targets = [Path(os.path.abspath(target)) for _, target in bundles]
+    remove_leftovers(targets)
     staged: list[tuple[Path, Path] | GoldtuneError] = []
     try:
-        for files, target in bundles:
+        for (files, _), target in zip(bundles, targets):
             try:
-                staged.append(stage_bundle(files, Path(os.path.abspath(target))))
+                staged.append(stage_bundle(files, target))
             except GoldtuneError as error:
                 staged.append(error)
-        # One flush of everything written instead of an fsync per file and directory: the new
-        # trees are durable before they are swapped in, at a fraction of the cost.
-        os.sync()
+        flush_to_disk([item[0] for item in staged if not isinstance(item, GoldtuneError)])
     except BaseException:
         for item in staged:
             if not isinstance(item, GoldtuneError):
@@ -63,7 +93,7 @@ def write_bundles(bundles: Sequence[tuple[Mapping[str, tuple[bytes, int]], Path]
 
 
 def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[Path, Path]:
-    """Write ``files`` into a new temporary directory beside ``target``: (staging, target)."""
+    """Write ``files`` into a new staging directory beside ``target``: (staging, target)."""
     check_bundle_paths(files)
     try:
         check_target(target)
@@ -71,7 +101,7 @@ def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[
         raise GenerationError(f"{target}: cannot inspect the output directory: {error.strerror}") from error
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TOOL}-new-", dir=target.parent))
+        staging = Path(tempfile.mkdtemp(prefix=hidden_prefix(target, STAGING), dir=target.parent))
     except OSError as error:
         raise GenerationError(f"{target.parent}: cannot create the bundle here: {error.strerror}") from error
     try:
@@ -84,14 +114,26 @@ def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[
     return staging, target
 
 
+def hidden_prefix(target: Path, role: str) -> str:
+    """``.goldtune-<role>-<target key>-<pid>-``: the next run knows whose it is, and whether its
+    writer still runs. A key, not the name, so that any legal name leaves room for the rest."""
+    return f".{TOOL}-{role}-{target_key(target.name)}-{os.getpid()}-"
+
+
+def target_key(name: str) -> str:
+    return hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+
+
 def _swap_or_error(staging: Path, target: Path) -> Path | GoldtuneError:
     try:
-        swap_in(staging, target)
+        replaced = swap_in(staging, target)
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(error, OSError):
             return GenerationError(f"{target}: cannot write the bundle: {error.strerror or error}")
         raise
+    if replaced is not None:
+        defer_removal(replaced)
     return target
 
 
@@ -161,16 +203,29 @@ def check_bundle_paths(files: Mapping[str, tuple[bytes, int]]) -> None:
 
 
 def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
+    """Write ``files`` below the new, empty ``root``, each directory created once."""
     os.chmod(root, DIR_MODE)
+    write_file(root, STAGING_MARKER, b"", 0o600)
+    for directory in bundle_directories(files):
+        os.mkdir(root / directory, DIR_MODE)
+        os.chmod(root / directory, DIR_MODE)  # exactly, whatever the umask
     for path, (content, mode) in sorted(files.items()):
         write_file(root, path, content, mode)
+    os.unlink(root / STAGING_MARKER)
+
+
+def bundle_directories(files: Mapping[str, tuple[bytes, int]]) -> list[str]:
+    """Every directory the bundle's paths need, parents before children."""
+    needed: set[str] = set()
+    for path in files:
+        parts = path.split("/")
+        needed.update("/".join(parts[:depth]) for depth in range(1, len(parts)))
+    return sorted(needed, key=lambda directory: (directory.count("/"), directory))
 
 
 def write_file(root: Path, path: str, content: bytes, mode: int) -> None:
     """Create one new file (never through a symlink) with exactly ``mode``."""
-    destination = root / path
-    make_directories(root, destination.parent)
-    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(root / path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         view = memoryview(content)
         while view:
@@ -178,16 +233,6 @@ def write_file(root: Path, path: str, content: bytes, mode: int) -> None:
         os.fchmod(fd, mode)
     finally:
         os.close(fd)
-
-
-def make_directories(root: Path, directory: Path) -> None:
-    missing = []
-    while directory != root and not directory.is_dir():
-        missing.append(directory)
-        directory = directory.parent
-    for path in reversed(missing):
-        path.mkdir()
-        os.chmod(path, DIR_MODE)
 
 
 def fsync_directory(directory: Path) -> None:
@@ -198,13 +243,21 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def swap_in(staging: Path, target: Path) -> None:
-    """Rename the old bundle aside, the new one in, then remove the old one."""
+def swap_in(staging: Path, target: Path) -> Path | None:
+    """Put ``staging`` at ``target``; returns where the replaced bundle now is, if there was one."""
     if not os.path.lexists(target):
         os.rename(staging, target)
         fsync_directory(target.parent)
-        return
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TOOL}-old-", dir=target.parent))
+        return None
+    if exchange(staging, target):
+        fsync_directory(target.parent)
+        return staging  # the exchange left the old bundle under the staging name
+    return swap_by_renames(staging, target)
+
+
+def swap_by_renames(staging: Path, target: Path) -> Path:
+    """The fallback: rename the old bundle aside, the new one in (the target is briefly absent)."""
+    aside = Path(tempfile.mkdtemp(prefix=hidden_prefix(target, ASIDE), dir=target.parent))
     os.rmdir(aside)  # only the unique name is needed
     os.rename(target, aside)
     try:
@@ -213,4 +266,173 @@ def swap_in(staging: Path, target: Path) -> None:
         os.rename(aside, target)
         raise
     fsync_directory(target.parent)
-    shutil.rmtree(aside, ignore_errors=True)
+    return aside
+
+
+def exchange(first: Path, second: Path) -> bool:
+    """Swap two existing paths in one step; False where the system or file system cannot."""
+    renameat2 = _libc_function("renameat2")
+    if renameat2 is None:
+        return False
+    if renameat2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0:
+        return True
+    code = _last_errno()
+    if code in EXCHANGE_UNSUPPORTED:
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def flush_to_disk(stagings: Sequence[Path]) -> None:
+    """Make the staged trees durable: one syncfs per file system, else an fsync of every entry.
+
+    ``os.sync()`` would flush every file system on the machine, other tenants' dirty data too.
+    """
+    synced: set[int] = set()
+    for staging in stagings:
+        device = os.lstat(staging).st_dev
+        if device in synced:
+            continue
+        if sync_file_system(staging):
+            synced.add(device)
+        else:
+            fsync_tree(staging)
+
+
+def sync_file_system(directory: Path) -> bool:
+    """``syncfs()`` of the file system holding ``directory``; False where it is unavailable."""
+    syncfs = _libc_function("syncfs")
+    if syncfs is None:
+        return False
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return syncfs(fd) == 0
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """fsync every file and directory below ``root`` (links are neither followed nor opened)."""
+    for parent, _dirs, names in os.walk(root):
+        for name in names:
+            fd = os.open(os.path.join(parent, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_directory(Path(parent))
+
+
+@cache
+def _libc_function(name: str) -> Callable[..., int] | None:
+    # ctypes only where a bundle is written: Python has neither os.syncfs nor os.renameat2.
+    if os.uname().sysname != "Linux":
+        return None
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None, use_errno=True), name)  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # no libc to load, or one too old (glibc < 2.28: renameat2)
+        return None
+
+
+def _last_errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
+
+
+def defer_removal(replaced: Path) -> None:
+    """Remove ``replaced`` later: it is off the critical path of the run that replaced it."""
+    if not _replaced:
+        atexit.register(_remove_replaced_detached)
+    _replaced.append(replaced)
+
+
+def remove_replaced() -> None:
+    """Remove the bundles this process replaced, now (rmtree never follows a link)."""
+    while _replaced:
+        shutil.rmtree(_replaced.pop(), ignore_errors=True)
+
+
+def _remove_replaced_detached() -> None:
+    # At exit: a child in its own session removes the old trees while this process ends, with
+    # its standard streams on /dev/null so a caller reading our output is not kept waiting.
+    if not _replaced:
+        return
+    try:
+        child = os.fork()
+    except OSError:
+        remove_replaced()
+        return
+    if child:
+        _replaced.clear()
+        return
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for stream in (0, 1, 2):
+            os.dup2(null, stream)
+        remove_replaced()
+    finally:
+        os._exit(0)
+
+
+# .goldtune-new-<target key>-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
+HIDDEN_NAME = re.compile(
+    rf"\.{TOOL}-(?:{STAGING}|{ASIDE})-(?P<key>[0-9a-f]{{16}})-(?P<pid>\d+)-\w+")
+
+
+def remove_leftovers(targets: Sequence[Path]) -> None:
+    """Remove the hidden directories that killed runs left for ``targets``, when they are ours.
+
+    One scan of each parent directory for a whole batch (a matrix writes hundreds of bundles
+    into one directory); a parent that does not exist yet has nothing to remove.
+    """
+    keys_by_parent: dict[Path, set[str]] = {}
+    for target in targets:
+        keys_by_parent.setdefault(target.parent, set()).add(target_key(target.name))
+    for parent, keys in keys_by_parent.items():
+        try:
+            with os.scandir(parent) as entries:
+                found = [entry.path for entry in entries if _is_dead_runs(entry.name, keys)]
+        except OSError:
+            continue
+        for path in found:
+            try:
+                if is_our_leftover(Path(path)):
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:  # gone meanwhile, or unreadable: not ours to judge
+                continue
+
+
+def _is_dead_runs(entry_name: str, target_keys: set[str]) -> bool:
+    match = HIDDEN_NAME.fullmatch(entry_name)
+    return bool(match and match["key"] in target_keys and not process_runs(int(match["pid"])))
+
+
+def process_runs(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    except OverflowError:  # not a pid at all
+        return False
+    return True
+
+
+def is_our_leftover(directory: Path) -> bool:
+    """A real directory of our user holding our staging marker, or a goldtune bundle only."""
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        return False
+    try:
+        if stat.S_ISREG(os.lstat(directory / STAGING_MARKER).st_mode):
+            return True
+    except FileNotFoundError:
+        pass
+    listed = read_manifest_paths(directory)
+    return listed is not None and not bundle_entries(directory) - listed - {MANIFEST}

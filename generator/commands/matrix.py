@@ -8,6 +8,7 @@ worker processes (one per CPU by default), each bundle still swapped into place 
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -17,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from generator.bundle.write import write_bundles
+from generator.bundle.write import remove_replaced, write_bundles
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.errors import GoldtuneError
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
-from generator.inputs.load import Inputs
+from generator.inputs.load import Inputs, file_digest, input_digests
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
 from generator.inputs.profile import Profile, load_profile
@@ -79,13 +80,25 @@ def _error_text(error: GoldtuneError) -> str:
     return "; ".join(error.lines())
 
 
-def _load_each(names: list[str], load: Callable[[str], tuple[object, Path]]) -> dict[str, tuple[object, Path] | str]:
-    loaded: dict[str, tuple[object, Path] | str] = {}
+class Loaded(NamedTuple):
+    """One input file, validated, with the digest every bundle made from it records."""
+
+    value: object
+    path: Path
+    digest: str
+
+
+def _load_each(names: list[str],
+               load: Callable[[str], tuple[object, Path]]) -> dict[str, Loaded | str]:
+    loaded: dict[str, Loaded | str] = {}
     for name in names:
         try:
-            loaded[name] = load(name)
+            value, path = load(name)
+            loaded[name] = Loaded(value, path, file_digest(path))
         except GoldtuneError as error:
             loaded[name] = _error_text(error)
+        except OSError as error:  # the file went away between loading and hashing
+            loaded[name] = f"{name}: cannot read: {error.strerror}"
     return loaded
 
 
@@ -103,8 +116,7 @@ def plan_combinations(hardware: list[str], profiles: list[str], output_root: Pat
                 error = loaded_hw if isinstance(loaded_hw, str) else loaded_profile
                 combinations.append(Combination(hw, profile, None, Path(), str(error)))
                 continue
-            hw_facts, hw_path = loaded_hw
-            profile_value, profile_path = loaded_profile
+            hw_facts, profile_value = loaded_hw.value, loaded_profile.value
             assert isinstance(hw_facts, Facts) and isinstance(profile_value, Profile)
             target = output_root / f"{hw_facts.name}-{profile_value.name}"
             if target in claimed:
@@ -112,7 +124,8 @@ def plan_combinations(hardware: list[str], profiles: list[str], output_root: Pat
                                                 "does; set a different name: in one of their files"))
                 continue
             claimed[target] = f"{hw} x {profile}"
-            inputs = Inputs(hw_facts, profile_value, hw_path, profile_path)
+            inputs = Inputs(hw_facts, profile_value, loaded_hw.path, loaded_profile.path,
+                            input_digests(loaded_hw.digest, loaded_profile.digest))
             combinations.append(Combination(hw, profile, inputs, target))
     return combinations
 
@@ -124,11 +137,18 @@ class Rendered(NamedTuple):
 
 
 def write_batch(combinations: list[Combination]) -> list[Outcome]:
-    """Plan, render and write each combination; the bundles share one flush to disk."""
+    """Plan, render and write each combination; the bundles share one flush to disk.
+
+    The bundles they replaced are removed once all are swapped in: a worker never reaches the
+    exit handler that removes them for a single ``gen``.
+    """
     prepared = [_render(combination) for combination in combinations]
     ready = [item for item in prepared if isinstance(item, Rendered)]
     written = iter(write_bundles([(item.files, item.combination.target) for item in ready]))
-    return [_written(item, next(written)) if isinstance(item, Rendered) else item for item in prepared]
+    outcomes = [_written(item, next(written)) if isinstance(item, Rendered) else item
+                for item in prepared]
+    remove_replaced()
+    return outcomes
 
 
 def _render(combination: Combination) -> Rendered | Outcome:
@@ -191,6 +211,9 @@ def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outc
     global _BATCHES
     _BATCHES = batches
     preload_templates()
+    # What the workers inherit is never collected in them: a collection would touch (and so
+    # copy) every page the parent's objects live on.
+    gc.freeze()
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
     try:
         for outcomes in pool.imap(_write_nth, range(len(batches))):
@@ -201,6 +224,7 @@ def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outc
         raise
     finally:
         pool.join()
+        gc.unfreeze()
         _BATCHES = []
 
 

@@ -6,16 +6,15 @@ together with a key: the digest of every file's name and bytes in the folder, of
 files that define and validate the entries, and the versions of goldtune, pydantic and Python.
 A changed, added or removed file, or a changed model, changes the key, and the folder is
 validated again. A cache that cannot be read is ignored; a read-only install simply
-validates every time. Like ``__pycache__``, whoever can write the package can change what it runs.
+validates every time. Files are 0644 and the folder 0755, so that a cache root filled serves every
+user. Like ``__pycache__``, whoever can write the package can change what it runs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -23,7 +22,7 @@ from typing import TypeVar
 import pydantic
 
 from generator import __version__
-from generator.paths import cache_dir
+from generator.paths import cache_dir, make_cache_dir, write_cache_file
 
 CACHE_DIR = cache_dir("__catalog_cache__")
 FORMAT = 1
@@ -56,17 +55,9 @@ def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
 
 
 def _store(path: Path, entry: object) -> None:
-    try:
-        CACHE_DIR.mkdir(exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=CACHE_DIR)
-    except OSError:
+    if not make_cache_dir(CACHE_DIR):
         return
     try:
-        with os.fdopen(fd, "wb") as stream:
-            pickle.dump(entry, stream, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)  # readers see the old file or the new one, never a half
+        write_cache_file(path, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, pickle.PicklingError):
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        pass  # not writable here (a read-only install): validated again next time

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,18 +18,23 @@ class Inputs(NamedTuple):
     profile: Profile
     hardware_path: Path
     profile_path: Path
+    # sha256 of each input file as given (a reference system or parent profile is not included),
+    # taken once when the file is loaded: a matrix shares one file among many bundles.
+    digests: Mapping[str, str]
 
-    @property
-    def digests(self) -> dict[str, str]:
-        """sha256 of each input file as given (a reference system or parent profile is not included)."""
-        return {
-            "hardware": hashlib.sha256(self.hardware_path.read_bytes()).hexdigest(),
-            "profile": hashlib.sha256(self.profile_path.read_bytes()).hexdigest(),
-        }
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def input_digests(hardware_digest: str, profile_digest: str) -> dict[str, str]:
+    """The manifest's ``inputs``: the digests of the hardware file and the profile file."""
+    return {"hardware": hardware_digest, "profile": profile_digest}
 
 
 def load_inputs(hardware: str, profile: str, catalog: Catalog | None = None) -> Inputs:
     catalog = catalog or load_catalog()
     facts, hardware_path = load_facts(hardware, catalog)
     resolved, profile_path = load_profile(profile)
-    return Inputs(facts, resolved, hardware_path, profile_path)
+    digests = input_digests(file_digest(hardware_path), file_digest(profile_path))
+    return Inputs(facts, resolved, hardware_path, profile_path, digests)
