@@ -39,9 +39,9 @@ from generator.bundle.read import MANIFEST, holds_own_plan
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755
-# NAME_MAX of Linux file systems, less what the staging and aside names add to the target's:
-# ".<name>.goldtune-new-" and mkdtemp's 8 random characters.
-MAX_NAME_BYTES = 255 - len(f"..{TOOL}-new-") - 8
+# NAME_MAX of Linux file systems. The hidden staging and aside names are keyed by a digest of the
+# target's name, so every legal name can be written and replaced.
+MAX_NAME_BYTES = 255
 MAX_LISTED = 5
 # Inside a staging directory until its last file is written (then removed): a directory killed
 # mid-write is recognised as ours by it; one killed later is a complete goldtune bundle.
@@ -143,7 +143,7 @@ def check_target(target: Path) -> None:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
         raise InputError(Problem(str(target), "", f"the directory name is {len(os.fsencode(target.name))} bytes; "
-                                 f"at most {MAX_NAME_BYTES} (the bundle is staged beside it under a longer name)"))
+                                 f"at most {MAX_NAME_BYTES} (NAME_MAX)"))
     try:
         info = os.lstat(target)
     except FileNotFoundError:
