@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from generator.errors import InputError, Problem
+from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.planio import plan_from_data
 from generator.model.setting import Plan
-
-MANIFEST = "manifest.json"
-PLAN_FILE = "plan.json"
 
 
 class BundleFiles(NamedTuple):

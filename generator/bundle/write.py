@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
-from generator.bundle.read import MANIFEST
+from generator.model.layout import MANIFEST
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755

@@ -12,14 +12,15 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from generator.bundle.read import MANIFEST, PLAN_FILE, BundleFiles
+from generator.bundle.read import BundleFiles
+from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA
 from generator.model.setting import KIND_ORDER, Plan, Setting
 
 Status = Literal["added", "removed", "changed"]
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
 COLOUR = {"added": "green", "removed": "red", "changed": "yellow"}
 # Files that only restate the plan: a change in them is already a change of settings.
-DERIVED_FILES = {MANIFEST, PLAN_FILE, "EXPLAIN.md", "cloud-init/user-data"}
+DERIVED_FILES = {MANIFEST, PLAN_FILE, EXPLAIN, USER_DATA}
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from generator.bundle.read import PLAN_FILE
 from generator.errors import InputError, Problem
+from generator.model.layout import MANIFEST, OVERLAY, PLAN_FILE, TUNED_DIR, UNIT_DIR, UDEV_FILE, target_of
 from generator.model.planio import plan_from_data
 from generator.model.setting import Plan, Setting
 
-MANIFEST_FILE = "manifest.json"
-OVERLAY = "rootfs/"
 
 
 class Verdict(StrEnum):
@@ -63,7 +61,7 @@ class ManifestFile:
     @property
     def target(self) -> str | None:
         """Where the file lands on the machine, or None for a delivery file (install.sh…)."""
-        return "/" + self.path.removeprefix(OVERLAY) if self.path.startswith(OVERLAY) else None
+        return target_of(self.path)
 
 
 @dataclass(frozen=True)
@@ -114,11 +112,11 @@ def load_bundle(path: Path) -> Bundle:
     if not path.is_dir():
         raise InputError(Problem(str(path), "", "not a directory", hint="give the bundle directory (gen -o DIR)"))
     plan = load_plan(path / PLAN_FILE)
-    files = load_manifest(path / MANIFEST_FILE) if (path / MANIFEST_FILE).exists() else ()
-    rules = sorted((path / OVERLAY / "etc/udev/rules.d").glob("*.rules"))
-    tuned = sorted((path / OVERLAY / "etc/tuned").glob("*/tuned.conf"))
+    files = load_manifest(path / MANIFEST) if (path / MANIFEST).exists() else ()
+    rules = sorted((path / OVERLAY / UDEV_FILE.removeprefix("/")).parent.glob("*.rules"))
+    tuned = sorted((path / OVERLAY / TUNED_DIR.removeprefix("/")).glob("*/tuned.conf"))
     units = {p.name: p.read_text(encoding="utf-8", errors="replace")
-             for p in sorted((path / OVERLAY / "etc/systemd/system").glob("*.service"))}
+             for p in sorted((path / OVERLAY / UNIT_DIR.removeprefix("/")).glob("*.service"))}
     return Bundle(
         path=path,
         plan=plan,
