@@ -18,12 +18,12 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from generator import TOOL
+from generator.model.layout import GPU_DATA, GPU_SCRIPT
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 from generator.verify.live import arg_name, parse_cmdline
-
-GPU_SCRIPT = "/usr/local/libexec/goldtune/gpu-setup"
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
@@ -238,10 +238,10 @@ def image_modules(image: Image) -> dict[str, set[str]] | None:
 
 def check_module_load(setting: Setting, image: Image) -> Check:
     if is_driver_module(setting.key):
-        script = image.read(GPU_SCRIPT) or ""
-        if f"load_driver_module '{setting.key}'" in script:
+        data = (image.read(GPU_DATA) or "").splitlines()
+        if f"module\t{setting.key}" in data:
             return check_of(setting, f"loaded by {GPU_SCRIPT} at boot", OK)
-        return check_of(setting, "not loaded", MISSING, f"{GPU_SCRIPT} does not load it")
+        return check_of(setting, "not loaded", MISSING, f"{GPU_DATA} does not list it for {GPU_SCRIPT}")
     files = image.dropins("modules-load.d", ".conf") + [("/etc/modules", image.read("/etc/modules") or "")]
     found = last_assignment(files, lambda line: "" if arg_name(line.split()[0]) == arg_name(setting.key) else None)
     if not found:
@@ -341,6 +341,6 @@ def check_root(bundle: Bundle, root: Path) -> list[Check]:
         elif setting.kind == "tuned":
             checks.append(check_tuned(setting, image, bundle.tuned_profile))
         else:
-            unit = next((u for u in bundle.units if setting.kind in u), f"goldtune-{setting.kind}.service")
+            unit = next((u for u in bundle.units if setting.kind in u), f"{TOOL}-{setting.kind}.service")
             checks.append(check_boot_unit(setting, image, unit))
     return checks
