@@ -38,9 +38,11 @@ NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
 
 
 def module_param(key: str) -> str | None:
-    """``nvidia-drm.modeset`` -> ``nvidia-drm/modeset``; None for a parameter of the kernel itself."""
+    """``nvidia-drm.modeset`` -> ``nvidia-drm/modeset``; None for a parameter of the kernel."""
     module, dot, param = key.partition(".")
-    return f"{module}/{param}" if dot and module not in ("rd", "modprobe", "systemd", "udev") else None
+    if not dot or module in ("rd", "modprobe", "systemd", "udev"):
+        return None
+    return f"{module}/{param}"
 
 
 def limit_user(domain: str) -> str | None:
@@ -74,6 +76,7 @@ def check_collect_data(text: str, source: str) -> None:
                 for number, line in enumerate(lines, start=1)
                 if (problem := data_line_problem(line)) is not None]
     present = {line.partition("\t")[0] for line in lines}
-    problems += [Problem(source, "", f"no {name} line") for name in NAME_SECTIONS if name not in present]
+    problems += [Problem(source, "", f"no {name} line")
+                 for name in NAME_SECTIONS if name not in present]
     if problems:
         raise InputError(problems[:5])

@@ -47,15 +47,18 @@ def _items(plan: Plan) -> dict[str, list[tuple[str, Setting | None]]]:
     sysfs += [(path, None) for path in EFFECT_PATHS]
     sysfs += [(GOVERNOR, s) for s in plan.of_kind("tuned") if s.key == "cpu.governor"]
     modprobe_options = [s for s in plan.of_kind("modprobe") if s.key.startswith("options ")]
+    tuned_sysctl = [s for s in plan.of_kind("tuned") if s.key.startswith("sysctl.")]
+    kernel_params = [(module_param(s.key), s) for s in plan.of_kind("kernel-arg")]
+    users = [(limit_user(s.key.split()[0]), s) for s in plan.of_kind("limit")]
     return {
         "sysctl": [(s.key, s) for s in plan.of_kind("sysctl")]
-        + [(s.key.removeprefix("sysctl."), s) for s in plan.of_kind("tuned") if s.key.startswith("sysctl.")],
+        + [(s.key.removeprefix("sysctl."), s) for s in tuned_sysctl],
         "sysfs": sysfs,
-        "modparams": [(param, s) for s in plan.of_kind("kernel-arg") if (param := module_param(s.key))]
+        "modparams": [(param, s) for param, s in kernel_params if param]
         + [(f"{s.key.split()[1]}/{s.key.split()[2]}", s) for s in modprobe_options],
         "modules": [(s.key.split()[1], s) for s in plan.of_kind("modprobe")]
         + [(s.key, s) for s in plan.of_kind("module-load")],
-        "limits": [(user, s) for s in plan.of_kind("limit") if (user := limit_user(s.key.split()[0]))],
+        "limits": [(user, s) for user, s in users if user],
         "manager": [(s.key, s) for s in plan.of_kind("systemd-manager")],
         "irq": [(s.key, s) for s in plan.of_kind("irq")],
         "units": [(s.key, s) for s in plan.of_kind("service")],
@@ -70,8 +73,10 @@ def _checked_word(word: str, source: str) -> str:
 
 def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
     """Every line of the collector's data file, in the order the collector reads them."""
-    lines = [DataLine("collect: the tool whose units and files are read", ("tool", TOOL)),
-             DataLine("collect: the bundle this snapshot is compared with", ("bundle", bundle_word(plan)))]
+    lines = [
+        DataLine("collect: the tool whose units and files are read", ("tool", TOOL)),
+        DataLine("collect: the bundle this snapshot is compared with", ("bundle", bundle_word(plan))),
+    ]
     items = _items(plan)
     whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
     for section in LIST_SECTIONS:
@@ -81,7 +86,8 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
                 continue
             seen.add(word)
             fields = (section, _checked_word(word, source))
-            lines.append(setting_line(setting, fields) if setting else DataLine(EFFECT_REASON, fields))
+            line = setting_line(setting, fields) if setting else DataLine(EFFECT_REASON, fields)
+            lines.append(line)
     lines += [DataLine(WHOLE_REASONS[section], (section,))
               for section in WHOLE_SECTIONS if whole.get(section, True)]
     return lines

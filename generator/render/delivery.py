@@ -43,7 +43,7 @@ class Step(NamedTuple):
 
     @property
     def summary(self) -> str:
-        return STEP_SUMMARIES[self.name] if self.name in STEP_SUMMARIES else f"{self.name} {self.word}"
+        return STEP_SUMMARIES.get(self.name, f"{self.name} {self.word}")
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -82,9 +82,10 @@ STEP_COMMANDS = {
     # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
     # in BLS entries, which grubby edits; anything else is told what to add.
     "bootloader": "if command -v update-grub >/dev/null 2>&1; then update-grub; "
-                  "elif command -v grubby >/dev/null 2>&1; then grubby --update-kernel=ALL --args={word}; "
-                  "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' {word}; fi; "
-                  "echo '{tool}: kernel arguments take effect at the next boot'",
+                  "elif command -v grubby >/dev/null 2>&1; then "
+                  "grubby --update-kernel=ALL --args={word}; "
+                  "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' "
+                  "{word}; fi; echo '{tool}: kernel arguments take effect at the next boot'",
     # services: enable/disable skip a unit the machine lacks; mask needs no unit file
     "enable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl enable --now {word}; "
               "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
@@ -111,7 +112,7 @@ def tuned_selection(plan: Plan) -> list[tuple[str, str]]:
 
 
 def install_steps(plan: Plan) -> list[Step]:
-    """Everything a live system runs after the files are in place, in order (cloud-init's runcmd)."""
+    """What a live system runs after the files are in place, in order (cloud-init's runcmd)."""
     return [Step("reload"), *service_steps(plan), *activation_steps(plan)]
 
 
@@ -156,15 +157,18 @@ def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
         fixed_line("layout: the tool's name (messages, stale files)", ("tool", TOOL)),
         fixed_line("layout: the bundle",
                    ("bundle", _label_word(plan.hardware_name), _label_word(plan.profile_name))),
-        fixed_line("layout: the list of installed files in the target", ("record", layout.INSTALL_RECORD)),
+        fixed_line("layout: the list of installed files in the target",
+                   ("record", layout.INSTALL_RECORD)),
     ]
-    lines += [fixed_line(f"overlay: {item.bundle_path}", ("file", item.mode, item.target)) for item in overlay]
+    lines += [fixed_line(f"overlay: {item.bundle_path}", ("file", item.mode, item.target))
+              for item in overlay]
     lines += [fixed_line("tuned: select the profile (read when tuned starts; works offline)",
                          ("text", path, text.strip())) for path, text in tuned_selection(plan)]
     lines += [setting_line(s, ("service", s.value, s.key)) for s in ordered_services(plan)]
     for step in activation_steps(plan):
         if step.name == "bootloader":
-            lines += [setting_line(s, ("kernel-arg", kernel_arg_text(s))) for s in plan.of_kind("kernel-arg")]
+            lines += [setting_line(s, ("kernel-arg", kernel_arg_text(s)))
+                      for s in plan.of_kind("kernel-arg")]
             lines.append(fixed_line(f"live: {step.summary}", ("step", "bootloader")))
         else:
             lines.append(fixed_line(f"live: {step.summary}", step.fields))

@@ -79,8 +79,9 @@ def collect_here(bundle: Bundle) -> str:
         data_file = Path(scratch) / "collect.conf"  # the validated copy, not the bundle's file
         data_file.write_text(data, encoding="ascii")
         try:
-            done = subprocess.run(["sh", str(collector_script()), str(data_file)], capture_output=True,
-                                  text=True, timeout=COLLECT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+            done = subprocess.run(["sh", str(collector_script()), str(data_file)],
+                                  capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S,
+                                  check=False, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as error:
             raise InputError(Problem("collector", "", f"could not run here: {error}")) from None
     return done.stdout
