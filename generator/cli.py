@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from generator import TOOL, __version__
+from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.errors import GoldtuneError
 from generator.model.setting import SETTING_KINDS
 from generator.textsafe import printable
@@ -212,7 +213,7 @@ def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bo
 @click.option("--root", "root", type=click.Path(path_type=Path), metavar="DIR",
               help="Check the image mounted at DIR (files, units, boot arguments) instead of this machine.")
 @click.option("--snapshot", "snapshot", type=click.Path(path_type=Path), metavar="FILE",
-              help="Check the output of the bundle's collector (/usr/local/libexec/goldtune/collect), "
+              help=f"Check the output of the bundle's collector ({COLLECT_SCRIPT} {COLLECT_DATA}), "
               "saved anywhere; a serial console log around it is fine.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @reports_errors

@@ -12,11 +12,13 @@ import pytest
 from plans import full_plan, plan_without, setting
 
 from generator.bundle.write import write_bundle
+from generator.model import layout
+from generator.model.layout import in_overlay
 from generator.render.render import render_bundle
 from generator.model.setting import Plan
 
 TOOLS = ("sh", "cp", "cmp", "mkdir", "chmod", "chown", "mv", "rm", "cat", "dirname", "stat", "id", "grep",
-         "sed", "readlink", "tr", "printf")
+         "sed", "readlink", "tr", "printf", "mktemp")
 
 
 def image_tree(root: Path) -> dict[str, tuple[str, bytes | str]]:
@@ -176,14 +178,20 @@ def fake_smi(query_output: str, query_status: int = 0, fail_on: str = "") -> str
     )
 
 
+GPU_SETUP = in_overlay(layout.GPU_SCRIPT)
+GPU_DATA = in_overlay(layout.GPU_DATA)
+IRQ_SCRIPT = in_overlay(layout.IRQ_SCRIPT)
+IRQ_DATA = in_overlay(layout.IRQ_DATA)
+
+
 def run_gpu_setup(tmp_path: Path, plan: Plan, smi: str | None) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    script = bundle_for(tmp_path, plan) / "rootfs/usr/local/libexec/goldtune/gpu-setup"
+    bundle = bundle_for(tmp_path, plan)
     stubs = {"systemctl": RECORDING_SYSTEMCTL.replace('"$STUB_LOG"', "/dev/null")}
     if smi is not None:
         stubs["nvidia-smi"] = smi
     log = tmp_path / "smi.log"
     log.touch()
-    result = run(script, path=make_bin(tmp_path, stubs), log=log)
+    result = run(bundle / GPU_SETUP, str(bundle / GPU_DATA), path=make_bin(tmp_path, stubs), log=log)
     return result, [line for line in log.read_text().splitlines() if not line.startswith("--query")]
 
 
@@ -238,11 +246,11 @@ def test_gpu_setup_without_driver_or_gpu_does_nothing_and_exits_0(tmp_path: Path
 
 
 def test_gpu_setup_leaves_persistence_to_persistenced_when_active(tmp_path: Path) -> None:
-    script = bundle_for(tmp_path, full_plan()) / "rootfs/usr/local/libexec/goldtune/gpu-setup"
+    bundle = bundle_for(tmp_path, full_plan())
     log = tmp_path / "smi.log"
     log.touch()
     path = make_bin(tmp_path, {"systemctl": "exit 0\n", "nvidia-smi": fake_smi(INVENTORY)})
-    result = run(script, path=path, log=log)
+    result = run(bundle / GPU_SETUP, str(bundle / GPU_DATA), path=path, log=log)
     assert "persistence: nvidia-persistenced is active" in result.stdout
     assert "-pm 1" not in log.read_text()
 
@@ -251,9 +259,9 @@ def test_gpu_setup_leaves_persistence_to_persistenced_when_active(tmp_path: Path
 
 def test_irq_affinity_skips_missing_interfaces_and_exits_0(tmp_path: Path) -> None:
     plan = full_plan(settings=(setting("irq", "goldtune-none0", "1-3"), setting("irq", "lo", "1-3")))
-    script = bundle_for(tmp_path, plan) / "rootfs/usr/local/libexec/goldtune/irq-affinity"
+    bundle = bundle_for(tmp_path, plan)
     path = make_bin(tmp_path, {"udevadm": "exit 0\n", "systemctl": "exit 0\n"})
-    result = run(script, path=path)
+    result = run(bundle / IRQ_SCRIPT, str(bundle / IRQ_DATA), path=path)
     assert result.returncode == 0
     assert "goldtune-irq-affinity: goldtune-none0: no such interface; skipped" in result.stdout
     assert "goldtune-irq-affinity: lo: no MSI interrupts (virtual or legacy device); skipped" in result.stdout

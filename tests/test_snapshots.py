@@ -1,7 +1,9 @@
 """One snapshot file per rendered artifact of every shipped system x profile.
 
 The snapshots in ``__snapshots__/test_snapshots/`` are the real config files, so a change in a rule
-or a template shows up in review as a diff of the files an image would carry. Update them with
+or a template shows up in review as a diff of the files an image would carry. The fixed scripts
+are not snapshotted: they are the same bytes in every bundle (tests/test_scripts.py proves it),
+so only their data files are. Update them with
 ``python3 -m pytest tests/test_snapshots.py --snapshot-update`` and read the diff before committing.
 """
 
@@ -15,7 +17,9 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from generator.commands.generate import render_for
-from generator.render.render import RenderedFiles
+from generator.render.render import FIXED_SCRIPTS, RenderedFiles
+
+FIXED_PATHS = {output.path for output in FIXED_SCRIPTS}
 
 
 class ConfigFileExtension(SingleFileSnapshotExtension):
@@ -36,6 +40,7 @@ def artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
         for system in SYSTEMS
         for profile in PROFILES
         for path in rendered(system, profile)
+        if path not in FIXED_PATHS
     ]
 
 

@@ -63,6 +63,16 @@ def unit(body: str, exec_start: str = f"/{SCRIPT.removeprefix('rootfs/')}") -> d
     return {UNIT: text, SCRIPT: GOOD_SCRIPT}
 
 
+FIXED = Path(__file__).resolve().parents[1] / "templates" / "scripts"
+GPU_READER = {"rootfs/usr/local/libexec/goldtune/gpu-setup": (FIXED / "gpu-setup").read_text()}
+IRQ_READER = {"rootfs/usr/local/libexec/goldtune/irq-affinity": (FIXED / "irq-affinity").read_text()}
+COLLECT_READER = {"rootfs/usr/local/libexec/goldtune/collect": (FIXED / "collect").read_text()}
+INSTALLER = {"install.sh": (FIXED / "install.sh").read_text()}
+GPU_CONF = "rootfs/etc/goldtune/gpu.conf"
+IRQ_CONF = "rootfs/etc/goldtune/irq.conf"
+COLLECT_CONF = "rootfs/etc/goldtune/collect.conf"
+INSTALL_LIST = "tool\tgoldtune\nrecord\t/var/lib/goldtune/installed-files\nfile\t0644\t/etc/x.conf\n"
+
 SYSTEM_CONF = "rootfs/etc/systemd/system.conf.d/90-test.conf"
 TMPFILES = "rootfs/etc/tmpfiles.d/90-test.conf"
 MODPROBE = "rootfs/etc/modprobe.d/90-test.conf"
@@ -169,6 +179,19 @@ CASES = [
          "the drop-ins also change GRUB_TIMEOUT"),
     Case("grub", "cmdline-without-dropin", {"kernel-cmdline": "iommu=pt\n"}, "no GRUB drop-in carries them"),
     Case("grub", "cmdline-too-long", {"kernel-cmdline": "x" * 2100 + "\n"}, "the kernel keeps 2047"),
+    Case("data", "good", {**GPU_READER, GPU_CONF: "# r: x\nlog-as\tgt-gpu\n# r: y\necc\ton\n",
+                           **IRQ_READER, IRQ_CONF: "# r: x\npin\teth0\t0-3\n",
+                           **COLLECT_READER, COLLECT_CONF: "tool\tgoldtune\nbundle\tx_y\nsysctl\tvm.swappiness\n",
+                           **INSTALLER, "install.list": INSTALL_LIST, "rootfs/etc/x.conf": "x\n"}, ""),
+    Case("data", "gpu-bad-value", {**GPU_READER, GPU_CONF: "ecc\tmaybe\n"}, "line 1: unknown key or value"),
+    Case("data", "gpu-code-in-data", {**GPU_READER, GPU_CONF: "clocks\t$(reboot)\n"}, "not one safe word"),
+    Case("data", "irq-bad-cpus", {**IRQ_READER, IRQ_CONF: "pin\teth0\tall\n"}, "not a CPU list"),
+    Case("data", "collect-unknown-section", {**COLLECT_READER, COLLECT_CONF: "tool\tgt\nbundle\tb\nsysctls\tx\n"},
+         "unknown section"),
+    Case("data", "reader-missing", {GPU_CONF: "ecc\ton\n"}, "is not in the bundle"),
+    Case("data", "install-list-names-a-missing-file", {**INSTALLER, "install.list": INSTALL_LIST}, "rootfs/etc/x.conf is missing"),
+    Case("data", "install-list-bad-step", {**INSTALLER, "install.list": INSTALL_LIST + "step\treboot\n",
+                                           "rootfs/etc/x.conf": "x\n"}, "unknown step"),
     Case("json", "good", {"manifest.json": '{"files": []}'}, ""),
     Case("json", "broken", {"manifest.json": '{"files": [}'}, "manifest.json: Expecting value"),
 ]

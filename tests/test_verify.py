@@ -13,9 +13,14 @@ import pytest
 
 from generator.errors import InputError
 from generator.model.setting import Plan, Setting
-from generator.render.snapshot import parse_snapshot, render_collector
+from generator.bundle.write import write_bundle
+from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, in_overlay
+from generator.model.probes import check_collect_data
+from generator.render.collector import collect_lines
+from generator.render.render import render_bundle
+from generator.verify.snapshot import parse_snapshot
 from generator.verify.verdicts import Verdict, load_bundle
-from generator.verify.run import run_verify, verify_checks
+from generator.verify.run import collector_script, run_verify, verify_checks
 from generator.verify.live import check_settings, parse_cmdline
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
@@ -358,31 +363,71 @@ SAMPLE_PLAN = Plan("test-hw", "inference", (
 ))
 
 
-@pytest.mark.parametrize("plan", [SAMPLE_PLAN, Plan("empty", "none", ())], ids=["every-kind", "empty"])
-def test_collector_passes_shellcheck(tmp_path, plan):
-    if not shutil.which("shellcheck"):
-        pytest.skip("shellcheck is not installed (tests/tools/install-tools.sh installs it)")
-    script = tmp_path / "collect"
-    script.write_text(render_collector(plan))
-    result = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout
+def collect_data(plan: Plan) -> str:
+    return render_bundle(plan)[in_overlay(COLLECT_DATA)][0].decode()
+
+
+def run_collector(tmp_path: Path, data: str) -> subprocess.CompletedProcess[str]:
+    data_file = tmp_path / "collect.conf"
+    data_file.write_text(data)
+    return subprocess.run(["sh", str(collector_script()), str(data_file)], capture_output=True, text=True,
+                          timeout=120, check=False)
 
 
 def test_collector_runs_here_and_its_output_parses(tmp_path):
-    script = tmp_path / "collect"
-    script.write_text(render_collector(SAMPLE_PLAN))
-    result = subprocess.run(["sh", str(script)], capture_output=True, text=True, timeout=120, check=False)
+    result = run_collector(tmp_path, collect_data(SAMPLE_PLAN))
     snap = parse_snapshot(result.stdout)
     assert snap.value("meta", "kernel") == os.uname().release
+    assert snap.value("meta", "bundle") == "test-hw_inference"
     assert snap.value("sysctl", "vm.swappiness") == Path("/proc/sys/vm/swappiness").read_text().strip()
     assert snap.value("cmdline", "-") is not None
     assert snap.values("irq", "ib0") == ["!absent"]
+    assert snap.value("module", "loop") in {"loaded", "builtin", "available", "absent"}
 
 
-def test_collector_refuses_words_that_are_not_plain(tmp_path):
+def test_collector_reads_only_what_its_data_names(tmp_path):
+    result = run_collector(tmp_path, collect_data(Plan("empty", "none", ())))
+    snap = parse_snapshot(result.stdout)
+    assert not snap.has("sysctl") and not snap.has("irq") and not snap.has("gpu")
+    assert snap.has("sysfs")  # the effect paths are always read
+
+
+@pytest.mark.parametrize("line", ["sysctl\tvm.swappiness'; reboot; '", "sysctl\t$(reboot)", "reboot",
+                                  "sysctl", "block\tx", "sysctl\ta b"])
+def test_collector_refuses_bad_data_before_printing_anything(tmp_path, line):
+    data = collect_data(SAMPLE_PLAN) + line + "\n"
+    result = run_collector(tmp_path, data)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "nothing collected" in result.stderr
+    with pytest.raises(InputError):
+        check_collect_data(data, "collect.conf")
+
+
+def test_collector_data_refuses_words_that_are_not_plain():
     plan = Plan("x", "y", (Setting("sysctl", "vm.swappiness'; reboot; '", "1", "r"),))
     with pytest.raises(InputError, match="cannot be passed to the collector"):
-        render_collector(plan)
+        collect_lines(plan)
+
+
+def test_live_verify_runs_the_packaged_collector_with_the_bundle_data(tmp_path, capsys):
+    bundle = write_bundle(render_bundle(SAMPLE_PLAN), tmp_path / "bundle")
+    marker = tmp_path / "the-bundle-script-ran"
+    (bundle / in_overlay(COLLECT_SCRIPT)).write_text(f"#!/bin/sh\ntouch {marker}\n")
+    status = run_verify(bundle, as_json=True)
+    assert not marker.exists()
+    report = json.loads(capsys.readouterr().out)
+    assert status in (0, 1)
+    assert report["source"] == "live" and report["kernel"] == os.uname().release
+    assert any(c["kind"] == "sysctl" and c["key"] == "vm.swappiness" for c in report["checks"])
+
+
+def test_live_verify_refuses_forged_collector_data(tmp_path):
+    bundle = write_bundle(render_bundle(SAMPLE_PLAN), tmp_path / "bundle")
+    data = bundle / in_overlay(COLLECT_DATA)
+    data.write_text(data.read_text() + "sysctl\t$(reboot)\n")
+    with pytest.raises(InputError, match="line"):
+        run_verify(bundle)
 
 
 # --- --root: a mounted image -----------------------------------------------------------------
@@ -509,11 +554,11 @@ def test_root_knows_a_module_the_image_does_not_have(tmp_path):
 
 def test_root_driver_module_is_loaded_by_the_gpu_unit(tmp_path):
     """nvidia-* modules come with the driver: the GPU script loads them, not modules-load.d."""
-    script = "#!/bin/sh\nload_driver_module 'nvidia-peermem'\n"
+    data = "# gpu.peermem: rdma\nmodule\tnvidia-peermem\n"
     settings = [("module-load", "nvidia-peermem", "")]
     bundle = make_bundle(tmp_path, settings, {})
-    good = image_tree(tmp_path / "good", {"/usr/local/libexec/goldtune/gpu-setup": script}, {})
-    bad = image_tree(tmp_path / "bad", {"/usr/local/libexec/goldtune/gpu-setup": "#!/bin/sh\n"}, {})
+    good = image_tree(tmp_path / "good", {"/etc/goldtune/gpu.conf": data}, {})
+    bad = image_tree(tmp_path / "bad", {"/etc/goldtune/gpu.conf": "# nothing\n"}, {})
     verdict = {name: verify_checks(load_bundle(bundle), root, None)[0] for name, root in (("good", good), ("bad", bad))}
     pick = lambda checks: next(c.verdict for c in checks if c.kind == "module-load")  # noqa: E731
     assert pick(verdict["good"]) == OK

@@ -16,14 +16,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from generator.errors import InputError, Problem
-from generator.foreign import read_beneath, read_beneath_with_mode, relative_parts
 from generator import TOOL
+from generator.foreign import read_beneath, read_beneath_with_mode, relative_parts
+from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
 from generator.textsafe import short_key
 
-MANIFEST = "manifest.json"
-PLAN_FILE = "plan.json"
 # Far above any real bundle file (the largest, EXPLAIN.md of a big machine, is about 100 KiB).
 MAX_BUNDLE_FILE_BYTES = 16 * 1024 * 1024
 

@@ -35,7 +35,8 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
-from generator.bundle.read import MANIFEST, holds_own_plan
+from generator.bundle.read import holds_own_plan
+from generator.model.layout import MANIFEST
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755

@@ -12,8 +12,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from generator.bundle.read import MANIFEST, PLAN_FILE, BundleFiles
+from generator.bundle.read import BundleFiles
 from generator.errors import InputError, Problem
+from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA
 from generator.model.setting import KIND_ORDER, Plan, Setting
 from generator.textsafe import printable, printable_lines
 
@@ -24,7 +25,7 @@ Status = Literal["added", "removed", "changed"]
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
 COLOUR = {"added": "green", "removed": "red", "changed": "yellow"}
 # Files that only restate the plan: a change in them is already a change of settings.
-DERIVED_FILES = {MANIFEST, PLAN_FILE, "EXPLAIN.md", "cloud-init/user-data"}
+DERIVED_FILES = {MANIFEST, PLAN_FILE, EXPLAIN, USER_DATA}
 
 
 @dataclass(frozen=True)

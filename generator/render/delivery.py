@@ -1,8 +1,11 @@
 """The two delivery paths of one overlay: install.sh and cloud-init.
 
-Both carry the same files and the same activation steps. ``install_steps`` lists what a live
-system runs after the files are in place; install.sh runs them on a live root (and does the
-offline equivalent in an image), cloud-init's ``runcmd`` runs them at first boot.
+Both carry the same files and the same activation steps. install.sh is a fixed script; what it
+installs and runs is its data file, ``install.list`` (``install_lines``): the overlay's files,
+the tuned selection, the services, and the activation steps by name (``step sysctl``…), each of
+which is one function of install.sh. cloud-init's ``runcmd`` runs the same steps at first boot,
+as the fixed commands of ``STEP_COMMANDS``; the only words put into them are plan words of the
+safe alphabet, quoted once.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ import yaml
 
 from generator import TOOL
 from generator.errors import GenerationError
-from generator.render.formats import kernel_arg_text, sh_quote
-from generator.model.setting import Plan, Setting, is_driver_module
 from generator.inputs.yamlio import SafeBase
-
-OVERLAY_PREFIX = "rootfs/"
-TUNED_DIR = "/etc/tuned"
+from generator.model import layout
+from generator.model.layout import target_of
+from generator.model.setting import Plan, Setting, is_driver_module
+from generator.render.datafile import DataLine, fixed_line, setting_line
+from generator.render.formats import kernel_arg_text, sh_quote
 
 
 class OverlayFile(NamedTuple):
@@ -32,11 +35,24 @@ class OverlayFile(NamedTuple):
 
 
 class Step(NamedTuple):
-    """One activation step on a live system: what it does, and a POSIX sh command for it."""
+    """One activation step on a live system: its name in install.list and its word, if any."""
 
-    summary: str
-    command: str
+    name: str  # a step_<name> function of install.sh, a STEP_COMMANDS entry for cloud-init
+    word: str = ""
     setting: Setting | None = None  # the service setting this step applies, for its reason
+
+    @property
+    def summary(self) -> str:
+        return STEP_SUMMARIES.get(self.name, f"{self.name} {self.word}")
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Its line of install.list."""
+        return ("step", self.name, self.word) if self.word else ("step", self.name)
+
+    @property
+    def command(self) -> str:
+        return STEP_COMMANDS[self.name].format(word=sh_quote(self.word), tool=TOOL)
 
     @property
     def guarded(self) -> str:
@@ -45,14 +61,45 @@ class Step(NamedTuple):
                 f"|| echo {sh_quote(f'{TOOL}: {self.summary}: failed')}")
 
 
-RELOAD_STEP = Step("reload systemd units", "systemctl daemon-reload")
+# The same steps as install.sh's step_<name> functions (a test holds the two lists equal).
+STEP_SUMMARIES = {
+    "reload": "reload systemd units",
+    "sysctl": "apply sysctl.d",
+    "tmpfiles": "write sysfs values",
+    "modules": "load modules",
+    "udev": "apply I/O scheduler rules",
+    "tuned": "switch tuned to the profile",
+    "bootloader": "refresh the boot loader configuration",
+}
+STEP_COMMANDS = {
+    "reload": "systemctl daemon-reload",
+    "sysctl": "sysctl --system >/dev/null",
+    "tmpfiles": "systemd-tmpfiles --create {word}",
+    "modules": "systemctl restart systemd-modules-load.service",
+    "udev": "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
+    "tuned": "if systemctl is-active --quiet tuned.service; then tuned-adm profile {word}; "
+             "else echo '{tool}: tuned is not running; it loads the profile when it starts'; fi",
+    # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
+    # in BLS entries, which grubby edits; anything else is told what to add.
+    "bootloader": "if command -v update-grub >/dev/null 2>&1; then update-grub; "
+                  "elif command -v grubby >/dev/null 2>&1; then "
+                  "grubby --update-kernel=ALL --args={word}; "
+                  "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' "
+                  "{word}; fi; echo '{tool}: kernel arguments take effect at the next boot'",
+    # services: enable/disable skip a unit the machine lacks; mask needs no unit file
+    "enable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl enable --now {word}; "
+              "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
+    "disable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl disable --now {word}; "
+               "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
+    "mask": "systemctl mask --now {word}",
+}
 
 
 def overlay_files(files: Mapping[str, tuple[bytes, int]]) -> list[OverlayFile]:
     return [
-        OverlayFile(path, "/" + path.removeprefix(OVERLAY_PREFIX), f"{mode:04o}", content.decode("utf-8"))
+        OverlayFile(path, target, f"{mode:04o}", content.decode("utf-8"))
         for path, (content, mode) in sorted(files.items())
-        if path.startswith(OVERLAY_PREFIX)
+        if (target := target_of(path)) is not None
     ]
 
 
@@ -60,66 +107,72 @@ def tuned_selection(plan: Plan) -> list[tuple[str, str]]:
     """The files that make tuned load our profile, offline too: (path, content)."""
     if not plan.of_kind("tuned"):
         return []
-    return [(f"{TUNED_DIR}/active_profile", f"{TOOL}-{plan.profile_name}\n"),
-            (f"{TUNED_DIR}/profile_mode", "manual\n")]
+    return [(layout.TUNED_ACTIVE, layout.tuned_profile(plan.profile_name) + "\n"),
+            (layout.TUNED_MODE, "manual\n")]
 
 
 def install_steps(plan: Plan) -> list[Step]:
-    """Everything a live system runs after the files are in place, in order (cloud-init's runcmd)."""
-    return [RELOAD_STEP, *service_steps(plan), *activation_steps(plan)]
+    """What a live system runs after the files are in place, in order (cloud-init's runcmd)."""
+    return [Step("reload"), *service_steps(plan), *activation_steps(plan)]
 
 
 def service_steps(plan: Plan) -> list[Step]:
     """Mask and disable before enable: irqbalance must be gone before interrupts are pinned."""
-    return [service_step(s) for s in ordered_services(plan)]
+    return [Step(s.value, s.key, s) for s in ordered_services(plan)]
 
 
 def ordered_services(plan: Plan) -> list[Setting]:
     return sorted(plan.of_kind("service"), key=lambda s: s.value == "enable")
 
 
+def kernel_cmdline(plan: Plan) -> str:
+    return " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg"))
+
+
 def activation_steps(plan: Plan) -> list[Step]:
     """Apply the non-service files on a live system; each step stands alone."""
     steps = []
     if plan.of_kind("sysctl"):
-        steps.append(Step("apply sysctl.d", "sysctl --system >/dev/null"))
+        steps.append(Step("sysctl"))
     if plan.of_kind("sysfs"):
-        steps.append(Step("write sysfs values", f"systemd-tmpfiles --create /etc/tmpfiles.d/90-{TOOL}.conf"))
+        steps.append(Step("tmpfiles", layout.TMPFILES_FILE))
     if any(not is_driver_module(s.key) for s in plan.of_kind("module-load")):
-        steps.append(Step("load modules", "systemctl restart systemd-modules-load.service"))
+        steps.append(Step("modules"))
     if plan.of_kind("udev"):
-        steps.append(Step("apply I/O scheduler rules",
-                          "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block"))
+        steps.append(Step("udev"))
     if plan.of_kind("tuned"):
-        steps.append(Step("switch tuned to the profile",
-                          f"if systemctl is-active --quiet tuned.service; then tuned-adm profile {TOOL}-{plan.profile_name}; "
-                          f"else echo '{TOOL}: tuned is not running; it loads the profile when it starts'; fi"))
+        steps.append(Step("tuned", layout.tuned_profile(plan.profile_name)))
     if plan.of_kind("kernel-arg"):
-        cmdline = " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg"))
-        steps.append(Step("refresh the boot loader configuration", bootloader_command(cmdline)))
+        steps.append(Step("bootloader", kernel_cmdline(plan)))
     return steps
 
 
-def service_step(setting: Setting) -> Step:
-    unit, action = sh_quote(setting.key), setting.value
-    if action == "mask":
-        return Step(f"mask {setting.key}", f"systemctl mask --now {unit}", setting)
-    skipped = sh_quote(f"{TOOL}: {setting.key} is not installed; skipped")
-    return Step(f"{action} {setting.key}",
-                f"if systemctl cat {unit} >/dev/null 2>&1; then systemctl {action} --now {unit}; "
-                f"else echo {skipped}; fi", setting)
+def _label_word(text: str) -> str:
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in text) or "_"
 
 
-def bootloader_command(cmdline: str) -> str:
-    """Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the
-    arguments in BLS entries, which grubby edits; anything else is told what to add."""
-    args = sh_quote(cmdline)
-    return (
-        "if command -v update-grub >/dev/null 2>&1; then update-grub; "
-        f"elif command -v grubby >/dev/null 2>&1; then grubby --update-kernel=ALL --args={args}; "
-        f"else echo {sh_quote(f'{TOOL}: no update-grub or grubby; add to the kernel command line: {cmdline}')}; fi; "
-        f"echo {sh_quote(f'{TOOL}: kernel arguments take effect at the next boot')}"
-    )
+def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
+    """install.list: what install.sh installs, in order, then the services and live steps."""
+    lines = [
+        fixed_line("layout: the tool's name (messages, stale files)", ("tool", TOOL)),
+        fixed_line("layout: the bundle",
+                   ("bundle", _label_word(plan.hardware_name), _label_word(plan.profile_name))),
+        fixed_line("layout: the list of installed files in the target",
+                   ("record", layout.INSTALL_RECORD)),
+    ]
+    lines += [fixed_line(f"overlay: {item.bundle_path}", ("file", item.mode, item.target))
+              for item in overlay]
+    lines += [fixed_line("tuned: select the profile (read when tuned starts; works offline)",
+                         ("text", path, text.strip())) for path, text in tuned_selection(plan)]
+    lines += [setting_line(s, ("service", s.value, s.key)) for s in ordered_services(plan)]
+    for step in activation_steps(plan):
+        if step.name == "bootloader":
+            lines += [setting_line(s, ("kernel-arg", kernel_arg_text(s)))
+                      for s in plan.of_kind("kernel-arg")]
+            lines.append(fixed_line(f"live: {step.summary}", ("step", "bootloader")))
+        else:
+            lines.append(fixed_line(f"live: {step.summary}", step.fields))
+    return lines
 
 
 def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:

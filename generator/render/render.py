@@ -21,17 +21,21 @@ from typing import Any, NamedTuple
 import jinja2
 
 from generator import TOOL, __version__
-from generator.bundle.read import MANIFEST, PLAN_FILE
+from generator.errors import GenerationError
+from generator.model import layout
+from generator.model.layout import MANIFEST, PLAN_FILE, in_overlay
+from generator.model.planio import plan_to_json
+from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
+from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
+from generator.render.collector import collect_lines
+from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.delivery import (
-    RELOAD_STEP,
-    activation_steps,
     check_user_data,
+    install_lines,
     install_steps,
-    ordered_services,
     overlay_files,
     tuned_selection,
 )
-from generator.errors import GenerationError
 from generator.render.formats import (
     comment_text,
     kernel_arg_text,
@@ -42,14 +46,10 @@ from generator.render.formats import (
     tmpfiles_field,
     unique_in_order,
 )
-from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
-from generator.model.planio import plan_to_json
-from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
-from generator.render.snapshot import collector_context
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
-MANIFEST_FORMAT = "goldtune-bundle/1"
+MANIFEST_FORMAT = f"{TOOL}-bundle/1"
 GPU_ACTION_ORDER = ("persistence", "ecc", "mig", "compute-mode", "clocks", "power-limit")
 
 
@@ -57,9 +57,10 @@ class Output(NamedTuple):
     """One rendered file: where it goes, which template writes it, its mode, when it exists."""
 
     path: str  # in the bundle; ``{profile}`` is the profile name
-    template: str
+    template: str  # under templates/; a fixed script when ``verbatim``
     mode: int
     kinds: tuple[str, ...] = ()  # rendered when the plan has a setting of one of these; () = always
+    verbatim: bool = False  # copied byte for byte: the same file in every bundle
 
     def bundle_path(self, plan: Plan) -> str:
         return self.path.format(profile=plan.profile_name)
@@ -80,34 +81,44 @@ def driver_modules(plan: Plan) -> list[Setting]:
     return [s for s in plan.of_kind("module-load") if is_driver_module(s.key)]
 
 
+def _script(target: str, kinds: tuple[str, ...] = ()) -> Output:
+    """A fixed script of templates/scripts/, named like its installed file."""
+    name = target.rsplit("/", 1)[-1]
+    return Output(in_overlay(target), f"{layout.SCRIPTS_DIR}/{name}", 0o755, kinds, verbatim=True)
+
+
 OVERLAY_OUTPUTS: tuple[Output, ...] = (
-    Output("rootfs/etc/sysctl.d/90-goldtune.conf", "sysctl.conf.j2", 0o644, ("sysctl",)),
-    Output("rootfs/etc/default/grub.d/90-goldtune.cfg", "grub.cfg.j2", 0o644, ("kernel-arg",)),
-    Output("rootfs/etc/security/limits.d/90-goldtune.conf", "limits.conf.j2", 0o644, ("limit",)),
-    Output("rootfs/etc/systemd/system.conf.d/90-goldtune.conf", "system.conf.j2", 0o644, ("systemd-manager",)),
-    Output("rootfs/etc/modprobe.d/90-goldtune.conf", "modprobe.conf.j2", 0o644, ("modprobe",)),
-    Output("rootfs/etc/modules-load.d/90-goldtune.conf", "modules-load.conf.j2", 0o644, ("module-load",)),
-    Output("rootfs/etc/tmpfiles.d/90-goldtune.conf", "tmpfiles.conf.j2", 0o644, ("sysfs",)),
-    Output("rootfs/etc/udev/rules.d/60-goldtune-io-scheduler.rules", "io-scheduler.rules.j2", 0o644, ("udev",)),
-    Output("rootfs/etc/tuned/goldtune-{profile}/tuned.conf", "tuned.conf.j2", 0o644, ("tuned",)),
-    Output("rootfs/usr/local/libexec/goldtune/gpu-setup", "gpu-setup.sh.j2", 0o755, ("gpu",)),
-    Output("rootfs/etc/systemd/system/goldtune-gpu.service", "goldtune-gpu.service.j2", 0o644, ("gpu",)),
-    Output("rootfs/usr/local/libexec/goldtune/irq-affinity", "irq-affinity.sh.j2", 0o755, ("irq",)),
-    Output("rootfs/etc/systemd/system/goldtune-irq-affinity.service", "goldtune-irq-affinity.service.j2",
-           0o644, ("irq",)),
+    Output(in_overlay(layout.SYSCTL_FILE), "sysctl.conf.j2", 0o644, ("sysctl",)),
+    Output(in_overlay(layout.GRUB_FILE), "grub.cfg.j2", 0o644, ("kernel-arg",)),
+    Output(in_overlay(layout.LIMITS_FILE), "limits.conf.j2", 0o644, ("limit",)),
+    Output(in_overlay(layout.MANAGER_FILE), "system.conf.j2", 0o644, ("systemd-manager",)),
+    Output(in_overlay(layout.MODPROBE_FILE), "modprobe.conf.j2", 0o644, ("modprobe",)),
+    Output(in_overlay(layout.MODULES_LOAD_FILE), "modules-load.conf.j2", 0o644, ("module-load",)),
+    Output(in_overlay(layout.TMPFILES_FILE), "tmpfiles.conf.j2", 0o644, ("sysfs",)),
+    Output(in_overlay(layout.UDEV_FILE), "io-scheduler.rules.j2", 0o644, ("udev",)),
+    Output(in_overlay(layout.tuned_file("{profile}")), "tuned.conf.j2", 0o644, ("tuned",)),
+    _script(layout.GPU_SCRIPT, ("gpu",)),
+    Output(in_overlay(layout.GPU_DATA), "gpu.conf.j2", 0o644, ("gpu",)),
+    Output(in_overlay(layout.unit_file(layout.GPU_UNIT)), "gpu.service.j2", 0o644, ("gpu",)),
+    _script(layout.IRQ_SCRIPT, ("irq",)),
+    Output(in_overlay(layout.IRQ_DATA), "irq.conf.j2", 0o644, ("irq",)),
+    Output(in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)),
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
-    Output("rootfs/usr/local/libexec/goldtune/collect", "collect.sh.j2", 0o755),
+    _script(layout.COLLECT_SCRIPT),
+    Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),
 )
 DELIVERY_OUTPUTS: tuple[Output, ...] = (
-    Output("kernel-cmdline", "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
-    Output("install.sh", "install.sh.j2", 0o755),
-    Output("cloud-init/user-data", "user-data.j2", 0o644),
-    Output("EXPLAIN.md", "EXPLAIN.md.j2", 0o644),
+    Output(layout.KERNEL_CMDLINE, "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
+    Output(layout.INSTALL_SH, f"{layout.SCRIPTS_DIR}/install.sh", 0o755, verbatim=True),
+    Output(layout.INSTALL_LIST, "install.list.j2", 0o644),
+    Output(layout.USER_DATA, "user-data.j2", 0o644),
+    Output(layout.EXPLAIN, "EXPLAIN.md.j2", 0o644),
 )
 OUTPUTS: tuple[Output, ...] = OVERLAY_OUTPUTS + DELIVERY_OUTPUTS
+FIXED_SCRIPTS: tuple[Output, ...] = tuple(output for output in OUTPUTS if output.verbatim)
 
 # Where a reviewer finds each kind (EXPLAIN.md); services are applied by the delivery files.
-SERVICE_FILES = "install.sh, cloud-init/user-data"
+SERVICE_FILES = f"{layout.INSTALL_LIST}, {layout.USER_DATA}"
 
 
 class TemplateCache(jinja2.FileSystemBytecodeCache):
@@ -174,7 +185,8 @@ def preload_templates() -> None:
     """Compile every template now (before forking workers that then share them)."""
     env = make_environment()
     for output in OUTPUTS:
-        env.get_template(output.template)
+        if not output.verbatim:
+            env.get_template(output.template)
 
 
 def yaml_string(text: str) -> str:
@@ -185,7 +197,7 @@ def yaml_string(text: str) -> str:
 def render_bundle(plan: Plan) -> RenderedFiles:
     """Every file of the bundle, keyed by its path in the bundle, with its mode."""
     env = make_environment()
-    context = plan_context(plan) | collector_context(plan)
+    context = plan_context(plan) | data_context(plan)
     files: RenderedFiles = {}
     for output in OVERLAY_OUTPUTS:
         if output.applies_to(plan):
@@ -194,13 +206,21 @@ def render_bundle(plan: Plan) -> RenderedFiles:
     for output in DELIVERY_OUTPUTS:
         if output.applies_to(plan):
             files[output.bundle_path(plan)] = (render_text(env, output, context), output.mode)
-    check_user_data(files["cloud-init/user-data"][0], context["overlay"])
+    check_user_data(files[layout.USER_DATA][0], context["overlay"])
     files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
     files[MANIFEST] = (render_manifest(plan, files), 0o644)
     return dict(sorted(files.items()))
 
 
+@functools.cache
+def fixed_script(name: str) -> bytes:
+    """A fixed script, byte for byte as the repository (and the wheel) ships it."""
+    return (templates_dir() / name).read_bytes()
+
+
 def render_text(env: jinja2.Environment, output: Output, context: Mapping[str, Any]) -> bytes:
+    if output.verbatim:
+        return fixed_script(output.template)
     try:
         text = env.get_template(output.template).render(context)
     except jinja2.TemplateError as error:
@@ -225,12 +245,36 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "driver_modules": driver_modules(plan),
         "sysfs": plan.of_kind("sysfs"),
         "udev": plan.of_kind("udev"),
-        "tuned_profile": f"{TOOL}-{plan.profile_name}" if plan.of_kind("tuned") else "",
+        "tuned_profile": layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else "",
         "tuned_sections": group_tuned(plan.of_kind("tuned")),
-        "gpu": order_gpu_actions(plan.of_kind("gpu")),
-        "irq": plan.of_kind("irq"),
-        "services": ordered_services(plan),
+        "gpu_unit": layout.GPU_UNIT,
+        "gpu_script": layout.GPU_SCRIPT,
+        "gpu_data_file": layout.GPU_DATA,
+        "gpu_log_tag": layout.GPU_LOG_TAG,
+        "irq_unit": layout.IRQ_UNIT,
+        "irq_script": layout.IRQ_SCRIPT,
+        "irq_data_file": layout.IRQ_DATA,
+        "irq_log_tag": layout.IRQ_LOG_TAG,
+        "collect_script": layout.COLLECT_SCRIPT,
     }
+
+
+def data_context(plan: Plan) -> dict[str, list[DataLine]]:
+    """The lines of the fixed scripts' data files."""
+    return {"gpu_data": gpu_lines(plan), "irq_data": irq_lines(plan), "collect_data": collect_lines(plan)}
+
+
+def gpu_lines(plan: Plan) -> list[DataLine]:
+    """gpu-setup's data: its message tag, the actions in the order they run, driver modules."""
+    actions = order_gpu_actions(plan.of_kind("gpu")).values()
+    return [fixed_line(f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)),
+            *(setting_line(s, (s.key, s.value)) for s in actions),
+            *(setting_line(s, ("module", s.key)) for s in driver_modules(plan))]
+
+
+def irq_lines(plan: Plan) -> list[DataLine]:
+    return [fixed_line(f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)),
+            *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq"))]
 
 
 class ModprobeLine(NamedTuple):
@@ -269,8 +313,7 @@ def delivery_context(plan: Plan, files: RenderedFiles) -> dict[str, Any]:
     return {
         "overlay": overlay,
         "steps": install_steps(plan),
-        "reload_step": RELOAD_STEP,
-        "activation_steps": activation_steps(plan),
+        "install_data": install_lines(plan, overlay),
         "tuned_files": tuned_selection(plan),
         "kind_files": kind_files(plan),
         "kind_titles": KIND_TITLES,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
+from generator.model.layout import GPU_UNIT
 from generator.inputs.profile import Profile
 from generator.rules.base import (
     Output, blacklist, gpu_action, kernel_arg, load_module, module_option, note, rule, service,
@@ -41,7 +42,7 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
     """Apply GPU settings at boot on the real machine (images are built without GPUs)."""
     if not facts.has_gpus:
         return
-    yield service("goldtune-gpu.service", "enable",
+    yield service(GPU_UNIT, "enable",
                   "nvidia-smi settings need the GPU, so they run at boot; the unit logs and "
                   "skips when the driver or the GPU is absent")
 
@@ -239,5 +240,5 @@ def peermem(facts: Facts, profile: Profile) -> Output:
                           f"GPUDirect RDMA: NICs {', '.join(peerdirect)} (mlx5) read and write GPU "
                           "memory without a bounce through host RAM via MLNX_OFED/DOCA-OFED "
                           "PeerDirect; with the inbox mlx5 stack the module does not load and "
-                          "DMA-BUF applies instead; loaded by goldtune-gpu.service once the "
+                          f"DMA-BUF applies instead; loaded by {GPU_UNIT} once the "
                           "NVIDIA driver provides it")

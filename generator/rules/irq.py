@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from generator.model.cpulist import compress_cpus
 from generator.inputs.facts import Facts, NicFacts
+from generator.model.layout import IRQ_UNIT
 from generator.inputs.profile import Profile
 from generator.rules.base import Output, irq_pin, note, rule, service
 
@@ -71,7 +72,7 @@ def irqbalance(facts: Facts, profile: Profile) -> Output:
     if pin_assignments(facts, profile):
         yield service("irqbalance.service", "disable",
                       "NIC interrupts are pinned at boot; irqbalance would move them again")
-        yield service("goldtune-irq-affinity.service", "enable",
+        yield service(IRQ_UNIT, "enable",
                       "pins NIC interrupts at boot, when the interfaces exist; logs and skips a missing one")
     elif profile.irq == "irqbalance":
         yield service("irqbalance.service", "enable", "the profile leaves interrupt placement to irqbalance")

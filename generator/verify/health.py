@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
-from generator.render.snapshot import Snapshot
+from generator.verify.snapshot import Snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict
 
 OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING

@@ -22,13 +22,13 @@ from pathlib import Path, PurePosixPath
 from generator.errors import InputError
 from generator.foreign import read_foreign
 from generator.model.kinds import KIND_SPECS
+from generator.model.layout import GPU_DATA, GPU_SCRIPT
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 from generator.verify.live import arg_name, parse_cmdline
 
-GPU_SCRIPT = "/usr/local/libexec/goldtune/gpu-setup"
 # A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
 MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
 
@@ -254,10 +254,10 @@ def image_modules(image: Image) -> dict[str, set[str]] | None:
 
 def check_module_load(setting: Setting, image: Image) -> Check:
     if is_driver_module(setting.key):
-        script = image.read(GPU_SCRIPT) or ""
-        if f"load_driver_module '{setting.key}'" in script:
+        data = (image.read(GPU_DATA) or "").splitlines()
+        if f"module\t{setting.key}" in data:
             return check_of(setting, f"loaded by {GPU_SCRIPT} at boot", OK)
-        return check_of(setting, "not loaded", MISSING, f"{GPU_SCRIPT} does not load it")
+        return check_of(setting, "not loaded", MISSING, f"{GPU_DATA} does not list it for {GPU_SCRIPT}")
     files = image.dropins("modules-load.d", ".conf") + [("/etc/modules", image.read("/etc/modules") or "")]
     found = last_assignment(files, lambda line: "" if arg_name(line.split()[0]) == arg_name(setting.key) else None)
     if not found:

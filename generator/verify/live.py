@@ -1,4 +1,4 @@
-"""Compare a snapshot of a running machine (see ``generator.render.snapshot``) with a bundle's plan.
+"""Compare a snapshot of a running machine (see ``generator.verify.snapshot``) with a bundle's plan.
 
 One small function per setting kind reads what the collector recorded and says ok, differs,
 missing, or not applicable here with the reason. What a kind measures:
@@ -21,16 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
-from generator import TOOL
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS
+from generator.model.layout import GPU_UNIT
 from generator.model.setting import Setting
-from generator.render.snapshot import GOVERNOR, THP_DEFRAG, THP_ENABLED, Snapshot, limit_user, module_param
+from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
+from generator.verify.snapshot import Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
-GPU_UNIT = f"{TOOL}-gpu.service"
 NOT_COLLECTED = "not in the snapshot (was it collected with this bundle's collector?)"
 
 # limits.conf item -> (/proc/self/limits row, units of limits.conf per unit of /proc)

@@ -2,8 +2,10 @@
 
 Three sources, one comparison per planned setting (expected, actual, verdict):
 
-- ``gen verify BUNDLE``: this machine, now. The bundle's collector (rendered from its plan) is run
-  here with ``sh``; run it as root so that limits can be measured through a PAM session.
+- ``gen verify BUNDLE``: this machine, now. This package's own copy of the fixed collector (the
+  same bytes every bundle ships, so no code from the bundle runs) is run here with ``sh`` on the
+  bundle's collector data file, validated first; run it as root so that limits can be measured
+  through a PAM session.
 - ``gen verify BUNDLE --snapshot FILE``: the output of the collector, saved anywhere (a serial
   console log with other lines around it is fine). Golden images need no Python for this.
 - ``gen verify BUNDLE --root DIR``: a mounted image. Files installed with the bundle's content and
@@ -20,16 +22,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
 from generator.errors import InputError, Problem
-from generator.foreign import read_foreign
-from generator.render.snapshot import parse_snapshot, render_collector
+from generator.foreign import read_beneath, read_foreign
+from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, SCRIPTS_DIR, in_overlay
+from generator.model.probes import check_collect_data
+from generator.paths import templates_dir
 from generator.table import format_table
 from generator.textsafe import printable
+from generator.verify.snapshot import parse_snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
 from generator.verify.health import boot_timing, check_health
 from generator.verify.live import check_settings
@@ -41,14 +47,39 @@ MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 CELL_WIDTH = 60
 
 
-def collect_here(bundle: Bundle) -> str:
-    """Run the bundle's collector on this machine and return what it printed."""
-    script = render_collector(bundle.plan, str(bundle.path / "plan.json"))
+COLLECT_DATA_LIMIT = 1 << 20  # bytes; a plan's collector data is a few kB
+
+
+def collector_script() -> Path:
+    """The package's own fixed collector: byte for byte the one every bundle ships."""
+    return templates_dir() / SCRIPTS_DIR / COLLECT_SCRIPT.rsplit("/", 1)[-1]
+
+
+def read_collect_data(bundle: Bundle) -> str:
+    """The bundle's collector data, validated as the collector would (InputError otherwise)."""
+    path = bundle.path / in_overlay(COLLECT_DATA)
+    # No link below the bundle is followed, only a regular file is read, up to the limit.
+    raw = read_beneath(bundle.path, in_overlay(COLLECT_DATA), COLLECT_DATA_LIMIT)
     try:
-        done = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True,
-                              timeout=COLLECT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InputError(Problem("collector", "", f"could not run here: {error}")) from None
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        raise InputError(Problem(str(path), "", "not ASCII text")) from None
+    check_collect_data(text, str(path))
+    return text
+
+
+def collect_here(bundle: Bundle) -> str:
+    """Run the collector on this machine with the bundle's data and return what it printed."""
+    data = read_collect_data(bundle)
+    with tempfile.TemporaryDirectory(prefix="gen-verify-") as scratch:
+        data_file = Path(scratch) / "collect.conf"  # the validated copy, not the bundle's file
+        data_file.write_text(data, encoding="ascii")
+        try:
+            done = subprocess.run(["sh", str(collector_script()), str(data_file)],
+                                  capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S,
+                                  check=False, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise InputError(Problem("collector", "", f"could not run here: {error}")) from None
     return done.stdout
 
 

@@ -18,10 +18,9 @@ from pathlib import Path
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, load_bundle_json, load_plan
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
+from generator.model.layout import MANIFEST, TUNED_DIR, UDEV_FILE, UNIT_DIR, in_overlay, target_of
 from generator.model.setting import Plan, Setting
 
-MANIFEST_FILE = "manifest.json"
-OVERLAY = "rootfs/"
 
 
 class Verdict(StrEnum):
@@ -68,7 +67,7 @@ class ManifestFile:
     @property
     def target(self) -> str | None:
         """Where the file lands on the machine, or None for a delivery file (install.sh…)."""
-        return "/" + self.path.removeprefix(OVERLAY) if self.path.startswith(OVERLAY) else None
+        return target_of(self.path)
 
 
 @dataclass(frozen=True)
@@ -85,8 +84,8 @@ class Bundle:
 
 
 def load_manifest(bundle_dir: Path) -> tuple[ManifestFile, ...]:
-    data = load_bundle_json(bundle_dir, MANIFEST_FILE)
-    source = str(bundle_dir / MANIFEST_FILE)
+    data = load_bundle_json(bundle_dir, MANIFEST)
+    source = str(bundle_dir / MANIFEST)
     entries = data.get("files") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise InputError(Problem(source, "files", "a manifest has a list of files"))
@@ -124,19 +123,20 @@ def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
 
 def tuned_profiles(bundle_dir: Path) -> list[str]:
     """The bundle's tuned profile directories that hold a tuned.conf, in name order."""
-    if not _plain_directory(bundle_dir, f"{OVERLAY}etc/tuned"):
+    tuned_dir = in_overlay(TUNED_DIR)
+    if not _plain_directory(bundle_dir, tuned_dir):
         return []
-    with os.scandir(bundle_dir / OVERLAY / "etc/tuned") as entries:
+    with os.scandir(bundle_dir / tuned_dir) as entries:
         names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    return [name for name in names if overlay_texts(bundle_dir, f"{OVERLAY}etc/tuned/{name}", "tuned.conf")]
+    return [name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")]
 
 
 def load_bundle(path: Path) -> Bundle:
     if not path.is_dir():
         raise InputError(Problem(str(path), "", "not a directory", hint="give the bundle directory (gen -o DIR)"))
     plan = load_plan(path)
-    files = load_manifest(path) if os.path.lexists(path / MANIFEST_FILE) else ()
-    rules = overlay_texts(path, f"{OVERLAY}etc/udev/rules.d", ".rules")
+    files = load_manifest(path) if os.path.lexists(path / MANIFEST) else ()
+    rules = overlay_texts(path, in_overlay(UDEV_FILE.rsplit("/", 1)[0]), ".rules")
     tuned = tuned_profiles(path)
     return Bundle(
         path=path,
@@ -144,5 +144,5 @@ def load_bundle(path: Path) -> Bundle:
         files=files,
         udev_rules="\n".join(rules.values()) if rules else None,
         tuned_profile=tuned[0] if tuned else None,
-        units=overlay_texts(path, f"{OVERLAY}etc/systemd/system", ".service"),
+        units=overlay_texts(path, in_overlay(UNIT_DIR), ".service"),
     )

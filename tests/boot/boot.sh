@@ -10,7 +10,8 @@
 #                          cloud-init/user-data; cloud-init applies it at first boot
 #   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
 #   --collector FILE       the collector to run (default: the bundle's
-#                          rootfs/usr/local/libexec/goldtune/collect)
+#                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
+#                          rootfs/etc/goldtune/collect.conf, copied beside it
 #
 # Both deliveries boot with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
 # command line: the image has no boot loader, so this stands in for the GRUB drop-in.
@@ -58,6 +59,8 @@ case $delivery in rootfs | cloud-init) ;; *) die "--delivery is rootfs or cloud-
 bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
 collector=${collector:-$bundle/rootfs/usr/local/libexec/goldtune/collect}
 [ -f "$collector" ] || die "no collector at $collector (pass --collector)" 2
+collect_data=$bundle/rootfs/etc/goldtune/collect.conf
+[ -f "$collect_data" ] || die "no collector data at $collect_data" 2
 
 ensure_qemu() {
     command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v mkfs.ext4 >/dev/null 2>&1 && return 0
@@ -91,12 +94,13 @@ choose_accel() {
 add_harness() {
     root=$1
     install -m 0755 "$collector" "$root/usr/local/sbin/boottest-collect"
+    install -m 0644 "$collect_data" "$root/usr/local/sbin/boottest-collect.conf"
     cat >"$root/usr/local/sbin/boottest-report" <<'EOF'
 #!/bin/sh
 # boot test harness: wait for the end of boot, print the snapshot on ttyS1, power off.
 timeout 900 systemctl is-system-running --wait >/dev/null 2>&1
 udevadm settle --timeout=60
-/usr/local/sbin/boottest-collect >/dev/ttyS1 2>/dev/null
+/usr/local/sbin/boottest-collect /usr/local/sbin/boottest-collect.conf >/dev/ttyS1 2>/dev/null
 systemctl poweroff --no-block
 EOF
     chmod 0755 "$root/usr/local/sbin/boottest-report"

@@ -25,8 +25,7 @@ from typing import Any
 
 import pytest
 
-from generator.render.snapshot import COLLECTOR_PATH, render_collector
-from generator.verify.verdicts import load_plan
+from generator.model.layout import COLLECT_SCRIPT, in_overlay
 
 pytestmark = pytest.mark.boot
 
@@ -92,13 +91,8 @@ def bundle(out_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def collector(bundle: Path, out_dir: Path) -> Path:
-    """The bundle's collector; rendered from its plan when the bundle does not carry one."""
-    shipped = bundle / "rootfs" / COLLECTOR_PATH.lstrip("/")
-    if shipped.is_file():
-        return shipped
-    rendered = out_dir / "collect"
-    rendered.write_text(render_collector(load_plan(bundle)))
-    return rendered
+    """The bundle's collector (a fixed script; it reads the bundle's collector data)."""
+    return bundle / in_overlay(COLLECT_SCRIPT)
 
 
 def boot(bundle: Path, collector: Path, out: Path, *extra: str) -> Path:

@@ -9,6 +9,7 @@ ROOTFS = "rootfs"
 USER_DATA = "cloud-init/user-data"
 KERNEL_CMDLINE = "kernel-cmdline"
 INSTALL_SH = "install.sh"
+INSTALL_LIST = "install.list"
 
 
 def files(bundle: Path, *patterns: str) -> list[Path]:

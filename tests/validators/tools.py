@@ -39,6 +39,7 @@ from .checks_system import (
     check_udev,
     check_units,
 )
+from .checks_data import DATA_PATTERNS, check_data_files
 from .checks_userland import (
     GRUB_PATTERNS,
     JSON_PATTERNS,
@@ -57,7 +58,7 @@ from .layout import INSTALL_SH, USER_DATA, files, relative
 from .run import MissingTool
 
 __all__ = [
-    "VALIDATORS", "MissingTool", "Validator", "check_cloud_init", "check_cloud_init_many", "check_grub", "check_json", "check_limits",
+    "VALIDATORS", "MissingTool", "Validator", "check_cloud_init", "check_data_files", "check_cloud_init_many", "check_grub", "check_json", "check_limits",
     "check_modprobe", "check_modules_load", "check_scripts", "check_scripts_many", "check_sysctl",
     "check_system_conf", "check_tmpfiles", "check_tuned", "check_tuned_many", "check_udev", "check_units",
     "unclaimed_files",
@@ -96,6 +97,7 @@ VALIDATORS: tuple[Validator, ...] = (
     Validator("tuned", "tuned's profile loader", TUNED_PATTERNS, check_tuned, check_tuned_many, slow=True),
     Validator("grub", "sh -n, shellcheck -s sh, sourcing as grub-mkconfig", GRUB_PATTERNS, check_grub),
     Validator("json", "json.loads", JSON_PATTERNS, check_json),
+    Validator("data", "the fixed script that reads each data file (--check)", DATA_PATTERNS, check_data_files),
 )
 
 

@@ -1,0 +1,77 @@
+"""One home for every bundle path and unit name, all built from ``TOOL``.
+
+The renderer writes these paths, the bundle reader and ``verify`` read them, the rules name the
+units, and the fixed scripts receive them as data (their data files, their units' ``ExecStart=``),
+so renaming the tool or moving a file is one edit here. Bundle paths are relative to the bundle
+directory; target paths (``/etc/…``) are where the overlay lands on the machine.
+"""
+
+from __future__ import annotations
+
+from generator import TOOL
+
+# --- the bundle directory ---------------------------------------------------------------------
+MANIFEST = "manifest.json"
+PLAN_FILE = "plan.json"
+OVERLAY = "rootfs/"  # the root-filesystem overlay: OVERLAY + target path without its "/"
+INSTALL_SH = "install.sh"
+INSTALL_LIST = "install.list"  # install.sh's data: files, services, steps
+USER_DATA = "cloud-init/user-data"
+KERNEL_CMDLINE = "kernel-cmdline"
+EXPLAIN = "EXPLAIN.md"
+
+# --- files the overlay installs (target paths) ------------------------------------------------
+DROP_IN = f"90-{TOOL}"
+SYSCTL_FILE = f"/etc/sysctl.d/{DROP_IN}.conf"
+GRUB_FILE = f"/etc/default/grub.d/{DROP_IN}.cfg"
+LIMITS_FILE = f"/etc/security/limits.d/{DROP_IN}.conf"
+MANAGER_FILE = f"/etc/systemd/system.conf.d/{DROP_IN}.conf"
+MODPROBE_FILE = f"/etc/modprobe.d/{DROP_IN}.conf"
+MODULES_LOAD_FILE = f"/etc/modules-load.d/{DROP_IN}.conf"
+TMPFILES_FILE = f"/etc/tmpfiles.d/{DROP_IN}.conf"
+UDEV_FILE = f"/etc/udev/rules.d/60-{TOOL}-io-scheduler.rules"
+TUNED_DIR = "/etc/tuned"
+TUNED_ACTIVE = f"{TUNED_DIR}/active_profile"
+TUNED_MODE = f"{TUNED_DIR}/profile_mode"
+UNIT_DIR = "/etc/systemd/system"
+
+# --- the fixed scripts and the data files they read -------------------------------------------
+LIBEXEC = f"/usr/local/libexec/{TOOL}"
+SCRIPTS_DIR = "scripts"  # under templates/: the fixed scripts, copied verbatim
+GPU_SCRIPT = f"{LIBEXEC}/gpu-setup"
+IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
+COLLECT_SCRIPT = f"{LIBEXEC}/collect"
+DATA_DIR = f"/etc/{TOOL}"
+GPU_DATA = f"{DATA_DIR}/gpu.conf"
+IRQ_DATA = f"{DATA_DIR}/irq.conf"
+COLLECT_DATA = f"{DATA_DIR}/collect.conf"
+INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed last time
+
+# --- units ------------------------------------------------------------------------------------
+GPU_UNIT = f"{TOOL}-gpu.service"
+IRQ_UNIT = f"{TOOL}-irq-affinity.service"
+GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
+IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
+
+
+def tuned_profile(profile_name: str) -> str:
+    """The tuned profile a bundle installs and selects."""
+    return f"{TOOL}-{profile_name}"
+
+
+def tuned_file(profile_name: str) -> str:
+    return f"{TUNED_DIR}/{tuned_profile(profile_name)}/tuned.conf"
+
+
+def unit_file(unit: str) -> str:
+    return f"{UNIT_DIR}/{unit}"
+
+
+def in_overlay(target: str) -> str:
+    """``/etc/x.conf`` -> ``rootfs/etc/x.conf``."""
+    return OVERLAY + target.removeprefix("/")
+
+
+def target_of(bundle_path: str) -> str | None:
+    """``rootfs/etc/x.conf`` -> ``/etc/x.conf``; None for a delivery file (install.sh…)."""
+    return "/" + bundle_path.removeprefix(OVERLAY) if bundle_path.startswith(OVERLAY) else None

@@ -1,0 +1,82 @@
+"""What the collector reads and how its words look: shared by the renderer, which writes the
+collector's data file, and by ``verify``, which validates that file and judges the snapshot.
+
+The collector itself is the fixed script ``templates/scripts/collect``; its data file is
+``SECTION`` or ``SECTION<TAB>WORD`` lines (``#`` lines are comments). Its output, a snapshot, is
+``SECTION<TAB>KEY<TAB>VALUE`` records between the ``SNAPSHOT_BEGIN`` and ``SNAPSHOT_END`` lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from generator.errors import InputError, Problem
+
+# Everything a data word may contain once it reaches a script: no quotes, no blanks, no '$'.
+# The scripts check the same alphabet (safe_word in collect).
+SAFE_WORD = re.compile(r"[A-Za-z0-9_.:/*?\[\]@+%=,-]+")
+TOOL_WORD = re.compile(r"[A-Za-z0-9_-]+")
+
+# sysfs values the verdict of some kernel arguments and tuned options is read from.
+THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+THP_DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
+SMT_CONTROL = "/sys/devices/system/cpu/smt/control"
+HUGEPAGES = "/sys/kernel/mm/hugepages/hugepages-*/nr_hugepages"
+GOVERNOR = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+EFFECT_PATHS = (THP_ENABLED, THP_DEFRAG, SMT_CONTROL, HUGEPAGES)
+# A limits.conf domain is measured in a session of this user (``*`` does not apply to root).
+WILDCARD_USER = "nobody"
+
+SNAPSHOT_BEGIN = ("goldtune-snapshot", "begin")
+SNAPSHOT_END = ("goldtune-snapshot", "end")
+
+# The collector's data sections, in the order it reads them: those that take one word per line
+# (one item to read each), and those named alone (read as a whole).
+LIST_SECTIONS = ("sysctl", "sysfs", "modparams", "modules", "limits", "manager", "irq", "units")
+WHOLE_SECTIONS = ("block", "gpu", "tuned", "own_units", "system", "journal", "files")
+NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
+
+
+def module_param(key: str) -> str | None:
+    """``nvidia-drm.modeset`` -> ``nvidia-drm/modeset``; None for a parameter of the kernel."""
+    module, dot, param = key.partition(".")
+    if not dot or module in ("rd", "modprobe", "systemd", "udev"):
+        return None
+    return f"{module}/{param}"
+
+
+def limit_user(domain: str) -> str | None:
+    """The user whose session shows a limits.conf domain; None for groups (no single user)."""
+    if domain == "*":
+        return WILDCARD_USER
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", domain):
+        return domain
+    return None
+
+
+def data_line_problem(line: str) -> str | None:
+    """What is wrong with one line of the collector's data file, or None (the script's rules)."""
+    if not line or line.startswith("#"):
+        return None
+    section, tab, word = line.partition("\t")
+    if section in NAME_SECTIONS:
+        pattern = TOOL_WORD if section == "tool" else SAFE_WORD
+        return None if pattern.fullmatch(word) else f"{section} needs one safe word"
+    if section in LIST_SECTIONS:
+        return None if SAFE_WORD.fullmatch(word) else f"{section} needs one safe word"
+    if section in WHOLE_SECTIONS:
+        return None if not tab else f"section {section} takes no word"
+    return "unknown section"
+
+
+def check_collect_data(text: str, source: str) -> None:
+    """Refuse a collector data file the script would refuse (InputError naming each bad line)."""
+    lines = text.split("\n")
+    problems = [Problem(source, f"line {number}", problem)
+                for number, line in enumerate(lines, start=1)
+                if (problem := data_line_problem(line)) is not None]
+    present = {line.partition("\t")[0] for line in lines}
+    problems += [Problem(source, "", f"no {name} line")
+                 for name in NAME_SECTIONS if name not in present]
+    if problems:
+        raise InputError(problems[:5])

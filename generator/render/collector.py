@@ -1,0 +1,93 @@
+"""The collector's data: what ``templates/scripts/collect`` reads for one plan.
+
+The collector is a fixed script, copied verbatim into every bundle; this module writes its data
+file (``layout.COLLECT_DATA``), one ``SECTION<TAB>WORD`` line per item, each preceded by the
+``# <rule id>: <reason>`` of the setting it checks (``gen verify`` judges the snapshot it prints).
+"""
+
+from __future__ import annotations
+
+import re
+
+from generator import TOOL
+from generator.errors import InputError, Problem
+from generator.model.probes import (
+    EFFECT_PATHS,
+    GOVERNOR,
+    LIST_SECTIONS,
+    SAFE_WORD,
+    WHOLE_SECTIONS,
+    limit_user,
+    module_param,
+)
+from generator.model.setting import Plan, Setting
+from generator.render.datafile import DataLine, setting_line
+
+# Why the collector reads what no single setting asks for.
+EFFECT_REASON = "collect: the effect of kernel arguments and tuned options is read here"
+WHOLE_REASONS = {
+    "block": "collect: the disks the udev rules may match",
+    "gpu": "collect: the GPUs the plan's nvidia-smi actions apply to",
+    "tuned": "collect: the tuned profile the plan selects",
+    "own_units": "collect: the state of this tool's own units",
+    "system": "collect: the health of the boot",
+    "journal": "collect: warnings of the configuration's consumers",
+    "files": "collect: the installed files, against the manifest",
+}
+
+
+def bundle_word(plan: Plan) -> str:
+    """The bundle's label as one safe word: ``dgx-h100/inference`` -> ``dgx-h100_inference``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{plan.hardware_name}/{plan.profile_name}")
+
+
+def _items(plan: Plan) -> dict[str, list[tuple[str, Setting | None]]]:
+    """For each list section, its words and the setting each checks (None: no single one)."""
+    sysfs: list[tuple[str, Setting | None]] = [(s.key, s) for s in plan.of_kind("sysfs")]
+    sysfs += [(path, None) for path in EFFECT_PATHS]
+    sysfs += [(GOVERNOR, s) for s in plan.of_kind("tuned") if s.key == "cpu.governor"]
+    modprobe_options = [s for s in plan.of_kind("modprobe") if s.key.startswith("options ")]
+    tuned_sysctl = [s for s in plan.of_kind("tuned") if s.key.startswith("sysctl.")]
+    kernel_params = [(module_param(s.key), s) for s in plan.of_kind("kernel-arg")]
+    users = [(limit_user(s.key.split()[0]), s) for s in plan.of_kind("limit")]
+    return {
+        "sysctl": [(s.key, s) for s in plan.of_kind("sysctl")]
+        + [(s.key.removeprefix("sysctl."), s) for s in tuned_sysctl],
+        "sysfs": sysfs,
+        "modparams": [(param, s) for param, s in kernel_params if param]
+        + [(f"{s.key.split()[1]}/{s.key.split()[2]}", s) for s in modprobe_options],
+        "modules": [(s.key.split()[1], s) for s in plan.of_kind("modprobe")]
+        + [(s.key, s) for s in plan.of_kind("module-load")],
+        "limits": [(user, s) for user, s in users if user],
+        "manager": [(s.key, s) for s in plan.of_kind("systemd-manager")],
+        "irq": [(s.key, s) for s in plan.of_kind("irq")],
+        "units": [(s.key, s) for s in plan.of_kind("service")],
+    }
+
+
+def _checked_word(word: str, source: str) -> str:
+    if not SAFE_WORD.fullmatch(word):
+        raise InputError(Problem(source, "", f"{word!r} cannot be passed to the collector"))
+    return word
+
+
+def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
+    """Every line of the collector's data file, in the order the collector reads them."""
+    lines = [
+        DataLine("collect: the tool whose units and files are read", ("tool", TOOL)),
+        DataLine("collect: the bundle this snapshot is compared with", ("bundle", bundle_word(plan))),
+    ]
+    items = _items(plan)
+    whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
+    for section in LIST_SECTIONS:
+        seen: set[str] = set()
+        for word, setting in items[section]:
+            if word in seen:
+                continue
+            seen.add(word)
+            fields = (section, _checked_word(word, source))
+            line = setting_line(setting, fields) if setting else DataLine(EFFECT_REASON, fields)
+            lines.append(line)
+    lines += [DataLine(WHOLE_REASONS[section], (section,))
+              for section in WHOLE_SECTIONS if whole.get(section, True)]
+    return lines

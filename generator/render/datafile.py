@@ -1,0 +1,26 @@
+"""Lines of the data files the fixed scripts read: TAB-separated words, each line after the
+``# <rule id>: <reason>`` comment that says why it is there."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from generator.model.setting import Setting
+from generator.render.formats import comment_text, reason_comment
+
+
+class DataLine(NamedTuple):
+    comment: str  # "<rule id>: <reason>", one line
+    fields: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return "\t".join(self.fields)
+
+
+def setting_line(setting: Setting, fields: tuple[str, ...]) -> DataLine:
+    return DataLine(reason_comment(setting), fields)
+
+
+def fixed_line(why: str, fields: tuple[str, ...]) -> DataLine:
+    return DataLine(comment_text(why), fields)

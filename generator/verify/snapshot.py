@@ -1,0 +1,62 @@
+"""The snapshot the bundle's collector prints, read back.
+
+The collector (``templates/scripts/collect``, installed at ``layout.COLLECT_SCRIPT``) prints
+``SECTION<TAB>KEY<TAB>VALUE`` records between a begin and an end line (the format is documented in
+the script). ``parse_snapshot`` reads them, also out of a serial console log with other lines
+around them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from generator.errors import InputError, Problem
+from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
+from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END
+
+
+@dataclass
+class Snapshot:
+    """The records of one collector run: ``records[section]`` is a list of (key, value)."""
+
+    records: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
+
+    def values(self, section: str, key: str) -> list[str]:
+        return [value for k, value in self.records.get(section, []) if k == key]
+
+    def value(self, section: str, key: str) -> str | None:
+        found = self.values(section, key)
+        return found[-1] if found else None
+
+    def section(self, section: str) -> list[tuple[str, str]]:
+        return list(self.records.get(section, []))
+
+    def has(self, section: str) -> bool:
+        return bool(self.records.get(section))
+
+
+def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
+    """The records between the begin and end markers; a log around them is ignored.
+
+    When the text holds several snapshots (a console log of several boots), the last one counts.
+    """
+    lines = [line.rstrip("\r") for line in text.replace("\r\n", "\n").split("\n")]
+    begins = [i for i, line in enumerate(lines) if tuple(line.split("\t")[:2]) == SNAPSHOT_BEGIN]
+    if not begins:
+        raise InputError(Problem(source, "", "no snapshot in it (no 'goldtune-snapshot<TAB>begin' line)",
+                                 hint=f"run {COLLECT_SCRIPT} {COLLECT_DATA} on the machine and save its output"))
+    snapshot = Snapshot()
+    bad: list[Problem] = []
+    for number, line in enumerate(lines[begins[-1] + 1:], start=begins[-1] + 2):
+        fields = line.split("\t", 2)
+        if tuple(fields[:2]) == SNAPSHOT_END:
+            if bad:
+                raise InputError(bad[:5])
+            return snapshot
+        if len(fields) == 3:
+            snapshot.records[fields[0]].append((fields[1], fields[2]))
+        elif line.strip():
+            bad.append(Problem(source, f"line {number}", f"not a SECTION<TAB>KEY<TAB>VALUE record: {line[:80]!r}"))
+    raise InputError(Problem(source, "", "the snapshot is truncated (no 'goldtune-snapshot<TAB>end' line)",
+                             hint="the collector was interrupted, or the log was cut"))

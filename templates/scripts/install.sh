@@ -1,0 +1,502 @@
+#!/bin/sh
+# Installs a bundle's root-filesystem overlay (a fixed script, identical in every bundle; what it
+# installs comes from install.list beside it).
+#
+# Usage: install.sh [--root DIR] | --check
+#   (no option)  install into this running system and apply what can be applied now
+#   --root DIR   install into the root filesystem mounted at DIR (an image being built; no GPU,
+#                no running systemd): units are enabled with `systemctl --root`, everything else
+#                takes effect when the image boots
+#   --check      validate install.list and that the bundle has every file it lists; install nothing
+#
+# install.list, written by the generator: lines of TAB-separated words, each data line preceded
+# by its "# <rule id>: <reason>" comment where a rule decided it ("#" lines and blank lines are
+# comments). Every line is validated before anything is written; words are data, never code.
+#   tool <name>                      message prefix; scope of stale files (/etc/*<name>*, libexec)
+#   bundle <hardware> <profile>      the bundle's label
+#   record <path>                    where the list of installed files is kept in the target
+#   file <mode> <path>               install rootfs<path> at <path> with <mode>
+#   text <path> <word>               write <word> and a newline to <path>
+#   service enable|disable|mask <unit>
+#   step <name> [<word>]             an activation step on a live system (one step_<name> each)
+#   kernel-arg <word>                an argument the bootloader step adds (grubby)
+#
+# With --root, nothing outside DIR is ever written or removed: every directory of a target path
+# is resolved inside DIR (a symbolic link that leaves it, absolute or relative, is refused),
+# temporary files are created with mktemp beside their target, a link at a target is replaced,
+# never followed, and the install record found in the image is validated before it is used.
+# Idempotent: a second run changes nothing and says so. A service the target does not have is
+# reported and skipped. Exit status: 0 done, 1 a step failed or a path was refused, 2 bad usage.
+set -eu
+umask 022
+LC_ALL=C
+export LC_ALL
+
+tool=install.sh
+
+say() {
+    printf '%s\n' "$tool: $*"
+}
+
+die() { # message [exit status]
+    printf '%s\n' "$tool: error: $1" >&2
+    exit "${2:-1}"
+}
+
+usage() {
+    printf '%s\n' "usage: install.sh [--root DIR] | --check" >&2
+    exit "$1"
+}
+
+# --- the data -----------------------------------------------------------------------------------
+
+bad_data() { # line-number message
+    die "$list: line $1: $2; nothing installed" 2
+}
+
+is_word() { # word: the alphabet of plain data words
+    case $1 in '' | *[!A-Za-z0-9_.,:=+/@%*-]*) return 1 ;; esac
+    return 0
+}
+
+is_path() { # an absolute path without '..', '//', a trailing '/' or any unusual character
+    case $1 in
+        /*/ | */../* | */.. | *//* | */./* | */. | *[!A-Za-z0-9@_.:/-]*) return 1 ;;
+        /?*) return 0 ;;
+    esac
+    return 1
+}
+
+is_unit() {
+    case $1 in '' | *[!A-Za-z0-9@_.:\\-]*) return 1 ;; esac
+    return 0
+}
+
+# read_list: every line checked, then kept in newline-separated lists (words have no blanks).
+read_list() {
+    files='' texts='' services='' steps='' kernel_args='' record='' label=''
+    number=0
+    while IFS= read -r line || [ -n "$line" ]; do
+        number=$((number + 1))
+        case $line in '' | '#'*) continue ;; esac
+        # split on TABs into at most four fields
+        saved_ifs=$IFS
+        IFS=$tab
+        set -f
+        # shellcheck disable=SC2086 # splitting on TABs is the point; globbing is off
+        set -- $line
+        set +f
+        IFS=$saved_ifs
+        key=$1
+        shift
+        read_line "$@"
+    done <"$list"
+    [ "$tool" != install.sh ] || bad_data "$number" "no tool line"
+    [ -n "$record" ] || bad_data "$number" "no record line"
+}
+
+read_line() { # the fields after the key
+    case $key:$# in
+        tool:1)
+            case $1 in '' | *[!A-Za-z0-9_-]*) bad_data "$number" "not a tool name" ;; esac
+            tool=$1
+            ;;
+        bundle:2)
+            { is_word "$1" && is_word "$2"; } || bad_data "$number" "not a bundle label"
+            label="$1 / $2"
+            ;;
+        record:1)
+            is_path "$1" || bad_data "$number" "not a plain absolute path"
+            record=$1
+            ;;
+        file:2)
+            case $1 in 0[0-7][0-7][0-7]) ;; *) bad_data "$number" "not an octal mode" ;; esac
+            is_path "$2" || bad_data "$number" "not a plain absolute path"
+            files="$files$1 $2$newline"
+            ;;
+        text:2)
+            { is_path "$1" && is_word "$2"; } || bad_data "$number" "not a path and a word"
+            texts="$texts$1 $2$newline"
+            ;;
+        service:2)
+            case $1 in enable | disable | mask) ;; *) bad_data "$number" "not enable, disable or mask" ;; esac
+            is_unit "$2" || bad_data "$number" "not a unit name"
+            services="$services$1 $2$newline"
+            ;;
+        step:1 | step:2)
+            case $1 in
+                sysctl | modules | udev | bootloader) [ $# -eq 1 ] || bad_data "$number" "step $1 takes no word" ;;
+                tmpfiles) { [ $# -eq 2 ] && is_path "$2"; } || bad_data "$number" "step tmpfiles needs a path" ;;
+                tuned) { [ $# -eq 2 ] && is_word "$2"; } || bad_data "$number" "step tuned needs a profile" ;;
+                *) bad_data "$number" "unknown step" ;;
+            esac
+            steps="$steps$1 ${2:-}$newline"
+            ;;
+        kernel-arg:1)
+            is_word "$1" || bad_data "$number" "not a kernel argument"
+            kernel_args="${kernel_args:+$kernel_args }$1"
+            ;;
+        *) bad_data "$number" "unknown key, or the wrong number of fields" ;;
+    esac
+}
+
+# --- paths inside the target root ---------------------------------------------------------------
+
+# resolve_dir PATH create|existing: $dir is the physical directory of the target's PATH. Each
+# component is resolved inside the root: a link that leaves it, absolute or relative, is refused,
+# and so is a component that is not a directory. With "existing", a missing one returns 1.
+resolve_dir() {
+    if [ "$root" = / ]; then
+        dir=$1
+        if [ ! -d "$dir" ]; then
+            [ "$2" = create ] || return 1
+            mkdir -p -- "$dir" || die "cannot create $dir"
+        fi
+        return 0
+    fi
+    dir=$root
+    rest=${1#/}
+    while [ -n "$rest" ]; do
+        name=${rest%%/*}
+        case $rest in */*) rest=${rest#*/} ;; *) rest='' ;; esac
+        next=$dir/$name
+        if [ -L "$next" ]; then
+            case $(readlink -- "$next") in
+                /*) die "$next is an absolute symbolic link that leaves the image; refusing to write through it" ;;
+            esac
+            real=$(CDPATH='' cd -P -- "$next" 2>/dev/null && pwd -P) ||
+                die "$next is a symbolic link to no directory; refusing to write through it"
+            case $real in
+                "$root" | "$root"/*) dir=$real ;;
+                *) die "$next is a symbolic link that leaves the image; refusing to write through it" ;;
+            esac
+        elif [ -d "$next" ]; then
+            dir=$next
+        elif [ -e "$next" ]; then
+            die "$next is not a directory"
+        elif [ "$2" = create ]; then
+            mkdir -- "$next" || die "cannot create $next"
+            dir=$next
+        else
+            return 1
+        fi
+    done
+    return 0
+}
+
+# target_of PATH create|existing: $target is PATH in the root (its directory resolved).
+target_of() {
+    resolve_dir "${1%/*}" "$2" || return 1
+    [ -n "${1%/*}" ] || dir=${dir%/}
+    target=$dir/${1##*/}
+    if [ -d "$target" ] && [ ! -L "$target" ]; then
+        die "$target is a directory where the file $1 goes; refusing"
+    fi
+    return 0
+}
+
+same_file() { # source target mode: the target is a plain file with this content and mode
+    [ -f "$2" ] && [ ! -L "$2" ] && cmp -s -- "$1" "$2" && [ "$(stat -c %a -- "$2")" = "${3#0}" ]
+}
+
+# put SOURCE MODE: replace $target with a copy of SOURCE, atomically, through a temporary that
+# mktemp creates beside it (never a fixed name that could be planted); a link at $target is
+# replaced, never followed.
+put() {
+    temporary=$(mktemp -- "$dir/.${target##*/}.XXXXXX") || die "cannot create a temporary file in $dir"
+    if ! cat -- "$1" >"$temporary" || ! chmod "$2" "$temporary"; then
+        rm -f -- "$temporary"
+        die "cannot write $temporary"
+    fi
+    if [ "$(id -u)" = 0 ]; then
+        chown 0:0 "$temporary"
+    fi
+    if [ -L "$target" ]; then
+        rm -f -- "$target"
+    fi
+    mv -f -- "$temporary" "$target"
+}
+
+install_file() { # mode path-in-root
+    source="$bundle/rootfs$2"
+    if [ ! -f "$source" ] || [ -L "$source" ]; then
+        die "bundle is incomplete: rootfs$2 is missing"
+    fi
+    target_of "$2" create
+    if same_file "$source" "$target" "$1"; then
+        say "unchanged $2"
+        unchanged=$((unchanged + 1))
+        return 0
+    fi
+    put "$source" "$1"
+    say "installed $2 (mode $1)"
+    installed=$((installed + 1))
+}
+
+write_text() { # path-in-root text (one line or more, without the final newline)
+    text_file=$(mktemp) || die "cannot create a temporary file"
+    printf '%s\n' "$2" >"$text_file"
+    target_of "$1" create
+    if same_file "$text_file" "$target" 0644; then
+        say "unchanged $1"
+        unchanged=$((unchanged + 1))
+    else
+        put "$text_file" 0644
+        say "wrote $1"
+        installed=$((installed + 1))
+    fi
+    rm -f -- "$text_file"
+}
+
+# --- services -----------------------------------------------------------------------------------
+
+unit_in_image() { # unit
+    template=$(printf '%s' "$1" | sed 's/@[^.]*\./@./')
+    for unit_dir in /etc/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system; do
+        if [ -e "$root$unit_dir/$1" ] || [ -e "$root$unit_dir/$template" ]; then
+            return 0
+        fi
+    done
+    return 1
+}
+
+service_offline() { # action unit
+    if ! command -v systemctl >/dev/null 2>&1; then
+        say "systemctl not found on this host: $1 $2 skipped (run: systemctl --root <image> $1 $2)"
+        skipped=$((skipped + 1))
+        return 0
+    fi
+    if [ "$1" != mask ] && ! unit_in_image "$2"; then
+        say "$2 is not installed in $root: $1 skipped"
+        skipped=$((skipped + 1))
+        return 0
+    fi
+    if systemctl --root="$root" --quiet "$1" "$2" </dev/null; then
+        say "$1 $2"
+    else
+        say "$1 $2 failed"
+        failed=$((failed + 1))
+    fi
+}
+
+service_live() { # action unit
+    if [ "$1" != mask ] && ! systemctl cat -- "$2" >/dev/null 2>&1 </dev/null; then
+        say "$2 is not installed: $1 skipped"
+        skipped=$((skipped + 1))
+        return 0
+    fi
+    if systemctl --quiet "$1" --now -- "$2" </dev/null; then
+        say "$1 $2"
+    else
+        say "$1 $2 failed"
+        failed=$((failed + 1))
+    fi
+}
+
+service() { # action unit: on the live system or in the image
+    if [ "$live" = yes ]; then service_live "$1" "$2"; else service_offline "$1" "$2"; fi
+}
+
+# --- activation steps on a live system: one function per step name of install.list -------------
+
+step_reload() { systemctl daemon-reload; }
+step_sysctl() { sysctl --system >/dev/null; }
+step_tmpfiles() { systemd-tmpfiles --create "$1"; }
+step_modules() { systemctl restart systemd-modules-load.service; }
+step_udev() { udevadm control --reload && udevadm trigger --action=change --subsystem-match=block; }
+
+step_tuned() { # profile
+    if systemctl is-active --quiet tuned.service; then
+        tuned-adm profile "$1"
+    else
+        say "tuned is not running; it loads the profile when it starts"
+    fi
+}
+
+# Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments in
+# BLS entries, which grubby edits; anything else is told what to add.
+step_bootloader() {
+    if command -v update-grub >/dev/null 2>&1; then
+        update-grub
+    elif command -v grubby >/dev/null 2>&1; then
+        grubby --update-kernel=ALL --args="$kernel_args"
+    else
+        say "no update-grub or grubby; add to the kernel command line: $kernel_args"
+    fi
+    say "kernel arguments take effect at the next boot"
+}
+
+summary_of() { # step name
+    case $1 in
+        reload) printf '%s' "reload systemd units" ;;
+        sysctl) printf '%s' "apply sysctl.d" ;;
+        tmpfiles) printf '%s' "write sysfs values" ;;
+        modules) printf '%s' "load modules" ;;
+        udev) printf '%s' "apply I/O scheduler rules" ;;
+        tuned) printf '%s' "switch tuned to the profile" ;;
+        bootloader) printf '%s' "refresh the boot loader configuration" ;;
+    esac
+}
+
+run_step() { # name [word]
+    step_name=$1
+    shift
+    summary=$(summary_of "$step_name")
+    say "$summary"
+    if ! ("step_$step_name" "$@") </dev/null; then
+        say "$summary: failed"
+        failed=$((failed + 1))
+    fi
+}
+
+# --- files an earlier bundle installed that this one does not carry -----------------------------
+
+# A line of the install record is used only when it names a file this tool could have installed.
+stale_candidate() { # path
+    is_path "$1" || return 1
+    case $1 in
+        /etc/*"$tool"* | /usr/local/libexec/"$tool"/*) return 0 ;;
+    esac
+    return 1
+}
+
+remove_stale() { # path-in-root of a file an earlier bundle installed
+    target_of "$1" existing || return 0
+    [ -e "$target" ] || [ -L "$target" ] || return 0
+    case $1 in
+        /etc/systemd/system/*.service) service disable "${1##*/}" ;;
+    esac
+    rm -f -- "$target"
+    say "removed $1 (no longer in the bundle)"
+}
+
+remove_stale_files() { # the new record's text
+    target_of "$record" existing || return 0
+    [ -e "$target" ] || [ -L "$target" ] || return 0
+    if [ -L "$target" ] || [ ! -f "$target" ]; then
+        say "the install record $record is not a plain file; it was not used"
+        failed=$((failed + 1))
+        return 0
+    fi
+    record_lines=$(cat -- "$target")
+    line_number=0
+    while IFS= read -r old <&3; do
+        line_number=$((line_number + 1))
+        [ -n "$old" ] || continue
+        if ! stale_candidate "$old"; then
+            say "line $line_number of the install record $record is not a file $tool installs; ignored"
+            failed=$((failed + 1))
+        elif ! printf '%s\n' "$1" | grep -qxF -- "$old"; then
+            remove_stale "$old"
+        fi
+    done 3<<RECORD
+$record_lines
+RECORD
+}
+
+# --- the run ------------------------------------------------------------------------------------
+
+root=/
+check_only=no
+while [ $# -gt 0 ]; do
+    case $1 in
+        --check)
+            check_only=yes
+            shift
+            ;;
+        --root)
+            [ $# -ge 2 ] || usage 2
+            root=$2
+            shift 2
+            ;;
+        --root=*)
+            root=${1#--root=}
+            shift
+            ;;
+        -h | --help) usage 0 ;;
+        *) usage 2 ;;
+    esac
+done
+
+tab=$(printf '\t')
+newline='
+'
+bundle=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd -P)
+list=$bundle/install.list
+if [ ! -f "$list" ] || [ -L "$list" ]; then
+    die "bundle is incomplete: install.list is missing" 2
+fi
+read_list
+if [ "$check_only" = yes ]; then
+    while read -r mode path <&3; do
+        if [ -n "$path" ] && { [ ! -f "$bundle/rootfs$path" ] || [ -L "$bundle/rootfs$path" ]; }; then
+            die "bundle is incomplete: rootfs$path is missing"
+        fi
+    done 3<<FILES
+$files
+FILES
+    exit 0
+fi
+[ -d "$root" ] || die "no such directory: $root" 2
+root=$(CDPATH='' cd -P -- "$root" && pwd -P)
+
+# A live system: the root is / and systemd runs it (not a chroot at image build time).
+live=no
+if [ "$root" = / ] && [ -d /run/systemd/system ]; then
+    if ! command -v systemd-detect-virt >/dev/null 2>&1 || ! systemd-detect-virt --quiet --chroot; then
+        live=yes
+    fi
+fi
+
+installed=0
+unchanged=0
+skipped=0
+failed=0
+if [ "$live" = yes ]; then where='live system'; else where='image, offline'; fi
+say "installing the $label bundle into $root ($where)"
+
+# 1. Files of the overlay, with fixed modes.
+while read -r mode path <&3; do
+    [ -z "$path" ] || install_file "$mode" "$path"
+done 3<<FILES
+$files
+FILES
+
+# 2. Files an earlier bundle installed that this one does not carry.
+installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
+remove_stale_files "$installed_paths"
+write_text "$record" "$installed_paths"
+
+# 3. Fixed text files (the tuned profile selection: tuned reads them when it starts).
+while read -r path word <&3; do
+    [ -z "$path" ] || write_text "$path" "$word"
+done 3<<TEXTS
+$texts
+TEXTS
+
+# 4. Services and activation.
+if [ "$live" = yes ]; then
+    run_step reload
+fi
+while read -r action unit <&3; do
+    [ -z "$unit" ] || service "$action" "$unit"
+done 3<<SERVICES
+$services
+SERVICES
+if [ "$live" = yes ]; then
+    while read -r step word <&3; do
+        [ -z "$step" ] || run_step "$step" ${word:+"$word"}
+    done 3<<STEPS
+$steps
+STEPS
+    say "limits.d applies to new login sessions; system.conf.d defaults and kernel arguments at the next boot"
+else
+    if [ -n "$kernel_args" ]; then
+        say "kernel arguments: the grub.d drop-in is read by update-grub; inside the image run"
+        say "  update-grub (Debian, Ubuntu) or grubby --update-kernel=ALL --args='$kernel_args' (RHEL-like)"
+    fi
+    say "sysctl, tmpfiles, udev, modules and boot units take effect when the image boots"
+fi
+
+say "done: $installed written, $unchanged unchanged, $skipped skipped, $failed failed"
+[ "$failed" -eq 0 ] || exit 1

@@ -1,0 +1,55 @@
+"""The data files of the fixed scripts, judged by the script that reads each one.
+
+Every fixed script has a ``--check`` mode that runs its own data parser (the same code a boot or an
+install runs) and exits 0 only when every line is sound; it reads no system state and changes
+nothing. Each runs here as nobody, on a readable copy of the bundle's files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .layout import INSTALL_LIST, INSTALL_SH, ROOTFS, files, output_problems, relative
+from .run import copy_readable, run, scratch, unprivileged
+
+# data file -> the fixed script that reads it (bundle-relative)
+DATA_READERS = {
+    f"{ROOTFS}/etc/goldtune/gpu.conf": f"{ROOTFS}/usr/local/libexec/goldtune/gpu-setup",
+    f"{ROOTFS}/etc/goldtune/irq.conf": f"{ROOTFS}/usr/local/libexec/goldtune/irq-affinity",
+    f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/local/libexec/goldtune/collect",
+}
+DATA_PATTERNS = (*DATA_READERS, INSTALL_LIST)
+
+
+def check_data_files(bundle: Path) -> list[str]:
+    problems = []
+    with scratch("data") as tmp:
+        for data, reader in DATA_READERS.items():
+            if not (bundle / data).is_file():
+                continue
+            if not (bundle / reader).is_file():
+                problems.append(f"{data}: its reader {reader} is not in the bundle")
+                continue
+            script = copy_readable(bundle / reader, tmp / data.replace("/", "_") / "script")
+            copy = copy_readable(bundle / data, script.parent / "data")
+            result = run(unprivileged(["sh", str(script), "--check", str(copy)]))
+            if result.returncode != 0:
+                problems += output_problems(result, data)
+        if (bundle / INSTALL_LIST).is_file():
+            problems += check_install_list(bundle, tmp)
+    return problems
+
+
+def check_install_list(bundle: Path, tmp: Path) -> list[str]:
+    """install.sh --check reads install.list beside it and finds every listed file in rootfs/."""
+    copy = tmp / "bundle"
+    copy_readable(bundle / INSTALL_SH, copy / INSTALL_SH)
+    copy_readable(bundle / INSTALL_LIST, copy / INSTALL_LIST)
+    if (bundle / ROOTFS).is_dir():
+        copy_readable(bundle / ROOTFS, copy / ROOTFS)
+    result = run(unprivileged(["sh", str(copy / INSTALL_SH), "--check"]))
+    return [] if result.returncode == 0 else output_problems(result, INSTALL_LIST)
+
+
+def data_files(bundle: Path) -> list[str]:
+    return [relative(bundle, path) for path in files(bundle, *DATA_PATTERNS)]
