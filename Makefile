@@ -24,9 +24,11 @@ test: $(STAMP)
 test-long: $(STAMP)
 	$(BIN)/python -m pytest --hypothesis-profile=long tests/test_properties.py
 
-## bench: print the performance figures (bench/bench.py; no timed assertions in the tests)
+## bench: print the performance figures beside issue 17's goals (bench/bench.py; no timed
+## assertions in the tests). Options go in BENCH_ARGS, e.g. BENCH_ARGS="--scratch /dev/shm --runs 21"
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) out/*-*/

@@ -1,22 +1,36 @@
 #!/usr/bin/env python3
-"""Print goldtune's performance figures (no assertions; targets live here, not in tests).
+"""Print goldtune's performance figures beside issue 17's goals (no assertions live in the tests).
 
   make bench                      # or: .venv/bin/python bench/bench.py [options]
 
-Figures, each the median of --runs fresh processes:
-  1. the import floor: a fresh interpreter importing click, jinja2, yaml and pydantic's BaseModel;
-     and the same plus one trivial pydantic model defined and validated (pydantic loads its schema
-     machinery and plugin loader only then; any program that validates with pydantic pays it);
-  2. one cold `gen` (a new process writing one bundle over the previous one) against both
-     floors, target <= 1.3x;
-  3. one `gen diff` of two bundles against the import floor, target <= 1.2x;
-  4. the marginal time per bundle in one `gen matrix` of >= 500 bundles (the difference between
-     a large and a small matrix, divided by the extra bundles), with the default worker count
-     and with one worker, target <= 5 ms. Writing a bundle creates ~40 files and directories, so
-     the scratch file system matters: its cost to create a small file is printed beside it.
+How the figures are taken, so that they can be trusted on a shared machine:
+  - the commands a ratio compares run interleaved (A B C A B C ...), never as blocks, so drift in
+    the machine's load moves both sides of a ratio alike;
+  - `gen` is the installed console script beside this interpreter (.venv/bin/gen), as users run it;
+  - every run is one fresh process tree, reaped with wait4(): its wall time, its CPU time (user +
+    system of the process and every descendant it waited for) and its peak resident memory (the
+    largest single process of the tree); each figure prints min / median / max;
+  - the matrix marginal per bundle is the slope of a least-squares line through several matrix
+    sizes (each run several times, interleaved), not the difference of two single runs;
+  - /proc/pressure/cpu ("some avg10": the share of the last 10 s in which a runnable task waited
+    for a CPU) is printed before and after each file system's figures: a figure taken under
+    pressure is not a quiet-machine figure, and the table says so.
+
+The figures, for each scratch file system (default: the system temp dir and /dev/shm):
+  1. the import floor: a fresh interpreter importing click, jinja2, yaml and pydantic's BaseModel,
+     and the same plus one trivial pydantic model defined and validated;
+  2. one cold `gen` writing a new bundle, and one replacing the bundle it wrote before (the old
+     tree is removed by a detached child after gen exits: its CPU is not in gen's figure, and the
+     bench waits for it to finish before the next run);
+  3. one `gen diff` of two bundles;
+  4. `gen matrix --all-profiles` at three sizes with 2 workers (override with --jobs): marginal
+     wall and CPU per bundle, and the peak memory of the largest process at the largest size.
+Ratios and goals are judged on CPU medians (what the work costs; wall time on a loaded machine
+mostly measures the other tenants) and printed with wall medians beside them.
 
 goldtune's modules are byte-compiled first, as `pip install` does (a checkout run with
-PYTHONDONTWRITEBYTECODE would otherwise recompile them in every process).
+PYTHONDONTWRITEBYTECODE would otherwise recompile them in every process), and the caches are
+warmed by one run before anything is timed.
 """
 
 from __future__ import annotations
@@ -31,15 +45,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+GEN = Path(sys.executable).parent / "gen"
+ENV = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
 # `import pydantic` alone is lazy and loads almost nothing; importing BaseModel is the real cost
 # of importing the dependency, so the floor imports that.
 IMPORTS = "import click, jinja2, yaml; from pydantic import BaseModel"
 FLOOR = [sys.executable, "-c", IMPORTS]
-FLOOR_WITH_MODEL = [sys.executable, "-c", f"{IMPORTS}\nclass Probe(BaseModel):\n    x: int\nProbe(x=1)"]
+PROBE = "class Probe(BaseModel):\n    x: int\nProbe(x=1)"
+FLOOR_WITH_MODEL = [sys.executable, "-c", f"{IMPORTS}\n{PROBE}"]
+PRESSURE = Path("/proc/pressure/cpu")
+QUIET_PRESSURE = 10.0  # % "some avg10" above which the machine is called busy
 
 HW_TEMPLATE = """\
 cpu: {{vendor: {vendor}, sockets: {sockets}, cores_per_socket: {cores}, threads_per_core: 2}}
@@ -53,21 +73,56 @@ disks: [{{name: nvme0n1, kind: nvme, role: os}}]
 GPUS = ["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S", "L4", "B200"]
 
 
-def gen_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "generator", *args]
+class Sample(NamedTuple):
+    wall: float  # seconds
+    cpu: float  # seconds, user + system, the process and its reaped descendants
+    peak_kib: int  # largest resident set of one process in the tree
 
 
-def timed(command: list[str], cwd: Path, allowed: tuple[int, ...] = (0,)) -> float:
+class Figures(NamedTuple):
+    """One file system's results: samples per command, matrix fits, pressure before/after."""
+
+    where: str
+    samples: dict[str, list[Sample]]
+    matrix: dict[str, float]
+    pressure: tuple[float | None, float | None]
+    create_us: float
+
+
+def run_once(command: Sequence[str], cwd: Path, allowed: tuple[int, ...] = (0,)) -> Sample:
     start = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
-    if result.returncode not in allowed:
-        raise SystemExit(f"{' '.join(command[:4])}… failed with exit status {result.returncode}")
-    return elapsed
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    if child.returncode not in allowed:
+        rerun = subprocess.run(command, cwd=cwd, env=ENV, capture_output=True, text=True,
+                               check=False)
+        raise SystemExit(f"{' '.join(map(str, command[:4]))} ... failed with exit status "
+                         f"{child.returncode}: {rerun.stderr.strip()[-500:]}")
+    return Sample(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
 
 
-def median_of(runs: int, command: list[str], cwd: Path, allowed: tuple[int, ...] = (0,)) -> float:
-    return statistics.median(timed(command, cwd, allowed) for _ in range(runs))
+def interleaved(rounds: int, steps: dict[str, Callable[[], Sample]]) -> dict[str, list[Sample]]:
+    """Run every step once per round, in turn (A B C A B C ...), rotating where a round starts."""
+    samples: dict[str, list[Sample]] = {name: [] for name in steps}
+    names = list(steps)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(steps[name]())
+    return samples
+
+
+def cpu_pressure() -> float | None:
+    """/proc/pressure/cpu "some avg10" in %, or None where the kernel has no PSI."""
+    try:
+        first_line = PRESSURE.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    fields = dict(field.split("=", 1) for field in first_line.split()[1:])
+    return float(fields["avg10"])
 
 
 def write_hardware(folder: Path, count: int) -> list[str]:
@@ -84,23 +139,12 @@ def write_hardware(folder: Path, count: int) -> list[str]:
     return paths
 
 
-def matrix_seconds(hardware: list[str], out: Path, cwd: Path, jobs: int | None) -> float:
-    args = gen_command("matrix", "-o", str(out), "--all-profiles")
-    if jobs is not None:
-        args += ["--jobs", str(jobs)]
-    for hw in hardware:
-        args += ["--hw", hw]
-    seconds = timed(args, cwd)
-    shutil.rmtree(out)
-    return seconds
-
-
-def marginal_per_bundle(hardware: list[str], profiles: int, work: Path, jobs: int | None) -> tuple[float, float]:
-    """(seconds for the whole large matrix, marginal seconds per bundle)."""
-    small = max(1, len(hardware) // 10)
-    t_small = matrix_seconds(hardware[:small], work / "m-small", work, jobs)
-    t_large = matrix_seconds(hardware, work / "m-large", work, jobs)
-    return t_large, (t_large - t_small) / ((len(hardware) - small) * profiles)
+def least_squares_slope(points: Sequence[tuple[float, float]]) -> float:
+    """Slope of the least-squares line through (x, y) points."""
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
 
 
 def file_create_cost(folder: Path, count: int = 400) -> float:
@@ -115,43 +159,212 @@ def file_create_cost(folder: Path, count: int = 400) -> float:
     return elapsed / count
 
 
+def has_hidden_entries(directory: Path) -> bool:
+    return any(name.startswith(".") for name in os.listdir(directory))
+
+
+def wait_for_removal(directory: Path, timeout: float = 30.0) -> None:
+    """Wait until the detached child of a replacing gen has removed the old tree."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and has_hidden_entries(directory):
+        time.sleep(0.01)
+
+
+class Bench:
+    """The figures for one scratch directory."""
+
+    def __init__(self, work: Path, options: argparse.Namespace) -> None:
+        self.work = work
+        self.options = options
+        self.counter = 0
+
+    def gen(self, *args: str, allowed: tuple[int, ...] = (0,)) -> Sample:
+        return run_once([str(GEN), *args], self.work, allowed)
+
+    def fresh(self, prefix: str) -> Path:
+        self.counter += 1
+        return self.work / f"{prefix}-{self.counter}"
+
+    def gen_new(self) -> Sample:
+        target = self.fresh("new")
+        sample = self.gen("--hw", "dgx-h100", "--profile", "inference", "-o", str(target))
+        shutil.rmtree(target)
+        return sample
+
+    def gen_replace(self) -> Sample:
+        sample = self.gen("--hw", "dgx-h100", "--profile", "inference", "-o", str(self.work / "a"))
+        wait_for_removal(self.work)
+        return sample
+
+    def matrix(self, hardware: list[str]) -> Sample:
+        out = self.fresh("matrix")
+        args = ["matrix", "-o", str(out), "--all-profiles", "--jobs", str(self.options.jobs)]
+        for path in hardware:
+            args += ["--hw", path]
+        sample = self.gen(*args)
+        shutil.rmtree(out)
+        return sample
+
+    def single_commands(self) -> dict[str, list[Sample]]:
+        self.gen("--hw", "dgx-h100", "--profile", "inference", "-o", str(self.work / "a"))  # caches
+        self.gen("--hw", "dgx-a100", "--profile", "inference", "-o", str(self.work / "b"))
+        wait_for_removal(self.work)
+        return interleaved(self.options.runs, {
+            "floor": lambda: run_once(FLOOR, self.work),
+            "floor_model": lambda: run_once(FLOOR_WITH_MODEL, self.work),
+            "gen_new": self.gen_new,
+            "gen_replace": self.gen_replace,
+            "diff": lambda: self.gen("diff", str(self.work / "a"), str(self.work / "b"),
+                                     allowed=(0, 1)),
+        })
+
+    def matrix_figures(self) -> tuple[dict[str, list[Sample]], dict[str, float]]:
+        profiles = len(list((REPO / "profiles").glob("*.yaml")))
+        largest = -(-self.options.bundles // profiles)
+        hardware = write_hardware(self.work, largest)
+        sizes = sorted({max(1, largest // 5), max(2, 3 * largest // 5), largest})
+        steps = {f"matrix_{size * profiles}": (lambda size=size: self.matrix(hardware[:size]))
+                 for size in sizes}
+        samples = interleaved(self.options.matrix_runs, steps)
+        runs = [(size * profiles, run) for size in sizes
+                for run in samples[f"matrix_{size * profiles}"]]
+        wall = [(bundles, run.wall) for bundles, run in runs]
+        cpu = [(bundles, run.cpu) for bundles, run in runs]
+        largest_runs = samples[f"matrix_{largest * profiles}"]
+        fits = {
+            "sizes": float(len(sizes)),
+            "largest": float(largest * profiles),
+            "wall_per_bundle": least_squares_slope(wall),
+            "cpu_per_bundle": least_squares_slope(cpu),
+            "peak_mib": max(run.peak_kib for run in largest_runs) / 1024,
+        }
+        return samples, fits
+
+    def figures(self, where: str) -> Figures:
+        before = cpu_pressure()
+        samples = self.single_commands()
+        matrix_samples, fits = self.matrix_figures()
+        after = cpu_pressure()
+        return Figures(where, {**samples, **matrix_samples}, fits, (before, after),
+                       file_create_cost(self.work) * 1e6)
+
+
+def spread(samples: list[Sample], field: str) -> str:
+    values = sorted(getattr(sample, field) * 1000 for sample in samples)
+    return f"{statistics.median(values):.0f} ({values[0]:.0f}-{values[-1]:.0f})"
+
+
+def median(samples: list[Sample], field: str) -> float:
+    return statistics.median(getattr(sample, field) for sample in samples)
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "**not met**"
+
+
+def ratio_cell(figures: Figures, name: str, base: str) -> str:
+    cpu = median(figures.samples[name], "cpu") / median(figures.samples[base], "cpu")
+    wall = median(figures.samples[name], "wall") / median(figures.samples[base], "wall")
+    return f"{cpu:.2f}× CPU ({wall:.2f}× wall)"
+
+
+def table(results: list[Figures], jobs: int) -> list[str]:
+    """The Markdown table the README shows: one column per file system, goals beside."""
+    header = "| figure | " + " | ".join(f.where for f in results) + " | goal (issue 17) |"
+    rows = [header, "|" + " --- |" * (len(results) + 2)]
+
+    def row(label: str, cell: Callable[[Figures], str], goal: str = "—") -> None:
+        rows.append(f"| {label} | " + " | ".join(cell(f) for f in results) + f" | {goal} |")
+
+    def both(name: str) -> Callable[[Figures], str]:
+        return lambda f: f"{spread(f.samples[name], 'cpu')} / {spread(f.samples[name], 'wall')}"
+
+    def pressure(f: Figures) -> str:
+        shown = ["n/a" if value is None else f"{value:.0f} %" for value in f.pressure]
+        busy = any(value is not None and value > QUIET_PRESSURE for value in f.pressure)
+        return f"{shown[0]} → {shown[1]}" + (" (busy)" if busy else "")
+
+    def matrix(key: str, scale: float, unit: str) -> Callable[[Figures], str]:
+        return lambda f: f"{f.matrix[key] * scale:.1f} {unit}"
+
+    def cold_goal(f: Figures) -> str:
+        ratio = median(f.samples["gen_new"], "cpu") / median(f.samples["floor_model"], "cpu")
+        return f"{ratio_cell(f, 'gen_new', 'floor_model')}, {verdict(ratio <= 1.05)}"
+
+    def replace_goal(f: Figures) -> str:
+        new, old = median(f.samples["gen_new"], "wall"), median(f.samples["gen_replace"], "wall")
+        return f"{old / new:.2f}× wall, {verdict(old <= new)}"
+
+    def wall_goal(f: Figures) -> str:
+        limit = 2.0 if "tmpfs" in f.where else 4.0
+        value = f.matrix["wall_per_bundle"] * 1000
+        return f"{value:.1f} ms, {verdict(value <= limit)} (≤ {limit:.0f} ms)"
+
+    row("CPU pressure, some avg10, before → after", pressure, f"≤ {QUIET_PRESSURE:.0f} % is quiet")
+    row("import floor, ms CPU / wall, median (min-max)", both("floor"))
+    row("floor + one pydantic model validated", both("floor_model"))
+    row("cold `gen`, new bundle", both("gen_new"))
+    row("… against the floor with a model", cold_goal, "≤ 1.05×")
+    row("cold `gen`, replacing the previous bundle", both("gen_replace"))
+    row("… replacing against writing new", replace_goal, "≤ 1.00× (no slower)")
+    row("`gen diff` of two bundles", both("diff"))
+    row("… against the import floor", lambda f: ratio_cell(f, "diff", "floor"))
+    row(f"`gen matrix`, {jobs} workers: marginal wall per bundle (fit over "
+        f"{int(results[0].matrix['sizes'])} sizes)", wall_goal, "≤ 2 ms tmpfs, ≤ 4 ms ext4")
+    row("… marginal CPU per bundle", lambda f: f"{f.matrix['cpu_per_bundle'] * 1000:.1f} ms, "
+        f"{verdict(f.matrix['cpu_per_bundle'] <= 0.008)}", "≤ 8 ms")
+    row(f"… peak memory of one process, {int(results[0].matrix['largest'])} bundles",
+        lambda f: f"{f.matrix['peak_mib']:.0f} MiB, {verdict(f.matrix['peak_mib'] < 64)}",
+        "< 64 MiB")
+    row("creating one small file", lambda f: f"{f.create_us:.0f} µs", "—")
+    return rows
+
+
+def file_system(path: Path) -> str:
+    """"ext4 (/tmp)": the type of the mount holding ``path`` (/proc/self/mounts, longest match)."""
+    resolved, best, kind = path.resolve(), "", "?"
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        mounts = []
+    for line in mounts:
+        fields = line.split()
+        mount_point = fields[1].replace("\\040", " ")
+        if resolved.is_relative_to(mount_point) and len(mount_point) >= len(best):
+            best, kind = mount_point, fields[2]
+    return f"{kind} ({path})"
+
+
+def default_scratch() -> list[Path]:
+    places = [Path(tempfile.gettempdir())]
+    if Path("/dev/shm").is_dir():
+        places.append(Path("/dev/shm"))
+    return places
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=11, help="processes per figure (median)")
-    parser.add_argument("--bundles", type=int, default=500, help="bundles in the large matrix")
-    parser.add_argument("--scratch", type=Path, default=None, help="where to write (default: the system temp dir)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=11, help="runs of each single command")
+    parser.add_argument("--matrix-runs", type=int, default=3, help="runs of each matrix size")
+    parser.add_argument("--bundles", type=int, default=1000, help="bundles in the largest matrix")
+    parser.add_argument("--jobs", type=int, default=2, help="matrix workers")
+    parser.add_argument("--scratch", type=Path, action="append", default=None,
+                        help="where to write (repeatable; default: the temp dir and /dev/shm)")
     options = parser.parse_args()
+    if not GEN.is_file():
+        raise SystemExit(f"{GEN}: no installed console script; run `make .venv/.installed-stamp`")
     compileall.compile_dir(REPO / "generator", quiet=1)
-    profiles = len(list((REPO / "profiles").glob("*.yaml")))
-    with tempfile.TemporaryDirectory(dir=options.scratch) as scratch:
-        work = Path(scratch)
-        subprocess.run(gen_command("--hw", "dgx-h100", "--profile", "inference", "-o", str(work / "a")),
-                       cwd=work, env=ENV, check=True, stdout=subprocess.DEVNULL)  # warms the caches
-        floor = median_of(options.runs, FLOOR, work)
-        floor_model = median_of(options.runs, FLOOR_WITH_MODEL, work)
-        gen = median_of(options.runs, gen_command("--hw", "dgx-h100", "--profile", "inference", "-o",
-                                                  str(work / "a")), work)
-        subprocess.run(gen_command("--hw", "dgx-a100", "--profile", "inference", "-o", str(work / "b")),
-                       cwd=work, env=ENV, check=True, stdout=subprocess.DEVNULL)
-        diff = median_of(options.runs, gen_command("diff", str(work / "a"), str(work / "b")), work, allowed=(0, 1))
-        hardware = write_hardware(work, -(-options.bundles // profiles))
-        bundles = len(hardware) * profiles
-        t_parallel, marginal_parallel = marginal_per_bundle(hardware, profiles, work, None)
-        t_serial, marginal_serial = marginal_per_bundle(hardware, profiles, work, 1)
-        create = file_create_cost(work)
-        where = work.parent
-    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"scratch {where}")
-    print(f"import floor ({IMPORTS}): {floor * 1000:.0f} ms")
-    print(f"  + one pydantic model defined and validated: {floor_model * 1000:.0f} ms")
-    print(f"cold gen, one bundle:   {gen * 1000:.0f} ms = {gen / floor:.2f}x floor, "
-          f"{gen / floor_model:.2f}x floor with a model (target <= 1.3x)")
-    print(f"gen diff, two bundles:  {diff * 1000:.0f} ms = {diff / floor:.2f}x floor (target <= 1.2x)")
-    print(f"matrix of {bundles} bundles, {jobs} workers: {t_parallel:.2f} s; marginal "
-          f"{marginal_parallel * 1000:.2f} ms per bundle (target <= 5 ms)")
-    print(f"matrix of {bundles} bundles, 1 worker:  {t_serial:.2f} s; marginal {marginal_serial * 1000:.2f} ms per bundle")
-    print(f"scratch file system: {create * 1e6:.0f} us to create one small file")
+    results = []
+    for place in options.scratch or default_scratch():
+        with tempfile.TemporaryDirectory(dir=place, prefix="goldtune-bench-") as scratch:
+            results.append(Bench(Path(scratch), options).figures(file_system(place)))
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs "
+          f"({len(os.sched_getaffinity(0))} usable), Python {platform.python_version()}, "
+          f"{platform.system()} {platform.release()}; gen = {GEN}")
+    print(f"{options.runs} interleaved runs per command, {options.matrix_runs} per matrix size; "
+          "goals judged on CPU medians\n")
+    print("\n".join(table(results, options.jobs)))
 
 
 if __name__ == "__main__":

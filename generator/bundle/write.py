@@ -344,8 +344,6 @@ def _last_errno() -> int:
 
 def defer_removal(replaced: Path) -> None:
     """Remove ``replaced`` later: it is off the critical path of the run that replaced it."""
-    if not _replaced:
-        atexit.register(_remove_replaced_detached)
     _replaced.append(replaced)
 
 
@@ -373,9 +371,13 @@ def _remove_replaced_detached() -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for stream in (0, 1, 2):
             os.dup2(null, stream)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # any pipe a caller waits on, too
         remove_replaced()
     finally:
         os._exit(0)
+
+
+atexit.register(_remove_replaced_detached)  # a no-op in a process that replaced nothing
 
 
 # .goldtune-new-<target key>-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
