@@ -24,7 +24,7 @@ from generator.render.render import OVERLAY_OUTPUTS
 from tests.conftest import REPO
 
 DISTRO_FILES = sorted((REPO / "hardware_db" / "distros").glob("*.yaml"))
-REQUIRED = {"debian-12"}
+REQUIRED = {"ubuntu-22.04", "ubuntu-24.04", "debian-12"}
 
 
 @pytest.mark.parametrize("path", DISTRO_FILES, ids=[p.stem for p in DISTRO_FILES])
@@ -61,6 +61,14 @@ def test_a_long_unknown_name_is_cut_short() -> None:
     with pytest.raises(InputError) as raised:
         resolve_distro("x" * 500, load_distros())
     assert len(raised.value.lines()[0]) < 200
+
+
+def test_sysctl_default_lookup() -> None:
+    distros = load_distros()
+    # procps ships it on 24.04 (LP #2057792); 22.04 keeps the kernel's 65530
+    raised = distros["ubuntu-24.04"].sysctl_default("vm.max_map_count")
+    assert raised is not None and raised.value == "1048576"
+    assert distros["ubuntu-22.04"].sysctl_default("vm.max_map_count") is None
 
 
 def test_late_files_are_named_against_the_bundles_own_sysctl_file() -> None:
