@@ -24,7 +24,7 @@ from generator.render.render import OVERLAY_OUTPUTS
 from tests.conftest import REPO
 
 DISTRO_FILES = sorted((REPO / "hardware_db" / "distros").glob("*.yaml"))
-REQUIRED = {"ubuntu-22.04", "ubuntu-24.04", "debian-12"}
+REQUIRED = {"ubuntu-22.04", "ubuntu-24.04", "debian-12", "rhel-9"}
 
 
 @pytest.mark.parametrize("path", DISTRO_FILES, ids=[p.stem for p in DISTRO_FILES])
@@ -37,6 +37,11 @@ def test_shipped_distro_loads_and_cites_sources(path: Path) -> None:
 def test_the_four_target_distributions_are_shipped() -> None:
     assert REQUIRED <= {path.stem for path in DISTRO_FILES}
     assert distros_dir() == REPO / "hardware_db" / "distros"
+
+
+@pytest.mark.parametrize("alias", ["rocky-9", "almalinux-9", "RHEL-9", " rhel-9 "])
+def test_rebuilds_resolve_to_rhel(alias: str) -> None:
+    assert resolve_distro(alias, load_distros()).key == "rhel-9"
 
 
 def test_every_key_and_alias_resolves_to_its_file() -> None:
@@ -53,7 +58,7 @@ def test_unknown_distribution_is_one_line_naming_the_known_ones() -> None:
     assert raised.value.exit_code == 2
     [line] = raised.value.lines()
     assert line.startswith("dgx.yaml: os.distro: unknown distribution 'centos-7' (known: ")
-    for name in REQUIRED:
+    for name in [*REQUIRED, "rocky-9", "almalinux-9"]:
         assert name in line
 
 
@@ -172,6 +177,20 @@ def test_bad_distro_file_is_one_line_with_its_field_path(
     [line] = raised.value.lines()
     assert line.startswith(str(folder / "debian-12.yaml") + ": "), line
     assert needle in line, line
+
+
+def test_an_alias_claimed_twice_names_the_second_file(tmp_path: Path) -> None:
+    folder = tmp_path / "distros"
+    shutil.copytree(REPO / "hardware_db" / "distros", folder)
+    target = folder / "debian-12.yaml"
+    data = yaml.safe_load(target.read_text())
+    data["aliases"] = ["rocky-9"]
+    target.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(InputError) as raised:
+        load_distros(folder)
+    [line] = raised.value.lines()
+    assert "aliases[0]: 'rocky-9' already names " in line
+    assert line.startswith(str(folder)), line
 
 
 def test_a_file_that_is_not_yaml_is_one_line(tmp_path: Path) -> None:

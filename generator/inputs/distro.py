@@ -145,7 +145,7 @@ class Backport(StrictModel):
     key: SysctlKey | KernelArg
     kind: Literal["kernel-arg", "sysctl"]
     mainline: KernelVersion  # first mainline release with it (generator/plan/known_keys.py)
-    kernel_release: Line  # first distribution kernel release with it
+    kernel_release: Line  # the earliest distribution kernel release confirmed to have it
     minor_release: Line | None = None  # the distribution point release that shipped it
     source: Sources
 
