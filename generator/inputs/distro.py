@@ -91,6 +91,13 @@ class Thp(StrictModel):
     source: Source
 
 
+class InitOnAlloc(StrictModel):
+    """Whether the distribution kernel zeroes every page it allocates (INIT_ON_ALLOC_DEFAULT_ON)."""
+
+    default_on: bool | None = None
+    source: Source
+
+
 class Tuned(StrictModel):
     installed_by_default: bool | None = None
     enabled_on_install: bool | None = None  # the package enables tuned.service when installed
@@ -160,6 +167,7 @@ class Distro(StrictModel):
     sysctl_defaults: list[SysctlDefault] = []
     late_sysctl_files: list[LateSysctlFile] = []
     thp: Thp
+    init_on_alloc: InitOnAlloc
     tuned: Tuned
     boot_args: BootArgs
     nvidia: Nvidia
