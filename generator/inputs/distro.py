@@ -102,6 +102,9 @@ class Tuned(StrictModel):
     installed_by_default: bool | None = None
     enabled_on_install: bool | None = None  # the package enables tuned.service when installed
     default_profile: Line | None = None  # what a fresh install runs, where confirmed
+    # tuned-main.conf: re-apply /etc/sysctl.d, /run/sysctl.d and /etc/sysctl.conf after the
+    # profile's [sysctl], so those files win over tuned (/usr/lib/sysctl.d does not)
+    reapply_sysctl: bool | None = None
     source: Sources
 
 
