@@ -1,0 +1,240 @@
+"""The shipped distribution knowledge: what Ubuntu, Debian and RHEL already do at boot.
+
+One YAML file per distribution release under ``hardware_db/distros/``, in the style of the
+GPU/NIC/CPU catalog: every fact carries a ``source:`` line (a URL, or a package file path and
+version), and a fact no source confirms stays empty (``null``) rather than guessed. Rules read
+these facts to decide what a bundle must not repeat (a limit the distribution already raises),
+what it must override (a vendor service that resets the governor) and how it reaches the boot
+loader (a GRUB drop-in, or grubby and BLS entries).
+
+Nothing here is wired into the hardware format or the commands yet; ``load_distros`` and
+``resolve_distro`` are the whole interface.
+"""
+
+# No `from __future__ import annotations` here: pydantic would have to eval every annotation
+# string when the models are defined, which is a measurable part of start-up (bench/bench.py).
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
+
+from generator.errors import InputError, Problem
+from generator.inputs.schema import StrictModel, validate_model
+from generator.inputs.yamlio import read_yaml_file
+from generator.paths import hardware_db_dir
+
+DistroKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[0-9][0-9.]*)$")]
+KernelVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+$")]
+Line = Annotated[str, StringConstraints(pattern=r"^[^\n]+$")]
+Source = Annotated[str, StringConstraints(pattern=r"^[^\n]{10,}$")]
+Sources = Annotated[list[Source], Field(min_length=1)]
+AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/*+-]+$")]
+SysctlKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+(\.[A-Za-z0-9_*-]+)+$")]
+KernelArg = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+(\.[a-z0-9_]+)?$")]
+UnitName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9@_.:-]+\.(service|timer)$")]
+PackageName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.+<>-]*$")]
+
+# goldtune's own sysctl drop-in; systemd-sysctl applies files in the order of their names
+# across /etc, /run and /usr/lib (sysctl.d(5)), so a vendor file named after it wins.
+GOLDTUNE_SYSCTL_FILE = "90-goldtune.conf"
+
+
+class Kernel(StrictModel):
+    """One kernel line the distribution supports for servers (GA, or a hardware-enablement one)."""
+
+    track: Literal["ga", "hwe", "backports"]
+    version: KernelVersion  # the mainline version it is based on
+    package: PackageName | None = None  # the meta package that installs it
+    source: Source
+
+
+class Systemd(StrictModel):
+    version: Annotated[int, Field(ge=200, le=999)] | None = None
+    package: Line | None = None  # package and version the number was read from
+    source: Source
+
+
+class SysctlDefault(StrictModel):
+    """A sysctl value the distribution sets at boot that differs from the kernel's default."""
+
+    key: SysctlKey
+    value: Line
+    file: AbsolutePath  # the sysctl.d file that sets it
+    package: Line | None = None
+    source: Source
+
+
+class LateSysctlFile(StrictModel):
+    """A sysctl.d file shipped by the distribution that is applied after goldtune's drop-in."""
+
+    file: AbsolutePath
+    link_to: AbsolutePath | Line | None = None  # where it points, when it is a symbolic link
+    keys: list[SysctlKey] = []  # what it sets out of the box (empty: nothing until edited)
+    package: Line | None = None
+    source: Source
+
+    @field_validator("file")
+    @classmethod
+    def _sorts_after_goldtune(cls, file: str) -> str:
+        if PurePosixPath(file).name <= GOLDTUNE_SYSCTL_FILE:
+            message = "{file} is applied before {ours}, so it cannot override it"
+            context = {"file": file, "ours": GOLDTUNE_SYSCTL_FILE}
+            raise PydanticCustomError("applied_before_goldtune", message, context)
+        return file
+
+
+class Thp(StrictModel):
+    """The transparent huge page mode the distribution kernel boots with (its Kconfig choice)."""
+
+    enabled: Literal["always", "madvise", "never"] | None = None
+    source: Source
+
+
+class InitOnAlloc(StrictModel):
+    """Whether the distribution kernel zeroes every page it allocates (INIT_ON_ALLOC_DEFAULT_ON)."""
+
+    default_on: bool | None = None
+    source: Source
+
+
+class Tuned(StrictModel):
+    installed_by_default: bool | None = None
+    enabled_on_install: bool | None = None  # the package enables tuned.service when installed
+    default_profile: Line | None = None  # what a fresh install runs, where confirmed
+    # tuned-main.conf: re-apply /etc/sysctl.d, /run/sysctl.d and /etc/sysctl.conf after the
+    # profile's [sysctl], so those files win over tuned (/usr/lib/sysctl.d does not)
+    reapply_sysctl: bool | None = None
+    source: Sources
+
+
+class BootArgs(StrictModel):
+    """How the kernel command line is set persistently on this distribution."""
+
+    mechanism: Literal["grub-dropin", "grubby-bls"]
+    reads: Annotated[list[AbsolutePath], Field(min_length=1)]  # what its tools read
+    update_command: Line | None = None  # what regenerates the boot configuration
+    bls: bool  # GRUB_ENABLE_BLSCFG: each kernel's arguments live in /boot/loader/entries
+    source: Sources
+
+
+class NvidiaUnit(StrictModel):
+    """A packaged NVIDIA systemd unit and how it starts."""
+
+    unit: UnitName
+    package: Line | None = None
+    static: bool | None = None  # no [Install] section: `systemctl enable` does nothing
+    enabled_on_install: bool | None = None  # the package's scripts enable it
+    started_by: Line | None = None  # what starts it when it is not enabled
+    exec_start: Line | None = None
+    persistence_mode: bool | None = None  # whether the packaged command leaves persistence on
+    source: Sources
+
+
+class Nvidia(StrictModel):
+    driver_packages: list[Line] = []
+    repository: Line | None = None  # where those packages come from
+    persistenced: NvidiaUnit | None = None
+    fabricmanager: NvidiaUnit | None = None
+    source: Sources
+
+
+class GovernorService(StrictModel):
+    """A service the distribution ships that changes the CPU frequency governor after boot."""
+
+    unit: UnitName
+    package: Line | None = None
+    enabled_by_default: bool | None = None
+    effect: Line
+    source: Sources
+
+
+class Backport(StrictModel):
+    """A kernel parameter or sysctl the distribution kernel has before mainline had it."""
+
+    key: SysctlKey | KernelArg
+    kind: Literal["kernel-arg", "sysctl"]
+    mainline: KernelVersion  # first mainline release with it (generator/plan/known_keys.py)
+    kernel_release: Line  # the earliest distribution kernel release confirmed to have it
+    minor_release: Line | None = None  # the distribution point release that shipped it
+    source: Sources
+
+
+class Distro(StrictModel):
+    key: DistroKey
+    name: Line
+    aliases: list[DistroKey] = []
+    family: Literal["debian", "rhel"]
+    kernels: Annotated[list[Kernel], Field(min_length=1)]
+    systemd: Systemd
+    sysctl_defaults: list[SysctlDefault] = []
+    late_sysctl_files: list[LateSysctlFile] = []
+    thp: Thp
+    init_on_alloc: InitOnAlloc
+    tuned: Tuned
+    boot_args: BootArgs
+    nvidia: Nvidia
+    governor_services: list[GovernorService] = []
+    kernel_backports: list[Backport] = []
+    notes: str = ""
+    sources: Sources
+
+    @field_validator("sysctl_defaults")
+    @classmethod
+    def _one_default_per_key(cls, defaults: list[SysctlDefault]) -> list[SysctlDefault]:
+        keys = [default.key for default in defaults]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            message = "names {keys} more than once"
+            raise PydanticCustomError("repeated_key", message, {"keys": ", ".join(repeated)})
+        return defaults
+
+    def sysctl_default(self, key: str) -> SysctlDefault | None:
+        """The distribution's boot-time value of ``key``, or None where it keeps the kernel's."""
+        return next((default for default in self.sysctl_defaults if default.key == key), None)
+
+
+def distros_dir() -> Path:
+    return hardware_db_dir() / "distros"
+
+
+def _load_file(path: Path) -> Distro:
+    distro = validate_model(Distro, read_yaml_file(path), str(path))
+    if distro.key != path.stem:
+        message = f"{distro.key!r} does not match the file name {path.stem!r}"
+        raise InputError(Problem(str(path), "key", message))
+    return distro
+
+
+def _index(distros: list[tuple[Path, Distro]]) -> dict[str, Distro]:
+    """Every key and alias to its distribution; a name claimed twice is an error."""
+    by_name: dict[str, Distro] = {}
+    for path, distro in distros:
+        for index, name in enumerate([distro.key, *distro.aliases]):
+            owner = by_name.setdefault(name, distro)
+            if owner is not distro:
+                where = "key" if index == 0 else f"aliases[{index - 1}]"
+                message = f"{name!r} already names {owner.key}"
+                raise InputError(Problem(str(path), where, message))
+    return by_name
+
+
+def load_distros(root: Path | None = None) -> dict[str, Distro]:
+    """Every distribution in ``root`` (default: the shipped table), by key and by alias."""
+    folder = root or distros_dir()
+    return _index([(path, _load_file(path)) for path in sorted(folder.glob("*.yaml"))])
+
+
+def resolve_distro(
+    name: str, distros: dict[str, Distro], source: str = "--os", path: str = ""
+) -> Distro:
+    """The distribution called ``name``; an unknown name is one line listing the known ones.
+
+    ``source`` and ``path`` say where the name was written (a command-line option, or a
+    hardware file and its field path), so the error points there.
+    """
+    distro = distros.get(name.strip().lower())
+    if distro is None:
+        message = f"unknown distribution {name!r:.40}"
+        raise InputError(Problem(source, path, message, "known: " + ", ".join(sorted(distros))))
+    return distro
