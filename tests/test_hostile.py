@@ -427,3 +427,28 @@ def test_a_bad_override_value_is_one_line_without_pydantic_internals(tmp_path: P
     line = assert_one_line_exit_2(gen("check", "--hw", "l4-inference", "--profile", str(profile)),
                                   "overrides[0].value: invalid value [1]: expected a string or an integer")
     assert "constrained-str" not in line
+
+
+# --- the suite must not fail because the machine is busy -----------------------------------------
+
+@pytest.mark.parametrize("text,counts", [
+    ("[ 61.2] vm systemd-udevd[201]: nvme0n1: Worker [230] processing SEQNUM=2345 is taking a long time", False),
+    ("[ 61.2] vm systemd-udevd[201]: sda: Spawned process '/bin/x' [240] is taking longer than 59s to complete",
+     False),
+    ("[ 91.2] vm systemd-udevd[201]: nvme0n1: Worker [230] processing SEQNUM=2345 killed", True),
+    ("[ 5.1] vm systemd-udevd[201]: /etc/udev/rules.d/60-goldtune-io-scheduler.rules:3 Invalid value", True),
+    ("[ 5.1] vm systemd-sysctl[150]: Couldn't write '60' to 'vm/swappiness': Invalid argument", True),
+])
+def test_journal_lines_are_classified_by_meaning(text: str, counts: bool):
+    from generator.verify.health import is_config_error, parse_journal_line
+
+    assert is_config_error(parse_journal_line(text)) is counts
+
+
+def test_boot_timeouts_come_from_measured_figures_with_an_override(monkeypatch: pytest.MonkeyPatch):
+    from tests.boot import test_boot
+
+    monkeypatch.delenv("GOLDTUNE_BOOT_TIMEOUT_S", raising=False)
+    assert test_boot.boot_timeout_s("cloud-init") >= 4 * 140 and test_boot.boot_timeout_s("rootfs") >= 4 * 75
+    monkeypatch.setenv("GOLDTUNE_BOOT_TIMEOUT_S", "1800")
+    assert test_boot.boot_timeout_s("cloud-init") == 1800
