@@ -452,3 +452,12 @@ def test_boot_timeouts_come_from_measured_figures_with_an_override(monkeypatch: 
     assert test_boot.boot_timeout_s("cloud-init") >= 4 * 140 and test_boot.boot_timeout_s("rootfs") >= 4 * 75
     monkeypatch.setenv("GOLDTUNE_BOOT_TIMEOUT_S", "1800")
     assert test_boot.boot_timeout_s("cloud-init") == 1800
+
+
+def test_a_fifo_as_the_targets_manifest_does_not_hang(tmp_path: Path):
+    """A guard, not a regression: the old lstat check refused a FIFO too; the size cap is new."""
+    target = tmp_path / "bundle"
+    target.mkdir()
+    os.mkfifo(target / "manifest.json")
+    result = gen("--hw", "l4-inference", "--profile", "inference", "-o", str(target), timeout=20)
+    assert_one_line_exit_2(result, "not a goldtune bundle")

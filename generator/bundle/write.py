@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
-from generator.bundle.read import MANIFEST, holds_own_plan
+from generator.bundle.read import MANIFEST, MAX_BUNDLE_FILE_BYTES, holds_own_plan
+from generator.foreign import read_beneath
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755
@@ -137,12 +138,9 @@ def bundle_entries(directory: Path) -> set[str]:
 
 def read_manifest_paths(directory: Path) -> set[str] | None:
     """The paths a goldtune manifest in ``directory`` lists, or None when it is not ours."""
-    manifest = directory / MANIFEST
-    try:
-        if not stat.S_ISREG(os.lstat(manifest).st_mode):
-            return None
-        data = json.loads(manifest.read_bytes())
-    except (OSError, ValueError):
+    try:  # a regular file, not a link, a FIFO or a huge file
+        data = json.loads(read_beneath(directory, MANIFEST, MAX_BUNDLE_FILE_BYTES))
+    except (InputError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("tool"), dict) or data["tool"].get("name") != TOOL:
         return None

@@ -6,10 +6,12 @@ import hashlib
 from pathlib import Path
 from typing import NamedTuple
 
+from generator.foreign import read_foreign
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.profile import Profile, load_profile
+from generator.inputs.yamlio import MAX_INPUT_BYTES
 
 
 class Inputs(NamedTuple):
@@ -22,8 +24,8 @@ class Inputs(NamedTuple):
     def digests(self) -> dict[str, str]:
         """sha256 of each input file as given (a reference system or parent profile is not included)."""
         return {
-            "hardware": hashlib.sha256(self.hardware_path.read_bytes()).hexdigest(),
-            "profile": hashlib.sha256(self.profile_path.read_bytes()).hexdigest(),
+            "hardware": hashlib.sha256(read_foreign(self.hardware_path, MAX_INPUT_BYTES)).hexdigest(),
+            "profile": hashlib.sha256(read_foreign(self.profile_path, MAX_INPUT_BYTES)).hexdigest(),
         }
 
 
