@@ -101,8 +101,10 @@ def check_target(target: Path) -> None:
     if target.parent == target:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
-        raise InputError(Problem(str(target), "", f"the directory name is {len(os.fsencode(target.name))} bytes; "
-                                 f"at most {MAX_NAME_BYTES} (the bundle is staged beside it under a longer name)"))
+        size = len(os.fsencode(target.name))
+        raise InputError(Problem(str(target), "", f"the directory name is {size} bytes; at most "
+                                 f"{MAX_NAME_BYTES} (the bundle is staged beside it under a longer "
+                                 "name)"))
     try:
         info = os.lstat(target)
     except FileNotFoundError:

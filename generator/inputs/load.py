@@ -24,9 +24,13 @@ class Inputs(NamedTuple):
     def digests(self) -> dict[str, str]:
         """sha256 of each input file as given (a reference system or parent profile is not included)."""
         return {
-            "hardware": hashlib.sha256(read_foreign(self.hardware_path, MAX_INPUT_BYTES)).hexdigest(),
-            "profile": hashlib.sha256(read_foreign(self.profile_path, MAX_INPUT_BYTES)).hexdigest(),
+            "hardware": sha256_of(self.hardware_path),
+            "profile": sha256_of(self.profile_path),
         }
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(read_foreign(path, MAX_INPUT_BYTES)).hexdigest()
 
 
 def load_inputs(hardware: str, profile: str, catalog: Catalog | None = None) -> Inputs:

@@ -56,7 +56,7 @@ def is_timing_message(line: JournalLine) -> bool:
 
 
 def is_config_error(line: JournalLine) -> bool:
-    """A warning from a consumer of the bundle's files that means a file was not taken as written."""
+    """A warning from a consumer of the bundle's files: a file was not taken as written."""
     if is_timing_message(line):
         return False
     if "pam_limits" in line.message or "libkmod" in line.message or CONSUMERS.match(line.ident):
