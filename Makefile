@@ -22,7 +22,7 @@ test: $(STAMP)
 
 ## test-long: the property tests with 1,000 examples each
 test-long: $(STAMP)
-	$(BIN)/python -m pytest --hypothesis-profile=long tests/test_properties.py
+	$(BIN)/python -m pytest --hypothesis-profile=long tests/test_properties.py tests/test_hostile_fuzz.py
 
 ## bench: print the performance figures beside issue 17's goals (bench/bench.py; no timed
 ## assertions in the tests). Options go in BENCH_ARGS, e.g. BENCH_ARGS="--scratch /dev/shm --runs 21"

@@ -25,10 +25,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 # interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
 atexit.register(gc.freeze)
 
-HW_HELP = ("Hardware description: a file (a value with a / or ending in .yaml/.yml), or else the name "
-           "of a shipped system (see `gen list`).")
-PROFILE_HELP = ("Workload profile: a file (a value with a / or ending in .yaml/.yml), or else the name "
-                "of a shipped profile (see `gen list`).")
+HW_HELP = ("Hardware description: a file (a value with a / or ending in .yaml/.yml), or else "
+           "the name of a shipped system (see `gen list`).")
+PROFILE_HELP = ("Workload profile: a file (a value with a / or ending in .yaml/.yml), or else "
+                "the name of a shipped profile (see `gen list`).")
 
 
 def reports_errors(func: F) -> F:

@@ -19,8 +19,9 @@ from generator.errors import InputError, Problem
 
 # A file descriptor read in chunks of this size: the cap is enforced without reading past it.
 CHUNK = 1 << 16
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link"}
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory",
+          stat.S_IFLNK: "a symbolic link"}
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW
 
@@ -46,10 +47,14 @@ def _refusal(error: OSError) -> str:
     return f"cannot read: {error.strerror or error}"
 
 
+def not_regular(source: str, mode: int) -> InputError:
+    return InputError(Problem(source, "", f"is {kind_of(mode)}, expected a regular file"))
+
+
 def _read_descriptor(fd: int, source: str, limit: int) -> bytes:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
-        raise InputError(Problem(source, "", f"is {kind_of(info.st_mode)}, expected a regular file"))
+        raise not_regular(source, info.st_mode)
     too_big = Problem(source, "", f"file is larger than {_size_text(limit)}; refusing to read it")
     if info.st_size > limit:
         raise InputError(too_big)
@@ -65,12 +70,12 @@ def _read_descriptor(fd: int, source: str, limit: int) -> bytes:
 
 
 def read_foreign(path: Path, limit: int, follow_links: bool = True) -> bytes:
-    """The bytes of the regular file ``path`` (at most ``limit``); anything else is an InputError."""
+    """The bytes of the regular file ``path`` (at most ``limit``); anything else: InputError."""
     source = str(path)
     try:
         info = os.stat(path, follow_symlinks=follow_links)
         if not stat.S_ISREG(info.st_mode):  # checked before open: a device is never opened
-            raise InputError(Problem(source, "", f"is {kind_of(info.st_mode)}, expected a regular file"))
+            raise not_regular(source, info.st_mode)
         fd = os.open(path, _OPEN_FLAGS | (0 if follow_links else os.O_NOFOLLOW))
     except OSError as error:
         raise InputError(Problem(source, "", _refusal(error))) from None
@@ -87,7 +92,8 @@ def read_foreign(path: Path, limit: int, follow_links: bool = True) -> bytes:
 def relative_parts(relative: str) -> list[str]:
     """The components of a plain relative path; ValueError for one that could leave its root."""
     parts = PurePosixPath(relative).parts
-    if not parts or relative.startswith("/") or "\0" in relative or any(p in ("..", ".") for p in parts):
+    leaves = relative.startswith("/") or "\0" in relative or any(p in ("..", ".") for p in parts)
+    if not parts or leaves:
         raise ValueError(f"{relative!r} is not a plain relative path")
     return list(parts)
 
@@ -107,7 +113,8 @@ def open_beneath(root: Path, relative: str) -> int:
             directory = inner
         info = os.stat(parts[-1], dir_fd=directory, follow_symlinks=False)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.ELOOP if stat.S_ISLNK(info.st_mode) else errno.EINVAL, kind_of(info.st_mode))
+            code = errno.ELOOP if stat.S_ISLNK(info.st_mode) else errno.EINVAL
+            raise OSError(code, kind_of(info.st_mode))
         return os.open(parts[-1], _OPEN_FLAGS | os.O_NOFOLLOW, dir_fd=directory)
     finally:
         os.close(directory)
@@ -121,8 +128,10 @@ def read_beneath_with_mode(root: Path, relative: str, limit: int) -> tuple[bytes
     except ValueError as error:
         raise InputError(Problem(source, "", str(error))) from None
     except OSError as error:
-        reason = f"is {error.strerror}, expected a regular file" if error.errno == errno.EINVAL else _refusal(error)
-        raise InputError(Problem(source, "", reason)) from None
+        # EINVAL is open_beneath's "not a regular file"; its strerror names the kind of file
+        reason = f"is {error.strerror}, expected a regular file"
+        raise InputError(Problem(source, "", reason if error.errno == errno.EINVAL
+                                 else _refusal(error))) from None
     try:
         return _read_descriptor(fd, source, limit), stat.S_IMODE(os.fstat(fd).st_mode)
     except OSError as error:

@@ -88,14 +88,16 @@ def test_each_input_file_is_read_and_hashed_once_however_many_bundles_use_it(tmp
     systems = ("dgx-a100", "l4-inference")
     inputs = [hardware_db_dir() / "systems" / f"{name}.yaml" for name in systems]
     inputs += [profiles_dir() / f"{name}.yaml" for name in ("inference", "training")]
+    from generator.inputs import load
+
     reads: list[Path] = []
-    real_read_bytes = Path.read_bytes
+    real_read = load.read_foreign
 
-    def counted_read_bytes(path: Path) -> bytes:
+    def counted_read(path: Path, limit: int) -> bytes:  # what file_digest hashes
         reads.append(path)
-        return real_read_bytes(path)
+        return real_read(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", counted_read_bytes)
+    monkeypatch.setattr(load, "read_foreign", counted_read)
     outcomes = list(generate_matrix(list(systems), ["inference", "training"], tmp_path,
                                     load_catalog(), jobs=1))
     assert [outcome.error for outcome in outcomes] == [""] * 4

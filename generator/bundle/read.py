@@ -39,11 +39,12 @@ class BundleFiles(NamedTuple):
         return {entry["path"]: entry for entry in self.manifest["files"]}
 
     def text(self, path: str) -> str:
-        return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES).decode("utf-8", errors="replace")
+        content = read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
+        return content.decode("utf-8", errors="replace")
 
 
 def load_bundle_json(root: Path, name: str) -> Any:
-    """``root/name`` parsed as JSON; a missing, linked, huge, deep or broken file is an InputError."""
+    """``root/name`` parsed as JSON; a missing, linked, huge, deep or broken file: InputError."""
     source = str(root / name)
     try:
         raw = read_beneath(root, name, MAX_BUNDLE_FILE_BYTES)
@@ -54,11 +55,12 @@ def load_bundle_json(root: Path, name: str) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as error:
-        raise InputError(Problem(source, "", f"unreadable {name}: not UTF-8 (byte {error.start})")) from None
+        why = f"not UTF-8 (byte {error.start})"
     except json.JSONDecodeError as error:
-        raise InputError(Problem(source, "", f"unreadable {name}: {error.msg} at line {error.lineno}")) from None
+        why = f"{error.msg} at line {error.lineno}"
     except (ValueError, RecursionError):  # a 5,000-digit number; nesting past the parser's stack
-        raise InputError(Problem(source, "", f"unreadable {name}: numbers too long or nested too deeply")) from None
+        why = "numbers too long or nested too deeply"
+    raise InputError(Problem(source, "", f"unreadable {name}: {why}"))
 
 
 def _is_list_of_mappings(value: Any) -> bool:
@@ -66,7 +68,7 @@ def _is_list_of_mappings(value: Any) -> bool:
 
 
 def check_plan_shape(data: Any) -> None:
-    """What ``plan_from_data`` assumes of plan.json's containers; ValueError where it does not hold."""
+    """What ``plan_from_data`` assumes of plan.json's containers; ValueError where it fails."""
     if not isinstance(data, dict):
         raise ValueError("plan.json is not a JSON object")
     for field in ("settings", "notes", "warnings"):
@@ -105,7 +107,7 @@ def check_manifest_shape(manifest: Any, source: str) -> None:
 
 
 def _file_state(root: Path, entry: dict[str, str]) -> bool:
-    """True when the file is a regular file below ``root`` (no link on the way) with its digest and mode."""
+    """True when the file is regular, below ``root`` (no link on the way), of its digest, mode."""
     try:
         content, mode = read_beneath_with_mode(root, entry["path"], MAX_BUNDLE_FILE_BYTES)
     except InputError:
@@ -116,12 +118,13 @@ def _file_state(root: Path, entry: dict[str, str]) -> bool:
 
 
 def present_entries(root: Path) -> set[str]:
-    """Every non-directory entry below ``root`` and every link to a directory; links not followed."""
+    """Every non-directory entry below ``root``, and every link to a directory (not followed)."""
     found: set[str] = set()
     for parent, dirs, names in os.walk(root):
         relative = PurePosixPath(Path(parent).relative_to(root))
         found.update(str(relative / name) for name in names)
-        found.update(str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name)))
+        links = [name for name in dirs if os.path.islink(os.path.join(parent, name))]
+        found.update(str(relative / name) for name in links)
     return {path.removeprefix("./") for path in found}
 
 

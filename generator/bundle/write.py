@@ -35,7 +35,8 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
-from generator.bundle.read import holds_own_plan
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan
+from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
@@ -143,8 +144,9 @@ def check_target(target: Path) -> None:
     if target.parent == target:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
-        raise InputError(Problem(str(target), "", f"the directory name is {len(os.fsencode(target.name))} bytes; "
-                                 f"at most {MAX_NAME_BYTES} (NAME_MAX)"))
+        size = len(os.fsencode(target.name))
+        raise InputError(Problem(str(target), "", f"the directory name is {size} bytes; at most "
+                                 f"{MAX_NAME_BYTES} (NAME_MAX)"))
     try:
         info = os.lstat(target)
     except FileNotFoundError:
@@ -180,12 +182,9 @@ def bundle_entries(directory: Path) -> set[str]:
 
 def read_manifest_paths(directory: Path) -> set[str] | None:
     """The paths a goldtune manifest in ``directory`` lists, or None when it is not ours."""
-    manifest = directory / MANIFEST
-    try:
-        if not stat.S_ISREG(os.lstat(manifest).st_mode):
-            return None
-        data = json.loads(manifest.read_bytes())
-    except (OSError, ValueError):
+    try:  # a regular file, not a link, a FIFO or a huge file
+        data = json.loads(read_beneath(directory, MANIFEST, MAX_BUNDLE_FILE_BYTES))
+    except (InputError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("tool"), dict) or data["tool"].get("name") != TOOL:
         return None

@@ -130,10 +130,12 @@ def check_intact(bundle: BundleFiles) -> None:
     bad = [*bundle.tampered, *bundle.unlisted]
     if not bad:
         return
-    problems = [Problem(f"{bundle.root}/{printable(path)}", "", "does not match the bundle's manifest.json "
-                        "(modified, missing, linked or unlisted)") for path in sorted(bad)[:MAX_TAMPERED_LINES]]
+    why = "does not match the bundle's manifest.json (modified, missing, linked or unlisted)"
+    problems = [Problem(f"{bundle.root}/{printable(path)}", "", why)
+                for path in sorted(bad)[:MAX_TAMPERED_LINES]]
     if len(bad) > MAX_TAMPERED_LINES:
-        problems.append(Problem(str(bundle.root), "", f"and {len(bad) - MAX_TAMPERED_LINES} more such files"))
+        more = len(bad) - MAX_TAMPERED_LINES
+        problems.append(Problem(str(bundle.root), "", f"and {more} more such files"))
     raise InputError(problems)
 
 
@@ -168,7 +170,8 @@ def _shown(value: str | None) -> str:
 def format_markdown(difference: Difference) -> str:
     from generator.render.formats import md_cell
 
-    lines = [f"### goldtune diff: `{printable(difference.old_label)}` → `{printable(difference.new_label)}`", ""]
+    old_label, new_label = printable(difference.old_label), printable(difference.new_label)
+    lines = [f"### goldtune diff: `{old_label}` → `{new_label}`", ""]
     if difference.same:
         return "\n".join(lines + ["No change.", ""])
     counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
@@ -176,13 +179,14 @@ def format_markdown(difference: Difference) -> str:
     if difference.changes:
         lines += ["| | Kind | Key | Old | New | Rule | Why |", "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in difference.changes:
-            cells = [SYMBOL[c.status], printable(c.kind), f"`{printable(c.key)}`", _code(c.old), _code(c.new),
-                     printable(c.rule), md_cell(printable(c.reason))]
+            cells = [SYMBOL[c.status], printable(c.kind), f"`{printable(c.key)}`", _code(c.old),
+                     _code(c.new), printable(c.rule), md_cell(printable(c.reason))]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     for file_diff in difference.files:
-        lines += [f"<details><summary>{printable(file_diff.path)} (text diff)</summary>", "", "```diff",
-                  printable_lines(file_diff.diff.rstrip("\n")), "```", "", "</details>", ""]
+        summary = f"<details><summary>{printable(file_diff.path)} (text diff)</summary>"
+        lines += [summary, "", "```diff", printable_lines(file_diff.diff.rstrip("\n")), "```", "",
+                  "</details>", ""]
     return "\n".join(lines)
 
 
@@ -202,11 +206,13 @@ def format_terminal(difference: Difference, colour: bool) -> str:
 
     out = [f"--- {printable(difference.old_label)}", f"+++ {printable(difference.new_label)}"]
     if difference.changes:
-        rows = [[SYMBOL[c.status], *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason))]
+        rows = [[SYMBOL[c.status], *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new),
+                                                    c.rule, c.reason))]
                 for c in difference.changes]
         table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
         out.append(table[0])
         out += [paint(line, c.status) for line, c in zip(table[1:], difference.changes)]
     for file_diff in difference.files:
-        out += [f"text diff of {printable(file_diff.path)}:", printable_lines(file_diff.diff.rstrip("\n"))]
+        out += [f"text diff of {printable(file_diff.path)}:",
+                printable_lines(file_diff.diff.rstrip("\n"))]
     return "\n".join(out) + "\n"

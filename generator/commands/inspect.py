@@ -104,9 +104,11 @@ def run_explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple
     if as_json:
         click.echo(json.dumps([s.as_json() for s in settings], indent=2))
         return
-    # A profile's reason may carry terminal escape sequences: every cell is escaped (JSON escapes its own).
+    # A profile's reason may carry terminal escape sequences: every cell is escaped (JSON
+    # escapes its own).
     rows = [[printable(text) for text in (s.kind, s.key, s.value if s.value != "" else '""', s.rule,
-                                          ("[override] " if s.override else "") + s.reason)] for s in settings]
+                                          ("[override] " if s.override else "") + s.reason)]
+            for s in settings]
     click.echo(format_table(["KIND", "KEY", "VALUE", "RULE", "REASON"], rows))
     for note in plan.notes:
         click.echo(printable(f"note ({note.rule}): {note.text}"))

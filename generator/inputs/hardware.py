@@ -68,7 +68,10 @@ class DiskSpec(StrictModel):
 # A whole kernel release as `uname -r` prints it (6.8, 6.1.0-18-amd64, 5.14.0-427.13.1.el9_4.x86_64,
 # 6.6.31+rpt-rpi-v8), matched from start to end: "6.8; rm -rf /" once passed a start-only match.
 KernelRelease = Annotated[
-    str, StringConstraints(pattern=r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+._~][A-Za-z0-9._+~-]{0,64})?$")
+    str,
+    StringConstraints(
+        pattern=r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?([-+._~][A-Za-z0-9._+~-]{0,64})?$"
+    ),
 ]
 
 
@@ -106,7 +109,7 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 
 def is_path_reference(reference: str) -> bool:
-    """A value with a ``/`` or ending in ``.yaml``/``.yml`` names a file; anything else a shipped name.
+    """A value with a ``/`` or ending in ``.yaml``/``.yml`` names a file; else a shipped name.
 
     The rule is fixed so that a file in the current directory (or beside a profile) can never
     stand in for a shipped system or profile: ``inference`` is always the shipped profile,
@@ -115,7 +118,9 @@ def is_path_reference(reference: str) -> bool:
     return "/" in reference or reference.endswith((".yaml", ".yml"))
 
 
-def find_input(reference: str, folder: Path, kind: str, choices: list[str], relative_to: Path | None = None) -> Path:
+def find_input(
+    reference: str, folder: Path, kind: str, choices: list[str], relative_to: Path | None = None
+) -> Path:
     """The file a reference names: a path (relative to ``relative_to`` when given, else to the
     current directory), or the shipped ``folder/<name>.yaml``; an unknown name is an InputError."""
     if is_path_reference(reference):
@@ -126,7 +131,8 @@ def find_input(reference: str, folder: Path, kind: str, choices: list[str], rela
         return shipped
     hint = closest(reference, choices)
     if Path(f"{reference}.yaml").is_file() or Path(reference).is_file():
-        hint = f"a bare name is a shipped {kind}; to read the file, give it as a path: ./{short_key(reference)}.yaml"
+        hint = (f"a bare name is a shipped {kind}; to read the file, give it as a path: "
+                f"./{short_key(reference)}.yaml")
     raise InputError(Problem(short_key(reference), "", f"no shipped {kind} of that name", hint))
 
 

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from generator.foreign import read_foreign
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.profile import Profile, load_profile
+from generator.inputs.yamlio import MAX_INPUT_BYTES
 
 
 class Inputs(NamedTuple):
@@ -23,8 +25,10 @@ class Inputs(NamedTuple):
     digests: Mapping[str, str]
 
 
+
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """sha256 of an input file, read as a foreign file (regular, non-blocking, size-capped)."""
+    return hashlib.sha256(read_foreign(path, MAX_INPUT_BYTES)).hexdigest()
 
 
 def input_digests(hardware_digest: str, profile_digest: str) -> dict[str, str]:

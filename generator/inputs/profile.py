@@ -162,7 +162,8 @@ def _find_parent(reference: str, folder: Path, child: Path) -> Path:
         return find_profile_file(reference, folder, relative_to=child.parent)
     except InputError as error:
         problem = error.problems[0]
-        raise InputError(Problem(str(child), "extends", f"{problem.source}: {problem.message}", problem.hint)) from None
+        message = f"{problem.source}: {problem.message}"
+        raise InputError(Problem(str(child), "extends", message, problem.hint)) from None
 
 
 def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:

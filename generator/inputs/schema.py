@@ -32,12 +32,13 @@ EXPECTED_TYPE = {"int": "int", "float": "float", "bool": "bool", "string": "stri
                  "dict": "mapping"}
 GOT_TYPE = {"str": "string", "dict": "mapping", "NoneType": "nothing"}
 # How one member of a union (Override.value: a one-line string or an integer) is described.
-MEMBER_EXPECTS = {"string_type": "a string", "int_type": "an integer", "int_from_float": "an integer",
-                  "bool_type": "true or false", "float_type": "a number"}
+MEMBER_EXPECTS = {"string_type": "a string", "int_type": "an integer",
+                  "int_from_float": "an integer", "bool_type": "true or false",
+                  "float_type": "a number"}
 
 
 def dotted_path(loc: Sequence[int | str]) -> str:
-    """``('gpus', 0, 'model')`` -> ``gpus[0].model``; a key from the file is escaped and cut short."""
+    """``('gpus', 0, 'model')`` -> ``gpus[0].model``; a key from the file escaped, cut short."""
     text = ""
     for part in loc:
         if isinstance(part, int):
@@ -49,7 +50,7 @@ def dotted_path(loc: Sequence[int | str]) -> str:
 
 
 def shown_input(value: Any, width: int = 40) -> str:
-    """A value from the file as an error quotes it: its repr, escaped, at most ``width`` characters."""
+    """A value from the file as an error quotes it: its repr, escaped, at most ``width`` long."""
     return short_key(repr(value), width)
 
 
@@ -118,12 +119,13 @@ def _readable_message(error: Any, model: type[BaseModel]) -> tuple[str, str]:
     if kind.removesuffix("_type") in EXPECTED_TYPE:
         expected = EXPECTED_TYPE[kind.removesuffix("_type")]
         got = type(error.get("input")).__name__
-        return f"expected {expected}, got {GOT_TYPE.get(got, got)} {shown_input(error.get('input'))}", ""
+        got = GOT_TYPE.get(got, got)
+        return f"expected {expected}, got {got} {shown_input(error.get('input'))}", ""
     return str(error["msg"]).replace("Input should be", "must be"), ""
 
 
 def field_loc(loc: Sequence[int | str], model: type[BaseModel]) -> tuple[list[int | str], bool]:
-    """``loc`` without pydantic's union-member tags (``value.constrained-str``), and whether it had one.
+    """``loc`` without pydantic's union-member tags (``value.constrained-str``); had it one?
 
     A part is a field name while the position is a model; past a field that is not a model, a
     string part can only be the tag of a union member (or a validator's ``function-…`` step).
@@ -154,7 +156,8 @@ def _member_expects(error: Any) -> str:
 
 def _union_problem(source: str, path: str, members: list[Any]) -> Problem:
     expects = " or ".join(dict.fromkeys(_member_expects(member) for member in members))
-    return Problem(source, path, f"invalid value {shown_input(members[0].get('input'))}: expected {expects}")
+    shown = shown_input(members[0].get("input"))
+    return Problem(source, path, f"invalid value {shown}: expected {expects}")
 
 
 def _unknown_fields_problem(source: str, unknown: list[str]) -> Problem:
@@ -180,8 +183,8 @@ def problems_from_validation(error: ValidationError, source: str, model: type[Ba
             unknown.append(path)
         message, hint = _readable_message(item, model)
         problems.append(Problem(source, path, message, hint))
-    problems = [_union_problem(source, p.path, unions[p.path]) if p.path in unions and not p.message else p
-                for p in problems]
+    problems = [_union_problem(source, p.path, unions[p.path])
+                if p.path in unions and not p.message else p for p in problems]
     if len(unknown) > MAX_UNKNOWN_LINES:
         others = [p for p in problems if p.path not in unknown or p.message != "unknown field"]
         problems = [_unknown_fields_problem(source, unknown), *others]
@@ -197,8 +200,9 @@ def validate_model(model: type[ModelT], data: dict[str, Any], source: str) -> Mo
     # ``name`` does not count: the loaders fill it in from the file name
     keys = set(map(str, data)) - {"name"}
     if keys and not keys & set(model.model_fields):
-        raise InputError(Problem(source, "", f"not a goldtune input of this kind: none of its {len(keys)} "
-                                 "top-level fields is known", "see `gen schema` for the format"))
+        message = (f"not a goldtune input of this kind: none of its {len(keys)} top-level fields "
+                   "is known")
+        raise InputError(Problem(source, "", message, "see `gen schema` for the format"))
     try:
         return model.model_validate(data)
     except ValidationError as error:

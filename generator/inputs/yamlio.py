@@ -93,14 +93,15 @@ def parse_yaml_text(text: str, source: str) -> dict[str, Any]:
 
 
 def name_or_stem(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """``data`` with ``name`` defaulting to the file's stem; an explicit ``name: null`` is an error."""
+    """``data`` with ``name`` defaulting to the file's stem; an explicit ``name: null`` is bad."""
     if "name" in data and data["name"] is None:
-        raise InputError(Problem(str(path), "name", "is empty (null)", "give a name or leave the field out"))
+        hint = "give a name or leave the field out"
+        raise InputError(Problem(str(path), "name", "is empty (null)", hint))
     return {**data, "name": data.get("name", path.stem)}
 
 
 def read_yaml_file(path: Path) -> dict[str, Any]:
-    """Read one YAML mapping from the regular file ``path`` with the checks of ``parse_yaml_text``."""
+    """Read one YAML mapping from the regular file ``path``, checked as in ``parse_yaml_text``."""
     source = str(path)
     raw = read_foreign(path, MAX_INPUT_BYTES)
     if b"\0" in raw:

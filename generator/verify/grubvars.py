@@ -23,10 +23,13 @@ CMDLINE_VARS = ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 # A statement that starts one of these makes what follows conditional or deferred.
-_COMPOUND = re.compile(r"(if|then|else|elif|fi|for|while|until|do|done|case|esac|function)\b|[{}()]")
+_COMPOUND = re.compile(
+    r"(if|then|else|elif|fi|for|while|until|do|done|case|esac|function)\b|[{}()]"
+)
 _EXPORT_ONLY = re.compile(r"export([ \t]+[A-Za-z_][A-Za-z0-9_]*)+[ \t]*(#.*)?$")
 _SOURCING = re.compile(r"(\.|source|eval|read|unset|set|readonly|local|declare|typeset)([ \t]|$)")
 _WORD_END = " \t\n;&|<>()"
+BACKTICKS = "a command substitution (`…`); goldtune does not run the image's code"
 
 
 class Unjudged(Exception):
@@ -42,7 +45,7 @@ class GrubVars:
     unjudged: list[str] = field(default_factory=list)  # "path: line N: why", for the two variables
 
     def cmdline(self) -> str | None:
-        """GRUB_CMDLINE_LINUX + GRUB_CMDLINE_LINUX_DEFAULT as grub-mkconfig joins them; None if unjudged."""
+        """GRUB_CMDLINE_LINUX + _DEFAULT as grub-mkconfig joins them; None if not judged."""
         if self.unjudged:
             return None
         parts = [self.values.get(name) or "" for name in CMDLINE_VARS]
@@ -93,7 +96,7 @@ class _Reader:
             elif char == "$":
                 out.append(self.expansion(quoted=False))
             elif char == "`":
-                raise Unjudged("a command substitution (`…`); goldtune does not run the image's code")
+                raise Unjudged(BACKTICKS)
             else:
                 out.append(char)
                 self.pos += 1
@@ -112,12 +115,14 @@ class _Reader:
                 raise Unjudged('quotes inside a "${…}" expansion')
             if char == "\\":
                 following = self.text[self.pos + 1:self.pos + 2]
-                out.append(following if following in '$`"\\' else "" if following == "\n" else "\\" + following)
+                # inside "…" a backslash escapes only $ ` " \ and a newline
+                kept = following if following in '$`"\\' else "\\" + following
+                out.append("" if following == "\n" else kept)
                 self.pos += 2
             elif char == "$":
                 out.append(self.expansion(quoted=True))
             elif char == "`":
-                raise Unjudged("a command substitution (`…`); goldtune does not run the image's code")
+                raise Unjudged(BACKTICKS)
             else:
                 out.append(char)
                 self.pos += 1
@@ -128,7 +133,7 @@ class _Reader:
         if name not in self.values and name in CMDLINE_VARS:
             return ""  # grub-mkconfig starts without them: only these files set them
         if name not in self.values:
-            raise Unjudged(f"${name}, which no GRUB file sets (its value at update-grub time is unknown)")
+            raise Unjudged(f"${name}, which no GRUB file sets (unknown at update-grub time)")
         value = self.values[name]
         if value is None:
             raise Unjudged(f"${name}, whose value is not judged")
@@ -155,7 +160,8 @@ class _Reader:
             raise Unjudged("a ${…} expansion that is not of a variable")
         name = found.group()
         self.pos = found.end()
-        operator = next((op for op in (":-", ":+", "-", "+", "}") if self.text.startswith(op, self.pos)), None)
+        operators = (":-", ":+", "-", "+", "}")
+        operator = next((op for op in operators if self.text.startswith(op, self.pos)), None)
         if operator is None:
             raise Unjudged(f"an expansion of ${{{name}…}} other than :- :+ - +")
         self.pos += len(operator)
@@ -177,10 +183,14 @@ class _Reader:
         return word if used else ""
 
 
-def _statement(reader: _Reader, conditional: bool) -> tuple[list[tuple[str, str | None, str]], bool]:
+Assigned = tuple[str, str | None, str]  # (name, value or None, why it is not judged)
+
+
+def _statement(reader: _Reader, conditional: bool) -> tuple[list[Assigned], bool]:
     """The assignments of the statement at the cursor: (name, value or None, why not judged)."""
     reader.skip_blanks()
-    rest = reader.text[reader.pos:reader.text.find("\n", reader.pos) if "\n" in reader.text[reader.pos:] else None]
+    line_end = reader.text.find("\n", reader.pos)
+    rest = reader.text[reader.pos:] if line_end < 0 else reader.text[reader.pos:line_end]
     if rest.startswith("#") or not rest.strip():
         reader.skip_to_line_end()
         return [], conditional
@@ -192,7 +202,8 @@ def _statement(reader: _Reader, conditional: bool) -> tuple[list[tuple[str, str 
         if _COMPOUND.match(rest) or _SOURCING.match(rest) or any(v in rest for v in CMDLINE_VARS):
             why = "shell code other than plain assignments"
             reader.skip_to_line_end()
-            touched = [(name, None, why) for name in CMDLINE_VARS if name in rest or _SOURCING.match(rest)]
+            sourcing = bool(_SOURCING.match(rest))
+            touched = [(name, None, why) for name in CMDLINE_VARS if name in rest or sourcing]
             return touched, conditional or bool(_COMPOUND.match(rest))
         reader.skip_to_line_end()  # a command that cannot set a variable of this shell (echo, :)
         return [], conditional
@@ -214,7 +225,7 @@ def _statement(reader: _Reader, conditional: bool) -> tuple[list[tuple[str, str 
 
 
 def parse_grub_files(files: list[tuple[str, str]]) -> GrubVars:
-    """Evaluate ``files`` (path, text) in order, as grub-mkconfig sources them, without running them."""
+    """Evaluate ``files`` (path, text) in order, as grub-mkconfig sources them, without running."""
     result = GrubVars(files=[path for path, _ in files])
     for path, text in files:
         reader = _Reader(text, result.values)

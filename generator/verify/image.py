@@ -147,7 +147,7 @@ def check_sysctl(setting: Setting, image: Image) -> Check:
 
 
 def grub_cmdline(image: Image) -> GrubVars:
-    """GRUB_CMDLINE_LINUX(_DEFAULT) of /etc/default/grub then grub.d/*.cfg, in grub-mkconfig's order."""
+    """GRUB_CMDLINE_LINUX(_DEFAULT) of /etc/default/grub, then grub.d/*.cfg, as grub-mkconfig."""
     names = ["/etc/default/grub"]
     directory = image.resolve("/etc/default/grub.d")
     if directory is not None and directory.is_dir():

@@ -84,7 +84,7 @@ def collect_here(bundle: Bundle) -> str:
 
 
 def read_snapshot(path: Path) -> str:
-    """A saved snapshot: a regular file of at most MAX_SNAPSHOT_BYTES (not a FIFO, not /dev/zero)."""
+    """A saved snapshot: a regular file of at most MAX_SNAPSHOT_BYTES (no FIFO, no /dev/zero)."""
     return read_foreign(path, MAX_SNAPSHOT_BYTES).decode("utf-8", errors="replace")
 
 
@@ -112,7 +112,7 @@ def exit_status(checks: list[Check]) -> int:
 
 
 def cell(text: str) -> str:
-    """One table cell: one line, control characters from the snapshot or image escaped, cut short."""
+    """One table cell: one line, control characters of the snapshot or image escaped, cut short."""
     text = printable(" ".join(text.split()))
     return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
 
@@ -125,8 +125,8 @@ def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -
     boot = source.get("boot")
     if boot and boot["units"]:
         per_unit = ", ".join(f"{unit} {s:.2f} s" for unit, s in boot["units"].items() if s is not None)
-        lines.append(printable(f"bundle units at boot: {per_unit} (total {boot['units_total_s']:.2f} s); "
-                               f"{boot['startup']}"))
+        total = f"total {boot['units_total_s']:.2f} s"
+        lines.append(printable(f"bundle units at boot: {per_unit} ({total}); {boot['startup']}"))
     lines.append(
         f"verify {printable(bundle.plan.hardware_name)} / {printable(bundle.plan.profile_name)} "
         f"against {printable(str(where))}: "

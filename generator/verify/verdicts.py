@@ -99,7 +99,7 @@ def load_manifest(bundle_dir: Path) -> tuple[ManifestFile, ...]:
 
 
 def _plain_directory(bundle_dir: Path, subdir: str) -> bool:
-    """``bundle_dir/subdir`` exists and no component of ``subdir`` is a link (or anything but a directory)."""
+    """``bundle_dir/subdir`` exists and every component of ``subdir`` is a directory, not a link."""
     current = bundle_dir
     for part in subdir.split("/"):
         current = current / part
@@ -112,13 +112,18 @@ def _plain_directory(bundle_dir: Path, subdir: str) -> bool:
 
 
 def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
-    """name -> text of each regular file ``subdir/*suffix`` of the bundle, in name order, no link followed."""
+    """name -> text of each regular file ``subdir/*suffix`` of the bundle, in name order.
+
+    No link is followed: a linked directory or file is not read (``read_beneath``).
+    """
     if not _plain_directory(bundle_dir, subdir):
         return {}
     with os.scandir(bundle_dir / subdir) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(suffix) and e.is_file(follow_symlinks=False))
-    return {name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES).decode("utf-8", "replace")
-            for name in names}
+        names = sorted(entry.name for entry in entries
+                       if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False))
+    texts = {name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES)
+             for name in names}
+    return {name: content.decode("utf-8", "replace") for name, content in texts.items()}
 
 
 def tuned_profiles(bundle_dir: Path) -> list[str]:
@@ -128,7 +133,8 @@ def tuned_profiles(bundle_dir: Path) -> list[str]:
         return []
     with os.scandir(bundle_dir / tuned_dir) as entries:
         names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    return [name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")]
+    return [name for name in names
+            if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")]
 
 
 def load_bundle(path: Path) -> Bundle:
