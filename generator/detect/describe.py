@@ -43,7 +43,7 @@ def describe(machine: Machine, command: str) -> str:
     numa = cpus.read_numa(tree)
     functions = devices.read_pci(tree)
     lines = header(command, machine)
-    lines += cpu_lines(identity, cpus.read_topology(tree))
+    lines += cpu_lines(identity, cpus.read_topology(tree), len(numa.cpu_nodes))
     lines += memory_lines(cpus.read_memory_kib(tree), numa)
     lines += gpu_lines(functions, numa, machine)
     lines += nic_lines(tree, functions, numa, machine.catalog)
@@ -63,7 +63,7 @@ def header(command: str, machine: Machine) -> list[str]:
     ]
 
 
-def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology) -> list[str]:
+def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology, cpu_nodes: int) -> list[str]:
     lines = ["cpu:"]
     seen = shown(identity.seen_as) if identity.seen_as else "no model name"
     if identity.model is not None:
@@ -71,9 +71,17 @@ def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology) -> list[str]:
     else:
         lines.append(comment(2, f"model: left out, {identity.model_note} ({seen})"))
     lines.append(field(2, "vendor", identity.vendor, f"{cpus.CPUINFO} ({identity.arch})"))
-    source = f"from cpu*/topology of {topology.online_cpus} online CPUs"
-    lines.append(field(2, "sockets", topology.sockets, f"physical_package_id {source}"))
-    lines.append(field(2, "cores_per_socket", topology.cores_per_socket, "core_id per package"))
+    source = f"physical_package_id from cpu*/topology of {topology.online_cpus} online CPUs"
+    sockets, cores = topology.sockets, topology.cores_per_socket
+    if cpu_nodes < sockets and sockets % cpu_nodes == 0:
+        # A VM's virtual sockets often share one NUMA node; the format needs numa_nodes to be a
+        # multiple of sockets, and the NUMA layout is what the rules act on.
+        source = (f"GUESS: {sockets} packages share {cpu_nodes} NUMA node(s), as a VM's virtual "
+                  f"sockets do; written as {cpu_nodes} socket(s) of {sockets // cpu_nodes * cores} "
+                  "cores because the format needs numa_nodes to be a multiple of sockets")
+        sockets, cores = cpu_nodes, sockets // cpu_nodes * cores
+    lines.append(field(2, "sockets", sockets, source))
+    lines.append(field(2, "cores_per_socket", cores, "core_id per package"))
     lines.append(field(2, "threads_per_core", topology.threads_per_core, "online CPUs per core"))
     return lines
 
