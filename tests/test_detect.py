@@ -40,25 +40,51 @@ def test_detected_description_passes_gen_check(name: str, profile: str, tmp_path
 
 def test_dgx_h100(tmp_path: Path):
     data, text = detected(trees.dgx_h100(), tmp_path)
-    assert data["cpu"] == {"model": "Xeon-8480C", "vendor": "intel", "sockets": 2,
-                           "cores_per_socket": 56, "threads_per_core": 2}
+    assert data["cpu"] == {
+        "model": "Xeon-8480C",
+        "vendor": "intel",
+        "sockets": 2,
+        "cores_per_socket": 56,
+        "threads_per_core": 2,
+    }
     assert data["numa_nodes"] == 2 and data["memory_gib"] == 2063
-    assert data["gpus"] == [{"model": "H100-SXM5-80GB", "count": 8, "numa_nodes": [0, 0, 0, 0, 1, 1, 1, 1]}]
+    assert data["gpus"] == [
+        {"model": "H100-SXM5-80GB", "count": 8, "numa_nodes": [0, 0, 0, 0, 1, 1, 1, 1]}
+    ]
     assert data["nvswitch"] is True and "4 NVSwitch PCI functions (10de:22a3)" in text
     compute = [nic for nic in data["nics"] if nic["name"].startswith("ibp")]
     assert len(compute) == 8
-    assert all(nic == {"name": nic["name"], "model": "ConnectX-7", "speed_gbps": 400,
-                       "numa_node": nic["numa_node"], "role": "compute", "rdma": True} for nic in compute)
+    assert all(
+        nic
+        == {
+            "name": nic["name"],
+            "model": "ConnectX-7",
+            "speed_gbps": 400,
+            "numa_node": nic["numa_node"],
+            "role": "compute",
+            "rdma": True,
+        }
+        for nic in compute
+    )
     assert {nic["name"]: nic["numa_node"] for nic in compute} == {
-        "ibp24s0": 0, "ibp64s0": 0, "ibp79s0": 0, "ibp94s0": 0,  # the names of the DGX H100
-        "ibp154s0": 1, "ibp192s0": 1, "ibp206s0": 1, "ibp220s0": 1}  # User Guide's Table 6
+        "ibp24s0": 0,
+        "ibp64s0": 0,
+        "ibp79s0": 0,
+        "ibp94s0": 0,  # the names of the DGX H100
+        "ibp154s0": 1,
+        "ibp192s0": 1,
+        "ibp206s0": 1,
+        "ibp220s0": 1,
+    }  # User Guide's Table 6
     by_name = {nic["name"]: nic for nic in data["nics"]}
     assert by_name["ens3f0np0"]["role"] == "frontend" and by_name["ens3f0np0"]["model"] == "E810"
     assert by_name["eno1"]["role"] == "management" and "model" not in by_name["eno1"]
     assert "lo" not in by_name
     assert "PCI 8086:1533 is not in the catalog" in text
-    assert data["disks"] == [{"name": "nvme0n1", "kind": "nvme", "role": "os"},
-                             {"name": "nvme1n1", "kind": "nvme", "role": "data"}]
+    assert data["disks"] == [
+        {"name": "nvme0n1", "kind": "nvme", "role": "os"},
+        {"name": "nvme1n1", "kind": "nvme", "role": "data"},
+    ]
     assert data["os"] == {"kernel": "6.8.0-45-generic", "page_size_kib": 4}
     assert "# distribution: Ubuntu 24.04.1 LTS (ubuntu 24.04)" in text
     assert "role: compute" in text and "GUESS: an InfiniBand link" in text
@@ -69,18 +95,32 @@ def test_l4_box_leaves_out_the_bmc_vga_and_removable_disks(tmp_path: Path):
     assert data["cpu"]["model"] == "EPYC-9654" and data["cpu"]["vendor"] == "amd"
     assert data["gpus"] == [{"model": "L4", "count": 1, "numa_nodes": [0]}]
     assert "display functions of other vendors left out (1a03:2000)" in text
-    assert data["nics"] == [{"name": "ens1f0np0", "model": "BCM57508", "speed_gbps": 25,
-                             "numa_node": 0, "role": "frontend"}]
-    assert data["disks"] == [{"name": "sda", "kind": "ssd", "role": "os"},
-                             {"name": "sdb", "kind": "hdd", "role": "data"}]
+    assert data["nics"] == [
+        {
+            "name": "ens1f0np0",
+            "model": "BCM57508",
+            "speed_gbps": 25,
+            "numa_node": 0,
+            "role": "frontend",
+        }
+    ]
+    assert data["disks"] == [
+        {"name": "sda", "kind": "ssd", "role": "os"},
+        {"name": "sdb", "kind": "hdd", "role": "data"},
+    ]
     assert "sdc: removable; left out" in text
     assert "nvswitch" not in data and "nvswitch: left out" in text
 
 
 def test_gh200_keeps_cpu_less_nodes_out_of_the_count(tmp_path: Path):
     data, text = detected(trees.gh200(), tmp_path)
-    assert data["cpu"] == {"model": "Grace", "vendor": "nvidia", "sockets": 1,
-                           "cores_per_socket": 72, "threads_per_core": 1}
+    assert data["cpu"] == {
+        "model": "Grace",
+        "vendor": "nvidia",
+        "sockets": 1,
+        "cores_per_socket": 72,
+        "threads_per_core": 1,
+    }
     assert data["numa_nodes"] == 1
     assert "NUMA nodes without CPUs: 1, 2, 3, 4, 5, 6, 7, 8" in text
     assert data["memory_gib"] == 480 and "less 96 GiB on CPU-less nodes" in text
@@ -101,16 +141,21 @@ def test_neoverse_v2_without_the_grace_soc_id_is_not_called_grace(tmp_path: Path
 
 
 def test_epyc_nps4_has_four_nodes_per_socket(tmp_path: Path):
-    data, _ = detected(trees.epyc_nps4(), tmp_path)
+    data, text = detected(trees.epyc_nps4(), tmp_path)
     assert data["cpu"]["sockets"] == 2 and data["numa_nodes"] == 8
     assert data["gpus"] == []
-    assert [(nic["name"], nic["numa_node"], nic["role"]) for nic in data["nics"]] == [
-        ("ens1np0", 1, "compute"), ("ens2np0", 6, "frontend")]
+    assert [(nic["name"], nic.get("numa_node"), nic["role"]) for nic in data["nics"]] == [
+        ("ens1np0", 1, "compute"),
+        ("ens2np0", 6, "frontend"),
+        ("ens3np0", 3, "storage"),
+        ("ens4np0", None, "storage"),
+    ]
+    assert "numa_node -1, but its local_cpulist is that node's" in text
 
 
 def test_ampere_is_refused_with_what_the_format_lacks(tmp_path: Path):
     out = tmp_path / "ampere.yaml"
-    status, text, errors = detect(trees.ampere_one().build(tmp_path / "tree"), "-o", str(out))
+    status, _, errors = detect(trees.ampere_one().build(tmp_path / "tree"), "-o", str(out))
     assert status == 2 and not out.exists()
     lines = errors.strip().splitlines()
     assert len(lines) == 1, errors
@@ -121,7 +166,12 @@ def test_ampere_is_refused_with_what_the_format_lacks(tmp_path: Path):
 def test_vm_without_gpus(tmp_path: Path):
     data, text = detected(trees.vm_without_gpus(), tmp_path)
     # QEMU's 4 virtual sockets on 1 NUMA node: the format needs nodes to be a multiple of sockets
-    assert data["cpu"] == {"vendor": "intel", "sockets": 1, "cores_per_socket": 4, "threads_per_core": 1}
+    assert data["cpu"] == {
+        "vendor": "intel",
+        "sockets": 1,
+        "cores_per_socket": 4,
+        "threads_per_core": 1,
+    }
     assert "GUESS: 4 packages share 1 NUMA node(s)" in text
     assert "no catalog entry named 'Intel Xeon (Icelake)'" in text
     assert data["gpus"] == [] and data["numa_nodes"] == 1

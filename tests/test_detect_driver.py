@@ -22,19 +22,29 @@ H100_BUSES = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 
 
 class PciInfo(NamedTuple):
-    busId: bytes  # noqa: N815 - NVML's field names
-    pciDeviceId: int  # noqa: N815
+    busId: bytes
+    pciDeviceId: int
 
 
 class NVMLError(Exception):
     pass
 
 
-def fake_pynvml(answers: dict[str, Any] | None = None, init_fails: bool = False) -> types.ModuleType:
+def fake_pynvml(
+    answers: dict[str, Any] | None = None, init_fails: bool = False
+) -> types.ModuleType:
     """A `pynvml` module with recorded answers of an 8-GPU HGX H100 (driver 550, NVSwitch)."""
-    recorded = {"name": b"NVIDIA H100 80GB HBM3", "memory": 85520809984, "default_mw": 700000,
-                "limits_mw": (200000, 700000), "clocks": {0: 1980, 2: 2619}, "mig": (0, 0),
-                "links": 18, "remote_type": 2, **(answers or {})}
+    recorded = {
+        "name": b"NVIDIA H100 80GB HBM3",
+        "memory": 85520809984,
+        "default_mw": 700000,
+        "limits_mw": (200000, 700000),
+        "clocks": {0: 1980, 2: 2619},
+        "mig": (0, 0),
+        "links": 18,
+        "remote_type": 2,
+        **(answers or {}),
+    }
     module = types.ModuleType("pynvml")
     module.NVML_CLOCK_GRAPHICS, module.NVML_CLOCK_MEM, module.NVML_NVLINK_MAX_LINKS = 0, 2, 18
 
@@ -52,7 +62,8 @@ def fake_pynvml(answers: dict[str, Any] | None = None, init_fails: bool = False)
     module.nvmlDeviceGetCount = lambda: len(H100_BUSES)
     module.nvmlDeviceGetHandleByIndex = lambda index: index
     module.nvmlDeviceGetPciInfo = lambda index: PciInfo(
-        f"00000000:{H100_BUSES[index]}:00.0".upper().encode(), 0x233010DE)
+        f"00000000:{H100_BUSES[index]}:00.0".upper().encode(), 0x233010DE
+    )
     module.nvmlDeviceGetName = answer("name")
     module.nvmlDeviceGetMemoryInfo = lambda _: types.SimpleNamespace(total=recorded["memory"])
     module.nvmlDeviceGetPowerManagementDefaultLimit = answer("default_mw")
@@ -70,6 +81,7 @@ def loader_of(module: types.ModuleType | None):
         if module is None:
             raise ModuleNotFoundError("No module named 'pynvml'")
         return module
+
     return load
 
 
@@ -83,8 +95,10 @@ def test_nvml_answers_become_comments_and_the_nvswitch_field(tmp_path: Path):
     assert isinstance(report, driver.DriverReport) and report.source == "NVML"
     assert sorted(report.gpus) == [f"0000:{bus}:00.0" for bus in H100_BUSES]
     text = describe_with(trees.dgx_h100(), tmp_path, report)
-    assert ('# NVML 0000:18:00.0: "NVIDIA H100 80GB HBM3", 81559 MiB, power default 700 W, '
-            'range 200-700 W, max clocks 1980/2619 MHz, MIG disabled, 18 NVLinks active') in text
+    assert (
+        '# NVML 0000:18:00.0: "NVIDIA H100 80GB HBM3", 81559 MiB, power default 700 W, '
+        "range 200-700 W, max clocks 1980/2619 MHz, MIG disabled, 18 NVLinks active"
+    ) in text
     assert yaml.safe_load(text)["gpus"][0]["model"] == "H100-SXM5-80GB"
 
 
@@ -99,19 +113,27 @@ def test_nvswitch_from_nvml_when_no_nvswitch_function_is_on_the_bus(tmp_path: Pa
 
 
 def _is_nvswitch(key: str) -> bool:
-    return any(key.startswith(trees.pci_dir(f"0000:0{n}:00.0")) or key.endswith(f"0000:0{n}:00.0")
-               for n in range(5, 9))
+    return any(
+        key.startswith(trees.pci_dir(f"0000:0{n}:00.0")) or key.endswith(f"0000:0{n}:00.0")
+        for n in range(5, 9)
+    )
 
 
 def test_nvml_disagreeing_with_the_catalog_is_said(tmp_path: Path):
-    report = driver.query_nvml(loader_of(fake_pynvml({"default_mw": 650000, "clocks": {0: 1755, 2: 2619}})))
+    report = driver.query_nvml(
+        loader_of(fake_pynvml({"default_mw": 650000, "clocks": {0: 1755, 2: 2619}}))
+    )
     text = describe_with(trees.dgx_h100(), tmp_path, report)
-    assert "# NVML differs from H100-SXM5-80GB: default power 650 W here, 700 W in the catalog" in text
+    assert (
+        "# NVML differs from H100-SXM5-80GB: default power 650 W here, 700 W in the catalog" in text
+    )
     assert "max graphics clock 1755 MHz here, 1980 MHz in the catalog" in text
 
 
 def test_nvml_calls_that_fail_leave_their_fact_unknown():
-    report = driver.query_nvml(loader_of(fake_pynvml({"name": None, "default_mw": None, "mig": None})))
+    report = driver.query_nvml(
+        loader_of(fake_pynvml({"name": None, "default_mw": None, "mig": None}))
+    )
     assert isinstance(report, driver.DriverReport)
     gpu = report.gpus["0000:18:00.0"]
     assert gpu.name is None and gpu.power_w[0] is None and gpu.mig_mode is None
@@ -130,19 +152,31 @@ def test_without_nvml_nvidia_smi_answers():
     def smi() -> bytes:
         calls.append(1)
         return SMI_XML
+
     report = driver.query_driver(loader_of(None), smi)
     assert isinstance(report, driver.DriverReport) and report.source == "nvidia-smi -q -x" and calls
     gpu = report.gpus["0000:18:00.0"]
-    assert gpu == driver.DriverGpu("0000:18:00.0", "NVIDIA H100 80GB HBM3", "2330", 81559,
-                                   (700, 200, 700), (1980, 2619), "disabled")
+    assert gpu == driver.DriverGpu(
+        "0000:18:00.0",
+        "NVIDIA H100 80GB HBM3",
+        "2330",
+        81559,
+        (700, 200, 700),
+        (1980, 2619),
+        "disabled",
+    )
 
 
 def test_a_driver_that_does_not_answer_leaves_pci_ids_alone(tmp_path: Path):
-    report = driver.query_driver(loader_of(fake_pynvml(init_fails=True)), lambda: "nvidia-smi: not installed")
+    report = driver.query_driver(
+        loader_of(fake_pynvml(init_fails=True)), lambda: "nvidia-smi: not installed"
+    )
     assert report == "NVML: no driver answered (nvmlInit failed); nvidia-smi: not installed"
     text = describe_with(trees.l4_pcie(), tmp_path, report)
-    assert "# driver facts: none (NVML: no driver answered (nvmlInit failed); nvidia-smi: not " \
-           "installed); from PCI ids alone" in text
+    assert (
+        "# driver facts: none (NVML: no driver answered (nvmlInit failed); nvidia-smi: not "
+        "installed); from PCI ids alone" in text
+    )
 
 
 def test_nvidia_smi_is_bounded_by_a_timeout(monkeypatch: pytest.MonkeyPatch):
@@ -151,17 +185,24 @@ def test_nvidia_smi_is_bounded_by_a_timeout(monkeypatch: pytest.MonkeyPatch):
     def hang(*_: Any, **kwargs: Any) -> None:
         assert kwargs["timeout"] == driver.NVIDIA_SMI_TIMEOUT_S
         raise subprocess.TimeoutExpired("nvidia-smi", kwargs["timeout"])
+
     monkeypatch.setattr(driver.subprocess, "run", hang)
     assert driver.run_nvidia_smi() == "nvidia-smi: no answer within 20 s"
     monkeypatch.setattr(driver.shutil, "which", lambda _: None)
     assert driver.run_nvidia_smi() == "nvidia-smi: not installed"
 
 
-@pytest.mark.parametrize(("xml", "expected"), [
-    (b"<nvidia_smi_log><gpu", "not valid XML"),
-    (b'<!DOCTYPE x [<!ENTITY a "aaaa">]><nvidia_smi_log>&a;</nvidia_smi_log>', "declares XML entities"),
-    (b"<" + b"a" * (driver.MAX_XML_BYTES + 1), "output over 8 MiB"),
-])
+@pytest.mark.parametrize(
+    ("xml", "expected"),
+    [
+        (b"<nvidia_smi_log><gpu", "not valid XML"),
+        (
+            b'<!DOCTYPE x [<!ENTITY a "aaaa">]><nvidia_smi_log>&a;</nvidia_smi_log>',
+            "declares XML entities",
+        ),
+        (b"<" + b"a" * (driver.MAX_XML_BYTES + 1), "output over 8 MiB"),
+    ],
+)
 def test_bad_nvidia_smi_output_is_a_reason_not_a_traceback(xml: bytes, expected: str):
     answer = driver.parse_nvidia_smi(xml)
     assert isinstance(answer, str) and expected in answer
@@ -193,7 +234,9 @@ SMI_XML = b"""<?xml version="1.0" ?>
       <min_power_limit>200.00 W</min_power_limit>
       <max_power_limit>700.00 W</max_power_limit>
     </gpu_power_readings>
-    <max_clocks><graphics_clock>1980 MHz</graphics_clock><mem_clock>2619 MHz</mem_clock></max_clocks>
+    <max_clocks>
+      <graphics_clock>1980 MHz</graphics_clock><mem_clock>2619 MHz</mem_clock>
+    </max_clocks>
   </gpu>
 </nvidia_smi_log>
 """

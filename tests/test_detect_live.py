@@ -37,14 +37,17 @@ def test_capture_script_is_printed_and_shipped_in_the_package():
     status, text, _ = run("detect", "--capture")
     assert status == 0 and text == CAPTURE_SCRIPT.read_text()
     assert text.startswith("#!/bin/sh\n") and "set -eu" in text
-    assert CAPTURE_SCRIPT.parent.name == "detect" and CAPTURE_SCRIPT.parent.parent.name == "generator"
+    assert (
+        CAPTURE_SCRIPT.parent.name == "detect" and CAPTURE_SCRIPT.parent.parent.name == "generator"
+    )
 
 
 def test_capture_script_passes_shellcheck():
     if shutil.which("shellcheck") is None:
         missing_tool(FileNotFoundError("shellcheck"))
-    result = subprocess.run(["shellcheck", "-s", "sh", str(CAPTURE_SCRIPT)], capture_output=True,
-                            text=True, check=False)
+    result = subprocess.run(
+        ["shellcheck", "-s", "sh", str(CAPTURE_SCRIPT)], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -62,8 +65,14 @@ def test_a_capture_of_this_machine_describes_it_as_detect_does(shell: str, tmp_p
     if shutil.which(shell) is None:
         pytest.skip(f"{shell} not installed")
     tarball = tmp_path / "capture.tar.gz"
-    result = subprocess.run([shell, str(CAPTURE_SCRIPT), str(tarball)], capture_output=True,
-                            text=True, check=False, timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [shell, str(CAPTURE_SCRIPT), str(tarball)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     unpacked = tmp_path / "tree"
     unpacked.mkdir()
@@ -72,8 +81,10 @@ def test_a_capture_of_this_machine_describes_it_as_detect_does(shell: str, tmp_p
         assert all(not m.name.startswith("/") and ".." not in m.name.split("/") for m in members)
         archive.extractall(unpacked, filter="tar")
     assert (unpacked / "sys/class/net").is_dir()
-    assert all((unpacked / "sys/class/net" / name).is_symlink()
-               for name in os.listdir(unpacked / "sys/class/net")), "links must stay links"
+    assert all(
+        (unpacked / "sys/class/net" / name).is_symlink()
+        for name in os.listdir(unpacked / "sys/class/net")
+    ), "links must stay links"
     _, live, _ = run("detect")
     status, captured, errors = run("detect", "--root", str(unpacked))
     assert status == 0, errors

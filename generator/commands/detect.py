@@ -18,7 +18,7 @@ from generator.detect.describe import Machine, describe
 from generator.detect.driver import DriverReport, parse_nvidia_smi, query_driver
 from generator.detect.tree import Tree
 from generator.errors import GenerationError, InputError, Problem
-from generator.inputs.catalog import load_catalog
+from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.hardware import HardwareSpec, resolve_facts
 from generator.inputs.schema import validate_model
 from generator.inputs.yamlio import parse_yaml_text
@@ -39,7 +39,7 @@ def driver_facts(tree: Tree, live: bool) -> DriverReport | str:
     xml = tree.read(CAPTURED_SMI, limit=8 * 1024 * 1024)
     if xml is None:
         return "the capture holds no nvidia-smi -q -x output"
-    return parse_nvidia_smi(xml.encode("utf-8"), source=f"captured nvidia-smi -q -x")
+    return parse_nvidia_smi(xml.encode("utf-8"), source="captured nvidia-smi -q -x")
 
 
 def command_line(root: Path | None) -> str:
@@ -57,17 +57,18 @@ def detect_text(root: Path | None) -> tuple[str, list[str]]:
     return text, check_description(text, catalog)
 
 
-def check_description(text: str, catalog: object) -> list[str]:
+def check_description(text: str, catalog: Catalog) -> list[str]:
     """Problems `gen check` would report, as warnings; a schema failure is detect's own bug."""
     data = parse_yaml_text(text, "<detected>")
     data.setdefault("name", "detected")
     try:
         spec = validate_model(HardwareSpec, data, "<detected>")
     except InputError as error:
-        raise GenerationError("gen detect wrote a description the format rejects (a bug): "
-                              + "; ".join(error.lines())) from None
+        raise GenerationError(
+            "gen detect wrote a description the format rejects (a bug): " + "; ".join(error.lines())
+        ) from None
     try:
-        resolve_facts(spec, catalog, "<detected>")  # type: ignore[arg-type]
+        resolve_facts(spec, catalog, "<detected>")
     except InputError as error:
         return error.lines()
     return []
@@ -101,8 +102,9 @@ def run_detect(output: Path | None, root: Path | None, capture: bool) -> None:
     text, warnings = detect_text(root)
     emit(text, output)
     for warning in warnings:
-        click.echo(f"warning: `gen check` will refuse this until the catalog knows it: {warning}",
-                   err=True)
+        click.echo(
+            f"warning: `gen check` will refuse this until the catalog knows it: {warning}", err=True
+        )
 
 
 def emit(text: str, output: Path | None, mode: int = 0o644) -> None:

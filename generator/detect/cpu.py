@@ -17,9 +17,18 @@ CPUINFO = "/proc/cpuinfo"
 # MIDR_EL1 implementer codes as /proc/cpuinfo prints them ("CPU implementer : 0x41").
 # Source: Arm ARM MIDR_EL1; NVIDIA/grace-cpu-benchmarking-guide src/developer/cpudetect.md
 # (get_implementer_name) [P].
-ARM_IMPLEMENTERS = {"0x41": "Arm", "0x42": "Broadcom", "0x43": "Cavium", "0x46": "Fujitsu",
-                    "0x48": "HiSilicon", "0x4e": "NVIDIA", "0x50": "Applied Micro",
-                    "0x51": "Qualcomm", "0x56": "Marvell", "0xc0": "Ampere"}
+ARM_IMPLEMENTERS = {
+    "0x41": "Arm",
+    "0x42": "Broadcom",
+    "0x43": "Cavium",
+    "0x46": "Fujitsu",
+    "0x48": "HiSilicon",
+    "0x4e": "NVIDIA",
+    "0x50": "Applied Micro",
+    "0x51": "Qualcomm",
+    "0x56": "Marvell",
+    "0xc0": "Ampere",
+}
 # Grace's cores are Arm Neoverse V2 (MIDR 0x41/0xd4f), as in other vendors' chips, so the core
 # does not identify Grace; the SoC does. SMCCC SOC_ID "jep106:036b:0241" is NVIDIA's JEP106
 # code with the Grace chip id: NVIDIA/DCGM modules/sysmon/DcgmSystemMonitor.cpp
@@ -52,6 +61,7 @@ class NumaLayout(NamedTuple):
     cpu_nodes: tuple[int, ...]
     memory_only_nodes: tuple[int, ...]  # nodes without CPUs: GPU memory (Grace), CXL
     memory_only_kib: int  # memory on those nodes, counted in MemTotal once onlined
+    cpus_of_node: dict[int, frozenset[int]]
 
 
 def cpulist(text: str | None, source: str) -> list[int]:
@@ -61,7 +71,9 @@ def cpulist(text: str | None, source: str) -> list[int]:
     if not re.fullmatch(r"[0-9,\-]{1,4096}", text.strip()):
         raise InputError(Problem(source, "", f"not a CPU list: {shown(text.strip())!r}"))
     if any(int(n) >= MAX_CPUS for n in re.findall(r"\d+", text)):
-        raise InputError(Problem(source, "", f"CPU number above {MAX_CPUS - 1}: {shown(text.strip())!r}"))
+        raise InputError(
+            Problem(source, "", f"CPU number above {MAX_CPUS - 1}: {shown(text.strip())!r}")
+        )
     try:
         return expand_cpus(text.strip())
     except ValueError as error:
@@ -92,15 +104,26 @@ def _identify_x86(tree: Tree, fields: dict[str, str], catalog: Catalog) -> CpuId
     vendor_id = fields.get("vendor_id", "")
     vendor = X86_VENDORS.get(vendor_id)
     if vendor is None:
-        raise InputError(Problem(tree.label(CPUINFO), "cpu.vendor", (
-            f"CPU vendor {shown(vendor_id)!r} cannot be described: the format's cpu.vendor "
-            "accepts intel, amd and nvidia only")))
+        raise InputError(
+            Problem(
+                tree.label(CPUINFO),
+                "cpu.vendor",
+                (
+                    f"CPU vendor {shown(vendor_id)!r} cannot be described: the format's cpu.vendor "
+                    "accepts intel, amd and nvidia only"
+                ),
+            )
+        )
     name = fields.get("model name", "")
     cleaned = " ".join(MODEL_NOISE.sub(" ", name).split())
     entry = catalog.cpus.find(cleaned) if cleaned else None
     if entry is not None and entry.vendor == vendor:
-        return CpuIdentity(vendor, "x86_64", entry.key, name, f"catalog entry for {shown(cleaned)!r}")
-    note = f"no catalog entry named {shown(cleaned)!r}" if cleaned else "cpuinfo gives no model name"
+        return CpuIdentity(
+            vendor, "x86_64", entry.key, name, f"catalog entry for {shown(cleaned)!r}"
+        )
+    note = (
+        f"no catalog entry named {shown(cleaned)!r}" if cleaned else "cpuinfo gives no model name"
+    )
     return CpuIdentity(vendor, "x86_64", None, name, note)
 
 
@@ -109,12 +132,24 @@ def _identify_arm(tree: Tree, fields: dict[str, str]) -> CpuIdentity:
     part = fields.get("CPU part", "").lower()
     soc_id = tree.value(SOC_ID)
     maker = ARM_IMPLEMENTERS.get(implementer, f"implementer {shown(implementer)}")
-    seen = f"{maker} core (MIDR {shown(implementer)}/{shown(part)}), SoC id {shown(soc_id or 'none')}"
+    seen = (
+        f"{maker} core (MIDR {shown(implementer)}/{shown(part)}), SoC id {shown(soc_id or 'none')}"
+    )
     if soc_id == GRACE_SOC_ID:
-        return CpuIdentity("nvidia", "aarch64", "Grace", seen, f"SoC id {GRACE_SOC_ID} is NVIDIA Grace")
-    raise InputError(Problem(tree.label(CPUINFO), "cpu.vendor", (
-        f"an aarch64 CPU that is not NVIDIA Grace ({seen}) cannot be described yet: the format "
-        "has no cpu.arch and cpu.vendor accepts intel, amd and nvidia (Grace) only")))
+        return CpuIdentity(
+            "nvidia", "aarch64", "Grace", seen, f"SoC id {GRACE_SOC_ID} is NVIDIA Grace"
+        )
+    raise InputError(
+        Problem(
+            tree.label(CPUINFO),
+            "cpu.vendor",
+            (
+                f"an aarch64 CPU that is not NVIDIA Grace ({seen}) cannot be described yet: "
+                "the format "
+                "has no cpu.arch and cpu.vendor accepts intel, amd and nvidia (Grace) only"
+            ),
+        )
+    )
 
 
 def read_topology(tree: Tree) -> Topology:
@@ -124,7 +159,9 @@ def read_topology(tree: Tree) -> Topology:
     if not online:
         online = sorted(int(n[3:]) for n in tree.entries(base) if re.fullmatch(r"cpu\d+", n))
     if not online:
-        raise InputError(Problem(tree.label(base), "", "no CPUs found (no online list, no cpuN directories)"))
+        raise InputError(
+            Problem(tree.label(base), "", "no CPUs found (no online list, no cpuN directories)")
+        )
     threads_of_core: Counter[tuple[str, str]] = Counter()
     for cpu in online:
         topology = f"{base}/cpu{cpu}/topology"
@@ -135,11 +172,23 @@ def read_topology(tree: Tree) -> Topology:
     cores_of_package = Counter(package for package, _ in threads_of_core)
     if len(set(cores_of_package.values())) != 1:
         counts = ", ".join(f"package {p}: {n}" for p, n in sorted(cores_of_package.items()))
-        raise InputError(Problem(tree.label(base), "cpu.cores_per_socket", (
-            f"sockets have different numbers of online cores ({counts}); the format needs one "
-            "number (are CPUs offline?)")))
-    return Topology(len(cores_of_package), next(iter(cores_of_package.values())),
-                    max(threads_of_core.values()), len(online))
+        raise InputError(
+            Problem(
+                tree.label(base),
+                "cpu.cores_per_socket",
+                (
+                    f"sockets have different numbers of online cores ({counts}); "
+                    "the format needs one "
+                    "number (are CPUs offline?)"
+                ),
+            )
+        )
+    return Topology(
+        len(cores_of_package),
+        next(iter(cores_of_package.values())),
+        max(threads_of_core.values()),
+        len(online),
+    )
 
 
 def read_numa(tree: Tree) -> NumaLayout:
@@ -148,14 +197,19 @@ def read_numa(tree: Tree) -> NumaLayout:
     cpu_nodes: list[int] = []
     memory_only: list[int] = []
     memory_only_kib = 0
+    cpus_of_node: dict[int, frozenset[int]] = {}
     for node in nodes:
         path = f"{base}/node{node}/cpulist"
-        if cpulist(tree.value(path), tree.label(path)):
+        node_cpus = cpulist(tree.value(path), tree.label(path))
+        if node_cpus:
             cpu_nodes.append(node)
+            cpus_of_node[node] = frozenset(node_cpus)
             continue
         memory_only.append(node)
-        memory_only_kib += _meminfo_kib(tree.read(f"{base}/node{node}/meminfo"), f"Node {node} MemTotal") or 0
-    return NumaLayout(tuple(cpu_nodes) or (0,), tuple(memory_only), memory_only_kib)
+        memory_only_kib += (
+            _meminfo_kib(tree.read(f"{base}/node{node}/meminfo"), f"Node {node} MemTotal") or 0
+        )
+    return NumaLayout(tuple(cpu_nodes) or (0,), tuple(memory_only), memory_only_kib, cpus_of_node)
 
 
 def _meminfo_kib(text: str | None, key: str) -> int | None:

@@ -56,10 +56,16 @@ def header(command: str, machine: Machine) -> list[str]:
     distribution = read_os(machine.tree, machine.live).distribution
     return [
         comment(0, f"Hardware description written by `{command}` ({TOOL} {__version__})."),
-        comment(0, "Each value names its source; GUESS marks what the machine cannot tell. "
-                   "Review before use."),
-        comment(0, f"distribution: {distribution or 'unknown'} (/etc/os-release; the format "
-                   "has no field for it yet)"),
+        comment(
+            0,
+            "Each value names its source; GUESS marks what the machine cannot tell. "
+            "Review before use.",
+        ),
+        comment(
+            0,
+            f"distribution: {distribution or 'unknown'} (/etc/os-release; the format "
+            "has no field for it yet)",
+        ),
     ]
 
 
@@ -76,9 +82,11 @@ def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology, cpu_nodes: in
     if cpu_nodes < sockets and sockets % cpu_nodes == 0:
         # A VM's virtual sockets often share one NUMA node; the format needs numa_nodes to be a
         # multiple of sockets, and the NUMA layout is what the rules act on.
-        source = (f"GUESS: {sockets} packages share {cpu_nodes} NUMA node(s), as a VM's virtual "
-                  f"sockets do; written as {cpu_nodes} socket(s) of {sockets // cpu_nodes * cores} "
-                  "cores because the format needs numa_nodes to be a multiple of sockets")
+        source = (
+            f"GUESS: {sockets} packages share {cpu_nodes} NUMA node(s), as a VM's virtual "
+            f"sockets do; written as {cpu_nodes} socket(s) of {sockets // cpu_nodes * cores} "
+            "cores because the format needs numa_nodes to be a multiple of sockets"
+        )
         sockets, cores = cpu_nodes, sockets // cpu_nodes * cores
     lines.append(field(2, "sockets", sockets, source))
     lines.append(field(2, "cores_per_socket", cores, "core_id per package"))
@@ -92,24 +100,41 @@ def memory_lines(total_kib: int, numa: cpus.NumaLayout) -> list[str]:
     if numa.memory_only_kib:
         note += f"; less {numa.memory_only_kib // KIB_PER_GIB} GiB on CPU-less nodes"
     lines = [field(0, "memory_gib", usable, note)]
-    lines.append(field(0, "numa_nodes", len(numa.cpu_nodes),
-                       "nodes with CPUs in /sys/devices/system/node"))
+    lines.append(
+        field(0, "numa_nodes", len(numa.cpu_nodes), "nodes with CPUs in /sys/devices/system/node")
+    )
     if numa.memory_only_nodes:
         listed = ", ".join(str(n) for n in numa.memory_only_nodes)
-        lines.append(comment(0, f"NUMA nodes without CPUs: {listed} (GPU memory on Grace, or CXL); "
-                                "the format has no field for them"))
+        lines.append(
+            comment(
+                0,
+                f"NUMA nodes without CPUs: {listed} (GPU memory on Grace, or CXL); "
+                "the format has no field for them",
+            )
+        )
     return lines
 
 
-def node_index(node: int | None, numa: cpus.NumaLayout) -> tuple[int | None, str]:
-    """A device's NUMA node as the format numbers them (nodes with CPUs, from 0)."""
-    if node is None:
-        return None, "numa_node -1: the firmware gives no locality"
+def device_node(function: PciFunction | None, numa: cpus.NumaLayout) -> tuple[int | None, str]:
+    """A PCI function's NUMA node: its numa_node, else the one node its local_cpulist lies on."""
+    if function is None:
+        return None, "not on a PCI function"
+    if function.numa_node is not None:
+        return node_index(function.numa_node, numa, "numa_node of its PCI function")
+    local = function.local_cpus
+    holding = [n for n, node_cpus in numa.cpus_of_node.items() if local and local <= node_cpus]
+    if len(numa.cpus_of_node) > 1 and len(holding) == 1:
+        return node_index(holding[0], numa, "numa_node -1, but its local_cpulist is that node's")
+    return None, "numa_node -1: the firmware gives no locality"
+
+
+def node_index(node: int, numa: cpus.NumaLayout, note: str) -> tuple[int | None, str]:
+    """A NUMA node as the format numbers them (nodes with CPUs, from 0)."""
     if numa.cpu_nodes != tuple(range(len(numa.cpu_nodes))):
         return None, f"node {node}: CPU nodes are not numbered 0-{len(numa.cpu_nodes) - 1}"
     if node not in numa.cpu_nodes:
         return None, f"node {node} has no CPUs"
-    return node, "numa_node of its PCI function"
+    return node, note
 
 
 def find_gpu(catalog: Catalog, device: str) -> GpuModel | None:
@@ -120,14 +145,21 @@ def find_nic(catalog: Catalog, pci_id: str) -> NicModel | None:
     return next((n for n in catalog.nics.entries if pci_id in n.pci_ids), None)
 
 
-def gpu_lines(functions: dict[str, PciFunction], numa: cpus.NumaLayout, machine: Machine) -> list[str]:
+def gpu_lines(
+    functions: dict[str, PciFunction], numa: cpus.NumaLayout, machine: Machine
+) -> list[str]:
     found = devices.gpus_of(functions)
     others = devices.other_display_functions(functions)
     lines: list[str] = []
     if others:
         ids = ", ".join(sorted({f.pci_id for f in others}))
-        lines.append(comment(0, f"display functions of other vendors left out ({ids}): the "
-                                "format describes NVIDIA GPUs only"))
+        lines.append(
+            comment(
+                0,
+                f"display functions of other vendors left out ({ids}): the "
+                "format describes NVIDIA GPUs only",
+            )
+        )
     if not found:
         return lines + [field(0, "gpus", [], "no NVIDIA display or 3D function on the PCI bus")]
     lines.append("gpus:")
@@ -145,22 +177,32 @@ def _gpu_group(group: list[PciFunction], numa: cpus.NumaLayout, machine: Machine
     device = group[0].device
     model = find_gpu(machine.catalog, device)
     key = model.key if model else f"0x{device}"
-    where = "catalog entry by PCI id" if model else "NOT IN THE CATALOG (hardware_db/gpus/); " \
-        "`gen check` names the missing entry"
+    where = (
+        "catalog entry by PCI id"
+        if model
+        else "NOT IN THE CATALOG (hardware_db/gpus/); `gen check` names the missing entry"
+    )
     lines = [field(2, "- model", key, f"PCI {NVIDIA_ID}:{device}, {where}")]
     lines.append(field(4, "count", len(group), f"{len(group)} PCI functions"))
-    nodes = [node_index(f.numa_node, numa) for f in group]
+    nodes = [device_node(f, numa) for f in group]
     if all(node is not None for node, _ in nodes):
-        lines.append(field(4, "numa_nodes", [node for node, _ in nodes], "numa_node per GPU, "
-                                                                         "in PCI address order"))
+        lines.append(
+            field(
+                4,
+                "numa_nodes",
+                [node for node, _ in nodes],
+                "numa_node per GPU, in PCI address order",
+            )
+        )
     else:
         lines.append(comment(4, f"numa_nodes left out: {next(n for v, n in nodes if v is None)}"))
     lines += driver_comments(group, model, machine.driver)
     return lines
 
 
-def driver_comments(group: list[PciFunction], model: GpuModel | None,
-                    driver: DriverReport | str) -> list[str]:
+def driver_comments(
+    group: list[PciFunction], model: GpuModel | None, driver: DriverReport | str
+) -> list[str]:
     if isinstance(driver, str):
         return [comment(4, f"driver facts: none ({driver}); from PCI ids alone")]
     lines = []
@@ -171,7 +213,12 @@ def driver_comments(group: list[PciFunction], model: GpuModel | None,
             continue
         lines.append(comment(4, f"{driver.source} {function.address}: {_gpu_summary(gpu)}"))
         if gpu.device_id and gpu.device_id != function.device:
-            lines.append(comment(4, f"{driver.source} reports device 0x{gpu.device_id}, sysfs 0x{function.device}"))
+            lines.append(
+                comment(
+                    4,
+                    f"{driver.source} reports device 0x{gpu.device_id}, sysfs 0x{function.device}",
+                )
+            )
     if model is not None:
         lines += _catalog_differences(group, model, driver)
     return lines
@@ -194,7 +241,9 @@ def _gpu_summary(gpu: DriverGpu) -> str:
     return ", ".join(parts)
 
 
-def _catalog_differences(group: list[PciFunction], model: GpuModel, driver: DriverReport) -> list[str]:
+def _catalog_differences(
+    group: list[PciFunction], model: GpuModel, driver: DriverReport
+) -> list[str]:
     """Where the driver disagrees with the catalog entry: the machine wins at boot, say so."""
     notes = set()
     for function in group:
@@ -202,11 +251,18 @@ def _catalog_differences(group: list[PciFunction], model: GpuModel, driver: Driv
         if gpu is None:
             continue
         if gpu.power_w[0] and model.power.default_w and gpu.power_w[0] != model.power.default_w:
-            notes.add(f"default power {gpu.power_w[0]} W here, {model.power.default_w} W in the catalog")
-        if gpu.max_clocks_mhz[0] and model.max_graphics_clock_mhz and \
-                gpu.max_clocks_mhz[0] != model.max_graphics_clock_mhz:
-            notes.add(f"max graphics clock {gpu.max_clocks_mhz[0]} MHz here, "
-                      f"{model.max_graphics_clock_mhz} MHz in the catalog")
+            notes.add(
+                f"default power {gpu.power_w[0]} W here, {model.power.default_w} W in the catalog"
+            )
+        if (
+            gpu.max_clocks_mhz[0]
+            and model.max_graphics_clock_mhz
+            and gpu.max_clocks_mhz[0] != model.max_graphics_clock_mhz
+        ):
+            notes.add(
+                f"max graphics clock {gpu.max_clocks_mhz[0]} MHz here, "
+                f"{model.max_graphics_clock_mhz} MHz in the catalog"
+            )
     return [comment(4, f"{driver.source} differs from {model.key}: {n}") for n in sorted(notes)]
 
 
@@ -221,18 +277,27 @@ def nvswitch_lines(functions: dict[str, PciFunction], driver: DriverReport | str
             return [field(0, "nvswitch", True, f"{driver.source}: NVLinks lead to an NVSwitch")]
         if answers == {False}:
             return [field(0, "nvswitch", False, f"{driver.source}: NVLinks lead to no NVSwitch")]
-    return [comment(0, "nvswitch: left out (no NVSwitch PCI function; the format's default "
-                       "from the GPU model applies)")]
+    return [
+        comment(
+            0,
+            "nvswitch: left out (no NVSwitch PCI function; the format's default "
+            "from the GPU model applies)",
+        )
+    ]
 
 
-def nic_lines(tree: Tree, functions: dict[str, PciFunction], numa: cpus.NumaLayout,
-              catalog: Catalog) -> list[str]:
+def nic_lines(
+    tree: Tree, functions: dict[str, PciFunction], numa: cpus.NumaLayout, catalog: Catalog
+) -> list[str]:
     found, notes = devices.read_nics(tree, functions)
     routes = devices.default_route_interfaces(tree)
     lines = [comment(0, note) for note in notes]
     usable = [nic for nic in found if INTERFACE_NAME.match(nic.name)]
-    lines += [comment(0, f"interface {shown(nic.name)}: not a name the format accepts; left out")
-              for nic in found if nic not in usable]
+    lines += [
+        comment(0, f"interface {shown(nic.name)}: not a name the format accepts; left out")
+        for nic in found
+        if nic not in usable
+    ]
     if not usable:
         return lines + [field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
     lines.append("nics:")
@@ -243,15 +308,32 @@ def nic_lines(tree: Tree, functions: dict[str, PciFunction], numa: cpus.NumaLayo
 
 def _nic(nic: Nic, routes: set[str], numa: cpus.NumaLayout, catalog: Catalog) -> list[str]:
     model = find_nic(catalog, nic.pci.pci_id) if nic.pci else None
-    lines = [field(2, "- name", nic.name, f"/sys/class/net, on PCI {nic.pci.address}"
-                   if nic.pci else "/sys/class/net, not on a PCI function")]
+    lines = [
+        field(
+            2,
+            "- name",
+            nic.name,
+            f"/sys/class/net, on PCI {nic.pci.address}"
+            if nic.pci
+            else "/sys/class/net, not on a PCI function",
+        )
+    ]
     if model is not None:
         lines.append(field(4, "model", model.key, f"PCI {nic.pci.pci_id if nic.pci else ''}"))
     elif nic.pci is not None:
-        lines.append(comment(4, f"model: left out, PCI {nic.pci.pci_id} is not in the catalog (hardware_db/nics/)"))
+        lines.append(
+            comment(
+                4,
+                f"model: left out, PCI {nic.pci.pci_id} is not in the catalog (hardware_db/nics/)",
+            )
+        )
     lines += _nic_speed(nic, model)
-    node, note = node_index(nic.pci.numa_node if nic.pci else None, numa)
-    lines.append(field(4, "numa_node", node, note) if node is not None else comment(4, f"numa_node: left out, {note}"))
+    node, note = device_node(nic.pci, numa)
+    lines.append(
+        field(4, "numa_node", node, note)
+        if node is not None
+        else comment(4, f"numa_node: left out, {note}")
+    )
     role, why = guess_role(nic, routes)
     lines.append(field(4, "role", role, f"GUESS: {why}"))
     lines += _nic_rdma(nic, model)
@@ -265,8 +347,13 @@ def _nic_speed(nic: Nic, model: NicModel | None) -> list[str]:
     if gbps < 1:
         return [comment(4, f"speed_gbps: left out, {nic.speed_mbps} Mb/s is below 1 Gbit/s")]
     if model is not None and model.max_speed_gbps and gbps > model.max_speed_gbps:
-        return [comment(4, f"speed_gbps: left out, sysfs says {gbps} Gbit/s, above the "
-                           f"{model.key} maximum of {model.max_speed_gbps}")]
+        return [
+            comment(
+                4,
+                f"speed_gbps: left out, sysfs says {gbps} Gbit/s, above the "
+                f"{model.key} maximum of {model.max_speed_gbps}",
+            )
+        ]
     return [field(4, "speed_gbps", gbps, f"sysfs speed {nic.speed_mbps} Mb/s")]
 
 
@@ -285,10 +372,19 @@ def guess_role(nic: Nic, routes: set[str]) -> tuple[str, str]:
 
 def _nic_rdma(nic: Nic, model: NicModel | None) -> list[str]:
     if not nic.rdma_devices:
-        return [comment(4, "rdma: left out, no RDMA device on its PCI function in /sys/class/infiniband")]
+        return [
+            comment(
+                4, "rdma: left out, no RDMA device on its PCI function in /sys/class/infiniband"
+            )
+        ]
     names = ", ".join(shown(name) for name in nic.rdma_devices)
     if model is not None and not model.rdma:
-        return [comment(4, f"rdma: left out, RDMA device {names} seen but the catalog's {model.key} has none")]
+        return [
+            comment(
+                4,
+                f"rdma: left out, RDMA device {names} seen but the catalog's {model.key} has none",
+            )
+        ]
     return [field(4, "rdma", True, f"RDMA device {names} on its PCI function")]
 
 
@@ -297,8 +393,11 @@ def disk_lines(tree: Tree) -> list[str]:
     dev, source = devices.root_device(tree)
     holding_root = devices.os_disks(disks, virtual, dev, source)
     lines = [comment(0, f"disk {note}") for note in notes]
-    lines += [comment(0, f"disk {shown(d.name)}: not a name the format accepts; left out")
-              for d in disks if not DISK_NAME.match(d.name)]
+    lines += [
+        comment(0, f"disk {shown(d.name)}: not a name the format accepts; left out")
+        for d in disks
+        if not DISK_NAME.match(d.name)
+    ]
     usable = [d for d in disks if DISK_NAME.match(d.name)]
     if not holding_root:
         lines.append(comment(0, "no disk found holding / (/proc/self/mountinfo); none marked os"))
@@ -326,7 +425,9 @@ def os_lines(tree: Tree, live: bool) -> list[str]:
     if info.page_size_kib in (4, 16, 64):
         lines.append(field(2, "page_size_kib", info.page_size_kib, info.page_note))
     elif info.page_size_kib is not None:
-        lines.append(comment(2, f"page_size_kib: left out, {info.page_size_kib} KiB is not 4, 16 or 64"))
+        lines.append(
+            comment(2, f"page_size_kib: left out, {info.page_size_kib} KiB is not 4, 16 or 64")
+        )
     else:
         lines.append(comment(2, f"page_size_kib: left out, {info.page_note}"))
     return lines

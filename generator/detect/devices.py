@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from generator.detect.cpu import cpulist
 from generator.detect.tree import Tree, shown
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -29,6 +30,7 @@ class PciFunction(NamedTuple):
     device: str
     pci_class: str  # 0xCCSSPP
     numa_node: int | None  # None: the kernel does not know (-1)
+    local_cpus: frozenset[int]  # local_cpulist: the CPUs nearest to the function
 
     @property
     def pci_id(self) -> str:
@@ -76,26 +78,43 @@ def read_pci(tree: Tree) -> dict[str, PciFunction]:
             continue
         pci_class = (tree.value(f"{path}/class") or "").lower()
         node = _int_or_none(tree.value(f"{path}/numa_node"))
-        functions[path] = PciFunction(address, path, vendor, device, pci_class,
-                                      node if node is not None and node >= 0 else None)
+        local = f"{path}/local_cpulist"
+        functions[path] = PciFunction(
+            address,
+            path,
+            vendor,
+            device,
+            pci_class,
+            node if node is not None and node >= 0 else None,
+            frozenset(cpulist(tree.value(local), tree.label(local))),
+        )
     return functions
 
 
 def gpus_of(functions: dict[str, PciFunction]) -> list[PciFunction]:
-    found = [f for f in functions.values()
-             if f.vendor == NVIDIA_VENDOR and f.pci_class.startswith(GPU_CLASSES)]
+    found = [
+        f
+        for f in functions.values()
+        if f.vendor == NVIDIA_VENDOR and f.pci_class.startswith(GPU_CLASSES)
+    ]
     return sorted(found, key=lambda f: f.address)
 
 
 def other_display_functions(functions: dict[str, PciFunction]) -> list[PciFunction]:
-    found = [f for f in functions.values()
-             if f.vendor != NVIDIA_VENDOR and f.pci_class.startswith(GPU_CLASSES)]
+    found = [
+        f
+        for f in functions.values()
+        if f.vendor != NVIDIA_VENDOR and f.pci_class.startswith(GPU_CLASSES)
+    ]
     return sorted(found, key=lambda f: f.address)
 
 
 def nvswitches_of(functions: dict[str, PciFunction]) -> list[PciFunction]:
-    found = [f for f in functions.values()
-             if f.vendor == NVIDIA_VENDOR and f.device in NVSWITCH_DEVICE_IDS]
+    found = [
+        f
+        for f in functions.values()
+        if f.vendor == NVIDIA_VENDOR and f.device in NVSWITCH_DEVICE_IDS
+    ]
     return sorted(found, key=lambda f: f.address)
 
 
@@ -134,8 +153,16 @@ def read_nics(tree: Tree, functions: dict[str, PciFunction]) -> tuple[list[Nic],
         pci = pci_function_of(device, functions)
         speed = _int_or_none(tree.value(f"{path}/speed"))
         rdma_names = tuple(rdma.get(pci.path, [])) if pci else ()
-        nics.append(Nic(name, path, tree.value(f"{path}/type"), speed if speed and speed > 0 else None,
-                        pci, rdma_names))
+        nics.append(
+            Nic(
+                name,
+                path,
+                tree.value(f"{path}/type"),
+                speed if speed and speed > 0 else None,
+                pci,
+                rdma_names,
+            )
+        )
     return nics, notes
 
 
@@ -205,14 +232,16 @@ def root_device(tree: Tree) -> tuple[str | None, str | None]:
     return found
 
 
-def os_disks(disks: list[Disk], virtual: list[Disk], dev: str | None, source: str | None) -> set[str]:
+def os_disks(
+    disks: list[Disk], virtual: list[Disk], dev: str | None, source: str | None
+) -> set[str]:
     """Names of the disks that hold / (through a partition, or under dm/md devices)."""
     by_name = {d.name: d for d in disks + virtual}
     owner_of_dev: dict[str, str] = {}
     for disk in disks + virtual:
         if disk.dev:
             owner_of_dev[disk.dev] = disk.name
-        for partition_dev, _ in disk.partitions.items():
+        for partition_dev in disk.partitions:
             owner_of_dev[partition_dev] = disk.name
     start = owner_of_dev.get(dev or "")
     if start is None and source and source.startswith("/dev/"):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import importlib
 import shutil
 import subprocess
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, NamedTuple
+from xml.etree import ElementTree
 
 NVIDIA_SMI_TIMEOUT_S = 20
 MAX_XML_BYTES = 8 * 1024 * 1024
@@ -76,10 +76,15 @@ def _nvml_gpu(nvml: ModuleType, index: int) -> DriverGpu | None:
         name=_text(_ask(nvml.nvmlDeviceGetName, handle) or "") or None,
         device_id=f"{(pci.pciDeviceId >> 16) & 0xFFFF:04x}",
         memory_mib=memory.total // (1024 * 1024) if memory is not None else None,
-        power_w=(_watts(_ask(nvml.nvmlDeviceGetPowerManagementDefaultLimit, handle)),
-                 _watts(limits[0]), _watts(limits[1])),
-        max_clocks_mhz=(_ask(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_GRAPHICS),
-                        _ask(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_MEM)),
+        power_w=(
+            _watts(_ask(nvml.nvmlDeviceGetPowerManagementDefaultLimit, handle)),
+            _watts(limits[0]),
+            _watts(limits[1]),
+        ),
+        max_clocks_mhz=(
+            _ask(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_GRAPHICS),
+            _ask(nvml.nvmlDeviceGetMaxClockInfo, handle, nvml.NVML_CLOCK_MEM),
+        ),
         mig_mode=None if mig is None else ("enabled" if mig[0] else "disabled"),
         nvlinks_active=links[0],
         nvswitch=links[1],
@@ -125,8 +130,13 @@ def run_nvidia_smi() -> bytes | str:
     if binary is None:
         return "nvidia-smi: not installed"
     try:
-        result = subprocess.run([binary, "-q", "-x"], capture_output=True, check=False,
-                                timeout=NVIDIA_SMI_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        result = subprocess.run(
+            [binary, "-q", "-x"],
+            capture_output=True,
+            check=False,
+            timeout=NVIDIA_SMI_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return f"nvidia-smi: no answer within {NVIDIA_SMI_TIMEOUT_S} s"
     except OSError as error:
@@ -167,15 +177,23 @@ def _smi_gpu(gpu: ElementTree.Element) -> DriverGpu:
         name=(gpu.findtext("product_name") or "").strip() or None,
         device_id=device[2:6] if device.startswith("0x") and len(device) == 10 else None,
         memory_mib=_number(gpu, "fb_memory_usage/total"),
-        power_w=(_number(gpu, f"{power}/default_power_limit"), _number(gpu, f"{power}/min_power_limit"),
-                 _number(gpu, f"{power}/max_power_limit")),
-        max_clocks_mhz=(_number(gpu, "max_clocks/graphics_clock"), _number(gpu, "max_clocks/mem_clock")),
+        power_w=(
+            _number(gpu, f"{power}/default_power_limit"),
+            _number(gpu, f"{power}/min_power_limit"),
+            _number(gpu, f"{power}/max_power_limit"),
+        ),
+        max_clocks_mhz=(
+            _number(gpu, "max_clocks/graphics_clock"),
+            _number(gpu, "max_clocks/mem_clock"),
+        ),
         mig_mode=mig if mig in {"enabled", "disabled"} else None,
     )
 
 
-def query_driver(nvml_loader: Callable[[str], ModuleType] = importlib.import_module,
-                 smi: Callable[[], bytes | str] = run_nvidia_smi) -> DriverReport | str:
+def query_driver(
+    nvml_loader: Callable[[str], ModuleType] = importlib.import_module,
+    smi: Callable[[], bytes | str] = run_nvidia_smi,
+) -> DriverReport | str:
     """NVML when it answers, else nvidia-smi, else the reasons both gave."""
     nvml = query_nvml(nvml_loader)
     if isinstance(nvml, DriverReport):

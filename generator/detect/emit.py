@@ -23,8 +23,11 @@ def scalar(value: object) -> str:
         return str(value)
     if isinstance(value, list):
         return "[" + ", ".join(scalar(item) for item in value) + "]"
-    if isinstance(value, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", value) \
-            and value.lower() not in YAML_WORDS:
+    if (
+        isinstance(value, str)
+        and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", value)
+        and value.lower() not in YAML_WORDS
+    ):
         return value
     return json.dumps(str(value), ensure_ascii=True)
 

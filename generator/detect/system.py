@@ -46,7 +46,10 @@ def read_kernel(tree: Tree) -> tuple[str | None, str]:
     if release is None:
         return None, "/proc/sys/kernel/osrelease missing"
     if not KERNEL_RELEASE.match(release):
-        return None, f"/proc/sys/kernel/osrelease {shown(release)!r} is not a kernel release; left out"
+        return (
+            None,
+            f"/proc/sys/kernel/osrelease {shown(release)!r} is not a kernel release; left out",
+        )
     return release, "/proc/sys/kernel/osrelease"
 
 
@@ -54,7 +57,9 @@ def read_page_size(tree: Tree, live: bool) -> tuple[int | None, str]:
     """The base page size: sysconf here, KernelPageSize of /proc/self/smaps in a capture."""
     if live:
         return os.sysconf("SC_PAGE_SIZE") // 1024, "sysconf(PAGESIZE)"
-    match = re.search(r"^KernelPageSize:\s+(\d+) kB", tree.read("/proc/self/smaps") or "", re.MULTILINE)
+    match = re.search(
+        r"^KernelPageSize:\s+(\d+) kB", tree.read("/proc/self/smaps") or "", re.MULTILINE
+    )
     if match is None:
         return None, "no KernelPageSize in /proc/self/smaps of the capture; the default 4 applies"
     return int(match.group(1)), "KernelPageSize in /proc/self/smaps of the capture"

@@ -52,7 +52,9 @@ class Tree:
                 continue
             if part == "..":
                 if not resolved:
-                    raise InputError(Problem(self.label(path), "", "a link leads out of the tree; refused"))
+                    raise InputError(
+                        Problem(self.label(path), "", "a link leads out of the tree; refused")
+                    )
                 resolved.pop()
                 continue
             host = self.root.joinpath(*resolved, part)
@@ -61,11 +63,15 @@ class Tree:
             except (FileNotFoundError, NotADirectoryError):
                 return None
             except OSError as error:
-                raise InputError(Problem(self.label(path), "", f"cannot read: {error.strerror}")) from None
+                raise InputError(
+                    Problem(self.label(path), "", f"cannot read: {error.strerror}")
+                ) from None
             if stat.S_ISLNK(info.st_mode):
                 hops += 1
                 if hops > MAX_LINK_HOPS:
-                    raise InputError(Problem(self.label(path), "", "too many levels of links; refused"))
+                    raise InputError(
+                        Problem(self.label(path), "", "too many levels of links; refused")
+                    )
                 target = PurePosixPath(os.readlink(host))
                 if target.is_absolute():
                     resolved = []
@@ -97,7 +103,9 @@ class Tree:
         finally:
             os.close(fd)
         if data is None:
-            raise InputError(Problem(self.label(path), "", f"larger than {limit // 1024} KiB; refused"))
+            raise InputError(
+                Problem(self.label(path), "", f"larger than {limit // 1024} KiB; refused")
+            )
         return data.decode("utf-8", errors="replace")
 
     def value(self, path: str) -> str | None:
@@ -116,7 +124,9 @@ class Tree:
         except OSError:
             return []
         if len(names) > MAX_DIR_ENTRIES:
-            raise InputError(Problem(self.label(path), "", f"more than {MAX_DIR_ENTRIES} entries; refused"))
+            raise InputError(
+                Problem(self.label(path), "", f"more than {MAX_DIR_ENTRIES} entries; refused")
+            )
         return names
 
     def real_path(self, path: str) -> str | None:
@@ -126,10 +136,6 @@ class Tree:
             return None
         relative = host.relative_to(self.root)
         return "/" + relative.as_posix() if relative.parts else "/"
-
-    def is_link(self, path: str) -> bool:
-        parent = self.resolve(str(PurePosixPath(path).parent))
-        return parent is not None and os.path.islink(parent / PurePosixPath(path).name)
 
 
 def _read_capped(fd: int, limit: int) -> bytes | None:
