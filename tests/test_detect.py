@@ -196,7 +196,10 @@ def test_an_unknown_gpu_is_written_by_pci_id_and_gen_check_names_it(tmp_path: Pa
     data = yaml.safe_load(text)
     assert {"model": "0x2bb5", "count": 1, "numa_nodes": [0]} in data["gpus"]
     assert "PCI 10de:2bb5, NOT IN THE CATALOG" in text
-    assert "unknown GPU model '0x2bb5'" in errors
+    assert errors == (
+        "warning: `gen check` will refuse this description: gpus[1].model: unknown GPU model "
+        "'0x2bb5' (written by PCI device id: add a hardware_db/gpus/ entry with that id)\n"
+    )
     status, output = check(text, tmp_path)
     assert status == 2 and "gpus[1].model: unknown GPU model '0x2bb5'" in output
 
@@ -215,3 +218,28 @@ def test_writes_a_file_atomically_and_keeps_it_on_failure(tmp_path: Path):
 def test_a_missing_root_is_a_clear_error(tmp_path: Path):
     status, _, errors = detect(tmp_path / "nowhere")
     assert status == 2 and "not a directory (expected an unpacked capture)" in errors
+
+
+ALLOWED_IMPORTS = (
+    "generator.detect",
+    "generator.model",
+    "generator.inputs",
+    "generator.errors",
+    "generator.paths",
+    "generator.table",
+)
+
+
+def test_the_detect_package_imports_only_the_model_inputs_and_leaf_modules():
+    import ast
+
+    package = Path(__file__).resolve().parent.parent / "generator" / "detect"
+    for module in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
+            for name in (n for n in names if n.split(".")[0] == "generator"):
+                assert name == "generator" or name.startswith(ALLOWED_IMPORTS), (module.name, name)

@@ -3,7 +3,7 @@
 The recipe: read the tree, ask the driver (only about this machine), describe, check the
 result with the same loader `gen check` uses, write it. A description the format rejects is a
 bug of detect and fails; one that names hardware the catalog lacks is written, and each
-missing entry is reported as a warning, as `gen check` will report it.
+missing entry (or any other refusal `gen check` will give) is reported as a warning.
 """
 
 from __future__ import annotations
@@ -70,8 +70,16 @@ def check_description(text: str, catalog: Catalog) -> list[str]:
     try:
         resolve_facts(spec, catalog, "<detected>")
     except InputError as error:
-        return error.lines()
+        return [_gap(problem) for problem in error.problems]
     return []
+
+
+def _gap(problem: Problem) -> str:
+    """What `gen check` will say, without the placeholder file name and the list of known keys."""
+    text = f"{problem.path}: {problem.message}"
+    if problem.path.startswith("gpus[") and "unknown GPU model '0x" in problem.message:
+        text += " (written by PCI device id: add a hardware_db/gpus/ entry with that id)"
+    return text
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
@@ -103,7 +111,7 @@ def run_detect(output: Path | None, root: Path | None, capture: bool) -> None:
     emit(text, output)
     for warning in warnings:
         click.echo(
-            f"warning: `gen check` will refuse this until the catalog knows it: {warning}", err=True
+            f"warning: `gen check` will refuse this description: {warning}", err=True
         )
 
 
