@@ -209,6 +209,31 @@ def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bo
 
 
 @main.command()
+@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
+              help="Write to FILE (replaced atomically) instead of standard output.")
+@click.option("--root", "root", type=click.Path(path_type=Path), metavar="DIR",
+              help="Describe the capture unpacked at DIR instead of this machine.")
+@click.option("--capture", is_flag=True,
+              help="Print the POSIX sh script that captures what --root reads into a tarball.")
+@reports_errors
+def detect(output: Path | None, root: Path | None, capture: bool) -> None:
+    """Describe this machine (or a captured tree) as a hardware YAML for `gen check`.
+
+    \b
+      gen detect -o my-box.yaml                 # this machine
+      gen detect --capture > capture.sh         # on a build host: sh capture.sh box.tar.gz
+      gen detect --root DIR -o my-box.yaml      # the tarball unpacked at DIR
+
+    Every value names its source in a comment; a NIC's role is marked GUESS. Hardware the
+    catalog lacks is written by PCI id and reported as a warning. GPU facts come from NVML
+    (pip install 'goldtune[detect]'), else nvidia-smi, else PCI ids alone.
+    """
+    from generator.commands.detect import run_detect
+
+    run_detect(output, root, capture)
+
+
+@main.command()
 @click.argument("bundle", type=click.Path(path_type=Path), metavar="BUNDLE")
 @click.option("--root", "root", type=click.Path(path_type=Path), metavar="DIR",
               help="Check the image mounted at DIR (files, units, boot arguments) instead of this machine.")

@@ -1,0 +1,433 @@
+"""A machine's hardware description, as the hardware YAML that `gen check` reads.
+
+Each value comes with its source in a comment; what the machine cannot tell (a NIC's role) is
+marked GUESS; what the format cannot say yet (CPU-less NUMA nodes, the distribution, per-board
+power limits) is written as a comment, never squeezed into a field that means something else.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from generator import TOOL, __version__
+from generator.detect import cpu as cpus
+from generator.detect import devices
+from generator.detect.devices import ARPHRD_INFINIBAND, Disk, Nic, PciFunction
+from generator.detect.driver import DriverGpu, DriverReport
+from generator.detect.emit import comment, field, line
+from generator.detect.system import read_os
+from generator.detect.tree import Tree, shown
+from generator.inputs.catalog import Catalog, GpuModel, NicModel
+
+INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")  # as inputs/hardware.py
+DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}$")
+KIB_PER_GIB = 1024 * 1024
+FAST_PORT_MBPS = 25000
+NVIDIA_ID = devices.NVIDIA_VENDOR
+
+
+class Machine(NamedTuple):
+    """What the description is built from: the tree, the catalog and the driver's answers."""
+
+    tree: Tree
+    catalog: Catalog
+    driver: DriverReport | str  # the report, or why there is none
+    live: bool
+
+
+def describe(machine: Machine, command: str) -> str:
+    """The whole description, deterministic for a given tree, catalog and driver report."""
+    tree = machine.tree
+    identity = cpus.identify_cpu(tree, machine.catalog)
+    numa = cpus.read_numa(tree)
+    functions = devices.read_pci(tree)
+    lines = header(command, machine)
+    lines += cpu_lines(identity, cpus.read_topology(tree), len(numa.cpu_nodes))
+    lines += memory_lines(cpus.read_memory_kib(tree), numa)
+    lines += gpu_lines(functions, numa, machine)
+    lines += nic_lines(tree, functions, numa, machine.catalog)
+    lines += disk_lines(tree)
+    lines += os_lines(tree, machine.live)
+    return "\n".join(lines) + "\n"
+
+
+def header(command: str, machine: Machine) -> list[str]:
+    distribution = read_os(machine.tree, machine.live).distribution
+    return [
+        comment(0, f"Hardware description written by `{command}` ({TOOL} {__version__})."),
+        comment(
+            0,
+            "Each value names its source; GUESS marks what the machine cannot tell. "
+            "Review before use.",
+        ),
+        comment(
+            0,
+            f"distribution: {distribution or 'unknown'} (/etc/os-release; the format "
+            "has no field for it yet)",
+        ),
+    ]
+
+
+def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology, cpu_nodes: int) -> list[str]:
+    lines = ["cpu:"]
+    seen = shown(identity.seen_as) if identity.seen_as else "no model name"
+    if identity.model is not None:
+        lines.append(field(2, "model", identity.model, f"{seen}: {identity.model_note}"))
+    else:
+        lines.append(comment(2, f"model: left out, {identity.model_note} ({seen})"))
+    lines.append(field(2, "vendor", identity.vendor, f"{cpus.CPUINFO} ({identity.arch})"))
+    source = f"physical_package_id from cpu*/topology of {topology.online_cpus} online CPUs"
+    sockets, cores = topology.sockets, topology.cores_per_socket
+    if cpu_nodes < sockets and sockets % cpu_nodes == 0:
+        # A VM's virtual sockets often share one NUMA node; the format needs numa_nodes to be a
+        # multiple of sockets, and the NUMA layout is what the rules act on.
+        source = (
+            f"GUESS: {sockets} packages share {cpu_nodes} NUMA node(s), as a VM's virtual "
+            f"sockets do; written as {cpu_nodes} socket(s) of {sockets // cpu_nodes * cores} "
+            "cores because the format needs numa_nodes to be a multiple of sockets"
+        )
+        sockets, cores = cpu_nodes, sockets // cpu_nodes * cores
+    lines.append(field(2, "sockets", sockets, source))
+    lines.append(field(2, "cores_per_socket", cores, "core_id per package"))
+    lines.append(field(2, "threads_per_core", topology.threads_per_core, "online CPUs per core"))
+    return lines
+
+
+def memory_lines(total_kib: int, numa: cpus.NumaLayout) -> list[str]:
+    usable = max(total_kib - numa.memory_only_kib, KIB_PER_GIB) // KIB_PER_GIB
+    note = "MemTotal of /proc/meminfo, rounded down (a little below the installed RAM)"
+    if numa.memory_only_kib:
+        note += f"; less {numa.memory_only_kib // KIB_PER_GIB} GiB on CPU-less nodes"
+    lines = [field(0, "memory_gib", usable, note)]
+    lines.append(
+        field(0, "numa_nodes", len(numa.cpu_nodes), "nodes with CPUs in /sys/devices/system/node")
+    )
+    if numa.memory_only_nodes:
+        listed = ", ".join(str(n) for n in numa.memory_only_nodes)
+        lines.append(
+            comment(
+                0,
+                f"NUMA nodes without CPUs: {listed} (GPU memory on Grace, or CXL); "
+                "the format has no field for them",
+            )
+        )
+    return lines
+
+
+def device_node(function: PciFunction | None, numa: cpus.NumaLayout) -> tuple[int | None, str]:
+    """A PCI function's NUMA node: its numa_node, else the one node its local_cpulist lies on."""
+    if function is None:
+        return None, "not on a PCI function"
+    if function.numa_node is not None:
+        return node_index(function.numa_node, numa, "numa_node of its PCI function")
+    local = function.local_cpus
+    holding = [n for n, node_cpus in numa.cpus_of_node.items() if local and local <= node_cpus]
+    if len(numa.cpus_of_node) > 1 and len(holding) == 1:
+        return node_index(holding[0], numa, "numa_node -1, but its local_cpulist is that node's")
+    return None, "numa_node -1: the firmware gives no locality"
+
+
+def node_index(node: int, numa: cpus.NumaLayout, note: str) -> tuple[int | None, str]:
+    """A NUMA node as the format numbers them (nodes with CPUs, from 0)."""
+    if numa.cpu_nodes != tuple(range(len(numa.cpu_nodes))):
+        return None, f"node {node}: CPU nodes are not numbered 0-{len(numa.cpu_nodes) - 1}"
+    if node not in numa.cpu_nodes:
+        return None, f"node {node} has no CPUs"
+    return node, note
+
+
+def find_gpu(catalog: Catalog, device: str) -> GpuModel | None:
+    return next((g for g in catalog.gpus.entries if f"0x{device}" in g.pci_device_ids), None)
+
+
+def find_nic(catalog: Catalog, pci_id: str) -> NicModel | None:
+    return next((n for n in catalog.nics.entries if pci_id in n.pci_ids), None)
+
+
+def gpu_lines(
+    functions: dict[str, PciFunction], numa: cpus.NumaLayout, machine: Machine
+) -> list[str]:
+    found = devices.gpus_of(functions)
+    others = devices.other_display_functions(functions)
+    lines: list[str] = []
+    if others:
+        ids = ", ".join(sorted({f.pci_id for f in others}))
+        lines.append(
+            comment(
+                0,
+                f"display functions of other vendors left out ({ids}): the "
+                "format describes NVIDIA GPUs only",
+            )
+        )
+    if not found:
+        return lines + [field(0, "gpus", [], "no NVIDIA display or 3D function on the PCI bus")]
+    lines.append("gpus:")
+    for device in sorted({f.device for f in found}, key=lambda d: _first(found, d)):
+        lines += _gpu_group([f for f in found if f.device == device], numa, machine)
+    lines += nvswitch_lines(functions, machine.driver)
+    return lines
+
+
+def _first(found: list[PciFunction], device: str) -> str:
+    return min(f.address for f in found if f.device == device)
+
+
+def _gpu_group(group: list[PciFunction], numa: cpus.NumaLayout, machine: Machine) -> list[str]:
+    device = group[0].device
+    model = find_gpu(machine.catalog, device)
+    key = model.key if model else f"0x{device}"
+    where = (
+        "catalog entry by PCI id"
+        if model
+        else "NOT IN THE CATALOG (hardware_db/gpus/); `gen check` names the missing entry"
+    )
+    lines = [field(2, "- model", key, f"PCI {NVIDIA_ID}:{device}, {where}")]
+    lines.append(field(4, "count", len(group), f"{len(group)} PCI functions"))
+    nodes = [device_node(f, numa) for f in group]
+    if all(node is not None for node, _ in nodes):
+        lines.append(
+            field(
+                4,
+                "numa_nodes",
+                [node for node, _ in nodes],
+                "numa_node per GPU, in PCI address order",
+            )
+        )
+    else:
+        lines.append(comment(4, f"numa_nodes left out: {next(n for v, n in nodes if v is None)}"))
+    lines += driver_comments(group, model, machine.driver)
+    return lines
+
+
+def driver_comments(
+    group: list[PciFunction], model: GpuModel | None, driver: DriverReport | str
+) -> list[str]:
+    if isinstance(driver, str):
+        return [comment(4, f"driver facts: none ({driver}); from PCI ids alone")]
+    lines = []
+    for function in group:
+        gpu = driver.gpus.get(function.address)
+        if gpu is None:
+            lines.append(comment(4, f"{driver.source}: {function.address} not reported"))
+            continue
+        lines.append(comment(4, f"{driver.source} {function.address}: {_gpu_summary(gpu)}"))
+        if gpu.device_id and gpu.device_id != function.device:
+            lines.append(
+                comment(
+                    4,
+                    f"{driver.source} reports device 0x{gpu.device_id}, sysfs 0x{function.device}",
+                )
+            )
+    if model is not None:
+        lines += _catalog_differences(group, model, driver)
+    return lines
+
+
+def _gpu_summary(gpu: DriverGpu) -> str:
+    parts = [f'"{shown(gpu.name)}"' if gpu.name else "no name"]
+    if gpu.memory_mib is not None:
+        parts.append(f"{gpu.memory_mib} MiB")
+    default, low, high = gpu.power_w
+    if default or low or high:
+        parts.append(f"power default {default} W, range {low}-{high} W")
+    graphics, memory = gpu.max_clocks_mhz
+    if graphics or memory:
+        parts.append(f"max clocks {graphics}/{memory} MHz")
+    if gpu.mig_mode:
+        parts.append(f"MIG {gpu.mig_mode}")
+    if gpu.nvlinks_active is not None:
+        parts.append(f"{gpu.nvlinks_active} NVLinks active")
+    return ", ".join(parts)
+
+
+def _catalog_differences(
+    group: list[PciFunction], model: GpuModel, driver: DriverReport
+) -> list[str]:
+    """Where the driver disagrees with the catalog entry: the machine wins at boot, say so."""
+    notes = set()
+    for function in group:
+        gpu = driver.gpus.get(function.address)
+        if gpu is None:
+            continue
+        if gpu.power_w[0] and model.power.default_w and gpu.power_w[0] != model.power.default_w:
+            notes.add(
+                f"default power {gpu.power_w[0]} W here, {model.power.default_w} W in the catalog"
+            )
+        if (
+            gpu.max_clocks_mhz[0]
+            and model.max_graphics_clock_mhz
+            and gpu.max_clocks_mhz[0] != model.max_graphics_clock_mhz
+        ):
+            notes.add(
+                f"max graphics clock {gpu.max_clocks_mhz[0]} MHz here, "
+                f"{model.max_graphics_clock_mhz} MHz in the catalog"
+            )
+    return [comment(4, f"{driver.source} differs from {model.key}: {n}") for n in sorted(notes)]
+
+
+def nvswitch_lines(functions: dict[str, PciFunction], driver: DriverReport | str) -> list[str]:
+    switches = devices.nvswitches_of(functions)
+    if switches:
+        ids = ", ".join(sorted({s.pci_id for s in switches}))
+        return [field(0, "nvswitch", True, f"{len(switches)} NVSwitch PCI functions ({ids})")]
+    if isinstance(driver, DriverReport):
+        answers = {gpu.nvswitch for gpu in driver.gpus.values()}
+        if True in answers:
+            return [field(0, "nvswitch", True, f"{driver.source}: NVLinks lead to an NVSwitch")]
+        if answers == {False}:
+            return [field(0, "nvswitch", False, f"{driver.source}: NVLinks lead to no NVSwitch")]
+    return [
+        comment(
+            0,
+            "nvswitch: left out (no NVSwitch PCI function; the format's default "
+            "from the GPU model applies)",
+        )
+    ]
+
+
+def nic_lines(
+    tree: Tree, functions: dict[str, PciFunction], numa: cpus.NumaLayout, catalog: Catalog
+) -> list[str]:
+    found, notes = devices.read_nics(tree, functions)
+    routes = devices.default_route_interfaces(tree)
+    lines = [comment(0, note) for note in notes]
+    usable = [nic for nic in found if INTERFACE_NAME.match(nic.name)]
+    lines += [
+        comment(0, f"interface {shown(nic.name)}: not a name the format accepts; left out")
+        for nic in found
+        if nic not in usable
+    ]
+    if not usable:
+        return lines + [field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
+    lines.append("nics:")
+    for nic in usable:
+        lines += _nic(nic, routes, numa, catalog)
+    return lines
+
+
+def _nic(nic: Nic, routes: set[str], numa: cpus.NumaLayout, catalog: Catalog) -> list[str]:
+    model = find_nic(catalog, nic.pci.pci_id) if nic.pci else None
+    lines = [
+        field(
+            2,
+            "- name",
+            nic.name,
+            f"/sys/class/net, on PCI {nic.pci.address}"
+            if nic.pci
+            else "/sys/class/net, not on a PCI function",
+        )
+    ]
+    if model is not None:
+        lines.append(field(4, "model", model.key, f"PCI {nic.pci.pci_id if nic.pci else ''}"))
+    elif nic.pci is not None:
+        lines.append(
+            comment(
+                4,
+                f"model: left out, PCI {nic.pci.pci_id} is not in the catalog (hardware_db/nics/)",
+            )
+        )
+    lines += _nic_speed(nic, model)
+    node, note = device_node(nic.pci, numa)
+    lines.append(
+        field(4, "numa_node", node, note)
+        if node is not None
+        else comment(4, f"numa_node: left out, {note}")
+    )
+    role, why = guess_role(nic, routes)
+    lines.append(field(4, "role", role, f"GUESS: {why}"))
+    lines += _nic_rdma(nic, model)
+    return lines
+
+
+def _nic_speed(nic: Nic, model: NicModel | None) -> list[str]:
+    if nic.speed_mbps is None:
+        return [comment(4, "speed_gbps: left out, sysfs speed unknown (link down?)")]
+    gbps = nic.speed_mbps // 1000
+    if gbps < 1:
+        return [comment(4, f"speed_gbps: left out, {nic.speed_mbps} Mb/s is below 1 Gbit/s")]
+    if model is not None and model.max_speed_gbps and gbps > model.max_speed_gbps:
+        return [
+            comment(
+                4,
+                f"speed_gbps: left out, sysfs says {gbps} Gbit/s, above the "
+                f"{model.key} maximum of {model.max_speed_gbps}",
+            )
+        ]
+    return [field(4, "speed_gbps", gbps, f"sysfs speed {nic.speed_mbps} Mb/s")]
+
+
+def guess_role(nic: Nic, routes: set[str]) -> tuple[str, str]:
+    """A NIC's job is not in sysfs: guess from the link type, the routes and the speed."""
+    if nic.link_type == ARPHRD_INFINIBAND:
+        return "compute", "an InfiniBand link (type 32) carries the GPU fabric"
+    if nic.name in routes:
+        return "frontend", "it carries the default route (/proc/net/route)"
+    if nic.rdma_devices:
+        return "compute", "an RDMA-capable port off the default route"
+    if nic.speed_mbps is None or nic.speed_mbps < FAST_PORT_MBPS:
+        return "management", "a slow or unknown-speed port off the default route"
+    return "storage", "a fast port without RDMA, off the default route"
+
+
+def _nic_rdma(nic: Nic, model: NicModel | None) -> list[str]:
+    if not nic.rdma_devices:
+        return [
+            comment(
+                4, "rdma: left out, no RDMA device on its PCI function in /sys/class/infiniband"
+            )
+        ]
+    names = ", ".join(shown(name) for name in nic.rdma_devices)
+    if model is not None and not model.rdma:
+        return [
+            comment(
+                4,
+                f"rdma: left out, RDMA device {names} seen but the catalog's {model.key} has none",
+            )
+        ]
+    return [field(4, "rdma", True, f"RDMA device {names} on its PCI function")]
+
+
+def disk_lines(tree: Tree) -> list[str]:
+    disks, virtual, notes = devices.read_block_devices(tree)
+    dev, source = devices.root_device(tree)
+    holding_root = devices.os_disks(disks, virtual, dev, source)
+    lines = [comment(0, f"disk {note}") for note in notes]
+    lines += [
+        comment(0, f"disk {shown(d.name)}: not a name the format accepts; left out")
+        for d in disks
+        if not DISK_NAME.match(d.name)
+    ]
+    usable = [d for d in disks if DISK_NAME.match(d.name)]
+    if not holding_root:
+        lines.append(comment(0, "no disk found holding / (/proc/self/mountinfo); none marked os"))
+    if not usable:
+        return lines + [field(0, "disks", [], "no physical disk in /sys/block")]
+    lines.append("disks:")
+    lines += [_disk(d, d.name in holding_root) for d in usable]
+    return lines
+
+
+def _disk(disk: Disk, holds_root: bool) -> str:
+    role = "os" if holds_root else "data"
+    why = "holds / (/proc/self/mountinfo)" if holds_root else "GUESS: data (cache is never guessed)"
+    text = f"- {{name: {disk.name}, kind: {disk.kind}, role: {role}}}"
+    return line(2, text, f"{disk.kind_note}; {why}")
+
+
+def os_lines(tree: Tree, live: bool) -> list[str]:
+    info = read_os(tree, live)
+    lines = ["os:"]
+    if info.kernel is not None:
+        lines.append(field(2, "kernel", info.kernel, info.kernel_note))
+    else:
+        lines.append(comment(2, f"kernel: left out, {info.kernel_note}"))
+    if info.page_size_kib in (4, 16, 64):
+        lines.append(field(2, "page_size_kib", info.page_size_kib, info.page_note))
+    elif info.page_size_kib is not None:
+        lines.append(
+            comment(2, f"page_size_kib: left out, {info.page_size_kib} KiB is not 4, 16 or 64")
+        )
+    else:
+        lines.append(comment(2, f"page_size_kib: left out, {info.page_note}"))
+    return lines

@@ -1,0 +1,245 @@
+"""`gen detect --root`: fake machines in tmp dirs must give descriptions `gen check` accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from generator.cli import main
+from tests import detect_trees as trees
+
+
+def detect(root: Path, *extra: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["detect", "--root", str(root), *extra])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def detected(machine: trees.FakeMachine, tmp_path: Path) -> tuple[dict, str]:
+    status, text, errors = detect(machine.build(tmp_path / "tree"))
+    assert status == 0, errors
+    return yaml.safe_load(text), text
+
+
+def check(text: str, tmp_path: Path, profile: str = "inference") -> tuple[int, str]:
+    path = tmp_path / "detected.yaml"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["check", "--hw", str(path), "--profile", profile])
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", ["dgx_h100", "l4_pcie", "gh200", "epyc_nps4", "vm_without_gpus"])
+@pytest.mark.parametrize("profile", ["inference", "training"])
+def test_detected_description_passes_gen_check(name: str, profile: str, tmp_path: Path):
+    _, text = detected(getattr(trees, name)(), tmp_path)
+    status, output = check(text, tmp_path, profile)
+    assert status == 0, output + "\n" + text
+
+
+def test_dgx_h100(tmp_path: Path):
+    data, text = detected(trees.dgx_h100(), tmp_path)
+    assert data["cpu"] == {
+        "model": "Xeon-8480C",
+        "vendor": "intel",
+        "sockets": 2,
+        "cores_per_socket": 56,
+        "threads_per_core": 2,
+    }
+    assert data["numa_nodes"] == 2 and data["memory_gib"] == 2063
+    assert data["gpus"] == [
+        {"model": "H100-SXM5-80GB", "count": 8, "numa_nodes": [0, 0, 0, 0, 1, 1, 1, 1]}
+    ]
+    assert data["nvswitch"] is True and "4 NVSwitch PCI functions (10de:22a3)" in text
+    compute = [nic for nic in data["nics"] if nic["name"].startswith("ibp")]
+    assert len(compute) == 8
+    assert all(
+        nic
+        == {
+            "name": nic["name"],
+            "model": "ConnectX-7",
+            "speed_gbps": 400,
+            "numa_node": nic["numa_node"],
+            "role": "compute",
+            "rdma": True,
+        }
+        for nic in compute
+    )
+    assert {nic["name"]: nic["numa_node"] for nic in compute} == {
+        "ibp24s0": 0,
+        "ibp64s0": 0,
+        "ibp79s0": 0,
+        "ibp94s0": 0,  # the names of the DGX H100
+        "ibp154s0": 1,
+        "ibp192s0": 1,
+        "ibp206s0": 1,
+        "ibp220s0": 1,
+    }  # User Guide's Table 6
+    by_name = {nic["name"]: nic for nic in data["nics"]}
+    assert by_name["ens3f0np0"]["role"] == "frontend" and by_name["ens3f0np0"]["model"] == "E810"
+    assert by_name["eno1"]["role"] == "management" and "model" not in by_name["eno1"]
+    assert "lo" not in by_name
+    assert "PCI 8086:1533 is not in the catalog" in text
+    assert data["disks"] == [
+        {"name": "nvme0n1", "kind": "nvme", "role": "os"},
+        {"name": "nvme1n1", "kind": "nvme", "role": "data"},
+    ]
+    assert data["os"] == {"kernel": "6.8.0-45-generic", "page_size_kib": 4}
+    assert "# distribution: Ubuntu 24.04.1 LTS (ubuntu 24.04)" in text
+    assert "role: compute" in text and "GUESS: an InfiniBand link" in text
+
+
+def test_l4_box_leaves_out_the_bmc_vga_and_removable_disks(tmp_path: Path):
+    data, text = detected(trees.l4_pcie(), tmp_path)
+    assert data["cpu"]["model"] == "EPYC-9654" and data["cpu"]["vendor"] == "amd"
+    assert data["gpus"] == [{"model": "L4", "count": 1, "numa_nodes": [0]}]
+    assert "display functions of other vendors left out (1a03:2000)" in text
+    assert data["nics"] == [
+        {
+            "name": "ens1f0np0",
+            "model": "BCM57508",
+            "speed_gbps": 25,
+            "numa_node": 0,
+            "role": "frontend",
+        }
+    ]
+    assert data["disks"] == [
+        {"name": "sda", "kind": "ssd", "role": "os"},
+        {"name": "sdb", "kind": "hdd", "role": "data"},
+    ]
+    assert "sdc: removable; left out" in text
+    assert "nvswitch" not in data and "nvswitch: left out" in text
+
+
+def test_gh200_keeps_cpu_less_nodes_out_of_the_count(tmp_path: Path):
+    data, text = detected(trees.gh200(), tmp_path)
+    assert data["cpu"] == {
+        "model": "Grace",
+        "vendor": "nvidia",
+        "sockets": 1,
+        "cores_per_socket": 72,
+        "threads_per_core": 1,
+    }
+    assert data["numa_nodes"] == 1
+    assert "NUMA nodes without CPUs: 1, 2, 3, 4, 5, 6, 7, 8" in text
+    assert data["memory_gib"] == 480 and "less 96 GiB on CPU-less nodes" in text
+    assert data["gpus"] == [{"model": "GH200", "count": 1, "numa_nodes": [0]}]
+    assert data["os"] == {"kernel": "6.8.0-1013-nvidia-64k", "page_size_kib": 64}
+    assert "SoC id jep106:036b:0241 is NVIDIA Grace" in text
+    by_name = {nic["name"]: nic for nic in data["nics"]}
+    assert by_name["ib0"]["role"] == "compute" and by_name["ib0"]["rdma"] is True
+    assert by_name["enP2p1s0f0np0"]["role"] == "frontend" and "rdma" not in by_name["enP2p1s0f0np0"]
+
+
+def test_neoverse_v2_without_the_grace_soc_id_is_not_called_grace(tmp_path: Path):
+    machine = trees.gh200()
+    machine.soc_id = None
+    status, text, errors = detect(machine.build(tmp_path / "tree"))
+    assert status == 2 and text == ""
+    assert "an aarch64 CPU that is not NVIDIA Grace" in errors
+
+
+def test_epyc_nps4_has_four_nodes_per_socket(tmp_path: Path):
+    data, text = detected(trees.epyc_nps4(), tmp_path)
+    assert data["cpu"]["sockets"] == 2 and data["numa_nodes"] == 8
+    assert data["gpus"] == []
+    assert [(nic["name"], nic.get("numa_node"), nic["role"]) for nic in data["nics"]] == [
+        ("ens1np0", 1, "compute"),
+        ("ens2np0", 6, "frontend"),
+        ("ens3np0", 3, "storage"),
+        ("ens4np0", None, "storage"),
+    ]
+    assert "numa_node -1, but its local_cpulist is that node's" in text
+
+
+def test_ampere_is_refused_with_what_the_format_lacks(tmp_path: Path):
+    out = tmp_path / "ampere.yaml"
+    status, _, errors = detect(trees.ampere_one().build(tmp_path / "tree"), "-o", str(out))
+    assert status == 2 and not out.exists()
+    lines = errors.strip().splitlines()
+    assert len(lines) == 1, errors
+    assert "proc/cpuinfo: cpu.vendor: an aarch64 CPU that is not NVIDIA Grace" in lines[0]
+    assert "Ampere core (MIDR 0xc0/0xac3)" in lines[0] and "has no cpu.arch" in lines[0]
+
+
+def test_vm_without_gpus(tmp_path: Path):
+    data, text = detected(trees.vm_without_gpus(), tmp_path)
+    # QEMU's 4 virtual sockets on 1 NUMA node: the format needs nodes to be a multiple of sockets
+    assert data["cpu"] == {
+        "vendor": "intel",
+        "sockets": 1,
+        "cores_per_socket": 4,
+        "threads_per_core": 1,
+    }
+    assert "GUESS: 4 packages share 1 NUMA node(s)" in text
+    assert "no catalog entry named 'Intel Xeon (Icelake)'" in text
+    assert data["gpus"] == [] and data["numa_nodes"] == 1
+    assert data["nics"] == [{"name": "eth0", "role": "frontend"}]
+    assert "PCI 1af4:1041 is not in the catalog" in text  # found through virtio0, its parent
+    assert data["disks"] == [{"name": "vda", "kind": "hdd", "role": "os"}]
+    assert "# distribution: Debian GNU/Linux 12 (bookworm) (debian 12)" in text
+
+
+def test_output_is_deterministic_and_names_the_command(tmp_path: Path):
+    root = trees.dgx_h100().build(tmp_path / "tree")
+    first, second = detect(root), detect(root)
+    assert first == second
+    assert first[1].startswith(f"# Hardware description written by `gen detect --root {root}`")
+
+
+def test_an_unknown_gpu_is_written_by_pci_id_and_gen_check_names_it(tmp_path: Path):
+    machine = trees.l4_pcie()
+    machine.pci("0000:42:00.0", "10de", "2bb5", "0x030200", node=0)
+    status, text, errors = detect(machine.build(tmp_path / "tree"))
+    assert status == 0
+    data = yaml.safe_load(text)
+    assert {"model": "0x2bb5", "count": 1, "numa_nodes": [0]} in data["gpus"]
+    assert "PCI 10de:2bb5, NOT IN THE CATALOG" in text
+    assert errors == (
+        "warning: `gen check` will refuse this description: gpus[1].model: unknown GPU model "
+        "'0x2bb5' (written by PCI device id: add a hardware_db/gpus/ entry with that id)\n"
+    )
+    status, output = check(text, tmp_path)
+    assert status == 2 and "gpus[1].model: unknown GPU model '0x2bb5'" in output
+
+
+def test_writes_a_file_atomically_and_keeps_it_on_failure(tmp_path: Path):
+    out = tmp_path / "box.yaml"
+    status, _, errors = detect(trees.l4_pcie().build(tmp_path / "good"), "-o", str(out))
+    assert status == 0, errors
+    before = out.read_text()
+    assert before.startswith("# Hardware description")
+    status, _, _ = detect(trees.ampere_one().build(tmp_path / "bad"), "-o", str(out))
+    assert status == 2 and out.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "box.yaml", "good"]
+
+
+def test_a_missing_root_is_a_clear_error(tmp_path: Path):
+    status, _, errors = detect(tmp_path / "nowhere")
+    assert status == 2 and "not a directory (expected an unpacked capture)" in errors
+
+
+ALLOWED_IMPORTS = (
+    "generator.detect",
+    "generator.model",
+    "generator.inputs",
+    "generator.errors",
+    "generator.paths",
+    "generator.table",
+)
+
+
+def test_the_detect_package_imports_only_the_model_inputs_and_leaf_modules():
+    import ast
+
+    package = Path(__file__).resolve().parent.parent / "generator" / "detect"
+    for module in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
+            for name in (n for n in names if n.split(".")[0] == "generator"):
+                assert name == "generator" or name.startswith(ALLOWED_IMPORTS), (module.name, name)
