@@ -48,11 +48,25 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
 
 @rule("gpu.ecc")
 def ecc(facts: Facts, profile: Profile) -> Output:
-    """Make sure ECC is on (set only where it is off; takes effect after a reboot)."""
+    """Make sure ECC is on where it costs no memory; GDDR boards keep what they ship with.
+
+    GDDR6 boards (L4, L40S, A10: memory_type gddr in hardware_db) keep ECC inline in the same
+    DRAM, so turning it on takes about 1/16 of VRAM and some bandwidth after the next, possibly
+    unplanned, reboot (TUNING.md GPU table: on GDDR "only when the profile asks"); HBM has
+    separate ECC bits. A profile asks with an override of gpu ecc.
+    """
     if not facts.has_gpus or profile.gpu_ecc != "enable":
         return
-    yield gpu_action("ecc", "on", "silent bit flips corrupt long runs and answers; ECC costs "
-                     "little; set only where it is off, effective after the next reboot")
+    if gddr := [group.model.key for group in facts.gpus if group.model.memory_type == "gddr"]:
+        yield note(f"ECC left as the boards ship it on {', '.join(gddr)}: GDDR keeps ECC inline, "
+                   "so turning it on takes about 1/16 of VRAM after the next reboot; a profile "
+                   "override (kind gpu, key ecc, value on) asks for it")
+        return
+    unknown = [group.model.key for group in facts.gpus if group.model.memory_type is None]
+    memory = (f"HBM ECC costs no capacity (memory type of {', '.join(unknown)} not in "
+              "hardware_db)" if unknown else "HBM keeps ECC in separate bits, so it costs no capacity")
+    yield gpu_action("ecc", "on", f"silent bit flips corrupt long runs and answers; {memory}; set "
+                     "only where it is off, effective after the next reboot")
 
 
 @rule("gpu.compute-mode")

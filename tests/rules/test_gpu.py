@@ -50,6 +50,11 @@ CASES: tuple[Case, ...] = (
     Case("ecc-enable", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [H100X8]}, intent="training"),
     Case("ecc-leave", gpu.ecc, set(), hw={"gpus": [H100X8]}, knobs={"gpu_ecc": "leave"}),
     Case("ecc-no-gpu", gpu.ecc, set()),
+    # GDDR boards: ECC inline costs ~1/16 of VRAM; left as shipped unless an override asks
+    Case("ecc-l4-gddr", gpu.ecc, set(), hw={"gpus": [L4X1]}, note="1/16 of VRAM"),
+    Case("ecc-l40s-gddr", gpu.ecc, set(), hw={"gpus": [L40SX4]}, intent="training", note="L40S"),
+    Case("ecc-mixed-gddr-hbm", gpu.ecc, set(), hw={"gpus": [L4X1, H100X4]}, note="L4"),
+    Case("ecc-memory-type-unknown", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [B200X8]}),
     Case("compute-mode-default", gpu.compute_mode, set(), hw={"gpus": [H100X8]}, note="DEFAULT"),
     Case("compute-mode-exclusive", gpu.compute_mode, {("gpu", "compute-mode", "EXCLUSIVE_PROCESS")},
          hw={"gpus": [H100X8]}, intent="training", knobs={"gpu_compute_mode": "exclusive-process"}),
@@ -157,3 +162,10 @@ def test_nvlink5_fabric_manager_reason_names_nvlsm() -> None:
     assert "nvlsm" in setting.reason and "nvidia-fabricmanager-start.sh" in setting.reason
     (older,) = gpu.fabric_manager.apply(facts(gpus=[H100X8]), profile("training"))
     assert "nvlsm" not in older.reason
+
+
+def test_ecc_reason_says_what_it_knows_of_the_memory() -> None:
+    (known,) = gpu.ecc.apply(facts(gpus=[H100X8]), profile("training"))
+    assert "HBM keeps ECC in separate bits" in known.reason
+    (unknown,) = gpu.ecc.apply(facts(gpus=[B200X8]), profile("training"))
+    assert "memory type of B200 not in hardware_db" in unknown.reason
