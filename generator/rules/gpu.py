@@ -267,7 +267,8 @@ def vendor_profiles(facts: Facts, profile: Profile) -> Output:
     nvidia-base ([modules] ib_umad), nvidia-h100-performance (pci=realloc=off, console=),
     nvidia-gb200-performance (kernel.threads-max=16512444, vm.min_free_kbytes=65536, earlycon,
     containerd LimitSTACK=67108864), multiNodeTraining (rmem_default/wmem_default 128 MiB).
-    Settings goldtune has, or that other rules explain, are not repeated here.
+    Settings goldtune has, or that other rules explain, are not repeated here. rdma-core loads
+    ib_umad where an InfiniBand device exists (kernel-boot/modules/infiniband.conf).
     """
     if not facts.has_gpus:
         return
