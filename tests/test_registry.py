@@ -38,7 +38,7 @@ ID_FORMAT = re.compile(r"^[a-z]+\.[a-z0-9-]+$")
 AREAS = ("memory", "cpu", "gpu", "boot", "network", "irq", "limits", "storage", "hygiene")
 TABLES = (test_memory, test_cpu, test_gpu, test_boot, test_network, test_irq, test_limits, test_storage, test_hygiene)
 # Rules that only ever explain why nothing is set (TUNING.md: "say so instead of emitting settings").
-NOTE_ONLY = {"boot.acs", "network.rdma-paths"}
+NOTE_ONLY = {"boot.acs", "network.rdma-paths", "gpu.vendor-profiles"}
 # Imports a rule module may use: no I/O, no environment, no clock.
 ALLOWED_IMPORTS = re.compile(r"^(__future__|collections\.abc|typing|dataclasses|generator(\.[a-z_.]+)?)$")
 

@@ -1,10 +1,20 @@
-"""One snapshot file per rendered artifact of every shipped system x profile.
+"""One snapshot file per reviewed artifact of every shipped system x profile.
 
 The snapshots in ``__snapshots__/test_snapshots/`` are the real config files, so a change in a rule
-or a template shows up in review as a diff of the files an image would carry. The fixed scripts
-are not snapshotted: they are the same bytes in every bundle (tests/test_scripts.py proves it),
-so only their data files are. Update them with
-``python3 -m pytest tests/test_snapshots.py --snapshot-update`` and read the diff before committing.
+or a template shows up in review as a diff of the files an image would carry, once: one sysctl
+change is a diff of sysctl.d and of EXPLAIN.md, not six restatements of it. What restates other
+files is not snapshotted but proven equal to them here and in the render tests:
+
+- the fixed scripts: the same bytes in every bundle (tests/test_scripts.py);
+- plan.json: the plan the reviewed files print, read back here;
+- manifest.json: every other file's digest and mode, checked here;
+- cloud-init/user-data: the overlay file by file (render's round-trip check, the cloud-init
+  validator);
+- kernel-cmdline: the GRUB drop-in's line, checked here;
+- the collector's data: word lists derived from plan.json (its validator runs ``collect --check``).
+
+Update them with ``python3 -m pytest tests/test_snapshots.py --snapshot-update`` and read the diff
+before committing.
 """
 
 from __future__ import annotations
@@ -16,10 +26,29 @@ from conftest import PROFILES, SYSTEMS
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+import hashlib
+import json
+import re
+
 from generator.commands.generate import render_for
+from generator.model.layout import (
+    COLLECT_DATA,
+    GRUB_FILE,
+    KERNEL_CMDLINE,
+    MANIFEST,
+    PLAN_FILE,
+    USER_DATA,
+    in_overlay,
+)
+from generator.model.planio import plan_from_data
 from generator.render.render import FIXED_SCRIPTS, RenderedFiles
 
 FIXED_PATHS = {output.path for output in FIXED_SCRIPTS}
+DERIVED = {PLAN_FILE, MANIFEST, USER_DATA, KERNEL_CMDLINE, in_overlay(COLLECT_DATA)}
+
+
+def reviewed(path: str) -> bool:
+    return path not in FIXED_PATHS and path not in DERIVED
 
 
 class ConfigFileExtension(SingleFileSnapshotExtension):
@@ -40,7 +69,7 @@ def artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
         for system in SYSTEMS
         for profile in PROFILES
         for path in rendered(system, profile)
-        if path not in FIXED_PATHS
+        if reviewed(path)
     ]
 
 
@@ -57,3 +86,25 @@ def test_no_stale_snapshot_files() -> None:
     folder = Path(__file__).parent / "__snapshots__" / "test_snapshots"
     expected = {f"test_artifact[{p.id}].txt" for p in artifact_params()}
     assert sorted(path.name for path in folder.iterdir()) == sorted(expected)
+
+
+COMBINATIONS = [(system, profile) for system in SYSTEMS for profile in PROFILES]
+
+
+@pytest.mark.parametrize(("system", "profile"), COMBINATIONS, ids=[f"{s}-{p}" for s, p in COMBINATIONS])
+def test_the_derived_files_follow_from_the_reviewed_ones(system: str, profile: str) -> None:
+    files = rendered(system, profile)
+    plan = plan_from_data(json.loads(files[PLAN_FILE][0]))
+    explain = files["EXPLAIN.md"][0].decode()
+    assert all(f"`{s.key}`" in explain or s.key in explain for s in plan.settings)
+    manifest = json.loads(files[MANIFEST][0])
+    listed = {entry["path"]: entry for entry in manifest["files"]}
+    assert set(listed) == set(files) - {MANIFEST}
+    for path, (content, mode) in files.items():
+        if path != MANIFEST:
+            assert listed[path]["sha256"] == hashlib.sha256(content).hexdigest()
+            assert listed[path]["mode"] == f"{mode:04o}"
+    grub = in_overlay(GRUB_FILE)
+    if grub in files:
+        line = re.search(r'^GRUB_CMDLINE_LINUX_DEFAULT=".*\}(.*)"$', files[grub][0].decode(), re.MULTILINE)
+        assert line is not None and files[KERNEL_CMDLINE][0].decode() == line.group(1) + "\n"

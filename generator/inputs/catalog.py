@@ -45,6 +45,8 @@ class GpuModel(StrictModel):
     form_factor: Literal["sxm", "pcie", "superchip"]
     compute_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] | None = None
     memory_gib: Annotated[float, Field(gt=0)] | None = None
+    # GDDR keeps ECC inline, in the same DRAM (about 1/16 of capacity); HBM has dedicated ECC bits.
+    memory_type: Literal["hbm", "gddr"] | None = None
     power: PowerLimits = Field(default_factory=PowerLimits)
     max_graphics_clock_mhz: Annotated[int, Field(gt=0, le=10000)] | None = None
     max_memory_clock_mhz: Annotated[int, Field(gt=0, le=20000)] | None = None

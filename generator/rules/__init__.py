@@ -35,6 +35,7 @@ REGISTRY: tuple[Rule, ...] = (
     gpu.imex,
     gpu.dcgm,
     gpu.peermem,
+    gpu.vendor_profiles,
     boot.iommu_passthrough,
     boot.init_on_alloc,
     boot.acs,

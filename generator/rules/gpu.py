@@ -49,11 +49,27 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
 
 @rule("gpu.ecc")
 def ecc(facts: Facts, profile: Profile) -> Output:
-    """Make sure ECC is on (set only where it is off; takes effect after a reboot)."""
+    """Make sure ECC is on where it costs no memory; GDDR boards keep what they ship with.
+
+    GDDR6 boards (L4, L40S, A10: memory_type gddr in hardware_db) keep ECC inline in the same
+    DRAM, so turning it on takes about 1/16 of VRAM and some bandwidth after the next, possibly
+    unplanned, reboot (TUNING.md GPU table: on GDDR "only when the profile asks"); HBM has
+    separate ECC bits. A profile asks with an override of gpu ecc.
+    """
     if not facts.has_gpus or profile.gpu_ecc != "enable":
         return
-    yield gpu_action("ecc", "on", "silent bit flips corrupt long runs and answers; ECC costs "
-                     "little; set only where it is off, effective after the next reboot")
+    if gddr := [group.model.key for group in facts.gpus if group.model.memory_type == "gddr"]:
+        yield note(f"ECC left as the boards ship it on {', '.join(gddr)}: GDDR keeps ECC inline, "
+                   "so turning it on takes about 1/16 of VRAM after the next reboot; a profile "
+                   "override (kind gpu, key ecc, value on) asks for it")
+        return
+    unknown = [group.model.key for group in facts.gpus if group.model.memory_type is None]
+    memory = "HBM keeps ECC in separate bits, so it costs no capacity"
+    if unknown:
+        memory = (f"HBM ECC costs no capacity (memory type of {', '.join(unknown)} not in "
+                  "hardware_db)")
+    yield gpu_action("ecc", "on", f"silent bit flips corrupt long runs and answers; {memory}; set "
+                     "only where it is off, effective after the next reboot")
 
 
 @rule("gpu.compute-mode")
@@ -242,3 +258,39 @@ def peermem(facts: Facts, profile: Profile) -> Output:
                           "PeerDirect; with the inbox mlx5 stack the module does not load and "
                           f"DMA-BUF applies instead; loaded by {GPU_UNIT} once the "
                           "NVIDIA driver provides it")
+
+
+@rule("gpu.vendor-profiles")
+def vendor_profiles(facts: Facts, profile: Profile) -> Output:
+    """Say which settings of NVIDIA's own tuned profiles are left out, and why.
+
+    NVIDIA/skyhook-packages 3f9169b nvidia-tuned/profiles (research/peer-systems.md 2.3):
+    nvidia-base ([modules] ib_umad), nvidia-h100-performance (pci=realloc=off, console=),
+    nvidia-gb200-performance (kernel.threads-max=16512444, vm.min_free_kbytes=65536, earlycon,
+    containerd LimitSTACK=67108864), multiNodeTraining (rmem_default/wmem_default 128 MiB).
+    Settings goldtune has, or that other rules explain, are not repeated here. rdma-core loads
+    ib_umad where an InfiniBand device exists (kernel-boot/modules/infiniband.conf).
+    """
+    if not facts.has_gpus:
+        return
+    if not _nvlink5_baseboard(facts):
+        yield note("ib_umad (loaded by NVIDIA's nvidia-base profile everywhere) is loaded only for "
+                   "NVLSM on NVLink 5 NVSwitch baseboards; rdma-core loads it with the "
+                   "InfiniBand stack where an HCA is present")
+    yield note("pci=realloc=off, console= and earlycon (NVIDIA's h100/gb200 profiles) not set: "
+               "PCI resource allocation and the serial console are firmware- and BMC-specific")
+    yield note("kernel.threads-max not raised (NVIDIA's gb200 profile: 16512444): the kernel "
+               "sizes it from RAM (kernel/fork.c: an eighth of memory for thread stacks) and "
+               "pid_max (4194304 under systemd) caps threads first")
+    kernel_min_free = min(262144, int((facts.memory_gib * 1024 * 1024 * 16) ** 0.5))
+    yield note(f"vm.min_free_kbytes not set (NVIDIA's gb200 profile: 65536): the kernel's own "
+               f"value is sqrt(16 x RAM in KiB), about {kernel_min_free} KiB here "
+               "(mm/page_alloc.c, at most 262144), so a fixed 65536 would lower it on machines "
+               "above 256 GiB")
+    yield note("containerd LimitSTACK=67108864 (NVIDIA's gb200 profile) not set: goldtune writes "
+               "no container-runtime drop-ins, and RLIMIT_STACK also becomes glibc's default "
+               "stack size for every new thread")
+    if profile.multinode:
+        yield note("net.core.rmem_default/wmem_default not raised (NVIDIA's multiNodeTraining: "
+                   "134217728): they size every new socket, control connections included; TCP "
+                   "autotuning grows buffers up to the tcp_rmem/tcp_wmem maximum instead")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from generator.inputs.facts import Facts
 from generator.plan.known_keys import NR_OPEN_DEFAULT
 from generator.inputs.profile import Profile
-from generator.rules.base import Output, limit, manager_default, rule, sysctl
+from generator.rules.base import Output, limit, manager_default, note, rule, sysctl
 
 NOFILE = 1048576
 LOGIN_DOMAINS = ("*", "root")
@@ -43,8 +43,20 @@ def aio(facts: Facts, profile: Profile) -> Output:
 
 @rule("limits.inotify")
 def inotify(facts: Facts, profile: Profile) -> Output:
-    """Enough inotify watches for tooling that watches checkpoint trees (training)."""
+    """Enough inotify instances for container hosts, and watches for checkpoint trees (training).
+
+    max_user_instances defaults to 128 per user, which container hosts exhaust ("too many open
+    files" from inotify_init1); EKS and OpenShift nodes use 8192, NVIDIA's gb200 tuned profile
+    65535. max_user_watches scales with RAM since Linux 5.11 (fs/notify/inotify, 1% of memory,
+    at most 1048576), so inference keeps the default.
+    """
+    yield sysctl("fs.inotify.max_user_instances", 8192,
+                 "every process that watches files holds an inotify instance; container hosts "
+                 "(kubelet, containerd, sidecars) exhaust the 128-per-user default; 8192 as EKS "
+                 "and OpenShift nodes")
     if profile.intent != "training":
+        yield note("fs.inotify.max_user_watches left at the default for inference: kernels >= "
+                   "5.11 scale it with RAM up to 1048576 (NVIDIA's gb200 profile sets 524288)")
         return
     yield sysctl("fs.inotify.max_user_watches", 1048576,
                  "tooling that watches checkpoint and dataset trees runs out of watches; 1048576 "

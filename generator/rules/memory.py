@@ -156,6 +156,11 @@ def hugepages_1g(facts: Facts, profile: Profile) -> Output:
     """
     percent = profile.hugepages_1g_percent
     if not percent:
+        if facts.has_gpus:
+            yield note("no huge pages reserved (NVIDIA's h100-inference and gb200 profiles "
+                       "reserve 2 MiB pages, e.g. hugepagesz=2M hugepages=8192): reserved memory "
+                       "is lost to everything else and only engines that map hugetlbfs use it; "
+                       "the profile knob hugepages_1g_percent reserves them")
         return
     if facts.os.page_size_kib in PAGE_SIZES_WITHOUT_1G_KIB:
         count = facts.memory_gib * percent // 100 * 512

@@ -88,6 +88,10 @@ def multirail_arp(facts: Facts, profile: Profile) -> Output:
     roles = [nic.role for nic in facts.nics if nic.role in {"compute", "storage"}]
     shared = sorted({role for role in roles if roles.count(role) > 1})
     if not shared:
+        if facts.has_gpus:
+            yield note("arp_announce=2/arp_ignore=1 (NVIDIA's nvidia-base profile sets them on "
+                       "every host) left at the default: with at most one compute and one storage "
+                       "NIC no other NIC can answer ARP for their addresses")
         return
     why = (f"several {'/'.join(shared)} NICs on one host (multi-rail): without this one NIC "
            "answers ARP for its neighbours' addresses and steals their traffic")
@@ -98,7 +102,13 @@ def multirail_arp(facts: Facts, profile: Profile) -> Output:
 @rule("network.bbr")
 def bbr(facts: Facts, profile: Profile) -> Output:
     """BBR and fq for multi-node training over TCP side paths."""
-    if not profile.multinode or not facts.tcp_nics:
+    if not facts.tcp_nics:
+        return
+    if not profile.multinode:
+        if facts.has_gpus:
+            yield note("TCP congestion control left at the default (NVIDIA's generic and "
+                       "multiNodeTraining profiles select bbr + fq): single-node work has no "
+                       "long bandwidth-delay TCP paths for BBR to help")
         return
     why = ("multi-node training moves checkpoints and datasets over high bandwidth-delay TCP "
            "paths, where BBR keeps throughput that loss-based CUBIC gives up")

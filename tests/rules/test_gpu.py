@@ -16,6 +16,7 @@ from .helpers import (
     check_case,
     facts,
     nic,
+    notes_of,
     profile,
     rdma_compute,
     settings_of,
@@ -50,6 +51,11 @@ CASES: tuple[Case, ...] = (
     Case("ecc-enable", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [H100X8]}, intent="training"),
     Case("ecc-leave", gpu.ecc, set(), hw={"gpus": [H100X8]}, knobs={"gpu_ecc": "leave"}),
     Case("ecc-no-gpu", gpu.ecc, set()),
+    # GDDR boards: ECC inline costs ~1/16 of VRAM; left as shipped unless an override asks
+    Case("ecc-l4-gddr", gpu.ecc, set(), hw={"gpus": [L4X1]}, note="1/16 of VRAM"),
+    Case("ecc-l40s-gddr", gpu.ecc, set(), hw={"gpus": [L40SX4]}, intent="training", note="L40S"),
+    Case("ecc-mixed-gddr-hbm", gpu.ecc, set(), hw={"gpus": [L4X1, H100X4]}, note="L4"),
+    Case("ecc-memory-type-unknown", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [B200X8]}),
     Case("compute-mode-default", gpu.compute_mode, set(), hw={"gpus": [H100X8]}, note="DEFAULT"),
     Case("compute-mode-exclusive", gpu.compute_mode, {("gpu", "compute-mode", "EXCLUSIVE_PROCESS")},
          hw={"gpus": [H100X8]}, intent="training", knobs={"gpu_compute_mode": "exclusive-process"}),
@@ -127,6 +133,11 @@ CASES: tuple[Case, ...] = (
          hw={"gpus": [H100X8], "nics": [rdma_compute(),
                                         nic("ens1", "storage", 200, rdma=True, model="BCM57508")]},
          note="ens1 (bnxt_re)"),
+    # NVIDIA's own tuned profiles: what is left out is said, never silently absent
+    Case("vendor-profiles-h100", gpu.vendor_profiles, set(), hw={"gpus": [H100X8]}, note="ib_umad"),
+    Case("vendor-profiles-multinode", gpu.vendor_profiles, set(), hw={"gpus": [H100X8]},
+         intent="training", knobs={"multinode": True}, note="rmem_default"),
+    Case("vendor-profiles-no-gpu", gpu.vendor_profiles, set()),
     Case("peermem-bluefield", gpu.peermem, PEERMEM,
          hw={"gpus": [H100X8],
              "nics": [nic("ens3", "storage", 400, rdma=True, model="BlueField-3")]}),
@@ -157,3 +168,22 @@ def test_nvlink5_fabric_manager_reason_names_nvlsm() -> None:
     assert "nvlsm" in setting.reason and "nvidia-fabricmanager-start.sh" in setting.reason
     (older,) = gpu.fabric_manager.apply(facts(gpus=[H100X8]), profile("training"))
     assert "nvlsm" not in older.reason
+
+
+def test_ecc_reason_says_what_it_knows_of_the_memory() -> None:
+    (known,) = gpu.ecc.apply(facts(gpus=[H100X8]), profile("training"))
+    assert "HBM keeps ECC in separate bits" in known.reason
+    (unknown,) = gpu.ecc.apply(facts(gpus=[B200X8]), profile("training"))
+    assert "memory type of B200 not in hardware_db" in unknown.reason
+
+
+def test_vendor_profile_notes_cover_nvidias_settings() -> None:
+    """Every setting of NVIDIA's profiles that goldtune leaves out is named in a note."""
+    texts = " ".join(notes_of(gpu.vendor_profiles.apply(facts(gpus=[H100X8], memory_gib=2048),
+                                                         profile("training", multinode=True))))
+    for key in ("ib_umad", "pci=realloc=off", "earlycon", "kernel.threads-max",
+                "vm.min_free_kbytes", "LimitSTACK", "rmem_default"):
+        assert key in texts, key
+    assert "about 185363 KiB" in texts  # sqrt(16 x 2 TiB in KiB): above NVIDIA's 65536
+    b200 = notes_of(gpu.vendor_profiles.apply(facts(gpus=[B200X8]), profile("training")))
+    assert not any("ib_umad" in text for text in b200)  # loaded there, by gpu.nvlink-subnet-manager

@@ -26,6 +26,8 @@ MEMLOCK_STAR = login_lines("*", "memlock", "unlimited")
 MEMLOCK_ROOT = login_lines("root", "memlock", "unlimited")
 MEMLOCK = MEMLOCK_STAR | MEMLOCK_ROOT | {("systemd-manager", "DefaultLimitMEMLOCK", "infinity")}
 
+INOTIFY_INSTANCES = ("sysctl", "fs.inotify.max_user_instances", "8192")
+
 CASES: tuple[Case, ...] = (
     Case("nofile-inference", limits.nofile, NOFILE),
     Case("nofile-training-gpus", limits.nofile, NOFILE, hw={"gpus": [H100X8]}, intent="training"),
@@ -36,8 +38,11 @@ CASES: tuple[Case, ...] = (
          hw={"gpus": [H100X8], "nics": [{"name": "ib0", "role": "compute", "rdma": True, "speed_gbps": 400}]}),
     Case("aio-inference", limits.aio, {("sysctl", "fs.aio-max-nr", "1048576")}),
     Case("aio-training", limits.aio, {("sysctl", "fs.aio-max-nr", "1048576")}, intent="training"),
-    Case("inotify-training", limits.inotify, {("sysctl", "fs.inotify.max_user_watches", "1048576")}, intent="training"),
-    Case("inotify-inference", limits.inotify, set()),
+    # instances for every container host; watches for training (inference: the RAM-scaled default)
+    Case("inotify-training", limits.inotify,
+         {INOTIFY_INSTANCES, ("sysctl", "fs.inotify.max_user_watches", "1048576")},
+         intent="training"),
+    Case("inotify-inference", limits.inotify, {INOTIFY_INSTANCES}, note="max_user_watches left"),
 )
 
 

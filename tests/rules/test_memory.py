@@ -78,6 +78,8 @@ CASES: tuple[Case, ...] = (
     Case("dirty-inference-2tib", memory.dirty_bytes, set(), hw={"memory_gib": 2048}),
     # explicit 1 GiB huge pages: only when asked; dropped with a note on 64 KiB-page kernels only
     Case("hugepages-off", memory.hugepages_1g, set(), hw={"memory_gib": 2048}),
+    Case("hugepages-off-gpu-says-why", memory.hugepages_1g, set(), hw={"gpus": [H100X8]},
+         note="NVIDIA's h100-inference"),
     Case("hugepages-10pct-2tib", memory.hugepages_1g,
          {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
           ("kernel-arg", "hugepages", "204")},

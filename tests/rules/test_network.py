@@ -100,10 +100,15 @@ CASES: tuple[Case, ...] = (
          hw={"nics": [rdma_compute(), nic("s0", "storage", 100)]}),
     Case("arp-two-frontends", network.multirail_arp, set(),
          hw={"nics": [nic("f0", "frontend", 25), nic("f1", "frontend", 25)]}),
+    Case("arp-single-rail-gpu-says-why", network.multirail_arp, set(),
+         hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("f0", "frontend", 25)]},
+         note="nvidia-base"),
     # BBR: multi-node training with a TCP path
     Case("bbr-multinode", network.bbr, BBR, hw={"nics": [*RDMA_FABRIC, FRONT_100]}, intent="training",
          knobs={"multinode": True}),
     Case("bbr-single-node", network.bbr, set(), hw={"nics": [FRONT_100]}, intent="training"),
+    Case("bbr-single-node-gpu-says-why", network.bbr, set(),
+         hw={"gpus": [{"model": "L4", "count": 1}], "nics": [FRONT_100]}, note="multiNodeTraining"),
     Case("bbr-multinode-rdma-only", network.bbr, set(), hw={"nics": RDMA_FABRIC}, intent="training",
          knobs={"multinode": True}),
 )
