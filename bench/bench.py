@@ -91,16 +91,20 @@ class Figures(NamedTuple):
 
 def run_once(command: Sequence[str], cwd: Path, allowed: tuple[int, ...] = (0,)) -> Sample:
     start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     if child.returncode not in allowed:
-        rerun = subprocess.run(command, cwd=cwd, env=ENV, capture_output=True, text=True,
-                               check=False)
-        raise SystemExit(f"{' '.join(map(str, command[:4]))} ... failed with exit status "
-                         f"{child.returncode}: {rerun.stderr.strip()[-500:]}")
+        rerun = subprocess.run(
+            command, cwd=cwd, env=ENV, capture_output=True, text=True, check=False
+        )
+        raise SystemExit(
+            f"{' '.join(map(str, command[:4]))} ... failed with exit status "
+            f"{child.returncode}: {rerun.stderr.strip()[-500:]}"
+        )
     return Sample(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
 
 
@@ -129,9 +133,14 @@ def write_hardware(folder: Path, count: int) -> list[str]:
     paths = []
     for index in range(count):
         text = HW_TEMPLATE.format(
-            vendor=("intel", "amd")[index % 2], sockets=1 + index % 2, cores=16 + 8 * (index % 8),
-            memory=256 * (1 + index % 8), gpu=GPUS[index % len(GPUS)], count=1 + index % 8,
-            speed=(25, 100, 200, 400)[index % 4], node=index % 2 if index % 2 else 0,
+            vendor=("intel", "amd")[index % 2],
+            sockets=1 + index % 2,
+            cores=16 + 8 * (index % 8),
+            memory=256 * (1 + index % 8),
+            gpu=GPUS[index % len(GPUS)],
+            count=1 + index % 8,
+            speed=(25, 100, 200, 400)[index % 4],
+            node=index % 2 if index % 2 else 0,
         )
         path = folder / f"hw{index:04d}.yaml"
         path.write_text(text)
@@ -209,25 +218,32 @@ class Bench:
         self.gen("--hw", "dgx-h100", "--profile", "inference", "-o", str(self.work / "a"))  # caches
         self.gen("--hw", "dgx-a100", "--profile", "inference", "-o", str(self.work / "b"))
         wait_for_removal(self.work)
-        return interleaved(self.options.runs, {
-            "floor": lambda: run_once(FLOOR, self.work),
-            "floor_model": lambda: run_once(FLOOR_WITH_MODEL, self.work),
-            "gen_new": self.gen_new,
-            "gen_replace": self.gen_replace,
-            "diff": lambda: self.gen("diff", str(self.work / "a"), str(self.work / "b"),
-                                     allowed=(0, 1)),
-        })
+        return interleaved(
+            self.options.runs,
+            {
+                "floor": lambda: run_once(FLOOR, self.work),
+                "floor_model": lambda: run_once(FLOOR_WITH_MODEL, self.work),
+                "gen_new": self.gen_new,
+                "gen_replace": self.gen_replace,
+                "diff": lambda: self.gen(
+                    "diff", str(self.work / "a"), str(self.work / "b"), allowed=(0, 1)
+                ),
+            },
+        )
 
     def matrix_figures(self) -> tuple[dict[str, list[Sample]], dict[str, float]]:
         profiles = len(list((REPO / "profiles").glob("*.yaml")))
         largest = -(-self.options.bundles // profiles)
         hardware = write_hardware(self.work, largest)
         sizes = sorted({max(1, largest // 5), max(2, 3 * largest // 5), largest})
-        steps = {f"matrix_{size * profiles}": (lambda size=size: self.matrix(hardware[:size]))
-                 for size in sizes}
+        steps = {
+            f"matrix_{size * profiles}": (lambda size=size: self.matrix(hardware[:size]))
+            for size in sizes
+        }
         samples = interleaved(self.options.matrix_runs, steps)
-        runs = [(size * profiles, run) for size in sizes
-                for run in samples[f"matrix_{size * profiles}"]]
+        runs = [
+            (size * profiles, run) for size in sizes for run in samples[f"matrix_{size * profiles}"]
+        ]
         wall = [(bundles, run.wall) for bundles, run in runs]
         cpu = [(bundles, run.cpu) for bundles, run in runs]
         largest_runs = samples[f"matrix_{largest * profiles}"]
@@ -245,8 +261,13 @@ class Bench:
         samples = self.single_commands()
         matrix_samples, fits = self.matrix_figures()
         after = cpu_pressure()
-        return Figures(where, {**samples, **matrix_samples}, fits, (before, after),
-                       file_create_cost(self.work) * 1e6)
+        return Figures(
+            where,
+            {**samples, **matrix_samples},
+            fits,
+            (before, after),
+            file_create_cost(self.work) * 1e6,
+        )
 
 
 def spread(samples: list[Sample], field: str) -> str:
@@ -309,19 +330,31 @@ def table(results: list[Figures], jobs: int) -> list[str]:
     row("… replacing against writing new", replace_goal, "≤ 1.00× (no slower)")
     row("`gen diff` of two bundles", both("diff"))
     row("… against the import floor", lambda f: ratio_cell(f, "diff", "floor"))
-    row(f"`gen matrix`, {jobs} workers: marginal wall per bundle (fit over "
-        f"{int(results[0].matrix['sizes'])} sizes)", wall_goal, "≤ 2 ms tmpfs, ≤ 4 ms ext4")
-    row("… marginal CPU per bundle", lambda f: f"{f.matrix['cpu_per_bundle'] * 1000:.1f} ms, "
-        f"{verdict(f.matrix['cpu_per_bundle'] <= 0.008)}", "≤ 8 ms")
-    row(f"… peak memory of one process, {int(results[0].matrix['largest'])} bundles",
+    row(
+        f"`gen matrix`, {jobs} workers: marginal wall per bundle (fit over "
+        f"{int(results[0].matrix['sizes'])} sizes)",
+        wall_goal,
+        "≤ 2 ms tmpfs, ≤ 4 ms ext4",
+    )
+    row(
+        "… marginal CPU per bundle",
+        lambda f: (
+            f"{f.matrix['cpu_per_bundle'] * 1000:.1f} ms, "
+            f"{verdict(f.matrix['cpu_per_bundle'] <= 0.008)}"
+        ),
+        "≤ 8 ms",
+    )
+    row(
+        f"… peak memory of one process, {int(results[0].matrix['largest'])} bundles",
         lambda f: f"{f.matrix['peak_mib']:.0f} MiB, {verdict(f.matrix['peak_mib'] < 64)}",
-        "< 64 MiB")
+        "< 64 MiB",
+    )
     row("creating one small file", lambda f: f"{f.create_us:.0f} µs", "—")
     return rows
 
 
 def file_system(path: Path) -> str:
-    """"ext4 (/tmp)": the type of the mount holding ``path`` (/proc/self/mounts, longest match)."""
+    """ "ext4 (/tmp)": the type of the mount holding ``path`` (/proc/self/mounts, longest match)."""
     resolved, best, kind = path.resolve(), "", "?"
     try:
         mounts = Path("/proc/self/mounts").read_text().splitlines()
@@ -343,14 +376,20 @@ def default_scratch() -> list[Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=11, help="runs of each single command")
     parser.add_argument("--matrix-runs", type=int, default=3, help="runs of each matrix size")
     parser.add_argument("--bundles", type=int, default=1000, help="bundles in the largest matrix")
     parser.add_argument("--jobs", type=int, default=2, help="matrix workers")
-    parser.add_argument("--scratch", type=Path, action="append", default=None,
-                        help="where to write (repeatable; default: the temp dir and /dev/shm)")
+    parser.add_argument(
+        "--scratch",
+        type=Path,
+        action="append",
+        default=None,
+        help="where to write (repeatable; default: the temp dir and /dev/shm)",
+    )
     options = parser.parse_args()
     if not GEN.is_file():
         raise SystemExit(f"{GEN}: no installed console script; run `make .venv/.installed-stamp`")
@@ -359,11 +398,15 @@ def main() -> None:
     for place in options.scratch or default_scratch():
         with tempfile.TemporaryDirectory(dir=place, prefix="goldtune-bench-") as scratch:
             results.append(Bench(Path(scratch), options).figures(file_system(place)))
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs "
-          f"({len(os.sched_getaffinity(0))} usable), Python {platform.python_version()}, "
-          f"{platform.system()} {platform.release()}; gen = {GEN}")
-    print(f"{options.runs} interleaved runs per command, {options.matrix_runs} per matrix size; "
-          "goals judged on CPU medians\n")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs "
+        f"({len(os.sched_getaffinity(0))} usable), Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}; gen = {GEN}"
+    )
+    print(
+        f"{options.runs} interleaved runs per command, {options.matrix_runs} per matrix size; "
+        "goals judged on CPU medians\n"
+    )
     print("\n".join(table(results, options.jobs)))
 
 

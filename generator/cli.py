@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import click
 
 from generator import TOOL, __version__
-from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.errors import GoldtuneError
+from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
 from generator.textsafe import printable
 
@@ -25,10 +25,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 # interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
 atexit.register(gc.freeze)
 
-HW_HELP = ("Hardware description: a file (a value with a / or ending in .yaml/.yml), or else "
-           "the name of a shipped system (see `gen list`).")
-PROFILE_HELP = ("Workload profile: a file (a value with a / or ending in .yaml/.yml), or else "
-                "the name of a shipped profile (see `gen list`).")
+HW_HELP = (
+    "Hardware description: a file (a value with a / or ending in .yaml/.yml), or else "
+    "the name of a shipped system (see `gen list`)."
+)
+PROFILE_HELP = (
+    "Workload profile: a file (a value with a / or ending in .yaml/.yml), or else "
+    "the name of a shipped profile (see `gen list`)."
+)
 
 
 def reports_errors(func: F) -> F:
@@ -47,7 +51,9 @@ def reports_errors(func: F) -> F:
 
 
 def hw_and_profile(func: F) -> F:
-    func = click.option("--profile", "profile", required=True, metavar="FILE|NAME", help=PROFILE_HELP)(func)
+    func = click.option(
+        "--profile", "profile", required=True, metavar="FILE|NAME", help=PROFILE_HELP
+    )(func)
     func = click.option("--hw", "hardware", required=True, metavar="FILE|NAME", help=HW_HELP)(func)
     return func
 
@@ -56,14 +62,19 @@ def hw_and_profile(func: F) -> F:
 @click.option("--hw", "hardware", metavar="FILE|NAME", help=HW_HELP)
 @click.option("--profile", "profile", metavar="FILE|NAME", help=PROFILE_HELP)
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), metavar="DIR",
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
     help="Bundle directory to write (created, or replaced atomically if it is a goldtune bundle). "
     "Default: out/<hardware>-<profile>/.",
 )
 @click.version_option(__version__, prog_name=TOOL)
 @click.pass_context
 @reports_errors
-def main(ctx: click.Context, hardware: str | None, profile: str | None, output: Path | None) -> None:
+def main(
+    ctx: click.Context, hardware: str | None, profile: str | None, output: Path | None
+) -> None:
     """Generate a golden-image tuning bundle for a GPU server.
 
     \b
@@ -78,7 +89,9 @@ def main(ctx: click.Context, hardware: str | None, profile: str | None, output: 
     """
     if ctx.invoked_subcommand is not None:
         if hardware or profile or output:
-            raise click.UsageError("--hw/--profile/-o go after the command name, e.g. `gen explain --hw …`")
+            raise click.UsageError(
+                "--hw/--profile/-o go after the command name, e.g. `gen explain --hw …`"
+            )
         return
     if not hardware or not profile:
         click.echo(ctx.get_help())
@@ -123,12 +136,23 @@ def schema(which: str) -> None:
 
 @main.command()
 @hw_and_profile
-@click.option("--key", "keys", multiple=True, help="Only settings whose key contains this text (repeatable).")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(SETTING_KINDS),
-              help="Only settings of this kind (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the stable JSON array instead of a table.")
+@click.option(
+    "--key", "keys", multiple=True, help="Only settings whose key contains this text (repeatable)."
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(SETTING_KINDS),
+    help="Only settings of this kind (repeatable).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the stable JSON array instead of a table."
+)
 @reports_errors
-def explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:
+def explain(
+    hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool
+) -> None:
     """Print every planned setting with its value, the rule that set it and why."""
     from generator.commands.inspect import run_explain
 
@@ -147,12 +171,35 @@ def rules(as_json: bool) -> None:
 
 @main.command()
 @click.argument("bundles", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--hw", "hardware", multiple=True, metavar="FILE|NAME", help="Hardware side (give twice to compare two machines).")
-@click.option("--profile", "profiles", multiple=True, metavar="FILE|NAME", help="Profile side (give twice to compare two profiles).")
-@click.option("--format", "output_format", type=click.Choice(["terminal", "markdown", "json"]), default="terminal",
-              show_default=True, help="terminal: a table (coloured on a terminal); markdown: a pull-request comment; json: for scripts.")
+@click.option(
+    "--hw",
+    "hardware",
+    multiple=True,
+    metavar="FILE|NAME",
+    help="Hardware side (give twice to compare two machines).",
+)
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    metavar="FILE|NAME",
+    help="Profile side (give twice to compare two profiles).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["terminal", "markdown", "json"]),
+    default="terminal",
+    show_default=True,
+    help="terminal: a table (coloured on a terminal); markdown: a pull-request comment; json: for scripts.",
+)
 @reports_errors
-def diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...], output_format: str) -> None:
+def diff(
+    bundles: tuple[Path, ...],
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    output_format: str,
+) -> None:
     """Show what changes on the machine between two bundles or two plans.
 
     \b
@@ -177,17 +224,40 @@ def diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[s
 
 
 @main.command()
-@click.option("--hw", "hardware", multiple=True, metavar="FILE|NAME", help="A hardware side (repeatable).")
-@click.option("--profile", "profiles", multiple=True, metavar="FILE|NAME", help="A profile (repeatable).")
+@click.option(
+    "--hw", "hardware", multiple=True, metavar="FILE|NAME", help="A hardware side (repeatable)."
+)
+@click.option(
+    "--profile", "profiles", multiple=True, metavar="FILE|NAME", help="A profile (repeatable)."
+)
 @click.option("--all-systems", is_flag=True, help="Every shipped reference system.")
 @click.option("--all-profiles", is_flag=True, help="Every shipped profile.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
-              metavar="DIR", help="Root directory; each bundle goes to DIR/<hardware>-<profile>/.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Worker processes writing bundles  [default: the CPUs this process may use]")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("out"),
+    show_default=True,
+    metavar="DIR",
+    help="Root directory; each bundle goes to DIR/<hardware>-<profile>/.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Worker processes writing bundles  [default: the CPUs this process may use]",
+)
 @reports_errors
-def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bool, all_profiles: bool,
-           output: Path, jobs: int | None) -> None:
+def matrix(
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    all_systems: bool,
+    all_profiles: bool,
+    output: Path,
+    jobs: int | None,
+) -> None:
     """Generate every hardware x profile combination in one call.
 
     \b
@@ -209,12 +279,25 @@ def matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems: bo
 
 
 @main.command()
-@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
-              help="Write to FILE (replaced atomically) instead of standard output.")
-@click.option("--root", "root", type=click.Path(path_type=Path), metavar="DIR",
-              help="Describe the capture unpacked at DIR instead of this machine.")
-@click.option("--capture", is_flag=True,
-              help="Print the POSIX sh script that captures what --root reads into a tarball.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Write to FILE (replaced atomically) instead of standard output.",
+)
+@click.option(
+    "--root",
+    "root",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Describe the capture unpacked at DIR instead of this machine.",
+)
+@click.option(
+    "--capture",
+    is_flag=True,
+    help="Print the POSIX sh script that captures what --root reads into a tarball.",
+)
 @reports_errors
 def detect(output: Path | None, root: Path | None, capture: bool) -> None:
     """Describe this machine (or a captured tree) as a hardware YAML for `gen check`.
@@ -235,11 +318,21 @@ def detect(output: Path | None, root: Path | None, capture: bool) -> None:
 
 @main.command()
 @click.argument("bundle", type=click.Path(path_type=Path), metavar="BUNDLE")
-@click.option("--root", "root", type=click.Path(path_type=Path), metavar="DIR",
-              help="Check the image mounted at DIR (files, units, boot arguments) instead of this machine.")
-@click.option("--snapshot", "snapshot", type=click.Path(path_type=Path), metavar="FILE",
-              help=f"Check the output of the bundle's collector ({COLLECT_SCRIPT} {COLLECT_DATA}), "
-              "saved anywhere; a serial console log around it is fine.")
+@click.option(
+    "--root",
+    "root",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Check the image mounted at DIR (files, units, boot arguments) instead of this machine.",
+)
+@click.option(
+    "--snapshot",
+    "snapshot",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help=f"Check the output of the bundle's collector ({COLLECT_SCRIPT} {COLLECT_DATA}), "
+    "saved anywhere; a serial console log around it is fine.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @reports_errors
 def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool) -> None:

@@ -19,9 +19,14 @@ from generator.errors import InputError, Problem
 
 # A file descriptor read in chunks of this size: the cap is enforced without reading past it.
 CHUNK = 1 << 16
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory",
-          stat.S_IFLNK: "a symbolic link"}
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFLNK: "a symbolic link",
+}
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW
 
@@ -130,8 +135,9 @@ def read_beneath_with_mode(root: Path, relative: str, limit: int) -> tuple[bytes
     except OSError as error:
         # EINVAL is open_beneath's "not a regular file"; its strerror names the kind of file
         reason = f"is {error.strerror}, expected a regular file"
-        raise InputError(Problem(source, "", reason if error.errno == errno.EINVAL
-                                 else _refusal(error))) from None
+        raise InputError(
+            Problem(source, "", reason if error.errno == errno.EINVAL else _refusal(error))
+        ) from None
     try:
         return _read_descriptor(fd, source, limit), stat.S_IMODE(os.fstat(fd).st_mode)
     except OSError as error:

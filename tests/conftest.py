@@ -29,6 +29,7 @@ def missing_tool(missing: Exception) -> NoReturn:
         pytest.fail(f"CI must have every validator tool: {missing}")
     pytest.skip(str(missing))
 
+
 MINIMAL_HW = """\
 cpu:
   vendor: intel

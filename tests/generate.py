@@ -11,4 +11,6 @@ from generator.cli import main
 
 def generate(hardware: str | Path, profile: str | Path, output: Path) -> Result:
     """`gen --hw HARDWARE --profile PROFILE -o OUTPUT`; exit_code, stdout and stderr as a user sees them."""
-    return CliRunner().invoke(main, ["--hw", str(hardware), "--profile", str(profile), "-o", str(output)])
+    return CliRunner().invoke(
+        main, ["--hw", str(hardware), "--profile", str(profile), "-o", str(output)]
+    )

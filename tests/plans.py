@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
-
-from generator.model.setting import Note, Plan, Setting, PlanWarning
+from generator.model.setting import Note, Plan, PlanWarning, Setting
 
 DIGESTS = {"hardware": "a" * 64, "profile": "b" * 64}
 
 
-def setting(kind: str, key: str, value: str, rule: str = "test.rule", reason: str = "because a test says so") -> Setting:
+def setting(
+    kind: str, key: str, value: str, rule: str = "test.rule", reason: str = "because a test says so"
+) -> Setting:
     return Setting(kind, key, value, reason, rule=rule)
 
 
 FULL_SETTINGS: tuple[Setting, ...] = (
-    setting("sysctl", "vm.swappiness", "1", "memory.swappiness", "swapping weights is slower than a restart"),
-    setting("sysctl", "net.ipv4.tcp_rmem", "4096 87380 268435456", "network.socket-buffers", "bandwidth-delay product"),
-    Setting("sysctl", "vm.max_map_count", "2097152", "the serving stack maps more shards | pipes too",
-            rule="memory.max-map-count", override=True, original_value="1048576", original_rule="memory.max-map-count"),
+    setting(
+        "sysctl",
+        "vm.swappiness",
+        "1",
+        "memory.swappiness",
+        "swapping weights is slower than a restart",
+    ),
+    setting(
+        "sysctl",
+        "net.ipv4.tcp_rmem",
+        "4096 87380 268435456",
+        "network.socket-buffers",
+        "bandwidth-delay product",
+    ),
+    Setting(
+        "sysctl",
+        "vm.max_map_count",
+        "2097152",
+        "the serving stack maps more shards | pipes too",
+        rule="memory.max-map-count",
+        override=True,
+        original_value="1048576",
+        original_rule="memory.max-map-count",
+    ),
     setting("kernel-arg", "transparent_hugepage", "madvise", "memory.thp-mode"),
     setting("kernel-arg", "nosmt", "", "cpu.smt"),
     setting("kernel-arg", "intel_idle.max_cstate", "1", "cpu.cstates"),
@@ -30,8 +51,15 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("modprobe", "options nouveau noaccel", "1", "gpu.nouveau"),
     setting("module-load", "nvidia-peermem", "", "gpu.peermem"),
     setting("module-load", "tcp_bbr", "", "network.bbr"),
-    setting("sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise", "memory.thp-defrag"),
-    setting("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", "cpu.governor"),
+    setting(
+        "sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise", "memory.thp-defrag"
+    ),
+    setting(
+        "sysfs",
+        "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+        "performance",
+        "cpu.governor",
+    ),
     setting("sysfs", "/sys/kernel/test%x/value", "50%", "test.percent"),
     setting("udev", "nvme", "none", "storage.nvme-scheduler"),
     setting("udev", "ssd", "mq-deadline", "storage.ssd-scheduler"),
@@ -70,8 +98,12 @@ def full_plan(**changes: object) -> Plan:
 
 def minimal_plan() -> Plan:
     """Only sysctl settings: every other per-kind file must be absent."""
-    return Plan("small-box", "training", (setting("sysctl", "vm.swappiness", "1", "memory.swappiness"),),
-                inputs=dict(DIGESTS))
+    return Plan(
+        "small-box",
+        "training",
+        (setting("sysctl", "vm.swappiness", "1", "memory.swappiness"),),
+        inputs=dict(DIGESTS),
+    )
 
 
 def plan_without(*kinds: str) -> Plan:

@@ -51,8 +51,23 @@ def test_corpus_and_table_agree():
 
 def run_gen(hw: Path, output: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "generator", "--hw", str(hw), "--profile", "inference", "-o", str(output)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--hw",
+            str(hw),
+            "--profile",
+            "inference",
+            "-o",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def tree_digest(root: Path) -> str:
@@ -88,13 +103,17 @@ def existing_bundle(tmp_path_factory) -> Path:
     return output
 
 
-@pytest.mark.parametrize("name", ["nic-subshell.yaml", "billion-laughs.yaml", "gpu-unknown.yaml", "binary-garbage.yaml"])
+@pytest.mark.parametrize(
+    "name", ["nic-subshell.yaml", "billion-laughs.yaml", "gpu-unknown.yaml", "binary-garbage.yaml"]
+)
 def test_hostile_file_leaves_existing_bundle_untouched(name: str, existing_bundle: Path):
     before = tree_digest(existing_bundle)
     result = run_gen(CORPUS / name, existing_bundle)
     assert_refused(result, CORPUS / name, EXPECTED[name])
     assert tree_digest(existing_bundle) == before
-    assert sorted(p.name for p in existing_bundle.parent.iterdir()) == ["bundle"], "no stray temporary directory"
+    assert sorted(p.name for p in existing_bundle.parent.iterdir()) == ["bundle"], (
+        "no stray temporary directory"
+    )
 
 
 def test_ten_megabyte_file(tmp_path: Path):

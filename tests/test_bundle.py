@@ -49,7 +49,9 @@ def test_replaces_a_previous_bundle_completely(tmp_path: Path) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(full_plan()), target)
     write_bundle(render_bundle(minimal_plan()), target)
-    assert {p for p, (m, c) in tree(target).items() if c != "dir"} == set(render_bundle(minimal_plan()))
+    assert {p for p, (m, c) in tree(target).items() if c != "dir"} == set(
+        render_bundle(minimal_plan())
+    )
     bundle.remove_replaced()  # what the process does at exit, in a detached child
     assert os.listdir(tmp_path) == ["bundle"]
 
@@ -65,7 +67,9 @@ def test_missing_parents_are_created(tmp_path: Path) -> None:
     assert (target / "manifest.json").is_file()
 
 
-def test_failure_mid_write_leaves_the_previous_bundle_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_mid_write_leaves_the_previous_bundle_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(minimal_plan()), target)
     before = tree(target)
@@ -87,7 +91,8 @@ def test_failure_mid_write_leaves_the_previous_bundle_intact(tmp_path: Path, mon
 
 @pytest.mark.parametrize("swap", ["exchange", "renames"])
 def test_failure_during_the_swap_restores_the_previous_bundle(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str
+) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(minimal_plan()), target)
     before = tree(target)
@@ -112,7 +117,9 @@ def test_failure_during_the_swap_restores_the_previous_bundle(
     assert os.listdir(tmp_path) == ["bundle"]
 
 
-def test_interrupt_before_the_first_bundle_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupt_before_the_first_bundle_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
 
@@ -148,7 +155,9 @@ def test_a_directory_that_is_not_a_bundle_is_never_replaced(tmp_path: Path) -> N
 def test_a_foreign_manifest_does_not_make_a_bundle(tmp_path: Path) -> None:
     target = tmp_path / "other"
     target.mkdir()
-    (target / "manifest.json").write_text(json.dumps({"tool": {"name": "something-else"}, "files": []}))
+    (target / "manifest.json").write_text(
+        json.dumps({"tool": {"name": "something-else"}, "files": []})
+    )
     with pytest.raises(InputError, match="not a goldtune bundle"):
         write_bundle(render_bundle(minimal_plan()), target)
 
@@ -175,9 +184,18 @@ def test_paths_outside_the_bundle_are_refused(path: str) -> None:
         check_bundle_paths({path: (b"", 0o644)})
 
 
-def run_gen(*args: str, cwd: Path | None = None, seed: str = "0") -> subprocess.CompletedProcess[str]:
+def run_gen(
+    *args: str, cwd: Path | None = None, seed: str = "0"
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True, env=env, cwd=cwd, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
 
 
 def test_gen_refuses_to_replace_etc() -> None:
@@ -202,21 +220,26 @@ def test_bundles_are_byte_identical_across_runs_and_hash_seeds(tmp_path: Path) -
     trees = []
     for seed in ("1", "4242"):
         target = tmp_path / f"seed-{seed}"
-        result = run_gen("--hw", "dgx-h100", "--profile", "training-multinode", "-o", str(target), seed=seed)
+        result = run_gen(
+            "--hw", "dgx-h100", "--profile", "training-multinode", "-o", str(target), seed=seed
+        )
         assert result.returncode == 0, result.stderr
         trees.append(tree(target))
     assert trees[0] == trees[1]
 
 
 def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     syncs = []
     monkeypatch.setattr(bundle, "sync_file_system", lambda directory: syncs.append(1) or True)
     foreign = tmp_path / "notes"
     foreign.mkdir()
     (foreign / "todo.txt").write_text("important")
     files = render_bundle(minimal_plan())
-    results = bundle.write_bundles([(files, tmp_path / "a"), (files, foreign), (files, tmp_path / "b")])
+    results = bundle.write_bundles(
+        [(files, tmp_path / "a"), (files, foreign), (files, tmp_path / "b")]
+    )
     assert syncs == [1]
     assert results[0] == tmp_path / "a" and results[2] == tmp_path / "b"
     assert isinstance(results[1], InputError) and "not a goldtune bundle" in str(results[1])
@@ -225,7 +248,9 @@ def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
     assert sorted(os.listdir(tmp_path)) == ["a", "b", "notes"]  # no staging directory left
 
 
-def test_interrupted_batch_leaves_no_staging_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_batch_leaves_no_staging_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def interrupted(stagings: object) -> None:
         raise KeyboardInterrupt
 

@@ -62,7 +62,8 @@ def test_the_exchange_swaps_two_directories_in_one_step(tmp_path: Path) -> None:
 
 
 def test_every_step_of_a_replacement_leaves_a_complete_bundle_at_the_target(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(minimal_plan()), target)
     seen: list[bool] = []
@@ -72,6 +73,7 @@ def test_every_step_of_a_replacement_leaves_a_complete_bundle_at_the_target(
             result = step(*args)
             seen.append((target / "manifest.json").is_file())
             return result
+
         return call
 
     monkeypatch.setattr(bundle, "exchange", observed(bundle.exchange))
@@ -81,12 +83,14 @@ def test_every_step_of_a_replacement_leaves_a_complete_bundle_at_the_target(
 
 
 def test_a_reader_polling_during_regenerations_never_finds_the_target_absent(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     target, stop = tmp_path / "bundle", tmp_path / "stop"
     plans = [render_bundle(full_plan()), render_bundle(minimal_plan())]
     write_bundle(plans[0], target)
-    reader = subprocess.Popen([sys.executable, "-c", POLLER, str(target), str(stop)],
-                              stdout=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", POLLER, str(target), str(stop)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert reader.stdout is not None and reader.stdout.readline() == "ready\n"
         for index in range(30):
@@ -101,15 +105,17 @@ def test_a_reader_polling_during_regenerations_never_finds_the_target_absent(
 
 
 def test_the_file_system_is_synced_once_and_os_sync_never_called(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def machine_wide_sync() -> None:
         raise AssertionError("os.sync() flushes every file system on the machine")
 
     synced: list[Path] = []
     real_sync = bundle.sync_file_system
     monkeypatch.setattr(os, "sync", machine_wide_sync)
-    monkeypatch.setattr(bundle, "sync_file_system",
-                        lambda path: synced.append(path) or real_sync(path))
+    monkeypatch.setattr(
+        bundle, "sync_file_system", lambda path: synced.append(path) or real_sync(path)
+    )
     files = render_bundle(minimal_plan())
     bundle.write_bundles([(files, tmp_path / "a"), (files, tmp_path / "b")])
     assert len(synced) == 1 and synced[0].parent == tmp_path
@@ -117,7 +123,8 @@ def test_the_file_system_is_synced_once_and_os_sync_never_called(
 
 
 def test_without_syncfs_every_written_entry_is_fsynced(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fsynced: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(bundle, "sync_file_system", lambda path: False)
@@ -145,8 +152,17 @@ def test_the_replaced_bundle_is_removed_after_the_swap_not_before(tmp_path: Path
 def test_gen_removes_the_replaced_bundle_in_the_background(tmp_path: Path) -> None:
     target = tmp_path / "bundle"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "generator", "--hw", "dgx-h100", "--profile", "inference",
-               "-o", str(target)]
+    command = [
+        sys.executable,
+        "-m",
+        "generator",
+        "--hw",
+        "dgx-h100",
+        "--profile",
+        "inference",
+        "-o",
+        str(target),
+    ]
     for _ in range(2):
         result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
         assert result.returncode == 0, result.stderr
@@ -172,6 +188,7 @@ def killed_while_writing(target: Path, after_files: int) -> None:
                     os.kill(os.getpid(), signal.SIGKILL)
 
             bundle.write_file = write_then_die  # type: ignore[assignment]
+
             def die(stagings: object) -> None:
                 os.kill(os.getpid(), signal.SIGKILL)
 
@@ -185,7 +202,8 @@ def killed_while_writing(target: Path, after_files: int) -> None:
 
 @pytest.mark.parametrize("after_files", [3, 0], ids=["mid-write", "before-the-swap"])
 def test_a_staging_directory_left_by_a_killed_run_is_removed_by_the_next(
-        tmp_path: Path, after_files: int) -> None:
+    tmp_path: Path, after_files: int
+) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(minimal_plan()), target)
     killed_while_writing(target, after_files)

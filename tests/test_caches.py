@@ -53,8 +53,9 @@ def catalog_folder(root: Path) -> tuple[Path, tuple[Path, ...]]:
     return data, (root / "model.py",)
 
 
-def test_the_catalog_cache_is_readable_by_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              strict_umask: None) -> None:
+def test_the_catalog_cache_is_readable_by_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strict_umask: None
+) -> None:
     monkeypatch.setattr(catalog_cache, "CACHE_DIR", tmp_path / "cache")
     folder, code = catalog_folder(tmp_path)
     catalog_cache.cached(folder, code, lambda: "validated")
@@ -92,8 +93,9 @@ def test_template_cache_entries_are_readable_by_all(tmp_path: Path, strict_umask
     assert mode(tmp_path / "jinja" / entries[0]) == 0o644
 
 
-def test_template_cache_loads_from_bytes_not_from_the_file(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_template_cache_loads_from_bytes_not_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = TemplateCache(str(tmp_path), pattern="%s.cache")
     cache.dump_bytecode(compiled_bucket(cache))
 
@@ -153,8 +155,9 @@ def read_as_nobody(root: Path) -> int:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="becoming another user needs root")
-def test_caches_root_filled_serve_another_user_who_cannot_write_them(shared_dir: Path,
-                                                                     strict_umask: None) -> None:
+def test_caches_root_filled_serve_another_user_who_cannot_write_them(
+    shared_dir: Path, strict_umask: None
+) -> None:
     folder, code = catalog_folder(shared_dir)
     catalog_cache.CACHE_DIR, saved = shared_dir / "catalog", catalog_cache.CACHE_DIR
     try:

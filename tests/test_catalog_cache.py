@@ -25,6 +25,7 @@ def loader(calls: list[str], value: str):  # type: ignore[no-untyped-def]
     def load() -> str:
         calls.append(value)
         return value
+
     return load
 
 
@@ -37,7 +38,9 @@ def test_second_load_comes_from_the_cache(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["edit", "add", "remove", "code"])
-def test_any_change_to_the_files_or_the_model_code_validates_again(folder: Path, change: str) -> None:
+def test_any_change_to_the_files_or_the_model_code_validates_again(
+    folder: Path, change: str
+) -> None:
     code = (folder.parent / "model.py",)
     calls: list[str] = []
     catalog_cache.cached(folder, code, loader(calls, "old"))
@@ -63,7 +66,9 @@ def test_a_damaged_cache_file_is_ignored_and_replaced(folder: Path) -> None:
     assert calls == ["first", "again"]
 
 
-def test_an_unwritable_cache_only_means_validating_every_time(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unwritable_cache_only_means_validating_every_time(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = folder.parent / "blocker"
     blocker.write_text("a file where the cache directory would be")
     monkeypatch.setattr(catalog_cache, "CACHE_DIR", blocker / "cache")

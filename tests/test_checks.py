@@ -62,7 +62,9 @@ FITS = [
 
 
 @pytest.mark.parametrize(("kind", "key", "value"), DO_NOT_FIT)
-def test_keys_and_values_that_do_not_fit_their_file_are_refused(kind: str, key: str, value: str) -> None:
+def test_keys_and_values_that_do_not_fit_their_file_are_refused(
+    kind: str, key: str, value: str
+) -> None:
     assert check_grammar(Setting(kind, key, value, "reason", rule="test.rule")) is not None
 
 
@@ -82,8 +84,20 @@ def test_every_grammar_is_ascii_only(spec: Any) -> None:
         assert "\\d" not in pattern and "\\w" not in pattern, pattern
 
 
-@pytest.mark.parametrize(("text", "number"), [("0", 0), ("00", 0), ("+0", 0), ("0x0", 0), ("-0", 0),
-                                              ("1", 1), ("010", 8), ("0x10", 16), (" 7 ", 7)])
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("0", 0),
+        ("00", 0),
+        ("+0", 0),
+        ("0x0", 0),
+        ("-0", 0),
+        ("1", 1),
+        ("010", 8),
+        ("0x10", 16),
+        (" 7 ", 7),
+    ],
+)
 def test_kernel_int_reads_numbers_as_the_kernel_does(text: str, number: int) -> None:
     assert kernel_int(text) == number
 
@@ -93,11 +107,17 @@ def test_kernel_int_refuses_what_is_no_kernel_integer(text: str) -> None:
     assert kernel_int(text) is None
 
 
-@pytest.mark.parametrize(("kind", "key", "value"), [
-    ("sysctl", "vm.swappiness", "0"), ("sysctl", "vm.swappiness", "00"), ("sysctl", "vm.swappiness", "+0"),
-    ("kernel-arg", "intel_idle.max_cstate", "0"), ("kernel-arg", "intel_idle.max_cstate", "00"),
-    ("kernel-arg", "intel_idle.max_cstate", "0x0"),
-])
+@pytest.mark.parametrize(
+    ("kind", "key", "value"),
+    [
+        ("sysctl", "vm.swappiness", "0"),
+        ("sysctl", "vm.swappiness", "00"),
+        ("sysctl", "vm.swappiness", "+0"),
+        ("kernel-arg", "intel_idle.max_cstate", "0"),
+        ("kernel-arg", "intel_idle.max_cstate", "00"),
+        ("kernel-arg", "intel_idle.max_cstate", "0x0"),
+    ],
+)
 def test_traps_compare_numbers_as_numbers(kind: str, key: str, value: str) -> None:
     assert check_traps(Setting(kind, key, value, "reason")) is not None
 
@@ -107,10 +127,15 @@ def test_a_bad_value_from_a_rule_is_a_goldtune_bug(monkeypatch: pytest.MonkeyPat
 
     def with_bad_value(*args: Any) -> Any:
         proposed, notes = real(*args)
-        return [*proposed, Setting("gpu", "clocks", "1980; reboot", "bad", rule="gpu.clocks")], notes
+        return [
+            *proposed,
+            Setting("gpu", "clocks", "1980; reboot", "bad", rule="gpu.clocks"),
+        ], notes
 
     monkeypatch.setattr(plan, "run_rules", with_bad_value)
-    with pytest.raises(GenerationError, match=r"rule gpu\.clocks produced gpu clocks='1980; reboot'"):
+    with pytest.raises(
+        GenerationError, match=r"rule gpu\.clocks produced gpu clocks='1980; reboot'"
+    ):
         plan.build_plan(facts(), profile("inference"))
 
 
@@ -129,13 +154,25 @@ def test_a_bad_override_is_the_users_input(kind: str, key: str, value: str) -> N
 
 
 def test_tuned_sysctl_that_sysctl_d_also_sets_is_refused() -> None:
-    entry = {"kind": "tuned", "key": "sysctl.vm.swappiness", "value": "10", "reason": "tuned sets it"}
-    with pytest.raises(InputError, match="tuned sysctl.vm.swappiness and sysctl.d both set vm.swappiness"):
+    entry = {
+        "kind": "tuned",
+        "key": "sysctl.vm.swappiness",
+        "value": "10",
+        "reason": "tuned sets it",
+    }
+    with pytest.raises(
+        InputError, match="tuned sysctl.vm.swappiness and sysctl.d both set vm.swappiness"
+    ):
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
 
 
 def test_a_tuned_sysctl_key_alone_is_accepted() -> None:
-    entry = {"kind": "tuned", "key": "sysctl.kernel.sched_autogroup_enabled", "value": "0", "reason": "tuned only"}
+    entry = {
+        "kind": "tuned",
+        "key": "sysctl.kernel.sched_autogroup_enabled",
+        "value": "0",
+        "reason": "tuned only",
+    }
     built = plan.build_plan(facts(), profile("inference", overrides=[entry]))
     assert built.get("tuned", "sysctl.kernel.sched_autogroup_enabled") is not None
 
@@ -146,11 +183,16 @@ def test_an_unknown_override_key_suggests_the_known_one() -> None:
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
 
 
-@pytest.mark.parametrize(("kind", "key", "value"), [
-    ("sysctl", "net.ipv4.ip_local_reserved_ports", "30000-32767"),
-    ("kernel-arg", "pci", "realloc=off"),
-])
-def test_an_override_may_set_an_unlisted_key_when_it_says_so(kind: str, key: str, value: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "key", "value"),
+    [
+        ("sysctl", "net.ipv4.ip_local_reserved_ports", "30000-32767"),
+        ("kernel-arg", "pci", "realloc=off"),
+    ],
+)
+def test_an_override_may_set_an_unlisted_key_when_it_says_so(
+    kind: str, key: str, value: str
+) -> None:
     entry = {"kind": kind, "key": key, "value": value, "reason": "what the fleet has always set"}
     with pytest.raises(InputError, match="unlisted: true"):
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
@@ -160,14 +202,23 @@ def test_an_override_may_set_an_unlisted_key_when_it_says_so(kind: str, key: str
 
 
 def test_an_unlisted_override_still_obeys_the_grammar() -> None:
-    entry = {"kind": "sysctl", "key": "net.x.y", "value": "1; reboot", "reason": "smuggled", "unlisted": True}
+    entry = {
+        "kind": "sysctl",
+        "key": "net.x.y",
+        "value": "1; reboot",
+        "reason": "smuggled",
+        "unlisted": True,
+    }
     with pytest.raises(InputError, match="plain data"):
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
 
 
 def test_check_plan_reports_every_problem_at_once() -> None:
-    bad = (Setting("sysctl", "vm.swappiness", "00", "r"), Setting("gpu", "fan", "on", "r"),
-           Setting("limit", "* hard nofile", "99999999", "r"))
+    bad = (
+        Setting("sysctl", "vm.swappiness", "00", "r"),
+        Setting("gpu", "fan", "on", "r"),
+        Setting("limit", "* hard nofile", "99999999", "r"),
+    )
     findings, _ = check_plan(bad, facts())
     assert len(findings) == 3
 
@@ -175,8 +226,10 @@ def test_check_plan_reports_every_problem_at_once() -> None:
 @pytest.fixture
 def misspelt_profile(tmp_path: Path) -> Path:
     path = tmp_path / "typo.yaml"
-    path.write_text("extends: inference\noverrides:\n"
-                    "  - {kind: sysctl, key: vm.swapiness, value: 10, reason: the batch tier swaps}\n")
+    path.write_text(
+        "extends: inference\noverrides:\n"
+        "  - {kind: sysctl, key: vm.swapiness, value: 10, reason: the batch tier swaps}\n"
+    )
     return path
 
 
@@ -191,5 +244,12 @@ def test_gen_check_runs_the_same_pass_as_gen(misspelt_profile: Path) -> None:
 
 def test_checks_module_has_no_second_grammar() -> None:
     """The grammar lives in the kinds table only (the old checks.py and formats.py disagreed)."""
-    for name in ("SYNTAX", "SERVICE_ACTIONS", "UDEV_MATCHES", "LIMIT_KEY", "GPU_ACTIONS", "TUNED_KEY"):
+    for name in (
+        "SYNTAX",
+        "SERVICE_ACTIONS",
+        "UDEV_MATCHES",
+        "LIMIT_KEY",
+        "GPU_ACTIONS",
+        "TUNED_KEY",
+    ):
         assert not hasattr(checks, name)

@@ -12,8 +12,13 @@ from tests.conftest import MINIMAL_HW, REPO
 
 
 def gen(*args: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_help_explains_the_main_job():
@@ -29,11 +34,20 @@ def test_check_shipped_inputs():
     assert "dgx-h100" in result.stdout and "intent inference" in result.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["check", "--hw", "nosuch", "--profile", "inference"], "nosuch: no shipped system of that name"),
-    (["check", "--hw", "dgx-h100", "--profile", "inferense"], "did you mean inference"),
-    (["check", "--hw", "/nonexistent/hw.yaml", "--profile", "inference"], "/nonexistent/hw.yaml: no such file"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (
+            ["check", "--hw", "nosuch", "--profile", "inference"],
+            "nosuch: no shipped system of that name",
+        ),
+        (["check", "--hw", "dgx-h100", "--profile", "inferense"], "did you mean inference"),
+        (
+            ["check", "--hw", "/nonexistent/hw.yaml", "--profile", "inference"],
+            "/nonexistent/hw.yaml: no such file",
+        ),
+    ],
+)
 def test_bad_references_exit_2_with_one_line(args, needle):
     result = gen(*args)
     assert result.returncode == 2
@@ -43,17 +57,21 @@ def test_bad_references_exit_2_with_one_line(args, needle):
 
 
 def test_several_problems_one_line_each(write):
-    path = write("bad.yaml", MINIMAL_HW.replace("memory_gib: 256", "memory_gib: '256'") + "colour: red\n")
+    path = write(
+        "bad.yaml", MINIMAL_HW.replace("memory_gib: 256", "memory_gib: '256'") + "colour: red\n"
+    )
     result = gen("check", "--hw", str(path), "--profile", "training")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines == [
         f"goldtune: error: {path}: colour: unknown field",
         f"goldtune: error: {path}: memory_gib: expected int, got string '256'",
-    ] or sorted(lines) == sorted([
-        f"goldtune: error: {path}: colour: unknown field",
-        f"goldtune: error: {path}: memory_gib: expected int, got string '256'",
-    ])
+    ] or sorted(lines) == sorted(
+        [
+            f"goldtune: error: {path}: colour: unknown field",
+            f"goldtune: error: {path}: memory_gib: expected int, got string '256'",
+        ]
+    )
 
 
 def test_list_shows_everything_shipped():

@@ -17,8 +17,14 @@ from tests.conftest import REPO
 
 
 def gen(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        timeout=60,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +46,11 @@ def test_identical_bundles_exit_0_and_print_nothing(bundles):
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "json"])
 def test_known_generations_snapshot(bundles, snapshot, fmt):
     difference = diff_bundles(read_bundle(bundles["a100"]), read_bundle(bundles["h100"]))
-    text = {"terminal": lambda d: format_terminal(d, colour=False), "markdown": format_markdown, "json": format_json}[fmt](difference)
+    text = {
+        "terminal": lambda d: format_terminal(d, colour=False),
+        "markdown": format_markdown,
+        "json": format_json,
+    }[fmt](difference)
     # Bundle locations differ per run; the snapshot keeps the content.
     text = text.replace(str(bundles["a100"]), "OLD").replace(str(bundles["h100"]), "NEW")
     assert text == snapshot
@@ -68,7 +78,17 @@ def test_plan_sides_without_writing(tmp_path):
     assert result.returncode == 1
     assert "--- dgx-h100/inference" in result.stdout and "intel_idle.max_cstate" in result.stdout
     assert not (REPO / "out" / "dgx-h100-inference").exists() or True  # nothing is written by diff
-    two_machines = gen("diff", "--hw", "dgx-a100", "--hw", "dgx-h100", "--profile", "training", "--format", "markdown")
+    two_machines = gen(
+        "diff",
+        "--hw",
+        "dgx-a100",
+        "--hw",
+        "dgx-h100",
+        "--profile",
+        "training",
+        "--format",
+        "markdown",
+    )
     assert two_machines.returncode == 1 and two_machines.stdout.startswith("### goldtune diff")
 
 
@@ -80,7 +100,10 @@ def test_tampered_bundle_is_reported(bundles, tmp_path):
     (copy / "notes.txt").write_text("stray")
     result = gen("diff", str(bundles["h100"]), str(copy))
     assert result.returncode == 2
-    assert "rootfs/etc/sysctl.d/90-goldtune.conf: does not match the bundle's manifest.json" in result.stderr
+    assert (
+        "rootfs/etc/sysctl.d/90-goldtune.conf: does not match the bundle's manifest.json"
+        in result.stderr
+    )
     assert "notes.txt" in result.stderr
 
 
@@ -91,6 +114,7 @@ def test_template_change_without_setting_change_gives_text_diff(bundles, tmp_pat
     script.write_text(script.read_text() + "echo newer-template\n")
     manifest = json.loads((copy / "manifest.json").read_text())
     import hashlib
+
     for entry in manifest["files"]:
         if entry["path"] == "install.sh":
             entry["sha256"] = hashlib.sha256(script.read_bytes()).hexdigest()
@@ -101,11 +125,14 @@ def test_template_change_without_setting_change_gives_text_diff(bundles, tmp_pat
     assert "+echo newer-template" in difference.files[0].diff
 
 
-@pytest.mark.parametrize("args", [
-    ["diff", "/nonexistent-a", "/nonexistent-b"],
-    ["diff", "--hw", "dgx-h100", "--profile", "inference"],
-    ["diff", "--hw", "nosuch", "--hw", "dgx-h100", "--profile", "inference"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diff", "/nonexistent-a", "/nonexistent-b"],
+        ["diff", "--hw", "dgx-h100", "--profile", "inference"],
+        ["diff", "--hw", "nosuch", "--hw", "dgx-h100", "--profile", "inference"],
+    ],
+)
 def test_trouble_exits_2(args):
     result = gen(*args)
     assert result.returncode == 2, result.stdout + result.stderr

@@ -35,7 +35,7 @@ def test_shipped_distro_loads_and_cites_sources(path: Path) -> None:
 
 
 def test_the_four_target_distributions_are_shipped() -> None:
-    assert REQUIRED <= {path.stem for path in DISTRO_FILES}
+    assert {path.stem for path in DISTRO_FILES} >= REQUIRED
     assert distros_dir() == REPO / "hardware_db" / "distros"
 
 
@@ -105,6 +105,7 @@ def _set(path: str, value: object) -> Edit:
             node[int(last)] = value
         else:
             node[last] = value
+
     return edit
 
 
@@ -115,6 +116,7 @@ def _delete(path: str) -> Edit:
         for part in parents:
             node = node[int(part)] if part.isdigit() else node[part]
         del node[last]
+
     return edit
 
 
@@ -125,32 +127,42 @@ def _repeat_first_sysctl_default(data: dict[str, Any]) -> None:
 BAD_EDITS: dict[str, tuple[Edit, str]] = {
     "unknown-field": (_set("colour", "red"), "colour: unknown field"),
     # the message says "expected stringing" today (generator/inputs/schema.py), hence the two parts
-    "unquoted-version": (_set("kernels.0.version", 6.1),
-                         "kernels[0].version: expected string"),
+    "unquoted-version": (_set("kernels.0.version", 6.1), "kernels[0].version: expected string"),
     "unquoted-version-got": (_set("kernels.0.version", 6.1), "got float 6.1"),
     "missing-source": (_delete("tuned.source"), "tuned.source: required field is missing"),
     "short-source": (_set("thp.source", "docs"), "thp.source: invalid value 'docs'"),
     "thp-mode": (_set("thp.enabled", "sometimes"), "thp.enabled: invalid value 'sometimes'"),
     "mechanism": (_set("boot_args.mechanism", "lilo"), "boot_args.mechanism: invalid value 'lilo'"),
     "no-kernels": (_set("kernels", []), "kernels: "),
-    "relative-file": (_set("sysctl_defaults.0.file", "sysctl.d/x.conf"),
-                      "sysctl_defaults[0].file: invalid value"),
-    "early-late-file": (_set("late_sysctl_files.0.file", "/etc/sysctl.d/10-vendor.conf"),
-                        "late_sysctl_files[0].file: /etc/sysctl.d/10-vendor.conf is applied before "
-                        "90-goldtune.conf"),
-    "repeated-default": (_repeat_first_sysctl_default,
-                         "sysctl_defaults: names kernel.pid_max more than once"),
+    "relative-file": (
+        _set("sysctl_defaults.0.file", "sysctl.d/x.conf"),
+        "sysctl_defaults[0].file: invalid value",
+    ),
+    "early-late-file": (
+        _set("late_sysctl_files.0.file", "/etc/sysctl.d/10-vendor.conf"),
+        "late_sysctl_files[0].file: /etc/sysctl.d/10-vendor.conf is applied before "
+        "90-goldtune.conf",
+    ),
+    "repeated-default": (
+        _repeat_first_sysctl_default,
+        "sysctl_defaults: names kernel.pid_max more than once",
+    ),
     "multi-line-note": (_set("systemd.package", "a\nb"), "systemd.package: invalid value"),
-    "unit-name": (_set("nvidia.persistenced.unit", "persistenced; rm -rf /"),
-                  "nvidia.persistenced.unit: invalid value"),
-    "key-not-file-name": (_set("key", "debian-11"),
-                          "key: 'debian-11' does not match the file name"),
+    "unit-name": (
+        _set("nvidia.persistenced.unit", "persistenced; rm -rf /"),
+        "nvidia.persistenced.unit: invalid value",
+    ),
+    "key-not-file-name": (
+        _set("key", "debian-11"),
+        "key: 'debian-11' does not match the file name",
+    ),
 }
 
 
 @pytest.fixture
 def table(tmp_path: Path) -> Callable[[Edit], Path]:
     """A copy of the shipped table with one edit applied to debian-12.yaml."""
+
     def make(edit: Edit) -> Path:
         folder = tmp_path / "distros"
         shutil.copytree(REPO / "hardware_db" / "distros", folder)
@@ -159,6 +171,7 @@ def table(tmp_path: Path) -> Callable[[Edit], Path]:
         edit(data)
         target.write_text(yaml.safe_dump(data, sort_keys=False))
         return folder
+
     return make
 
 

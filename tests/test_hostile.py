@@ -30,8 +30,14 @@ Result = subprocess.CompletedProcess[str]
 
 def gen(*args: str, cwd: Path | None = None, timeout: float = 60) -> Result:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 def check_hw(hw: Path) -> Result:
@@ -52,6 +58,7 @@ def assert_one_line_exit_2(result: subprocess.CompletedProcess[str], needle: str
 
 
 # --- item 7: only regular files, never a hang -----------------------------------------------------
+
 
 @pytest.fixture
 def fifo(tmp_path: Path) -> Path:
@@ -88,6 +95,7 @@ def test_dev_zero_and_a_huge_snapshot_are_refused(tmp_path: Path):
         handle.truncate(1536 * 1024 * 1024)
     with pytest.raises(InputError, match="larger than 64 MiB"):
         from generator.verify.run import read_snapshot
+
         read_snapshot(huge)
 
 
@@ -120,15 +128,21 @@ def test_read_beneath_never_follows_a_link(tmp_path: Path):
 HW_WITH = "cpu: {{vendor: intel, sockets: 1, cores_per_socket: 4}}\nmemory_gib: {}\n"
 
 
-@pytest.mark.parametrize("value,needle", [
-    ("!!bool maybe", "line 2, column 13: invalid YAML: not a valid !!bool value"),
-    ("!!int abc", "not a valid !!int value"),
-    ("!!float abc", "not a valid !!float value"),
-    ("!!timestamp notadate", "not a valid !!timestamp value"),
-    ("9" * 5000, "not a valid !!int value"),
-    ("!!int 0x", "not a valid !!int value"),
-    ("!!int ''", "not a valid !!int value"),  # an IndexError, found by tests/test_hostile_fuzz.py
-])
+@pytest.mark.parametrize(
+    "value,needle",
+    [
+        ("!!bool maybe", "line 2, column 13: invalid YAML: not a valid !!bool value"),
+        ("!!int abc", "not a valid !!int value"),
+        ("!!float abc", "not a valid !!float value"),
+        ("!!timestamp notadate", "not a valid !!timestamp value"),
+        ("9" * 5000, "not a valid !!int value"),
+        ("!!int 0x", "not a valid !!int value"),
+        (
+            "!!int ''",
+            "not a valid !!int value",
+        ),  # an IndexError, found by tests/test_hostile_fuzz.py
+    ],
+)
 def test_tagged_scalars_that_do_not_parse_are_one_line(tmp_path: Path, value: str, needle: str):
     hw = tmp_path / "hw.yaml"
     hw.write_text(HW_WITH.format(value))
@@ -139,20 +153,26 @@ def test_tagged_scalars_that_do_not_parse_are_one_line(tmp_path: Path, value: st
 def test_name_null_is_one_line(tmp_path: Path, which: str):
     path = tmp_path / f"{which}.yaml"
     path.write_text("name: null\n" + (MINIMAL_HW if which == "hw" else "intent: training\n"))
-    args = ["--hw", str(path), "--profile", "inference"] if which == "hw" else \
-        ["--hw", "l4-inference", "--profile", str(path)]
+    args = (
+        ["--hw", str(path), "--profile", "inference"]
+        if which == "hw"
+        else ["--hw", "l4-inference", "--profile", str(path)]
+    )
     assert_one_line_exit_2(gen("check", *args), f"{path}: name: is empty (null)")
 
 
 # --- item 3: never echo a foreign file ----------------------------------------------------------
+
 
 def test_extends_a_password_file_echoes_none_of_it(tmp_path: Path):
     secrets = tmp_path / "shadow"
     secrets.write_text(SECRET)
     profile = tmp_path / "p.yaml"
     profile.write_text(f"extends: {secrets}\nintent: training\n")
-    line = assert_one_line_exit_2(gen("check", "--hw", "l4-inference", "--profile", str(profile)),
-                                  "not a goldtune input of this kind")
+    line = assert_one_line_exit_2(
+        gen("check", "--hw", "l4-inference", "--profile", str(profile)),
+        "not a goldtune input of this kind",
+    )
     assert "s3cr3t" not in line and "daemon" not in line and "19000" not in line
 
 
@@ -182,6 +202,7 @@ def test_a_key_with_escape_sequences_is_escaped(tmp_path: Path):
 
 # --- item 4: diff checks the bundle first, never follows a link out of it ------------------------
 
+
 @pytest.fixture(scope="module")
 def clean_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     bundle = tmp_path_factory.mktemp("diff") / "clean"
@@ -204,7 +225,8 @@ def tampered_copy(clean: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("output_format", ["terminal", "markdown", "json"])
 def test_diff_of_a_bundle_with_a_linked_directory_prints_nothing_from_outside(
-        clean_bundle: Path, tmp_path: Path, output_format: str):
+    clean_bundle: Path, tmp_path: Path, output_format: str
+):
     copy = tampered_copy(clean_bundle, tmp_path)
     result = gen("diff", "--format", output_format, str(clean_bundle), str(copy))
     assert result.returncode == 2, result.stdout + result.stderr
@@ -229,6 +251,7 @@ def test_a_manifest_entry_reached_through_a_link_is_tampered(clean_bundle: Path,
 
 # --- item 2: verify --root never runs the image's shell code ------------------------------------
 
+
 def grub_image(root: Path, files: dict[str, str]) -> Path:
     for path, text in files.items():
         target = root / path.lstrip("/")
@@ -246,27 +269,35 @@ def kernel_arg_check(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-
     return check_kernel_arg(setting, image)
 
 
-OUR_DROPIN = ('GRUB_CMDLINE_LINUX_DEFAULT="'
-              '${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }iommu=pt"\n')
+OUR_DROPIN = (
+    'GRUB_CMDLINE_LINUX_DEFAULT="'
+    '${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }iommu=pt"\n'
+)
 
 
-@pytest.mark.parametrize("payload", [
-    'GRUB_CMDLINE_LINUX_DEFAULT="$(touch {marker})"\n',
-    "GRUB_CMDLINE_LINUX=`touch {marker}`\n",
-    "touch {marker}; GRUB_CMDLINE_LINUX=x\n",
-    'GRUB_CMDLINE_LINUX="${{X:-$(touch {marker})}}"\n',
-    "while :; do :; done\nGRUB_CMDLINE_LINUX=x\n",  # looped forever under sh: TimeoutExpired
-    'if touch {marker}; then GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"; fi\n',
-    ". /dev/stdin\n",
-])
-def test_root_never_executes_grub_files_and_says_what_it_could_not_judge(tmp_path: Path,
-                                                                          payload: str):
+@pytest.mark.parametrize(
+    "payload",
+    [
+        'GRUB_CMDLINE_LINUX_DEFAULT="$(touch {marker})"\n',
+        "GRUB_CMDLINE_LINUX=`touch {marker}`\n",
+        "touch {marker}; GRUB_CMDLINE_LINUX=x\n",
+        'GRUB_CMDLINE_LINUX="${{X:-$(touch {marker})}}"\n',
+        "while :; do :; done\nGRUB_CMDLINE_LINUX=x\n",  # looped forever under sh: TimeoutExpired
+        'if touch {marker}; then GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"; fi\n',
+        ". /dev/stdin\n",
+    ],
+)
+def test_root_never_executes_grub_files_and_says_what_it_could_not_judge(
+    tmp_path: Path, payload: str
+):
     from generator.verify.verdicts import Verdict
 
     marker = tmp_path / "PWNED"
-    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
-             "/etc/default/grub.d/50-evil.cfg": payload.format(marker=marker),
-             "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}
+    files = {
+        "/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+        "/etc/default/grub.d/50-evil.cfg": payload.format(marker=marker),
+        "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
+    }
     check = kernel_arg_check(tmp_path, files)
     assert not marker.exists(), "the image's shell code ran on the host"
     assert check.verdict == Verdict.NOT_JUDGED, check
@@ -274,22 +305,40 @@ def test_root_never_executes_grub_files_and_says_what_it_could_not_judge(tmp_pat
     assert f"{where}1" in check.reason or f"{where}2" in check.reason, check.reason
 
 
-@pytest.mark.parametrize("files,verdict", [
-    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n',
-      "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),
-    ({"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),  # no /etc/default/grub at all
-    ({"/etc/default/grub": "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
-                           "GRUB_CMDLINE_LINUX_DEFAULT='quiet'  # a comment\n"
-                           "export GRUB_CMDLINE_LINUX_DEFAULT\n",
-      "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),  # Debian's backticks: not ours
-    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt"\n'}, "ok"),
-    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX iommu=off"\n'}, "differs"),
-    ({"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
-      "/etc/default/grub.d/99-local.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'}, "missing"),
-    # bash only (grub-mkconfig's sh fails), and a variable set outside these files
-    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX+=" iommu=pt"\n'}, "not-judged"),
-    ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="$MY_ARGS"\n'}, "not-judged"),
-])
+@pytest.mark.parametrize(
+    "files,verdict",
+    [
+        (
+            {
+                "/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n',
+                "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
+            },
+            "ok",
+        ),
+        ({"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),  # no /etc/default/grub at all
+        (
+            {
+                "/etc/default/grub": "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
+                "GRUB_CMDLINE_LINUX_DEFAULT='quiet'  # a comment\n"
+                "export GRUB_CMDLINE_LINUX_DEFAULT\n",
+                "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
+            },
+            "ok",
+        ),  # Debian's backticks: not ours
+        ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt"\n'}, "ok"),
+        ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX iommu=off"\n'}, "differs"),
+        (
+            {
+                "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
+                "/etc/default/grub.d/99-local.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+            },
+            "missing",
+        ),
+        # bash only (grub-mkconfig's sh fails), and a variable set outside these files
+        ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX+=" iommu=pt"\n'}, "not-judged"),
+        ({"/etc/default/grub": 'GRUB_CMDLINE_LINUX="$MY_ARGS"\n'}, "not-judged"),
+    ],
+)
 def test_root_reads_grub_assignments_as_data(tmp_path: Path, files: dict[str, str], verdict: str):
     assert str(kernel_arg_check(tmp_path, files).verdict) == verdict
 
@@ -319,8 +368,10 @@ CONTROLS = {"\x1b", "\x07", "\x9b", "\u202e"}
 
 def test_verify_escapes_snapshot_values(tmp_path: Path, clean_bundle: Path):
     snapshot = tmp_path / "snap.log"
-    snapshot.write_text(f"goldtune-snapshot\tbegin\tx\nsysctl\tvm.swappiness\t{ESCAPES}\n"
-                        f"meta\thostname\th{ESCAPES}\ngoldtune-snapshot\tend\tx\n")
+    snapshot.write_text(
+        f"goldtune-snapshot\tbegin\tx\nsysctl\tvm.swappiness\t{ESCAPES}\n"
+        f"meta\thostname\th{ESCAPES}\ngoldtune-snapshot\tend\tx\n"
+    )
     result = gen("verify", str(clean_bundle), "--snapshot", str(snapshot))
     assert result.returncode == 1, result.stderr
     assert not CONTROLS & set(result.stdout + result.stderr)
@@ -329,9 +380,11 @@ def test_verify_escapes_snapshot_values(tmp_path: Path, clean_bundle: Path):
 
 def test_explain_escapes_a_profile_reason(tmp_path: Path):
     profile = tmp_path / "p.yaml"
-    profile.write_text('extends: inference\noverrides:\n'
-                       '  - {kind: sysctl, key: vm.swappiness, value: 2, '
-                       'reason: "fine\\e[2J\\e]0;owned\\a\\u202e"}\n')
+    profile.write_text(
+        "extends: inference\noverrides:\n"
+        "  - {kind: sysctl, key: vm.swappiness, value: 2, "
+        'reason: "fine\\e[2J\\e]0;owned\\a\\u202e"}\n'
+    )
     result = gen("explain", "--hw", "l4-inference", "--profile", str(profile), "--key", "swap")
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
@@ -341,9 +394,11 @@ def test_explain_escapes_a_profile_reason(tmp_path: Path):
 @pytest.mark.parametrize("output_format", ["terminal", "markdown"])
 def test_diff_escapes_reasons_and_file_text(tmp_path: Path, clean_bundle: Path, output_format: str):
     profile = tmp_path / "p.yaml"
-    profile.write_text('extends: inference\noverrides:\n'
-                       '  - {kind: sysctl, key: vm.swappiness, value: 2, '
-                       'reason: "fine\\e[2J\\u202e"}\n')
+    profile.write_text(
+        "extends: inference\noverrides:\n"
+        "  - {kind: sysctl, key: vm.swappiness, value: 2, "
+        'reason: "fine\\e[2J\\u202e"}\n'
+    )
     other = tmp_path / "other"
     assert gen("--hw", "l4-inference", "--profile", str(profile), "-o", str(other)).returncode == 0
     result = gen("diff", "--format", output_format, str(clean_bundle), str(other))
@@ -354,8 +409,10 @@ def test_diff_escapes_reasons_and_file_text(tmp_path: Path, clean_bundle: Path, 
 
 # --- item 8: a file in the current directory never shadows a shipped name ------------------------
 
-@pytest.mark.parametrize("planted", ["inference", "inference.yaml", "l4-inference",
-                                     "l4-inference.yaml"])
+
+@pytest.mark.parametrize(
+    "planted", ["inference", "inference.yaml", "l4-inference", "l4-inference.yaml"]
+)
 def test_a_file_in_the_cwd_does_not_shadow_shipped_names(tmp_path: Path, planted: str):
     (tmp_path / planted).write_text("intent: training\nsmt: disable\nname: planted\n")
     explain = ("explain", "--hw", "l4-inference", "--profile", "inference-latency", "--json")
@@ -367,9 +424,11 @@ def test_a_file_in_the_cwd_does_not_shadow_shipped_names(tmp_path: Path, planted
 
 def test_a_bare_name_that_is_only_a_local_file_says_how_to_name_the_file(tmp_path: Path):
     (tmp_path / "mine.yaml").write_text("intent: training\n")
-    assert_one_line_exit_2(check_profile("mine", cwd=tmp_path),
-                           "mine: no shipped profile of that name (a bare name is a shipped "
-                           "profile; to read the file, give it as a path: ./mine.yaml)")
+    assert_one_line_exit_2(
+        check_profile("mine", cwd=tmp_path),
+        "mine: no shipped profile of that name (a bare name is a shipped "
+        "profile; to read the file, give it as a path: ./mine.yaml)",
+    )
     assert check_profile("./mine.yaml", cwd=tmp_path).returncode == 0
 
 
@@ -385,15 +444,28 @@ def test_extends_path_is_relative_to_the_file_that_names_it(tmp_path: Path):
 
 # --- item 6: in gen matrix one bad file fails only its own combinations ---------------------------
 
+
 def test_matrix_goes_on_past_hostile_files(tmp_path: Path, fifo: Path):
-    bad = {"tag.yaml": HW_WITH.format("!!bool maybe"),
-           "null-name.yaml": "name: null\n" + MINIMAL_HW,
-           "digits.yaml": HW_WITH.format("9" * 5000), "shadow.yaml": SECRET}
+    bad = {
+        "tag.yaml": HW_WITH.format("!!bool maybe"),
+        "null-name.yaml": "name: null\n" + MINIMAL_HW,
+        "digits.yaml": HW_WITH.format("9" * 5000),
+        "shadow.yaml": SECRET,
+    }
     for name, text in bad.items():
         (tmp_path / name).write_text(text)
     args = [arg for name in [*bad, fifo.name] for arg in ("--hw", str(tmp_path / name))]
-    result = gen("matrix", *args, "--hw", "l4-inference", "--profile", "inference",
-                 "-o", str(tmp_path / "out"), timeout=120)
+    result = gen(
+        "matrix",
+        *args,
+        "--hw",
+        "l4-inference",
+        "--profile",
+        "inference",
+        "-o",
+        str(tmp_path / "out"),
+        timeout=120,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "s3cr3t" not in result.stdout + result.stderr
     assert "1 written, 5 failed" in result.stdout
@@ -401,6 +473,7 @@ def test_matrix_goes_on_past_hostile_files(tmp_path: Path, fifo: Path):
 
 
 # --- item 12: the smaller ones ------------------------------------------------------------------
+
 
 def test_a_long_output_name_works_or_is_one_clean_line(tmp_path: Path):
     from generator.bundle.write import MAX_NAME_BYTES
@@ -417,8 +490,16 @@ def test_a_hand_made_manifest_naming_goldtune_does_not_make_a_bundle(tmp_path: P
     target = tmp_path / "data"
     target.mkdir()
     (target / "important.db").write_text("keep me")
-    manifest = {"tool": {"name": "goldtune"}, "files": [
-        {"path": "important.db", "sha256": hashlib.sha256(b"keep me").hexdigest(), "mode": "0644"}]}
+    manifest = {
+        "tool": {"name": "goldtune"},
+        "files": [
+            {
+                "path": "important.db",
+                "sha256": hashlib.sha256(b"keep me").hexdigest(),
+                "mode": "0644",
+            }
+        ],
+    }
     (target / "manifest.json").write_text(json.dumps(manifest))
     result = gen("--hw", "l4-inference", "--profile", "inference", "-o", str(target))
     assert_one_line_exit_2(result, "that is not a goldtune bundle")
@@ -441,34 +522,57 @@ def test_a_real_bundle_is_still_replaced(tmp_path: Path):
 def test_string_type_errors_say_string(tmp_path: Path):
     hw = tmp_path / "hw.yaml"
     hw.write_text(MINIMAL_HW + "description: [1]\n")
-    line = assert_one_line_exit_2(gen("check", "--hw", str(hw), "--profile", "inference"),
-                                  "description: expected string, got list [1]")
+    line = assert_one_line_exit_2(
+        gen("check", "--hw", str(hw), "--profile", "inference"),
+        "description: expected string, got list [1]",
+    )
     assert "stringing" not in line
 
 
 def test_a_bad_override_value_is_one_line_without_pydantic_internals(tmp_path: Path):
     profile = tmp_path / "p.yaml"
-    profile.write_text("intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, "
-                       "value: [1], reason: why not}]\n")
+    profile.write_text(
+        "intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, "
+        "value: [1], reason: why not}]\n"
+    )
     line = assert_one_line_exit_2(
         check_profile(profile),
-        "overrides[0].value: invalid value [1]: expected a string or an integer")
+        "overrides[0].value: invalid value [1]: expected a string or an integer",
+    )
     assert "constrained-str" not in line
 
 
 # --- the suite must not fail because the machine is busy -----------------------------------------
 
-@pytest.mark.parametrize("text,counts", [
-    ("[ 61.2] vm systemd-udevd[201]: nvme0n1: Worker [230] processing SEQNUM=2345 "
-     "is taking a long time", False),
-    ("[ 61.2] vm systemd-udevd[201]: sda: Spawned process '/bin/x' [240] "
-     "is taking longer than 59s to complete", False),
-    ("[ 91.2] vm systemd-udevd[201]: nvme0n1: Worker [230] processing SEQNUM=2345 killed", True),
-    ("[ 5.1] vm systemd-udevd[201]: /etc/udev/rules.d/60-goldtune-io-scheduler.rules:3 "
-     "Invalid value", True),
-    ("[ 5.1] vm systemd-sysctl[150]: Couldn't write '60' to 'vm/swappiness': Invalid argument",
-     True),
-])
+
+@pytest.mark.parametrize(
+    "text,counts",
+    [
+        (
+            "[ 61.2] vm systemd-udevd[201]: nvme0n1: Worker [230] processing SEQNUM=2345 "
+            "is taking a long time",
+            False,
+        ),
+        (
+            "[ 61.2] vm systemd-udevd[201]: sda: Spawned process '/bin/x' [240] "
+            "is taking longer than 59s to complete",
+            False,
+        ),
+        (
+            "[ 91.2] vm systemd-udevd[201]: nvme0n1: Worker [230] processing SEQNUM=2345 killed",
+            True,
+        ),
+        (
+            "[ 5.1] vm systemd-udevd[201]: /etc/udev/rules.d/60-goldtune-io-scheduler.rules:3 "
+            "Invalid value",
+            True,
+        ),
+        (
+            "[ 5.1] vm systemd-sysctl[150]: Couldn't write '60' to 'vm/swappiness': Invalid argument",
+            True,
+        ),
+    ],
+)
 def test_journal_lines_are_classified_by_meaning(text: str, counts: bool):
     from generator.verify.health import is_config_error, parse_journal_line
 

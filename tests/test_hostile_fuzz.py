@@ -24,8 +24,8 @@ from generator.bundle.read import read_bundle
 from generator.errors import InputError
 from generator.textsafe import printable, printable_lines
 from generator.verify.grubvars import CMDLINE_VARS, parse_grub_files
-from tests.generate import generate
 from tests.conftest import MINIMAL_HW
+from tests.generate import generate
 
 # --- GRUB files ------------------------------------------------------------------------------
 
@@ -37,11 +37,22 @@ NAME = st.sampled_from(CMDLINE_VARS)
 def parts(draw: st.DrawFn) -> str:
     """One piece of a double-quoted value: text, or an expansion of one of the two variables."""
     name = draw(NAME)
-    return draw(st.sampled_from([
-        draw(ARG), f"${name} ", f"${{{name}}}", f"${{{name}:+${name} }}",
-        f"${{{name}:-{draw(ARG)}}}", f"${{{name}+x}}", f"${{{name}-{draw(ARG)}}}",
-        " ", "\\$", '\\"',
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                draw(ARG),
+                f"${name} ",
+                f"${{{name}}}",
+                f"${{{name}:+${name} }}",
+                f"${{{name}:-{draw(ARG)}}}",
+                f"${{{name}+x}}",
+                f"${{{name}-{draw(ARG)}}}",
+                " ",
+                "\\$",
+                '\\"',
+            ]
+        )
+    )
 
 
 @st.composite
@@ -60,8 +71,11 @@ def assignment(draw: st.DrawFn) -> str:
     return f"{prefix}{name}={value}{comment}"
 
 
-GRUB_FILES = st.lists(st.lists(assignment(), max_size=4).map(lambda lines: "\n".join(lines) + "\n"),
-                      min_size=1, max_size=3)
+GRUB_FILES = st.lists(
+    st.lists(assignment(), max_size=4).map(lambda lines: "\n".join(lines) + "\n"),
+    min_size=1,
+    max_size=3,
+)
 
 
 def sh_result(texts: list[str]) -> str:
@@ -71,11 +85,19 @@ def sh_result(texts: list[str]) -> str:
             path = Path(tmp) / f"{index}.cfg"
             path.write_text(text)
             paths.append(str(path))
-        script = ('unset GRUB_CMDLINE_LINUX GRUB_CMDLINE_LINUX_DEFAULT; '
-                  'for f in "$@"; do . "$f"; done; '
-                  'printf "%s %s" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"')
-        done = subprocess.run(["sh", "-ec", script, "sh", *paths], capture_output=True, text=True,
-                              timeout=10, check=True, env={"PATH": "/usr/bin:/bin"})
+        script = (
+            "unset GRUB_CMDLINE_LINUX GRUB_CMDLINE_LINUX_DEFAULT; "
+            'for f in "$@"; do . "$f"; done; '
+            'printf "%s %s" "${GRUB_CMDLINE_LINUX:-}" "${GRUB_CMDLINE_LINUX_DEFAULT:-}"'
+        )
+        done = subprocess.run(
+            ["sh", "-ec", script, "sh", *paths],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
         return done.stdout
 
 
@@ -86,8 +108,16 @@ def test_grub_parser_agrees_with_sh_on_plain_assignments(texts: list[str]) -> No
     assert parsed.cmdline() == sh_result(texts)
 
 
-SHELL_PIECES = [*"=$(){}`'\";:-+ \t\n\\#&|.!x", "GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT",
-                "$(", "${", "if ", "fi", "export "]
+SHELL_PIECES = [
+    *"=$(){}`'\";:-+ \t\n\\#&|.!x",
+    "GRUB_CMDLINE_LINUX",
+    "GRUB_CMDLINE_LINUX_DEFAULT",
+    "$(",
+    "${",
+    "if ",
+    "fi",
+    "export ",
+]
 SHELLISH = st.lists(st.sampled_from(SHELL_PIECES), max_size=40).map("".join)
 
 
@@ -100,15 +130,36 @@ def test_grub_parser_never_raises_and_never_guesses_substitutions(text: str) -> 
 
 # --- YAML inputs -------------------------------------------------------------------------------
 
-TAGS = st.sampled_from(["!!bool", "!!int", "!!float", "!!timestamp", "!!str", "!!null", "!!binary",
-                        "!!map", "!!seq", "!!set", "!!omap", "!!pairs", "!!merge", "!!value",
-                        "!custom", "!!python/name:os.system"])
-SCALARS = st.one_of(st.text(st.characters(blacklist_categories=["Cs"]), max_size=12),
-                    st.integers().map(str), st.just("9" * 5000))
+TAGS = st.sampled_from(
+    [
+        "!!bool",
+        "!!int",
+        "!!float",
+        "!!timestamp",
+        "!!str",
+        "!!null",
+        "!!binary",
+        "!!map",
+        "!!seq",
+        "!!set",
+        "!!omap",
+        "!!pairs",
+        "!!merge",
+        "!!value",
+        "!custom",
+        "!!python/name:os.system",
+    ]
+)
+SCALARS = st.one_of(
+    st.text(st.characters(blacklist_categories=["Cs"]), max_size=12),
+    st.integers().map(str),
+    st.just("9" * 5000),
+)
 
 
-@given(tag=TAGS, scalar=SCALARS,
-       where=st.sampled_from(["memory_gib", "name", "cpu.sockets", "key"]))
+@given(
+    tag=TAGS, scalar=SCALARS, where=st.sampled_from(["memory_gib", "name", "cpu.sockets", "key"])
+)
 def test_any_tagged_scalar_is_exit_2_one_line(tag: str, scalar: str, where: str) -> None:
     value = f"{tag} {json.dumps(scalar)}"
     text = MINIMAL_HW
@@ -137,12 +188,15 @@ def test_any_tagged_scalar_is_exit_2_one_line(tag: str, scalar: str, where: str)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: (st.lists(inner, max_size=3)
-                   | st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-    max_leaves=12)
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
 PLANISH = st.fixed_dictionaries(
     {"format": st.just(1), "tool": st.just("goldtune")},
-    optional={"settings": JSON, "notes": JSON, "warnings": JSON, "hardware": JSON})
+    optional={"settings": JSON, "notes": JSON, "warnings": JSON, "hardware": JSON},
+)
 MANIFESTISH = st.fixed_dictionaries({"files": JSON})
 
 
@@ -160,17 +214,19 @@ def test_any_json_in_a_bundle_is_bad_input_or_a_plan(plan: object, manifest: obj
 
 # --- terminal text -----------------------------------------------------------------------------
 
+
 @given(text=st.text())
 def test_printable_leaves_no_control_character(text: str) -> None:
     shown = printable(text)
     bidi = "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-    assert not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or c in bidi for c in shown)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in bidi for c in shown)
     assert all(c in shown for c in text if c.isprintable() and c not in "\u2028\u2029")
     assert set(printable_lines(text)) - set(printable(text)) <= {"\n", "\t"}
 
 
-@pytest.mark.parametrize("kernel", ["6.8; rm -rf /", "6.8 && id", "6.8$(id)", "6.8\n",
-                                    "6.8.0-45-generic\x1b[2J"])
+@pytest.mark.parametrize(
+    "kernel", ["6.8; rm -rf /", "6.8 && id", "6.8$(id)", "6.8\n", "6.8.0-45-generic\x1b[2J"]
+)
 def test_kernel_release_with_shell_text_is_refused(kernel: str, tmp_path: Path) -> None:
     hw = tmp_path / "hw.yaml"
     hw.write_text(MINIMAL_HW + f"os: {{kernel: {json.dumps(kernel)}}}\n")

@@ -16,27 +16,42 @@ from pathlib import Path
 import pytest
 from plans import full_plan
 
-from generator.model.kinds import DELIVERY_FILES, KIND_SPECS, KIND_TITLES, KINDS, SETTING_KINDS, Kind, KindSpec
+from generator.model.kinds import (
+    DELIVERY_FILES,
+    KIND_SPECS,
+    KIND_TITLES,
+    KINDS,
+    SETTING_KINDS,
+    Kind,
+    KindSpec,
+)
 from generator.render.render import render_bundle
 from generator.verify import image, live
 
 BASE = Path(__file__).resolve().parent.parent / "generator" / "rules" / "base.py"
 
 
-def missing_checks(kinds: Iterable[KindSpec], live_checks: Collection[str],
-                   image_checks: Collection[str]) -> list[str]:
+def missing_checks(
+    kinds: Iterable[KindSpec], live_checks: Collection[str], image_checks: Collection[str]
+) -> list[str]:
     """What a row names that verify does not have, each with the place to add it."""
     problems = []
     for spec in kinds:
         if spec.live_check not in live_checks:
-            problems.append(f"kind {spec.kind}: live check {spec.live_check!r} is not in "
-                            "generator/verify/live.py CHECKS: add it there")
+            problems.append(
+                f"kind {spec.kind}: live check {spec.live_check!r} is not in "
+                "generator/verify/live.py CHECKS: add it there"
+            )
         if spec.image_check not in image_checks:
-            problems.append(f"kind {spec.kind}: image check {spec.image_check!r} is not in "
-                            "generator/verify/image.py CHECKS: add it there")
+            problems.append(
+                f"kind {spec.kind}: image check {spec.image_check!r} is not in "
+                "generator/verify/image.py CHECKS: add it there"
+            )
         if (spec.image_check == "boot-unit") != (spec.applied_at_boot_by is not None):
-            problems.append(f"kind {spec.kind}: image_check 'boot-unit' and applied_at_boot_by go "
-                            "together in generator/model/kinds.py: name the unit that applies it")
+            problems.append(
+                f"kind {spec.kind}: image_check 'boot-unit' and applied_at_boot_by go "
+                "together in generator/model/kinds.py: name the unit that applies it"
+            )
     return problems
 
 
@@ -62,7 +77,7 @@ def test_no_check_is_dead(table: str) -> None:
 
 
 def test_the_table_is_the_vocabulary() -> None:
-    assert SETTING_KINDS == tuple(Kind) and set(KIND_TITLES) == set(Kind)
+    assert tuple(Kind) == SETTING_KINDS and set(KIND_TITLES) == set(Kind)
     assert [spec.kind for spec in KINDS] == list(Kind)
 
 
@@ -77,9 +92,16 @@ def test_every_kind_has_a_grammar_that_compiles(spec: KindSpec) -> None:
 def constructed_kinds() -> set[str]:
     """The kinds rules/base.py's constructors build (the first argument of each Setting(...))."""
     tree = ast.parse(BASE.read_text())
-    return {call.args[0].value for call in ast.walk(tree)
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Setting"
-            and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)}
+    return {
+        call.args[0].value
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "Setting"
+        and call.args
+        and isinstance(call.args[0], ast.Constant)
+        and isinstance(call.args[0].value, str)
+    }
 
 
 def test_every_kind_has_a_constructor_rules_use() -> None:
@@ -90,7 +112,9 @@ def test_every_kind_file_is_in_the_bundle() -> None:
     """The file each row names is rendered for a plan that uses the kind (plans.full_plan uses all)."""
     plan = full_plan()
     files = set(render_bundle(plan))
-    assert {s.kind for s in plan.settings} == set(Kind), "tests/plans.py FULL_SETTINGS: one of each kind"
+    assert {s.kind for s in plan.settings} == set(Kind), (
+        "tests/plans.py FULL_SETTINGS: one of each kind"
+    )
     for spec in KINDS:
         paths = DELIVERY_FILES.split(", ") if spec.file == DELIVERY_FILES else [spec.file]
         for path in paths:

@@ -10,23 +10,57 @@ from tests.conftest import REPO
 
 
 def gen(*args: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_matrix_writes_every_combination(tmp_path):
-    result = gen("matrix", "--hw", "dgx-a100", "--hw", "l4-inference", "--profile", "inference", "--profile", "training",
-                 "-o", str(tmp_path))
+    result = gen(
+        "matrix",
+        "--hw",
+        "dgx-a100",
+        "--hw",
+        "l4-inference",
+        "--profile",
+        "inference",
+        "--profile",
+        "training",
+        "-o",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "dgx-a100-inference", "dgx-a100-training", "l4-inference-inference", "l4-inference-training"]
+        "dgx-a100-inference",
+        "dgx-a100-training",
+        "l4-inference-inference",
+        "l4-inference-training",
+    ]
     assert all((p / "manifest.json").is_file() for p in tmp_path.iterdir())
     assert "4 written, 0 failed" in result.stdout
 
 
 def test_matrix_partial_failure_still_writes_the_rest(tmp_path, write):
-    bad = write("broken.yaml", "cpu: {vendor: intel, sockets: 1, cores_per_socket: 4}\nmemory_gib: 64\ncolour: red\n")
-    result = gen("matrix", "--hw", str(bad), "--hw", "l4-inference", "--profile", "inference", "-o", str(tmp_path / "out"))
+    bad = write(
+        "broken.yaml",
+        "cpu: {vendor: intel, sockets: 1, cores_per_socket: 4}\nmemory_gib: 64\ncolour: red\n",
+    )
+    result = gen(
+        "matrix",
+        "--hw",
+        str(bad),
+        "--hw",
+        "l4-inference",
+        "--profile",
+        "inference",
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert result.returncode == 1
     assert "1 written, 1 failed" in result.stdout
     assert "colour: unknown field" in result.stdout
@@ -47,8 +81,10 @@ def test_matrix_needs_something_to_do(tmp_path):
 
 
 def tree(root):
-    return {str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def test_workers_write_the_same_bundles_in_the_same_order_as_one_process(tmp_path):
@@ -58,23 +94,41 @@ def test_workers_write_the_same_bundles_in_the_same_order_as_one_process(tmp_pat
     assert serial.returncode == forked.returncode == 0, serial.stderr + forked.stderr
     assert serial.stdout.replace("/serial/", "/X/") == forked.stdout.replace("/forked/", "/X/")
     assert tree(tmp_path / "serial") == tree(tmp_path / "forked")
-    assert not [p for p in (tmp_path / "forked").iterdir() if p.name.startswith(".")]  # no staging left
+    assert not [
+        p for p in (tmp_path / "forked").iterdir() if p.name.startswith(".")
+    ]  # no staging left
 
 
 def test_two_combinations_that_would_write_one_directory_are_caught(tmp_path, write):
     first = write("a/rack.yaml", "system: dgx-a100\n")
     second = write("b/rack.yaml", "system: dgx-h100\n")
-    result = gen("matrix", "--hw", str(first), "--hw", str(second), "--profile", "inference", "-o", str(tmp_path / "out"))
+    result = gen(
+        "matrix",
+        "--hw",
+        str(first),
+        "--hw",
+        str(second),
+        "--profile",
+        "inference",
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert result.returncode == 1
     assert "1 written, 1 failed" in result.stdout
     assert f"would write {tmp_path / 'out' / 'rack-inference'}" in result.stdout
-    rows = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines() if "rack.yaml" in line}
+    rows = {
+        line.split()[0]: line.split()[2]
+        for line in result.stdout.splitlines()
+        if "rack.yaml" in line
+    }
     assert rows == {str(first): "ok", str(second): "FAILED"}
     assert "A100" in (tmp_path / "out" / "rack-inference" / "EXPLAIN.md").read_text()
 
 
 def test_jobs_must_be_positive(tmp_path):
-    result = gen("matrix", "--hw", "l4-inference", "--profile", "inference", "-j", "0", "-o", str(tmp_path))
+    result = gen(
+        "matrix", "--hw", "l4-inference", "--profile", "inference", "-j", "0", "-o", str(tmp_path)
+    )
     assert result.returncode == 2 and "--jobs" in result.stderr
 
 
@@ -98,15 +152,26 @@ def test_each_input_file_is_read_and_hashed_once_however_many_bundles_use_it(tmp
         return real_read(path, limit)
 
     monkeypatch.setattr(load, "read_foreign", counted_read)
-    outcomes = list(generate_matrix(list(systems), ["inference", "training"], tmp_path,
-                                    load_catalog(), jobs=1))
+    outcomes = list(
+        generate_matrix(list(systems), ["inference", "training"], tmp_path, load_catalog(), jobs=1)
+    )
     assert [outcome.error for outcome in outcomes] == [""] * 4
     assert sorted(path for path in reads if path in inputs) == sorted(inputs)
 
 
 def test_a_matrix_over_its_own_bundles_leaves_no_replaced_tree(tmp_path):
-    args = ["matrix", "--hw", "dgx-a100", "--hw", "l4-inference", "--all-profiles", "-j", "2",
-            "-o", str(tmp_path)]
+    args = [
+        "matrix",
+        "--hw",
+        "dgx-a100",
+        "--hw",
+        "l4-inference",
+        "--all-profiles",
+        "-j",
+        "2",
+        "-o",
+        str(tmp_path),
+    ]
     for _ in range(2):
         result = gen(*args)
         assert result.returncode == 0, result.stderr

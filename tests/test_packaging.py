@@ -17,8 +17,22 @@ from tests.conftest import REPO
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(REPO)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return target
 
 
@@ -38,7 +52,9 @@ def test_installed_package_finds_its_data_from_elsewhere(installed: Path, tmp_pa
     assert help_text.returncode == 0 and "--profile" in help_text.stdout
     listing = run_installed(installed, tmp_path, "-m", "generator", "list")
     assert listing.returncode == 0 and "dgx-h100" in listing.stdout, listing.stderr
-    check = run_installed(installed, tmp_path, "-m", "generator", "check", "--hw", "dgx-b200", "--profile", "training")
+    check = run_installed(
+        installed, tmp_path, "-m", "generator", "check", "--hw", "dgx-b200", "--profile", "training"
+    )
     assert check.returncode == 0, check.stderr
 
 
@@ -48,14 +64,40 @@ def test_caches_are_not_shipped_but_built_where_installed(installed: Path, tmp_p
     for cache in ("__jinja_cache__", "__catalog_cache__"):
         assert cache not in record, f"{cache} was shipped in the wheel"
         shutil.rmtree(package / cache, ignore_errors=True)  # made by the other tests' runs
-    first = run_installed(installed, tmp_path, "-m", "generator", "--hw", "dgx-h100", "--profile", "inference",
-                          "-o", str(tmp_path / "a"))
+    first = run_installed(
+        installed,
+        tmp_path,
+        "-m",
+        "generator",
+        "--hw",
+        "dgx-h100",
+        "--profile",
+        "inference",
+        "-o",
+        str(tmp_path / "a"),
+    )
     assert first.returncode == 0, first.stderr
-    assert sorted(p.name for p in (package / "__catalog_cache__").iterdir()) == ["cpus.pickle", "gpus.pickle", "nics.pickle"]
-    second = run_installed(installed, tmp_path, "-m", "generator", "--hw", "dgx-h100", "--profile", "inference",
-                           "-o", str(tmp_path / "b"))
+    assert sorted(p.name for p in (package / "__catalog_cache__").iterdir()) == [
+        "cpus.pickle",
+        "gpus.pickle",
+        "nics.pickle",
+    ]
+    second = run_installed(
+        installed,
+        tmp_path,
+        "-m",
+        "generator",
+        "--hw",
+        "dgx-h100",
+        "--profile",
+        "inference",
+        "-o",
+        str(tmp_path / "b"),
+    )
     assert second.returncode == 0, second.stderr
-    assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
+    assert (tmp_path / "a" / "manifest.json").read_bytes() == (
+        tmp_path / "b" / "manifest.json"
+    ).read_bytes()
 
 
 def test_console_script_is_declared():

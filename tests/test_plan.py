@@ -27,17 +27,18 @@ from rules.helpers import (
     settings_of,
 )
 
-from generator.plan import build as plan, checks
 from generator.cli import main
-from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.errors import GenerationError, InputError
 from generator.inputs.facts import Facts
 from generator.inputs.load import load_inputs
-from generator.plan.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
 from generator.inputs.profile import Profile
+from generator.model.cpulist import compress_cpus, expand_cpus
+from generator.model.setting import SETTING_KINDS, Plan, Setting
+from generator.plan import build as plan
+from generator.plan import checks
+from generator.plan.known_keys import COMMAND_LINE_SIZE, KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule, kernel_arg, sysctl
-from generator.model.setting import SETTING_KINDS, Plan, Setting
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = sorted(path.stem for path in (ROOT / "hardware_db" / "systems").glob("*.yaml"))
@@ -45,8 +46,12 @@ PROFILES = sorted(path.stem for path in (ROOT / "profiles").glob("*.yaml"))
 COMBOS = [(system, prof) for system in SYSTEMS for prof in PROFILES]
 NUMA_KEYS = {"kernel.numa_balancing", "vm.zone_reclaim_mode"}
 LEFT_TO_KERNEL = "interrupts are left to the kernel and irqbalance"
-GPUDIRECT = {("kernel-arg", "iommu"), ("kernel-arg", "iommu.passthrough"), ("kernel-arg", "intel_iommu"),
-             ("module-load", "nvidia-peermem")}
+GPUDIRECT = {
+    ("kernel-arg", "iommu"),
+    ("kernel-arg", "iommu.passthrough"),
+    ("kernel-arg", "intel_iommu"),
+    ("module-load", "nvidia-peermem"),
+}
 
 
 @cache
@@ -74,20 +79,26 @@ class TestShippedPlans:
             assert not setting.override
         assert all(note.rule in RULES_BY_ID and note.text.strip() for note in built.notes)
 
-    def test_every_sysctl_and_kernel_arg_is_known_for_this_kernel_and_arch(self, system: str, prof: str) -> None:
+    def test_every_sysctl_and_kernel_arg_is_known_for_this_kernel_and_arch(
+        self, system: str, prof: str
+    ) -> None:
         facts_, _, built = shipped(system, prof)
         for setting in built.settings:
             table = {"sysctl": KNOWN_SYSCTLS, "kernel-arg": KNOWN_KERNEL_ARGS}.get(setting.kind)
             if table is None:
                 continue
-            assert setting.key in table, f"{setting.kind} {setting.key} is not in generator.plan.known_keys"
+            assert setting.key in table, (
+                f"{setting.kind} {setting.key} is not in generator.plan.known_keys"
+            )
             assert table[setting.key].available(facts_.os.kernel, facts_.cpu.arch), setting.key
 
     def test_no_trap_and_no_check_error(self, system: str, prof: str) -> None:
         facts_, _, built = shipped(system, prof)
         for setting in built.settings:
             for kind, key, matches, _why in checks.TRAPS:
-                assert not (setting.kind == kind and setting.key == key and matches(setting.value)), setting
+                assert not (
+                    setting.kind == kind and setting.key == key and matches(setting.value)
+                ), setting
         errors, _ = checks.check_plan(built.settings, facts_)
         assert errors == []
 
@@ -137,16 +148,24 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         assert not built.of_kind("gpu")
     clocks = built.get("gpu", "clocks")
     if clocks is not None:
-        known = {str(g.model.max_graphics_clock_mhz) for g in facts_.gpus if g.model.max_graphics_clock_mhz}
+        known = {
+            str(g.model.max_graphics_clock_mhz)
+            for g in facts_.gpus
+            if g.model.max_graphics_clock_mhz
+        }
         assert clocks.value in known | {"max"}
     dirty = {"vm.dirty_bytes", "vm.dirty_background_bytes"} & set(settings_of(built, "sysctl"))
     assert bool(dirty) == (profile_.intent == "training" and facts_.memory_gib >= 256)
     tcp_speeds = [nic_.speed_gbps or 0 for nic_ in facts_.tcp_nics]
-    assert (built.get("sysctl", "net.core.rmem_max") is not None) == (max(tcp_speeds, default=0) >= 10)
+    assert (built.get("sysctl", "net.core.rmem_max") is not None) == (
+        max(tcp_speeds, default=0) >= 10
+    )
     pins = settings_of(built, "irq")
     for cpus in pins.values():
         assert cpus == compress_cpus(expand_cpus(cpus))
-    assert {name: set(expand_cpus(cpus)) for name, cpus in pins.items()} == expected_pins(facts_, profile_)
+    assert {name: set(expand_cpus(cpus)) for name, cpus in pins.items()} == expected_pins(
+        facts_, profile_
+    )
     services = settings_of(built, "service")
     assert (services.get("irqbalance.service") == "disable") == bool(pins)
     left_to_kernel = any(LEFT_TO_KERNEL in note.text for note in built.notes)
@@ -174,8 +193,11 @@ def expected_pins(facts_: Facts, profile_: Profile) -> dict[str, set[int]]:
     for nic_ in facts_.nics:
         if not (nic_.rdma or (nic_.speed_gbps or 0) >= 100):
             continue
-        cpus = (facts_.cpus_of_node(nic_.numa_node) if nic_.numa_node is not None
-                else range(facts_.cpu.logical_cpus))
+        cpus = (
+            facts_.cpus_of_node(nic_.numa_node)
+            if nic_.numa_node is not None
+            else range(facts_.cpu.logical_cpus)
+        )
         if set(cpus) - first_core(facts_):
             pins[nic_.name] = set(cpus) - first_core(facts_)
     return pins
@@ -184,9 +206,13 @@ def expected_pins(facts_: Facts, profile_: Profile) -> dict[str, set[int]]:
 def test_dgx_h100_inference_spot_values() -> None:
     """The issue's own examples, on the reference machine."""
     _, _, built = shipped("dgx-h100", "inference")
-    assert settings_of(built, "irq")["ibp24s0"] == "1-55,113-167"  # node 0 less CPU 0 and its sibling 112
+    assert (
+        settings_of(built, "irq")["ibp24s0"] == "1-55,113-167"
+    )  # node 0 less CPU 0 and its sibling 112
     assert settings_of(built, "irq")["ibp154s0"] == "56-111,168-223"
-    assert "clocks" not in settings_of(built, "gpu")  # boost: the lock is inference-latency's opt-in
+    assert "clocks" not in settings_of(
+        built, "gpu"
+    )  # boost: the lock is inference-latency's opt-in
     _, _, latency = shipped("dgx-h100", "inference-latency")
     assert settings_of(latency, "gpu")["clocks"] == "1980"
     assert "compute-mode" not in settings_of(latency, "gpu")  # DEFAULT: servers share a GPU
@@ -197,16 +223,22 @@ def test_dgx_h100_inference_spot_values() -> None:
     assert settings_of(built, "irq")["ens1f0np0"] == "1-111,113-223"
     # the Xeon model names no cpufreq driver: intel_pstate is assumed
     assert settings_of(built, "tuned")["cpu.energy_perf_bias"] == "performance"
-    assert settings_of(built, "sysctl")["net.core.rmem_max"] == "268435456"  # 256 MiB cap for inference
+    assert (
+        settings_of(built, "sysctl")["net.core.rmem_max"] == "268435456"
+    )  # 256 MiB cap for inference
     _, _, training = shipped("dgx-h100", "training")
-    assert settings_of(training, "sysctl")["net.core.rmem_max"] == "536870912"  # 512 MiB for training
+    assert (
+        settings_of(training, "sysctl")["net.core.rmem_max"] == "536870912"
+    )  # 512 MiB for training
     assert settings_of(built, "limit")["root hard nofile"] == "1048576"
 
 
 def test_amd_shipped_spot_values() -> None:
     """EPYC: no Intel bias register; NPS4 nodes less the first core (0 and its sibling)."""
     _, _, a100 = shipped("dgx-a100", "inference")
-    assert settings_of(a100, "irq")["ib8"] == "1-15,129-143"  # node 0 of 8, first core 0/128 left out
+    assert (
+        settings_of(a100, "irq")["ib8"] == "1-15,129-143"
+    )  # node 0 of 8, first core 0/128 left out
     assert settings_of(a100, "irq")["ib0"] == "1-127,129-255"  # no numa_node
     _, _, epyc = shipped("hgx-h100-epyc", "inference")
     assert "cpu.energy_perf_bias" not in settings_of(epyc, "tuned")
@@ -221,13 +253,15 @@ def test_no_intel_idle_on_amd_or_arm_even_for_latency_profiles(system: str) -> N
 
 # --- property test over generated hardware --------------------------------------------------
 
-CPU_SHAPES = st.sampled_from([
-    {"vendor": "intel", "threads_per_core": 2},
-    {"vendor": "intel", "threads_per_core": 1},
-    {"vendor": "amd", "threads_per_core": 2},
-    {"vendor": "nvidia", "threads_per_core": 1},  # Arm
-    {"vendor": "nvidia", "threads_per_core": 2},  # Arm with SMT: nosmt is dropped with a note
-])
+CPU_SHAPES = st.sampled_from(
+    [
+        {"vendor": "intel", "threads_per_core": 2},
+        {"vendor": "intel", "threads_per_core": 1},
+        {"vendor": "amd", "threads_per_core": 2},
+        {"vendor": "nvidia", "threads_per_core": 1},  # Arm
+        {"vendor": "nvidia", "threads_per_core": 2},  # Arm with SMT: nosmt is dropped with a note
+    ]
+)
 KERNELS = st.none() | st.sampled_from(["4.15", "4.17", "4.18", "5.2", "5.3", "5.15", "6.8"])
 GPU_MODELS = st.sampled_from(["H100-SXM5-80GB", "L4", "L40S", "B200", "A100-SXM4-80GB", "GH200"])
 
@@ -242,25 +276,40 @@ def machines(draw: st.DrawFn) -> dict[str, Any]:
     nics = []
     for index in range(draw(st.integers(0, 5))):
         role = draw(st.sampled_from(["compute", "storage", "frontend", "management"]))
-        nics.append(nic(f"eth{index}", role, draw(st.none() | st.sampled_from([1, 10, 25, 100, 200, 400])),
-                        rdma=draw(st.none() | st.booleans()),
-                        numa=draw(st.none() | st.integers(0, numa_nodes - 1))))
-    gpus = [{"model": draw(GPU_MODELS), "count": draw(st.sampled_from([1, 2, 4, 8]))}
-            for _ in range(draw(st.integers(0, 2)))]
+        nics.append(
+            nic(
+                f"eth{index}",
+                role,
+                draw(st.none() | st.sampled_from([1, 10, 25, 100, 200, 400])),
+                rdma=draw(st.none() | st.booleans()),
+                numa=draw(st.none() | st.integers(0, numa_nodes - 1)),
+            )
+        )
+    gpus = [
+        {"model": draw(GPU_MODELS), "count": draw(st.sampled_from([1, 2, 4, 8]))}
+        for _ in range(draw(st.integers(0, 2)))
+    ]
     return {
         "cpu": {**draw(CPU_SHAPES), "sockets": sockets, "cores_per_socket": cores},
         "numa_nodes": numa_nodes,
         "memory_gib": draw(st.sampled_from([16, 128, 255, 256, 512, 2048])),
         "gpus": gpus,
         "nics": nics,
-        "disks": [{"name": f"d{i}", "kind": kind} for i, kind in enumerate(draw(st.lists(st.sampled_from(["nvme", "ssd", "hdd"]), max_size=3)))],
+        "disks": [
+            {"name": f"d{i}", "kind": kind}
+            for i, kind in enumerate(
+                draw(st.lists(st.sampled_from(["nvme", "ssd", "hdd"]), max_size=3))
+            )
+        ],
         "os": {"kernel": draw(KERNELS), "page_size_kib": draw(st.sampled_from([4, 16, 64]))},
     }
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hw=machines(), prof=st.sampled_from(PROFILES))
-def test_any_valid_machine_gets_a_plan_that_respects_the_facts(hw: dict[str, Any], prof: str) -> None:
+def test_any_valid_machine_gets_a_plan_that_respects_the_facts(
+    hw: dict[str, Any], prof: str
+) -> None:
     facts_ = facts(**hw)
     profile_ = load_inputs("dgx-h100", prof).profile
     built = plan.build_plan(facts_, profile_)
@@ -285,57 +334,127 @@ def dropped_note(key: str, arch: str, kernel: str) -> str:
 # the target that drops, its knobs, a target that has every key (same knobs unless given), and
 # what is dropped: (key, rule) -> note
 DROPS = [
-    pytest.param({"gpus": [H100X8], "os": {"kernel": "4.15"}}, {}, {"gpus": [H100X8]}, None,
-                 {INIT_ON_ALLOC: dropped_note("init_on_alloc", "x86_64", "4.15")}, id="x86-4.15-init_on_alloc"),
-    pytest.param({"gpus": [H100X8], "os": {"kernel": "5.2"}}, {}, {"gpus": [H100X8], "os": {"kernel": "5.3"}}, None,
-                 {INIT_ON_ALLOC: dropped_note("init_on_alloc", "x86_64", "5.2")}, id="x86-5.2-init_on_alloc"),
-    pytest.param({**GH200_RDMA, "os": {"kernel": "4.15"}}, {}, {**GH200_RDMA, "os": {"kernel": "5.3"}}, None,
-                 {PASSTHROUGH: dropped_note("iommu.passthrough", "aarch64", "4.15"),
-                  INIT_ON_ALLOC: dropped_note("init_on_alloc", "aarch64", "4.15")},
-                 id="arm64-4.15-iommu.passthrough"),
-    pytest.param({**GH200_RDMA, "os": {"kernel": "4.17"}}, {}, {**GH200_RDMA, "os": {"kernel": "5.3"}}, None,
-                 {PASSTHROUGH: dropped_note("iommu.passthrough", "aarch64", "4.17"),
-                  INIT_ON_ALLOC: dropped_note("init_on_alloc", "aarch64", "4.17")},
-                 id="arm64-4.17-iommu.passthrough"),
-    pytest.param({**GH200_RDMA, "os": {"kernel": "4.18"}}, {}, {**GH200_RDMA, "os": {"kernel": "5.3"}}, None,
-                 {INIT_ON_ALLOC: dropped_note("init_on_alloc", "aarch64", "4.18")},
-                 id="arm64-4.18-keeps-iommu.passthrough"),
-    pytest.param(ARM_SMT, {"smt": "disable"}, ARM_SMT, {},
-                 {NOSMT: dropped_note("nosmt", "aarch64", "a current kernel")}, id="aarch64-nosmt"),
-    pytest.param({**ARM_SMT, "os": {"kernel": "6.8"}}, {"smt": "disable"}, {**ARM_SMT, "os": {"kernel": "6.8"}}, {},
-                 {NOSMT: dropped_note("nosmt", "aarch64", "6.8")}, id="aarch64-6.8-nosmt"),
-    pytest.param({**DUAL_XEON, "os": {"kernel": "4.15"}}, {"smt": "disable"}, {**DUAL_XEON, "os": {"kernel": "4.19"}}, None,
-                 {NOSMT: dropped_note("nosmt", "x86_64", "4.15")}, id="x86-4.15-nosmt"),
+    pytest.param(
+        {"gpus": [H100X8], "os": {"kernel": "4.15"}},
+        {},
+        {"gpus": [H100X8]},
+        None,
+        {INIT_ON_ALLOC: dropped_note("init_on_alloc", "x86_64", "4.15")},
+        id="x86-4.15-init_on_alloc",
+    ),
+    pytest.param(
+        {"gpus": [H100X8], "os": {"kernel": "5.2"}},
+        {},
+        {"gpus": [H100X8], "os": {"kernel": "5.3"}},
+        None,
+        {INIT_ON_ALLOC: dropped_note("init_on_alloc", "x86_64", "5.2")},
+        id="x86-5.2-init_on_alloc",
+    ),
+    pytest.param(
+        {**GH200_RDMA, "os": {"kernel": "4.15"}},
+        {},
+        {**GH200_RDMA, "os": {"kernel": "5.3"}},
+        None,
+        {
+            PASSTHROUGH: dropped_note("iommu.passthrough", "aarch64", "4.15"),
+            INIT_ON_ALLOC: dropped_note("init_on_alloc", "aarch64", "4.15"),
+        },
+        id="arm64-4.15-iommu.passthrough",
+    ),
+    pytest.param(
+        {**GH200_RDMA, "os": {"kernel": "4.17"}},
+        {},
+        {**GH200_RDMA, "os": {"kernel": "5.3"}},
+        None,
+        {
+            PASSTHROUGH: dropped_note("iommu.passthrough", "aarch64", "4.17"),
+            INIT_ON_ALLOC: dropped_note("init_on_alloc", "aarch64", "4.17"),
+        },
+        id="arm64-4.17-iommu.passthrough",
+    ),
+    pytest.param(
+        {**GH200_RDMA, "os": {"kernel": "4.18"}},
+        {},
+        {**GH200_RDMA, "os": {"kernel": "5.3"}},
+        None,
+        {INIT_ON_ALLOC: dropped_note("init_on_alloc", "aarch64", "4.18")},
+        id="arm64-4.18-keeps-iommu.passthrough",
+    ),
+    pytest.param(
+        ARM_SMT,
+        {"smt": "disable"},
+        ARM_SMT,
+        {},
+        {NOSMT: dropped_note("nosmt", "aarch64", "a current kernel")},
+        id="aarch64-nosmt",
+    ),
+    pytest.param(
+        {**ARM_SMT, "os": {"kernel": "6.8"}},
+        {"smt": "disable"},
+        {**ARM_SMT, "os": {"kernel": "6.8"}},
+        {},
+        {NOSMT: dropped_note("nosmt", "aarch64", "6.8")},
+        id="aarch64-6.8-nosmt",
+    ),
+    pytest.param(
+        {**DUAL_XEON, "os": {"kernel": "4.15"}},
+        {"smt": "disable"},
+        {**DUAL_XEON, "os": {"kernel": "4.19"}},
+        None,
+        {NOSMT: dropped_note("nosmt", "x86_64", "4.15")},
+        id="x86-4.15-nosmt",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("hw", "knobs", "full_hw", "full_knobs", "drops"), DROPS)
-def test_rules_drop_keys_the_target_lacks_with_a_note(hw: dict[str, Any], knobs: dict[str, Any], full_hw: dict[str, Any],
-                                                      full_knobs: dict[str, Any] | None,
-                                                      drops: dict[tuple[str, str], str]) -> None:
+def test_rules_drop_keys_the_target_lacks_with_a_note(
+    hw: dict[str, Any],
+    knobs: dict[str, Any],
+    full_hw: dict[str, Any],
+    full_knobs: dict[str, Any] | None,
+    drops: dict[tuple[str, str], str],
+) -> None:
     """TUNING.md: rules carry preconditions (kernel version, architecture, page size) and drop,
     with a note, what does not apply. A valid machine must not make the shipped profile fail."""
     machine = facts(**hw)
     proposed, _ = plan.run_rules(machine, profile("inference", **knobs))
-    assert {(key, rule_id) for key, rule_id in drops} <= {(s.key, s.rule) for s in proposed if s.kind == "kernel-arg"}
+    assert {(key, rule_id) for key, rule_id in drops} <= {
+        (s.key, s.rule) for s in proposed if s.kind == "kernel-arg"
+    }
     built = plan.build_plan(machine, profile("inference", **knobs))
     assert not {key for key, _ in drops} & set(settings_of(built, "kernel-arg"))
     notes = [note for note in built.notes if "dropped" in note.text]
-    assert sorted((note.text, note.rule) for note in notes) == sorted((text, rule) for (_, rule), text in drops.items())
+    assert sorted((note.text, note.rule) for note in notes) == sorted(
+        (text, rule) for (_, rule), text in drops.items()
+    )
     # nothing else changes: the plan of a target that has every key (or no use for it), less the keys
-    full = plan.build_plan(facts(**full_hw), profile("inference", **(knobs if full_knobs is None else full_knobs)))
+    full = plan.build_plan(
+        facts(**full_hw), profile("inference", **(knobs if full_knobs is None else full_knobs))
+    )
     dropped_targets = {("kernel-arg", key) for key, _ in drops}
     expected = [s for s in full.settings if s.target not in dropped_targets]
-    assert [(s.kind, s.key, s.value) for s in built.settings] == [(s.kind, s.key, s.value) for s in expected]
+    assert [(s.kind, s.key, s.value) for s in built.settings] == [
+        (s.kind, s.key, s.value) for s in expected
+    ]
     assert [note for note in built.notes if note not in notes] == list(full.notes)
 
 
-@pytest.mark.parametrize(("hw", "key"), [
-    ({"gpus": [H100X8], "os": {"kernel": "5.3"}}, "init_on_alloc"),
-    ({"gpus": [H100X8]}, "init_on_alloc"),
-    ({**GH200_RDMA, "os": {"kernel": "5.3"}}, "iommu.passthrough"),
-    ({**DUAL_XEON, "os": {"kernel": "4.19"}}, "nosmt"),
-], ids=["x86-5.3-init_on_alloc", "x86-current-init_on_alloc", "arm64-5.3-iommu.passthrough", "x86-4.19-nosmt"])
+@pytest.mark.parametrize(
+    ("hw", "key"),
+    [
+        ({"gpus": [H100X8], "os": {"kernel": "5.3"}}, "init_on_alloc"),
+        ({"gpus": [H100X8]}, "init_on_alloc"),
+        ({**GH200_RDMA, "os": {"kernel": "5.3"}}, "iommu.passthrough"),
+        ({**DUAL_XEON, "os": {"kernel": "4.19"}}, "nosmt"),
+    ],
+    ids=[
+        "x86-5.3-init_on_alloc",
+        "x86-current-init_on_alloc",
+        "arm64-5.3-iommu.passthrough",
+        "x86-4.19-nosmt",
+    ],
+)
 def test_keys_the_target_has_are_kept_without_a_note(hw: dict[str, Any], key: str) -> None:
     built = plan.build_plan(facts(**hw), profile("inference", smt="disable"))
     assert key in settings_of(built, "kernel-arg")
@@ -351,12 +470,15 @@ def test_drop_unavailable_keeps_unknown_keys_for_the_checks_to_reject() -> None:
     kept, notes = plan.drop_unavailable([unknown, missing, present, other_kind], machine)
     assert kept == [unknown, present, other_kind]
     assert [(note.text, note.rule) for note in notes] == [
-        ("kernel-arg init_on_alloc dropped: it does not exist on x86_64 with 4.15", "test.missing")]
+        ("kernel-arg init_on_alloc dropped: it does not exist on x86_64 with 4.15", "test.missing")
+    ]
     errors, _ = checks.check_plan(tuple(kept), machine)
     assert len(errors) == 1 and "unknown sysctl 'net.core.no_such_knob'" in errors[0].message
 
 
-def test_a_rule_that_emits_an_unknown_key_is_still_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rule_that_emits_an_unknown_key_is_still_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     typo = sysctl("net.core.no_such_knob", 1, "a rule's typo")
     real_run_rules = plan.run_rules
 
@@ -366,8 +488,11 @@ def test_a_rule_that_emits_an_unknown_key_is_still_an_error(monkeypatch: pytest.
 
     monkeypatch.setattr(plan, "run_rules", run_rules_with_typo)
     # A rule's bad value is goldtune's bug (exit 1, naming the rule), not the user's input (exit 2).
-    with pytest.raises(GenerationError, match="rule memory.swappiness produced sysctl "
-                       "net.core.no_such_knob='1': unknown sysctl 'net.core.no_such_knob'.*goldtune bug"):
+    with pytest.raises(
+        GenerationError,
+        match="rule memory.swappiness produced sysctl "
+        "net.core.no_such_knob='1': unknown sysctl 'net.core.no_such_knob'.*goldtune bug",
+    ):
         plan.build_plan(facts(os={"kernel": "4.15"}), profile("inference"))
 
 
@@ -378,6 +503,7 @@ def make_rule(rule_id: str, *settings_: Setting, overrides: tuple[str, ...] = ()
     def func(facts_: Facts, profile_: Profile) -> Iterator[Setting]:
         """Test rule."""
         yield from settings_
+
     return Rule(rule_id, rule_id.split(".")[0], func, overrides)
 
 
@@ -420,7 +546,9 @@ def test_all_conflicts_are_reported_at_once() -> None:
 
 
 @pytest.mark.parametrize("winner_first", [True, False], ids=["winner-first", "winner-last"])
-def test_a_rule_that_declares_overrides_wins(monkeypatch: pytest.MonkeyPatch, winner_first: bool) -> None:
+def test_a_rule_that_declares_overrides_wins(
+    monkeypatch: pytest.MonkeyPatch, winner_first: bool
+) -> None:
     winner = make_rule("test.winner", sysctl("vm.swappiness", 5, "winner"), overrides=("test.a",))
     # resolve_conflicts reads declarations from the registry, so the ad-hoc rule joins it
     monkeypatch.setitem(plan.RULES_BY_ID, winner.id, winner)
@@ -429,7 +557,9 @@ def test_a_rule_that_declares_overrides_wins(monkeypatch: pytest.MonkeyPatch, wi
     assert [(s.value, s.rule) for s in resolved] == [("5", "test.winner")]
 
 
-def test_overriding_one_rule_does_not_license_conflicts_with_another(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_overriding_one_rule_does_not_license_conflicts_with_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     winner = make_rule("test.winner", sysctl("vm.swappiness", 5, "winner"), overrides=("test.a",))
     monkeypatch.setitem(plan.RULES_BY_ID, winner.id, winner)
     other = make_rule("test.other", sysctl("vm.swappiness", 7, "other"))
@@ -447,12 +577,18 @@ def test_shipped_rules_never_conflict() -> None:
 # --- profile overrides ----------------------------------------------------------------------
 
 
-def override(kind: str, key: str, value: str | int, reason: str = "measured on our fleet") -> dict[str, Any]:
+def override(
+    kind: str, key: str, value: str | int, reason: str = "measured on our fleet"
+) -> dict[str, Any]:
     return {"kind": kind, "key": key, "value": value, "reason": reason}
 
 
-def plan_with(*overrides: dict[str, Any], hw: dict[str, Any] | None = None, intent: str = "inference",
-              **knobs: Any) -> Plan:
+def plan_with(
+    *overrides: dict[str, Any],
+    hw: dict[str, Any] | None = None,
+    intent: str = "inference",
+    **knobs: Any,
+) -> Plan:
     return plan.build_plan(facts(**(hw or {})), profile(intent, overrides=overrides, **knobs))
 
 
@@ -478,30 +614,52 @@ def test_override_of_a_key_no_rule_sets_is_added() -> None:
 
 def test_override_keeps_the_plan_ordered() -> None:
     built = plan_with(override("sysctl", "fs.file-max", 9999999))
-    assert list(built.settings) == sorted(built.settings, key=lambda s: (plan.KIND_ORDER[s.kind], s.key))
+    assert list(built.settings) == sorted(
+        built.settings, key=lambda s: (plan.KIND_ORDER[s.kind], s.key)
+    )
 
 
 def test_override_json_carries_the_provenance() -> None:
     setting = plan_with(override("sysctl", "vm.swappiness", 10)).get("sysctl", "vm.swappiness")
     assert setting is not None
     assert setting.as_json() == {
-        "kind": "sysctl", "key": "vm.swappiness", "value": "10", "rule": "memory.swappiness",
-        "reason": setting.reason, "override": True, "original_value": "1", "original_rule": "memory.swappiness",
+        "kind": "sysctl",
+        "key": "vm.swappiness",
+        "value": "10",
+        "rule": "memory.swappiness",
+        "reason": setting.reason,
+        "override": True,
+        "original_value": "1",
+        "original_rule": "memory.swappiness",
     }
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    (override("sysctl", "vm.swappiness", 0), "known trap"),
-    (override("sysctl", "vm.transparent_hugepage", "never"), "no such sysctl"),
-    (override("kernel-arg", "intel_idle.max_cstate", 0), "known trap"),
-    (override("kernel-arg", "transparent_hugepage", "always"), "known trap"),
-    (override("sysctl", "net.core.no_such_knob", 1), "unknown sysctl"),
-    (override("kernel-arg", "no_such_param", 1), "unknown kernel parameter"),
-    (override("sysctl", "kernel.sched_min_granularity_ns", 1000000), "does not exist"),
-    (override("service", "irqbalance.service", "restart"), "enable, disable or mask"),
-], ids=["swappiness-0", "thp-sysctl", "intel_idle-0", "thp-always", "unknown-sysctl", "unknown-arg",
-        "removed-sysctl", "bad-service-action"])
-def test_override_that_breaks_a_rule_of_the_engine_is_an_input_error(entry: dict[str, Any], message: str) -> None:
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (override("sysctl", "vm.swappiness", 0), "known trap"),
+        (override("sysctl", "vm.transparent_hugepage", "never"), "no such sysctl"),
+        (override("kernel-arg", "intel_idle.max_cstate", 0), "known trap"),
+        (override("kernel-arg", "transparent_hugepage", "always"), "known trap"),
+        (override("sysctl", "net.core.no_such_knob", 1), "unknown sysctl"),
+        (override("kernel-arg", "no_such_param", 1), "unknown kernel parameter"),
+        (override("sysctl", "kernel.sched_min_granularity_ns", 1000000), "does not exist"),
+        (override("service", "irqbalance.service", "restart"), "enable, disable or mask"),
+    ],
+    ids=[
+        "swappiness-0",
+        "thp-sysctl",
+        "intel_idle-0",
+        "thp-always",
+        "unknown-sysctl",
+        "unknown-arg",
+        "removed-sysctl",
+        "bad-service-action",
+    ],
+)
+def test_override_that_breaks_a_rule_of_the_engine_is_an_input_error(
+    entry: dict[str, Any], message: str
+) -> None:
     with pytest.raises(InputError) as raised:
         plan_with(entry, hw={**DUAL_XEON, "os": {"kernel": "6.8"}})
     assert raised.value.exit_code == 2
@@ -510,16 +668,24 @@ def test_override_that_breaks_a_rule_of_the_engine_is_an_input_error(entry: dict
 
 
 def test_removed_sysctl_is_fine_on_the_kernel_that_has_it() -> None:
-    built = plan_with(override("sysctl", "kernel.sched_min_granularity_ns", 1000000), hw={"os": {"kernel": "5.4"}})
+    built = plan_with(
+        override("sysctl", "kernel.sched_min_granularity_ns", 1000000), hw={"os": {"kernel": "5.4"}}
+    )
     assert built.get("sysctl", "kernel.sched_min_granularity_ns") is not None
 
 
-@pytest.mark.parametrize(("hw", "entry"), [
-    ({"gpus": [H100X8], "os": {"kernel": "4.15"}}, override("kernel-arg", "init_on_alloc", 0)),
-    ({**GH200_RDMA, "os": {"kernel": "4.15"}}, override("kernel-arg", "iommu.passthrough", 1)),
-    (ARM_SMT, override("kernel-arg", "nosmt", "")),
-], ids=["x86-4.15-init_on_alloc", "arm64-4.15-iommu.passthrough", "aarch64-nosmt"])
-def test_an_override_of_a_key_the_target_lacks_is_still_an_error(hw: dict[str, Any], entry: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("hw", "entry"),
+    [
+        ({"gpus": [H100X8], "os": {"kernel": "4.15"}}, override("kernel-arg", "init_on_alloc", 0)),
+        ({**GH200_RDMA, "os": {"kernel": "4.15"}}, override("kernel-arg", "iommu.passthrough", 1)),
+        (ARM_SMT, override("kernel-arg", "nosmt", "")),
+    ],
+    ids=["x86-4.15-init_on_alloc", "arm64-4.15-iommu.passthrough", "aarch64-nosmt"],
+)
+def test_an_override_of_a_key_the_target_lacks_is_still_an_error(
+    hw: dict[str, Any], entry: dict[str, Any]
+) -> None:
     with pytest.raises(InputError, match="does not exist") as raised:
         plan_with(entry, hw=hw)
     assert raised.value.exit_code == 2
@@ -529,8 +695,17 @@ def test_an_override_of_a_key_the_target_lacks_is_still_an_error(hw: dict[str, A
 # --- cross-checks ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ["* hard nofile", "* soft nofile", "root hard nofile", "root soft nofile",
-                                 "@gpu hard nofile", "svc - nofile"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "* hard nofile",
+        "* soft nofile",
+        "root hard nofile",
+        "root soft nofile",
+        "@gpu hard nofile",
+        "svc - nofile",
+    ],
+)
 def test_nofile_above_nr_open_is_an_error_for_every_domain(key: str) -> None:
     with pytest.raises(InputError, match=r"fs\.nr_open") as raised:
         plan_with(override("limit", key, 2097152))
@@ -545,15 +720,21 @@ def test_root_nofile_must_be_a_number() -> None:
 
 
 def test_only_nofile_limits_are_held_to_nr_open() -> None:
-    built = plan_with(override("limit", "root hard memlock", "unlimited"), override("limit", "* hard nproc", 4194304))
+    built = plan_with(
+        override("limit", "root hard memlock", "unlimited"),
+        override("limit", "* hard nproc", 4194304),
+    )
     assert settings_of(built, "limit")["* hard nproc"] == "4194304"
 
 
 def test_root_limit_lines_reach_the_plan() -> None:
     limits_ = settings_of(plan_with(), "limit")
-    assert limits_ == {f"{domain} {kind} {item}": value
-                       for domain in ("*", "root") for kind in ("soft", "hard")
-                       for item, value in (("nofile", "1048576"), ("memlock", "unlimited"))}
+    assert limits_ == {
+        f"{domain} {kind} {item}": value
+        for domain in ("*", "root")
+        for kind in ("soft", "hard")
+        for item, value in (("nofile", "1048576"), ("memlock", "unlimited"))
+    }
 
 
 def test_service_nofile_above_nr_open_is_an_error() -> None:
@@ -562,8 +743,11 @@ def test_service_nofile_above_nr_open_is_an_error() -> None:
 
 
 def test_nofile_above_the_default_is_fine_with_a_larger_nr_open() -> None:
-    built = plan_with(override("limit", "* hard nofile", 2097152), override("limit", "root hard nofile", 2097152),
-                      override("sysctl", "fs.nr_open", 2097152))
+    built = plan_with(
+        override("limit", "* hard nofile", 2097152),
+        override("limit", "root hard nofile", 2097152),
+        override("sysctl", "fs.nr_open", 2097152),
+    )
     assert settings_of(built, "limit")["* hard nofile"] == "2097152"
     assert settings_of(built, "limit")["root hard nofile"] == "2097152"
 
@@ -573,7 +757,9 @@ def test_nofile_must_be_a_number() -> None:
         plan_with(override("limit", "* soft nofile", "unlimited"))
 
 
-@pytest.mark.parametrize(("percent", "ok"), [(10, True), (75, True), (76, False), (80, False), (100, False)])
+@pytest.mark.parametrize(
+    ("percent", "ok"), [(10, True), (75, True), (76, False), (80, False), (100, False)]
+)
 def test_hugepage_reservation_bound(percent: int, ok: bool) -> None:
     hw = {"memory_gib": 2048}
     if ok:
@@ -607,26 +793,46 @@ def test_hugepage_bound_holds_for_the_2m_pages_of_64k_kernels(percent: int, ok: 
 
 
 def test_hugepage_bound_counts_2m_pages_by_their_size() -> None:
-    built = plan_with(override("kernel-arg", "hugepagesz", "2M"), override("kernel-arg", "default_hugepagesz", "2M"),
-                      override("kernel-arg", "hugepages", 10000), hw={"memory_gib": 64})
+    built = plan_with(
+        override("kernel-arg", "hugepagesz", "2M"),
+        override("kernel-arg", "default_hugepagesz", "2M"),
+        override("kernel-arg", "hugepages", 10000),
+        hw={"memory_gib": 64},
+    )
     assert settings_of(built, "kernel-arg")["hugepages"] == "10000"  # 19.5 GiB of 64
     with pytest.raises(InputError, match="hugepages=10000"):
-        plan_with(override("kernel-arg", "hugepages", 10000), hw={"memory_gib": 64})  # as 1 GiB pages
+        plan_with(
+            override("kernel-arg", "hugepages", 10000), hw={"memory_gib": 64}
+        )  # as 1 GiB pages
 
 
 def test_kernel_command_line_too_long_via_overrides() -> None:
     cpus = ",".join(str(cpu) for cpu in range(1, 400, 2))[:480]
     cpus = cpus[: cpus.rfind(",")]
-    long_args = [override("kernel-arg", key, cpus) for key in ("isolcpus", "nohz_full", "rcu_nocbs")]
-    long_args.append(override("kernel-arg", "modprobe.blacklist", ",".join(["nouveau"] + [f"m{i:03d}" for i in range(95)])))
+    long_args = [
+        override("kernel-arg", key, cpus) for key in ("isolcpus", "nohz_full", "rcu_nocbs")
+    ]
+    long_args.append(
+        override(
+            "kernel-arg",
+            "modprobe.blacklist",
+            ",".join(["nouveau"] + [f"m{i:03d}" for i in range(95)]),
+        )
+    )
     assert all(len(str(entry["value"])) <= 500 for entry in long_args)
     with pytest.raises(InputError, match="kernel arguments take") as raised:
-        plan_with(*long_args, hw={**DUAL_XEON, "gpus": [H100X8], "nics": [rdma_compute()]}, cstates="shallow")
+        plan_with(
+            *long_args,
+            hw={**DUAL_XEON, "gpus": [H100X8], "nics": [rdma_compute()]},
+            cstates="shallow",
+        )
     assert "2047" in str(raised.value)
 
 
 @pytest.mark.parametrize(("hw", "arch"), [(DUAL_XEON, "x86_64"), (GRACE, "aarch64")])
-def test_kernel_command_line_limit_per_arch(monkeypatch: pytest.MonkeyPatch, hw: dict[str, Any], arch: str) -> None:
+def test_kernel_command_line_limit_per_arch(
+    monkeypatch: pytest.MonkeyPatch, hw: dict[str, Any], arch: str
+) -> None:
     machine = facts(**hw, gpus=[H100X8] if arch == "x86_64" else [{"model": "GH200", "count": 1}])
     length = len(checks.kernel_cmdline(plan.build_plan(machine, profile("inference")).settings))
     monkeypatch.setitem(checks.COMMAND_LINE_SIZE, arch, length + 1)
@@ -636,7 +842,9 @@ def test_kernel_command_line_limit_per_arch(monkeypatch: pytest.MonkeyPatch, hw:
         plan.build_plan(machine, profile("inference"))
 
 
-def test_kernel_command_line_over_half_the_limit_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kernel_command_line_over_half_the_limit_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     machine = facts(**DUAL_XEON, gpus=[H100X8])
     length = len(checks.kernel_cmdline(plan.build_plan(machine, profile("inference")).settings))
     monkeypatch.setitem(checks.COMMAND_LINE_SIZE, "x86_64", length + 10)
@@ -658,8 +866,12 @@ def test_intel_idle_on_arm_is_an_error() -> None:
 
 def test_every_error_is_reported_at_once() -> None:
     with pytest.raises(InputError) as raised:
-        plan_with(override("sysctl", "vm.swappiness", 0), override("limit", "* hard nofile", 2097152),
-                  hw={**DUAL_EPYC, "memory_gib": 2048}, hugepages_1g_percent=90)
+        plan_with(
+            override("sysctl", "vm.swappiness", 0),
+            override("limit", "* hard nofile", 2097152),
+            hw={**DUAL_EPYC, "memory_gib": 2048},
+            hugepages_1g_percent=90,
+        )
     assert len(raised.value.problems) >= 3
 
 
@@ -681,14 +893,27 @@ def explain_json(*args: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def swappy_profile(tmp_path: Path) -> Path:
     path = tmp_path / "swappy.yaml"
-    path.write_text(yaml.safe_dump({
-        "extends": "inference",
-        "overrides": [{"kind": "sysctl", "key": "vm.swappiness", "value": 10, "reason": "batch tier swaps on purpose"}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "inference",
+                "overrides": [
+                    {
+                        "kind": "sysctl",
+                        "key": "vm.swappiness",
+                        "value": 10,
+                        "reason": "batch tier swaps on purpose",
+                    }
+                ],
+            }
+        )
+    )
     return path
 
 
-@pytest.mark.parametrize(("system", "prof"), [("dgx-h100", "inference"), ("gh200", "training-multinode")])
+@pytest.mark.parametrize(
+    ("system", "prof"), [("dgx-h100", "inference"), ("gh200", "training-multinode")]
+)
 def test_explain_json_elements(system: str, prof: str) -> None:
     data = explain_json("--hw", system, "--profile", prof)
     _, _, built = shipped(system, prof)
@@ -696,23 +921,39 @@ def test_explain_json_elements(system: str, prof: str) -> None:
     for element in data:
         assert {"kind", "key", "value", "rule", "reason"} <= set(element)
         assert element["kind"] in SETTING_KINDS
-        assert all(isinstance(element[field], str) for field in ("kind", "key", "value", "rule", "reason"))
+        assert all(
+            isinstance(element[field], str) for field in ("kind", "key", "value", "rule", "reason")
+        )
         assert element["reason"] and element["rule"]
         assert "override" not in element
-    assert [(e["kind"], e["key"], e["value"]) for e in data] == [(s.kind, s.key, s.value) for s in built.settings]
+    assert [(e["kind"], e["key"], e["value"]) for e in data] == [
+        (s.kind, s.key, s.value) for s in built.settings
+    ]
 
 
 def test_explain_json_vocabulary_is_the_fixed_one() -> None:
     assert set(SETTING_KINDS) == {
-        "sysctl", "kernel-arg", "limit", "systemd-manager", "modprobe", "module-load", "sysfs",
-        "udev", "tuned", "gpu", "irq", "service",
+        "sysctl",
+        "kernel-arg",
+        "limit",
+        "systemd-manager",
+        "modprobe",
+        "module-load",
+        "sysfs",
+        "udev",
+        "tuned",
+        "gpu",
+        "irq",
+        "service",
     }
     data = explain_json("--hw", "dgx-h100", "--profile", "inference")
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for element in data:
         by_kind.setdefault(element["kind"], []).append(element)
     assert all(re.match(r"^(\*|\S+) (soft|hard|-) \S+$", e["key"]) for e in by_kind["limit"])
-    assert all(re.match(r"^(blacklist \S+|options \S+ \S+)$", e["key"]) for e in by_kind["modprobe"])
+    assert all(
+        re.match(r"^(blacklist \S+|options \S+ \S+)$", e["key"]) for e in by_kind["modprobe"]
+    )
     assert all(e["value"] == "" for e in by_kind["module-load"])
     assert all(e["key"].startswith("/sys/") for e in by_kind["sysfs"])
     assert all(e["value"] in {"enable", "disable", "mask"} for e in by_kind["service"])
@@ -725,7 +966,9 @@ def test_explain_json_marks_the_override(swappy_profile: Path) -> None:
     data = explain_json("--hw", "dgx-h100", "--profile", str(swappy_profile))
     (swappiness,) = [e for e in data if e["key"] == "vm.swappiness"]
     assert swappiness["value"] == "10" and swappiness["override"] is True
-    assert swappiness["original_value"] == "1" and swappiness["original_rule"] == "memory.swappiness"
+    assert (
+        swappiness["original_value"] == "1" and swappiness["original_rule"] == "memory.swappiness"
+    )
     assert "batch tier swaps on purpose" in swappiness["reason"]
     assert [e for e in data if e.get("override")] == [swappiness]
 
@@ -733,13 +976,19 @@ def test_explain_json_marks_the_override(swappy_profile: Path) -> None:
 def test_explain_filters_by_kind_and_key() -> None:
     sysctls = explain_json("--hw", "dgx-h100", "--profile", "inference", "--kind", "sysctl")
     assert sysctls and {e["kind"] for e in sysctls} == {"sysctl"}
-    two = explain_json("--hw", "dgx-h100", "--profile", "inference", "--kind", "sysctl", "--kind", "irq")
+    two = explain_json(
+        "--hw", "dgx-h100", "--profile", "inference", "--kind", "sysctl", "--kind", "irq"
+    )
     assert {e["kind"] for e in two} == {"sysctl", "irq"}
     tcp = explain_json("--hw", "dgx-h100", "--profile", "inference", "--key", "tcp_")
     assert {e["key"] for e in tcp} == {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"}
-    either = explain_json("--hw", "dgx-h100", "--profile", "inference", "--key", "rmem_max", "--key", "wmem_max")
+    either = explain_json(
+        "--hw", "dgx-h100", "--profile", "inference", "--key", "rmem_max", "--key", "wmem_max"
+    )
     assert {e["key"] for e in either} == {"net.core.rmem_max", "net.core.wmem_max"}
-    both = explain_json("--hw", "dgx-h100", "--profile", "inference", "--kind", "kernel-arg", "--key", "cstate")
+    both = explain_json(
+        "--hw", "dgx-h100", "--profile", "inference", "--kind", "kernel-arg", "--key", "cstate"
+    )
     assert {e["key"] for e in both} == {"intel_idle.max_cstate", "processor.max_cstate"}
     assert explain_json("--hw", "dgx-h100", "--profile", "inference", "--key", "no-such-key") == []
 
@@ -755,10 +1004,21 @@ def test_explain_table_has_the_columns_and_marks_overrides(swappy_profile: Path)
 
 def test_explain_trap_override_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump({
-        "extends": "training",
-        "overrides": [{"kind": "sysctl", "key": "vm.swappiness", "value": 0, "reason": "the article said so"}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "training",
+                "overrides": [
+                    {
+                        "kind": "sysctl",
+                        "key": "vm.swappiness",
+                        "value": 0,
+                        "reason": "the article said so",
+                    }
+                ],
+            }
+        )
+    )
     result = explain("--hw", "dgx-h100", "--profile", str(path), "--json")
     assert result.exit_code == 2
     assert "known trap" in result.output and result.stdout == ""

@@ -18,17 +18,23 @@ def test_shipped_extends_chain_and_provenance():
 
 
 def test_child_override_replaces_parent_override(write):
-    write("base.yaml", """\
+    write(
+        "base.yaml",
+        """\
         intent: training
         overrides:
           - {kind: sysctl, key: vm.swappiness, value: 5, reason: parent wants 5}
           - {kind: sysctl, key: vm.dirty_ratio, value: 10, reason: parent}
-        """)
-    leaf = write("leaf.yaml", """\
+        """,
+    )
+    leaf = write(
+        "leaf.yaml",
+        """\
         extends: base.yaml
         overrides:
           - {kind: sysctl, key: vm.swappiness, value: "10", reason: child wins}
-        """)
+        """,
+    )
     profile, _ = load_profile(str(leaf))
     by_key = {o.key: o for o in profile.overrides}
     assert by_key["vm.swappiness"].reason == "child wins"
@@ -42,18 +48,75 @@ def test_extends_a_shipped_profile(write):
 
 
 BAD = [
-    ("cycle", {"a.yaml": "extends: b.yaml\nintent: training\n", "b.yaml": "extends: ./a.yaml\n"}, "a.yaml", "extends", "extends cycle: a -> b -> a"),
-    ("self cycle", {"a.yaml": "extends: a.yaml\nintent: training\n"}, "a.yaml", "extends", "extends cycle"),
+    (
+        "cycle",
+        {"a.yaml": "extends: b.yaml\nintent: training\n", "b.yaml": "extends: ./a.yaml\n"},
+        "a.yaml",
+        "extends",
+        "extends cycle: a -> b -> a",
+    ),
+    (
+        "self cycle",
+        {"a.yaml": "extends: a.yaml\nintent: training\n"},
+        "a.yaml",
+        "extends",
+        "extends cycle",
+    ),
     ("unknown parent", {"a.yaml": "extends: nosuch\n"}, "a.yaml", "extends", "no shipped profile"),
-    ("a bare name is never a sibling file", {"a.yaml": "extends: b\n", "b.yaml": "intent: training\n"}, "a.yaml",
-     "extends", "no shipped profile"),
+    (
+        "a bare name is never a sibling file",
+        {"a.yaml": "extends: b\n", "b.yaml": "intent: training\n"},
+        "a.yaml",
+        "extends",
+        "no shipped profile",
+    ),
     ("no intent", {"a.yaml": "thp: madvise\n"}, "a.yaml", "intent", "required"),
-    ("bad knob value", {"a.yaml": "intent: gaming\n"}, "a.yaml", "intent", "invalid value 'gaming'"),
-    ("unknown knob", {"a.yaml": "intent: training\nturbo: true\n"}, "a.yaml", "turbo", "unknown field"),
-    ("string for number", {"a.yaml": "intent: training\nhugepages_1g_percent: '10'\n"}, "a.yaml", "hugepages_1g_percent", "expected int"),
-    ("override without reason", {"a.yaml": "intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: 1}]\n"}, "a.yaml", "overrides[0].reason", "required"),
-    ("override bad kind", {"a.yaml": "intent: training\noverrides: [{kind: grub, key: x, value: 1, reason: why not}]\n"}, "a.yaml", "overrides[0].kind", "invalid value"),
-    ("override multiline", {"a.yaml": "intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: \"1\\n2\", reason: why not}]\n"}, "a.yaml", "overrides[0].value", ""),
+    (
+        "bad knob value",
+        {"a.yaml": "intent: gaming\n"},
+        "a.yaml",
+        "intent",
+        "invalid value 'gaming'",
+    ),
+    (
+        "unknown knob",
+        {"a.yaml": "intent: training\nturbo: true\n"},
+        "a.yaml",
+        "turbo",
+        "unknown field",
+    ),
+    (
+        "string for number",
+        {"a.yaml": "intent: training\nhugepages_1g_percent: '10'\n"},
+        "a.yaml",
+        "hugepages_1g_percent",
+        "expected int",
+    ),
+    (
+        "override without reason",
+        {"a.yaml": "intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: 1}]\n"},
+        "a.yaml",
+        "overrides[0].reason",
+        "required",
+    ),
+    (
+        "override bad kind",
+        {
+            "a.yaml": "intent: training\noverrides: [{kind: grub, key: x, value: 1, reason: why not}]\n"
+        },
+        "a.yaml",
+        "overrides[0].kind",
+        "invalid value",
+    ),
+    (
+        "override multiline",
+        {
+            "a.yaml": 'intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: "1\\n2", reason: why not}]\n'
+        },
+        "a.yaml",
+        "overrides[0].value",
+        "",
+    ),
 ]
 
 
@@ -63,6 +126,10 @@ def test_bad_profiles(write, label, files, culprit, path, message):
     first = paths[next(iter(files))]
     with pytest.raises(InputError) as caught:
         load_profile(str(first))
-    problems = [p for p in caught.value.problems if p.path.startswith(path)] if path else caught.value.problems
+    problems = (
+        [p for p in caught.value.problems if p.path.startswith(path)]
+        if path
+        else caught.value.problems
+    )
     assert problems, str(caught.value)
     assert message in str(problems[0])

@@ -46,8 +46,19 @@ def cpu_model(key: str) -> CpuModel:
 
 
 # every way the format names a shipped GPU: key, alias (any case), PCI device id
-GPU_NAMES = sorted({name for key in CATALOG.gpus.keys for model in [gpu_model(key)]
-                    for name in [key, *model.aliases, *(alias.lower() for alias in model.aliases), *model.pci_device_ids]})
+GPU_NAMES = sorted(
+    {
+        name
+        for key in CATALOG.gpus.keys
+        for model in [gpu_model(key)]
+        for name in [
+            key,
+            *model.aliases,
+            *(alias.lower() for alias in model.aliases),
+            *model.pci_device_ids,
+        ]
+    }
+)
 NIC_MODELS = CATALOG.nics.keys
 CPU_MODELS = CATALOG.cpus.keys
 KERNELS = ["4.15", "4.18", "5.4", "5.10", "5.15", "6.1", "6.8"]
@@ -55,10 +66,17 @@ IFNAME = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}", fullmatch=True)
 DISK_NAME = st.from_regex(r"[a-z][a-z0-9]{0,31}", fullmatch=True)
 # (low, high) for keys a plan cross-check ties to other values: nofile limits are 1048576
 INT_RANGES = {"fs.nr_open": (1048576, 1073741816)}
-TEXT_VALUES = {"net.core.default_qdisc": ["fq", "fq_codel"], "net.ipv4.tcp_congestion_control": ["bbr", "cubic"]}
+TEXT_VALUES = {
+    "net.core.default_qdisc": ["fq", "fq_codel"],
+    "net.ipv4.tcp_congestion_control": ["bbr", "cubic"],
+}
 # kernel arguments an override may set, with values that are no trap and fit any vendor
-SAFE_KERNEL_ARGS = {"mitigations": ["auto", "off"], "init_on_alloc": ["0", "1"], "iommu.passthrough": ["1"],
-                    "numa_balancing": ["disable", "enable"]}
+SAFE_KERNEL_ARGS = {
+    "mitigations": ["auto", "off"],
+    "init_on_alloc": ["0", "1"],
+    "iommu.passthrough": ["1"],
+    "numa_balancing": ["disable", "enable"],
+}
 REFERENCE_SHAPES = [load_reference(path).shapes for path in reference_lists()]
 FAST = [validator for validator in tools.VALIDATORS if not validator.slow]
 SLOW = [validator for validator in tools.VALIDATORS if validator.slow]
@@ -66,6 +84,7 @@ SLOW_EXAMPLES = max(3, settings().max_examples // 4)  # the loaded profile's (ci
 
 
 # --- valid inputs --------------------------------------------------------------------------------
+
 
 def nodes_per_socket(cores: int, sockets: int) -> list[int]:
     """Divisors of the cores of a socket that keep the machine within 64 NUMA nodes."""
@@ -106,7 +125,9 @@ def gpus(numa_nodes: int) -> st.SearchStrategy[list[dict[str, Any]]]:
         count = draw(st.integers(1, 16))
         gpu: dict[str, Any] = {"model": draw(st.sampled_from(GPU_NAMES)), "count": count}
         if draw(st.booleans()):
-            gpu["numa_nodes"] = draw(st.lists(st.integers(0, numa_nodes - 1), min_size=count, max_size=count))
+            gpu["numa_nodes"] = draw(
+                st.lists(st.integers(0, numa_nodes - 1), min_size=count, max_size=count)
+            )
         return gpu
 
     return st.lists(group(), max_size=3)
@@ -115,12 +136,19 @@ def gpus(numa_nodes: int) -> st.SearchStrategy[list[dict[str, Any]]]:
 def nics(numa_nodes: int) -> st.SearchStrategy[list[dict[str, Any]]]:
     @st.composite
     def nic(draw: st.DrawFn) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": draw(IFNAME), "role": draw(st.sampled_from(["compute", "storage", "frontend", "management"]))}
-        model = CATALOG.nics.find(draw(st.sampled_from(NIC_MODELS))) if draw(st.booleans()) else None
+        entry: dict[str, Any] = {
+            "name": draw(IFNAME),
+            "role": draw(st.sampled_from(["compute", "storage", "frontend", "management"])),
+        }
+        model = (
+            CATALOG.nics.find(draw(st.sampled_from(NIC_MODELS))) if draw(st.booleans()) else None
+        )
         if model is not None:
             entry["model"] = model.key
         if draw(st.booleans()):
-            entry["speed_gbps"] = draw(st.integers(1, (model.max_speed_gbps if model and model.max_speed_gbps else 1600)))
+            entry["speed_gbps"] = draw(
+                st.integers(1, (model.max_speed_gbps if model and model.max_speed_gbps else 1600))
+            )
         if draw(st.booleans()):
             entry["numa_node"] = draw(st.integers(0, numa_nodes - 1))
         if draw(st.booleans()):
@@ -130,9 +158,14 @@ def nics(numa_nodes: int) -> st.SearchStrategy[list[dict[str, Any]]]:
     return st.lists(nic(), max_size=16, unique_by=lambda entry: entry["name"])
 
 
-DISKS = st.lists(st.fixed_dictionaries({"name": DISK_NAME, "kind": st.sampled_from(["nvme", "ssd", "hdd"])},
-                                       optional={"role": st.sampled_from(["os", "data", "cache"])}),
-                 max_size=6, unique_by=lambda disk: disk["name"])
+DISKS = st.lists(
+    st.fixed_dictionaries(
+        {"name": DISK_NAME, "kind": st.sampled_from(["nvme", "ssd", "hdd"])},
+        optional={"role": st.sampled_from(["os", "data", "cache"])},
+    ),
+    max_size=6,
+    unique_by=lambda disk: disk["name"],
+)
 
 
 @st.composite
@@ -148,7 +181,9 @@ def os_section(draw: st.DrawFn, arch: str) -> dict[str, Any]:
 @st.composite
 def standalone_hardware(draw: st.DrawFn) -> dict[str, Any]:
     cpu = draw(cpus())
-    numa_nodes = cpu["sockets"] * draw(st.sampled_from(nodes_per_socket(cores_of(cpu), cpu["sockets"])))
+    numa_nodes = cpu["sockets"] * draw(
+        st.sampled_from(nodes_per_socket(cores_of(cpu), cpu["sockets"]))
+    )
     hardware: dict[str, Any] = {"cpu": cpu, "memory_gib": draw(st.integers(1, 65536))}
     if numa_nodes != cpu["sockets"] or draw(st.booleans()):
         hardware["numa_nodes"] = numa_nodes
@@ -202,15 +237,24 @@ def sysctl_value(draw: st.DrawFn, key: str) -> str | int:
 
 @st.composite
 def overrides(draw: st.DrawFn, kernel: tuple[int, int] | None, arch: str) -> list[dict[str, Any]]:
-    sysctls = sorted(key for key, known in KNOWN_SYSCTLS.items()
-                     if known.available(kernel, arch) and all(key in shapes for shapes in REFERENCE_SHAPES))
+    sysctls = sorted(
+        key
+        for key, known in KNOWN_SYSCTLS.items()
+        if known.available(kernel, arch) and all(key in shapes for shapes in REFERENCE_SHAPES)
+    )
     args = sorted(key for key in SAFE_KERNEL_ARGS if KNOWN_KERNEL_ARGS[key].available(kernel, arch))
     chosen: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(0, 3))):
         kernel_arg: bool = draw(st.booleans())
         if args and kernel_arg:
             key: str = draw(st.sampled_from(args))
-            chosen.append({"kind": "kernel-arg", "key": key, "value": draw(st.sampled_from(SAFE_KERNEL_ARGS[key]))})
+            chosen.append(
+                {
+                    "kind": "kernel-arg",
+                    "key": key,
+                    "value": draw(st.sampled_from(SAFE_KERNEL_ARGS[key])),
+                }
+            )
         else:
             key = draw(st.sampled_from(sysctls))
             chosen.append({"kind": "sysctl", "key": key, "value": sysctl_value(draw, key)})
@@ -219,13 +263,18 @@ def overrides(draw: st.DrawFn, kernel: tuple[int, int] | None, arch: str) -> lis
 
 
 KNOBS = {
-    "cstates": st.sampled_from(["shallow", "default"]), "thp": st.sampled_from(["madvise", "never"]),
-    "hugepages_1g_percent": st.integers(0, 75), "smt": st.sampled_from(["keep", "disable"]),
+    "cstates": st.sampled_from(["shallow", "default"]),
+    "thp": st.sampled_from(["madvise", "never"]),
+    "hugepages_1g_percent": st.integers(0, 75),
+    "smt": st.sampled_from(["keep", "disable"]),
     "gpu_clocks": st.sampled_from(["boost", "lock-max"]),
     "gpu_compute_mode": st.sampled_from(["default", "exclusive-process"]),
-    "gpu_power_limit_percent": st.integers(10, 100), "gpu_ecc": st.sampled_from(["enable", "leave"]),
-    "gpu_mig": st.sampled_from(["disable", "leave"]), "irq": st.sampled_from(["pin", "irqbalance"]),
-    "headless": st.booleans(), "multinode": st.booleans(),
+    "gpu_power_limit_percent": st.integers(10, 100),
+    "gpu_ecc": st.sampled_from(["enable", "leave"]),
+    "gpu_mig": st.sampled_from(["disable", "leave"]),
+    "irq": st.sampled_from(["pin", "irqbalance"]),
+    "headless": st.booleans(),
+    "multinode": st.booleans(),
 }
 
 
@@ -251,7 +300,10 @@ def valid_inputs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
 
 # --- running gen ---------------------------------------------------------------------------------
 
-def write_inputs(root: Path, hardware: dict[str, Any], profile: dict[str, Any]) -> tuple[Path, Path]:
+
+def write_inputs(
+    root: Path, hardware: dict[str, Any], profile: dict[str, Any]
+) -> tuple[Path, Path]:
     hw_path, profile_path = root / "prop-hw.yaml", root / "prop-profile.yaml"
     hw_path.write_text(yaml.safe_dump(hardware, sort_keys=False))
     profile_path.write_text(yaml.safe_dump(profile, sort_keys=False))
@@ -261,7 +313,9 @@ def write_inputs(root: Path, hardware: dict[str, Any], profile: dict[str, Any]) 
 def generated(root: Path, hardware: dict[str, Any], profile: dict[str, Any]) -> Path:
     hw_path, profile_path = write_inputs(root, hardware, profile)
     result = generate(hw_path, profile_path, root / "bundle")
-    assert result.exit_code == 0, f"gen refused a valid input:\n{yaml.safe_dump(hardware)}\n{yaml.safe_dump(profile)}\n{result.output}"
+    assert result.exit_code == 0, (
+        f"gen refused a valid input:\n{yaml.safe_dump(hardware)}\n{yaml.safe_dump(profile)}\n{result.output}"
+    )
     return root / "bundle"
 
 
@@ -279,7 +333,9 @@ def assert_accepted(bundle: Path, validators: list[tools.Validator]) -> None:
 
 @pytest.mark.validators
 @given(inputs=valid_inputs())
-def test_valid_input_yields_bundle_the_fast_validators_accept(inputs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_valid_input_yields_bundle_the_fast_validators_accept(
+    inputs: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         assert_accepted(generated(Path(tmp), *inputs), FAST)
 
@@ -287,7 +343,9 @@ def test_valid_input_yields_bundle_the_fast_validators_accept(inputs: tuple[dict
 @pytest.mark.validators
 @settings(max_examples=SLOW_EXAMPLES)
 @given(inputs=valid_inputs())
-def test_valid_input_yields_bundle_the_slow_validators_accept(inputs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_valid_input_yields_bundle_the_slow_validators_accept(
+    inputs: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         assert_accepted(generated(Path(tmp), *inputs), SLOW)
 
@@ -303,32 +361,103 @@ def mutations(draw: st.DrawFn, hardware: dict[str, Any], profile: dict[str, Any]
     options: list[Mutation] = []
     if "cpu" in hardware:
         options += [
-            ("hw", "cpu.sockets", lambda hw: hw["cpu"].__setitem__("sockets", draw(st.sampled_from(["two", 2.5, [2]])))),
-            ("hw", "cpu.sockets", lambda hw: hw["cpu"].__setitem__("sockets", draw(st.sampled_from([0, 17, 10**9])))),
+            (
+                "hw",
+                "cpu.sockets",
+                lambda hw: hw["cpu"].__setitem__(
+                    "sockets", draw(st.sampled_from(["two", 2.5, [2]]))
+                ),
+            ),
+            (
+                "hw",
+                "cpu.sockets",
+                lambda hw: hw["cpu"].__setitem__("sockets", draw(st.sampled_from([0, 17, 10**9]))),
+            ),
             ("hw", "cpu.model", lambda hw: hw["cpu"].__setitem__("model", "Xeon-9999X")),
         ]
     options += [
-        ("hw", "memory_gib", lambda hw: hw.__setitem__("memory_gib", draw(st.sampled_from([0, -1, 65537, "lots", "256"])))),
+        (
+            "hw",
+            "memory_gib",
+            lambda hw: hw.__setitem__(
+                "memory_gib", draw(st.sampled_from([0, -1, 65537, "lots", "256"]))
+            ),
+        ),
         ("hw", "colour", lambda hw: hw.__setitem__("colour", "red")),
-        ("hw", "gpus[0].model", lambda hw: hw.__setitem__("gpus", [{"model": "H100-SXM9-80GB", "count": 1}])),
-        ("hw", "gpus[0].count", lambda hw: hw.__setitem__("gpus", [{"model": "L4", "count": draw(st.sampled_from([0, 65, "8"]))}])),
-        ("hw", "nics[0].name", lambda hw: hw.__setitem__("nics", [{"name": draw(BAD_IFNAMES), "role": "frontend"}])),
-        ("hw", "nics[0].model", lambda hw: hw.__setitem__("nics", [{"name": "eth0", "model": "ConnectX-99", "role": "compute"}])),
-        ("hw", "nics[0].speed_gbps", lambda hw: hw.__setitem__("nics", [{"name": "eth0", "model": "E810", "speed_gbps": 400, "role": "storage"}])),
-        ("hw", "nics[0].role", lambda hw: hw.__setitem__("nics", [{"name": "eth0", "role": "fabric"}])),
-        ("hw", "nics[0].mtu", lambda hw: hw.__setitem__("nics", [{"name": "eth0", "role": "frontend", "mtu": 9000}])),
-        ("hw", "disks[0].name", lambda hw: hw.__setitem__("disks", [{"name": "../sda", "kind": "ssd"}])),
-        ("profile", "hugepages_1g_percent", lambda p: p.__setitem__("hugepages_1g_percent", draw(st.sampled_from([-1, 101, "half"])))),
-        ("profile", "gpu_power_limit_percent", lambda p: p.__setitem__("gpu_power_limit_percent", 5)),
+        (
+            "hw",
+            "gpus[0].model",
+            lambda hw: hw.__setitem__("gpus", [{"model": "H100-SXM9-80GB", "count": 1}]),
+        ),
+        (
+            "hw",
+            "gpus[0].count",
+            lambda hw: hw.__setitem__(
+                "gpus", [{"model": "L4", "count": draw(st.sampled_from([0, 65, "8"]))}]
+            ),
+        ),
+        (
+            "hw",
+            "nics[0].name",
+            lambda hw: hw.__setitem__("nics", [{"name": draw(BAD_IFNAMES), "role": "frontend"}]),
+        ),
+        (
+            "hw",
+            "nics[0].model",
+            lambda hw: hw.__setitem__(
+                "nics", [{"name": "eth0", "model": "ConnectX-99", "role": "compute"}]
+            ),
+        ),
+        (
+            "hw",
+            "nics[0].speed_gbps",
+            lambda hw: hw.__setitem__(
+                "nics", [{"name": "eth0", "model": "E810", "speed_gbps": 400, "role": "storage"}]
+            ),
+        ),
+        (
+            "hw",
+            "nics[0].role",
+            lambda hw: hw.__setitem__("nics", [{"name": "eth0", "role": "fabric"}]),
+        ),
+        (
+            "hw",
+            "nics[0].mtu",
+            lambda hw: hw.__setitem__("nics", [{"name": "eth0", "role": "frontend", "mtu": 9000}]),
+        ),
+        (
+            "hw",
+            "disks[0].name",
+            lambda hw: hw.__setitem__("disks", [{"name": "../sda", "kind": "ssd"}]),
+        ),
+        (
+            "profile",
+            "hugepages_1g_percent",
+            lambda p: p.__setitem__(
+                "hugepages_1g_percent", draw(st.sampled_from([-1, 101, "half"]))
+            ),
+        ),
+        (
+            "profile",
+            "gpu_power_limit_percent",
+            lambda p: p.__setitem__("gpu_power_limit_percent", 5),
+        ),
         ("profile", "thp", lambda p: p.__setitem__("thp", "always")),
         ("profile", "turbo", lambda p: p.__setitem__("turbo", True)),
-        ("profile", "overrides[0].kind", lambda p: p.__setitem__("overrides", [{"kind": "registry", "key": "x", "value": 1, "reason": "why not"}])),
+        (
+            "profile",
+            "overrides[0].kind",
+            lambda p: p.__setitem__(
+                "overrides", [{"kind": "registry", "key": "x", "value": 1, "reason": "why not"}]
+            ),
+        ),
     ]
     return draw(st.sampled_from(options))
 
 
-BAD_IFNAMES = st.sampled_from(["eth0;reboot", "$(reboot)", "`id`", "../etc", "eth 0", "a" * 16, "-eth0", ".eth0", ""]) | st.from_regex(
-    r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,6}[;$`/ '\"\\][A-Za-z0-9]{0,4}", fullmatch=True)
+BAD_IFNAMES = st.sampled_from(
+    ["eth0;reboot", "$(reboot)", "`id`", "../etc", "eth 0", "a" * 16, "-eth0", ".eth0", ""]
+) | st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,6}[;$`/ '\"\\][A-Za-z0-9]{0,4}", fullmatch=True)
 
 
 @st.composite
@@ -340,16 +469,26 @@ def invalid_inputs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], str
 
 
 @given(inputs=invalid_inputs())
-@example(inputs=({"cpu": {"model": "Xeon-9999X", "sockets": 1}, "memory_gib": 1, "numa_nodes": 2},
-                 {"intent": "inference"}, "hw", "cpu.model"))  # found by this property; see below
-def test_invalid_input_exits_2_with_one_line_and_writes_nothing(inputs: tuple[dict[str, Any], dict[str, Any], str, str]) -> None:
+@example(
+    inputs=(
+        {"cpu": {"model": "Xeon-9999X", "sockets": 1}, "memory_gib": 1, "numa_nodes": 2},
+        {"intent": "inference"},
+        "hw",
+        "cpu.model",
+    )
+)  # found by this property; see below
+def test_invalid_input_exits_2_with_one_line_and_writes_nothing(
+    inputs: tuple[dict[str, Any], dict[str, Any], str, str],
+) -> None:
     hardware, profile, which, field = inputs
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         hw_path, profile_path = write_inputs(root, hardware, profile)
         result = generate(hw_path, profile_path, root / "bundle")
         assert result.exit_code == 2, result.output
-        assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+        assert not isinstance(result.exception, Exception) or isinstance(
+            result.exception, SystemExit
+        ), result.exception
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1, result.stderr
         named = hw_path if which == "hw" else profile_path
@@ -364,8 +503,17 @@ def test_override_with_a_value_the_kernel_cannot_read_is_refused(tmp_path: Path)
     gen exits 0 and renders `vm.swappiness = banana` into sysctl.d; at boot systemd-sysctl logs
     "Couldn't write 'banana' to 'vm/swappiness': Invalid argument" and systemd-sysctl.service
     fails. Bad input must end in exit 2 before anything is written."""
-    profile = {"extends": "inference", "overrides": [
-        {"kind": "sysctl", "key": "vm.swappiness", "value": "banana", "reason": "a value the kernel cannot parse"}]}
+    profile = {
+        "extends": "inference",
+        "overrides": [
+            {
+                "kind": "sysctl",
+                "key": "vm.swappiness",
+                "value": "banana",
+                "reason": "a value the kernel cannot parse",
+            }
+        ],
+    }
     hw_path, profile_path = write_inputs(tmp_path, {"system": "l4-inference"}, profile)
     result = generate(hw_path, profile_path, tmp_path / "bundle")
     assert result.exit_code == 2, result.output
@@ -382,5 +530,7 @@ def test_unknown_cpu_model_is_reported_once(tmp_path: Path) -> None:
     result = generate(hw_path, profile_path, tmp_path / "bundle")
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{hw_path}: cpu.model: unknown CPU model 'Xeon-9999X'" in lines[0], result.stderr
+    assert (
+        len(lines) == 1 and f"{hw_path}: cpu.model: unknown CPU model 'Xeon-9999X'" in lines[0]
+    ), result.stderr
     assert not (tmp_path / "bundle").exists()

@@ -26,21 +26,33 @@ from rules.helpers import Case, facts, profile
 import generator.rules as rules_package
 from generator.cli import main
 from generator.inputs.load import load_inputs
+from generator.model.setting import Note
 from generator.plan.build import build_plan
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
-from generator.model.setting import Note
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "generator" / "rules"
 RULE_TESTS_DIR = Path(__file__).resolve().parent / "rules"
 ID_FORMAT = re.compile(r"^[a-z]+\.[a-z0-9-]+$")
 AREAS = ("memory", "cpu", "gpu", "boot", "network", "irq", "limits", "storage", "hygiene")
-TABLES = (test_memory, test_cpu, test_gpu, test_boot, test_network, test_irq, test_limits, test_storage, test_hygiene)
+TABLES = (
+    test_memory,
+    test_cpu,
+    test_gpu,
+    test_boot,
+    test_network,
+    test_irq,
+    test_limits,
+    test_storage,
+    test_hygiene,
+)
 # Rules that only ever explain why nothing is set (TUNING.md: "say so instead of emitting settings").
 NOTE_ONLY = {"boot.acs", "network.rdma-paths", "gpu.vendor-profiles"}
 # Imports a rule module may use: no I/O, no environment, no clock.
-ALLOWED_IMPORTS = re.compile(r"^(__future__|collections\.abc|typing|dataclasses|generator(\.[a-z_.]+)?)$")
+ALLOWED_IMPORTS = re.compile(
+    r"^(__future__|collections\.abc|typing|dataclasses|generator(\.[a-z_.]+)?)$"
+)
 
 
 def all_cases() -> list[Case]:
@@ -133,7 +145,9 @@ def test_every_rule_is_named_in_a_rule_test(rule: Rule) -> None:
 def test_every_rule_has_a_table(rule: Rule) -> None:
     mine = [case for case in all_cases() if case.rule is rule]
     assert mine, f"{rule.id} has no case in tests/rules/test_{rule.area}.py"
-    assert all(case in TABLES[AREAS.index(rule.area)].CASES for case in mine), "case in the wrong area file"
+    assert all(case in TABLES[AREAS.index(rule.area)].CASES for case in mine), (
+        "case in the wrong area file"
+    )
 
 
 def emitted_in_shipped_plans() -> tuple[set[str], set[str]]:
@@ -157,8 +171,12 @@ def test_every_rule_emits_something_somewhere() -> None:
 
 
 def test_note_only_rules_really_set_nothing() -> None:
-    machine = facts(gpus=[{"model": "H100-SXM5-80GB", "count": 8}],
-                    nics=[{"name": f"ib{i}", "role": "compute", "rdma": True, "speed_gbps": 400} for i in range(2)])
+    machine = facts(
+        gpus=[{"model": "H100-SXM5-80GB", "count": 8}],
+        nics=[
+            {"name": f"ib{i}", "role": "compute", "rdma": True, "speed_gbps": 400} for i in range(2)
+        ],
+    )
     for rule_id in NOTE_ONLY:
         output = RULES_BY_ID[rule_id].apply(machine, profile("training"))
         assert output and all(isinstance(item, Note) for item in output)

@@ -12,11 +12,11 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
+from plans import DIGESTS, full_plan, minimal_plan, plan_without
 
-from generator.errors import GenerationError, InputError
-from generator.render.render import OUTPUTS, make_environment, render_bundle
+from generator.errors import GenerationError
 from generator.model.setting import Setting
+from generator.render.render import OUTPUTS, make_environment, render_bundle
 
 SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"
 GRUB = "rootfs/etc/default/grub.d/90-goldtune.cfg"
@@ -30,12 +30,21 @@ TUNED = "rootfs/etc/tuned/goldtune-inference/tuned.conf"
 GPU_SCRIPT = "rootfs/usr/local/libexec/goldtune/gpu-setup"
 GPU_UNIT = "rootfs/etc/systemd/system/goldtune-gpu.service"
 IRQ_SCRIPT = "rootfs/usr/local/libexec/goldtune/irq-affinity"
-COLLECTOR = "rootfs/usr/local/libexec/goldtune/collect"  # in every bundle, for gen verify --snapshot
+COLLECTOR = (
+    "rootfs/usr/local/libexec/goldtune/collect"  # in every bundle, for gen verify --snapshot
+)
 GPU_DATA = "rootfs/etc/goldtune/gpu.conf"
 IRQ_DATA = "rootfs/etc/goldtune/irq.conf"
 COLLECT_DATA = "rootfs/etc/goldtune/collect.conf"
 IRQ_UNIT = "rootfs/etc/systemd/system/goldtune-irq-affinity.service"
-DELIVERY = {"install.sh", "install.list", "cloud-init/user-data", "EXPLAIN.md", "manifest.json", "plan.json"}
+DELIVERY = {
+    "install.sh",
+    "install.list",
+    "cloud-init/user-data",
+    "EXPLAIN.md",
+    "manifest.json",
+    "plan.json",
+}
 COMMENTED = [SYSCTL, LIMITS, MANAGER, MODPROBE, MODULES, TMPFILES, UDEV, TUNED]
 DATA_FILES = [GPU_DATA, IRQ_DATA, COLLECT_DATA, "install.list"]
 
@@ -51,7 +60,10 @@ def value_lines(text: str) -> list[int]:
 
 
 def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
-    expected = {output.bundle_path(full_plan()) for output in OUTPUTS} | {"manifest.json", "plan.json"}
+    expected = {output.bundle_path(full_plan()) for output in OUTPUTS} | {
+        "manifest.json",
+        "plan.json",
+    }
     assert set(full) == expected
 
 
@@ -68,27 +80,40 @@ def test_modes_are_fixed() -> None:
 
 
 @pytest.mark.parametrize("path", COMMENTED)
-def test_every_value_has_its_rule_and_reason_on_the_line_above(full: dict[str, str], path: str) -> None:
+def test_every_value_has_its_rule_and_reason_on_the_line_above(
+    full: dict[str, str], path: str
+) -> None:
     lines = full[path].splitlines()
     for index in value_lines(full[path]):
-        assert re.match(r"# [a-z]+[a-z0-9.:-]*(?: \[profile override[^\]]*\])?: \S", lines[index - 1]), lines[index - 1]
+        assert re.match(
+            r"# [a-z]+[a-z0-9.:-]*(?: \[profile override[^\]]*\])?: \S", lines[index - 1]
+        ), lines[index - 1]
 
 
 def test_sysctl_lines_and_override_comment(full: dict[str, str]) -> None:
     text = full[SYSCTL]
     assert "\nvm.swappiness = 1\n" in text
     assert "\nnet.ipv4.tcp_rmem = 4096 87380 268435456\n" in text
-    assert ("# memory.max-map-count [profile override; rule memory.max-map-count value: 1048576]: "
-            "the serving stack maps more shards | pipes too\nvm.max_map_count = 2097152\n") in text
+    assert (
+        "# memory.max-map-count [profile override; rule memory.max-map-count value: 1048576]: "
+        "the serving stack maps more shards | pipes too\nvm.max_map_count = 2097152\n"
+    ) in text
 
 
-def test_grub_dropin_appends_to_the_distribution_default(full: dict[str, str], tmp_path: Path) -> None:
+def test_grub_dropin_appends_to_the_distribution_default(
+    full: dict[str, str], tmp_path: Path
+) -> None:
     dropin = tmp_path / "90-goldtune.cfg"
     dropin.write_text(full[GRUB])
     script = 'GRUB_CMDLINE_LINUX_DEFAULT="$1"; . "$2"; printf "%s" "$GRUB_CMDLINE_LINUX_DEFAULT"'
     args = "transparent_hugepage=madvise nosmt intel_idle.max_cstate=1"
     for before, after in (("quiet", f"quiet {args}"), ("", args)):
-        result = subprocess.run(["sh", "-ec", script, "sh", before, str(dropin)], capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            ["sh", "-ec", script, "sh", before, str(dropin)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert result.stdout == after
     assert full["kernel-cmdline"] == args + "\n"
 
@@ -101,7 +126,11 @@ def test_limits_and_manager(full: dict[str, str]) -> None:
 
 def test_modprobe_groups_the_options_of_one_module(full: dict[str, str]) -> None:
     lines = [line for line in full[MODPROBE].splitlines() if not line.startswith("#") and line]
-    assert lines == ["blacklist nouveau", "options nouveau modeset=0 noaccel=1", "options mlx5_core prof_sel=2"]
+    assert lines == [
+        "blacklist nouveau",
+        "options nouveau modeset=0 noaccel=1",
+        "options mlx5_core prof_sel=2",
+    ]
 
 
 def test_tmpfiles_write_lines_escape_specifiers(full: dict[str, str]) -> None:
@@ -115,7 +144,9 @@ def test_udev_rules_match_kernel_name_and_rotational(full: dict[str, str]) -> No
     rules = [line for line in full[UDEV].splitlines() if line and not line.startswith("#")]
     assert len(rules) == 3
     for rule in rules:
-        assert rule.startswith('ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="')
+        assert rule.startswith(
+            'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="'
+        )
         assert "serial" not in rule.lower()
     assert 'KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="none"' in rules[0]
     assert 'ATTR{queue/rotational}=="0", ATTR{queue/scheduler}="mq-deadline"' in rules[1]
@@ -134,7 +165,9 @@ def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
         assert "Type=oneshot\n" in text and "RemainAfterExit=yes\n" in text
         assert re.search(r"^TimeoutStartSec=\d+$", text, flags=re.MULTILINE)
         assert "WantedBy=multi-user.target\n" in text
-        assert not re.search(r"^(Wants|Requires|BindsTo)=", text, flags=re.MULTILINE)  # orders, never pulls in
+        assert not re.search(
+            r"^(Wants|Requires|BindsTo)=", text, flags=re.MULTILINE
+        )  # orders, never pulls in
     after = re.search(r"^After=.*$", full[GPU_UNIT], flags=re.MULTILINE)
     assert after is not None and "nvidia-persistenced.service" in after.group(0)
 
@@ -150,12 +183,19 @@ def test_every_data_line_has_its_reason_on_the_line_above(full: dict[str, str], 
     data = [i for i, line in enumerate(lines) if line and not line.startswith("#")]
     assert data
     for index in data:
-        assert re.match(r"# [a-z]+[a-z0-9.:-]*(?: \[profile override[^\]]*\])?: \S", lines[index - 1]), lines[index - 1]
+        assert re.match(
+            r"# [a-z]+[a-z0-9.:-]*(?: \[profile override[^\]]*\])?: \S", lines[index - 1]
+        ), lines[index - 1]
 
 
 def test_units_name_their_script_and_its_data(full: dict[str, str]) -> None:
-    assert "ExecStart=/usr/local/libexec/goldtune/gpu-setup /etc/goldtune/gpu.conf\n" in full[GPU_UNIT]
-    assert "ExecStart=/usr/local/libexec/goldtune/irq-affinity /etc/goldtune/irq.conf\n" in full[IRQ_UNIT]
+    assert (
+        "ExecStart=/usr/local/libexec/goldtune/gpu-setup /etc/goldtune/gpu.conf\n" in full[GPU_UNIT]
+    )
+    assert (
+        "ExecStart=/usr/local/libexec/goldtune/irq-affinity /etc/goldtune/irq.conf\n"
+        in full[IRQ_UNIT]
+    )
 
 
 def test_unit_and_script_exist_only_with_settings_of_their_kind() -> None:
@@ -181,7 +221,9 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
 
 def test_services_disable_and_mask_come_before_enable(full: dict[str, str]) -> None:
     runcmd = yaml.safe_load(full["cloud-init/user-data"])["runcmd"]
-    order = [m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))]
+    order = [
+        m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))
+    ]
     assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 3
 
 
@@ -218,10 +260,18 @@ def test_explain_lists_every_setting_with_rule_and_reason(full: dict[str, str]) 
 
 
 def test_reasons_cannot_break_out_of_a_comment() -> None:
-    hostile = Setting("sysctl", "vm.swappiness", "1", "line one\nvm.panic_on_oom = 1\r\n# x", rule="memory.swappiness")
+    hostile = Setting(
+        "sysctl",
+        "vm.swappiness",
+        "1",
+        "line one\nvm.panic_on_oom = 1\r\n# x",
+        rule="memory.swappiness",
+    )
     text = render_bundle(full_plan(settings=(hostile,)))[SYSCTL][0].decode()
     assert "\nvm.panic_on_oom" not in text
-    assert [line for line in text.splitlines() if not line.startswith("#") and line] == ["vm.swappiness = 1"]
+    assert [line for line in text.splitlines() if not line.startswith("#") and line] == [
+        "vm.swappiness = 1"
+    ]
 
 
 def test_environment_is_strict_and_never_autoescapes() -> None:
@@ -241,7 +291,12 @@ def test_rendering_is_deterministic() -> None:
 def test_grub_dropin_passes_shellcheck(full: dict[str, str], tmp_path: Path) -> None:
     dropin = tmp_path / "90-goldtune.cfg"
     dropin.write_text(full[GRUB])
-    result = subprocess.run(["shellcheck", "-s", "sh", "-e", "SC2034", str(dropin)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        ["shellcheck", "-s", "sh", "-e", "SC2034", str(dropin)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout
 
 

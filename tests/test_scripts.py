@@ -40,8 +40,9 @@ def test_every_fixed_script_is_an_output() -> None:
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
 def test_fixed_script_passes_shellcheck(name: str) -> None:
-    result = subprocess.run(["shellcheck", "-s", "sh", str(SCRIPTS / name)], capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        ["shellcheck", "-s", "sh", str(SCRIPTS / name)], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -54,7 +55,10 @@ def test_fixed_script_names_no_tool_and_no_bundle(name: str) -> None:
 
 
 def test_scripts_are_byte_identical_in_every_shipped_bundle() -> None:
-    expected = {output.path: (SCRIPTS / output.template.rsplit("/", 1)[-1]).read_bytes() for output in FIXED_SCRIPTS}
+    expected = {
+        output.path: (SCRIPTS / output.template.rsplit("/", 1)[-1]).read_bytes()
+        for output in FIXED_SCRIPTS
+    }
     for system in SYSTEMS:
         for profile in PROFILES:
             files = rendered(system, profile)
@@ -70,28 +74,48 @@ def test_install_sh_has_one_function_per_step() -> None:
     assert functions == set(STEP_SUMMARIES)
     assert set(STEP_SUMMARIES) <= set(STEP_COMMANDS)
     for name, summary in STEP_SUMMARIES.items():
-        assert f'{name}) printf \'%s\' "{summary}" ;;' in text
+        assert f"{name}) printf '%s' \"{summary}\" ;;" in text
 
 
 def test_verify_imports_neither_jinja_nor_the_renderer() -> None:
-    code = ("import sys, generator.verify, generator.verify.run, generator.verify.snapshot\n"
-            "bad = sorted(m for m in sys.modules if m == 'jinja2' or m.startswith(('jinja2.', 'generator.render')))\n"
-            "print(bad)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    code = (
+        "import sys, generator.verify, generator.verify.run, generator.verify.snapshot\n"
+        "bad = sorted(m for m in sys.modules if m == 'jinja2' or m.startswith(('jinja2.', 'generator.render')))\n"
+        "print(bad)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"
 
 
 # --- gpu-setup ------------------------------------------------------------------------------------
 
+
 def gpu_setup(tmp_path: Path, data: str, smi_log: Path) -> subprocess.CompletedProcess[str]:
     data_file = tmp_path / "gpu.conf"
     data_file.write_text(data)
     smi = 'printf "%s\\n" "$*" >>"$STUB_LOG"\nexit 0\n'
-    return run(SCRIPTS / "gpu-setup", str(data_file), path=make_bin(tmp_path, {"nvidia-smi": smi}), log=smi_log)
+    return run(
+        SCRIPTS / "gpu-setup",
+        str(data_file),
+        path=make_bin(tmp_path, {"nvidia-smi": smi}),
+        log=smi_log,
+    )
 
 
-@pytest.mark.parametrize("line", ["ecc\ton; reboot", "clocks\t$(reboot)", "power-limit\t5%%", "mig\tmaybe",
-                                  "reboot\tnow", "ecc on", "compute-mode\tANY"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ecc\ton; reboot",
+        "clocks\t$(reboot)",
+        "power-limit\t5%%",
+        "mig\tmaybe",
+        "reboot\tnow",
+        "ecc on",
+        "compute-mode\tANY",
+    ],
+)
 def test_gpu_setup_refuses_bad_data_and_calls_nothing(tmp_path: Path, line: str) -> None:
     log = tmp_path / "smi.log"
     log.touch()
@@ -109,6 +133,7 @@ def test_gpu_setup_without_data_file_is_a_usage_error(tmp_path: Path) -> None:
 
 # --- irq-affinity, against a fake /sys and /proc --------------------------------------------------
 
+
 def fake_tree(root: Path, interfaces: dict[str, list[int]]) -> Path:
     for interface, irqs in interfaces.items():
         msi = root / "sys/class/net" / interface / "device/msi_irqs"
@@ -125,11 +150,18 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     tree = fake_tree(tmp_path / "tree", {"eth0": [40, 41], "ib0": [50]})
     shutil.rmtree(tree / "proc/irq/41")  # an interrupt that went away: refused, not fatal
     data = tmp_path / "irq.conf"
-    data.write_text("# layout: tag\nlog-as\tgt-irq\n# irq.pin: eth0\npin\teth0\t0-3\n# irq.pin: ib0\npin\tib0\t4,6\n"
-                    "# irq.pin: lo\npin\tlo\t1\n# irq.pin: gone\npin\tgone0\t1\n")
+    data.write_text(
+        "# layout: tag\nlog-as\tgt-irq\n# irq.pin: eth0\npin\teth0\t0-3\n# irq.pin: ib0\npin\tib0\t4,6\n"
+        "# irq.pin: lo\npin\tlo\t1\n# irq.pin: gone\npin\tgone0\t1\n"
+    )
     env_path = make_bin(tmp_path, {"systemctl": "exit 1\n"})
-    result = subprocess.run([str(SCRIPTS / "irq-affinity"), str(data)], capture_output=True, text=True, check=False,
-                            env={"PATH": str(env_path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"})
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(env_path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
     assert result.returncode == 0, result.stdout
     assert (tree / "proc/irq/40/smp_affinity_list").read_text() == "0-3\n"
     assert (tree / "proc/irq/50/smp_affinity_list").read_text() == "4,6\n"
@@ -140,13 +172,20 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     assert "irqbalance" not in result.stdout
 
 
-@pytest.mark.parametrize("line", ["pin\teth0\t0-3; reboot", "pin\t../../x\t1", "pin\teth0", "unpin\teth0\t1"])
+@pytest.mark.parametrize(
+    "line", ["pin\teth0\t0-3; reboot", "pin\t../../x\t1", "pin\teth0", "unpin\teth0\t1"]
+)
 def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: str) -> None:
     tree = fake_tree(tmp_path / "tree", {"eth0": [40]})
     data = tmp_path / "irq.conf"
     data.write_text(f"pin\teth0\t0-3\n{line}\n")
-    result = subprocess.run([str(SCRIPTS / "irq-affinity"), str(data)], capture_output=True, text=True, check=False,
-                            env={"PATH": str(make_bin(tmp_path, {})), "TEST_SYSROOT": str(tree)})
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(make_bin(tmp_path, {})), "TEST_SYSROOT": str(tree)},
+    )
     assert result.returncode == 2
     assert "line 2" in result.stdout
     assert (tree / "proc/irq/40/smp_affinity_list").read_text() == "0-127\n"
@@ -154,7 +193,10 @@ def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: st
 
 # --- install.sh --root never reaches outside the image -------------------------------------------
 
-def install(tmp_path: Path, root: Path, bundle: Path | None = None) -> subprocess.CompletedProcess[str]:
+
+def install(
+    tmp_path: Path, root: Path, bundle: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     bundle = bundle or bundle_for(tmp_path, full_plan())
     return run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
 
@@ -207,7 +249,8 @@ def test_a_forged_install_record_never_deletes_through_a_link(tmp_path: Path) ->
     (root / "etc").mkdir()
     (root / "etc/escape-goldtune").symlink_to(os.path.relpath(host, root / "etc"))
     (root / "var/lib/goldtune/installed-files").write_text(
-        "/etc/escape-goldtune/goldtune-precious\n/etc/../../host/etc/goldtune-precious\n$(reboot)\n/bin/sh\n")
+        "/etc/escape-goldtune/goldtune-precious\n/etc/../../host/etc/goldtune-precious\n$(reboot)\n/bin/sh\n"
+    )
     result = install(tmp_path, root)
     assert (host / "goldtune-precious").read_text() == "keep"
     assert result.returncode == 1
@@ -223,7 +266,10 @@ def test_a_malformed_install_record_is_reported_and_fails_the_run(tmp_path: Path
     result = install(tmp_path, root)
     assert result.returncode == 1
     assert (root / "bin/sh").read_text() == "keep"
-    assert "line 1 of the install record" in result.stdout and "line 2 of the install record" in result.stdout
+    assert (
+        "line 1 of the install record" in result.stdout
+        and "line 2 of the install record" in result.stdout
+    )
     assert "/bin/sh" not in result.stdout.replace("/var/lib", "")
 
 
@@ -254,9 +300,20 @@ def test_die_does_not_print_its_exit_status(tmp_path: Path) -> None:
     assert result.stderr.rstrip().endswith(f"no such directory: {tmp_path / 'nonexistent'}")
 
 
-@pytest.mark.parametrize("line", ["file\t0644\t/etc/../x", "file\t644\t/etc/x", "service\tstart\tx.service",
-                                  "step\tsh -c reboot", "text\t/etc/x\t$(reboot)", "kernel-arg\ta\"b"])
-def test_install_sh_refuses_a_bad_install_list_and_writes_nothing(tmp_path: Path, line: str) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        "file\t0644\t/etc/../x",
+        "file\t644\t/etc/x",
+        "service\tstart\tx.service",
+        "step\tsh -c reboot",
+        "text\t/etc/x\t$(reboot)",
+        'kernel-arg\ta"b',
+    ],
+)
+def test_install_sh_refuses_a_bad_install_list_and_writes_nothing(
+    tmp_path: Path, line: str
+) -> None:
     bundle = bundle_for(tmp_path, full_plan())
     with (bundle / "install.list").open("a") as handle:
         handle.write(line + "\n")

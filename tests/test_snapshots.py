@@ -19,16 +19,15 @@ before committing.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from functools import cache
 
 import pytest
 from conftest import PROFILES, SYSTEMS
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-
-import hashlib
-import json
-import re
 
 from generator.commands.generate import render_for
 from generator.model.layout import (
@@ -91,7 +90,9 @@ def test_no_stale_snapshot_files() -> None:
 COMBINATIONS = [(system, profile) for system in SYSTEMS for profile in PROFILES]
 
 
-@pytest.mark.parametrize(("system", "profile"), COMBINATIONS, ids=[f"{s}-{p}" for s, p in COMBINATIONS])
+@pytest.mark.parametrize(
+    ("system", "profile"), COMBINATIONS, ids=[f"{s}-{p}" for s, p in COMBINATIONS]
+)
 def test_the_derived_files_follow_from_the_reviewed_ones(system: str, profile: str) -> None:
     files = rendered(system, profile)
     plan = plan_from_data(json.loads(files[PLAN_FILE][0]))
@@ -106,5 +107,7 @@ def test_the_derived_files_follow_from_the_reviewed_ones(system: str, profile: s
             assert listed[path]["mode"] == f"{mode:04o}"
     grub = in_overlay(GRUB_FILE)
     if grub in files:
-        line = re.search(r'^GRUB_CMDLINE_LINUX_DEFAULT=".*\}(.*)"$', files[grub][0].decode(), re.MULTILINE)
+        line = re.search(
+            r'^GRUB_CMDLINE_LINUX_DEFAULT=".*\}(.*)"$', files[grub][0].decode(), re.MULTILINE
+        )
         assert line is not None and files[KERNEL_CMDLINE][0].decode() == line.group(1) + "\n"

@@ -45,6 +45,7 @@ def make_bundle(root: Path, files: dict[str, str]) -> Path:
 
 # --- each validator can fail ---------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Case:
     validator: str
@@ -65,13 +66,17 @@ def unit(body: str, exec_start: str = f"/{SCRIPT.removeprefix('rootfs/')}") -> d
 
 FIXED = Path(__file__).resolve().parents[1] / "templates" / "scripts"
 GPU_READER = {"rootfs/usr/local/libexec/goldtune/gpu-setup": (FIXED / "gpu-setup").read_text()}
-IRQ_READER = {"rootfs/usr/local/libexec/goldtune/irq-affinity": (FIXED / "irq-affinity").read_text()}
+IRQ_READER = {
+    "rootfs/usr/local/libexec/goldtune/irq-affinity": (FIXED / "irq-affinity").read_text()
+}
 COLLECT_READER = {"rootfs/usr/local/libexec/goldtune/collect": (FIXED / "collect").read_text()}
 INSTALLER = {"install.sh": (FIXED / "install.sh").read_text()}
 GPU_CONF = "rootfs/etc/goldtune/gpu.conf"
 IRQ_CONF = "rootfs/etc/goldtune/irq.conf"
 COLLECT_CONF = "rootfs/etc/goldtune/collect.conf"
-INSTALL_LIST = "tool\tgoldtune\nrecord\t/var/lib/goldtune/installed-files\nfile\t0644\t/etc/x.conf\n"
+INSTALL_LIST = (
+    "tool\tgoldtune\nrecord\t/var/lib/goldtune/installed-files\nfile\t0644\t/etc/x.conf\n"
+)
 
 SYSTEM_CONF = "rootfs/etc/systemd/system.conf.d/90-test.conf"
 TMPFILES = "rootfs/etc/tmpfiles.d/90-test.conf"
@@ -95,103 +100,395 @@ GOOD_USER_DATA = '#cloud-config\nwrite_files:\n  - path: /etc/sysctl.d/90-test.c
 
 CASES = [
     Case("units", "good", unit(""), ""),
-    Case("units", "unknown-key", unit("Afterr=network.target\n"), "Unknown key 'Afterr' in section [Service]"),
-    Case("units", "bad-type", {**unit(""), UNIT: unit("")[UNIT].replace("oneshot", "oneshoot")}, "Failed to parse service type"),
+    Case(
+        "units",
+        "unknown-key",
+        unit("Afterr=network.target\n"),
+        "Unknown key 'Afterr' in section [Service]",
+    ),
+    Case(
+        "units",
+        "bad-type",
+        {**unit(""), UNIT: unit("")[UNIT].replace("oneshot", "oneshoot")},
+        "Failed to parse service type",
+    ),
     Case("units", "bad-boolean", unit("RemainAfterExit=maybe\n"), "Failed to parse boolean value"),
-    Case("units", "missing-script", unit("", exec_start="/usr/local/libexec/goldtune/missing"), "is not executable"),
-    Case("units", "dropin-of-driver-unit", {"rootfs/etc/systemd/system/nvidia-persistenced.service.d/50-test.conf":
-                                           "[Service]\nRestartt=always\n"}, "Unknown key 'Restartt'"),
-    Case("system-conf", "good", {SYSTEM_CONF: "[Manager]\nDefaultLimitNOFILE=1048576\nDefaultLimitMEMLOCK=infinity\n"}, ""),
-    Case("system-conf", "bad-value", {SYSTEM_CONF: "[Manager]\nDefaultLimitNOFILE=lots\n"}, "Failed to parse resource value, ignoring: lots"),
-    Case("system-conf", "unknown-key", {SYSTEM_CONF: "[Manager]\nDefaultLimitMEMLOK=infinity\n"}, "Unknown key 'DefaultLimitMEMLOK'"),
-    Case("tmpfiles", "good", {TMPFILES: "w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise\n"}, ""),
-    Case("tmpfiles", "unknown-type", {TMPFILES: "zz /sys/kernel/mm/x - - - - 1\n"}, "Unknown modifiers in command 'zz'"),
+    Case(
+        "units",
+        "missing-script",
+        unit("", exec_start="/usr/local/libexec/goldtune/missing"),
+        "is not executable",
+    ),
+    Case(
+        "units",
+        "dropin-of-driver-unit",
+        {
+            "rootfs/etc/systemd/system/nvidia-persistenced.service.d/50-test.conf": "[Service]\nRestartt=always\n"
+        },
+        "Unknown key 'Restartt'",
+    ),
+    Case(
+        "system-conf",
+        "good",
+        {SYSTEM_CONF: "[Manager]\nDefaultLimitNOFILE=1048576\nDefaultLimitMEMLOCK=infinity\n"},
+        "",
+    ),
+    Case(
+        "system-conf",
+        "bad-value",
+        {SYSTEM_CONF: "[Manager]\nDefaultLimitNOFILE=lots\n"},
+        "Failed to parse resource value, ignoring: lots",
+    ),
+    Case(
+        "system-conf",
+        "unknown-key",
+        {SYSTEM_CONF: "[Manager]\nDefaultLimitMEMLOK=infinity\n"},
+        "Unknown key 'DefaultLimitMEMLOK'",
+    ),
+    Case(
+        "tmpfiles",
+        "good",
+        {TMPFILES: "w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise\n"},
+        "",
+    ),
+    Case(
+        "tmpfiles",
+        "unknown-type",
+        {TMPFILES: "zz /sys/kernel/mm/x - - - - 1\n"},
+        "Unknown modifiers in command 'zz'",
+    ),
     Case("tmpfiles", "relative-path", {TMPFILES: "w sys/kernel/mm/x - - - - 1\n"}, "not absolute"),
-    Case("tmpfiles", "bad-age", {TMPFILES: "d /var/lib/goldtune 0755 root root soon -\n"}, "Invalid age 'soon'"),
+    Case(
+        "tmpfiles",
+        "bad-age",
+        {TMPFILES: "d /var/lib/goldtune 0755 root root soon -\n"},
+        "Invalid age 'soon'",
+    ),
     Case("modprobe", "good", {MODPROBE: "blacklist nouveau\noptions nouveau modeset=0\n"}, ""),
-    Case("modprobe", "misspelled-command", {MODPROBE: "blacklst nouveau\n"}, "ignoring bad line starting with 'blacklst'"),
-    Case("modprobe", "options-without-value", {MODPROBE: "options nouveau\n"}, "ignoring bad line starting with 'options'"),
+    Case(
+        "modprobe",
+        "misspelled-command",
+        {MODPROBE: "blacklst nouveau\n"},
+        "ignoring bad line starting with 'blacklst'",
+    ),
+    Case(
+        "modprobe",
+        "options-without-value",
+        {MODPROBE: "options nouveau\n"},
+        "ignoring bad line starting with 'options'",
+    ),
     Case("modules-load", "good", {MODULES_LOAD: "# comment\nnvidia-peermem\n"}, ""),
-    Case("modules-load", "not-a-name", {MODULES_LOAD: "nvidia peermem\n"}, "'nvidia peermem' is not a module name"),
-    Case("modules-load", "disabled-by-modprobe", {MODULES_LOAD: "nouveau\n", MODPROBE: "install nouveau /bin/false\n"},
-         "modprobe.d installs it as a no-op"),
-    Case("sysctl", "good", {SYSCTL: "# c\n; c\nvm.swappiness = 1\nnet.ipv4.tcp_rmem = 4096 87380 16777216\n"
-                                    "net.ipv4.conf.ibp24s0.arp_ignore = 1\nnet/ipv4/tcp_fastopen = 3\n"}, ""),
-    Case("sysctl", "unknown-key", {SYSCTL: "vm.swapiness = 10\n"}, "vm.swapiness does not exist on the reference kernel"),
-    Case("sysctl", "not-an-assignment", {SYSCTL: "vm.max_map_count 1048576\n"}, "not 'key = value'"),
-    Case("sysctl", "real-systemd-sysctl", {SYSCTL: "vm.max_map_count 1048576\n"},
-         "systemd-sysctl: rootfs/etc/sysctl.d/90-test.conf:1: Line is not an assignment, ignoring"),
-    Case("sysctl", "text-for-number", {SYSCTL: "vm.swappiness = banana\n"}, "vm.swappiness expects one integer"),
+    Case(
+        "modules-load",
+        "not-a-name",
+        {MODULES_LOAD: "nvidia peermem\n"},
+        "'nvidia peermem' is not a module name",
+    ),
+    Case(
+        "modules-load",
+        "disabled-by-modprobe",
+        {MODULES_LOAD: "nouveau\n", MODPROBE: "install nouveau /bin/false\n"},
+        "modprobe.d installs it as a no-op",
+    ),
+    Case(
+        "sysctl",
+        "good",
+        {
+            SYSCTL: "# c\n; c\nvm.swappiness = 1\nnet.ipv4.tcp_rmem = 4096 87380 16777216\n"
+            "net.ipv4.conf.ibp24s0.arp_ignore = 1\nnet/ipv4/tcp_fastopen = 3\n"
+        },
+        "",
+    ),
+    Case(
+        "sysctl",
+        "unknown-key",
+        {SYSCTL: "vm.swapiness = 10\n"},
+        "vm.swapiness does not exist on the reference kernel",
+    ),
+    Case(
+        "sysctl", "not-an-assignment", {SYSCTL: "vm.max_map_count 1048576\n"}, "not 'key = value'"
+    ),
+    Case(
+        "sysctl",
+        "real-systemd-sysctl",
+        {SYSCTL: "vm.max_map_count 1048576\n"},
+        "systemd-sysctl: rootfs/etc/sysctl.d/90-test.conf:1: Line is not an assignment, ignoring",
+    ),
+    Case(
+        "sysctl",
+        "text-for-number",
+        {SYSCTL: "vm.swappiness = banana\n"},
+        "vm.swappiness expects one integer",
+    ),
     Case("sysctl", "short-vector", {SYSCTL: "net.ipv4.tcp_rmem = 10\n"}, "expects 3 integers"),
-    Case("sysctl", "set-twice", {SYSCTL: "vm.swappiness = 1\n", SYSCTL.replace("90", "91"): "vm.swappiness = 10\n"},
-         "the later file wins silently"),
-    Case("limits", "good", {LIMITS: "*  soft nofile 1048576\n* hard nofile 1048576\n@gpu - memlock unlimited\nroot - nproc -1\n"
-                                    "1000: hard core 0\n%  - maxlogins 10\n"}, ""),
+    Case(
+        "sysctl",
+        "set-twice",
+        {SYSCTL: "vm.swappiness = 1\n", SYSCTL.replace("90", "91"): "vm.swappiness = 10\n"},
+        "the later file wins silently",
+    ),
+    Case(
+        "limits",
+        "good",
+        {
+            LIMITS: "*  soft nofile 1048576\n* hard nofile 1048576\n@gpu - memlock unlimited\nroot - nproc -1\n"
+            "1000: hard core 0\n%  - maxlogins 10\n"
+        },
+        "",
+    ),
     Case("limits", "unknown-type", {LIMITS: "* sotf nofile 1024\n"}, "unknown limit type 'sotf'"),
-    Case("limits", "unknown-item", {LIMITS: "* soft memlok unlimited\n"}, "unknown limit item 'memlok'"),
+    Case(
+        "limits",
+        "unknown-item",
+        {LIMITS: "* soft memlok unlimited\n"},
+        "unknown limit item 'memlok'",
+    ),
     Case("limits", "bad-value", {LIMITS: "* soft nofile lots\n"}, "wrong limit value 'lots'"),
     Case("limits", "trailing-garbage", {LIMITS: "* soft nofile 10k\n"}, "wrong limit value '10k'"),
     Case("limits", "incomplete-line", {LIMITS: "* hard\n"}, "invalid line '* hard' - skipped"),
-    Case("limits", "soft-above-hard", {LIMITS: "* soft nofile 4096\n* hard nofile 1024\n"}, "is above its hard limit"),
-    Case("limits", "above-nr-open", {LIMITS: "* hard nofile 2000000\n"}, "above fs.nr_open (1048576)"),
-    Case("limits", "nr-open-raised", {LIMITS: "* hard nofile 2000000\n", SYSCTL: "fs.nr_open = 2097152\n"}, ""),
+    Case(
+        "limits",
+        "soft-above-hard",
+        {LIMITS: "* soft nofile 4096\n* hard nofile 1024\n"},
+        "is above its hard limit",
+    ),
+    Case(
+        "limits", "above-nr-open", {LIMITS: "* hard nofile 2000000\n"}, "above fs.nr_open (1048576)"
+    ),
+    Case(
+        "limits",
+        "nr-open-raised",
+        {LIMITS: "* hard nofile 2000000\n", SYSCTL: "fs.nr_open = 2097152\n"},
+        "",
+    ),
     Case("udev", "good", {UDEV: SCHEDULER_RULE}, ""),
-    Case("udev", "unknown-key", {UDEV: 'KERNL=="sda", ATTR{queue/scheduler}="none"\n'}, "Invalid key 'KERNL'"),
-    Case("udev", "assignment-for-match", {UDEV: 'ACTION="add", KERNEL=="sda", ATTR{queue/scheduler}="none"\n'},
-         "Invalid operator for ACTION"),
-    Case("udev", "missing-comma", {UDEV: 'KERNEL=="sda" ATTR{queue/scheduler}="none"\n'}, "a comma between tokens is expected"),
-    Case("udev", "unterminated-quote", {UDEV: 'KERNEL=="sda, ATTR{queue/scheduler}="none"\n'}, "udev rules check failed"),
+    Case(
+        "udev",
+        "unknown-key",
+        {UDEV: 'KERNL=="sda", ATTR{queue/scheduler}="none"\n'},
+        "Invalid key 'KERNL'",
+    ),
+    Case(
+        "udev",
+        "assignment-for-match",
+        {UDEV: 'ACTION="add", KERNEL=="sda", ATTR{queue/scheduler}="none"\n'},
+        "Invalid operator for ACTION",
+    ),
+    Case(
+        "udev",
+        "missing-comma",
+        {UDEV: 'KERNEL=="sda" ATTR{queue/scheduler}="none"\n'},
+        "a comma between tokens is expected",
+    ),
+    Case(
+        "udev",
+        "unterminated-quote",
+        {UDEV: 'KERNEL=="sda, ATTR{queue/scheduler}="none"\n'},
+        "udev rules check failed",
+    ),
     Case("cloud-init", "good", user_data(GOOD_USER_DATA), ""),
-    Case("cloud-init", "no-header", user_data(GOOD_USER_DATA.replace("#cloud-config\n", "")), 'needs to begin with "#cloud-config"'),
-    Case("cloud-init", "bad-property", user_data(GOOD_USER_DATA.replace("content:", "contents:")), "'contents' was unexpected"),
-    Case("cloud-init", "octal-permissions", user_data(GOOD_USER_DATA.replace('"0644"', "0644")), "420 is not of type 'string'"),
-    Case("cloud-init", "unknown-top-level-key", user_data(GOOD_USER_DATA + "write_file: []\n"), "unknown top-level key 'write_file'"),
-    Case("cloud-init", "differs-from-rootfs", {**user_data(GOOD_USER_DATA), SYSCTL: "vm.swappiness = 10\n"},
-         "write_files content of /etc/sysctl.d/90-test.conf differs"),
-    Case("cloud-init", "misses-a-rootfs-file", {**user_data(GOOD_USER_DATA), LIMITS: "* - nofile 1024\n"},
-         "write_files lacks /etc/security/limits.d/90-test.conf"),
-    Case("cloud-init", "unknown-tuned-profile", user_data(GOOD_USER_DATA.replace(
-        "runcmd:", '  - path: /etc/tuned/active_profile\n    content: goldtune-missing\nruncmd:')),
-         "names tuned profile 'goldtune-missing', which neither the bundle nor tuned has"),
-    Case("cloud-init", "runcmd-shellcheck", user_data(GOOD_USER_DATA + '  - echo $HOME/*\n'), "SC2086"),
+    Case(
+        "cloud-init",
+        "no-header",
+        user_data(GOOD_USER_DATA.replace("#cloud-config\n", "")),
+        'needs to begin with "#cloud-config"',
+    ),
+    Case(
+        "cloud-init",
+        "bad-property",
+        user_data(GOOD_USER_DATA.replace("content:", "contents:")),
+        "'contents' was unexpected",
+    ),
+    Case(
+        "cloud-init",
+        "octal-permissions",
+        user_data(GOOD_USER_DATA.replace('"0644"', "0644")),
+        "420 is not of type 'string'",
+    ),
+    Case(
+        "cloud-init",
+        "unknown-top-level-key",
+        user_data(GOOD_USER_DATA + "write_file: []\n"),
+        "unknown top-level key 'write_file'",
+    ),
+    Case(
+        "cloud-init",
+        "differs-from-rootfs",
+        {**user_data(GOOD_USER_DATA), SYSCTL: "vm.swappiness = 10\n"},
+        "write_files content of /etc/sysctl.d/90-test.conf differs",
+    ),
+    Case(
+        "cloud-init",
+        "misses-a-rootfs-file",
+        {**user_data(GOOD_USER_DATA), LIMITS: "* - nofile 1024\n"},
+        "write_files lacks /etc/security/limits.d/90-test.conf",
+    ),
+    Case(
+        "cloud-init",
+        "unknown-tuned-profile",
+        user_data(
+            GOOD_USER_DATA.replace(
+                "runcmd:",
+                "  - path: /etc/tuned/active_profile\n    content: goldtune-missing\nruncmd:",
+            )
+        ),
+        "names tuned profile 'goldtune-missing', which neither the bundle nor tuned has",
+    ),
+    Case(
+        "cloud-init",
+        "runcmd-shellcheck",
+        user_data(GOOD_USER_DATA + "  - echo $HOME/*\n"),
+        "SC2086",
+    ),
     Case("scripts", "good", {"install.sh": GOOD_SCRIPT, SCRIPT: GOOD_SCRIPT}, ""),
-    Case("scripts", "unquoted", {"install.sh": '#!/bin/sh\nfor f in $(ls /etc); do echo $f; done\n'}, "SC2045"),
-    Case("scripts", "bashism-in-sh", {SCRIPT: '#!/bin/sh\nif [[ -e /x ]]; then echo y; fi\n'}, "SC3010"),
-    Case("scripts", "not-a-shell", {SCRIPT: "#!/usr/bin/python3\nprint(1)\n"}, "is not a shell; no check covers it"),
-    Case("tuned", "good", {TUNED: "[main]\nsummary=test\ninclude=throughput-performance\n\n[cpu]\ngovernor=performance\n\n[sysctl]\nvm.dirty_background_ratio=3\n"}, ""),
-    Case("tuned", "unknown-option", {TUNED: "[cpu]\ngoverner=performance\n"}, "unknown option 'governer'"),
-    Case("tuned", "unknown-plugin", {TUNED: "[vmm]\ntransparent_hugepages=madvise\n"}, "no tuned plugin named 'vmm'"),
+    Case(
+        "scripts",
+        "unquoted",
+        {"install.sh": "#!/bin/sh\nfor f in $(ls /etc); do echo $f; done\n"},
+        "SC2045",
+    ),
+    Case(
+        "scripts",
+        "bashism-in-sh",
+        {SCRIPT: "#!/bin/sh\nif [[ -e /x ]]; then echo y; fi\n"},
+        "SC3010",
+    ),
+    Case(
+        "scripts",
+        "not-a-shell",
+        {SCRIPT: "#!/usr/bin/python3\nprint(1)\n"},
+        "is not a shell; no check covers it",
+    ),
+    Case(
+        "tuned",
+        "good",
+        {
+            TUNED: "[main]\nsummary=test\ninclude=throughput-performance\n\n[cpu]\ngovernor=performance\n\n[sysctl]\nvm.dirty_background_ratio=3\n"
+        },
+        "",
+    ),
+    Case(
+        "tuned",
+        "unknown-option",
+        {TUNED: "[cpu]\ngoverner=performance\n"},
+        "unknown option 'governer'",
+    ),
+    Case(
+        "tuned",
+        "unknown-plugin",
+        {TUNED: "[vmm]\ntransparent_hugepages=madvise\n"},
+        "no tuned plugin named 'vmm'",
+    ),
     Case("tuned", "bad-syntax", {TUNED: "[main\nsummary=x\n"}, "Cannot parse"),
-    Case("tuned", "missing-include", {TUNED: "[main]\ninclude=throughput-performanc\n"}, "Cannot find profile 'throughput-performanc'"),
-    Case("tuned", "sysctl-overlap", {TUNED: "[sysctl]\nvm.swappiness=10\n", SYSCTL: "vm.swappiness = 1\n"},
-         "sets sysctl vm.swappiness, which sysctl.d also sets"),
-    Case("tuned", "overlap-through-include", {TUNED: "[main]\ninclude=throughput-performance\n", SYSCTL: "vm.dirty_ratio = 7\n"},
-         "sets sysctl vm.dirty_ratio, which sysctl.d also sets"),
+    Case(
+        "tuned",
+        "missing-include",
+        {TUNED: "[main]\ninclude=throughput-performanc\n"},
+        "Cannot find profile 'throughput-performanc'",
+    ),
+    Case(
+        "tuned",
+        "sysctl-overlap",
+        {TUNED: "[sysctl]\nvm.swappiness=10\n", SYSCTL: "vm.swappiness = 1\n"},
+        "sets sysctl vm.swappiness, which sysctl.d also sets",
+    ),
+    Case(
+        "tuned",
+        "overlap-through-include",
+        {TUNED: "[main]\ninclude=throughput-performance\n", SYSCTL: "vm.dirty_ratio = 7\n"},
+        "sets sysctl vm.dirty_ratio, which sysctl.d also sets",
+    ),
     Case("grub", "good", {GRUB: GRUB_GOOD, "kernel-cmdline": "iommu=pt\n"}, ""),
-    Case("grub", "unterminated-quote", {GRUB: 'GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt\n', "kernel-cmdline": "iommu=pt\n"},
-         "Unterminated quoted string"),
-    Case("grub", "unquoted-assignment", {GRUB: "GRUB_CMDLINE_LINUX_DEFAULT=$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt\n",
-                                         "kernel-cmdline": "iommu=pt\n"}, "SC2269"),
-    Case("grub", "clobbers-default", {GRUB: 'GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"\n', "kernel-cmdline": "iommu=pt\n"},
-         "expected 'quiet iommu=pt'"),
-    Case("grub", "disagrees-with-kernel-cmdline", {GRUB: GRUB_GOOD, "kernel-cmdline": "iommu=pt nosmt\n"}, "expected"),
-    Case("grub", "changes-other-variables", {GRUB: GRUB_GOOD + "GRUB_TIMEOUT=0\n", "kernel-cmdline": "iommu=pt\n"},
-         "the drop-ins also change GRUB_TIMEOUT"),
-    Case("grub", "cmdline-without-dropin", {"kernel-cmdline": "iommu=pt\n"}, "no GRUB drop-in carries them"),
-    Case("grub", "cmdline-too-long", {"kernel-cmdline": "x" * 2100 + "\n"}, "the kernel keeps 2047"),
-    Case("data", "good", {**GPU_READER, GPU_CONF: "# r: x\nlog-as\tgt-gpu\n# r: y\necc\ton\n",
-                           **IRQ_READER, IRQ_CONF: "# r: x\npin\teth0\t0-3\n",
-                           **COLLECT_READER, COLLECT_CONF: "tool\tgoldtune\nbundle\tx_y\nsysctl\tvm.swappiness\n",
-                           **INSTALLER, "install.list": INSTALL_LIST, "rootfs/etc/x.conf": "x\n"}, ""),
-    Case("data", "gpu-bad-value", {**GPU_READER, GPU_CONF: "ecc\tmaybe\n"}, "line 1: unknown key or value"),
-    Case("data", "gpu-code-in-data", {**GPU_READER, GPU_CONF: "clocks\t$(reboot)\n"}, "not one safe word"),
+    Case(
+        "grub",
+        "unterminated-quote",
+        {GRUB: 'GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt\n', "kernel-cmdline": "iommu=pt\n"},
+        "Unterminated quoted string",
+    ),
+    Case(
+        "grub",
+        "unquoted-assignment",
+        {
+            GRUB: "GRUB_CMDLINE_LINUX_DEFAULT=$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt\n",
+            "kernel-cmdline": "iommu=pt\n",
+        },
+        "SC2269",
+    ),
+    Case(
+        "grub",
+        "clobbers-default",
+        {GRUB: 'GRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"\n', "kernel-cmdline": "iommu=pt\n"},
+        "expected 'quiet iommu=pt'",
+    ),
+    Case(
+        "grub",
+        "disagrees-with-kernel-cmdline",
+        {GRUB: GRUB_GOOD, "kernel-cmdline": "iommu=pt nosmt\n"},
+        "expected",
+    ),
+    Case(
+        "grub",
+        "changes-other-variables",
+        {GRUB: GRUB_GOOD + "GRUB_TIMEOUT=0\n", "kernel-cmdline": "iommu=pt\n"},
+        "the drop-ins also change GRUB_TIMEOUT",
+    ),
+    Case(
+        "grub",
+        "cmdline-without-dropin",
+        {"kernel-cmdline": "iommu=pt\n"},
+        "no GRUB drop-in carries them",
+    ),
+    Case(
+        "grub", "cmdline-too-long", {"kernel-cmdline": "x" * 2100 + "\n"}, "the kernel keeps 2047"
+    ),
+    Case(
+        "data",
+        "good",
+        {
+            **GPU_READER,
+            GPU_CONF: "# r: x\nlog-as\tgt-gpu\n# r: y\necc\ton\n",
+            **IRQ_READER,
+            IRQ_CONF: "# r: x\npin\teth0\t0-3\n",
+            **COLLECT_READER,
+            COLLECT_CONF: "tool\tgoldtune\nbundle\tx_y\nsysctl\tvm.swappiness\n",
+            **INSTALLER,
+            "install.list": INSTALL_LIST,
+            "rootfs/etc/x.conf": "x\n",
+        },
+        "",
+    ),
+    Case(
+        "data",
+        "gpu-bad-value",
+        {**GPU_READER, GPU_CONF: "ecc\tmaybe\n"},
+        "line 1: unknown key or value",
+    ),
+    Case(
+        "data",
+        "gpu-code-in-data",
+        {**GPU_READER, GPU_CONF: "clocks\t$(reboot)\n"},
+        "not one safe word",
+    ),
     Case("data", "irq-bad-cpus", {**IRQ_READER, IRQ_CONF: "pin\teth0\tall\n"}, "not a CPU list"),
-    Case("data", "collect-unknown-section", {**COLLECT_READER, COLLECT_CONF: "tool\tgt\nbundle\tb\nsysctls\tx\n"},
-         "unknown section"),
+    Case(
+        "data",
+        "collect-unknown-section",
+        {**COLLECT_READER, COLLECT_CONF: "tool\tgt\nbundle\tb\nsysctls\tx\n"},
+        "unknown section",
+    ),
     Case("data", "reader-missing", {GPU_CONF: "ecc\ton\n"}, "is not in the bundle"),
-    Case("data", "install-list-names-a-missing-file", {**INSTALLER, "install.list": INSTALL_LIST}, "rootfs/etc/x.conf is missing"),
-    Case("data", "install-list-bad-step", {**INSTALLER, "install.list": INSTALL_LIST + "step\treboot\n",
-                                           "rootfs/etc/x.conf": "x\n"}, "unknown step"),
+    Case(
+        "data",
+        "install-list-names-a-missing-file",
+        {**INSTALLER, "install.list": INSTALL_LIST},
+        "rootfs/etc/x.conf is missing",
+    ),
+    Case(
+        "data",
+        "install-list-bad-step",
+        {**INSTALLER, "install.list": INSTALL_LIST + "step\treboot\n", "rootfs/etc/x.conf": "x\n"},
+        "unknown step",
+    ),
     Case("json", "good", {"manifest.json": '{"files": []}'}, ""),
     Case("json", "broken", {"manifest.json": '{"files": [}'}, "manifest.json: Expecting value"),
 ]
@@ -200,7 +497,9 @@ CASES = [
 def test_every_validator_has_good_and_broken_cases() -> None:
     for validator in tools.VALIDATORS:
         expects = [case.expect for case in CASES if case.validator == validator.name]
-        assert "" in expects and any(expects), f"{validator.name} needs a good sample and a broken one"
+        assert "" in expects and any(expects), (
+            f"{validator.name} needs a good sample and a broken one"
+        )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.validator}-{case.id}")
@@ -208,21 +507,29 @@ def test_validator_judges_sample(case: Case, tmp_path: Path) -> None:
     bundle = make_bundle(tmp_path / "bundle", case.files)
     problems = judged(BY_NAME[case.validator].check, bundle)
     if case.expect:
-        assert any(case.expect in problem for problem in problems), "\n".join(problems) or "no problem reported"
+        assert any(case.expect in problem for problem in problems), (
+            "\n".join(problems) or "no problem reported"
+        )
     else:
         assert problems == []
 
 
 def test_system_conf_dropin_with_wrong_suffix_is_unclaimed(tmp_path: Path) -> None:
     """systemd reads only *.conf from system.conf.d: another suffix is silently ignored."""
-    bundle = make_bundle(tmp_path / "bundle", {"rootfs/etc/systemd/system.conf.d/90-test.cfg": "[Manager]\n"})
+    bundle = make_bundle(
+        tmp_path / "bundle", {"rootfs/etc/systemd/system.conf.d/90-test.cfg": "[Manager]\n"}
+    )
     assert tools.unclaimed_files(bundle) == ["rootfs/etc/systemd/system.conf.d/90-test.cfg"]
 
 
 def test_cloud_init_cli_agrees_with_the_batch_check(tmp_path: Path) -> None:
     """`cloud-init schema --config-file` itself refuses what check_cloud_init refuses."""
-    bundle = make_bundle(tmp_path / "bundle", user_data(GOOD_USER_DATA.replace("content:", "contents:")))
-    assert any("'contents' was unexpected" in problem for problem in judged(tools.check_cloud_init, bundle))
+    bundle = make_bundle(
+        tmp_path / "bundle", user_data(GOOD_USER_DATA.replace("content:", "contents:"))
+    )
+    assert any(
+        "'contents' was unexpected" in problem for problem in judged(tools.check_cloud_init, bundle)
+    )
     result = run([find_tool("cloud-init"), "schema", "--config-file", str(bundle / USER_DATA)])
     assert result.returncode == 1 and "'contents' was unexpected" in result.stdout + result.stderr
 
@@ -248,12 +555,16 @@ def shipped_bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str,
     bundles: dict[tuple[str, str], Path | str] = {}
     for system, profile in COMBOS:
         result = generate(system, profile, root / f"{system}-{profile}")
-        bundles[(system, profile)] = root / f"{system}-{profile}" if result.exit_code == 0 else result.output
+        bundles[(system, profile)] = (
+            root / f"{system}-{profile}" if result.exit_code == 0 else result.output
+        )
     return bundles
 
 
 @pytest.fixture(scope="session")
-def verdicts(shipped_bundles: dict[tuple[str, str], Path | str]) -> dict[str, dict[Path, list[str]] | MissingTool]:
+def verdicts(
+    shipped_bundles: dict[tuple[str, str], Path | str],
+) -> dict[str, dict[Path, list[str]] | MissingTool]:
     """Every validator over every generated bundle, validators side by side on the CPUs."""
     bundles = [bundle for bundle in shipped_bundles.values() if isinstance(bundle, Path)]
 
@@ -267,7 +578,9 @@ def verdicts(shipped_bundles: dict[tuple[str, str], Path | str]) -> dict[str, di
         return dict(zip(BY_NAME, pool.map(judge, tools.VALIDATORS)))
 
 
-def shipped_bundle(shipped_bundles: dict[tuple[str, str], Path | str], system: str, profile: str) -> Path:
+def shipped_bundle(
+    shipped_bundles: dict[tuple[str, str], Path | str], system: str, profile: str
+) -> Path:
     bundle = shipped_bundles[(system, profile)]
     assert isinstance(bundle, Path), f"gen failed for {system} x {profile}:\n{bundle}"
     return bundle
@@ -275,12 +588,17 @@ def shipped_bundle(shipped_bundles: dict[tuple[str, str], Path | str], system: s
 
 @pytest.mark.parametrize("validator", sorted(BY_NAME))
 @pytest.mark.parametrize(("system", "profile"), COMBOS)
-def test_shipped_bundle_is_accepted(system: str, profile: str, validator: str, shipped_bundles, verdicts) -> None:
+def test_shipped_bundle_is_accepted(
+    system: str, profile: str, validator: str, shipped_bundles, verdicts
+) -> None:
     bundle = shipped_bundle(shipped_bundles, system, profile)
     verdict = verdicts[validator]
     if isinstance(verdict, MissingTool):
         missing_tool(verdict)
-    assert verdict[bundle] == [], f"{BY_NAME[validator].consumer} rejects {system} x {profile}:\n" + "\n".join(verdict[bundle])
+    assert verdict[bundle] == [], (
+        f"{BY_NAME[validator].consumer} rejects {system} x {profile}:\n"
+        + "\n".join(verdict[bundle])
+    )
 
 
 @pytest.mark.parametrize(("system", "profile"), COMBOS)

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import InputError
-from generator.model.setting import Plan, Setting
 from generator.bundle.write import write_bundle
+from generator.errors import InputError
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, in_overlay
 from generator.model.probes import check_collect_data
+from generator.model.setting import Plan, Setting
 from generator.render.collector import collect_lines
 from generator.render.render import render_bundle
+from generator.verify.live import check_settings, parse_cmdline
+from generator.verify.run import collector_script, run_verify, verify_checks
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.verdicts import Verdict, load_bundle
-from generator.verify.run import collector_script, run_verify, verify_checks
-from generator.verify.live import check_settings, parse_cmdline
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 
@@ -33,33 +33,60 @@ RULES = (
 )
 
 
-def make_bundle(tmp_path: Path, settings: list[tuple[str, str, str]], files: dict[str, tuple[str, int]] | None = None,
-                profile: str = "inference") -> Path:
+def make_bundle(
+    tmp_path: Path,
+    settings: list[tuple[str, str, str]],
+    files: dict[str, tuple[str, int]] | None = None,
+    profile: str = "inference",
+) -> Path:
     """A bundle directory: plan.json, the overlay files and a manifest of them."""
     bundle = tmp_path / "bundle"
     bundle.mkdir(exist_ok=True)
-    plan = {"format": 1, "tool": "goldtune", "hardware": "test-hw", "profile": profile, "notes": [], "warnings": [],
-            "settings": [{"kind": k, "key": key, "value": v, "rule": f"test.{k}", "reason": "because"}
-                         for k, key, v in settings]}
+    plan = {
+        "format": 1,
+        "tool": "goldtune",
+        "hardware": "test-hw",
+        "profile": profile,
+        "notes": [],
+        "warnings": [],
+        "settings": [
+            {"kind": k, "key": key, "value": v, "rule": f"test.{k}", "reason": "because"}
+            for k, key, v in settings
+        ],
+    }
     (bundle / "plan.json").write_text(json.dumps(plan))
     manifest = []
     for path, (text, mode) in (files or {}).items():
         target = bundle / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-        manifest.append({"path": path, "sha256": hashlib.sha256(text.encode()).hexdigest(), "mode": f"{mode:04o}"})
+        manifest.append(
+            {
+                "path": path,
+                "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "mode": f"{mode:04o}",
+            }
+        )
     (bundle / "manifest.json").write_text(json.dumps({"files": manifest}))
     return bundle
 
 
 def snapshot_text(*records: tuple[str, str, str], noise: bool = False) -> str:
-    lines = ["goldtune-snapshot\tbegin\t1", *("\t".join(r) for r in records), "goldtune-snapshot\tend\t1"]
+    lines = [
+        "goldtune-snapshot\tbegin\t1",
+        *("\t".join(r) for r in records),
+        "goldtune-snapshot\tend\t1",
+    ]
     text = "\r\n".join(lines) + "\r\n"
     return f"[    1.0] kernel booting\r\n{text}[   40.0] reboot: Power down\r\n" if noise else text
 
 
-def verdicts_for(tmp_path: Path, settings: list[tuple[str, str, str]], *records: tuple[str, str, str],
-                 files: dict[str, tuple[str, int]] | None = None) -> list:
+def verdicts_for(
+    tmp_path: Path,
+    settings: list[tuple[str, str, str]],
+    *records: tuple[str, str, str],
+    files: dict[str, tuple[str, int]] | None = None,
+) -> list:
     bundle = load_bundle(make_bundle(tmp_path, settings, files))
     return check_settings(bundle, parse_snapshot(snapshot_text(*records)))
 
@@ -71,11 +98,14 @@ def one(tmp_path: Path, setting: tuple[str, str, str], *records: tuple[str, str,
 
 def limits_rows(user: str, **rows: tuple[str, str]) -> list[tuple[str, str, str]]:
     names = {"nofile": ("Max open files", "files"), "memlock": ("Max locked memory", "bytes")}
-    return [("limits", user, f"{names[item][0]:<25} {soft:<20} {hard:<20} {names[item][1]:<10}")
-            for item, (soft, hard) in rows.items()]
+    return [
+        ("limits", user, f"{names[item][0]:<25} {soft:<20} {hard:<20} {names[item][1]:<10}")
+        for item, (soft, hard) in rows.items()
+    ]
 
 
 # --- the snapshot format -------------------------------------------------------------------
+
 
 def test_snapshot_is_found_in_a_console_log_with_crlf():
     snap = parse_snapshot(snapshot_text(("sysctl", "vm.swappiness", "1"), noise=True))
@@ -83,15 +113,20 @@ def test_snapshot_is_found_in_a_console_log_with_crlf():
 
 
 def test_last_snapshot_of_several_counts():
-    text = snapshot_text(("sysctl", "vm.swappiness", "60")) + snapshot_text(("sysctl", "vm.swappiness", "1"))
+    text = snapshot_text(("sysctl", "vm.swappiness", "60")) + snapshot_text(
+        ("sysctl", "vm.swappiness", "1")
+    )
     assert parse_snapshot(text).value("sysctl", "vm.swappiness") == "1"
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("nothing here\n", "no snapshot in it"),
-    ("goldtune-snapshot\tbegin\t1\nsysctl\tvm.swappiness\t1\n", "truncated"),
-    ("goldtune-snapshot\tbegin\t1\nnot a record\ngoldtune-snapshot\tend\t1\n", "line 2"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("nothing here\n", "no snapshot in it"),
+        ("goldtune-snapshot\tbegin\t1\nsysctl\tvm.swappiness\t1\n", "truncated"),
+        ("goldtune-snapshot\tbegin\t1\nnot a record\ngoldtune-snapshot\tend\t1\n", "line 2"),
+    ],
+)
 def test_bad_snapshots_are_bad_input(text, needle):
     with pytest.raises(InputError, match=needle):
         parse_snapshot(text, "snap.log")
@@ -104,7 +139,11 @@ CASES = [
     (("sysctl", "vm.swappiness", "1"), [("sysctl", "vm.swappiness", "1")], OK),
     (("sysctl", "vm.swappiness", "1"), [("sysctl", "vm.swappiness", "60")], DIFFERS),
     (("sysctl", "vm.swapiness", "1"), [("sysctl", "vm.swapiness", "!absent")], MISSING),
-    (("sysctl", "net.ipv4.tcp_rmem", "4096 87380 536870912"), [("sysctl", "net.ipv4.tcp_rmem", "4096 87380  536870912")], OK),
+    (
+        ("sysctl", "net.ipv4.tcp_rmem", "4096 87380 536870912"),
+        [("sysctl", "net.ipv4.tcp_rmem", "4096 87380  536870912")],
+        OK,
+    ),
     (("sysctl", "vm.swappiness", "1"), [], MISSING),
     # kernel-arg: /proc/cmdline, then the kernel's own view
     (("kernel-arg", "iommu", "pt"), [("cmdline", "-", "root=/dev/vda iommu=pt")], OK),
@@ -112,87 +151,252 @@ CASES = [
     (("kernel-arg", "iommu", "pt"), [("cmdline", "-", "iommu=pt iommu=off")], DIFFERS),
     (("kernel-arg", "nosmt", ""), [("cmdline", "-", "ro nosmt")], OK),
     (("kernel-arg", "nvidia-drm.modeset", "1"), [("cmdline", "-", "nvidia_drm.modeset=1")], OK),
-    (("kernel-arg", "processor.max_cstate", "1"),
-     [("cmdline", "-", "processor.max_cstate=1"), ("modparam", "processor/max_cstate", "8")], DIFFERS),
-    (("kernel-arg", "processor.max_cstate", "1"),
-     [("cmdline", "-", "processor.max_cstate=1"), ("modparam", "processor/max_cstate", "1")], OK),
-    (("kernel-arg", "transparent_hugepage", "madvise"),
-     [("cmdline", "-", "transparent_hugepage=madvise"),
-      ("sysfs", "/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never")], DIFFERS),
-    (("kernel-arg", "bogus_arg", "1"),
-     [("cmdline", "-", "bogus_arg=1"), ("kernel", "unknown-params", 'Unknown kernel command line parameters "bogus_arg=1", will be passed to user space.')], DIFFERS),
+    (
+        ("kernel-arg", "processor.max_cstate", "1"),
+        [("cmdline", "-", "processor.max_cstate=1"), ("modparam", "processor/max_cstate", "8")],
+        DIFFERS,
+    ),
+    (
+        ("kernel-arg", "processor.max_cstate", "1"),
+        [("cmdline", "-", "processor.max_cstate=1"), ("modparam", "processor/max_cstate", "1")],
+        OK,
+    ),
+    (
+        ("kernel-arg", "transparent_hugepage", "madvise"),
+        [
+            ("cmdline", "-", "transparent_hugepage=madvise"),
+            ("sysfs", "/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never"),
+        ],
+        DIFFERS,
+    ),
+    (
+        ("kernel-arg", "bogus_arg", "1"),
+        [
+            ("cmdline", "-", "bogus_arg=1"),
+            (
+                "kernel",
+                "unknown-params",
+                'Unknown kernel command line parameters "bogus_arg=1", will be passed to user space.',
+            ),
+        ],
+        DIFFERS,
+    ),
     # limit: a PAM session of the domain's user; limits.conf memlock is KiB, /proc shows bytes
-    (("limit", "* soft nofile", "1048576"), limits_rows("nobody", nofile=("1048576", "1048576")), OK),
-    (("limit", "* hard nofile", "1048576"), limits_rows("nobody", nofile=("1048576", "524288")), DIFFERS),
+    (
+        ("limit", "* soft nofile", "1048576"),
+        limits_rows("nobody", nofile=("1048576", "1048576")),
+        OK,
+    ),
+    (
+        ("limit", "* hard nofile", "1048576"),
+        limits_rows("nobody", nofile=("1048576", "524288")),
+        DIFFERS,
+    ),
     (("limit", "* - memlock", "64"), limits_rows("nobody", memlock=("65536", "65536")), OK),
-    (("limit", "* hard memlock", "unlimited"), limits_rows("nobody", memlock=("65536", "unlimited")), OK),
+    (
+        ("limit", "* hard memlock", "unlimited"),
+        limits_rows("nobody", memlock=("65536", "unlimited")),
+        OK,
+    ),
     (("limit", "@gpu hard nofile", "1048576"), [], NA),
     (("limit", "* hard maxlogins", "4"), [], NA),
     (("limit", "alice hard nofile", "1048576"), [("limits", "alice", "!absent")], NA),
     (("limit", "* hard nofile", "1048576"), [("limits", "nobody", "!unavailable")], NA),
     # systemd-manager: systemctl show, sizes and time spans as the manager prints them
-    (("systemd-manager", "DefaultLimitNOFILE", "1048576"),
-     [("manager", "DefaultLimitNOFILE", "1048576"), ("manager", "DefaultLimitNOFILESoft", "1048576")], OK),
-    (("systemd-manager", "DefaultLimitNOFILE", "524288:1048576"),
-     [("manager", "DefaultLimitNOFILE", "1048576"), ("manager", "DefaultLimitNOFILESoft", "1024")], DIFFERS),
-    (("systemd-manager", "DefaultLimitMEMLOCK", "64M"),
-     [("manager", "DefaultLimitMEMLOCK", "67108864"), ("manager", "DefaultLimitMEMLOCKSoft", "67108864")], OK),
-    (("systemd-manager", "DefaultTimeoutStopSec", "90s"), [("manager", "DefaultTimeoutStopSec", "1min 30s")], OK),
-    (("systemd-manager", "DefaultLimitNOFILE", "1048576"), [("manager", "DefaultLimitNOFILE", "!unavailable")], NA),
+    (
+        ("systemd-manager", "DefaultLimitNOFILE", "1048576"),
+        [
+            ("manager", "DefaultLimitNOFILE", "1048576"),
+            ("manager", "DefaultLimitNOFILESoft", "1048576"),
+        ],
+        OK,
+    ),
+    (
+        ("systemd-manager", "DefaultLimitNOFILE", "524288:1048576"),
+        [
+            ("manager", "DefaultLimitNOFILE", "1048576"),
+            ("manager", "DefaultLimitNOFILESoft", "1024"),
+        ],
+        DIFFERS,
+    ),
+    (
+        ("systemd-manager", "DefaultLimitMEMLOCK", "64M"),
+        [
+            ("manager", "DefaultLimitMEMLOCK", "67108864"),
+            ("manager", "DefaultLimitMEMLOCKSoft", "67108864"),
+        ],
+        OK,
+    ),
+    (
+        ("systemd-manager", "DefaultTimeoutStopSec", "90s"),
+        [("manager", "DefaultTimeoutStopSec", "1min 30s")],
+        OK,
+    ),
+    (
+        ("systemd-manager", "DefaultLimitNOFILE", "1048576"),
+        [("manager", "DefaultLimitNOFILE", "!unavailable")],
+        NA,
+    ),
     # modprobe: modprobe --showconfig and /proc/modules
-    (("modprobe", "blacklist nouveau", ""),
-     [("module", "nouveau", "available"), ("modprobe-config", "-", "blacklist nouveau")], OK),
-    (("modprobe", "blacklist nouveau", ""),
-     [("module", "nouveau", "loaded"), ("modprobe-config", "-", "blacklist nouveau")], DIFFERS),
+    (
+        ("modprobe", "blacklist nouveau", ""),
+        [("module", "nouveau", "available"), ("modprobe-config", "-", "blacklist nouveau")],
+        OK,
+    ),
+    (
+        ("modprobe", "blacklist nouveau", ""),
+        [("module", "nouveau", "loaded"), ("modprobe-config", "-", "blacklist nouveau")],
+        DIFFERS,
+    ),
     (("modprobe", "blacklist pcspkr", ""), [("module", "pcspkr", "loaded")], MISSING),
-    (("modprobe", "blacklist snd-hda-intel", ""),
-     [("module", "snd-hda-intel", "absent"), ("modprobe-config", "-", "blacklist snd_hda_intel")], OK),
-    (("modprobe", "options loop max_loop", "42"),
-     [("module", "loop", "loaded"), ("modprobe-config", "-", "options loop max_loop=42"),
-      ("modparam", "loop/max_loop", "42")], OK),
-    (("modprobe", "options loop max_loop", "42"),
-     [("module", "loop", "loaded"), ("modprobe-config", "-", "options loop max_loop=8")], DIFFERS),
-    (("modprobe", "options loop max_loop", "42"),
-     [("module", "loop", "loaded"), ("modprobe-config", "-", "options loop max_loop=42"),
-      ("modparam", "loop/max_loop", "8")], DIFFERS),
+    (
+        ("modprobe", "blacklist snd-hda-intel", ""),
+        [
+            ("module", "snd-hda-intel", "absent"),
+            ("modprobe-config", "-", "blacklist snd_hda_intel"),
+        ],
+        OK,
+    ),
+    (
+        ("modprobe", "options loop max_loop", "42"),
+        [
+            ("module", "loop", "loaded"),
+            ("modprobe-config", "-", "options loop max_loop=42"),
+            ("modparam", "loop/max_loop", "42"),
+        ],
+        OK,
+    ),
+    (
+        ("modprobe", "options loop max_loop", "42"),
+        [("module", "loop", "loaded"), ("modprobe-config", "-", "options loop max_loop=8")],
+        DIFFERS,
+    ),
+    (
+        ("modprobe", "options loop max_loop", "42"),
+        [
+            ("module", "loop", "loaded"),
+            ("modprobe-config", "-", "options loop max_loop=42"),
+            ("modparam", "loop/max_loop", "8"),
+        ],
+        DIFFERS,
+    ),
     # module-load
     (("module-load", "nvidia-peermem", ""), [("module", "nvidia-peermem", "loaded")], OK),
     (("module-load", "loop", ""), [("module", "loop", "builtin")], OK),
     (("module-load", "loop", ""), [("module", "loop", "available")], DIFFERS),
     (("module-load", "nvidia-peermem", ""), [("module", "nvidia-peermem", "absent")], NA),
     # sysfs: globs, [selected] values, absent drivers
-    (("sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise"),
-     [("sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "always defer [defer+madvise] madvise never")], OK),
-    (("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance"),
-     [("sysfs", "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance"),
-      ("sysfs", "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "powersave")], DIFFERS),
-    (("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance"),
-     [("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "!absent")], NA),
+    (
+        ("sysfs", "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise"),
+        [
+            (
+                "sysfs",
+                "/sys/kernel/mm/transparent_hugepage/defrag",
+                "always defer [defer+madvise] madvise never",
+            )
+        ],
+        OK,
+    ),
+    (
+        ("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance"),
+        [
+            ("sysfs", "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance"),
+            ("sysfs", "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "powersave"),
+        ],
+        DIFFERS,
+    ),
+    (
+        ("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance"),
+        [("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "!absent")],
+        NA,
+    ),
     # irq
     (("irq", "ib0", "1-3,8"), [("irq", "ib0", "120 1-3,8"), ("irq", "ib0", "121 1,2,3,8")], OK),
     (("irq", "ib0", "1-3"), [("irq", "ib0", "120 1-3"), ("irq", "ib0", "121 0-63")], DIFFERS),
     (("irq", "ib0", "1-3"), [("irq", "ib0", "!absent")], NA),
     # service
-    (("service", "irqbalance.service", "disable"), [("unit-enabled", "irqbalance.service", "disabled")], OK),
-    (("service", "irqbalance.service", "disable"), [("unit-enabled", "irqbalance.service", "enabled")], DIFFERS),
+    (
+        ("service", "irqbalance.service", "disable"),
+        [("unit-enabled", "irqbalance.service", "disabled")],
+        OK,
+    ),
+    (
+        ("service", "irqbalance.service", "disable"),
+        [("unit-enabled", "irqbalance.service", "enabled")],
+        DIFFERS,
+    ),
     (("service", "cups.service", "disable"), [("unit-enabled", "cups.service", "!absent")], NA),
-    (("service", "goldtune-gpu.service", "enable"), [("unit-enabled", "goldtune-gpu.service", "enabled")], OK),
-    (("service", "ctrl-alt-del.target", "mask"), [("unit-enabled", "ctrl-alt-del.target", "!absent")], MISSING),
-    (("service", "ctrl-alt-del.target", "mask"), [("unit-enabled", "ctrl-alt-del.target", "masked")], OK),
+    (
+        ("service", "goldtune-gpu.service", "enable"),
+        [("unit-enabled", "goldtune-gpu.service", "enabled")],
+        OK,
+    ),
+    (
+        ("service", "ctrl-alt-del.target", "mask"),
+        [("unit-enabled", "ctrl-alt-del.target", "!absent")],
+        MISSING,
+    ),
+    (
+        ("service", "ctrl-alt-del.target", "mask"),
+        [("unit-enabled", "ctrl-alt-del.target", "masked")],
+        OK,
+    ),
     # gpu
     (("gpu", "persistence", "on"), [("gpu", "tool", "!absent")], NA),
-    (("gpu", "persistence", "on"),
-     [("gpu", "tool", "ok"), ("gpu", "0", "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, 1980, 1980, Disabled, Disabled")], OK),
-    (("gpu", "compute-mode", "EXCLUSIVE_PROCESS"),
-     [("gpu", "tool", "ok"), ("gpu", "0", "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, 1980, 1980, Disabled, Disabled")], DIFFERS),
-    (("gpu", "mig", "off"),
-     [("gpu", "tool", "ok"), ("gpu", "0", "0, 00000000:01:00.0, NVIDIA L4, Enabled, Enabled, Enabled, Default, 72.00, 72.00, 2040, 2040, [N/A], [N/A]")], NA),
-    (("gpu", "power-limit", "90%"),
-     [("gpu", "tool", "ok"), ("gpu", "0", "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 630.00, 700.00, 1980, 1980, Disabled, Disabled")], OK),
+    (
+        ("gpu", "persistence", "on"),
+        [
+            ("gpu", "tool", "ok"),
+            (
+                "gpu",
+                "0",
+                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, 1980, 1980, Disabled, Disabled",
+            ),
+        ],
+        OK,
+    ),
+    (
+        ("gpu", "compute-mode", "EXCLUSIVE_PROCESS"),
+        [
+            ("gpu", "tool", "ok"),
+            (
+                "gpu",
+                "0",
+                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, 1980, 1980, Disabled, Disabled",
+            ),
+        ],
+        DIFFERS,
+    ),
+    (
+        ("gpu", "mig", "off"),
+        [
+            ("gpu", "tool", "ok"),
+            (
+                "gpu",
+                "0",
+                "0, 00000000:01:00.0, NVIDIA L4, Enabled, Enabled, Enabled, Default, 72.00, 72.00, 2040, 2040, [N/A], [N/A]",
+            ),
+        ],
+        NA,
+    ),
+    (
+        ("gpu", "power-limit", "90%"),
+        [
+            ("gpu", "tool", "ok"),
+            (
+                "gpu",
+                "0",
+                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 630.00, 700.00, 1980, 1980, Disabled, Disabled",
+            ),
+        ],
+        OK,
+    ),
 ]
 
 
-@pytest.mark.parametrize("setting,records,verdict", CASES, ids=[f"{c[0][0]}-{c[0][1]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "setting,records,verdict", CASES, ids=[f"{c[0][0]}-{c[0][1]}-{i}" for i, c in enumerate(CASES)]
+)
 def test_live_verdicts(tmp_path, setting, records, verdict):
     check = one(tmp_path, setting, *records)
     assert check.verdict == verdict, check
@@ -202,42 +406,85 @@ def test_live_verdicts(tmp_path, setting, records, verdict):
 
 def test_udev_counts_only_disks_the_bundle_rules_match(tmp_path):
     files = {"rootfs/etc/udev/rules.d/60-goldtune-io-scheduler.rules": (RULES, 0o644)}
-    disks = [("block", "vda:queue/scheduler", "[none] mq-deadline"), ("block", "vda:queue/rotational", "0"),
-             ("block", "sda:queue/scheduler", "[mq-deadline] none"), ("block", "sda:queue/rotational", "0"),
-             ("block", "sdb:queue/scheduler", "[none] mq-deadline"), ("block", "sdb:queue/rotational", "1")]
+    disks = [
+        ("block", "vda:queue/scheduler", "[none] mq-deadline"),
+        ("block", "vda:queue/rotational", "0"),
+        ("block", "sda:queue/scheduler", "[mq-deadline] none"),
+        ("block", "sda:queue/rotational", "0"),
+        ("block", "sdb:queue/scheduler", "[none] mq-deadline"),
+        ("block", "sdb:queue/rotational", "1"),
+    ]
     ssd = one(tmp_path, ("udev", "ssd", "mq-deadline"), *disks, files=files)
     assert ssd.verdict == OK and "sda" in ssd.actual and "vda" not in ssd.actual
     nvme = one(tmp_path, ("udev", "nvme", "none"), *disks, files=files)
     assert nvme.verdict == NA and "no nvme disk" in nvme.reason
-    wrong = one(tmp_path, ("udev", "ssd", "mq-deadline"),
-                ("block", "sda:queue/scheduler", "mq-deadline [none]"), ("block", "sda:queue/rotational", "0"), files=files)
+    wrong = one(
+        tmp_path,
+        ("udev", "ssd", "mq-deadline"),
+        ("block", "sda:queue/scheduler", "mq-deadline [none]"),
+        ("block", "sda:queue/rotational", "0"),
+        files=files,
+    )
     assert wrong.verdict == DIFFERS
 
 
 TUNED = {"rootfs/etc/tuned/goldtune-inference/tuned.conf": ("[cpu]\ngovernor=performance\n", 0o644)}
 
 
-@pytest.mark.parametrize("setting,records,verdict", [
-    (("tuned", "cpu.governor", "performance"), [("tuned", "active", "!absent")], NA),
-    (("tuned", "cpu.governor", "performance"), [("tuned", "active", "virtual-guest"), ("tuned", "verify", "ok")], DIFFERS),
-    (("tuned", "cpu.governor", "performance"),
-     [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "ok"),
-      ("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "!absent")], NA),
-    (("tuned", "sysctl.vm.dirty_ratio", "7"),
-     [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "ok"), ("sysctl", "vm.dirty_ratio", "40")], DIFFERS),
-    (("tuned", "disk.readahead", "4096"), [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "ok")], OK),
-    (("tuned", "disk.readahead", "4096"), [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "failed")], DIFFERS),
-])
+@pytest.mark.parametrize(
+    "setting,records,verdict",
+    [
+        (("tuned", "cpu.governor", "performance"), [("tuned", "active", "!absent")], NA),
+        (
+            ("tuned", "cpu.governor", "performance"),
+            [("tuned", "active", "virtual-guest"), ("tuned", "verify", "ok")],
+            DIFFERS,
+        ),
+        (
+            ("tuned", "cpu.governor", "performance"),
+            [
+                ("tuned", "active", "goldtune-inference"),
+                ("tuned", "verify", "ok"),
+                ("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "!absent"),
+            ],
+            NA,
+        ),
+        (
+            ("tuned", "sysctl.vm.dirty_ratio", "7"),
+            [
+                ("tuned", "active", "goldtune-inference"),
+                ("tuned", "verify", "ok"),
+                ("sysctl", "vm.dirty_ratio", "40"),
+            ],
+            DIFFERS,
+        ),
+        (
+            ("tuned", "disk.readahead", "4096"),
+            [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "ok")],
+            OK,
+        ),
+        (
+            ("tuned", "disk.readahead", "4096"),
+            [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "failed")],
+            DIFFERS,
+        ),
+    ],
+)
 def test_tuned_verdicts(tmp_path, setting, records, verdict):
     assert one(tmp_path, setting, *records, files=TUNED).verdict == verdict
 
 
 def test_cmdline_parsing_stops_at_init_arguments():
     assert parse_cmdline('a=1 b "c=x y" nvidia-drm.modeset=1 -- d=2') == {
-        "a": "1", "b": None, "c": "x y", "nvidia_drm.modeset": "1"}
+        "a": "1",
+        "b": None,
+        "c": "x y",
+        "nvidia_drm.modeset": "1",
+    }
 
 
 # --- health of the boot ---------------------------------------------------------------------
+
 
 def health(tmp_path: Path, *records: tuple[str, str, str], files=None) -> list:
     bundle = make_bundle(tmp_path, [], files)
@@ -252,53 +499,119 @@ def write_snapshot(tmp_path: Path, *records: tuple[str, str, str]) -> Path:
 
 
 def test_a_clean_boot_is_healthy(tmp_path):
-    checks = health(tmp_path, ("system", "state", "running"),
-                    ("journal", "-", "[ 0.05] guest kernel: tsc: Unable to calibrate against PIT"),
-                    ("own-unit", "goldtune-gpu.service", "UnitFileState=enabled"),
-                    ("own-unit", "goldtune-gpu.service", "Result=success"),
-                    ("own-unit", "goldtune-gpu.service", "ActiveState=active"),
-                    ("own-unit", "goldtune-gpu.service", "InactiveExitTimestampMonotonic=23011921"),
-                    ("own-unit", "goldtune-gpu.service", "ActiveEnterTimestampMonotonic=23996878"),
-                    ("own-unit-log", "goldtune-gpu.service", "goldtune-gpu: nvidia-smi not found; nothing to do"))
+    checks = health(
+        tmp_path,
+        ("system", "state", "running"),
+        ("journal", "-", "[ 0.05] guest kernel: tsc: Unable to calibrate against PIT"),
+        ("own-unit", "goldtune-gpu.service", "UnitFileState=enabled"),
+        ("own-unit", "goldtune-gpu.service", "Result=success"),
+        ("own-unit", "goldtune-gpu.service", "ActiveState=active"),
+        ("own-unit", "goldtune-gpu.service", "InactiveExitTimestampMonotonic=23011921"),
+        ("own-unit", "goldtune-gpu.service", "ActiveEnterTimestampMonotonic=23996878"),
+        (
+            "own-unit-log",
+            "goldtune-gpu.service",
+            "goldtune-gpu: nvidia-smi not found; nothing to do",
+        ),
+    )
     assert all(c.verdict == OK for c in checks), checks
     unit = next(c for c in checks if c.kind == "unit")
     assert "0.98 s" in unit.actual and "nothing to do" in unit.reason
 
 
-@pytest.mark.parametrize("record,kind", [
-    (("system", "state", "degraded"), "system"),
-    (("system", "failed-unit", "systemd-modules-load.service"), "system"),
-    (("journal", "-", "[ 9.1] guest systemd-sysctl[201]: Couldn't write 'off' to 'kernel/numa_balancing': Invalid argument"), "journal"),
-    (("journal", "-", "[ 9.1] guest systemd[1]: /etc/systemd/system.conf.d/90-goldtune.conf:3: Unknown key 'DefaultLimitMEMLOK' in section [Manager], ignoring."), "journal"),
-    (("journal", "-", "[ 9.1] guest runuser[300]: pam_limits(runuser:session): unknown limit item 'memlok'"), "journal"),
-    (("journal", "-", "[ 9.1] guest kernel: loop: `notanumber' invalid for parameter `max_loop'"), "journal"),
-    (("journal", "-", "[ 9.1] guest (udev-worker)[150]: sda: /etc/udev/rules.d/60-x.rules:2 Failed to write ATTR{/sys/.../queue/scheduler}, ignoring: Invalid argument"), "journal"),
-    (("modprobe-error", "-", "libkmod: ERROR: /etc/modprobe.d/x.conf line 1: ignoring bad line starting with 'blacklst'"), "journal"),
-    (("own-unit", "goldtune-irq-affinity.service", "Result=exit-code"), "unit"),
-])
+@pytest.mark.parametrize(
+    "record,kind",
+    [
+        (("system", "state", "degraded"), "system"),
+        (("system", "failed-unit", "systemd-modules-load.service"), "system"),
+        (
+            (
+                "journal",
+                "-",
+                "[ 9.1] guest systemd-sysctl[201]: Couldn't write 'off' to 'kernel/numa_balancing': Invalid argument",
+            ),
+            "journal",
+        ),
+        (
+            (
+                "journal",
+                "-",
+                "[ 9.1] guest systemd[1]: /etc/systemd/system.conf.d/90-goldtune.conf:3: Unknown key 'DefaultLimitMEMLOK' in section [Manager], ignoring.",
+            ),
+            "journal",
+        ),
+        (
+            (
+                "journal",
+                "-",
+                "[ 9.1] guest runuser[300]: pam_limits(runuser:session): unknown limit item 'memlok'",
+            ),
+            "journal",
+        ),
+        (
+            (
+                "journal",
+                "-",
+                "[ 9.1] guest kernel: loop: `notanumber' invalid for parameter `max_loop'",
+            ),
+            "journal",
+        ),
+        (
+            (
+                "journal",
+                "-",
+                "[ 9.1] guest (udev-worker)[150]: sda: /etc/udev/rules.d/60-x.rules:2 Failed to write ATTR{/sys/.../queue/scheduler}, ignoring: Invalid argument",
+            ),
+            "journal",
+        ),
+        (
+            (
+                "modprobe-error",
+                "-",
+                "libkmod: ERROR: /etc/modprobe.d/x.conf line 1: ignoring bad line starting with 'blacklst'",
+            ),
+            "journal",
+        ),
+        (("own-unit", "goldtune-irq-affinity.service", "Result=exit-code"), "unit"),
+    ],
+)
 def test_an_unhealthy_boot_fails(tmp_path, record, kind):
     checks = health(tmp_path, ("system", "state", "running"), record)
     assert any(c.kind == kind and c.verdict == DIFFERS for c in checks), checks
 
 
 def test_installed_files_are_compared_with_the_manifest(tmp_path):
-    files = {"rootfs/etc/sysctl.d/90-goldtune.conf": ("vm.swappiness = 1\n", 0o644),
-             "rootfs/usr/local/libexec/goldtune/gpu-setup": ("#!/bin/sh\n", 0o755)}
+    files = {
+        "rootfs/etc/sysctl.d/90-goldtune.conf": ("vm.swappiness = 1\n", 0o644),
+        "rootfs/usr/local/libexec/goldtune/gpu-setup": ("#!/bin/sh\n", 0o755),
+    }
     digest = hashlib.sha256(b"vm.swappiness = 1\n").hexdigest()
-    checks = health(tmp_path, ("file", "/etc/sysctl.d/90-goldtune.conf", f"{digest} 644"),
-                    ("file", "/usr/local/libexec/goldtune/gpu-setup", f"{digest} 755"), files=files)
+    checks = health(
+        tmp_path,
+        ("file", "/etc/sysctl.d/90-goldtune.conf", f"{digest} 644"),
+        ("file", "/usr/local/libexec/goldtune/gpu-setup", f"{digest} 755"),
+        files=files,
+    )
     by_key = {c.key: c.verdict for c in checks if c.kind == "file"}
-    assert by_key == {"/etc/sysctl.d/90-goldtune.conf": OK, "/usr/local/libexec/goldtune/gpu-setup": DIFFERS}
+    assert by_key == {
+        "/etc/sysctl.d/90-goldtune.conf": OK,
+        "/usr/local/libexec/goldtune/gpu-setup": DIFFERS,
+    }
 
 
 # --- the command: report, JSON, exit status -------------------------------------------------
+
 
 def test_exit_0_and_a_table_when_everything_applicable_is_ok(tmp_path, capsys):
     bundle = make_bundle(tmp_path, [("sysctl", "vm.swappiness", "1"), ("gpu", "persistence", "on")])
     snap = write_snapshot(tmp_path, ("sysctl", "vm.swappiness", "1"), ("gpu", "tool", "!absent"))
     assert run_verify(bundle, snapshot=snap) == 0
     out = capsys.readouterr().out
-    assert "VERDICT" in out and "not-applicable" in out and "1 ok, 0 differ, 0 missing, 1 not applicable" in out
+    assert (
+        "VERDICT" in out
+        and "not-applicable" in out
+        and "1 ok, 0 differ, 0 missing, 1 not applicable" in out
+    )
 
 
 def test_exit_1_and_json_when_something_differs(tmp_path, capsys):
@@ -307,31 +620,70 @@ def test_exit_1_and_json_when_something_differs(tmp_path, capsys):
     assert run_verify(bundle, snapshot=snap, as_json=True) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["status"] == "differs" and data["summary"]["differs"] == 1
-    assert data["checks"][0] == {"kind": "sysctl", "key": "vm.swappiness", "expected": "1", "actual": "60",
-                                 "verdict": "differs", "reason": "", "rule": "test.sysctl"}
+    assert data["checks"][0] == {
+        "kind": "sysctl",
+        "key": "vm.swappiness",
+        "expected": "1",
+        "actual": "60",
+        "verdict": "differs",
+        "reason": "",
+        "rule": "test.sysctl",
+    }
 
 
-@pytest.mark.parametrize("prepare,needle", [
-    (lambda b: (b / "plan.json").unlink(), "not a goldtune bundle: no plan.json"),
-    (lambda b: (b / "plan.json").write_text("{"), "unreadable plan.json"),
-    (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [{"kind": "sysctl", '
-                                            '"key": 1, "value": "1", "rule": "r", "reason": "r"}]}'), "'key' missing or not a string"),
-    (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [{"kind": "nosuch"}]}'),
-     "unknown setting kind"),
-    (lambda b: (b / "plan.json").write_text('{"settings": []}'), "not a goldtune plan"),
-    (lambda b: (b / "manifest.json").write_text('{"files": [{"path": "x"}]}'), "files[0]"),
-    # hostile bundles (issue 11, items 6 and 7): each was a traceback or a hang
-    (lambda b: (b / "plan.json").write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
-    (lambda b: (b / "plan.json").write_text('{"format": ' + "9" * 5000 + "}"), "numbers too long"),
-    (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [], "notes": ["x"]}'),
-     "'notes' is not a list of objects"),
-    (lambda b: (b / "plan.json").write_text('{"format": 1, "tool": "goldtune", "settings": [1]}'),
-     "'settings' is not a list of objects"),
-    (lambda b: (b / "manifest.json").write_text("[" * 100_000), "nested too deeply"),
-    (lambda b: (b / "manifest.json").write_text('["files"]'), "a manifest has a list of files"),
-    (lambda b: ((b / "plan.json").unlink(), os.mkfifo(b / "plan.json")), "plan.json: is a FIFO"),
-    (lambda b: ((b / "plan.json").unlink(), (b / "plan.json").symlink_to("/etc/hostname")), "symbolic link"),
-])
+@pytest.mark.parametrize(
+    "prepare,needle",
+    [
+        (lambda b: (b / "plan.json").unlink(), "not a goldtune bundle: no plan.json"),
+        (lambda b: (b / "plan.json").write_text("{"), "unreadable plan.json"),
+        (
+            lambda b: (b / "plan.json").write_text(
+                '{"format": 1, "tool": "goldtune", "settings": [{"kind": "sysctl", '
+                '"key": 1, "value": "1", "rule": "r", "reason": "r"}]}'
+            ),
+            "'key' missing or not a string",
+        ),
+        (
+            lambda b: (b / "plan.json").write_text(
+                '{"format": 1, "tool": "goldtune", "settings": [{"kind": "nosuch"}]}'
+            ),
+            "unknown setting kind",
+        ),
+        (lambda b: (b / "plan.json").write_text('{"settings": []}'), "not a goldtune plan"),
+        (lambda b: (b / "manifest.json").write_text('{"files": [{"path": "x"}]}'), "files[0]"),
+        # hostile bundles (issue 11, items 6 and 7): each was a traceback or a hang
+        (
+            lambda b: (b / "plan.json").write_text("[" * 100_000 + "]" * 100_000),
+            "nested too deeply",
+        ),
+        (
+            lambda b: (b / "plan.json").write_text('{"format": ' + "9" * 5000 + "}"),
+            "numbers too long",
+        ),
+        (
+            lambda b: (b / "plan.json").write_text(
+                '{"format": 1, "tool": "goldtune", "settings": [], "notes": ["x"]}'
+            ),
+            "'notes' is not a list of objects",
+        ),
+        (
+            lambda b: (b / "plan.json").write_text(
+                '{"format": 1, "tool": "goldtune", "settings": [1]}'
+            ),
+            "'settings' is not a list of objects",
+        ),
+        (lambda b: (b / "manifest.json").write_text("[" * 100_000), "nested too deeply"),
+        (lambda b: (b / "manifest.json").write_text('["files"]'), "a manifest has a list of files"),
+        (
+            lambda b: ((b / "plan.json").unlink(), os.mkfifo(b / "plan.json")),
+            "plan.json: is a FIFO",
+        ),
+        (
+            lambda b: ((b / "plan.json").unlink(), (b / "plan.json").symlink_to("/etc/hostname")),
+            "symbolic link",
+        ),
+    ],
+)
 def test_bad_bundles_are_bad_input(tmp_path, prepare, needle):
     bundle = make_bundle(tmp_path, [])
     prepare(bundle)
@@ -352,15 +704,26 @@ def test_missing_snapshot_file_is_bad_input(tmp_path):
 
 # --- the collector ---------------------------------------------------------------------------
 
-SAMPLE_PLAN = Plan("test-hw", "inference", (
-    Setting("sysctl", "vm.swappiness", "1", "r"), Setting("kernel-arg", "processor.max_cstate", "1", "r"),
-    Setting("limit", "* hard nofile", "1048576", "r"), Setting("systemd-manager", "DefaultLimitNOFILE", "1048576", "r"),
-    Setting("modprobe", "blacklist nouveau", "", "r"), Setting("module-load", "loop", "", "r"),
-    Setting("sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", "r"),
-    Setting("udev", "nvme", "none", "r"), Setting("tuned", "cpu.governor", "performance", "r"),
-    Setting("gpu", "persistence", "on", "r"), Setting("irq", "ib0", "1-3", "r"),
-    Setting("service", "irqbalance.service", "disable", "r"),
-))
+SAMPLE_PLAN = Plan(
+    "test-hw",
+    "inference",
+    (
+        Setting("sysctl", "vm.swappiness", "1", "r"),
+        Setting("kernel-arg", "processor.max_cstate", "1", "r"),
+        Setting("limit", "* hard nofile", "1048576", "r"),
+        Setting("systemd-manager", "DefaultLimitNOFILE", "1048576", "r"),
+        Setting("modprobe", "blacklist nouveau", "", "r"),
+        Setting("module-load", "loop", "", "r"),
+        Setting(
+            "sysfs", "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", "r"
+        ),
+        Setting("udev", "nvme", "none", "r"),
+        Setting("tuned", "cpu.governor", "performance", "r"),
+        Setting("gpu", "persistence", "on", "r"),
+        Setting("irq", "ib0", "1-3", "r"),
+        Setting("service", "irqbalance.service", "disable", "r"),
+    ),
+)
 
 
 def collect_data(plan: Plan) -> str:
@@ -370,8 +733,13 @@ def collect_data(plan: Plan) -> str:
 def run_collector(tmp_path: Path, data: str) -> subprocess.CompletedProcess[str]:
     data_file = tmp_path / "collect.conf"
     data_file.write_text(data)
-    return subprocess.run(["sh", str(collector_script()), str(data_file)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        ["sh", str(collector_script()), str(data_file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_collector_runs_here_and_its_output_parses(tmp_path):
@@ -379,7 +747,9 @@ def test_collector_runs_here_and_its_output_parses(tmp_path):
     snap = parse_snapshot(result.stdout)
     assert snap.value("meta", "kernel") == os.uname().release
     assert snap.value("meta", "bundle") == "test-hw_inference"
-    assert snap.value("sysctl", "vm.swappiness") == Path("/proc/sys/vm/swappiness").read_text().strip()
+    assert (
+        snap.value("sysctl", "vm.swappiness") == Path("/proc/sys/vm/swappiness").read_text().strip()
+    )
     assert snap.value("cmdline", "-") is not None
     assert snap.values("irq", "ib0") == ["!absent"]
     assert snap.value("module", "loop") in {"loaded", "builtin", "available", "absent"}
@@ -392,8 +762,17 @@ def test_collector_reads_only_what_its_data_names(tmp_path):
     assert snap.has("sysfs")  # the effect paths are always read
 
 
-@pytest.mark.parametrize("line", ["sysctl\tvm.swappiness'; reboot; '", "sysctl\t$(reboot)", "reboot",
-                                  "sysctl", "block\tx", "sysctl\ta b"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sysctl\tvm.swappiness'; reboot; '",
+        "sysctl\t$(reboot)",
+        "reboot",
+        "sysctl",
+        "block\tx",
+        "sysctl\ta b",
+    ],
+)
 def test_collector_refuses_bad_data_before_printing_anything(tmp_path, line):
     data = collect_data(SAMPLE_PLAN) + line + "\n"
     result = run_collector(tmp_path, data)
@@ -431,6 +810,7 @@ def test_live_verify_refuses_forged_collector_data(tmp_path):
 
 
 # --- --root: a mounted image -----------------------------------------------------------------
+
 
 def image_tree(root: Path, files: dict[str, str], links: dict[str, str] | None = None) -> Path:
     for path, text in files.items():
@@ -483,8 +863,12 @@ ROOT_LINKS = {
 }
 
 
-def root_verdicts(tmp_path: Path, files: dict[str, str], links: dict[str, str]) -> dict[tuple[str, str], Verdict]:
-    overlay = {f"rootfs{path}": (text, 0o644) for path, text in ROOT_FILES.items() if "goldtune" in path}
+def root_verdicts(
+    tmp_path: Path, files: dict[str, str], links: dict[str, str]
+) -> dict[tuple[str, str], Verdict]:
+    overlay = {
+        f"rootfs{path}": (text, 0o644) for path, text in ROOT_FILES.items() if "goldtune" in path
+    }
     bundle = make_bundle(tmp_path, ROOT_SETTINGS, overlay)
     root = image_tree(tmp_path / "image", files, links)
     checks, _ = verify_checks(load_bundle(bundle), root, None)
@@ -501,14 +885,18 @@ def test_root_of_a_good_image(tmp_path, capsys):
 def test_root_finds_what_overrides_or_is_missing(tmp_path):
     files = dict(ROOT_FILES)
     files["/etc/sysctl.d/99-local.conf"] = "vm.swappiness=60\n"  # read after ours: wins at boot
-    files["/etc/default/grub.d/99-local.cfg"] = 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'  # drops our argument
+    files["/etc/default/grub.d/99-local.cfg"] = (
+        'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n'  # drops our argument
+    )
     files["/etc/tuned/active_profile"] = "virtual-guest\n"
     files["/etc/systemd/system.conf.d/90-goldtune.conf"] = "[Manager]\nDefaultLimitNOFILE=65536\n"
     files["/boot/grub/grub.cfg"] = "menuentry x {\n  linux /vmlinuz root=/dev/sda ro quiet\n}\n"
     del files["/etc/modules-load.d/90-goldtune.conf"]
     links = dict(ROOT_LINKS)
     del links["/etc/systemd/system/ctrl-alt-del.target"]
-    links["/etc/systemd/system/multi-user.target.wants/irqbalance.service"] = "/lib/systemd/system/irqbalance.service"
+    links["/etc/systemd/system/multi-user.target.wants/irqbalance.service"] = (
+        "/lib/systemd/system/irqbalance.service"
+    )
     verdicts = root_verdicts(tmp_path, files, links)
     assert verdicts[("sysctl", "vm.swappiness")] == DIFFERS
     assert verdicts[("kernel-arg", "iommu")] == MISSING
@@ -525,7 +913,9 @@ def test_root_reads_grub_cfg_when_the_image_has_one(tmp_path):
     files = dict(ROOT_FILES)
     files["/boot/grub/grub.cfg"] = "menuentry x {\n  linux /vmlinuz root=/dev/sda ro quiet\n}\n"
     assert root_verdicts(tmp_path, files, ROOT_LINKS)[("kernel-arg", "iommu")] == DIFFERS
-    files["/boot/grub/grub.cfg"] = "menuentry x {\n  linux /vmlinuz root=/dev/sda ro quiet iommu=pt\n}\n"
+    files["/boot/grub/grub.cfg"] = (
+        "menuentry x {\n  linux /vmlinuz root=/dev/sda ro quiet iommu=pt\n}\n"
+    )
     shutil.rmtree(tmp_path / "image")
     assert root_verdicts(tmp_path, files, ROOT_LINKS)[("kernel-arg", "iommu")] == OK
 
@@ -539,7 +929,9 @@ def test_absolute_links_in_the_image_stay_in_the_image(tmp_path):
     links["/etc/sysctl.d/50-host.conf"] = "/etc/hostname"  # resolved on the host it would be read
     verdicts = root_verdicts(tmp_path, files, links)
     assert verdicts[("sysctl", "vm.swappiness")] == OK
-    assert verdicts[("file", "/etc/sysctl.d/90-goldtune.conf")] == MISSING  # a link, not the bundle's file
+    assert (
+        verdicts[("file", "/etc/sysctl.d/90-goldtune.conf")] == MISSING
+    )  # a link, not the bundle's file
 
 
 def test_root_knows_a_module_the_image_does_not_have(tmp_path):
@@ -559,7 +951,10 @@ def test_root_driver_module_is_loaded_by_the_gpu_unit(tmp_path):
     bundle = make_bundle(tmp_path, settings, {})
     good = image_tree(tmp_path / "good", {"/etc/goldtune/gpu.conf": data}, {})
     bad = image_tree(tmp_path / "bad", {"/etc/goldtune/gpu.conf": "# nothing\n"}, {})
-    verdict = {name: verify_checks(load_bundle(bundle), root, None)[0] for name, root in (("good", good), ("bad", bad))}
+    verdict = {
+        name: verify_checks(load_bundle(bundle), root, None)[0]
+        for name, root in (("good", good), ("bad", bad))
+    }
     pick = lambda checks: next(c.verdict for c in checks if c.kind == "module-load")  # noqa: E731
     assert pick(verdict["good"]) == OK
     assert pick(verdict["bad"]) == MISSING

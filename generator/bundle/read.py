@@ -15,8 +15,8 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from generator.errors import InputError, Problem
 from generator import TOOL
+from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_beneath_with_mode, relative_parts
 from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.planio import FORMAT, plan_from_data
@@ -31,7 +31,9 @@ class BundleFiles(NamedTuple):
     root: Path
     manifest: dict[str, Any]
     plan: Plan
-    tampered: tuple[str, ...]  # files whose content or mode differs from the manifest, or are missing
+    tampered: tuple[
+        str, ...
+    ]  # files whose content or mode differs from the manifest, or are missing
     unlisted: tuple[str, ...]  # files in the directory the manifest does not list
 
     @property
@@ -86,24 +88,36 @@ def load_plan(root: Path) -> Plan:
         check_plan_shape(data)
         return plan_from_data(data)
     except ValueError as error:
-        raise InputError(Problem(str(root / PLAN_FILE), "", short_key(str(error), 120),
-                                 "regenerate the bundle with this goldtune")) from None
+        raise InputError(
+            Problem(
+                str(root / PLAN_FILE),
+                "",
+                short_key(str(error), 120),
+                "regenerate the bundle with this goldtune",
+            )
+        ) from None
 
 
 def check_manifest_shape(manifest: Any, source: str) -> None:
     """A list of files, each a plain relative path with a sha256 (and an optional mode string)."""
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, list) or not all(
-        isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)
-        and isinstance(e.get("mode", ""), str) for e in files
+        isinstance(e, dict)
+        and isinstance(e.get("path"), str)
+        and isinstance(e.get("sha256"), str)
+        and isinstance(e.get("mode", ""), str)
+        for e in files
     ):
         raise InputError(Problem(source, "files", "manifest has no valid file list"))
     for index, entry in enumerate(files):
         try:
             relative_parts(entry["path"])
         except ValueError:
-            raise InputError(Problem(source, f"files[{index}].path",
-                                     "not a plain relative path inside the bundle")) from None
+            raise InputError(
+                Problem(
+                    source, f"files[{index}].path", "not a plain relative path inside the bundle"
+                )
+            ) from None
 
 
 def _file_state(root: Path, entry: dict[str, str]) -> bool:
@@ -139,8 +153,12 @@ def holds_own_plan(root: Path, files: list[Any]) -> bool:
         data = json.loads(raw)
     except (InputError, ValueError, RecursionError):
         return False
-    return (hashlib.sha256(raw).hexdigest() == entry.get("sha256") and isinstance(data, dict)
-            and data.get("tool") == TOOL and data.get("format") == FORMAT)
+    return (
+        hashlib.sha256(raw).hexdigest() == entry.get("sha256")
+        and isinstance(data, dict)
+        and data.get("tool") == TOOL
+        and data.get("format") == FORMAT
+    )
 
 
 def read_bundle(root: Path) -> BundleFiles:

@@ -36,9 +36,9 @@ from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan
+from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
-from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 
 DIR_MODE = 0o755
 # NAME_MAX of Linux file systems. The hidden staging and aside names are keyed by a digest of the
@@ -68,7 +68,9 @@ def write_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> Path:
     return outcome
 
 
-def write_bundles(bundles: Sequence[tuple[Mapping[str, tuple[bytes, int]], Path]]) -> list[Path | GoldtuneError]:
+def write_bundles(
+    bundles: Sequence[tuple[Mapping[str, tuple[bytes, int]], Path]],
+) -> list[Path | GoldtuneError]:
     """Write several bundles with one flush to disk: stage each, flush once, then swap each in.
 
     Each bundle still replaces its target atomically and only once its files are durable; a
@@ -100,18 +102,24 @@ def stage_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> tuple[
     try:
         check_target(target)
     except OSError as error:
-        raise GenerationError(f"{target}: cannot inspect the output directory: {error.strerror}") from error
+        raise GenerationError(
+            f"{target}: cannot inspect the output directory: {error.strerror}"
+        ) from error
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=hidden_prefix(target, STAGING), dir=target.parent))
     except OSError as error:
-        raise GenerationError(f"{target.parent}: cannot create the bundle here: {error.strerror}") from error
+        raise GenerationError(
+            f"{target.parent}: cannot create the bundle here: {error.strerror}"
+        ) from error
     try:
         write_tree(staging, files)
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(error, OSError):
-            raise GenerationError(f"{target}: cannot write the bundle: {error.strerror or error}") from error
+            raise GenerationError(
+                f"{target}: cannot write the bundle: {error.strerror or error}"
+            ) from error
         raise
     return staging, target
 
@@ -145,29 +153,55 @@ def check_target(target: Path) -> None:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
         size = len(os.fsencode(target.name))
-        raise InputError(Problem(str(target), "", f"the directory name is {size} bytes; at most "
-                                 f"{MAX_NAME_BYTES} (NAME_MAX)"))
+        raise InputError(
+            Problem(
+                str(target),
+                "",
+                f"the directory name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)",
+            )
+        )
     try:
         info = os.lstat(target)
     except FileNotFoundError:
         return
     if stat.S_ISLNK(info.st_mode):
-        raise InputError(Problem(str(target), "", "is a symbolic link; refusing to follow or replace it",
-                                 "give the real directory with -o"))
+        raise InputError(
+            Problem(
+                str(target),
+                "",
+                "is a symbolic link; refusing to follow or replace it",
+                "give the real directory with -o",
+            )
+        )
     if not stat.S_ISDIR(info.st_mode):
-        raise InputError(Problem(str(target), "", "exists and is not a directory; refusing to replace it"))
+        raise InputError(
+            Problem(str(target), "", "exists and is not a directory; refusing to replace it")
+        )
     with os.scandir(target) as children:
         if next(children, None) is None:
             return
     listed = read_manifest_paths(target)
     if listed is None:
-        raise InputError(Problem(str(target), "", f"is a non-empty directory that is not a {TOOL} bundle "
-                                 f"(no {TOOL} {MANIFEST}); refusing to replace it", "choose a new or empty directory with -o"))
+        raise InputError(
+            Problem(
+                str(target),
+                "",
+                f"is a non-empty directory that is not a {TOOL} bundle "
+                f"(no {TOOL} {MANIFEST}); refusing to replace it",
+                "choose a new or empty directory with -o",
+            )
+        )
     foreign = sorted(bundle_entries(target) - listed - {MANIFEST})
     if foreign:
         shown = ", ".join(foreign[:MAX_LISTED]) + (", ..." if len(foreign) > MAX_LISTED else "")
-        raise InputError(Problem(str(target), "", f"holds files the {TOOL} manifest does not list ({shown}); "
-                                 "refusing to replace it", "move them away or choose another directory with -o"))
+        raise InputError(
+            Problem(
+                str(target),
+                "",
+                f"holds files the {TOOL} manifest does not list ({shown}); refusing to replace it",
+                "move them away or choose another directory with -o",
+            )
+        )
 
 
 def bundle_entries(directory: Path) -> set[str]:
@@ -176,7 +210,9 @@ def bundle_entries(directory: Path) -> set[str]:
     for parent, dirs, names in os.walk(directory):
         relative = PurePosixPath(Path(parent).relative_to(directory))
         found.update(str(relative / name) for name in names)
-        found.update(str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name)))
+        found.update(
+            str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name))
+        )
     return {path.removeprefix("./") for path in found}
 
 
@@ -186,12 +222,20 @@ def read_manifest_paths(directory: Path) -> set[str] | None:
         data = json.loads(read_beneath(directory, MANIFEST, MAX_BUNDLE_FILE_BYTES))
     except (InputError, ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("tool"), dict) or data["tool"].get("name") != TOOL:
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("tool"), dict)
+        or data["tool"].get("name") != TOOL
+    ):
         return None
     files = data.get("files")
     if not isinstance(files, list) or not holds_own_plan(directory, files):
         return None
-    return {entry["path"] for entry in files if isinstance(entry, dict) and isinstance(entry.get("path"), str)}
+    return {
+        entry["path"]
+        for entry in files
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str)
+    }
 
 
 def check_bundle_paths(files: Mapping[str, tuple[bytes, int]]) -> None:
@@ -199,7 +243,9 @@ def check_bundle_paths(files: Mapping[str, tuple[bytes, int]]) -> None:
     for path in files:
         parts = path.split("/")
         if "\\" in path or any(part in {"", ".", ".."} for part in parts):
-            raise GenerationError(f"refusing to write {path!r}: not a plain relative path inside the bundle")
+            raise GenerationError(
+                f"refusing to write {path!r}: not a plain relative path inside the bundle"
+            )
 
 
 def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
@@ -225,11 +271,13 @@ def bundle_directories(files: Mapping[str, tuple[bytes, int]]) -> list[str]:
 
 def write_file(root: Path, path: str, content: bytes, mode: int) -> None:
     """Create one new file (never through a symlink) with exactly ``mode``."""
-    fd = os.open(root / path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(
+        root / path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
     try:
         view = memoryview(content)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fchmod(fd, mode)
     finally:
         os.close(fd)
@@ -381,7 +429,8 @@ atexit.register(_remove_replaced_detached)  # a no-op in a process that replaced
 
 # .goldtune-new-<target key>-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
 HIDDEN_NAME = re.compile(
-    rf"\.{TOOL}-(?:{STAGING}|{ASIDE})-(?P<key>[0-9a-f]{{16}})-(?P<pid>\d+)-\w+")
+    rf"\.{TOOL}-(?:{STAGING}|{ASIDE})-(?P<key>[0-9a-f]{{16}})-(?P<pid>\d+)-\w+"
+)
 
 
 def remove_leftovers(targets: Sequence[Path]) -> None:

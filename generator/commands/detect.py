@@ -110,9 +110,7 @@ def run_detect(output: Path | None, root: Path | None, capture: bool) -> None:
     text, warnings = detect_text(root)
     emit(text, output)
     for warning in warnings:
-        click.echo(
-            f"warning: `gen check` will refuse this description: {warning}", err=True
-        )
+        click.echo(f"warning: `gen check` will refuse this description: {warning}", err=True)
 
 
 def emit(text: str, output: Path | None, mode: int = 0o644) -> None:

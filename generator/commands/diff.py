@@ -68,8 +68,17 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
             continue
         status: Status = "added" if was is None else "removed" if now is None else "changed"
         source: Setting = now or was  # type: ignore[assignment]
-        changes.append(Change(status, target[0], target[1], was.value if was else None,
-                              now.value if now else None, source.rule, source.reason))
+        changes.append(
+            Change(
+                status,
+                target[0],
+                target[1],
+                was.value if was else None,
+                now.value if now else None,
+                source.rule,
+                source.reason,
+            )
+        )
     return tuple(changes)
 
 
@@ -86,7 +95,9 @@ def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
     return None
 
 
-def diff_files(old: BundleFiles, new: BundleFiles, changes: tuple[Change, ...]) -> tuple[FileDiff, ...]:
+def diff_files(
+    old: BundleFiles, new: BundleFiles, changes: tuple[Change, ...]
+) -> tuple[FileDiff, ...]:
     """Text diffs of files that changed while no setting of theirs did."""
     changed_kinds = {c.kind for c in changes}
     old_entries, new_entries = old.entries, new.entries
@@ -117,12 +128,18 @@ def _identity_free(bundle: BundleFiles, path: str) -> list[str]:
     """The file's lines without comment lines (reasons, headers: the semantic diff covers them)
     and with the bundle's hardware/profile names replaced by placeholders."""
     text = bundle.text(path)
-    for name, token in ((bundle.plan.hardware_name, "<hardware>"), (bundle.plan.profile_name, "<profile>")):
+    for name, token in (
+        (bundle.plan.hardware_name, "<hardware>"),
+        (bundle.plan.profile_name, "<profile>"),
+    ):
         if name:
             text = text.replace(name, token)
     lines = text.splitlines(keepends=True)
-    return [line for index, line in enumerate(lines)
-            if not line.lstrip().startswith("#") or (index == 0 and line.startswith("#!"))]
+    return [
+        line
+        for index, line in enumerate(lines)
+        if not line.lstrip().startswith("#") or (index == 0 and line.startswith("#!"))
+    ]
 
 
 def check_intact(bundle: BundleFiles) -> None:
@@ -131,8 +148,10 @@ def check_intact(bundle: BundleFiles) -> None:
     if not bad:
         return
     why = "does not match the bundle's manifest.json (modified, missing, linked or unlisted)"
-    problems = [Problem(f"{bundle.root}/{printable(path)}", "", why)
-                for path in sorted(bad)[:MAX_TAMPERED_LINES]]
+    problems = [
+        Problem(f"{bundle.root}/{printable(path)}", "", why)
+        for path in sorted(bad)[:MAX_TAMPERED_LINES]
+    ]
     if len(bad) > MAX_TAMPERED_LINES:
         more = len(bad) - MAX_TAMPERED_LINES
         problems.append(Problem(str(bundle.root), "", f"and {more} more such files"))
@@ -175,18 +194,39 @@ def format_markdown(difference: Difference) -> str:
     if difference.same:
         return "\n".join(lines + ["No change.", ""])
     counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
-    lines += [f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.", ""]
+    lines += [
+        f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.",
+        "",
+    ]
     if difference.changes:
-        lines += ["| | Kind | Key | Old | New | Rule | Why |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "| | Kind | Key | Old | New | Rule | Why |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for c in difference.changes:
-            cells = [SYMBOL[c.status], printable(c.kind), f"`{printable(c.key)}`", _code(c.old),
-                     _code(c.new), printable(c.rule), md_cell(printable(c.reason))]
+            cells = [
+                SYMBOL[c.status],
+                printable(c.kind),
+                f"`{printable(c.key)}`",
+                _code(c.old),
+                _code(c.new),
+                printable(c.rule),
+                md_cell(printable(c.reason)),
+            ]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     for file_diff in difference.files:
         summary = f"<details><summary>{printable(file_diff.path)} (text diff)</summary>"
-        lines += [summary, "", "```diff", printable_lines(file_diff.diff.rstrip("\n")), "```", "",
-                  "</details>", ""]
+        lines += [
+            summary,
+            "",
+            "```diff",
+            printable_lines(file_diff.diff.rstrip("\n")),
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -201,18 +241,25 @@ def format_terminal(difference: Difference, colour: bool) -> str:
 
     if difference.same:
         return ""
+
     def paint(text: str, status: str) -> str:
         return click.style(text, fg=COLOUR[status]) if colour else text
 
     out = [f"--- {printable(difference.old_label)}", f"+++ {printable(difference.new_label)}"]
     if difference.changes:
-        rows = [[SYMBOL[c.status], *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new),
-                                                    c.rule, c.reason))]
-                for c in difference.changes]
+        rows = [
+            [
+                SYMBOL[c.status],
+                *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason)),
+            ]
+            for c in difference.changes
+        ]
         table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
         out.append(table[0])
         out += [paint(line, c.status) for line, c in zip(table[1:], difference.changes)]
     for file_diff in difference.files:
-        out += [f"text diff of {printable(file_diff.path)}:",
-                printable_lines(file_diff.diff.rstrip("\n"))]
+        out += [
+            f"text diff of {printable(file_diff.path)}:",
+            printable_lines(file_diff.diff.rstrip("\n")),
+        ]
     return "\n".join(out) + "\n"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from generator.bundle.write import write_bundle
 from generator.inputs.load import load_inputs
+from generator.model.setting import Plan
 from generator.plan.build import build_plan
 from generator.render.render import RenderedFiles, render_bundle
-from generator.model.setting import Plan
 
 DEFAULT_OUTPUT_DIR = Path("out")
 

@@ -39,8 +39,8 @@ def run_check(hardware: str, profile: str) -> Any:
 def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
     from generator.inputs.catalog import load_catalog
     from generator.inputs.hardware import load_hardware
-    from generator.paths import profiles_dir
     from generator.inputs.profile import load_profile
+    from generator.paths import profiles_dir
 
     catalog = load_catalog()
     systems = []
@@ -51,10 +51,19 @@ def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
     profiles = []
     for path in sorted(profiles_dir().glob("*.yaml")):
         resolved, _ = load_profile(path.stem)
-        profiles.append({"name": resolved.name, "extends": " -> ".join(resolved.chain[1:]), "description": resolved.description})
+        profiles.append(
+            {
+                "name": resolved.name,
+                "extends": " -> ".join(resolved.chain[1:]),
+                "description": resolved.description,
+            }
+        )
     return {
         "systems": systems,
-        "gpus": [{"key": g.key, "name": g.name, "pci": " ".join(g.pci_device_ids)} for g in catalog.gpus.entries],
+        "gpus": [
+            {"key": g.key, "name": g.name, "pci": " ".join(g.pci_device_ids)}
+            for g in catalog.gpus.entries
+        ],
         "nics": [{"key": n.key, "name": n.name, "driver": n.driver} for n in catalog.nics.entries],
         "cpus": [{"key": c.key, "name": c.name, "vendor": c.vendor} for c in catalog.cpus.entries],
         "profiles": profiles,
@@ -69,7 +78,9 @@ def run_list(as_json: bool) -> None:
     for section, rows in inventory.items():
         click.echo(f"{section.upper()}")
         columns = list(rows[0]) if rows else []
-        click.echo(format_table(columns, [[str(row[c]) for c in columns] for row in rows], indent="  "))
+        click.echo(
+            format_table(columns, [[str(row[c]) for c in columns] for row in rows], indent="  ")
+        )
         click.echo()
 
 
@@ -91,14 +102,17 @@ def run_generate(hardware: str, profile: str, output: Path | None) -> None:
     click.echo(f"wrote {bundle_dir}")
 
 
-def run_explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool) -> None:
+def run_explain(
+    hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool
+) -> None:
     from generator.inputs.load import load_inputs
     from generator.plan.build import build_plan
 
     inputs = load_inputs(hardware, profile)
     plan = build_plan(inputs.facts, inputs.profile)
     settings = [
-        s for s in plan.settings
+        s
+        for s in plan.settings
         if (not kinds or s.kind in kinds) and (not keys or any(k in s.key for k in keys))
     ]
     if as_json:
@@ -106,9 +120,19 @@ def run_explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple
         return
     # A profile's reason may carry terminal escape sequences: every cell is escaped (JSON
     # escapes its own).
-    rows = [[printable(text) for text in (s.kind, s.key, s.value if s.value != "" else '""', s.rule,
-                                          ("[override] " if s.override else "") + s.reason)]
-            for s in settings]
+    rows = [
+        [
+            printable(text)
+            for text in (
+                s.kind,
+                s.key,
+                s.value if s.value != "" else '""',
+                s.rule,
+                ("[override] " if s.override else "") + s.reason,
+            )
+        ]
+        for s in settings
+    ]
     click.echo(format_table(["KIND", "KEY", "VALUE", "RULE", "REASON"], rows))
     for note in plan.notes:
         click.echo(printable(f"note ({note.rule}): {note.text}"))
@@ -119,11 +143,16 @@ def run_explain(hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple
 def run_rules(as_json: bool) -> None:
     from generator.rules import REGISTRY
 
-    rows = [{"id": r.id, "area": r.area, "summary": r.summary, "overrides": list(r.overrides)} for r in REGISTRY]
+    rows = [
+        {"id": r.id, "area": r.area, "summary": r.summary, "overrides": list(r.overrides)}
+        for r in REGISTRY
+    ]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(format_table(["ID", "AREA", "SUMMARY"], [[r["id"], r["area"], r["summary"]] for r in rows]))
+    click.echo(
+        format_table(["ID", "AREA", "SUMMARY"], [[r["id"], r["area"], r["summary"]] for r in rows])
+    )
 
 
 def _plan_side(hardware: str, profile: str):  # type: ignore[no-untyped-def]
@@ -143,15 +172,28 @@ def compute_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles:
         if len(bundles) != 2 or hardware or profiles:
             raise click.UsageError("give two bundle directories, or --hw/--profile pairs, not both")
         return diff_bundles(read_bundle(bundles[0]), read_bundle(bundles[1]))
-    if not (1 <= len(hardware) <= 2 and 1 <= len(profiles) <= 2 and len(hardware) + len(profiles) == 3):
-        raise click.UsageError("compare two hardware files with one profile (--hw A --hw B --profile P), "
-                               "or one hardware file with two profiles (--hw A --profile P --profile Q)")
-    pairs = [(hw, profiles[0]) for hw in hardware] if len(hardware) == 2 else [(hardware[0], p) for p in profiles]
+    if not (
+        1 <= len(hardware) <= 2 and 1 <= len(profiles) <= 2 and len(hardware) + len(profiles) == 3
+    ):
+        raise click.UsageError(
+            "compare two hardware files with one profile (--hw A --hw B --profile P), "
+            "or one hardware file with two profiles (--hw A --profile P --profile Q)"
+        )
+    pairs = (
+        [(hw, profiles[0]) for hw in hardware]
+        if len(hardware) == 2
+        else [(hardware[0], p) for p in profiles]
+    )
     old, new = (_plan_side(hw, profile) for hw, profile in pairs)
     return Difference(label(old), label(new), diff_plans(old, new))
 
 
-def run_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...], output_format: str) -> int:
+def run_diff(
+    bundles: tuple[Path, ...],
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    output_format: str,
+) -> int:
     from generator.commands.diff import format_json, format_markdown, format_terminal
 
     difference = compute_diff(bundles, hardware, profiles)
@@ -160,25 +202,51 @@ def run_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tup
     elif output_format == "markdown":
         click.echo(format_markdown(difference))
     else:
-        click.echo(format_terminal(difference, colour=click.get_text_stream("stdout").isatty()), nl=False)
+        click.echo(
+            format_terminal(difference, colour=click.get_text_stream("stdout").isatty()), nl=False
+        )
     return 0 if difference.same else 1
 
 
-def run_matrix(hardware: tuple[str, ...], profiles: tuple[str, ...], all_systems_flag: bool,
-               all_profiles_flag: bool, output_root: Path, jobs: int | None = None) -> int:
+def run_matrix(
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    all_systems_flag: bool,
+    all_profiles_flag: bool,
+    output_root: Path,
+    jobs: int | None = None,
+) -> int:
+    from generator.commands.matrix import (
+        all_profiles,
+        all_systems,
+        default_jobs,
+        generate_matrix,
+        run_with_progress,
+    )
     from generator.inputs.catalog import load_catalog
-    from generator.commands.matrix import all_profiles, all_systems, default_jobs, generate_matrix, run_with_progress
 
     catalog = load_catalog()
     systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))
     chosen = list(dict.fromkeys([*profiles, *(all_profiles() if all_profiles_flag else [])]))
     if not systems or not chosen:
-        raise click.UsageError("name at least one --hw (or --all-systems) and one --profile (or --all-profiles)")
+        raise click.UsageError(
+            "name at least one --hw (or --all-systems) and one --profile (or --all-profiles)"
+        )
     on_terminal = click.get_text_stream("stderr").isatty()
     generated = generate_matrix(systems, chosen, output_root, catalog, jobs or default_jobs())
-    outcomes = run_with_progress(len(systems) * len(chosen), generated, on_terminal, click.progressbar)
-    rows = [[o.hardware, o.profile, "ok" if o.ok else "FAILED", str(o.bundle) if o.bundle else o.error,
-             str(o.settings) if o.ok else ""] for o in outcomes]
+    outcomes = run_with_progress(
+        len(systems) * len(chosen), generated, on_terminal, click.progressbar
+    )
+    rows = [
+        [
+            o.hardware,
+            o.profile,
+            "ok" if o.ok else "FAILED",
+            str(o.bundle) if o.bundle else o.error,
+            str(o.settings) if o.ok else "",
+        ]
+        for o in outcomes
+    ]
     click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))
     failed = sum(not o.ok for o in outcomes)
     click.echo(f"{len(outcomes) - failed} written, {failed} failed")

@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import NamedTuple
 
 from generator.bundle.write import remove_replaced, write_bundles
-from generator.inputs.catalog import Catalog, load_catalog
 from generator.errors import GoldtuneError
+from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.load import Inputs, file_digest, input_digests
+from generator.inputs.profile import Profile, load_profile
+from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
-from generator.inputs.profile import Profile, load_profile
 from generator.render.render import RenderedFiles, preload_templates, render_bundle
-from generator.model.setting import Plan
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
 # time: large enough that syncs and the pool's messaging stay cheap, small enough that the
@@ -88,8 +88,9 @@ class Loaded(NamedTuple):
     digest: str
 
 
-def _load_each(names: list[str],
-               load: Callable[[str], tuple[object, Path]]) -> dict[str, Loaded | str]:
+def _load_each(
+    names: list[str], load: Callable[[str], tuple[object, Path]]
+) -> dict[str, Loaded | str]:
     loaded: dict[str, Loaded | str] = {}
     for name in names:
         try:
@@ -102,8 +103,9 @@ def _load_each(names: list[str],
     return loaded
 
 
-def plan_combinations(hardware: list[str], profiles: list[str], output_root: Path,
-                      catalog: Catalog) -> list[Combination]:
+def plan_combinations(
+    hardware: list[str], profiles: list[str], output_root: Path, catalog: Catalog
+) -> list[Combination]:
     """Every combination in order, hardware-major; a failed input or a taken directory is its error."""
     facts = _load_each(hardware, lambda name: load_facts(name, catalog))
     resolved = _load_each(profiles, load_profile)
@@ -120,12 +122,25 @@ def plan_combinations(hardware: list[str], profiles: list[str], output_root: Pat
             assert isinstance(hw_facts, Facts) and isinstance(profile_value, Profile)
             target = output_root / f"{hw_facts.name}-{profile_value.name}"
             if target in claimed:
-                combinations.append(Combination(hw, profile, None, target, f"would write {target}, as {claimed[target]} "
-                                                "does; set a different name: in one of their files"))
+                combinations.append(
+                    Combination(
+                        hw,
+                        profile,
+                        None,
+                        target,
+                        f"would write {target}, as {claimed[target]} "
+                        "does; set a different name: in one of their files",
+                    )
+                )
                 continue
             claimed[target] = f"{hw} x {profile}"
-            inputs = Inputs(hw_facts, profile_value, loaded_hw.path, loaded_profile.path,
-                            input_digests(loaded_hw.digest, loaded_profile.digest))
+            inputs = Inputs(
+                hw_facts,
+                profile_value,
+                loaded_hw.path,
+                loaded_profile.path,
+                input_digests(loaded_hw.digest, loaded_profile.digest),
+            )
             combinations.append(Combination(hw, profile, inputs, target))
     return combinations
 
@@ -145,8 +160,9 @@ def write_batch(combinations: list[Combination]) -> list[Outcome]:
     prepared = [_render(combination) for combination in combinations]
     ready = [item for item in prepared if isinstance(item, Rendered)]
     written = iter(write_bundles([(item.files, item.combination.target) for item in ready]))
-    outcomes = [_written(item, next(written)) if isinstance(item, Rendered) else item
-                for item in prepared]
+    outcomes = [
+        _written(item, next(written)) if isinstance(item, Rendered) else item for item in prepared
+    ]
     remove_replaced()
     return outcomes
 
@@ -169,11 +185,16 @@ def _written(item: Rendered, result: Path | GoldtuneError) -> Outcome:
     return Outcome(hw, profile, result, len(item.plan.settings), "")
 
 
-def generate_matrix(hardware: list[str], profiles: list[str], output_root: Path,
-                    catalog: Catalog | None = None, jobs: int = 1) -> Iterator[Outcome]:
+def generate_matrix(
+    hardware: list[str],
+    profiles: list[str],
+    output_root: Path,
+    catalog: Catalog | None = None,
+    jobs: int = 1,
+) -> Iterator[Outcome]:
     """Yield one outcome per combination, in order; a failure never stops the others."""
     combinations = plan_combinations(hardware, profiles, output_root, catalog or load_catalog())
-    batches = [combinations[start:start + BATCH] for start in range(0, len(combinations), BATCH)]
+    batches = [combinations[start : start + BATCH] for start in range(0, len(combinations), BATCH)]
     workers = min(jobs, len(batches))
     if workers <= 1 or not _can_fork():
         for batch in batches:
@@ -228,8 +249,9 @@ def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outc
         _BATCHES = []
 
 
-def run_with_progress(combinations: int, outcomes: Iterator[Outcome], show: bool,
-                      progress: Callable[..., object]) -> list[Outcome]:
+def run_with_progress(
+    combinations: int, outcomes: Iterator[Outcome], show: bool, progress: Callable[..., object]
+) -> list[Outcome]:
     if not show:
         return list(outcomes)
     results = []

@@ -54,7 +54,7 @@ def _ask(call: Callable[..., Any], *args: Any) -> Any:
     """One NVML answer, or None when the call fails on this driver or board."""
     try:
         return call(*args)
-    except Exception:  # noqa: BLE001 - NVMLError and its many subclasses: unknown, not fatal
+    except Exception:
         return None
 
 
@@ -114,7 +114,7 @@ def query_nvml(load: Callable[[str], ModuleType] = importlib.import_module) -> D
         return "NVML: nvidia-ml-py is not installed (pip install 'goldtune[detect]')"
     try:
         nvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - NVMLError_DriverNotLoaded, _LibraryNotFound, ...
+    except Exception:
         return "NVML: no driver answered (nvmlInit failed)"
     try:
         count = _ask(nvml.nvmlDeviceGetCount) or 0

@@ -15,12 +15,12 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field, StringConstraints
 
+from generator.errors import InputError, Problem
 from generator.inputs import schema as validation
 from generator.inputs.catalog_cache import cached
-from generator.errors import InputError, Problem
-from generator.paths import hardware_db_dir
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
+from generator.paths import hardware_db_dir
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
 PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
@@ -70,7 +70,10 @@ class NicModel(StrictModel):
     name: str
     aliases: list[str] = []
     vendor: Literal["nvidia", "intel", "broadcom"]
-    pci_ids: Annotated[list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]], Field(min_length=1)]
+    pci_ids: Annotated[
+        list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]],
+        Field(min_length=1),
+    ]
     driver: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
     rdma_driver: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")] | None = None
     max_speed_gbps: Annotated[int, Field(gt=0, le=1600)] | None = None
@@ -131,7 +134,11 @@ def _load_entries(folder: Path, model: type[Any]) -> list[Any]:
     for path in sorted(folder.glob("*.yaml")):
         entry = validate_model(model, read_yaml_file(path), str(path))
         if entry.key != path.stem:
-            raise InputError(Problem(str(path), "key", f"{entry.key!r} does not match the file name {path.stem!r}"))
+            raise InputError(
+                Problem(
+                    str(path), "key", f"{entry.key!r} does not match the file name {path.stem!r}"
+                )
+            )
         entries.append(entry)
     return entries
 
@@ -171,4 +178,3 @@ class Catalog:
 
 def load_catalog(root: Path | None = None) -> Catalog:
     return Catalog(root or hardware_db_dir())
-

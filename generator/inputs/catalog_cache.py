@@ -47,7 +47,7 @@ def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
         stored_key, value = pickle.loads(path.read_bytes())
         if stored_key == key:
             return value  # type: ignore[no-any-return]
-    except Exception:  # noqa: BLE001 - a missing, stale or damaged cache only means validating again
+    except Exception:
         pass
     value = load()
     _store(path, (key, value))

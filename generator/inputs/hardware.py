@@ -13,18 +13,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
 from generator.errors import InputError, Problem
+from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
-from generator.textsafe import short_key
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
+from generator.textsafe import short_key
 
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
 # every shell and udev metacharacter because names reach scripts and rules.
-InterfaceName = Annotated[
-    str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
-]
+InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")]
 DiskName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]{0,31}$")]
 BundleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 Count = Annotated[int, Field(ge=1, le=64)]
@@ -131,8 +129,10 @@ def find_input(
         return shipped
     hint = closest(reference, choices)
     if Path(f"{reference}.yaml").is_file() or Path(reference).is_file():
-        hint = (f"a bare name is a shipped {kind}; to read the file, give it as a path: "
-                f"./{short_key(reference)}.yaml")
+        hint = (
+            f"a bare name is a shipped {kind}; to read the file, give it as a path: "
+            f"./{short_key(reference)}.yaml"
+        )
     raise InputError(Problem(short_key(reference), "", f"no shipped {kind} of that name", hint))
 
 
@@ -150,7 +150,9 @@ def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]
     if system is not None:
         if not isinstance(system, str) or system not in catalog.system_files:
             hint = closest(str(system), catalog.system_files)
-            raise InputError(Problem(source, "system", f"unknown reference system {system!r}", hint))
+            raise InputError(
+                Problem(source, "system", f"unknown reference system {system!r}", hint)
+            )
         base = read_yaml_file(catalog.system_files[system])
         base.pop("description", None)
         base.pop("source", None)
@@ -170,18 +172,28 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
             problems.append(Problem(source, "cpu.model", f"unknown CPU model {spec.model!r}", hint))
     vendor = spec.vendor or (model.vendor if model else None)
     if model and spec.vendor and spec.vendor != model.vendor:
-        problems.append(Problem(source, "cpu.vendor", f"{spec.vendor!r} contradicts model {model.key} ({model.vendor})"))
+        problems.append(
+            Problem(
+                source,
+                "cpu.vendor",
+                f"{spec.vendor!r} contradicts model {model.key} ({model.vendor})",
+            )
+        )
     if vendor is None and not problems:
         problems.append(Problem(source, "cpu.vendor", "required when cpu.model is not given"))
     cores = spec.cores_per_socket or (model.cores_per_socket if model else None)
     if cores is None and not problems:
-        problems.append(Problem(source, "cpu.cores_per_socket", "required (the CPU model does not give it)"))
+        problems.append(
+            Problem(source, "cpu.cores_per_socket", "required (the CPU model does not give it)")
+        )
     threads = spec.threads_per_core or (model.threads_per_core if model else None) or 1
     arch = model.arch if model else ("aarch64" if vendor == "nvidia" else "x86_64")
     return CpuFacts(model, vendor or "intel", arch, spec.sockets, cores or 1, threads), problems
 
 
-def _resolve_gpus(spec: HardwareSpec, catalog: Catalog, numa_nodes: int, source: str) -> tuple[tuple[GpuGroup, ...], list[Problem]]:
+def _resolve_gpus(
+    spec: HardwareSpec, catalog: Catalog, numa_nodes: int, source: str
+) -> tuple[tuple[GpuGroup, ...], list[Problem]]:
     problems: list[Problem] = []
     groups: list[GpuGroup] = []
     for index, gpu in enumerate(spec.gpus):
@@ -189,37 +201,78 @@ def _resolve_gpus(spec: HardwareSpec, catalog: Catalog, numa_nodes: int, source:
         model: GpuModel | None = catalog.gpus.find(gpu.model)
         if model is None:
             hint = closest(gpu.model, catalog.gpus.keys)
-            problems.append(Problem(source, f"{where}.model", f"unknown GPU model {gpu.model!r}", hint))
+            problems.append(
+                Problem(source, f"{where}.model", f"unknown GPU model {gpu.model!r}", hint)
+            )
             continue
         if gpu.numa_nodes is not None:
             if len(gpu.numa_nodes) != gpu.count:
-                problems.append(Problem(source, f"{where}.numa_nodes", f"lists {len(gpu.numa_nodes)} nodes for count {gpu.count} GPUs; give one per GPU"))
+                problems.append(
+                    Problem(
+                        source,
+                        f"{where}.numa_nodes",
+                        f"lists {len(gpu.numa_nodes)} nodes for count {gpu.count} GPUs; give one per GPU",
+                    )
+                )
             for position, node in enumerate(gpu.numa_nodes):
                 if node >= numa_nodes:
-                    problems.append(Problem(source, f"{where}.numa_nodes[{position}]", f"NUMA node {node} out of range (the machine has {numa_nodes}: 0-{numa_nodes - 1})"))
+                    problems.append(
+                        Problem(
+                            source,
+                            f"{where}.numa_nodes[{position}]",
+                            f"NUMA node {node} out of range (the machine has {numa_nodes}: 0-{numa_nodes - 1})",
+                        )
+                    )
         groups.append(GpuGroup(model, gpu.count, tuple(gpu.numa_nodes) if gpu.numa_nodes else None))
     total = sum(group.count for group in groups)
     if total > 64:
-        problems.append(Problem(source, "gpus", f"{total} GPUs in one machine; at most 64 are supported"))
+        problems.append(
+            Problem(source, "gpus", f"{total} GPUs in one machine; at most 64 are supported")
+        )
     return tuple(groups), problems
 
 
-def _resolve_nic(index: int, nic: NicSpec, catalog: Catalog, numa_nodes: int, source: str) -> tuple[NicFacts, list[Problem]]:
+def _resolve_nic(
+    index: int, nic: NicSpec, catalog: Catalog, numa_nodes: int, source: str
+) -> tuple[NicFacts, list[Problem]]:
     where = f"nics[{index}]"
     problems: list[Problem] = []
     model: NicModel | None = None
     if nic.model is not None:
         model = catalog.nics.find(nic.model)
         if model is None:
-            problems.append(Problem(source, f"{where}.model", f"unknown NIC model {nic.model!r}", closest(nic.model, catalog.nics.keys)))
+            problems.append(
+                Problem(
+                    source,
+                    f"{where}.model",
+                    f"unknown NIC model {nic.model!r}",
+                    closest(nic.model, catalog.nics.keys),
+                )
+            )
     speed = nic.speed_gbps or (model.max_speed_gbps if model else None)
     if model and model.max_speed_gbps and nic.speed_gbps and nic.speed_gbps > model.max_speed_gbps:
-        problems.append(Problem(source, f"{where}.speed_gbps", f"{nic.speed_gbps} Gbit/s exceeds the {model.key} maximum of {model.max_speed_gbps}"))
+        problems.append(
+            Problem(
+                source,
+                f"{where}.speed_gbps",
+                f"{nic.speed_gbps} Gbit/s exceeds the {model.key} maximum of {model.max_speed_gbps}",
+            )
+        )
     if model and nic.rdma and not model.rdma:
         problems.append(Problem(source, f"{where}.rdma", f"{model.key} has no RDMA capability"))
     if nic.numa_node is not None and nic.numa_node >= numa_nodes:
-        problems.append(Problem(source, f"{where}.numa_node", f"NUMA node {nic.numa_node} out of range (the machine has {numa_nodes}: 0-{numa_nodes - 1})"))
-    rdma = nic.rdma if nic.rdma is not None else bool(model and model.rdma and nic.role in {"compute", "storage"})
+        problems.append(
+            Problem(
+                source,
+                f"{where}.numa_node",
+                f"NUMA node {nic.numa_node} out of range (the machine has {numa_nodes}: 0-{numa_nodes - 1})",
+            )
+        )
+    rdma = (
+        nic.rdma
+        if nic.rdma is not None
+        else bool(model and model.rdma and nic.role in {"compute", "storage"})
+    )
     return NicFacts(nic.name, model, speed, nic.numa_node, nic.role, rdma), problems
 
 
@@ -228,7 +281,13 @@ def _check_unique(names: list[str], field: str, source: str) -> list[Problem]:
     seen: dict[str, int] = {}
     for index, name in enumerate(names):
         if name in seen:
-            problems.append(Problem(source, f"{field}[{index}].name", f"duplicate name {name!r} (also {field}[{seen[name]}])"))
+            problems.append(
+                Problem(
+                    source,
+                    f"{field}[{index}].name",
+                    f"duplicate name {name!r} (also {field}[{seen[name]}])",
+                )
+            )
         seen.setdefault(name, index)
     return problems
 
@@ -250,9 +309,21 @@ def resolve_facts(spec: HardwareSpec, catalog: Catalog, source: str) -> Facts:
     cpu, problems = _resolve_cpu(spec.cpu, catalog, source)
     numa_nodes = spec.numa_nodes or spec.cpu.sockets
     if numa_nodes % spec.cpu.sockets:
-        problems.append(Problem(source, "numa_nodes", f"{numa_nodes} is not a multiple of {spec.cpu.sockets} sockets"))
+        problems.append(
+            Problem(
+                source,
+                "numa_nodes",
+                f"{numa_nodes} is not a multiple of {spec.cpu.sockets} sockets",
+            )
+        )
     elif not problems and cpu.cores_per_socket % (numa_nodes // spec.cpu.sockets):
-        problems.append(Problem(source, "numa_nodes", f"{numa_nodes} nodes do not split {cpu.cores_per_socket} cores per socket evenly"))
+        problems.append(
+            Problem(
+                source,
+                "numa_nodes",
+                f"{numa_nodes} nodes do not split {cpu.cores_per_socket} cores per socket evenly",
+            )
+        )
     gpus, gpu_problems = _resolve_gpus(spec, catalog, numa_nodes, source)
     problems += gpu_problems
     nics: list[NicFacts] = []
@@ -268,7 +339,9 @@ def resolve_facts(spec: HardwareSpec, catalog: Catalog, source: str) -> Facts:
     disks = tuple(DiskFacts(d.name, d.kind, d.role) for d in spec.disks)
     os_facts = OsFacts(_parse_kernel(spec.os.kernel), spec.os.page_size_kib)
     assert spec.name is not None
-    return Facts(spec.name, cpu, spec.memory_gib, numa_nodes, gpus, nvswitch, tuple(nics), disks, os_facts)
+    return Facts(
+        spec.name, cpu, spec.memory_gib, numa_nodes, gpus, nvswitch, tuple(nics), disks, os_facts
+    )
 
 
 def load_facts(reference: str, catalog: Catalog) -> tuple[Facts, Path]:

@@ -25,7 +25,6 @@ class Inputs(NamedTuple):
     digests: Mapping[str, str]
 
 
-
 def file_digest(path: Path) -> str:
     """sha256 of an input file, read as a foreign file (regular, non-blocking, size-capped)."""
     return hashlib.sha256(read_foreign(path, MAX_INPUT_BYTES)).hexdigest()

@@ -15,10 +15,10 @@ from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
 from generator.inputs.hardware import BundleName, find_input
-from generator.paths import profiles_dir
-from generator.model.setting import SettingKind
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
+from generator.model.setting import SettingKind
+from generator.paths import profiles_dir
 
 MAX_EXTENDS_DEPTH = 8
 
@@ -27,9 +27,13 @@ class Override(StrictModel):
     """Force one setting of the plan to a value; the reason is mandatory, for the reviewer."""
 
     kind: SettingKind
-    key: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/*@+ -]+$")]
+    key: Annotated[
+        str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/*@+ -]+$")
+    ]
     value: Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\n\r\x00]*$")] | int
-    reason: Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")]
+    reason: Annotated[
+        str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")
+    ]
     # A sysctl or kernel argument goldtune does not list (net.ipv4.ip_local_reserved_ports,
     # pci=realloc=off): allowed when the override says so, with a warning; the grammar still holds.
     unlisted: bool = False
@@ -176,7 +180,11 @@ def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:
             cycle = " -> ".join([Path(s).stem for s in seen] + [path.stem])
             raise InputError(Problem(str(chain[-1][1]), "extends", f"extends cycle: {cycle}"))
         if len(chain) >= MAX_EXTENDS_DEPTH:
-            raise InputError(Problem(str(chain[-1][1]), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends"))
+            raise InputError(
+                Problem(
+                    str(chain[-1][1]), "extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends"
+                )
+            )
         seen.append(key)
         data = name_or_stem(read_yaml_file(path), path)
         chain.append((validate_model(ProfileFile, data, str(path)), path))
@@ -199,13 +207,19 @@ def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, P
     chain = _read_chain(reference, folder or profiles_dir())
     leaf, leaf_path = chain[0]
     knobs: dict[str, Any] = dict(KNOB_DEFAULTS)
-    origins = {knob: DEFAULT_ORIGIN for knob in KNOB_DEFAULTS}
+    origins = dict.fromkeys(KNOB_DEFAULTS, DEFAULT_ORIGIN)
     for profile, _ in reversed(chain):
         for knob in profile.model_fields_set & set(KNOB_NAMES):
             knobs[knob] = getattr(profile, knob)
             origins[knob] = profile.name or ""
     if knobs.get("intent") is None:
-        raise InputError(Problem(str(leaf_path), "intent", "required: inference or training (here or in a profile it extends)"))
+        raise InputError(
+            Problem(
+                str(leaf_path),
+                "intent",
+                "required: inference or training (here or in a profile it extends)",
+            )
+        )
     assert leaf.name is not None
     resolved = Profile(
         name=leaf.name,

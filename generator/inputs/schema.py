@@ -28,13 +28,23 @@ class StrictModel(BaseModel):
 # file, a foreign config) must not be echoed key by key into a CI log.
 MAX_UNKNOWN_LINES = 3
 # What pydantic's "<kind>_type" errors expected, in the words of the format.
-EXPECTED_TYPE = {"int": "int", "float": "float", "bool": "bool", "string": "string", "list": "list",
-                 "dict": "mapping"}
+EXPECTED_TYPE = {
+    "int": "int",
+    "float": "float",
+    "bool": "bool",
+    "string": "string",
+    "list": "list",
+    "dict": "mapping",
+}
 GOT_TYPE = {"str": "string", "dict": "mapping", "NoneType": "nothing"}
 # How one member of a union (Override.value: a one-line string or an integer) is described.
-MEMBER_EXPECTS = {"string_type": "a string", "int_type": "an integer",
-                  "int_from_float": "an integer", "bool_type": "true or false",
-                  "float_type": "a number"}
+MEMBER_EXPECTS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false",
+    "float_type": "a number",
+}
 
 
 def dotted_path(loc: Sequence[int | str]) -> str:
@@ -56,8 +66,14 @@ def shown_input(value: Any, width: int = 40) -> str:
 
 # What a pattern-checked field must look like, by (enclosing list or model, field).
 PATTERN_RULES: dict[tuple[str, str], str] = {
-    ("nics", "name"): "an interface name is 1-15 characters of [A-Za-z0-9_.-], not starting with '.' or '-'",
-    ("disks", "name"): "a disk is a kernel name like nvme0n1 or sda (lower-case letters and digits)",
+    (
+        "nics",
+        "name",
+    ): "an interface name is 1-15 characters of [A-Za-z0-9_.-], not starting with '.' or '-'",
+    (
+        "disks",
+        "name",
+    ): "a disk is a kernel name like nvme0n1 or sda (lower-case letters and digits)",
     ("", "name"): "a name is 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit",
     ("os", "kernel"): "a kernel release like 6.8 or 6.1.0-18-amd64",
     ("overrides", "key"): "a key is letters, digits and . _ : / * @ + - or spaces",
@@ -70,7 +86,9 @@ def _pattern_rule(loc: Sequence[int | str]) -> str:
     names = [part for part in loc if isinstance(part, str)]
     field = names[-1] if names else ""
     parent = names[-2] if len(names) > 1 else ""
-    return PATTERN_RULES.get((parent, field), PATTERN_RULES.get(("", field), "not in the accepted form"))
+    return PATTERN_RULES.get(
+        (parent, field), PATTERN_RULES.get(("", field), "not in the accepted form")
+    )
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
@@ -79,7 +97,11 @@ def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseMode
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
-        field = current.model_fields.get(part) if isinstance(current, type) and issubclass(current, BaseModel) else None
+        field = (
+            current.model_fields.get(part)
+            if isinstance(current, type) and issubclass(current, BaseModel)
+            else None
+        )
         if field is None:
             return None
         current = _inner_model(field.annotation)
@@ -162,11 +184,17 @@ def _union_problem(source: str, path: str, members: list[Any]) -> Problem:
 
 def _unknown_fields_problem(source: str, unknown: list[str]) -> Problem:
     shown = ", ".join(unknown[:MAX_UNKNOWN_LINES])
-    return Problem(source, "", f"{len(unknown)} unknown fields ({shown}, …)",
-                   "is this a goldtune input? see `gen schema`")
+    return Problem(
+        source,
+        "",
+        f"{len(unknown)} unknown fields ({shown}, …)",
+        "is this a goldtune input? see `gen schema`",
+    )
 
 
-def problems_from_validation(error: ValidationError, source: str, model: type[BaseModel]) -> list[Problem]:
+def problems_from_validation(
+    error: ValidationError, source: str, model: type[BaseModel]
+) -> list[Problem]:
     """One line per field; a union's members and a flood of unknown fields each become one line."""
     problems: list[Problem] = []
     unions: dict[str, list[Any]] = {}
@@ -183,8 +211,10 @@ def problems_from_validation(error: ValidationError, source: str, model: type[Ba
             unknown.append(path)
         message, hint = _readable_message(item, model)
         problems.append(Problem(source, path, message, hint))
-    problems = [_union_problem(source, p.path, unions[p.path])
-                if p.path in unions and not p.message else p for p in problems]
+    problems = [
+        _union_problem(source, p.path, unions[p.path]) if p.path in unions and not p.message else p
+        for p in problems
+    ]
     if len(unknown) > MAX_UNKNOWN_LINES:
         others = [p for p in problems if p.path not in unknown or p.message != "unknown field"]
         problems = [_unknown_fields_problem(source, unknown), *others]
@@ -200,8 +230,9 @@ def validate_model(model: type[ModelT], data: dict[str, Any], source: str) -> Mo
     # ``name`` does not count: the loaders fill it in from the file name
     keys = set(map(str, data)) - {"name"}
     if keys and not keys & set(model.model_fields):
-        message = (f"not a goldtune input of this kind: none of its {len(keys)} top-level fields "
-                   "is known")
+        message = (
+            f"not a goldtune input of this kind: none of its {len(keys)} top-level fields is known"
+        )
         raise InputError(Problem(source, "", message, "see `gen schema` for the format"))
     try:
         return model.model_validate(data)
@@ -209,13 +240,21 @@ def validate_model(model: type[ModelT], data: dict[str, Any], source: str) -> Mo
         raise InputError(problems_from_validation(error, source, model)) from None
 
 
-def closest(word: str, choices: Iterable[str], count: int = 3, cutoff: float = 0.5, list_known: bool = True) -> str:
+def closest(
+    word: str, choices: Iterable[str], count: int = 3, cutoff: float = 0.5, list_known: bool = True
+) -> str:
     """A hint naming the known choices closest to a misspelt ``word``."""
     choices = sorted(set(choices))
-    matches = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=count, cutoff=cutoff)
+    matches = difflib.get_close_matches(
+        word.lower(), [c.lower() for c in choices], n=count, cutoff=cutoff
+    )
     by_lower = {c.lower(): c for c in choices}
     if matches:
         return "did you mean " + " or ".join(by_lower[m] for m in matches) + "?"
     if not list_known:
         return ""
-    return "known: " + ", ".join(choices) if len(choices) <= 20 else "run `gen list` for the known names"
+    return (
+        "known: " + ", ".join(choices)
+        if len(choices) <= 20
+        else "run `gen list` for the known names"
+    )

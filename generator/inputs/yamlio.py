@@ -35,7 +35,9 @@ class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         if node in self.constructed_objects or node in self.recursive_objects:
             raise yaml.constructor.ConstructorError(
-                None, None, "YAML anchors and aliases (&name, *name) are not allowed in goldtune inputs",
+                None,
+                None,
+                "YAML anchors and aliases (&name, *name) are not allowed in goldtune inputs",
                 node.start_mark,
             )
         try:
@@ -48,7 +50,9 @@ class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if not isinstance(node, yaml.MappingNode):
-            raise yaml.constructor.ConstructorError(None, None, "expected a mapping", node.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, "expected a mapping", node.start_mark
+            )
         mapping: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -88,7 +92,9 @@ def parse_yaml_text(text: str, source: str) -> dict[str, Any]:
         raise InputError(Problem(source, "", "invalid YAML: nested too deeply")) from None
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
-        raise InputError(Problem(source, "", f"expected a YAML mapping at the top level, got {kind}"))
+        raise InputError(
+            Problem(source, "", f"expected a YAML mapping at the top level, got {kind}")
+        )
     return data
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
-from generator.model.setting import SETTING_KINDS, Note, Plan, Setting, PlanWarning
+from generator.model.setting import SETTING_KINDS, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
 
@@ -35,9 +35,14 @@ def _setting_from(item: dict[str, Any]) -> Setting:
         if not isinstance(item.get(field), str):
             raise ValueError(f"setting field {field!r} missing or not a string")
     return Setting(
-        item["kind"], item["key"], item["value"], item["reason"], rule=item["rule"],
+        item["kind"],
+        item["key"],
+        item["value"],
+        item["reason"],
+        rule=item["rule"],
         override=bool(item.get("override", False)),
-        original_value=item.get("original_value"), original_rule=item.get("original_rule"),
+        original_value=item.get("original_value"),
+        original_rule=item.get("original_rule"),
     )
 
 
@@ -52,6 +57,11 @@ def plan_from_data(data: Any) -> Plan:
         hardware_name=str(data.get("hardware", "")),
         profile_name=str(data.get("profile", "")),
         settings=tuple(_setting_from(item) for item in settings),
-        notes=tuple(Note(str(n.get("text", "")), str(n.get("rule", ""))) for n in data.get("notes", [])),
-        warnings=tuple(PlanWarning(str(w.get("text", "")), str(w.get("check", ""))) for w in data.get("warnings", [])),
+        notes=tuple(
+            Note(str(n.get("text", "")), str(n.get("rule", ""))) for n in data.get("notes", [])
+        ),
+        warnings=tuple(
+            PlanWarning(str(w.get("text", "")), str(w.get("check", "")))
+            for w in data.get("warnings", [])
+        ),
     )

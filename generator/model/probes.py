@@ -72,11 +72,14 @@ def data_line_problem(line: str) -> str | None:
 def check_collect_data(text: str, source: str) -> None:
     """Refuse a collector data file the script would refuse (InputError naming each bad line)."""
     lines = text.split("\n")
-    problems = [Problem(source, f"line {number}", problem)
-                for number, line in enumerate(lines, start=1)
-                if (problem := data_line_problem(line)) is not None]
+    problems = [
+        Problem(source, f"line {number}", problem)
+        for number, line in enumerate(lines, start=1)
+        if (problem := data_line_problem(line)) is not None
+    ]
     present = {line.partition("\t")[0] for line in lines}
-    problems += [Problem(source, "", f"no {name} line")
-                 for name in NAME_SECTIONS if name not in present]
+    problems += [
+        Problem(source, "", f"no {name} line") for name in NAME_SECTIONS if name not in present
+    ]
     if problems:
         raise InputError(problems[:5])

@@ -11,12 +11,34 @@ from generator.model.kinds import KIND_ORDER, KIND_TITLES, SETTING_KINDS, Kind
 # The kinds as a Literal, for the pydantic model of a profile override (strict mode validates a
 # Literal from YAML text; it would refuse a plain string for the StrEnum). Tied to the table:
 SettingKind = Literal[
-    "sysctl", "kernel-arg", "limit", "systemd-manager", "modprobe", "module-load", "sysfs",
-    "udev", "tuned", "gpu", "irq", "service",
+    "sysctl",
+    "kernel-arg",
+    "limit",
+    "systemd-manager",
+    "modprobe",
+    "module-load",
+    "sysfs",
+    "udev",
+    "tuned",
+    "gpu",
+    "irq",
+    "service",
 ]
-assert get_args(SettingKind) == SETTING_KINDS, "SettingKind lists generator.model.kinds.KINDS in order"
-__all__ = ["KIND_ORDER", "KIND_TITLES", "SETTING_KINDS", "Kind", "Note", "Plan", "PlanWarning",
-           "Setting", "SettingKind", "is_driver_module"]
+assert get_args(SettingKind) == SETTING_KINDS, (
+    "SettingKind lists generator.model.kinds.KINDS in order"
+)
+__all__ = [
+    "KIND_ORDER",
+    "KIND_TITLES",
+    "SETTING_KINDS",
+    "Kind",
+    "Note",
+    "Plan",
+    "PlanWarning",
+    "Setting",
+    "SettingKind",
+    "is_driver_module",
+]
 
 # Modules that come with the NVIDIA driver, not with the kernel. systemd-modules-load fails the
 # boot's module loading when one is missing (an image built before the driver is installed), so

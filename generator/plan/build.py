@@ -7,17 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
+from generator.model.setting import KIND_ORDER, Note, Plan, Setting
+from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
-from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 
 
-
-def run_rules(facts: Facts, profile: Profile, rules: Iterable[Rule] = REGISTRY) -> tuple[list[Setting], list[Note]]:
+def run_rules(
+    facts: Facts, profile: Profile, rules: Iterable[Rule] = REGISTRY
+) -> tuple[list[Setting], list[Note]]:
     settings: list[Setting] = []
     notes: list[Note] = []
     for rule in rules:
@@ -42,9 +43,14 @@ def resolve_conflicts(settings: list[Setting], source: str) -> list[Setting]:
         elif _declares_override(setting.rule, previous.rule):
             chosen[setting.target] = setting
         elif not _declares_override(previous.rule, setting.rule):
-            problems.append(Problem(source, f"{setting.kind} {setting.key}",
-                                    f"rules {previous.rule} ({previous.value!r}) and {setting.rule} "
-                                    f"({setting.value!r}) disagree and neither declares that it overrides the other"))
+            problems.append(
+                Problem(
+                    source,
+                    f"{setting.kind} {setting.key}",
+                    f"rules {previous.rule} ({previous.value!r}) and {setting.rule} "
+                    f"({setting.value!r}) disagree and neither declares that it overrides the other",
+                )
+            )
     if problems:
         raise InputError(problems)
     return list(chosen.values())
@@ -54,11 +60,24 @@ def _override_setting(override: Override, current: Setting | None, profile: Prof
     value = str(override.value)
     reason = f"profile {profile.name} override: {override.reason}"
     if current is None:
-        return Setting(override.kind, override.key, value, reason + " (no rule sets this)",
-                       rule=f"profile:{profile.name}", override=True)
-    return Setting(override.kind, override.key, value,
-                   reason + f" (rule {current.rule} chose {current.value!r}: {current.reason})",
-                   rule=current.rule, override=True, original_value=current.value, original_rule=current.rule)
+        return Setting(
+            override.kind,
+            override.key,
+            value,
+            reason + " (no rule sets this)",
+            rule=f"profile:{profile.name}",
+            override=True,
+        )
+    return Setting(
+        override.kind,
+        override.key,
+        value,
+        reason + f" (rule {current.rule} chose {current.value!r}: {current.reason})",
+        rule=current.rule,
+        override=True,
+        original_value=current.value,
+        original_rule=current.rule,
+    )
 
 
 def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
@@ -83,8 +102,13 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
             kept.append(setting)
             continue
         kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "a current kernel"
-        notes.append(Note(f"{setting.kind} {setting.key} dropped: it does not exist on {facts.cpu.arch} "
-                          f"with {kernel}", rule=setting.rule))
+        notes.append(
+            Note(
+                f"{setting.kind} {setting.key} dropped: it does not exist on {facts.cpu.arch} "
+                f"with {kernel}",
+                rule=setting.rule,
+            )
+        )
     return kept, notes
 
 
@@ -98,7 +122,11 @@ ORDERED_KERNEL_ARGS: tuple[str, ...] = ("default_hugepagesz", "hugepagesz", "hug
 def setting_order(setting: Setting) -> tuple[int, str, int]:
     """Kind, then key; the order-sensitive kernel arguments keep their sequence, as one block."""
     if setting.kind == "kernel-arg" and setting.key in ORDERED_KERNEL_ARGS:
-        return (KIND_ORDER[setting.kind], ORDERED_KERNEL_ARGS[0], ORDERED_KERNEL_ARGS.index(setting.key))
+        return (
+            KIND_ORDER[setting.kind],
+            ORDERED_KERNEL_ARGS[0],
+            ORDERED_KERNEL_ARGS.index(setting.key),
+        )
     return (KIND_ORDER[setting.kind], setting.key, 0)
 
 
@@ -132,12 +160,21 @@ def raise_findings(findings: list[Finding], facts: Facts, source: str) -> None:
     """
     from_inputs = [f for f in findings if f.plan_wide or f.setting is None or f.setting.override]
     if from_inputs:
-        raise InputError([Problem(source, _finding_path(f), f"for hardware {facts.name}: {f.message}")
-                          for f in from_inputs])
+        raise InputError(
+            [
+                Problem(source, _finding_path(f), f"for hardware {facts.name}: {f.message}")
+                for f in from_inputs
+            ]
+        )
     if findings:
-        raise GenerationError("; ".join(
-            f"rule {f.setting.rule} produced {f.setting.kind} {f.setting.key}={f.setting.value!r}: "
-            f"{f.message} (a goldtune bug: please report it)" for f in findings if f.setting))
+        raise GenerationError(
+            "; ".join(
+                f"rule {f.setting.rule} produced {f.setting.kind} {f.setting.key}={f.setting.value!r}: "
+                f"{f.message} (a goldtune bug: please report it)"
+                for f in findings
+                if f.setting
+            )
+        )
 
 
 def _finding_path(finding: Finding) -> str:

@@ -46,7 +46,11 @@ def kernel_int(text: str) -> int | None:
     if found is None:
         return None
     sign, digits = found.groups()
-    number = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8 if digits[0] == "0" else 10)
+    number = (
+        int(digits, 16)
+        if digits[:2].lower() == "0x"
+        else int(digits, 8 if digits[0] == "0" else 10)
+    )
     return -number if sign == "-" else number
 
 
@@ -56,15 +60,31 @@ def _is_int(value: str, wanted: int) -> bool:
 
 # The traps of the source articles (TUNING.md): never emitted, whatever a rule or override says.
 TRAPS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
-    (Kind.SYSCTL, "vm.transparent_hugepage", lambda v: True,
-     "there is no such sysctl; THP is set with the transparent_hugepage= boot argument or sysfs"),
-    (Kind.KERNEL_ARG, "intel_idle.max_cstate", lambda v: _is_int(v, 0),
-     "0 disables intel_idle and falls back to acpi_idle's firmware tables; use 1"),
-    (Kind.KERNEL_ARG, "transparent_hugepage", lambda v: v == "always",
-     "'always' stalls allocating threads on compaction; use madvise"),
-    (Kind.SYSCTL, "vm.swappiness", lambda v: _is_int(v, 0),
-     "0 reclaims no anonymous memory until the page cache is gone, ending in OOM kills in cgroups; "
-     "use 1"),
+    (
+        Kind.SYSCTL,
+        "vm.transparent_hugepage",
+        lambda v: True,
+        "there is no such sysctl; THP is set with the transparent_hugepage= boot argument or sysfs",
+    ),
+    (
+        Kind.KERNEL_ARG,
+        "intel_idle.max_cstate",
+        lambda v: _is_int(v, 0),
+        "0 disables intel_idle and falls back to acpi_idle's firmware tables; use 1",
+    ),
+    (
+        Kind.KERNEL_ARG,
+        "transparent_hugepage",
+        lambda v: v == "always",
+        "'always' stalls allocating threads on compaction; use madvise",
+    ),
+    (
+        Kind.SYSCTL,
+        "vm.swappiness",
+        lambda v: _is_int(v, 0),
+        "0 reclaims no anonymous memory until the page cache is gone, ending in OOM kills in cgroups; "
+        "use 1",
+    ),
 )
 
 
@@ -93,8 +113,10 @@ def check_grammar(setting: Setting) -> str | None:
     if not spec.key_fits(setting.key):
         return f"key {setting.key!r} does not fit: a {setting.kind} setting is {spec.shape}"
     if not spec.value_fits(setting.key, setting.value):
-        return (f"value {setting.value!r} cannot be written into the {setting.kind} file as plain "
-                f"data: expected {spec.value_shape(setting.key)}")
+        return (
+            f"value {setting.value!r} cannot be written into the {setting.kind} file as plain "
+            f"data: expected {spec.value_shape(setting.key)}"
+        )
     return None
 
 
@@ -119,8 +141,10 @@ def check_known_key(setting: Setting, facts: Facts, unlisted: bool) -> str | Non
     if known is None:
         if unlisted:
             return None
-        return (f"unknown {what} {setting.key!r} (not in goldtune's list of known keys"
-                f"{suggest(setting.key, table)}; a profile override may set it with unlisted: true)")
+        return (
+            f"unknown {what} {setting.key!r} (not in goldtune's list of known keys"
+            f"{suggest(setting.key, table)}; a profile override may set it with unlisted: true)"
+        )
     if not known.available(facts.os.kernel, facts.cpu.arch):
         kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "current"
         return f"{what} {setting.key!r} does not exist on {facts.cpu.arch} kernel {kernel}"
@@ -146,8 +170,11 @@ def check_setting(setting: Setting, facts: Facts, unlisted: bool = False) -> lis
     grammar = check_grammar(setting)
     if grammar:
         return [grammar]
-    found = [check_traps(setting), check_known_key(setting, facts, unlisted),
-             check_vendor_args(setting, facts)]
+    found = [
+        check_traps(setting),
+        check_known_key(setting, facts, unlisted),
+        check_vendor_args(setting, facts),
+    ]
     return [error for error in found if error]
 
 
@@ -159,17 +186,25 @@ def check_nofile(settings: Iterable[Setting]) -> list[Finding]:
     by_target = {s.target: s for s in settings}
     nr_open_setting = by_target.get((Kind.SYSCTL, "fs.nr_open"))
     nr_open = (_int_limit(nr_open_setting.value) if nr_open_setting else None) or NR_OPEN_DEFAULT
-    nofile = [s for s in by_target.values()
-              if (s.kind == Kind.LIMIT and s.key.endswith(" nofile"))
-              or s.target == (Kind.SYSTEMD_MANAGER, "DefaultLimitNOFILE")]
+    nofile = [
+        s
+        for s in by_target.values()
+        if (s.kind == Kind.LIMIT and s.key.endswith(" nofile"))
+        or s.target == (Kind.SYSTEMD_MANAGER, "DefaultLimitNOFILE")
+    ]
     findings = []
     for setting in nofile:
         values = [_int_limit(part) for part in setting.value.split(":")]
         if any(v is None or v > nr_open for v in values):
-            findings.append(Finding(setting, f"{setting.kind} {setting.key}={setting.value} must be a "
-                                    "number no larger than "
-                                    f"fs.nr_open ({nr_open}), or logins and service starts fail",
-                                    plan_wide=True))
+            findings.append(
+                Finding(
+                    setting,
+                    f"{setting.kind} {setting.key}={setting.value} must be a "
+                    "number no larger than "
+                    f"fs.nr_open ({nr_open}), or logins and service starts fail",
+                    plan_wide=True,
+                )
+            )
     return findings
 
 
@@ -183,27 +218,53 @@ def check_hugepages(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
     size_gib = 1.0 if size is None or size.value.upper() in {"1G", "1GB"} else 2 / 1024
     reserved = pages * size_gib
     if reserved > facts.memory_gib * HUGEPAGE_MAX_FRACTION:
-        return [Finding(count, f"hugepages={count.value} reserves {reserved:.0f} GiB, more than {HUGEPAGE_MAX_FRACTION:.0%} "
-                        f"of {facts.memory_gib} GiB RAM; the machine would not have memory left to "
-                        "boot services", plan_wide=True)]
+        return [
+            Finding(
+                count,
+                f"hugepages={count.value} reserves {reserved:.0f} GiB, more than {HUGEPAGE_MAX_FRACTION:.0%} "
+                f"of {facts.memory_gib} GiB RAM; the machine would not have memory left to "
+                "boot services",
+                plan_wide=True,
+            )
+        ]
     return []
 
 
 def kernel_cmdline(settings: Iterable[Setting]) -> str:
-    return " ".join(s.key if s.value == "" else f"{s.key}={s.value}"
-                    for s in settings if s.kind == Kind.KERNEL_ARG)
+    return " ".join(
+        s.key if s.value == "" else f"{s.key}={s.value}"
+        for s in settings
+        if s.kind == Kind.KERNEL_ARG
+    )
 
 
 def check_cmdline(settings: Iterable[Setting], facts: Facts) -> PlanChecks:
     line = kernel_cmdline(settings)
     limit = COMMAND_LINE_SIZE[facts.cpu.arch]
     if len(line) >= limit:
-        return PlanChecks([Finding(None, f"the kernel arguments take {len(line)} bytes; "
-                                   f"{facts.cpu.arch} allows {limit - 1}", plan_wide=True)], [])
+        return PlanChecks(
+            [
+                Finding(
+                    None,
+                    f"the kernel arguments take {len(line)} bytes; "
+                    f"{facts.cpu.arch} allows {limit - 1}",
+                    plan_wide=True,
+                )
+            ],
+            [],
+        )
     if len(line) > limit * CMDLINE_WARN_FRACTION:
-        return PlanChecks([], [PlanWarning(f"the kernel arguments take {len(line)} of {limit - 1} "
-                                           "bytes; the distribution's own arguments must fit in the "
-                                           "rest", "cmdline-length")])
+        return PlanChecks(
+            [],
+            [
+                PlanWarning(
+                    f"the kernel arguments take {len(line)} of {limit - 1} "
+                    "bytes; the distribution's own arguments must fit in the "
+                    "rest",
+                    "cmdline-length",
+                )
+            ],
+        )
     return PlanChecks([], [])
 
 
@@ -211,26 +272,41 @@ def check_tuned_overlap(settings: Iterable[Setting]) -> list[Finding]:
     """A tuned [sysctl] key that sysctl.d also sets makes `tuned-adm verify` fail on every boot."""
     settings = list(settings)
     sysctl_keys = {s.key for s in settings if s.kind == Kind.SYSCTL}
-    return [Finding(s, f"tuned {s.key} and sysctl.d both set {s.key.removeprefix('sysctl.')}; "
-                    "keep one", plan_wide=True)
-            for s in settings
-            if s.kind == Kind.TUNED and s.key.startswith("sysctl.")
-            and s.key.removeprefix("sysctl.") in sysctl_keys]
+    return [
+        Finding(
+            s,
+            f"tuned {s.key} and sysctl.d both set {s.key.removeprefix('sysctl.')}; keep one",
+            plan_wide=True,
+        )
+        for s in settings
+        if s.kind == Kind.TUNED
+        and s.key.startswith("sysctl.")
+        and s.key.removeprefix("sysctl.") in sysctl_keys
+    ]
 
 
-def check_plan(settings: tuple[Setting, ...], facts: Facts,
-               unlisted: Collection[Target] = ()) -> PlanChecks:
+def check_plan(
+    settings: tuple[Setting, ...], facts: Facts, unlisted: Collection[Target] = ()
+) -> PlanChecks:
     """Every finding and warning of a plan; ``unlisted``: targets an override names on purpose."""
-    findings = [Finding(setting, error) for setting in settings
-                for error in check_setting(setting, facts, setting.target in unlisted)]
+    findings = [
+        Finding(setting, error)
+        for setting in settings
+        for error in check_setting(setting, facts, setting.target in unlisted)
+    ]
     # The plan-wide checks read values, so only those the grammar has accepted.
     wrong = {finding.setting for finding in findings if finding.setting is not None}
     fitting = tuple(setting for setting in settings if setting not in wrong)
     findings += check_nofile(fitting) + check_hugepages(fitting, facts)
     findings += check_tuned_overlap(fitting)
     cmdline = check_cmdline(fitting, facts)
-    warnings = [PlanWarning(f"{kind} {key} is not in goldtune's list of known keys; set by a profile "
-                            "override marked unlisted", "unlisted-key")
-                for kind, key in sorted(unlisted)
-                if kind in KNOWN_TABLES and key not in KNOWN_TABLES[kind][0]]
+    warnings = [
+        PlanWarning(
+            f"{kind} {key} is not in goldtune's list of known keys; set by a profile "
+            "override marked unlisted",
+            "unlisted-key",
+        )
+        for kind, key in sorted(unlisted)
+        if kind in KNOWN_TABLES and key not in KNOWN_TABLES[kind][0]
+    ]
     return PlanChecks(findings + cmdline.findings, warnings + cmdline.warnings)

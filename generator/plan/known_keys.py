@@ -82,7 +82,9 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "vm.zone_reclaim_mode": KnownKey((2, 6)),
 }
 
-SHAPES: dict[str, tuple[str, str]] = {  # shape -> (whole-value ASCII pattern, what the kernel expects)
+SHAPES: dict[
+    str, tuple[str, str]
+] = {  # shape -> (whole-value ASCII pattern, what the kernel expects)
     "int": (r"-?[0-9]+", "one integer"),
     "int3": (r"[0-9]+\s+[0-9]+\s+[0-9]+", "three integers (min default max)"),
     "word": (r"[a-z][a-z0-9_]*", "one lower-case word"),

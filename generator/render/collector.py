@@ -75,7 +75,9 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
     """Every line of the collector's data file, in the order the collector reads them."""
     lines = [
         DataLine("collect: the tool whose units and files are read", ("tool", TOOL)),
-        DataLine("collect: the bundle this snapshot is compared with", ("bundle", bundle_word(plan))),
+        DataLine(
+            "collect: the bundle this snapshot is compared with", ("bundle", bundle_word(plan))
+        ),
     ]
     items = _items(plan)
     whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
@@ -88,6 +90,9 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
             fields = (section, _checked_word(word, source))
             line = setting_line(setting, fields) if setting else DataLine(EFFECT_REASON, fields)
             lines.append(line)
-    lines += [DataLine(WHOLE_REASONS[section], (section,))
-              for section in WHOLE_SECTIONS if whole.get(section, True)]
+    lines += [
+        DataLine(WHOLE_REASONS[section], (section,))
+        for section in WHOLE_SECTIONS
+        if whole.get(section, True)
+    ]
     return lines

@@ -57,8 +57,10 @@ class Step(NamedTuple):
     @property
     def guarded(self) -> str:
         """The command for cloud-init's runcmd: announced, and a failure reported, not fatal."""
-        return (f"echo {sh_quote(f'{TOOL}: {self.summary}')}; {{ {self.command}; }} "
-                f"|| echo {sh_quote(f'{TOOL}: {self.summary}: failed')}")
+        return (
+            f"echo {sh_quote(f'{TOOL}: {self.summary}')}; {{ {self.command}; }} "
+            f"|| echo {sh_quote(f'{TOOL}: {self.summary}: failed')}"
+        )
 
 
 # The same steps as install.sh's step_<name> functions (a test holds the two lists equal).
@@ -78,19 +80,19 @@ STEP_COMMANDS = {
     "modules": "systemctl restart systemd-modules-load.service",
     "udev": "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
     "tuned": "if systemctl is-active --quiet tuned.service; then tuned-adm profile {word}; "
-             "else echo '{tool}: tuned is not running; it loads the profile when it starts'; fi",
+    "else echo '{tool}: tuned is not running; it loads the profile when it starts'; fi",
     # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
     # in BLS entries, which grubby edits; anything else is told what to add.
     "bootloader": "if command -v update-grub >/dev/null 2>&1; then update-grub; "
-                  "elif command -v grubby >/dev/null 2>&1; then "
-                  "grubby --update-kernel=ALL --args={word}; "
-                  "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' "
-                  "{word}; fi; echo '{tool}: kernel arguments take effect at the next boot'",
+    "elif command -v grubby >/dev/null 2>&1; then "
+    "grubby --update-kernel=ALL --args={word}; "
+    "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' "
+    "{word}; fi; echo '{tool}: kernel arguments take effect at the next boot'",
     # services: enable/disable skip a unit the machine lacks; mask needs no unit file
     "enable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl enable --now {word}; "
-              "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
+    "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
     "disable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl disable --now {word}; "
-               "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
+    "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
     "mask": "systemctl mask --now {word}",
 }
 
@@ -107,8 +109,10 @@ def tuned_selection(plan: Plan) -> list[tuple[str, str]]:
     """The files that make tuned load our profile, offline too: (path, content)."""
     if not plan.of_kind("tuned"):
         return []
-    return [(layout.TUNED_ACTIVE, layout.tuned_profile(plan.profile_name) + "\n"),
-            (layout.TUNED_MODE, "manual\n")]
+    return [
+        (layout.TUNED_ACTIVE, layout.tuned_profile(plan.profile_name) + "\n"),
+        (layout.TUNED_MODE, "manual\n"),
+    ]
 
 
 def install_steps(plan: Plan) -> list[Step]:
@@ -155,20 +159,32 @@ def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
     """install.list: what install.sh installs, in order, then the services and live steps."""
     lines = [
         fixed_line("layout: the tool's name (messages, stale files)", ("tool", TOOL)),
-        fixed_line("layout: the bundle",
-                   ("bundle", _label_word(plan.hardware_name), _label_word(plan.profile_name))),
-        fixed_line("layout: the list of installed files in the target",
-                   ("record", layout.INSTALL_RECORD)),
+        fixed_line(
+            "layout: the bundle",
+            ("bundle", _label_word(plan.hardware_name), _label_word(plan.profile_name)),
+        ),
+        fixed_line(
+            "layout: the list of installed files in the target", ("record", layout.INSTALL_RECORD)
+        ),
     ]
-    lines += [fixed_line(f"overlay: {item.bundle_path}", ("file", item.mode, item.target))
-              for item in overlay]
-    lines += [fixed_line("tuned: select the profile (read when tuned starts; works offline)",
-                         ("text", path, text.strip())) for path, text in tuned_selection(plan)]
+    lines += [
+        fixed_line(f"overlay: {item.bundle_path}", ("file", item.mode, item.target))
+        for item in overlay
+    ]
+    lines += [
+        fixed_line(
+            "tuned: select the profile (read when tuned starts; works offline)",
+            ("text", path, text.strip()),
+        )
+        for path, text in tuned_selection(plan)
+    ]
     lines += [setting_line(s, ("service", s.value, s.key)) for s in ordered_services(plan)]
     for step in activation_steps(plan):
         if step.name == "bootloader":
-            lines += [setting_line(s, ("kernel-arg", kernel_arg_text(s)))
-                      for s in plan.of_kind("kernel-arg")]
+            lines += [
+                setting_line(s, ("kernel-arg", kernel_arg_text(s)))
+                for s in plan.of_kind("kernel-arg")
+            ]
             lines.append(fixed_line(f"live: {step.summary}", ("step", "bootloader")))
         else:
             lines.append(fixed_line(f"live: {step.summary}", step.fields))
@@ -187,5 +203,11 @@ def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
     written = {entry["path"]: entry for entry in data.get("write_files", [])}
     for item in overlay:
         entry = written.get(item.target)
-        if entry is None or entry.get("content") != item.text or entry.get("permissions") != item.mode:
-            raise GenerationError(f"cloud-init/user-data: {item.target} does not round-trip through YAML")
+        if (
+            entry is None
+            or entry.get("content") != item.text
+            or entry.get("permissions") != item.mode
+        ):
+            raise GenerationError(
+                f"cloud-init/user-data: {item.target} does not round-trip through YAML"
+            )

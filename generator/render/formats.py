@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from generator.model.setting import Setting
 
+
 def comment_text(text: str) -> str:
     """One line of comment text: control characters (newlines above all) become spaces."""
     return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", text).split())

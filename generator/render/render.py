@@ -102,7 +102,9 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     Output(in_overlay(layout.unit_file(layout.GPU_UNIT)), "gpu.service.j2", 0o644, ("gpu",)),
     _script(layout.IRQ_SCRIPT, ("irq",)),
     Output(in_overlay(layout.IRQ_DATA), "irq.conf.j2", 0o644, ("irq",)),
-    Output(in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)),
+    Output(
+        in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)
+    ),
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),
@@ -143,7 +145,7 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
         try:
             if pickle.load(stream) != bucket.checksum:  # the template changed since
                 return
-            bucket.code = marshal.loads(memoryview(data)[stream.tell():])
+            bucket.code = marshal.loads(memoryview(data)[stream.tell() :])
         except (EOFError, ValueError, TypeError, pickle.UnpicklingError):
             return
 
@@ -175,8 +177,14 @@ def make_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        comment=comment_text, reason=reason_comment, sh=sh_quote, tmpfiles=tmpfiles_field,
-        md=md_cell, md_code=md_code, karg=kernel_arg_text, yaml_str=yaml_string,
+        comment=comment_text,
+        reason=reason_comment,
+        sh=sh_quote,
+        tmpfiles=tmpfiles_field,
+        md=md_cell,
+        md_code=md_code,
+        karg=kernel_arg_text,
+        yaml_str=yaml_string,
     )
     return env
 
@@ -261,20 +269,32 @@ def plan_context(plan: Plan) -> dict[str, Any]:
 
 def data_context(plan: Plan) -> dict[str, list[DataLine]]:
     """The lines of the fixed scripts' data files."""
-    return {"gpu_data": gpu_lines(plan), "irq_data": irq_lines(plan), "collect_data": collect_lines(plan)}
+    return {
+        "gpu_data": gpu_lines(plan),
+        "irq_data": irq_lines(plan),
+        "collect_data": collect_lines(plan),
+    }
 
 
 def gpu_lines(plan: Plan) -> list[DataLine]:
     """gpu-setup's data: its message tag, the actions in the order they run, driver modules."""
     actions = order_gpu_actions(plan.of_kind("gpu")).values()
-    return [fixed_line(f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)),
-            *(setting_line(s, (s.key, s.value)) for s in actions),
-            *(setting_line(s, ("module", s.key)) for s in driver_modules(plan))]
+    return [
+        fixed_line(
+            f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)
+        ),
+        *(setting_line(s, (s.key, s.value)) for s in actions),
+        *(setting_line(s, ("module", s.key)) for s in driver_modules(plan)),
+    ]
 
 
 def irq_lines(plan: Plan) -> list[DataLine]:
-    return [fixed_line(f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)),
-            *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq"))]
+    return [
+        fixed_line(
+            f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
+        ),
+        *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
+    ]
 
 
 class ModprobeLine(NamedTuple):
@@ -285,7 +305,9 @@ class ModprobeLine(NamedTuple):
 
 
 def group_modprobe(settings: tuple[Setting, ...]) -> list[ModprobeLine]:
-    lines: list[ModprobeLine] = [ModprobeLine(s.key, (s,)) for s in settings if s.key.startswith("blacklist ")]
+    lines: list[ModprobeLine] = [
+        ModprobeLine(s.key, (s,)) for s in settings if s.key.startswith("blacklist ")
+    ]
     options = [s for s in settings if s.key.startswith("options ")]
     for module in unique_in_order(s.key.split()[1] for s in options):
         mine = tuple(s for s in options if s.key.split()[1] == module)
@@ -298,8 +320,10 @@ def group_tuned(settings: tuple[Setting, ...]) -> list[tuple[str, list[tuple[str
     """``[(section, [(option, setting)…])…]`` with [main] first, then sections in plan order."""
     sections = unique_in_order(s.key.split(".", 1)[0] for s in settings)
     sections.sort(key=lambda name: name != "main")
-    return [(name, [(s.key.split(".", 1)[1], s) for s in settings if s.key.split(".", 1)[0] == name])
-            for name in sections]
+    return [
+        (name, [(s.key.split(".", 1)[1], s) for s in settings if s.key.split(".", 1)[0] == name])
+        for name in sections
+    ]
 
 
 def order_gpu_actions(settings: tuple[Setting, ...]) -> dict[str, Setting]:

@@ -18,8 +18,11 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
         return
     yield kernel_arg("iommu", "pt", why)
     if facts.cpu.vendor == "intel":
-        yield kernel_arg("intel_iommu", "on",
-                         "Intel VT-d is off unless asked for; on + pt keeps it usable for devices that need it")
+        yield kernel_arg(
+            "intel_iommu",
+            "on",
+            "Intel VT-d is off unless asked for; on + pt keeps it usable for devices that need it",
+        )
 
 
 @rule("boot.init-on-alloc")
@@ -28,7 +31,8 @@ def init_on_alloc(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus:
         return
     yield kernel_arg(
-        "init_on_alloc", 0,
+        "init_on_alloc",
+        0,
         "distribution kernels zero each page on allocation, which costs measurable bandwidth "
         "for multi-GB host buffers (NVIDIA's base profile does the same); trade-off: gives up "
         "a hardening default",
@@ -39,8 +43,10 @@ def init_on_alloc(facts: Facts, profile: Profile) -> Output:
 def acs(facts: Facts, profile: Profile) -> Output:
     """Say why PCIe ACS is left alone even though it slows GPU peer-to-peer traffic."""
     if facts.gpu_count > 1 and facts.rdma_nics:
-        yield note("PCIe ACS redirect is left enabled: the pci=disable_acs_redir= device list is "
-                   "firmware- and slot-specific; set it per platform after measuring all-reduce bandwidth")
+        yield note(
+            "PCIe ACS redirect is left enabled: the pci=disable_acs_redir= device list is "
+            "firmware- and slot-specific; set it per platform after measuring all-reduce bandwidth"
+        )
 
 
 @rule("boot.acpi-power-meter")
@@ -54,6 +60,9 @@ def acpi_power_meter(facts: Facts, profile: Profile) -> Output:
     """
     if facts.cpu.vendor != "nvidia":
         return
-    yield kernel_arg("acpi_power_meter.force_cap_on", "y",
-                     "NVIDIA's Grace guide: the ACPI power meter then offers its power cap "
-                     "(power1_cap), which the driver otherwise hides as unsafe; no cap is set here")
+    yield kernel_arg(
+        "acpi_power_meter.force_cap_on",
+        "y",
+        "NVIDIA's Grace guide: the ACPI power meter then offers its power cap "
+        "(power1_cap), which the driver otherwise hides as unsafe; no cap is set here",
+    )

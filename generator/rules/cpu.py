@@ -30,12 +30,19 @@ def energy_preference(facts: Facts, profile: Profile) -> Output:
     if driver not in EPP_DRIVERS:
         yield note(f"cpufreq driver {driver or 'unknown'}: no energy_performance_preference to set")
         return
-    yield sysfs("/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference", "performance",
-                f"{driver} picks frequencies in hardware; EPP 'performance' tells it not to save "
-                "power at the cost of latency")
+    yield sysfs(
+        "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference",
+        "performance",
+        f"{driver} picks frequencies in hardware; EPP 'performance' tells it not to save "
+        "power at the cost of latency",
+    )
     if facts.cpu.vendor == "intel":
-        yield tuned("cpu", "energy_perf_bias", "performance",
-                    "same intent for Intel's energy/performance bias register")
+        yield tuned(
+            "cpu",
+            "energy_perf_bias",
+            "performance",
+            "same intent for Intel's energy/performance bias register",
+        )
 
 
 @rule("cpu.cstates")
@@ -45,13 +52,18 @@ def cstates(facts: Facts, profile: Profile) -> Output:
         yield note("C-states left at the default: throughput-bound work, and idle power adds up")
         return
     if facts.cpu.arch != "x86_64":
-        yield note(f"{facts.cpu.arch}: no C-state boot argument exists; idle states stay at the default")
+        yield note(
+            f"{facts.cpu.arch}: no C-state boot argument exists; idle states stay at the default"
+        )
         return
     why = "waking from deep C-states (C6) costs tens of microseconds of tail latency per request"
     if facts.cpu.vendor == "intel":
-        yield kernel_arg("intel_idle.max_cstate", 1,
-                         why + "; 1 keeps intel_idle loaded (0 would disable it and fall back to "
-                         "firmware tables)")
+        yield kernel_arg(
+            "intel_idle.max_cstate",
+            1,
+            why + "; 1 keeps intel_idle loaded (0 would disable it and fall back to "
+            "firmware tables)",
+        )
     yield kernel_arg("processor.max_cstate", 1, why + " (limit for the ACPI idle driver)")
 
 
@@ -63,6 +75,9 @@ def smt(facts: Facts, profile: Profile) -> Output:
     if facts.cpu.threads_per_core == 1:
         yield note("SMT off requested, but the CPU has one thread per core: nothing to do")
         return
-    yield kernel_arg("nosmt", "",
-                     "the profile trades half the hardware threads for less jitter from "
-                     "sibling threads sharing a core")
+    yield kernel_arg(
+        "nosmt",
+        "",
+        "the profile trades half the hardware threads for less jitter from "
+        "sibling threads sharing a core",
+    )

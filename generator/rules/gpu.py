@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
-from generator.model.layout import GPU_UNIT
 from generator.inputs.profile import Profile
+from generator.model.layout import GPU_UNIT
 from generator.rules.base import (
-    Output, blacklist, gpu_action, kernel_arg, load_module, module_option, note, rule, service,
+    Output,
+    blacklist,
+    gpu_action,
+    kernel_arg,
+    load_module,
+    module_option,
+    note,
+    rule,
+    service,
 )
 
 
@@ -33,8 +41,11 @@ def persistence(facts: Facts, profile: Profile) -> Output:
         return
     why = "avoids 1-2 s of driver initialisation on every CUDA start"
     yield service("nvidia-persistenced.service", "enable", why)
-    yield gpu_action("persistence", "on",
-                     why + "; the boot unit runs nvidia-smi -pm 1 only when nvidia-persistenced is not active")
+    yield gpu_action(
+        "persistence",
+        "on",
+        why + "; the boot unit runs nvidia-smi -pm 1 only when nvidia-persistenced is not active",
+    )
 
 
 @rule("gpu.boot-unit")
@@ -42,9 +53,12 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
     """Apply GPU settings at boot on the real machine (images are built without GPUs)."""
     if not facts.has_gpus:
         return
-    yield service(GPU_UNIT, "enable",
-                  "nvidia-smi settings need the GPU, so they run at boot; the unit logs and "
-                  "skips when the driver or the GPU is absent")
+    yield service(
+        GPU_UNIT,
+        "enable",
+        "nvidia-smi settings need the GPU, so they run at boot; the unit logs and "
+        "skips when the driver or the GPU is absent",
+    )
 
 
 @rule("gpu.ecc")
@@ -59,17 +73,24 @@ def ecc(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus or profile.gpu_ecc != "enable":
         return
     if gddr := [group.model.key for group in facts.gpus if group.model.memory_type == "gddr"]:
-        yield note(f"ECC left as the boards ship it on {', '.join(gddr)}: GDDR keeps ECC inline, "
-                   "so turning it on takes about 1/16 of VRAM after the next reboot; a profile "
-                   "override (kind gpu, key ecc, value on) asks for it")
+        yield note(
+            f"ECC left as the boards ship it on {', '.join(gddr)}: GDDR keeps ECC inline, "
+            "so turning it on takes about 1/16 of VRAM after the next reboot; a profile "
+            "override (kind gpu, key ecc, value on) asks for it"
+        )
         return
     unknown = [group.model.key for group in facts.gpus if group.model.memory_type is None]
     memory = "HBM keeps ECC in separate bits, so it costs no capacity"
     if unknown:
-        memory = (f"HBM ECC costs no capacity (memory type of {', '.join(unknown)} not in "
-                  "hardware_db)")
-    yield gpu_action("ecc", "on", f"silent bit flips corrupt long runs and answers; {memory}; set "
-                     "only where it is off, effective after the next reboot")
+        memory = (
+            f"HBM ECC costs no capacity (memory type of {', '.join(unknown)} not in hardware_db)"
+        )
+    yield gpu_action(
+        "ecc",
+        "on",
+        f"silent bit flips corrupt long runs and answers; {memory}; set "
+        "only where it is off, effective after the next reboot",
+    )
 
 
 @rule("gpu.compute-mode")
@@ -78,11 +99,16 @@ def compute_mode(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus:
         return
     if profile.gpu_compute_mode != "exclusive-process":
-        yield note("GPU compute mode left at DEFAULT: the driver resets it at every load, so "
-                   "pinning it would do nothing")
+        yield note(
+            "GPU compute mode left at DEFAULT: the driver resets it at every load, so "
+            "pinning it would do nothing"
+        )
         return
-    yield gpu_action("compute-mode", "EXCLUSIVE_PROCESS",
-                     "one process per GPU: no time-slicing between ranks or workers")
+    yield gpu_action(
+        "compute-mode",
+        "EXCLUSIVE_PROCESS",
+        "one process per GPU: no time-slicing between ranks or workers",
+    )
 
 
 def _clock_value(group: GpuGroup) -> str:
@@ -96,10 +122,17 @@ def clocks(facts: Facts, profile: Profile) -> Output:
         return
     values = {_clock_value(group) for group in facts.gpus}
     value = values.pop() if len(values) == 1 else "max"
-    known = f"{value} MHz from hardware_db ({_models(facts)})" if value != "max" else "the card's reported maximum"
-    yield gpu_action("clocks", value,
-                     f"boost clocks follow temperature and power, so latency varies; locked at "
-                     f"{known}, clamped at boot to what each card reports it supports")
+    known = (
+        f"{value} MHz from hardware_db ({_models(facts)})"
+        if value != "max"
+        else "the card's reported maximum"
+    )
+    yield gpu_action(
+        "clocks",
+        value,
+        f"boost clocks follow temperature and power, so latency varies; locked at "
+        f"{known}, clamped at boot to what each card reports it supports",
+    )
 
 
 @rule("gpu.power-limit")
@@ -114,9 +147,12 @@ def power_limit(facts: Facts, profile: Profile) -> Output:
         value, known = str(default * percent // 100), f"{default} W default from hardware_db"
     else:
         value, known = f"{percent}%", "the card's reported default limit"
-    yield gpu_action("power-limit", value,
-                     f"the profile caps power at {percent}% of {known} to avoid thermal "
-                     "throttling; clamped at boot to the card's min/max limits")
+    yield gpu_action(
+        "power-limit",
+        value,
+        f"the profile caps power at {percent}% of {known} to avoid thermal "
+        "throttling; clamped at boot to the card's min/max limits",
+    )
 
 
 @rule("gpu.mig")
@@ -127,7 +163,9 @@ def mig(facts: Facts, profile: Profile) -> Output:
     if not any(group.model.supports_mig for group in facts.gpus):
         yield note("MIG off requested, but no GPU here supports MIG")
         return
-    yield gpu_action("mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice")
+    yield gpu_action(
+        "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
+    )
 
 
 def _multi_node_nvlink(facts: Facts) -> str:
@@ -152,17 +190,23 @@ def fabric_manager(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus:
         return
     if trays := _multi_node_nvlink(facts):
-        yield note(f"nvidia-fabricmanager not enabled: {trays} reach the rack's NVLink domain "
-                   "through external NVLink switch trays, which run the fabric manager and NVLSM; "
-                   "a compute tray runs nvidia-imex instead")
+        yield note(
+            f"nvidia-fabricmanager not enabled: {trays} reach the rack's NVLink domain "
+            "through external NVLink switch trays, which run the fabric manager and NVLSM; "
+            "a compute tray runs nvidia-imex instead"
+        )
         return
     if not facts.nvswitch:
         return
-    why = (f"{_models(facts)} connect through NVSwitch: without the fabric manager NVLink "
-           "all-to-all never comes up and CUDA reports no peer access")
+    why = (
+        f"{_models(facts)} connect through NVSwitch: without the fabric manager NVLink "
+        "all-to-all never comes up and CUDA reports no peer access"
+    )
     if _nvlink5_baseboard(facts):
-        why += ("; on NVLink 5 baseboards its start script (nvidia-fabricmanager-start.sh) also "
-                "starts the NVLink subnet manager from the nvlsm package")
+        why += (
+            "; on NVLink 5 baseboards its start script (nvidia-fabricmanager-start.sh) also "
+            "starts the NVLink subnet manager from the nvlsm package"
+        )
     yield service("nvidia-fabricmanager.service", "enable", why)
 
 
@@ -180,13 +224,17 @@ def nvlink_subnet_manager(facts: Facts, profile: Profile) -> Output:
     """
     if not facts.has_gpus or not _nvlink5_baseboard(facts):
         return
-    yield load_module("ib_umad",
-                      f"{_models(facts)} use 4th-gen NVSwitch: the NVLink subnet manager (NVLSM) "
-                      "reaches the switches through /dev/infiniband/umad*, and the fabric "
-                      "manager's precheck fails without it")
-    yield note("NVLSM is not enabled as a unit: nvidia-fabricmanager.service starts it through "
-               "nvidia-fabricmanager-start.sh; the image needs the nvlsm package (same release "
-               "train as the driver) installed")
+    yield load_module(
+        "ib_umad",
+        f"{_models(facts)} use 4th-gen NVSwitch: the NVLink subnet manager (NVLSM) "
+        "reaches the switches through /dev/infiniband/umad*, and the fabric "
+        "manager's precheck fails without it",
+    )
+    yield note(
+        "NVLSM is not enabled as a unit: nvidia-fabricmanager.service starts it through "
+        "nvidia-fabricmanager-start.sh; the image needs the nvlsm package (same release "
+        "train as the driver) installed"
+    )
 
 
 @rule("gpu.imex")
@@ -199,10 +247,13 @@ def imex(facts: Facts, profile: Profile) -> Output:
     """
     if not facts.has_gpus or not (trays := _multi_node_nvlink(facts)):
         return
-    yield service("nvidia-imex.service", "enable",
-                  f"{trays} share GPU memory with the other trays of the NVLink domain only "
-                  "through IMEX; the daemon also needs the domain's node list "
-                  "(/etc/nvidia-imex/nodes_config.cfg), which is site-specific and not generated")
+    yield service(
+        "nvidia-imex.service",
+        "enable",
+        f"{trays} share GPU memory with the other trays of the NVLink domain only "
+        "through IMEX; the daemon also needs the domain's node list "
+        "(/etc/nvidia-imex/nodes_config.cfg), which is site-specific and not generated",
+    )
 
 
 @rule("gpu.dcgm")
@@ -210,8 +261,11 @@ def dcgm(facts: Facts, profile: Profile) -> Output:
     """Run DCGM (health, Xid errors, metrics) where it is installed."""
     if not facts.has_gpus:
         return
-    yield service("nvidia-dcgm.service", "enable",
-                  "GPU health checks, Xid error reporting and metrics; skipped where DCGM is not installed")
+    yield service(
+        "nvidia-dcgm.service",
+        "enable",
+        "GPU health checks, Xid error reporting and metrics; skipped where DCGM is not installed",
+    )
 
 
 # RDMA drivers that MLNX_OFED / DOCA-OFED extend with the PeerDirect API
@@ -248,16 +302,20 @@ def peermem(facts: Facts, profile: Profile) -> Output:
         return
     others = [nic for nic in rdma if not _peerdirect(nic)]
     if others:
-        yield note(f"GPUDirect RDMA for {', '.join(_stack(nic) for nic in others)} goes through "
-                   "DMA-BUF (Linux >= 5.12 with the open GPU kernel modules), not nvidia-peermem, "
-                   "which only serves the mlx5 PeerDirect stack of MLNX_OFED/DOCA-OFED")
+        yield note(
+            f"GPUDirect RDMA for {', '.join(_stack(nic) for nic in others)} goes through "
+            "DMA-BUF (Linux >= 5.12 with the open GPU kernel modules), not nvidia-peermem, "
+            "which only serves the mlx5 PeerDirect stack of MLNX_OFED/DOCA-OFED"
+        )
     if peerdirect := [nic.name for nic in rdma if _peerdirect(nic)]:
-        yield load_module("nvidia-peermem",
-                          f"GPUDirect RDMA: NICs {', '.join(peerdirect)} (mlx5) read and write GPU "
-                          "memory without a bounce through host RAM via MLNX_OFED/DOCA-OFED "
-                          "PeerDirect; with the inbox mlx5 stack the module does not load and "
-                          f"DMA-BUF applies instead; loaded by {GPU_UNIT} once the "
-                          "NVIDIA driver provides it")
+        yield load_module(
+            "nvidia-peermem",
+            f"GPUDirect RDMA: NICs {', '.join(peerdirect)} (mlx5) read and write GPU "
+            "memory without a bounce through host RAM via MLNX_OFED/DOCA-OFED "
+            "PeerDirect; with the inbox mlx5 stack the module does not load and "
+            f"DMA-BUF applies instead; loaded by {GPU_UNIT} once the "
+            "NVIDIA driver provides it",
+        )
 
 
 @rule("gpu.vendor-profiles")
@@ -274,23 +332,35 @@ def vendor_profiles(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus:
         return
     if not _nvlink5_baseboard(facts):
-        yield note("ib_umad (loaded by NVIDIA's nvidia-base profile everywhere) is loaded only for "
-                   "NVLSM on NVLink 5 NVSwitch baseboards; rdma-core loads it with the "
-                   "InfiniBand stack where an HCA is present")
-    yield note("pci=realloc=off, console= and earlycon (NVIDIA's h100/gb200 profiles) not set: "
-               "PCI resource allocation and the serial console are firmware- and BMC-specific")
-    yield note("kernel.threads-max not raised (NVIDIA's gb200 profile: 16512444): the kernel "
-               "sizes it from RAM (kernel/fork.c: an eighth of memory for thread stacks) and "
-               "pid_max (4194304 under systemd) caps threads first")
+        yield note(
+            "ib_umad (loaded by NVIDIA's nvidia-base profile everywhere) is loaded only for "
+            "NVLSM on NVLink 5 NVSwitch baseboards; rdma-core loads it with the "
+            "InfiniBand stack where an HCA is present"
+        )
+    yield note(
+        "pci=realloc=off, console= and earlycon (NVIDIA's h100/gb200 profiles) not set: "
+        "PCI resource allocation and the serial console are firmware- and BMC-specific"
+    )
+    yield note(
+        "kernel.threads-max not raised (NVIDIA's gb200 profile: 16512444): the kernel "
+        "sizes it from RAM (kernel/fork.c: an eighth of memory for thread stacks) and "
+        "pid_max (4194304 under systemd) caps threads first"
+    )
     kernel_min_free = min(262144, int((facts.memory_gib * 1024 * 1024 * 16) ** 0.5))
-    yield note(f"vm.min_free_kbytes not set (NVIDIA's gb200 profile: 65536): the kernel's own "
-               f"value is sqrt(16 x RAM in KiB), about {kernel_min_free} KiB here "
-               "(mm/page_alloc.c, at most 262144), so a fixed 65536 would lower it on machines "
-               "above 256 GiB")
-    yield note("containerd LimitSTACK=67108864 (NVIDIA's gb200 profile) not set: goldtune writes "
-               "no container-runtime drop-ins, and RLIMIT_STACK also becomes glibc's default "
-               "stack size for every new thread")
+    yield note(
+        f"vm.min_free_kbytes not set (NVIDIA's gb200 profile: 65536): the kernel's own "
+        f"value is sqrt(16 x RAM in KiB), about {kernel_min_free} KiB here "
+        "(mm/page_alloc.c, at most 262144), so a fixed 65536 would lower it on machines "
+        "above 256 GiB"
+    )
+    yield note(
+        "containerd LimitSTACK=67108864 (NVIDIA's gb200 profile) not set: goldtune writes "
+        "no container-runtime drop-ins, and RLIMIT_STACK also becomes glibc's default "
+        "stack size for every new thread"
+    )
     if profile.multinode:
-        yield note("net.core.rmem_default/wmem_default not raised (NVIDIA's multiNodeTraining: "
-                   "134217728): they size every new socket, control connections included; TCP "
-                   "autotuning grows buffers up to the tcp_rmem/tcp_wmem maximum instead")
+        yield note(
+            "net.core.rmem_default/wmem_default not raised (NVIDIA's multiNodeTraining: "
+            "134217728): they size every new socket, control connections included; TCP "
+            "autotuning grows buffers up to the tcp_rmem/tcp_wmem maximum instead"
+        )

@@ -8,8 +8,14 @@ from generator.rules.base import Output, blacklist, rule, service
 
 UNNEEDED_MODULES = ("bluetooth", "btusb", "joydev", "snd_hda_intel", "uvcvideo")
 UNNEEDED_SERVICES = (
-    "ModemManager.service", "apport.service", "avahi-daemon.service", "avahi-daemon.socket",
-    "bluetooth.service", "cups.service", "cups.socket", "whoopsie.service",
+    "ModemManager.service",
+    "apport.service",
+    "avahi-daemon.service",
+    "avahi-daemon.socket",
+    "bluetooth.service",
+    "cups.service",
+    "cups.socket",
+    "whoopsie.service",
 )
 WHY = "a headless GPU server never uses it: smaller attack surface and a faster boot; no effect on performance"
 

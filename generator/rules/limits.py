@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from generator.inputs.facts import Facts
-from generator.plan.known_keys import NR_OPEN_DEFAULT
 from generator.inputs.profile import Profile
+from generator.plan.known_keys import NR_OPEN_DEFAULT
 from generator.rules.base import Output, limit, manager_default, note, rule, sysctl
 
 NOFILE = 1048576
@@ -16,12 +16,22 @@ ROOT_NOTE = {"*": "", "root": " (root: '*' lines do not apply to root)"}
 @rule("limits.nofile")
 def nofile(facts: Facts, profile: Profile) -> Output:
     """Open-file limit for logins (limits.d) and services (systemd), kept within fs.nr_open."""
-    why = ("vLLM, Triton, DataLoader workers, NCCL and gRPC open hundreds of descriptors each; "
-           "1024 fails with EMFILE")
+    why = (
+        "vLLM, Triton, DataLoader workers, NCCL and gRPC open hundreds of descriptors each; "
+        "1024 fails with EMFILE"
+    )
     for domain in LOGIN_DOMAINS:
         yield limit(domain, "soft", "nofile", NOFILE, why + ROOT_NOTE[domain])
-        yield limit(domain, "hard", "nofile", NOFILE, why + f"; not above fs.nr_open ({NR_OPEN_DEFAULT})" + ROOT_NOTE[domain])
-    yield manager_default("DefaultLimitNOFILE", NOFILE, "services started by systemd do not read limits.d; " + why)
+        yield limit(
+            domain,
+            "hard",
+            "nofile",
+            NOFILE,
+            why + f"; not above fs.nr_open ({NR_OPEN_DEFAULT})" + ROOT_NOTE[domain],
+        )
+    yield manager_default(
+        "DefaultLimitNOFILE", NOFILE, "services started by systemd do not read limits.d; " + why
+    )
 
 
 @rule("limits.memlock")
@@ -31,14 +41,21 @@ def memlock(facts: Facts, profile: Profile) -> Output:
     for domain in LOGIN_DOMAINS:
         yield limit(domain, "soft", "memlock", "unlimited", why + ROOT_NOTE[domain])
         yield limit(domain, "hard", "memlock", "unlimited", why + ROOT_NOTE[domain])
-    yield manager_default("DefaultLimitMEMLOCK", "infinity", "services started by systemd do not read limits.d; " + why)
+    yield manager_default(
+        "DefaultLimitMEMLOCK",
+        "infinity",
+        "services started by systemd do not read limits.d; " + why,
+    )
 
 
 @rule("limits.aio")
 def aio(facts: Facts, profile: Profile) -> Output:
     """Room for asynchronous I/O contexts used by weight and data loaders."""
-    yield sysctl("fs.aio-max-nr", 1048576,
-                 "asynchronous weight and dataset loaders (io_uring/libaio) exhaust the 65536 default")
+    yield sysctl(
+        "fs.aio-max-nr",
+        1048576,
+        "asynchronous weight and dataset loaders (io_uring/libaio) exhaust the 65536 default",
+    )
 
 
 @rule("limits.inotify")
@@ -50,14 +67,22 @@ def inotify(facts: Facts, profile: Profile) -> Output:
     65535. max_user_watches scales with RAM since Linux 5.11 (fs/notify/inotify, 1% of memory,
     at most 1048576), so inference keeps the default.
     """
-    yield sysctl("fs.inotify.max_user_instances", 8192,
-                 "every process that watches files holds an inotify instance; container hosts "
-                 "(kubelet, containerd, sidecars) exhaust the 128-per-user default; 8192 as EKS "
-                 "and OpenShift nodes")
+    yield sysctl(
+        "fs.inotify.max_user_instances",
+        8192,
+        "every process that watches files holds an inotify instance; container hosts "
+        "(kubelet, containerd, sidecars) exhaust the 128-per-user default; 8192 as EKS "
+        "and OpenShift nodes",
+    )
     if profile.intent != "training":
-        yield note("fs.inotify.max_user_watches left at the default for inference: kernels >= "
-                   "5.11 scale it with RAM up to 1048576 (NVIDIA's gb200 profile sets 524288)")
+        yield note(
+            "fs.inotify.max_user_watches left at the default for inference: kernels >= "
+            "5.11 scale it with RAM up to 1048576 (NVIDIA's gb200 profile sets 524288)"
+        )
         return
-    yield sysctl("fs.inotify.max_user_watches", 1048576,
-                 "tooling that watches checkpoint and dataset trees runs out of watches; 1048576 "
-                 "is the ceiling newer kernels scale to with RAM, so it never lowers the default")
+    yield sysctl(
+        "fs.inotify.max_user_watches",
+        1048576,
+        "tooling that watches checkpoint and dataset trees runs out of watches; 1048576 "
+        "is the ceiling newer kernels scale to with RAM, so it never lowers the default",
+    )

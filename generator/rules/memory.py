@@ -15,7 +15,8 @@ PAGE_SIZES_WITHOUT_1G_KIB = {64}
 def swappiness(facts: Facts, profile: Profile) -> Output:
     """Keep swap as a last resort without the OOM-prone behaviour of swappiness 0."""
     yield sysctl(
-        "vm.swappiness", 1,
+        "vm.swappiness",
+        1,
         "swapping model weights or activations is far slower than restarting; 1 (not 0) still "
         "lets the kernel reclaim anonymous memory before an OOM kill inside memory cgroups",
     )
@@ -30,15 +31,19 @@ def thp_mode(facts: Facts, profile: Profile) -> Output:
     multi-size THP of kernels >= 6.8 (Documentation/admin-guide/mm/transhuge.rst) is not set.
     """
     if profile.thp == "madvise":
-        reason = ("PyTorch and CUDA ask for huge pages on long-lived allocations via madvise; "
-                  "everything else avoids the compaction stalls of 'always'")
+        reason = (
+            "PyTorch and CUDA ask for huge pages on long-lived allocations via madvise; "
+            "everything else avoids the compaction stalls of 'always'"
+        )
     else:
         reason = "the profile turns transparent huge pages off entirely"
     yield kernel_arg("transparent_hugepage", profile.thp, reason)
     if profile.thp == "madvise" and facts.os.page_size_kib in PAGE_SIZES_WITHOUT_1G_KIB:
-        yield note(f"with {facts.os.page_size_kib} KiB pages a transparent huge page is 512 MiB "
-                   "(the PMD size), so madvise regions rarely get one; the multi-size THP sizes "
-                   "of kernels >= 6.8 (hugepages-<size>kB/enabled) are left at their default")
+        yield note(
+            f"with {facts.os.page_size_kib} KiB pages a transparent huge page is 512 MiB "
+            "(the PMD size), so madvise regions rarely get one; the multi-size THP sizes "
+            "of kernels >= 6.8 (hugepages-<size>kB/enabled) are left at their default"
+        )
 
 
 @rule("memory.thp-defrag")
@@ -47,7 +52,8 @@ def thp_defrag(facts: Facts, profile: Profile) -> Output:
     if profile.thp != "madvise":
         return
     yield sysfs(
-        "/sys/kernel/mm/transparent_hugepage/defrag", "defer+madvise",
+        "/sys/kernel/mm/transparent_hugepage/defrag",
+        "defer+madvise",
         "madvise regions compact directly, all others defer to kcompactd, so no allocating "
         "thread stalls for tens of milliseconds on compaction",
     )
@@ -57,7 +63,8 @@ def thp_defrag(facts: Facts, profile: Profile) -> Output:
 def max_map_count(facts: Facts, profile: Profile) -> Output:
     """Raise the mmap count limit for mmap'd weight shards and busy servers."""
     yield sysctl(
-        "vm.max_map_count", 1048576,
+        "vm.max_map_count",
+        1048576,
         "mmap'd safetensors shards and high-concurrency servers exceed the old 65530 default "
         "(ENOMEM); 1048576 equals the newer distribution default, so it never lowers it",
     )
@@ -69,7 +76,8 @@ def overcommit(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus:
         return
     yield sysctl(
-        "vm.overcommit_memory", 1,
+        "vm.overcommit_memory",
+        1,
         "the CUDA runtime and UVM reserve virtual ranges far larger than RAM; heuristic "
         "accounting can refuse them",
     )
@@ -96,24 +104,32 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
     keys on the GPU's superchip form factor in hardware_db.
     """
     if superchips := coherent_gpu_models(facts):
-        yield sysctl("kernel.numa_balancing", 0,
-                     f"{superchips}: GPU memory is a CPU-less NUMA node behind NVLink-C2C, and "
-                     "NVIDIA's Grace guide disables automatic NUMA balancing (its "
-                     "numa_balancing=disable), which would migrate pages between CPU and GPU "
-                     "memory")
+        yield sysctl(
+            "kernel.numa_balancing",
+            0,
+            f"{superchips}: GPU memory is a CPU-less NUMA node behind NVLink-C2C, and "
+            "NVIDIA's Grace guide disables automatic NUMA balancing (its "
+            "numa_balancing=disable), which would migrate pages between CPU and GPU "
+            "memory",
+        )
         return
     if not facts.is_numa:
         yield note("single NUMA node: no NUMA balancing or zone reclaim setting applies")
         return
     if profile.intent == "training":
-        yield sysctl("kernel.numa_balancing", 0,
-                     f"{facts.numa_nodes} NUMA nodes: page migration mid-epoch is churn for "
-                     "processes already bound to their GPU's node")
+        yield sysctl(
+            "kernel.numa_balancing",
+            0,
+            f"{facts.numa_nodes} NUMA nodes: page migration mid-epoch is churn for "
+            "processes already bound to their GPU's node",
+        )
         return
-    yield note(f"{facts.numa_nodes} NUMA nodes, inference: kernel.numa_balancing left at the "
-               "kernel's default; writing 1 would only repeat the default and re-enable what DGX "
-               "OS turns off (nvidia-disable-numa-balancing); override it to 0 if latency jitter "
-               "follows numa_pte_updates in /proc/vmstat")
+    yield note(
+        f"{facts.numa_nodes} NUMA nodes, inference: kernel.numa_balancing left at the "
+        "kernel's default; writing 1 would only repeat the default and re-enable what DGX "
+        "OS turns off (nvidia-disable-numa-balancing); override it to 0 if latency jitter "
+        "follows numa_pte_updates in /proc/vmstat"
+    )
 
 
 @rule("memory.zone-reclaim")
@@ -121,10 +137,13 @@ def zone_reclaim(facts: Facts, profile: Profile) -> Output:
     """Prefer remote memory over reclaiming local page cache on NUMA machines."""
     if not facts.is_numa:
         return
-    yield sysctl("vm.zone_reclaim_mode", 0,
-                 f"{facts.numa_nodes} NUMA nodes: allocate on a remote node rather than drop "
-                 "the local page cache (weights, datasets); pinned because some firmware "
-                 "distances made older kernels enable it")
+    yield sysctl(
+        "vm.zone_reclaim_mode",
+        0,
+        f"{facts.numa_nodes} NUMA nodes: allocate on a remote node rather than drop "
+        "the local page cache (weights, datasets); pinned because some firmware "
+        "distances made older kernels enable it",
+    )
 
 
 def dirty_background_bytes(memory_gib: int) -> int:
@@ -139,9 +158,15 @@ def dirty_bytes(facts: Facts, profile: Profile) -> Output:
         return
     background = dirty_background_bytes(facts.memory_gib)
     limit = 4 * background
-    why = (f"{facts.memory_gib} GiB RAM: a ratio lets hundreds of GB of checkpoint data pile "
-           "up and then stall training on flush; a byte bound keeps write-back steady")
-    yield sysctl("vm.dirty_background_bytes", background, why + f" (background {background // GIB} GiB = RAM/256, 1-4 GiB)")
+    why = (
+        f"{facts.memory_gib} GiB RAM: a ratio lets hundreds of GB of checkpoint data pile "
+        "up and then stall training on flush; a byte bound keeps write-back steady"
+    )
+    yield sysctl(
+        "vm.dirty_background_bytes",
+        background,
+        why + f" (background {background // GIB} GiB = RAM/256, 1-4 GiB)",
+    )
     yield sysctl("vm.dirty_bytes", limit, why + f" (hard limit {limit // GIB} GiB = 4x background)")
 
 
@@ -157,23 +182,29 @@ def hugepages_1g(facts: Facts, profile: Profile) -> Output:
     percent = profile.hugepages_1g_percent
     if not percent:
         if facts.has_gpus:
-            yield note("no huge pages reserved (NVIDIA's h100-inference and gb200 profiles "
-                       "reserve 2 MiB pages, e.g. hugepagesz=2M hugepages=8192): reserved memory "
-                       "is lost to everything else and only engines that map hugetlbfs use it; "
-                       "the profile knob hugepages_1g_percent reserves them")
+            yield note(
+                "no huge pages reserved (NVIDIA's h100-inference and gb200 profiles "
+                "reserve 2 MiB pages, e.g. hugepagesz=2M hugepages=8192): reserved memory "
+                "is lost to everything else and only engines that map hugetlbfs use it; "
+                "the profile knob hugepages_1g_percent reserves them"
+            )
         return
     if facts.os.page_size_kib in PAGE_SIZES_WITHOUT_1G_KIB:
         count = facts.memory_gib * percent // 100 * 512
-        why = (f"the profile reserves {percent}% of {facts.memory_gib} GiB as huge pages; the "
-               f"kernel uses {facts.os.page_size_kib} KiB pages, which have no 1 GiB size "
-               "(hugepagesz=1G is rejected), so 2 MiB pages as NVIDIA's Grace profiles use")
+        why = (
+            f"the profile reserves {percent}% of {facts.memory_gib} GiB as huge pages; the "
+            f"kernel uses {facts.os.page_size_kib} KiB pages, which have no 1 GiB size "
+            "(hugepagesz=1G is rejected), so 2 MiB pages as NVIDIA's Grace profiles use"
+        )
         yield kernel_arg("default_hugepagesz", "2M", why)
         yield kernel_arg("hugepagesz", "2M", why)
         yield kernel_arg("hugepages", count, why)
         return
     count = facts.memory_gib * percent // 100
-    why = (f"the profile reserves {percent}% of {facts.memory_gib} GiB as 1 GiB pages for an "
-           "engine built to use them; reserved memory is lost to everything else")
+    why = (
+        f"the profile reserves {percent}% of {facts.memory_gib} GiB as 1 GiB pages for an "
+        "engine built to use them; reserved memory is lost to everything else"
+    )
     yield kernel_arg("default_hugepagesz", "1G", why)
     yield kernel_arg("hugepagesz", "1G", why)
     yield kernel_arg("hugepages", count, why)

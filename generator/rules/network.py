@@ -36,8 +36,10 @@ def rdma_paths(facts: Facts, profile: Profile) -> Output:
     """Say that RDMA fabrics need no TCP sysctl (RDMA bypasses the kernel stack)."""
     rdma_compute = [nic.name for nic in facts.nics if nic.rdma and nic.role == "compute"]
     if rdma_compute:
-        yield note(f"RDMA fabric NICs ({', '.join(rdma_compute)}) bypass the kernel TCP stack: "
-                   "no socket buffer setting helps them, so none is sized for them")
+        yield note(
+            f"RDMA fabric NICs ({', '.join(rdma_compute)}) bypass the kernel TCP stack: "
+            "no socket buffer setting helps them, so none is sized for them"
+        )
 
 
 @rule("network.socket-buffers")
@@ -47,19 +49,27 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
     if fastest is None or (fastest.speed_gbps or 0) < 10:
         unknown = [nic.name for nic in facts.tcp_nics if not nic.speed_gbps]
         missing = f" (no speed_gbps known for {', '.join(unknown)})" if unknown else ""
-        yield note(f"no NIC of a known 10 Gbit/s or more carries TCP{missing}: socket buffer defaults are kept")
+        yield note(
+            f"no NIC of a known 10 Gbit/s or more carries TCP{missing}: socket buffer defaults are kept"
+        )
         return
     assert fastest.speed_gbps is not None
     size = socket_buffer_bytes(fastest.speed_gbps, profile.intent)
     rtt = RTT_MS[profile.intent]
-    why = (f"{fastest.name} carries TCP at {fastest.speed_gbps} Gbit/s: autotuning only grows "
-           f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
-           f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for {profile.intent})")
+    why = (
+        f"{fastest.name} carries TCP at {fastest.speed_gbps} Gbit/s: autotuning only grows "
+        f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
+        f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for {profile.intent})"
+    )
     middle = 131072 if profile.intent == "training" else 87380
     yield sysctl("net.core.rmem_max", size, why)
     yield sysctl("net.core.wmem_max", size, why)
     yield sysctl("net.ipv4.tcp_rmem", f"4096 {middle} {size}", why)
-    yield sysctl("net.ipv4.tcp_wmem", f"4096 {65536 if profile.intent == 'inference' else middle} {size}", why)
+    yield sysctl(
+        "net.ipv4.tcp_wmem",
+        f"4096 {65536 if profile.intent == 'inference' else middle} {size}",
+        why,
+    )
 
 
 @rule("network.backlog")
@@ -68,9 +78,12 @@ def backlog(facts: Facts, profile: Profile) -> Output:
     fastest = _fastest(facts.tcp_nics)
     if fastest is None or (fastest.speed_gbps or 0) < FAST_NIC_GBPS:
         return
-    yield sysctl("net.core.netdev_max_backlog", 250000,
-                 f"{fastest.name} at {fastest.speed_gbps} Gbit/s delivers bursts that overflow "
-                 "the 1000-packet default backlog (drops counted in /proc/net/softnet_stat)")
+    yield sysctl(
+        "net.core.netdev_max_backlog",
+        250000,
+        f"{fastest.name} at {fastest.speed_gbps} Gbit/s delivers bursts that overflow "
+        "the 1000-packet default backlog (drops counted in /proc/net/softnet_stat)",
+    )
 
 
 @rule("network.somaxconn")
@@ -78,8 +91,11 @@ def somaxconn(facts: Facts, profile: Profile) -> Output:
     """A deep accept queue for inference front ends."""
     if profile.intent != "inference" or not facts.tcp_nics:
         return
-    yield sysctl("net.core.somaxconn", 65535,
-                 "serving front ends accept bursts of connections; the 4096 default queue drops them")
+    yield sysctl(
+        "net.core.somaxconn",
+        65535,
+        "serving front ends accept bursts of connections; the 4096 default queue drops them",
+    )
 
 
 @rule("network.multirail-arp")
@@ -89,12 +105,16 @@ def multirail_arp(facts: Facts, profile: Profile) -> Output:
     shared = sorted({role for role in roles if roles.count(role) > 1})
     if not shared:
         if facts.has_gpus:
-            yield note("arp_announce=2/arp_ignore=1 (NVIDIA's nvidia-base profile sets them on "
-                       "every host) left at the default: with at most one compute and one storage "
-                       "NIC no other NIC can answer ARP for their addresses")
+            yield note(
+                "arp_announce=2/arp_ignore=1 (NVIDIA's nvidia-base profile sets them on "
+                "every host) left at the default: with at most one compute and one storage "
+                "NIC no other NIC can answer ARP for their addresses"
+            )
         return
-    why = (f"several {'/'.join(shared)} NICs on one host (multi-rail): without this one NIC "
-           "answers ARP for its neighbours' addresses and steals their traffic")
+    why = (
+        f"several {'/'.join(shared)} NICs on one host (multi-rail): without this one NIC "
+        "answers ARP for its neighbours' addresses and steals their traffic"
+    )
     yield sysctl("net.ipv4.conf.all.arp_announce", 2, why)
     yield sysctl("net.ipv4.conf.all.arp_ignore", 1, why)
 
@@ -106,12 +126,16 @@ def bbr(facts: Facts, profile: Profile) -> Output:
         return
     if not profile.multinode:
         if facts.has_gpus:
-            yield note("TCP congestion control left at the default (NVIDIA's generic and "
-                       "multiNodeTraining profiles select bbr + fq): single-node work has no "
-                       "long bandwidth-delay TCP paths for BBR to help")
+            yield note(
+                "TCP congestion control left at the default (NVIDIA's generic and "
+                "multiNodeTraining profiles select bbr + fq): single-node work has no "
+                "long bandwidth-delay TCP paths for BBR to help"
+            )
         return
-    why = ("multi-node training moves checkpoints and datasets over high bandwidth-delay TCP "
-           "paths, where BBR keeps throughput that loss-based CUBIC gives up")
+    why = (
+        "multi-node training moves checkpoints and datasets over high bandwidth-delay TCP "
+        "paths, where BBR keeps throughput that loss-based CUBIC gives up"
+    )
     yield load_module("tcp_bbr", why + " (loaded before sysctl.d selects it)")
     yield sysctl("net.core.default_qdisc", "fq", why + "; BBR paces through the fq qdisc")
     yield sysctl("net.ipv4.tcp_congestion_control", "bbr", why)

@@ -85,13 +85,13 @@ class _Reader:
                 end = self.text.find("'", self.pos + 1)
                 if end < 0:
                     raise Unjudged("an unterminated '…' string")
-                out.append(self.text[self.pos + 1:end])
+                out.append(self.text[self.pos + 1 : end])
                 self.pos = end + 1
             elif char == '"':
                 self.pos += 1
                 out.append(self.double_quoted())
             elif char == "\\":
-                out.append(self.text[self.pos + 1:self.pos + 2].replace("\n", ""))
+                out.append(self.text[self.pos + 1 : self.pos + 2].replace("\n", ""))
                 self.pos += 2
             elif char == "$":
                 out.append(self.expansion(quoted=False))
@@ -114,7 +114,7 @@ class _Reader:
             if char == '"':
                 raise Unjudged('quotes inside a "${…}" expansion')
             if char == "\\":
-                following = self.text[self.pos + 1:self.pos + 2]
+                following = self.text[self.pos + 1 : self.pos + 2]
                 # inside "…" a backslash escapes only $ ` " \ and a newline
                 kept = following if following in '$`"\\' else "\\" + following
                 out.append("" if following == "\n" else kept)
@@ -190,7 +190,7 @@ def _statement(reader: _Reader, conditional: bool) -> tuple[list[Assigned], bool
     """The assignments of the statement at the cursor: (name, value or None, why not judged)."""
     reader.skip_blanks()
     line_end = reader.text.find("\n", reader.pos)
-    rest = reader.text[reader.pos:] if line_end < 0 else reader.text[reader.pos:line_end]
+    rest = reader.text[reader.pos :] if line_end < 0 else reader.text[reader.pos : line_end]
     if rest.startswith("#") or not rest.strip():
         reader.skip_to_line_end()
         return [], conditional

@@ -72,10 +72,21 @@ def check_system(snapshot: Snapshot) -> list[Check]:
     state = snapshot.value("system", "state")
     if state is None or state.startswith("!"):
         return []
-    checks = [Check("system", "state", "running", state, OK if state == "running" else DIFFERS,
-                    "" if state == "running" else "systemctl is-system-running")]
+    checks = [
+        Check(
+            "system",
+            "state",
+            "running",
+            state,
+            OK if state == "running" else DIFFERS,
+            "" if state == "running" else "systemctl is-system-running",
+        )
+    ]
     failed = snapshot.values("system", "failed-unit")
-    checks += [Check("system", "failed-unit", "none", unit, DIFFERS, "a unit failed this boot") for unit in failed]
+    checks += [
+        Check("system", "failed-unit", "none", unit, DIFFERS, "a unit failed this boot")
+        for unit in failed
+    ]
     if not failed:
         checks.append(Check("system", "failed-units", "none", "none", OK))
     return checks
@@ -92,7 +103,10 @@ def unit_props(snapshot: Snapshot, unit: str) -> dict[str, str]:
 def unit_seconds(props: dict[str, str]) -> float | None:
     """How long the unit took to start (a oneshot: its whole run), from systemd's timestamps."""
     try:
-        start, end = int(props["InactiveExitTimestampMonotonic"]), int(props["ActiveEnterTimestampMonotonic"])
+        start, end = (
+            int(props["InactiveExitTimestampMonotonic"]),
+            int(props["ActiveEnterTimestampMonotonic"]),
+        )
     except (KeyError, ValueError):
         return None
     return (end - start) / 1e6 if start and end >= start else None
@@ -108,12 +122,16 @@ def check_own_units(snapshot: Snapshot) -> list[Check]:
         props = unit_props(snapshot, unit)
         took = unit_seconds(props)
         log = snapshot.values("own-unit-log", unit)
-        said = next((line for line in reversed(log) if not line.startswith(("Starting ", "Finished "))), "")
+        said = next(
+            (line for line in reversed(log) if not line.startswith(("Starting ", "Finished "))), ""
+        )
         actual = f"{props.get('ActiveState', '?')} ({props.get('SubState', '?')}), result {props.get('Result', '?')}"
         actual += f", {took:.2f} s" if took is not None else ""
         ran = props.get("InactiveExitTimestampMonotonic", "0") not in ("0", "")
         if props.get("UnitFileState") == "enabled" and not ran:
-            checks.append(Check("unit", unit, "ran this boot", actual, DIFFERS, "enabled, but it did not run"))
+            checks.append(
+                Check("unit", unit, "ran this boot", actual, DIFFERS, "enabled, but it did not run")
+            )
         elif props.get("Result", "success") != "success" or props.get("ActiveState") == "failed":
             checks.append(Check("unit", unit, "ran, success", actual, DIFFERS, said))
         else:
@@ -126,12 +144,18 @@ def check_journal(snapshot: Snapshot) -> list[Check]:
     for _, text in snapshot.section("journal"):
         line = parse_journal_line(text)
         if is_config_error(line):
-            checks.append(Check("journal", line.ident, "no warning", line.message, DIFFERS, "boot journal"))
+            checks.append(
+                Check("journal", line.ident, "no warning", line.message, DIFFERS, "boot journal")
+            )
     for _, text in snapshot.section("modprobe-error"):
-        checks.append(Check("journal", "modprobe", "no warning", text, DIFFERS, "modprobe --showconfig"))
+        checks.append(
+            Check("journal", "modprobe", "no warning", text, DIFFERS, "modprobe --showconfig")
+        )
     for _, text in snapshot.section("tuned-log"):
         if " ERROR " in text:
-            checks.append(Check("journal", "tuned", "no error", text, DIFFERS, "/var/log/tuned/tuned.log"))
+            checks.append(
+                Check("journal", "tuned", "no error", text, DIFFERS, "/var/log/tuned/tuned.log")
+            )
     if not checks and snapshot.has("system"):
         checks.append(Check("journal", "config-errors", "none", "none", OK))
     return checks
@@ -152,13 +176,26 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
         digest, _, mode = found.partition(" ")
         actual = f"sha256 {digest[:12]}…, mode {int(mode or '0', 8):04o}"
         good = digest == item.sha256 and int(mode or "0", 8) == item.mode
-        checks.append(Check("file", item.target, expected, actual, OK if good else DIFFERS,
-                            "" if good else "the installed file is not the bundle's"))
+        checks.append(
+            Check(
+                "file",
+                item.target,
+                expected,
+                actual,
+                OK if good else DIFFERS,
+                "" if good else "the installed file is not the bundle's",
+            )
+        )
     return checks
 
 
 def check_health(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
-    return check_files(bundle, snapshot) + check_own_units(snapshot) + check_system(snapshot) + check_journal(snapshot)
+    return (
+        check_files(bundle, snapshot)
+        + check_own_units(snapshot)
+        + check_system(snapshot)
+        + check_journal(snapshot)
+    )
 
 
 def boot_timing(snapshot: Snapshot) -> dict[str, object]:

@@ -25,9 +25,9 @@ from generator.model.kinds import KIND_SPECS
 from generator.model.layout import GPU_DATA, GPU_SCRIPT
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
+from generator.verify.live import arg_name, parse_cmdline
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
-from generator.verify.live import arg_name, parse_cmdline
 
 # A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
 MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
@@ -35,11 +35,18 @@ MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 NOT_JUDGED = Verdict.NOT_JUDGED
 LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
-UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
-             "/usr/lib/systemd/system", "/lib/systemd/system")
-SAMPLE_DISKS = {"nvme": Disk("nvme0n1", {"queue/rotational": "0", "removable": "0"}),
-                "ssd": Disk("sda", {"queue/rotational": "0", "removable": "0"}),
-                "hdd": Disk("sda", {"queue/rotational": "1", "removable": "0"})}
+UNIT_DIRS = (
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
+SAMPLE_DISKS = {
+    "nvme": Disk("nvme0n1", {"queue/rotational": "0", "removable": "0"}),
+    "ssd": Disk("sda", {"queue/rotational": "0", "removable": "0"}),
+    "hdd": Disk("sda", {"queue/rotational": "1", "removable": "0"}),
+}
 
 
 class Image:
@@ -97,7 +104,9 @@ class Image:
         host = directory / PurePosixPath(path).name if directory else None
         return os.readlink(host) if host is not None and host.is_symlink() else None
 
-    def dropins(self, subdir: str, suffix: str, dirs: tuple[str, ...] = LIB_DIRS) -> list[tuple[str, str]]:
+    def dropins(
+        self, subdir: str, suffix: str, dirs: tuple[str, ...] = LIB_DIRS
+    ) -> list[tuple[str, str]]:
         """(path, text) of every drop-in, one per file name (earlier dirs win), in name order."""
         chosen: dict[str, str] = {}
         for base in dirs:
@@ -116,10 +125,16 @@ class Image:
 
 
 def config_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith(("#", ";"))]
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", ";"))
+    ]
 
 
-def last_assignment(files: list[tuple[str, str]], match: Callable[[str], str | None]) -> tuple[str, str] | None:
+def last_assignment(
+    files: list[tuple[str, str]], match: Callable[[str], str | None]
+) -> tuple[str, str] | None:
     """(value, file) of the last line for which ``match`` returns a value."""
     found = None
     for path, text in files:
@@ -130,19 +145,28 @@ def last_assignment(files: list[tuple[str, str]], match: Callable[[str], str | N
     return found
 
 
-def verdict_of(setting: Setting, found: tuple[str, str] | None, expected: str | None = None) -> Check:
+def verdict_of(
+    setting: Setting, found: tuple[str, str] | None, expected: str | None = None
+) -> Check:
     if found is None:
         return check_of(setting, "not configured", MISSING, "no file of the image sets it")
     value, path = found
-    good = " ".join(value.split()) == " ".join((setting.value if expected is None else expected).split())
-    return check_of(setting, f"{value} ({path})", OK if good else DIFFERS,
-                    "" if good else f"{path} sets another value and is read last")
+    good = " ".join(value.split()) == " ".join(
+        (setting.value if expected is None else expected).split()
+    )
+    return check_of(
+        setting,
+        f"{value} ({path})",
+        OK if good else DIFFERS,
+        "" if good else f"{path} sets another value and is read last",
+    )
 
 
 def check_sysctl(setting: Setting, image: Image) -> Check:
     def match(line: str) -> str | None:
         key, equals, value = line.lstrip("-").partition("=")
         return value.strip() if equals and key.strip().replace("/", ".") == setting.key else None
+
     return verdict_of(setting, last_assignment(image.dropins("sysctl.d", ".conf"), match))
 
 
@@ -165,15 +189,26 @@ def check_kernel_arg(setting: Setting, image: Image) -> Check:
     name = arg_name(setting.key)
     if name not in args:
         where = ", ".join(grub.files) or "no /etc/default/grub or grub.d drop-in"
-        return check_of(setting, "absent", MISSING, f"not in GRUB_CMDLINE_LINUX(_DEFAULT) ({where})")
+        return check_of(
+            setting, "absent", MISSING, f"not in GRUB_CMDLINE_LINUX(_DEFAULT) ({where})"
+        )
     value = args[name] or ""
     if value != setting.value:
-        return check_of(setting, value or "(flag)", DIFFERS, "another value in the GRUB configuration")
+        return check_of(
+            setting, value or "(flag)", DIFFERS, "another value in the GRUB configuration"
+        )
     grub_cfg = image.read("/boot/grub/grub.cfg")
     if grub_cfg is not None:
         entries = [line for line in grub_cfg.splitlines() if re.match(r"\s*linux(efi)?\s", line)]
-        if entries and not all(arg_name(setting.key) in parse_cmdline(" ".join(e.split()[2:])) for e in entries):
-            return check_of(setting, "in the drop-in only", DIFFERS, "/boot/grub/grub.cfg lacks it: run update-grub in the image")
+        if entries and not all(
+            arg_name(setting.key) in parse_cmdline(" ".join(e.split()[2:])) for e in entries
+        ):
+            return check_of(
+                setting,
+                "in the drop-in only",
+                DIFFERS,
+                "/boot/grub/grub.cfg lacks it: run update-grub in the image",
+            )
     return check_of(setting, value or "(set)", OK, "GRUB configuration")
 
 
@@ -186,8 +221,14 @@ def check_limit(setting: Setting, image: Image) -> Check:
     def effective(which: str) -> tuple[str, str] | None:
         def match(line: str) -> str | None:
             fields = line.split()
-            good = len(fields) >= 4 and fields[0] == domain and fields[2] == item and fields[1] in (which, "-")
+            good = (
+                len(fields) >= 4
+                and fields[0] == domain
+                and fields[2] == item
+                and fields[1] in (which, "-")
+            )
             return fields[3] if good else None
+
         return last_assignment(files, match)
 
     found = [effective(which) for which in (["soft", "hard"] if kind == "-" else [kind])]
@@ -200,7 +241,9 @@ def check_limit(setting: Setting, image: Image) -> Check:
 def ini_value(files: list[tuple[str, str]], section: str, option: str) -> tuple[str, str] | None:
     found = None
     for path, text in files:
-        parser = configparser.ConfigParser(strict=False, interpolation=None, comment_prefixes=("#", ";"))
+        parser = configparser.ConfigParser(
+            strict=False, interpolation=None, comment_prefixes=("#", ";")
+        )
         parser.optionxform = str  # type: ignore[assignment,method-assign]
         try:
             parser.read_string(text)
@@ -222,9 +265,20 @@ def check_modprobe(setting: Setting, image: Image) -> Check:
     files = image.dropins("modprobe.d", ".conf")
     module = arg_name(words[1])
     if words[0] == "blacklist":
-        found = last_assignment(files, lambda line: "" if line.split()[:2] == ["blacklist", words[1]]
-                                or line.split()[:2] == ["blacklist", module] else None)
-        return check_of(setting, f"blacklisted ({found[1]})" if found else "not blacklisted", OK if found else MISSING)
+        found = last_assignment(
+            files,
+            lambda line: (
+                ""
+                if line.split()[:2] == ["blacklist", words[1]]
+                or line.split()[:2] == ["blacklist", module]
+                else None
+            ),
+        )
+        return check_of(
+            setting,
+            f"blacklisted ({found[1]})" if found else "not blacklisted",
+            OK if found else MISSING,
+        )
 
     def match(line: str) -> str | None:
         fields = line.split()
@@ -232,6 +286,7 @@ def check_modprobe(setting: Setting, image: Image) -> Check:
             return None
         values = [f.partition("=")[2] for f in fields[2:] if f.partition("=")[0] == words[2]]
         return values[-1] if values else None
+
     return verdict_of(setting, last_assignment(files, match))
 
 
@@ -257,33 +312,63 @@ def check_module_load(setting: Setting, image: Image) -> Check:
         data = (image.read(GPU_DATA) or "").splitlines()
         if f"module\t{setting.key}" in data:
             return check_of(setting, f"loaded by {GPU_SCRIPT} at boot", OK)
-        return check_of(setting, "not loaded", MISSING, f"{GPU_DATA} does not list it for {GPU_SCRIPT}")
-    files = image.dropins("modules-load.d", ".conf") + [("/etc/modules", image.read("/etc/modules") or "")]
-    found = last_assignment(files, lambda line: "" if arg_name(line.split()[0]) == arg_name(setting.key) else None)
+        return check_of(
+            setting, "not loaded", MISSING, f"{GPU_DATA} does not list it for {GPU_SCRIPT}"
+        )
+    files = image.dropins("modules-load.d", ".conf") + [
+        ("/etc/modules", image.read("/etc/modules") or "")
+    ]
+    found = last_assignment(
+        files, lambda line: "" if arg_name(line.split()[0]) == arg_name(setting.key) else None
+    )
     if not found:
-        return check_of(setting, "not listed", MISSING, "no modules-load.d file of the image lists it")
+        return check_of(
+            setting, "not listed", MISSING, "no modules-load.d file of the image lists it"
+        )
     kernels = image_modules(image)
-    lacking = sorted(k for k, names in (kernels or {}).items() if arg_name(setting.key) not in names)
+    lacking = sorted(
+        k for k, names in (kernels or {}).items() if arg_name(setting.key) not in names
+    )
     if lacking:
-        return check_of(setting, f"listed ({found[1]}), no module for {', '.join(lacking)}", DIFFERS,
-                        "systemd-modules-load will fail to find it at boot: its driver is not in the image")
+        return check_of(
+            setting,
+            f"listed ({found[1]}), no module for {', '.join(lacking)}",
+            DIFFERS,
+            "systemd-modules-load will fail to find it at boot: its driver is not in the image",
+        )
     return check_of(setting, f"listed ({found[1]})", OK)
 
 
 def check_sysfs(setting: Setting, image: Image) -> Check:
     def match(line: str) -> str | None:
         fields = line.split(None, 6)
-        return fields[6] if len(fields) == 7 and fields[0] in ("w", "w+") and fields[1] == setting.key else None
+        return (
+            fields[6]
+            if len(fields) == 7 and fields[0] in ("w", "w+") and fields[1] == setting.key
+            else None
+        )
+
     return verdict_of(setting, last_assignment(image.dropins("tmpfiles.d", ".conf"), match))
 
 
 def check_udev(setting: Setting, image: Image) -> Check:
     files = image.dropins("udev/rules.d", ".rules")
     rules = [rule for _, text in files for rule in parse_rules(text)]
-    scheduler = assigned_scheduler(rules, SAMPLE_DISKS[setting.key]) if setting.key in SAMPLE_DISKS else None
+    scheduler = (
+        assigned_scheduler(rules, SAMPLE_DISKS[setting.key])
+        if setting.key in SAMPLE_DISKS
+        else None
+    )
     if scheduler is None:
-        return check_of(setting, "no rule", MISSING, f"no udev rule of the image sets the scheduler of a {setting.key} disk")
-    return check_of(setting, scheduler, OK if scheduler == setting.value else DIFFERS, "udev rules, last match")
+        return check_of(
+            setting,
+            "no rule",
+            MISSING,
+            f"no udev rule of the image sets the scheduler of a {setting.key} disk",
+        )
+    return check_of(
+        setting, scheduler, OK if scheduler == setting.value else DIFFERS, "udev rules, last match"
+    )
 
 
 def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
@@ -291,10 +376,17 @@ def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
         return check_of(setting, "-", NA, "tuned is not installed in the image")
     active = (image.read("/etc/tuned/active_profile") or "").strip()
     if profile and active != profile:
-        return check_of(setting, f"active_profile {active or '(none)'}", DIFFERS, f"tuned will not load {profile}")
+        return check_of(
+            setting,
+            f"active_profile {active or '(none)'}",
+            DIFFERS,
+            f"tuned will not load {profile}",
+        )
     section, _, option = setting.key.partition(".")
     text = image.read(f"/etc/tuned/{profile}/tuned.conf") if profile else None
-    return verdict_of(setting, ini_value([(f"/etc/tuned/{profile}/tuned.conf", text or "")], section, option))
+    return verdict_of(
+        setting, ini_value([(f"/etc/tuned/{profile}/tuned.conf", text or "")], section, option)
+    )
 
 
 def unit_exists(image: Image, unit: str) -> bool:
@@ -306,8 +398,9 @@ def unit_enabled(image: Image, unit: str) -> bool:
     directory = image.resolve("/etc/systemd/system")
     if directory is None:
         return False
-    return any(os.path.lexists(d / unit) for d in directory.glob("*.wants")) or \
-        any(os.path.lexists(d / unit) for d in directory.glob("*.requires"))
+    return any(os.path.lexists(d / unit) for d in directory.glob("*.wants")) or any(
+        os.path.lexists(d / unit) for d in directory.glob("*.requires")
+    )
 
 
 def check_service(setting: Setting, image: Image) -> Check:
@@ -325,10 +418,15 @@ def check_service(setting: Setting, image: Image) -> Check:
 def check_boot_unit(setting: Setting, image: Image, unit: str) -> Check:
     """GPU and IRQ settings run at boot from the bundle's unit: it must be there and enabled."""
     if not unit_exists(image, unit):
-        return check_of(setting, f"{unit} missing", MISSING, "the unit that applies it at boot is not installed")
+        return check_of(
+            setting, f"{unit} missing", MISSING, "the unit that applies it at boot is not installed"
+        )
     enabled = unit_enabled(image, unit)
-    return check_of(setting, f"applied at boot by {unit}" + ("" if enabled else " (disabled)"),
-                    OK if enabled else DIFFERS)
+    return check_of(
+        setting,
+        f"applied at boot by {unit}" + ("" if enabled else " (disabled)"),
+        OK if enabled else DIFFERS,
+    )
 
 
 def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
@@ -340,8 +438,14 @@ def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
     digest = hashlib.sha256(content).hexdigest()
     actual_mode = os.lstat(host).st_mode & 0o7777
     good = digest == sha256 and actual_mode == mode
-    return Check("file", item_target, expected, f"sha256 {digest[:12]}…, mode {actual_mode:04o}",
-                 OK if good else DIFFERS, "" if good else "the installed file is not the bundle's")
+    return Check(
+        "file",
+        item_target,
+        expected,
+        f"sha256 {digest[:12]}…, mode {actual_mode:04o}",
+        OK if good else DIFFERS,
+        "" if good else "the installed file is not the bundle's",
+    )
 
 
 ImageCheck = Callable[[Setting, Image, Bundle], Check]
@@ -375,11 +479,15 @@ def check_in_image(setting: Setting, image: Image, bundle: Bundle) -> Check:
     spec = KIND_SPECS.get(setting.kind)
     check = CHECKS.get(spec.image_check) if spec else None
     if check is None:  # a plan.json of another goldtune version; tests/test_kinds.py covers ours
-        return check_of(setting, "?", MISSING, f"this goldtune cannot judge a {setting.kind} setting")
+        return check_of(
+            setting, "?", MISSING, f"this goldtune cannot judge a {setting.kind} setting"
+        )
     return check(setting, image, bundle)
 
 
 def check_root(bundle: Bundle, root: Path) -> list[Check]:
     image = Image(root)
-    checks = [check_file(f.target, f.sha256, f.mode, image) for f in bundle.overlay_files() if f.target]
+    checks = [
+        check_file(f.target, f.sha256, f.mode, image) for f in bundle.overlay_files() if f.target
+    ]
     return checks + [check_in_image(setting, image, bundle) for setting in bundle.plan.settings]

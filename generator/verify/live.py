@@ -24,8 +24,8 @@ from fnmatch import fnmatchcase
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS
 from generator.model.layout import GPU_UNIT
-from generator.model.setting import Setting
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
+from generator.model.setting import Setting
 from generator.verify.snapshot import Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
@@ -35,19 +35,40 @@ NOT_COLLECTED = "not in the snapshot (was it collected with this bundle's collec
 
 # limits.conf item -> (/proc/self/limits row, units of limits.conf per unit of /proc)
 LIMIT_ITEMS: dict[str, tuple[str, int]] = {
-    "nofile": ("Max open files", 1), "memlock": ("Max locked memory", 1024),
-    "nproc": ("Max processes", 1), "stack": ("Max stack size", 1024), "core": ("Max core file size", 1024),
-    "data": ("Max data size", 1024), "fsize": ("Max file size", 1024), "as": ("Max address space", 1024),
-    "rss": ("Max resident set", 1024), "cpu": ("Max cpu time", 60), "locks": ("Max file locks", 1),
-    "sigpending": ("Max pending signals", 1), "msgqueue": ("Max msgqueue size", 1),
-    "rtprio": ("Max realtime priority", 1), "nice": ("Max nice priority", 1),
+    "nofile": ("Max open files", 1),
+    "memlock": ("Max locked memory", 1024),
+    "nproc": ("Max processes", 1),
+    "stack": ("Max stack size", 1024),
+    "core": ("Max core file size", 1024),
+    "data": ("Max data size", 1024),
+    "fsize": ("Max file size", 1024),
+    "as": ("Max address space", 1024),
+    "rss": ("Max resident set", 1024),
+    "cpu": ("Max cpu time", 60),
+    "locks": ("Max file locks", 1),
+    "sigpending": ("Max pending signals", 1),
+    "msgqueue": ("Max msgqueue size", 1),
+    "rtprio": ("Max realtime priority", 1),
+    "nice": ("Max nice priority", 1),
 }
 SIZE_SUFFIXES = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5, "E": 1024**6}
 TRUE_WORDS = {"1", "y", "yes", "true", "on", "enabled", "enable"}
 FALSE_WORDS = {"0", "n", "no", "false", "off", "disabled", "disable"}
-GPU_FIELDS = ("index", "pci.bus_id", "name", "persistence_mode", "ecc.mode.current", "ecc.mode.pending",
-              "compute_mode", "power.limit", "power.default_limit", "clocks.gr", "clocks.max.gr",
-              "mig.mode.current", "mig.mode.pending")
+GPU_FIELDS = (
+    "index",
+    "pci.bus_id",
+    "name",
+    "persistence_mode",
+    "ecc.mode.current",
+    "ecc.mode.pending",
+    "compute_mode",
+    "power.limit",
+    "power.default_limit",
+    "clocks.gr",
+    "clocks.max.gr",
+    "mig.mode.current",
+    "mig.mode.pending",
+)
 
 
 def normal(value: str) -> str:
@@ -104,7 +125,9 @@ def check_sysctl(setting: Setting, live: Live) -> Check:
     if actual is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if actual == "!absent":
-        return check_of(setting, "no such key", MISSING, "the running kernel has no /proc/sys entry for it")
+        return check_of(
+            setting, "no such key", MISSING, "the running kernel has no /proc/sys entry for it"
+        )
     return check_of(setting, actual, OK if same(setting.value, actual) else DIFFERS)
 
 
@@ -119,7 +142,12 @@ def kernel_arg_effect(setting: Setting, live: Live) -> str | None:
             return f"{THP_ENABLED} is {thp}"
     item = module_param(setting.key)
     param = live.snapshot.value("modparam", item) if item else None
-    if param is not None and not param.startswith("!") and setting.value and not same(setting.value, param):
+    if (
+        param is not None
+        and not param.startswith("!")
+        and setting.value
+        and not same(setting.value, param)
+    ):
         return f"/sys/module/{item.replace('/', '/parameters/', 1)} is {param}" if item else None
     return None
 
@@ -132,7 +160,9 @@ def check_kernel_arg(setting: Setting, live: Live) -> Check:
         return check_of(setting, "absent", MISSING, "not on /proc/cmdline")
     value = live.cmdline[name] or ""
     if value != setting.value:
-        return check_of(setting, value or "(flag)", DIFFERS, "a different value is on /proc/cmdline")
+        return check_of(
+            setting, value or "(flag)", DIFFERS, "a different value is on /proc/cmdline"
+        )
     effect = kernel_arg_effect(setting, live)
     return check_of(setting, value or "(set)", DIFFERS if effect else OK, effect or "")
 
@@ -156,16 +186,22 @@ def check_limit(setting: Setting, live: Live) -> Check:
     domain, kind, item = setting.key.split()
     user = limit_user(domain)
     if user is None:
-        return check_of(setting, "-", NA, f"{domain} is a group: no single user's session to measure")
+        return check_of(
+            setting, "-", NA, f"{domain} is a group: no single user's session to measure"
+        )
     if item not in LIMIT_ITEMS:
-        return check_of(setting, "-", NA, f"{item} is not a resource limit: pam_limits enforces it at login")
+        return check_of(
+            setting, "-", NA, f"{item} is not a resource limit: pam_limits enforces it at login"
+        )
     rows = live.snapshot.values("limits", user)
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if rows[0] == "!absent":
         return check_of(setting, "-", NA, f"no user {user} on this machine")
     if rows[0].startswith("!"):
-        return check_of(setting, "-", NA, "the collector did not run as root (it measures through runuser)")
+        return check_of(
+            setting, "-", NA, "the collector did not run as root (it measures through runuser)"
+        )
     values = limit_values(rows, item)
     if values is None:
         return check_of(setting, "?", MISSING, f"/proc/self/limits has no {LIMIT_ITEMS[item][0]!r}")
@@ -173,8 +209,14 @@ def check_limit(setting: Setting, live: Live) -> Check:
     expected = expected_limit(item, setting.value)
     measured = {"soft": [soft], "hard": [hard], "-": [soft, hard]}[kind]
     actual = f"soft {soft}, hard {hard} (session of {user})"
-    return check_of(setting, actual, OK if all(v == expected for v in measured) else DIFFERS,
-                    "" if all(v == expected for v in measured) else f"expected {expected} in /proc/self/limits units")
+    return check_of(
+        setting,
+        actual,
+        OK if all(v == expected for v in measured) else DIFFERS,
+        ""
+        if all(v == expected for v in measured)
+        else f"expected {expected} in /proc/self/limits units",
+    )
 
 
 def limit_number(value: str) -> str:
@@ -190,7 +232,17 @@ def limit_number(value: str) -> str:
 
 def seconds(value: str) -> float | None:
     """A systemd time span (``90s``, ``1min 30s``, ``5``) in seconds."""
-    units = {"us": 1e-6, "ms": 1e-3, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "hr": 3600, "d": 86400}
+    units = {
+        "us": 1e-6,
+        "ms": 1e-3,
+        "s": 1,
+        "sec": 1,
+        "min": 60,
+        "m": 60,
+        "h": 3600,
+        "hr": 3600,
+        "d": 86400,
+    }
     parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]*)", value)
     if not parts or re.sub(r"[\d.\sa-z]", "", value):
         return None
@@ -209,7 +261,10 @@ def check_manager(setting: Setting, live: Live) -> Check:
     if setting.key.startswith("DefaultLimit"):
         soft_text, _, hard_text = setting.value.partition(":")
         soft_actual = live.snapshot.value("manager", setting.key + "Soft") or "?"
-        ok = limit_number(hard_text or soft_text) == actual and limit_number(soft_text) == soft_actual
+        ok = (
+            limit_number(hard_text or soft_text) == actual
+            and limit_number(soft_text) == soft_actual
+        )
         return check_of(setting, f"{soft_actual}:{actual}", OK if ok else DIFFERS)
     expected_s, actual_s = seconds(setting.value), seconds(actual)
     ok = same(setting.value, actual) or (expected_s is not None and expected_s == actual_s)
@@ -233,21 +288,49 @@ def check_modprobe(setting: Setting, live: Live) -> Check:
     lines = modprobe_lines(live)
     if verb == "blacklist":
         if f"blacklist {name}" not in lines:
-            return check_of(setting, "not blacklisted", MISSING, "no such line in modprobe --showconfig")
+            return check_of(
+                setting, "not blacklisted", MISSING, "no such line in modprobe --showconfig"
+            )
         if state == "loaded":
-            return check_of(setting, "blacklisted, but loaded", DIFFERS, "something loaded it explicitly or as a dependency")
-        return check_of(setting, f"blacklisted, {'not installed' if state == 'absent' else 'not loaded'}", OK)
+            return check_of(
+                setting,
+                "blacklisted, but loaded",
+                DIFFERS,
+                "something loaded it explicitly or as a dependency",
+            )
+        return check_of(
+            setting, f"blacklisted, {'not installed' if state == 'absent' else 'not loaded'}", OK
+        )
     param = rest[0]
-    values = [word.partition("=")[2] for line in lines if line.startswith(f"options {name} ")
-              for word in line.split()[2:] if word.partition("=")[0] == param]
+    values = [
+        word.partition("=")[2]
+        for line in lines
+        if line.startswith(f"options {name} ")
+        for word in line.split()[2:]
+        if word.partition("=")[0] == param
+    ]
     if not values:
-        return check_of(setting, "not configured", MISSING, f"no {param}= for {name} in modprobe --showconfig")
+        return check_of(
+            setting, "not configured", MISSING, f"no {param}= for {name} in modprobe --showconfig"
+        )
     if values[-1] != setting.value:
         return check_of(setting, values[-1], DIFFERS, "modprobe --showconfig has another value")
     live_value = live.snapshot.value("modparam", f"{module}/{param}")
-    if state == "loaded" and live_value and not live_value.startswith("!") and not same(setting.value, live_value):
-        return check_of(setting, live_value, DIFFERS, f"configured, but the loaded module has {param}={live_value}")
-    return check_of(setting, values[-1] + ("" if state == "loaded" else f" (configured; {name} not loaded)"), OK)
+    if (
+        state == "loaded"
+        and live_value
+        and not live_value.startswith("!")
+        and not same(setting.value, live_value)
+    ):
+        return check_of(
+            setting,
+            live_value,
+            DIFFERS,
+            f"configured, but the loaded module has {param}={live_value}",
+        )
+    return check_of(
+        setting, values[-1] + ("" if state == "loaded" else f" (configured; {name} not loaded)"), OK
+    )
 
 
 def check_module_load(setting: Setting, live: Live) -> Check:
@@ -256,22 +339,39 @@ def check_module_load(setting: Setting, live: Live) -> Check:
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if state == "absent":
-        return check_of(setting, "not installed", NA, f"no module {setting.key} for {kernel} (its driver is not in this image)")
+        return check_of(
+            setting,
+            "not installed",
+            NA,
+            f"no module {setting.key} for {kernel} (its driver is not in this image)",
+        )
     return check_of(setting, state, OK if state in ("loaded", "builtin") else DIFFERS)
 
 
 def check_sysfs(setting: Setting, live: Live) -> Check:
-    found = [(path, value) for path, value in live.snapshot.section("sysfs")
-             if path == setting.key or fnmatchcase(path, setting.key)]
+    found = [
+        (path, value)
+        for path, value in live.snapshot.section("sysfs")
+        if path == setting.key or fnmatchcase(path, setting.key)
+    ]
     if not found:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     present = [(path, value) for path, value in found if value != "!absent"]
     if not present:
-        return check_of(setting, "no such file", NA, "this machine has no such sysfs file (driver or feature absent)")
+        return check_of(
+            setting,
+            "no such file",
+            NA,
+            "this machine has no such sysfs file (driver or feature absent)",
+        )
     wrong = [f"{path}: {value}" for path, value in present if selected(value) != setting.value]
     if wrong:
-        return check_of(setting, "; ".join(wrong[:3]), DIFFERS, f"{len(wrong)} of {len(present)} files differ")
-    return check_of(setting, setting.value + (f" ({len(present)} files)" if len(present) > 1 else ""), OK)
+        return check_of(
+            setting, "; ".join(wrong[:3]), DIFFERS, f"{len(wrong)} of {len(present)} files differ"
+        )
+    return check_of(
+        setting, setting.value + (f" ({len(present)} files)" if len(present) > 1 else ""), OK
+    )
 
 
 def check_udev(setting: Setting, live: Live) -> Check:
@@ -297,20 +397,32 @@ def check_tuned(setting: Setting, live: Live) -> Check:
         return check_of(setting, "-", NA, "tuned is not installed here")
     wanted = live.bundle.tuned_profile
     if wanted and active != wanted:
-        return check_of(setting, f"profile {active}", DIFFERS, f"the active tuned profile is not {wanted}")
+        return check_of(
+            setting, f"profile {active}", DIFFERS, f"the active tuned profile is not {wanted}"
+        )
     section, _, option = setting.key.partition(".")
     if section == "sysctl":
         found = check_sysctl(Setting("sysctl", option, setting.value, "", setting.rule), live)
         return replace(found, kind="tuned", key=setting.key)
-    path = {("cpu", "governor"): GOVERNOR, ("vm", "transparent_hugepages"): THP_ENABLED,
-            ("vm", "transparent_hugepage"): THP_ENABLED, ("vm", "transparent_hugepage.defrag"): THP_DEFRAG}.get((section, option))
+    path = {
+        ("cpu", "governor"): GOVERNOR,
+        ("vm", "transparent_hugepages"): THP_ENABLED,
+        ("vm", "transparent_hugepage"): THP_ENABLED,
+        ("vm", "transparent_hugepage.defrag"): THP_DEFRAG,
+    }.get((section, option))
     if path:
         found = check_sysfs(Setting("sysfs", path, setting.value, "", setting.rule), live)
         return check_of(setting, found.actual, found.verdict, found.reason)
     verified = live.snapshot.value("tuned", "verify")
     if section == "main" or verified == "ok":
-        return check_of(setting, f"profile {active} active" + (", tuned-adm verify ok" if verified == "ok" else ""), OK)
-    errors = "; ".join(value for _, value in live.snapshot.section("tuned-log") if " ERROR " in value)[:300]
+        return check_of(
+            setting,
+            f"profile {active} active" + (", tuned-adm verify ok" if verified == "ok" else ""),
+            OK,
+        )
+    errors = "; ".join(
+        value for _, value in live.snapshot.section("tuned-log") if " ERROR " in value
+    )[:300]
     return check_of(setting, f"profile {active} active, tuned-adm verify failed", DIFFERS, errors)
 
 
@@ -348,17 +460,25 @@ def check_gpu(setting: Setting, live: Live) -> Check:
     if tool is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if tool == "!absent":
-        return check_of(setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)")
+        return check_of(
+            setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)"
+        )
     if tool.startswith("!"):
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
     results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
     if setting.key == "clocks":
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
-        return check_of(setting, f"locked by {GPU_UNIT}" if ok else "the GPU unit did not succeed",
-                        OK if ok else DIFFERS, "locked clocks are not readable through nvidia-smi --query-gpu")
+        return check_of(
+            setting,
+            f"locked by {GPU_UNIT}" if ok else "the GPU unit did not succeed",
+            OK if ok else DIFFERS,
+            "locked clocks are not readable through nvidia-smi --query-gpu",
+        )
     text = "; ".join(f"GPU {i}: {actual}" for i, (actual, _) in enumerate(results))
     if results and all("N/A" in actual for actual, _ in results):
-        return check_of(setting, text, NA, f"nvidia-smi reports {setting.key} as not supported by these GPUs")
+        return check_of(
+            setting, text, NA, f"nvidia-smi reports {setting.key} as not supported by these GPUs"
+        )
     return check_of(setting, text, OK if all(ok for _, ok in results) else DIFFERS)
 
 
@@ -367,14 +487,22 @@ def check_irq(setting: Setting, live: Live) -> Check:
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if rows[0] == "!absent":
-        return check_of(setting, "no such interface", NA, f"no interface {setting.key} on this machine")
+        return check_of(
+            setting, "no such interface", NA, f"no interface {setting.key} on this machine"
+        )
     if rows[0] == "!no-msi-irqs":
         return check_of(setting, "no MSI IRQs", NA, f"{setting.key} has no MSI interrupts to pin")
     wanted = expand_cpus(setting.value)
     pairs = [row.split(" ", 1) for row in rows]
-    wrong = [f"IRQ {irq}: {cpus}" for irq, cpus in pairs if cpus.startswith("!") or expand_cpus(cpus) != wanted]
+    wrong = [
+        f"IRQ {irq}: {cpus}"
+        for irq, cpus in pairs
+        if cpus.startswith("!") or expand_cpus(cpus) != wanted
+    ]
     if wrong:
-        return check_of(setting, "; ".join(wrong[:4]), DIFFERS, f"{len(wrong)} of {len(pairs)} IRQs elsewhere")
+        return check_of(
+            setting, "; ".join(wrong[:4]), DIFFERS, f"{len(wrong)} of {len(pairs)} IRQs elsewhere"
+        )
     return check_of(setting, f"{setting.value} ({len(pairs)} IRQs)", OK)
 
 
@@ -389,18 +517,28 @@ def check_service(setting: Setting, live: Live) -> Check:
             return check_of(setting, "not masked", MISSING, "no unit and no mask")
         return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
     active = live.snapshot.value("unit-active", setting.key) or "?"
-    good = {"enable": {"enabled", "enabled-runtime", "alias", "static", "indirect", "generated"},
-            "disable": {"disabled", "masked", "masked-runtime"},
-            "mask": {"masked", "masked-runtime"}}[setting.value]
+    good = {
+        "enable": {"enabled", "enabled-runtime", "alias", "static", "indirect", "generated"},
+        "disable": {"disabled", "masked", "masked-runtime"},
+        "mask": {"masked", "masked-runtime"},
+    }[setting.value]
     return check_of(setting, f"{state}, {active}", OK if state in good else DIFFERS)
 
 
 # Check name (``live_check`` of a row of generator.model.kinds.KINDS) -> how a snapshot judges it.
 CHECKS: dict[str, Callable[[Setting, Live], Check]] = {
-    "sysctl": check_sysctl, "kernel-arg": check_kernel_arg, "limit": check_limit,
-    "systemd-manager": check_manager, "modprobe": check_modprobe, "module-load": check_module_load,
-    "sysfs": check_sysfs, "udev": check_udev, "tuned": check_tuned, "gpu": check_gpu,
-    "irq": check_irq, "service": check_service,
+    "sysctl": check_sysctl,
+    "kernel-arg": check_kernel_arg,
+    "limit": check_limit,
+    "systemd-manager": check_manager,
+    "modprobe": check_modprobe,
+    "module-load": check_module_load,
+    "sysfs": check_sysfs,
+    "udev": check_udev,
+    "tuned": check_tuned,
+    "gpu": check_gpu,
+    "irq": check_irq,
+    "service": check_service,
 }
 
 
@@ -421,5 +559,7 @@ def check_live(setting: Setting, live: Live) -> Check:
     spec = KIND_SPECS.get(setting.kind)
     check = CHECKS.get(spec.live_check) if spec else None
     if check is None:  # a plan.json of another goldtune version; tests/test_kinds.py covers ours
-        return check_of(setting, "?", MISSING, f"this goldtune cannot judge a {setting.kind} setting")
+        return check_of(
+            setting, "?", MISSING, f"this goldtune cannot judge a {setting.kind} setting"
+        )
     return check(setting, live)

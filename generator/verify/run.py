@@ -35,11 +35,11 @@ from generator.model.probes import check_collect_data
 from generator.paths import templates_dir
 from generator.table import format_table
 from generator.textsafe import printable
+from generator.verify.health import boot_timing, check_health
+from generator.verify.image import check_root
+from generator.verify.live import check_settings
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
-from generator.verify.health import boot_timing, check_health
-from generator.verify.live import check_settings
-from generator.verify.image import check_root
 
 COLLECT_TIMEOUT_S = 300
 # A collector's output is tens of KiB; a console log of many boots around it a few MiB.
@@ -75,9 +75,14 @@ def collect_here(bundle: Bundle) -> str:
         data_file = Path(scratch) / "collect.conf"  # the validated copy, not the bundle's file
         data_file.write_text(data, encoding="ascii")
         try:
-            done = subprocess.run(["sh", str(collector_script()), str(data_file)],
-                                  capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S,
-                                  check=False, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                ["sh", str(collector_script()), str(data_file)],
+                capture_output=True,
+                text=True,
+                timeout=COLLECT_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
             raise InputError(Problem("collector", "", f"could not run here: {error}")) from None
     return done.stdout
@@ -88,15 +93,21 @@ def read_snapshot(path: Path) -> str:
     return read_foreign(path, MAX_SNAPSHOT_BYTES).decode("utf-8", errors="replace")
 
 
-def verify_checks(bundle: Bundle, root: Path | None, snapshot: Path | None) -> tuple[list[Check], dict[str, Any]]:
+def verify_checks(
+    bundle: Bundle, root: Path | None, snapshot: Path | None
+) -> tuple[list[Check], dict[str, Any]]:
     """Every check for one source, and what the report says about that source."""
     if root is not None:
         if not root.is_dir():
-            raise InputError(Problem(str(root), "", "not a directory", hint="the mounted image's root"))
+            raise InputError(
+                Problem(str(root), "", "not a directory", hint="the mounted image's root")
+            )
         return check_root(bundle, root), {"source": "root", "root": str(root)}
     text = read_snapshot(snapshot) if snapshot is not None else collect_here(bundle)
     parsed = parse_snapshot(text, str(snapshot) if snapshot else "the collector's output")
-    source: dict[str, Any] = {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
+    source: dict[str, Any] = (
+        {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
+    )
     source["host"] = parsed.value("meta", "hostname") or "?"
     source["kernel"] = parsed.value("meta", "kernel") or "?"
     source["boot"] = boot_timing(parsed)
@@ -118,13 +129,18 @@ def cell(text: str) -> str:
 
 
 def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> str:
-    rows = [[str(c.verdict), c.kind, cell(c.key), cell(c.expected), cell(c.actual), cell(c.reason)] for c in checks]
+    rows = [
+        [str(c.verdict), c.kind, cell(c.key), cell(c.expected), cell(c.actual), cell(c.reason)]
+        for c in checks
+    ]
     counts = summary(checks)
     where = source.get("root") or source.get("snapshot") or "this machine"
     lines = [format_table(["VERDICT", "KIND", "KEY", "EXPECTED", "ACTUAL", "NOTE"], rows), ""]
     boot = source.get("boot")
     if boot and boot["units"]:
-        per_unit = ", ".join(f"{unit} {s:.2f} s" for unit, s in boot["units"].items() if s is not None)
+        per_unit = ", ".join(
+            f"{unit} {s:.2f} s" for unit, s in boot["units"].items() if s is not None
+        )
         total = f"total {boot['units_total_s']:.2f} s"
         lines.append(printable(f"bundle units at boot: {per_unit} ({total}); {boot['startup']}"))
     lines.append(
@@ -150,12 +166,15 @@ def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> 
     return json.dumps(data, indent=2, sort_keys=True)
 
 
-def run_verify(bundle_dir: Path, root: Path | None = None, snapshot: Path | None = None,
-               as_json: bool = False) -> int:
+def run_verify(
+    bundle_dir: Path, root: Path | None = None, snapshot: Path | None = None, as_json: bool = False
+) -> int:
     """`gen verify`: print the report and return the exit status (0 ok, 1 something differs)."""
     if root is not None and snapshot is not None:
         raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
     bundle = load_bundle(bundle_dir)
     checks, source = verify_checks(bundle, root, snapshot)
-    click.echo(report_json(bundle, checks, source) if as_json else format_report(bundle, checks, source))
+    click.echo(
+        report_json(bundle, checks, source) if as_json else format_report(bundle, checks, source)
+    )
     return exit_status(checks)

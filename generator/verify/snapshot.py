@@ -44,11 +44,17 @@ def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
     lines = [line.rstrip("\r") for line in text.replace("\r\n", "\n").split("\n")]
     begins = [i for i, line in enumerate(lines) if tuple(line.split("\t")[:2]) == SNAPSHOT_BEGIN]
     if not begins:
-        raise InputError(Problem(source, "", "no snapshot in it (no 'goldtune-snapshot<TAB>begin' line)",
-                                 hint=f"run {COLLECT_SCRIPT} {COLLECT_DATA} on the machine and save its output"))
+        raise InputError(
+            Problem(
+                source,
+                "",
+                "no snapshot in it (no 'goldtune-snapshot<TAB>begin' line)",
+                hint=f"run {COLLECT_SCRIPT} {COLLECT_DATA} on the machine and save its output",
+            )
+        )
     snapshot = Snapshot()
     bad: list[Problem] = []
-    for number, line in enumerate(lines[begins[-1] + 1:], start=begins[-1] + 2):
+    for number, line in enumerate(lines[begins[-1] + 1 :], start=begins[-1] + 2):
         fields = line.split("\t", 2)
         if tuple(fields[:2]) == SNAPSHOT_END:
             if bad:
@@ -57,6 +63,18 @@ def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
         if len(fields) == 3:
             snapshot.records[fields[0]].append((fields[1], fields[2]))
         elif line.strip():
-            bad.append(Problem(source, f"line {number}", f"not a SECTION<TAB>KEY<TAB>VALUE record: {line[:80]!r}"))
-    raise InputError(Problem(source, "", "the snapshot is truncated (no 'goldtune-snapshot<TAB>end' line)",
-                             hint="the collector was interrupted, or the log was cut"))
+            bad.append(
+                Problem(
+                    source,
+                    f"line {number}",
+                    f"not a SECTION<TAB>KEY<TAB>VALUE record: {line[:80]!r}",
+                )
+            )
+    raise InputError(
+        Problem(
+            source,
+            "",
+            "the snapshot is truncated (no 'goldtune-snapshot<TAB>end' line)",
+            hint="the collector was interrupted, or the log was cut",
+        )
+    )

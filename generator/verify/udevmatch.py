@@ -47,7 +47,9 @@ def parse_rules(text: str) -> list[UdevRule]:
             tokens.append((key, operator, pattern))
             position = found.end()
         matches = tuple(t for t in tokens if t[1] in ("==", "!="))
-        scheduler = next((t[2] for t in tokens if t[0] == SCHEDULER_ATTR and t[1] in ("=", ":=")), None)
+        scheduler = next(
+            (t[2] for t in tokens if t[0] == SCHEDULER_ATTR and t[1] in ("=", ":=")), None
+        )
         if tokens:
             rules.append(UdevRule(matches, scheduler))
     return rules

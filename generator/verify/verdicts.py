@@ -22,7 +22,6 @@ from generator.model.layout import MANIFEST, TUNED_DIR, UDEV_FILE, UNIT_DIR, in_
 from generator.model.setting import Plan, Setting
 
 
-
 class Verdict(StrEnum):
     OK = "ok"
     DIFFERS = "differs"
@@ -49,8 +48,15 @@ class Check:
     rule: str = ""
 
     def as_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "key": self.key, "expected": self.expected, "actual": self.actual,
-                "verdict": str(self.verdict), "reason": self.reason, "rule": self.rule}
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "expected": self.expected,
+            "actual": self.actual,
+            "verdict": str(self.verdict),
+            "reason": self.reason,
+            "rule": self.rule,
+        }
 
 
 def check_of(setting: Setting, actual: str, verdict: Verdict, reason: str = "") -> Check:
@@ -92,9 +98,13 @@ def load_manifest(bundle_dir: Path) -> tuple[ManifestFile, ...]:
     files = []
     for i, entry in enumerate(entries):
         try:
-            files.append(ManifestFile(str(entry["path"]), str(entry["sha256"]), int(str(entry["mode"]), 8)))
+            files.append(
+                ManifestFile(str(entry["path"]), str(entry["sha256"]), int(str(entry["mode"]), 8))
+            )
         except (TypeError, KeyError, ValueError):
-            raise InputError(Problem(source, f"files[{i}]", "needs path, sha256 and an octal mode")) from None
+            raise InputError(
+                Problem(source, f"files[{i}]", "needs path, sha256 and an octal mode")
+            ) from None
     return tuple(files)
 
 
@@ -119,10 +129,14 @@ def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
     if not _plain_directory(bundle_dir, subdir):
         return {}
     with os.scandir(bundle_dir / subdir) as entries:
-        names = sorted(entry.name for entry in entries
-                       if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False))
-    texts = {name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES)
-             for name in names}
+        names = sorted(
+            entry.name
+            for entry in entries
+            if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False)
+        )
+    texts = {
+        name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES) for name in names
+    }
     return {name: content.decode("utf-8", "replace") for name, content in texts.items()}
 
 
@@ -133,13 +147,16 @@ def tuned_profiles(bundle_dir: Path) -> list[str]:
         return []
     with os.scandir(bundle_dir / tuned_dir) as entries:
         names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    return [name for name in names
-            if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")]
+    return [
+        name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")
+    ]
 
 
 def load_bundle(path: Path) -> Bundle:
     if not path.is_dir():
-        raise InputError(Problem(str(path), "", "not a directory", hint="give the bundle directory (gen -o DIR)"))
+        raise InputError(
+            Problem(str(path), "", "not a directory", hint="give the bundle directory (gen -o DIR)")
+        )
     plan = load_plan(path)
     files = load_manifest(path) if os.path.lexists(path / MANIFEST) else ()
     rules = overlay_texts(path, in_overlay(UDEV_FILE.rsplit("/", 1)[0]), ".rules")

@@ -51,9 +51,13 @@ def boot_timeout_s(delivery: str) -> int:
     override = os.environ.get("GOLDTUNE_BOOT_TIMEOUT_S", "")
     if override:
         if not override.isdigit() or int(override) < 1:
-            pytest.fail(f"GOLDTUNE_BOOT_TIMEOUT_S must be a positive number of seconds, not {override!r}")
+            pytest.fail(
+                f"GOLDTUNE_BOOT_TIMEOUT_S must be a positive number of seconds, not {override!r}"
+            )
         return int(override)
     return MEASURED_BOOT_S[delivery] * BOOT_HEADROOM
+
+
 # What a VM without GPUs, NICs and NVIDIA packages cannot have live, and how verify must say so.
 NOT_APPLICABLE_IN_VM = {
     "gpu": "no NVIDIA GPU",
@@ -83,7 +87,11 @@ def missing_prerequisites() -> list[str]:
 def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     missing = missing_prerequisites()
     if missing:
-        message = "boot test needs " + ", ".join(missing) + " (apt-get install debootstrap qemu-system-x86 e2fsprogs)"
+        message = (
+            "boot test needs "
+            + ", ".join(missing)
+            + " (apt-get install debootstrap qemu-system-x86 e2fsprogs)"
+        )
         if in_ci():
             pytest.fail(message)
         pytest.skip(message)
@@ -100,8 +108,13 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def bundle(out_dir: Path) -> Path:
     path = out_dir / f"{SYSTEM}-{PROFILE}"
-    result = subprocess.run([sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", PROFILE, "-o", str(path)],
-                            cwd=REPO, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", PROFILE, "-o", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return path
 
@@ -114,17 +127,30 @@ def collector(bundle: Path, out_dir: Path) -> Path:
 
 def boot(bundle: Path, collector: Path, out: Path, *extra: str) -> Path:
     timeout_s = boot_timeout_s("cloud-init" if "cloud-init" in extra else "rootfs")
-    command = [str(HERE / "boot.sh"), "--bundle", str(bundle), "--out", str(out), "--collector", str(collector),
-               "--timeout", str(timeout_s), *extra]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s + PREPARE_TIMEOUT_S,
-                            check=False)
+    command = [
+        str(HERE / "boot.sh"),
+        "--bundle",
+        str(bundle),
+        "--out",
+        str(out),
+        "--collector",
+        str(collector),
+        "--timeout",
+        str(timeout_s),
+        *extra,
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout_s + PREPARE_TIMEOUT_S, check=False
+    )
     (out / "boot.stderr").write_text(result.stderr)
     assert result.returncode == 0, f"boot.sh failed ({result.returncode}):\n{result.stderr[-4000:]}"
     return out / "snapshot.log"
 
 
 def verdicts(report: dict[str, Any]) -> dict[tuple[str, str], str]:
-    return {(c["kind"], c["key"]): c["verdict"] for c in report["checks"] if c["kind"] not in ("unit",)}
+    return {
+        (c["kind"], c["key"]): c["verdict"] for c in report["checks"] if c["kind"] not in ("unit",)
+    }
 
 
 def assert_live(status: int, report: dict[str, Any]) -> None:
@@ -135,7 +161,9 @@ def assert_live(status: int, report: dict[str, Any]) -> None:
             allowed = NOT_APPLICABLE_IN_VM.get(check["kind"])
             assert allowed and allowed in check["reason"], f"should be live in a VM: {check}"
     units = {c["key"]: c for c in report["checks"] if c["kind"] == "unit"}
-    planned = {c["key"] for c in report["checks"] if c["kind"] == "service" and c["key"] in OWN_UNITS}
+    planned = {
+        c["key"] for c in report["checks"] if c["kind"] == "service" and c["key"] in OWN_UNITS
+    }
     assert planned <= set(units), f"the bundle's units did not run: {sorted(planned - set(units))}"
     kinds = {(c["kind"], c["key"]): c["verdict"] for c in report["checks"]}
     assert kinds[("system", "state")] == "ok"
@@ -145,8 +173,10 @@ def assert_live(status: int, report: dict[str, Any]) -> None:
 
 def report_timing(name: str, report: dict[str, Any], out: Path) -> None:
     boot = report["boot"]
-    line = (f"{name}: bundle units {boot['units_total_s']:.2f} s at boot "
-            f"({', '.join(f'{u} {s:.2f} s' for u, s in boot['units'].items() if s is not None)}); {boot['startup']}")
+    line = (
+        f"{name}: bundle units {boot['units_total_s']:.2f} s at boot "
+        f"({', '.join(f'{u} {s:.2f} s' for u, s in boot['units'].items() if s is not None)}); {boot['startup']}"
+    )
     with (out / "timing.txt").open("a") as handle:
         handle.write(line + "\n")
     print(line)
@@ -155,68 +185,108 @@ def report_timing(name: str, report: dict[str, Any], out: Path) -> None:
 @pytest.fixture(scope="module")
 def verify_snapshot() -> Any:
     """`gen verify BUNDLE --snapshot FILE --json` in a fresh interpreter: (exit status, report)."""
+
     def run(bundle: Path, snapshot: Path) -> tuple[int, dict[str, Any]]:
-        code = ("import sys; from pathlib import Path; from generator.verify.run import run_verify; "
-                "sys.exit(run_verify(Path(sys.argv[1]), snapshot=Path(sys.argv[2]), as_json=True))")
-        result = subprocess.run([sys.executable, "-c", code, str(bundle), str(snapshot)],
-                                cwd=REPO, capture_output=True, text=True, check=False)
+        code = (
+            "import sys; from pathlib import Path; from generator.verify.run import run_verify; "
+            "sys.exit(run_verify(Path(sys.argv[1]), snapshot=Path(sys.argv[2]), as_json=True))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(bundle), str(snapshot)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert result.returncode in (0, 1), result.stderr
         (snapshot.parent / "verify.json").write_text(result.stdout)
         return result.returncode, json.loads(result.stdout)
+
     return run
 
 
 @pytest.fixture(scope="module")
-def rootfs_report(bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any) -> tuple[int, dict[str, Any]]:
+def rootfs_report(
+    bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any
+) -> tuple[int, dict[str, Any]]:
     return verify_snapshot(bundle, boot(bundle, collector, out_dir / "rootfs"))
 
 
 def test_install_sh_into_the_debian_root_verifies_offline(bundle: Path, out_dir: Path) -> None:
     """`gen verify --root` on the real Debian root after install.sh --root (no boot needed)."""
-    cache = subprocess.run([str(HERE / "build-rootfs.sh")], capture_output=True, text=True, check=False)
+    cache = subprocess.run(
+        [str(HERE / "build-rootfs.sh")], capture_output=True, text=True, check=False
+    )
     assert cache.returncode == 0, cache.stderr[-4000:]
     root = out_dir / "offline-root"
     subprocess.run(["cp", "-a", f"{cache.stdout.strip()}/root", str(root)], check=True)
     try:
-        installed = subprocess.run(["sh", str(bundle / "install.sh"), "--root", str(root)],
-                                   capture_output=True, text=True, check=False)
+        installed = subprocess.run(
+            ["sh", str(bundle / "install.sh"), "--root", str(root)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert installed.returncode == 0, installed.stdout + installed.stderr
-        code = ("import sys; from pathlib import Path; from generator.verify.run import run_verify; "
-                "sys.exit(run_verify(Path(sys.argv[1]), root=Path(sys.argv[2]), as_json=True))")
-        result = subprocess.run([sys.executable, "-c", code, str(bundle), str(root)],
-                                cwd=REPO, capture_output=True, text=True, check=False)
+        code = (
+            "import sys; from pathlib import Path; from generator.verify.run import run_verify; "
+            "sys.exit(run_verify(Path(sys.argv[1]), root=Path(sys.argv[2]), as_json=True))"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(bundle), str(root)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         report = json.loads(result.stdout)
         failing = [c for c in report["checks"] if c["verdict"] in ("differs", "missing")]
         assert result.returncode == 0 and not failing, json.dumps(failing, indent=2)
-        assert {c["kind"] for c in report["checks"] if c["verdict"] == "not-applicable"} <= {"service"}
+        assert {c["kind"] for c in report["checks"] if c["verdict"] == "not-applicable"} <= {
+            "service"
+        }
     finally:
         shutil.rmtree(root)
 
 
-def test_install_sh_delivery_is_live(rootfs_report: tuple[int, dict[str, Any]], out_dir: Path) -> None:
+def test_install_sh_delivery_is_live(
+    rootfs_report: tuple[int, dict[str, Any]], out_dir: Path
+) -> None:
     status, report = rootfs_report
     report_timing("install.sh --root", report, out_dir)
     assert_live(status, report)
 
 
-def test_cloud_init_delivery_gives_the_same_verdicts(bundle: Path, collector: Path, out_dir: Path,
-                                                     rootfs_report: tuple[int, dict[str, Any]],
-                                                     verify_snapshot: Any) -> None:
-    status, report = verify_snapshot(bundle, boot(bundle, collector, out_dir / "cloud-init", "--delivery", "cloud-init"))
+def test_cloud_init_delivery_gives_the_same_verdicts(
+    bundle: Path,
+    collector: Path,
+    out_dir: Path,
+    rootfs_report: tuple[int, dict[str, Any]],
+    verify_snapshot: Any,
+) -> None:
+    status, report = verify_snapshot(
+        bundle, boot(bundle, collector, out_dir / "cloud-init", "--delivery", "cloud-init")
+    )
     report_timing("cloud-init", report, out_dir)
     assert_live(status, report)
     assert verdicts(report) == verdicts(rootfs_report[1])
 
 
-def test_a_tampered_image_fails_verify(bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any) -> None:
+def test_a_tampered_image_fails_verify(
+    bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any
+) -> None:
     plan = json.loads((bundle / "plan.json").read_text())
     key, value = next((s["key"], s["value"]) for s in plan["settings"] if s["kind"] == "sysctl")
     tampered = str(int(value) + 7) if value.isdigit() else "7"
     hook = out_dir / "tamper.sh"
-    hook.write_text(f"#!/bin/sh\nset -eu\nsed -i 's/^{key} *=.*/{key} = {tampered}/' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
-                    f"grep -q '^{key} = {tampered}$' \"$1/etc/sysctl.d/90-goldtune.conf\"\n")
+    hook.write_text(
+        f"#!/bin/sh\nset -eu\nsed -i 's/^{key} *=.*/{key} = {tampered}/' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
+        f"grep -q '^{key} = {tampered}$' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
+    )
     hook.chmod(0o755)
-    status, report = verify_snapshot(bundle, boot(bundle, collector, out_dir / "tampered", "--hook", str(hook)))
+    status, report = verify_snapshot(
+        bundle, boot(bundle, collector, out_dir / "tampered", "--hook", str(hook))
+    )
     found = verdicts(report)
     assert status == 1
     assert found[("sysctl", key)] == "differs"

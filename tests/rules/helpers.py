@@ -18,8 +18,8 @@ from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import HardwareSpec, deep_merge, resolve_facts
 from generator.inputs.profile import KNOB_DEFAULTS, KNOB_NAMES, Knobs, Override, Profile
-from generator.rules.base import Rule
 from generator.model.setting import Note, Plan, Setting
+from generator.rules.base import Rule
 
 Triple = tuple[str, str, str]
 
@@ -32,16 +32,52 @@ BASE_HARDWARE: dict[str, Any] = {
 # Reusable hardware fragments (lists replace, so a case states every GPU/NIC it wants).
 H100X8 = {"model": "H100-SXM5-80GB", "count": 8}
 L4X1 = {"model": "L4", "count": 1}
-DUAL_XEON = {"cpu": {"model": "Xeon-8480C", "vendor": "intel", "sockets": 2, "cores_per_socket": 56, "threads_per_core": 2}}
-DUAL_EPYC = {"cpu": {"model": "EPYC-9654", "vendor": "amd", "sockets": 2, "cores_per_socket": 96, "threads_per_core": 2}}
-GRACE = {"cpu": {"model": "Grace", "vendor": "nvidia", "sockets": 1, "cores_per_socket": 72, "threads_per_core": 1}}  # aarch64
+DUAL_XEON = {
+    "cpu": {
+        "model": "Xeon-8480C",
+        "vendor": "intel",
+        "sockets": 2,
+        "cores_per_socket": 56,
+        "threads_per_core": 2,
+    }
+}
+DUAL_EPYC = {
+    "cpu": {
+        "model": "EPYC-9654",
+        "vendor": "amd",
+        "sockets": 2,
+        "cores_per_socket": 96,
+        "threads_per_core": 2,
+    }
+}
+GRACE = {
+    "cpu": {
+        "model": "Grace",
+        "vendor": "nvidia",
+        "sockets": 1,
+        "cores_per_socket": 72,
+        "threads_per_core": 1,
+    }
+}  # aarch64
 
 
-def nic(name: str, role: str, speed: int | None = None, *, rdma: bool | None = None,
-        numa: int | None = None, model: str | None = None) -> dict[str, Any]:
+def nic(
+    name: str,
+    role: str,
+    speed: int | None = None,
+    *,
+    rdma: bool | None = None,
+    numa: int | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
     """One entry of ``nics:`` as a user would write it (unset fields left out)."""
     entry: dict[str, Any] = {"name": name, "role": role}
-    for key, value in (("speed_gbps", speed), ("rdma", rdma), ("numa_node", numa), ("model", model)):
+    for key, value in (
+        ("speed_gbps", speed),
+        ("rdma", rdma),
+        ("numa_node", numa),
+        ("model", model),
+    ):
         if value is not None:
             entry[key] = value
     return entry
@@ -73,14 +109,18 @@ def with_cpufreq_driver(base: Facts, driver: str | None) -> Facts:
     return base._replace(cpu=base.cpu._replace(model=model))
 
 
-def profile(intent: str, *, name: str = "test", overrides: Sequence[Mapping[str, Any]] = (),
-            **knobs: Any) -> Profile:
+def profile(
+    intent: str, *, name: str = "test", overrides: Sequence[Mapping[str, Any]] = (), **knobs: Any
+) -> Profile:
     """A resolved profile: ``intent`` is required, other knobs default to KNOB_DEFAULTS."""
     unknown = set(knobs) - set(KNOB_NAMES)
     assert not unknown, f"unknown knobs {unknown}"
     Knobs.model_validate({"intent": intent, **knobs})  # a typo in a test fails here, not silently
     values = {**KNOB_DEFAULTS, "intent": intent, **knobs}
-    origins = {knob: ("test" if knob in knobs or knob == "intent" else "goldtune default") for knob in values}
+    origins = {
+        knob: ("test" if knob in knobs or knob == "intent" else "goldtune default")
+        for knob in values
+    }
     return Profile(
         name=name,
         description="test profile",

@@ -25,21 +25,58 @@ TCP_ONLY = [nic("eth0", "frontend", 100)]
 POWER_METER = {("kernel-arg", "acpi_power_meter.force_cap_on", "y")}
 
 CASES: tuple[Case, ...] = (
-    Case("iommu-intel-gpu-rdma", boot.iommu_passthrough, INTEL_PT,
-         hw={**DUAL_XEON, "gpus": [H100X8], "nics": [rdma_compute()]}),
-    Case("iommu-amd-gpu-rdma", boot.iommu_passthrough, {("kernel-arg", "iommu", "pt")},
-         hw={**DUAL_EPYC, "gpus": [H100X8], "nics": [rdma_compute()]}),
-    Case("iommu-grace-gpu-rdma", boot.iommu_passthrough, {("kernel-arg", "iommu.passthrough", "1")},
-         hw={**GRACE, "gpus": [GH200X1], "nics": [rdma_compute()]}),
-    Case("iommu-gpu-rdma-storage-nic", boot.iommu_passthrough, INTEL_PT,
-         hw={"gpus": [L4X1], "nics": [nic("ens1", "storage", 200, model="ConnectX-7")]}),
-    Case("iommu-gpu-no-rdma", boot.iommu_passthrough, set(), hw={**DUAL_XEON, "gpus": [H100X8], "nics": TCP_ONLY}),
+    Case(
+        "iommu-intel-gpu-rdma",
+        boot.iommu_passthrough,
+        INTEL_PT,
+        hw={**DUAL_XEON, "gpus": [H100X8], "nics": [rdma_compute()]},
+    ),
+    Case(
+        "iommu-amd-gpu-rdma",
+        boot.iommu_passthrough,
+        {("kernel-arg", "iommu", "pt")},
+        hw={**DUAL_EPYC, "gpus": [H100X8], "nics": [rdma_compute()]},
+    ),
+    Case(
+        "iommu-grace-gpu-rdma",
+        boot.iommu_passthrough,
+        {("kernel-arg", "iommu.passthrough", "1")},
+        hw={**GRACE, "gpus": [GH200X1], "nics": [rdma_compute()]},
+    ),
+    Case(
+        "iommu-gpu-rdma-storage-nic",
+        boot.iommu_passthrough,
+        INTEL_PT,
+        hw={"gpus": [L4X1], "nics": [nic("ens1", "storage", 200, model="ConnectX-7")]},
+    ),
+    Case(
+        "iommu-gpu-no-rdma",
+        boot.iommu_passthrough,
+        set(),
+        hw={**DUAL_XEON, "gpus": [H100X8], "nics": TCP_ONLY},
+    ),
     Case("iommu-gpu-no-nic", boot.iommu_passthrough, set(), hw={"gpus": [H100X8]}),
-    Case("iommu-rdma-no-gpu", boot.iommu_passthrough, set(), hw={**DUAL_XEON, "nics": [rdma_compute()]}),
-    Case("init-on-alloc-gpus", boot.init_on_alloc, {("kernel-arg", "init_on_alloc", "0")}, hw={"gpus": [L4X1]}),
+    Case(
+        "iommu-rdma-no-gpu",
+        boot.iommu_passthrough,
+        set(),
+        hw={**DUAL_XEON, "nics": [rdma_compute()]},
+    ),
+    Case(
+        "init-on-alloc-gpus",
+        boot.init_on_alloc,
+        {("kernel-arg", "init_on_alloc", "0")},
+        hw={"gpus": [L4X1]},
+    ),
     Case("init-on-alloc-no-gpu", boot.init_on_alloc, set()),
     # ACS: never a setting (the device list is platform-specific), a note where it would matter
-    Case("acs-multi-gpu-rdma", boot.acs, set(), hw={"gpus": [H100X8], "nics": [rdma_compute()]}, note="ACS"),
+    Case(
+        "acs-multi-gpu-rdma",
+        boot.acs,
+        set(),
+        hw={"gpus": [H100X8], "nics": [rdma_compute()]},
+        note="ACS",
+    ),
     Case("acs-single-gpu", boot.acs, set(), hw={"gpus": [L4X1], "nics": [rdma_compute()]}),
     Case("acs-no-rdma", boot.acs, set(), hw={"gpus": [H100X8], "nics": TCP_ONLY}),
     # Grace (NVIDIA's Grace guide): the ACPI power meter's cap, on every Grace platform

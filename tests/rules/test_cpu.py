@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from generator.inputs.facts import Facts
-from generator.rules import cpu
 from generator.model.setting import Setting
+from generator.rules import cpu
 
 from .helpers import DUAL_EPYC, DUAL_XEON, GRACE, Case, case_ids, check_case, with_cpufreq_driver
 
@@ -16,8 +16,13 @@ GOVERNOR = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
 EPP = "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference"
 GOVERNOR_SETTINGS = {("sysfs", GOVERNOR, "performance"), ("tuned", "cpu.governor", "performance")}
 EPP_SYSFS = {("sysfs", EPP, "performance")}
-EPP_SETTINGS = EPP_SYSFS | {("tuned", "cpu.energy_perf_bias", "performance")}  # Intel: EPP and the bias register
-INTEL_CSTATES = {("kernel-arg", "intel_idle.max_cstate", "1"), ("kernel-arg", "processor.max_cstate", "1")}
+EPP_SETTINGS = EPP_SYSFS | {
+    ("tuned", "cpu.energy_perf_bias", "performance")
+}  # Intel: EPP and the bias register
+INTEL_CSTATES = {
+    ("kernel-arg", "intel_idle.max_cstate", "1"),
+    ("kernel-arg", "processor.max_cstate", "1"),
+}
 ACPI_CSTATES = {("kernel-arg", "processor.max_cstate", "1")}
 SHALLOW = {"cstates": "shallow"}
 AMD_1S = {"cpu": {"vendor": "amd"}}
@@ -33,21 +38,57 @@ CASES: tuple[Case, ...] = (
     Case("governor-grace", cpu.governor, GOVERNOR_SETTINGS, hw=GRACE),
     # EPP only where the driver has it; no shipped CPU states such a driver, so swap it in.
     # energy_perf_bias is Intel's register: only Intel CPUs get the tuned line.
-    Case("epp-intel-pstate", cpu.energy_preference, EPP_SETTINGS, hw=DUAL_XEON, tweak=_driver("intel_pstate")),
-    Case("epp-amd-pstate-epp-no-energy-perf-bias", cpu.energy_preference, EPP_SYSFS, hw=DUAL_EPYC,
-         tweak=_driver("amd-pstate-epp")),
+    Case(
+        "epp-intel-pstate",
+        cpu.energy_preference,
+        EPP_SETTINGS,
+        hw=DUAL_XEON,
+        tweak=_driver("intel_pstate"),
+    ),
+    Case(
+        "epp-amd-pstate-epp-no-energy-perf-bias",
+        cpu.energy_preference,
+        EPP_SYSFS,
+        hw=DUAL_EPYC,
+        tweak=_driver("amd-pstate-epp"),
+    ),
     Case("epp-acpi-cpufreq", cpu.energy_preference, set(), hw=DUAL_EPYC, note="acpi-cpufreq"),
-    Case("epp-intel-acpi-cpufreq-stated", cpu.energy_preference, set(), hw=DUAL_XEON, tweak=_driver("acpi-cpufreq"),
-         note="cpufreq driver acpi-cpufreq"),
+    Case(
+        "epp-intel-acpi-cpufreq-stated",
+        cpu.energy_preference,
+        set(),
+        hw=DUAL_XEON,
+        tweak=_driver("acpi-cpufreq"),
+        note="cpufreq driver acpi-cpufreq",
+    ),
     Case("epp-cppc-grace", cpu.energy_preference, set(), hw=GRACE, note="cppc_cpufreq"),
     # no driver stated: Intel CPUs run intel_pstate (the kernel default); others stay unknown
-    Case("epp-intel-no-driver-assumes-intel-pstate", cpu.energy_preference, EPP_SETTINGS, hw=DUAL_XEON),
+    Case(
+        "epp-intel-no-driver-assumes-intel-pstate",
+        cpu.energy_preference,
+        EPP_SETTINGS,
+        hw=DUAL_XEON,
+    ),
     Case("epp-intel-no-model-assumes-intel-pstate", cpu.energy_preference, EPP_SETTINGS),
-    Case("epp-amd-no-driver", cpu.energy_preference, set(), hw=DUAL_EPYC, tweak=_driver(None),
-         note="cpufreq driver unknown"),
-    Case("epp-amd-no-model", cpu.energy_preference, set(), hw=AMD_1S, note="cpufreq driver unknown"),
-    Case("epp-grace-no-driver", cpu.energy_preference, set(), hw=GRACE, tweak=_driver(None),
-         note="cpufreq driver unknown"),
+    Case(
+        "epp-amd-no-driver",
+        cpu.energy_preference,
+        set(),
+        hw=DUAL_EPYC,
+        tweak=_driver(None),
+        note="cpufreq driver unknown",
+    ),
+    Case(
+        "epp-amd-no-model", cpu.energy_preference, set(), hw=AMD_1S, note="cpufreq driver unknown"
+    ),
+    Case(
+        "epp-grace-no-driver",
+        cpu.energy_preference,
+        set(),
+        hw=GRACE,
+        tweak=_driver(None),
+        note="cpufreq driver unknown",
+    ),
     # C-states: intel_idle only on Intel; processor.max_cstate on x86; nothing on aarch64
     Case("cstates-shallow-intel", cpu.cstates, INTEL_CSTATES, hw=DUAL_XEON, knobs=SHALLOW),
     Case("cstates-shallow-intel-no-model", cpu.cstates, INTEL_CSTATES, knobs=SHALLOW),
@@ -55,15 +96,46 @@ CASES: tuple[Case, ...] = (
     Case("cstates-shallow-amd-no-model", cpu.cstates, ACPI_CSTATES, hw=AMD_1S, knobs=SHALLOW),
     Case("cstates-shallow-grace", cpu.cstates, set(), hw=GRACE, knobs=SHALLOW, note="aarch64"),
     Case("cstates-default-intel", cpu.cstates, set(), hw=DUAL_XEON, note="default"),
-    Case("cstates-default-training", cpu.cstates, set(), hw=DUAL_XEON, intent="training", note="default"),
+    Case(
+        "cstates-default-training",
+        cpu.cstates,
+        set(),
+        hw=DUAL_XEON,
+        intent="training",
+        note="default",
+    ),
     # SMT: only on request, and only where there is SMT
     Case("smt-keep", cpu.smt, set(), hw=DUAL_XEON),
-    Case("smt-disable-intel", cpu.smt, {("kernel-arg", "nosmt", "")}, hw=DUAL_XEON, knobs={"smt": "disable"}),
-    Case("smt-disable-amd", cpu.smt, {("kernel-arg", "nosmt", "")}, hw=DUAL_EPYC, knobs={"smt": "disable"}),
+    Case(
+        "smt-disable-intel",
+        cpu.smt,
+        {("kernel-arg", "nosmt", "")},
+        hw=DUAL_XEON,
+        knobs={"smt": "disable"},
+    ),
+    Case(
+        "smt-disable-amd",
+        cpu.smt,
+        {("kernel-arg", "nosmt", "")},
+        hw=DUAL_EPYC,
+        knobs={"smt": "disable"},
+    ),
     # the rule states the intent on aarch64 too; the plan drops nosmt there with a note (test_plan)
-    Case("smt-disable-arm-smt", cpu.smt, {("kernel-arg", "nosmt", "")}, hw={"cpu": {"vendor": "nvidia", "threads_per_core": 2}},
-         knobs={"smt": "disable"}),
-    Case("smt-disable-no-smt", cpu.smt, set(), hw=GRACE, knobs={"smt": "disable"}, note="one thread per core"),
+    Case(
+        "smt-disable-arm-smt",
+        cpu.smt,
+        {("kernel-arg", "nosmt", "")},
+        hw={"cpu": {"vendor": "nvidia", "threads_per_core": 2}},
+        knobs={"smt": "disable"},
+    ),
+    Case(
+        "smt-disable-no-smt",
+        cpu.smt,
+        set(),
+        hw=GRACE,
+        knobs={"smt": "disable"},
+        note="one thread per core",
+    ),
 )
 
 
@@ -73,17 +145,25 @@ def test_cpu_rule(case: Case) -> None:
 
 
 @pytest.mark.parametrize("hw", [DUAL_EPYC, AMD_1S, GRACE], ids=["epyc", "amd", "grace"])
-@pytest.mark.parametrize("knobs", [{}, SHALLOW, {"cstates": "shallow", "smt": "disable"}], ids=["default", "shallow", "latency"])
+@pytest.mark.parametrize(
+    "knobs",
+    [{}, SHALLOW, {"cstates": "shallow", "smt": "disable"}],
+    ids=["default", "shallow", "latency"],
+)
 def test_no_intel_idle_off_intel(hw: dict, knobs: dict) -> None:
     case = Case("any", cpu.cstates, set(), hw=hw, knobs=knobs)
     assert not [item for item in case.run() if getattr(item, "key", "").startswith("intel_idle")]
 
 
-@pytest.mark.parametrize(("hw", "driver", "named"), [
-    (DUAL_XEON, None, "intel_pstate"),
-    (DUAL_XEON, "intel_pstate", "intel_pstate"),
-    (DUAL_EPYC, "amd-pstate-epp", "amd-pstate-epp"),
-], ids=["intel-assumed", "intel-stated", "amd-stated"])
+@pytest.mark.parametrize(
+    ("hw", "driver", "named"),
+    [
+        (DUAL_XEON, None, "intel_pstate"),
+        (DUAL_XEON, "intel_pstate", "intel_pstate"),
+        (DUAL_EPYC, "amd-pstate-epp", "amd-pstate-epp"),
+    ],
+    ids=["intel-assumed", "intel-stated", "amd-stated"],
+)
 def test_epp_reason_names_the_driver(hw: dict, driver: str | None, named: str) -> None:
     case = Case("any", cpu.energy_preference, set(), hw=hw, tweak=_driver(driver))
     (sysfs,) = [item for item in case.run() if isinstance(item, Setting) and item.kind == "sysfs"]
@@ -91,7 +171,9 @@ def test_epp_reason_names_the_driver(hw: dict, driver: str | None, named: str) -
 
 
 @pytest.mark.parametrize("hw", [DUAL_EPYC, GRACE], ids=["epyc", "grace"])
-@pytest.mark.parametrize("driver", [None, "intel_pstate", "amd-pstate-epp", "acpi-cpufreq", "cppc_cpufreq"])
+@pytest.mark.parametrize(
+    "driver", [None, "intel_pstate", "amd-pstate-epp", "acpi-cpufreq", "cppc_cpufreq"]
+)
 def test_energy_perf_bias_only_on_intel(hw: dict, driver: str | None) -> None:
     """Whatever driver a non-Intel CPU states, the Intel bias register is never set."""
     case = Case("any", cpu.energy_preference, set(), hw=hw, tweak=_driver(driver))

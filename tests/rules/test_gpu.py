@@ -39,14 +39,23 @@ GB200X4 = {"model": "GB200", "count": 4}  # one NVL72 compute tray
 GB200_TRAY = {**GRACE, "cpu": {**GRACE["cpu"], "sockets": 2}, "gpus": [GB200X4]}
 IB_UMAD = {("module-load", "ib_umad", "")}
 IMEX = {("service", "nvidia-imex.service", "enable")}
-NO_GPU_KNOBS = {"gpu_clocks": "lock-max", "gpu_compute_mode": "exclusive-process", "gpu_power_limit_percent": 80}
+NO_GPU_KNOBS = {
+    "gpu_clocks": "lock-max",
+    "gpu_compute_mode": "exclusive-process",
+    "gpu_power_limit_percent": 80,
+}
 
 CASES: tuple[Case, ...] = (
     Case("nouveau-gpus", gpu.nouveau, NOUVEAU, hw={"gpus": [H100X8]}),
     Case("nouveau-no-gpu", gpu.nouveau, set()),
     Case("persistence-gpus", gpu.persistence, PERSISTENCE, hw={"gpus": [L4X1]}),
     Case("persistence-no-gpu", gpu.persistence, set()),
-    Case("boot-unit-gpus", gpu.boot_unit, {("service", "goldtune-gpu.service", "enable")}, hw={"gpus": [L4X1]}),
+    Case(
+        "boot-unit-gpus",
+        gpu.boot_unit,
+        {("service", "goldtune-gpu.service", "enable")},
+        hw={"gpus": [L4X1]},
+    ),
     Case("boot-unit-no-gpu", gpu.boot_unit, set()),
     Case("ecc-enable", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [H100X8]}, intent="training"),
     Case("ecc-leave", gpu.ecc, set(), hw={"gpus": [H100X8]}, knobs={"gpu_ecc": "leave"}),
@@ -57,49 +66,132 @@ CASES: tuple[Case, ...] = (
     Case("ecc-mixed-gddr-hbm", gpu.ecc, set(), hw={"gpus": [L4X1, H100X4]}, note="L4"),
     Case("ecc-memory-type-unknown", gpu.ecc, {("gpu", "ecc", "on")}, hw={"gpus": [B200X8]}),
     Case("compute-mode-default", gpu.compute_mode, set(), hw={"gpus": [H100X8]}, note="DEFAULT"),
-    Case("compute-mode-exclusive", gpu.compute_mode, {("gpu", "compute-mode", "EXCLUSIVE_PROCESS")},
-         hw={"gpus": [H100X8]}, intent="training", knobs={"gpu_compute_mode": "exclusive-process"}),
-    Case("compute-mode-no-gpu", gpu.compute_mode, set(), knobs={"gpu_compute_mode": "exclusive-process"}),
+    Case(
+        "compute-mode-exclusive",
+        gpu.compute_mode,
+        {("gpu", "compute-mode", "EXCLUSIVE_PROCESS")},
+        hw={"gpus": [H100X8]},
+        intent="training",
+        knobs={"gpu_compute_mode": "exclusive-process"},
+    ),
+    Case(
+        "compute-mode-no-gpu",
+        gpu.compute_mode,
+        set(),
+        knobs={"gpu_compute_mode": "exclusive-process"},
+    ),
     # clocks: the model's hardware_db value; max when unknown or when models disagree
     Case("clocks-h100", gpu.clocks, {("gpu", "clocks", "1980")}, hw={"gpus": [H100X8]}, knobs=LOCK),
     Case("clocks-l4", gpu.clocks, {("gpu", "clocks", "2040")}, hw={"gpus": [L4X1]}, knobs=LOCK),
-    Case("clocks-l40s-not-l4", gpu.clocks, {("gpu", "clocks", "2520")}, hw={"gpus": [L40SX4]}, knobs=LOCK),
-    Case("clocks-unknown-b200", gpu.clocks, {("gpu", "clocks", "max")}, hw={"gpus": [B200X8]}, knobs=LOCK),
-    Case("clocks-mixed-models", gpu.clocks, {("gpu", "clocks", "max")}, hw={"gpus": [L4X1, L40SX4]}, knobs=LOCK),
-    Case("clocks-same-clock-two-groups", gpu.clocks, {("gpu", "clocks", "1980")},
-         hw={"gpus": [H100X4, {"model": "H200-SXM-141GB", "count": 4}]}, knobs=LOCK),
+    Case(
+        "clocks-l40s-not-l4",
+        gpu.clocks,
+        {("gpu", "clocks", "2520")},
+        hw={"gpus": [L40SX4]},
+        knobs=LOCK,
+    ),
+    Case(
+        "clocks-unknown-b200",
+        gpu.clocks,
+        {("gpu", "clocks", "max")},
+        hw={"gpus": [B200X8]},
+        knobs=LOCK,
+    ),
+    Case(
+        "clocks-mixed-models",
+        gpu.clocks,
+        {("gpu", "clocks", "max")},
+        hw={"gpus": [L4X1, L40SX4]},
+        knobs=LOCK,
+    ),
+    Case(
+        "clocks-same-clock-two-groups",
+        gpu.clocks,
+        {("gpu", "clocks", "1980")},
+        hw={"gpus": [H100X4, {"model": "H200-SXM-141GB", "count": 4}]},
+        knobs=LOCK,
+    ),
     Case("clocks-boost", gpu.clocks, set(), hw={"gpus": [H100X8]}, intent="training"),
     Case("clocks-no-gpu", gpu.clocks, set(), knobs=LOCK),
     # power limit: a share of the hardware_db default, or a percentage when it is unknown
     Case("power-unset", gpu.power_limit, set(), hw={"gpus": [H100X8]}),
-    Case("power-80pct-h100", gpu.power_limit, {("gpu", "power-limit", "560")}, hw={"gpus": [H100X8]},
-         knobs={"gpu_power_limit_percent": 80}),
-    Case("power-unknown-default", gpu.power_limit, {("gpu", "power-limit", "90%")}, hw={"gpus": [L40SX4]},
-         knobs={"gpu_power_limit_percent": 90}),
-    Case("power-mixed-defaults", gpu.power_limit, {("gpu", "power-limit", "75%")}, hw={"gpus": [L4X1, H100X4]},
-         knobs={"gpu_power_limit_percent": 75}),
+    Case(
+        "power-80pct-h100",
+        gpu.power_limit,
+        {("gpu", "power-limit", "560")},
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_power_limit_percent": 80},
+    ),
+    Case(
+        "power-unknown-default",
+        gpu.power_limit,
+        {("gpu", "power-limit", "90%")},
+        hw={"gpus": [L40SX4]},
+        knobs={"gpu_power_limit_percent": 90},
+    ),
+    Case(
+        "power-mixed-defaults",
+        gpu.power_limit,
+        {("gpu", "power-limit", "75%")},
+        hw={"gpus": [L4X1, H100X4]},
+        knobs={"gpu_power_limit_percent": 75},
+    ),
     Case("power-no-gpu", gpu.power_limit, set(), knobs={"gpu_power_limit_percent": 80}),
     # MIG: only on request and on a MIG-capable model
     Case("mig-leave", gpu.mig, set(), hw={"gpus": [H100X8]}),
-    Case("mig-disable-h100", gpu.mig, {("gpu", "mig", "off")}, hw={"gpus": [H100X8]}, knobs={"gpu_mig": "disable"}),
-    Case("mig-disable-l4", gpu.mig, set(), hw={"gpus": [L4X1]}, knobs={"gpu_mig": "disable"}, note="supports MIG"),
+    Case(
+        "mig-disable-h100",
+        gpu.mig,
+        {("gpu", "mig", "off")},
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_mig": "disable"},
+    ),
+    Case(
+        "mig-disable-l4",
+        gpu.mig,
+        set(),
+        hw={"gpus": [L4X1]},
+        knobs={"gpu_mig": "disable"},
+        note="supports MIG",
+    ),
     # fabric manager: NVSwitch only (stated, or the 8-GPU baseboard default)
-    Case("fabric-nvswitch-stated", gpu.fabric_manager, FABRIC, hw={"gpus": [H100X8], "nvswitch": True}),
+    Case(
+        "fabric-nvswitch-stated",
+        gpu.fabric_manager,
+        FABRIC,
+        hw={"gpus": [H100X8], "nvswitch": True},
+    ),
     Case("fabric-nvswitch-default-8x", gpu.fabric_manager, FABRIC, hw={"gpus": [H100X8]}),
     Case("fabric-4x-sxm-no-nvswitch", gpu.fabric_manager, set(), hw={"gpus": [H100X4]}),
-    Case("fabric-stated-false", gpu.fabric_manager, set(), hw={"gpus": [H100X8], "nvswitch": False}),
+    Case(
+        "fabric-stated-false", gpu.fabric_manager, set(), hw={"gpus": [H100X8], "nvswitch": False}
+    ),
     Case("fabric-pcie", gpu.fabric_manager, set(), hw={"gpus": [L40SX4]}),
     Case("fabric-no-gpu", gpu.fabric_manager, set(), hw={"nvswitch": True}),
     Case("fabric-nvlink5-baseboard", gpu.fabric_manager, FABRIC, hw={"gpus": [B200X8]}),
     # GB200 NVL72 compute tray: the switch trays run the fabric manager, even if nvswitch is claimed
     Case("fabric-gb200-tray", gpu.fabric_manager, set(), hw=GB200_TRAY, note="switch trays"),
-    Case("fabric-gb200-tray-nvswitch-claimed", gpu.fabric_manager, set(),
-         hw={**GB200_TRAY, "nvswitch": True}, note="nvidia-imex instead"),
+    Case(
+        "fabric-gb200-tray-nvswitch-claimed",
+        gpu.fabric_manager,
+        set(),
+        hw={**GB200_TRAY, "nvswitch": True},
+        note="nvidia-imex instead",
+    ),
     # NVLSM needs ib_umad on NVLink 5 NVSwitch baseboards only (keyed on nvlink_generation)
-    Case("nvlsm-b200", gpu.nvlink_subnet_manager, IB_UMAD, hw={"gpus": [B200X8]},
-         note="nvlsm package"),
-    Case("nvlsm-b200-no-nvswitch", gpu.nvlink_subnet_manager, set(),
-         hw={"gpus": [B200X8], "nvswitch": False}),
+    Case(
+        "nvlsm-b200",
+        gpu.nvlink_subnet_manager,
+        IB_UMAD,
+        hw={"gpus": [B200X8]},
+        note="nvlsm package",
+    ),
+    Case(
+        "nvlsm-b200-no-nvswitch",
+        gpu.nvlink_subnet_manager,
+        set(),
+        hw={"gpus": [B200X8], "nvswitch": False},
+    ),
     Case("nvlsm-h100-nvlink4", gpu.nvlink_subnet_manager, set(), hw={"gpus": [H100X8]}),
     Case("nvlsm-gb200-tray", gpu.nvlink_subnet_manager, set(), hw=GB200_TRAY),
     Case("nvlsm-no-gpu", gpu.nvlink_subnet_manager, set(), hw={"nvswitch": True}),
@@ -108,39 +200,89 @@ CASES: tuple[Case, ...] = (
     Case("imex-b200", gpu.imex, set(), hw={"gpus": [B200X8]}),
     Case("imex-gh200", gpu.imex, set(), hw={**GRACE, "gpus": [{"model": "GH200", "count": 1}]}),
     Case("imex-no-gpu", gpu.imex, set()),
-    Case("dcgm-gpus", gpu.dcgm, {("service", "nvidia-dcgm.service", "enable")}, hw={"gpus": [L4X1]}),
+    Case(
+        "dcgm-gpus", gpu.dcgm, {("service", "nvidia-dcgm.service", "enable")}, hw={"gpus": [L4X1]}
+    ),
     Case("dcgm-no-gpu", gpu.dcgm, set()),
     # peermem: GPUs AND RDMA NICs
     Case("peermem-gpu-rdma", gpu.peermem, PEERMEM, hw={"gpus": [H100X8], "nics": [rdma_compute()]}),
-    Case("peermem-gpu-rdma-storage", gpu.peermem, PEERMEM,
-         hw={"gpus": [L4X1], "nics": [nic("ens1", "storage", 200, model="ConnectX-7")]}),
-    Case("peermem-gpu-tcp-only", gpu.peermem, set(),
-         hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 100)]}, note="no RDMA NIC"),
-    Case("peermem-gpu-rdma-capable-frontend", gpu.peermem, set(),
-         hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 400, model="ConnectX-7")]}, note="no RDMA NIC"),
+    Case(
+        "peermem-gpu-rdma-storage",
+        gpu.peermem,
+        PEERMEM,
+        hw={"gpus": [L4X1], "nics": [nic("ens1", "storage", 200, model="ConnectX-7")]},
+    ),
+    Case(
+        "peermem-gpu-tcp-only",
+        gpu.peermem,
+        set(),
+        hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 100)]},
+        note="no RDMA NIC",
+    ),
+    Case(
+        "peermem-gpu-rdma-capable-frontend",
+        gpu.peermem,
+        set(),
+        hw={"gpus": [H100X8], "nics": [nic("eth0", "frontend", 400, model="ConnectX-7")]},
+        note="no RDMA NIC",
+    ),
     Case("peermem-rdma-no-gpu", gpu.peermem, set(), hw={"nics": [rdma_compute()]}),
     # only the mlx5 PeerDirect stack; Broadcom/Intel RDMA use DMA-BUF, said in a note
-    Case("peermem-broadcom-dmabuf", gpu.peermem, set(),
-         hw={"gpus": [H100X8], "nics": [nic("ens1f0np0", "compute", 200, rdma=True, model="BCM57508")]},
-         note="ens1f0np0 (bnxt_re) goes through DMA-BUF"),
-    Case("peermem-intel-dmabuf", gpu.peermem, set(),
-         hw={"gpus": [L4X1], "nics": [nic("ens2", "storage", 100, rdma=True, model="E810")]},
-         note="ens2 (irdma)"),
-    Case("peermem-rdma-model-unknown", gpu.peermem, set(),
-         hw={"gpus": [H100X8], "nics": [nic("ib0", "compute", 400, rdma=True)]},
-         note="model not given"),
-    Case("peermem-mixed-stacks", gpu.peermem, PEERMEM,
-         hw={"gpus": [H100X8], "nics": [rdma_compute(),
-                                        nic("ens1", "storage", 200, rdma=True, model="BCM57508")]},
-         note="ens1 (bnxt_re)"),
+    Case(
+        "peermem-broadcom-dmabuf",
+        gpu.peermem,
+        set(),
+        hw={
+            "gpus": [H100X8],
+            "nics": [nic("ens1f0np0", "compute", 200, rdma=True, model="BCM57508")],
+        },
+        note="ens1f0np0 (bnxt_re) goes through DMA-BUF",
+    ),
+    Case(
+        "peermem-intel-dmabuf",
+        gpu.peermem,
+        set(),
+        hw={"gpus": [L4X1], "nics": [nic("ens2", "storage", 100, rdma=True, model="E810")]},
+        note="ens2 (irdma)",
+    ),
+    Case(
+        "peermem-rdma-model-unknown",
+        gpu.peermem,
+        set(),
+        hw={"gpus": [H100X8], "nics": [nic("ib0", "compute", 400, rdma=True)]},
+        note="model not given",
+    ),
+    Case(
+        "peermem-mixed-stacks",
+        gpu.peermem,
+        PEERMEM,
+        hw={
+            "gpus": [H100X8],
+            "nics": [rdma_compute(), nic("ens1", "storage", 200, rdma=True, model="BCM57508")],
+        },
+        note="ens1 (bnxt_re)",
+    ),
     # NVIDIA's own tuned profiles: what is left out is said, never silently absent
     Case("vendor-profiles-h100", gpu.vendor_profiles, set(), hw={"gpus": [H100X8]}, note="ib_umad"),
-    Case("vendor-profiles-multinode", gpu.vendor_profiles, set(), hw={"gpus": [H100X8]},
-         intent="training", knobs={"multinode": True}, note="rmem_default"),
+    Case(
+        "vendor-profiles-multinode",
+        gpu.vendor_profiles,
+        set(),
+        hw={"gpus": [H100X8]},
+        intent="training",
+        knobs={"multinode": True},
+        note="rmem_default",
+    ),
     Case("vendor-profiles-no-gpu", gpu.vendor_profiles, set()),
-    Case("peermem-bluefield", gpu.peermem, PEERMEM,
-         hw={"gpus": [H100X8],
-             "nics": [nic("ens3", "storage", 400, rdma=True, model="BlueField-3")]}),
+    Case(
+        "peermem-bluefield",
+        gpu.peermem,
+        PEERMEM,
+        hw={
+            "gpus": [H100X8],
+            "nics": [nic("ens3", "storage", 400, rdma=True, model="BlueField-3")],
+        },
+    ),
 )
 
 
@@ -149,11 +291,14 @@ def test_gpu_rule(case: Case) -> None:
     check_case(case)
 
 
-@pytest.mark.parametrize("rule", [r for r in vars(gpu).values() if getattr(r, "area", None) == "gpu"],
-                         ids=lambda r: r.id)
+@pytest.mark.parametrize(
+    "rule", [r for r in vars(gpu).values() if getattr(r, "area", None) == "gpu"], ids=lambda r: r.id
+)
 def test_no_gpu_rule_sets_anything_without_gpus(rule: Rule) -> None:
-    output = rule.apply(facts(nics=[rdma_compute()], nvswitch=True),
-                        profile("training", gpu_mig="disable", **NO_GPU_KNOBS))
+    output = rule.apply(
+        facts(nics=[rdma_compute()], nvswitch=True),
+        profile("training", gpu_mig="disable", **NO_GPU_KNOBS),
+    )
     assert settings_of(output) == {}
 
 
@@ -179,10 +324,22 @@ def test_ecc_reason_says_what_it_knows_of_the_memory() -> None:
 
 def test_vendor_profile_notes_cover_nvidias_settings() -> None:
     """Every setting of NVIDIA's profiles that goldtune leaves out is named in a note."""
-    texts = " ".join(notes_of(gpu.vendor_profiles.apply(facts(gpus=[H100X8], memory_gib=2048),
-                                                         profile("training", multinode=True))))
-    for key in ("ib_umad", "pci=realloc=off", "earlycon", "kernel.threads-max",
-                "vm.min_free_kbytes", "LimitSTACK", "rmem_default"):
+    texts = " ".join(
+        notes_of(
+            gpu.vendor_profiles.apply(
+                facts(gpus=[H100X8], memory_gib=2048), profile("training", multinode=True)
+            )
+        )
+    )
+    for key in (
+        "ib_umad",
+        "pci=realloc=off",
+        "earlycon",
+        "kernel.threads-max",
+        "vm.min_free_kbytes",
+        "LimitSTACK",
+        "rmem_default",
+    ):
         assert key in texts, key
     assert "about 185363 KiB" in texts  # sqrt(16 x 2 TiB in KiB): above NVIDIA's 65536
     b200 = notes_of(gpu.vendor_profiles.apply(facts(gpus=[B200X8]), profile("training")))

@@ -8,16 +8,33 @@ from generator.rules import hygiene
 
 from .helpers import H100X8, Case, case_ids, check_case
 
-MODULES = {("modprobe", f"blacklist {m}", "") for m in ("bluetooth", "btusb", "snd_hda_intel", "uvcvideo", "joydev")}
+MODULES = {
+    ("modprobe", f"blacklist {m}", "")
+    for m in ("bluetooth", "btusb", "snd_hda_intel", "uvcvideo", "joydev")
+}
 SERVICES = {
     ("service", unit, "disable")
-    for unit in ("bluetooth.service", "cups.service", "cups.socket", "avahi-daemon.service",
-                 "avahi-daemon.socket", "ModemManager.service", "whoopsie.service", "apport.service")
+    for unit in (
+        "bluetooth.service",
+        "cups.service",
+        "cups.socket",
+        "avahi-daemon.service",
+        "avahi-daemon.socket",
+        "ModemManager.service",
+        "whoopsie.service",
+        "apport.service",
+    )
 }
 
 CASES: tuple[Case, ...] = (
     Case("modules-headless", hygiene.modules, MODULES),
-    Case("modules-headless-training-gpus", hygiene.modules, MODULES, hw={"gpus": [H100X8]}, intent="training"),
+    Case(
+        "modules-headless-training-gpus",
+        hygiene.modules,
+        MODULES,
+        hw={"gpus": [H100X8]},
+        intent="training",
+    ),
     Case("modules-not-headless", hygiene.modules, set(), knobs={"headless": False}),
     Case("services-headless", hygiene.services, SERVICES),
     Case("services-not-headless", hygiene.services, set(), knobs={"headless": False}),

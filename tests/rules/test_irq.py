@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from generator.model.cpulist import compress_cpus, expand_cpus
-from generator.rules import irq
 from generator.model.setting import Setting
+from generator.rules import irq
 
 from .helpers import (
     DUAL_EPYC,
@@ -25,19 +25,37 @@ from .helpers import (
     settings_of,
 )
 
-PINNING = {("service", "irqbalance.service", "disable"), ("service", "goldtune-irq-affinity.service", "enable")}
+PINNING = {
+    ("service", "irqbalance.service", "disable"),
+    ("service", "goldtune-irq-affinity.service", "enable"),
+}
 IRQBALANCE: dict[str, Any] = {"irq": "irqbalance"}
 DUAL_32_NO_SMT = {"cpu": {"sockets": 2, "cores_per_socket": 32, "threads_per_core": 1}}
 ONE_16X2 = {"cpu": {"cores_per_socket": 16}}
 EPYC_NPS4 = {**DUAL_EPYC, "numa_nodes": 8}  # 2 x 96 cores x 2 threads, 24 cores per node
 # one core per NUMA node: node 0 holds only the first core (CPUs 0 and 2)
-ONE_CORE_PER_NODE = {"cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 2}, "numa_nodes": 2}
+ONE_CORE_PER_NODE = {
+    "cpu": {"sockets": 1, "cores_per_socket": 2, "threads_per_core": 2},
+    "numa_nodes": 2,
+}
 LEFT_TO_KERNEL = "interrupts are left to the kernel and irqbalance"
 ONLY_FIRST_CORE = "no CPU besides the first core"
 # The first physical core of each shape: CPU 0 and its SMT siblings (kernel enumeration numbers
 # the first thread of every core, then the siblings in the same order).
-FIRST_CORE = {"xeon": {0, 112}, "epyc-nps4": {0, 192}, "2s-no-smt": {0}, "1s-smt": {0, 16}, "grace": {0}}
-SHAPES: dict[str, dict[str, Any]] = {"xeon": DUAL_XEON, "epyc-nps4": EPYC_NPS4, "2s-no-smt": DUAL_32_NO_SMT, "1s-smt": ONE_16X2, "grace": GRACE}
+FIRST_CORE = {
+    "xeon": {0, 112},
+    "epyc-nps4": {0, 192},
+    "2s-no-smt": {0},
+    "1s-smt": {0, 16},
+    "grace": {0},
+}
+SHAPES: dict[str, dict[str, Any]] = {
+    "xeon": DUAL_XEON,
+    "epyc-nps4": EPYC_NPS4,
+    "2s-no-smt": DUAL_32_NO_SMT,
+    "1s-smt": ONE_16X2,
+    "grace": GRACE,
+}
 
 
 def pin(name: str, cpus: str) -> tuple[str, str, str]:
@@ -46,62 +64,184 @@ def pin(name: str, cpus: str) -> tuple[str, str, str]:
 
 CASES: tuple[Case, ...] = (
     # 2 sockets x 56 cores x 2 threads: node 0 = 0-55,112-167 less the first core (CPU 0 and its sibling 112)
-    Case("xeon-node0", irq.pin_nics, {pin("ib0", "1-55,113-167")}, hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]}),
-    Case("xeon-node1", irq.pin_nics, {pin("ib1", "56-111,168-223")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib1", numa=1)]}),
-    Case("xeon-both-nodes", irq.pin_nics, {pin("ib0", "1-55,113-167"), pin("ib1", "56-111,168-223")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]}),
+    Case(
+        "xeon-node0",
+        irq.pin_nics,
+        {pin("ib0", "1-55,113-167")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]},
+    ),
+    Case(
+        "xeon-node1",
+        irq.pin_nics,
+        {pin("ib1", "56-111,168-223")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib1", numa=1)]},
+    ),
+    Case(
+        "xeon-both-nodes",
+        irq.pin_nics,
+        {pin("ib0", "1-55,113-167"), pin("ib1", "56-111,168-223")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]},
+    ),
     # one socket x 16 cores x 2 threads: 0-31 less CPU 0 and its sibling 16
-    Case("one-socket-smt-first-core-siblings-excluded", irq.pin_nics, {pin("eth0", "1-15,17-31")},
-         hw={**ONE_16X2, "nics": [nic("eth0", "frontend", 100, numa=0)]}),
-    Case("two-sockets-no-smt", irq.pin_nics, {pin("ib0", "1-31"), pin("ib1", "32-63")},
-         hw={**DUAL_32_NO_SMT, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]}),
-    Case("epyc-nps4", irq.pin_nics, {pin("ib0", "1-23,193-215"), pin("ib5", "120-143,312-335")},
-         hw={**EPYC_NPS4, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib5", numa=5)]}),
-    Case("grace", irq.pin_nics, {pin("ib0", "1-71")}, hw={**GRACE, "nics": [rdma_compute("ib0", numa=0)]}),
+    Case(
+        "one-socket-smt-first-core-siblings-excluded",
+        irq.pin_nics,
+        {pin("eth0", "1-15,17-31")},
+        hw={**ONE_16X2, "nics": [nic("eth0", "frontend", 100, numa=0)]},
+    ),
+    Case(
+        "two-sockets-no-smt",
+        irq.pin_nics,
+        {pin("ib0", "1-31"), pin("ib1", "32-63")},
+        hw={**DUAL_32_NO_SMT, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]},
+    ),
+    Case(
+        "epyc-nps4",
+        irq.pin_nics,
+        {pin("ib0", "1-23,193-215"), pin("ib5", "120-143,312-335")},
+        hw={**EPYC_NPS4, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib5", numa=5)]},
+    ),
+    Case(
+        "grace",
+        irq.pin_nics,
+        {pin("ib0", "1-71")},
+        hw={**GRACE, "nics": [rdma_compute("ib0", numa=0)]},
+    ),
     # which NICs: every RDMA or >= 100 Gbit/s NIC
-    Case("slow-rdma-pinned", irq.pin_nics, {pin("ib0", "1-55,113-167")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", speed=25, numa=0)]}),
-    Case("fast-tcp-pinned", irq.pin_nics, {pin("eth0", "56-111,168-223")},
-         hw={**DUAL_XEON, "nics": [nic("eth0", "storage", 200, rdma=False, numa=1)]}),
-    Case("slow-tcp-not-pinned", irq.pin_nics, set(), hw={**DUAL_XEON, "nics": [nic("eth0", "frontend", 25, numa=0)]}),
-    Case("only-fast-nics-pinned", irq.pin_nics, {pin("ib0", "1-55,113-167")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), nic("eth0", "frontend", 25, numa=1),
-                                   nic("eno1", "management", 1, numa=0)]}),
+    Case(
+        "slow-rdma-pinned",
+        irq.pin_nics,
+        {pin("ib0", "1-55,113-167")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", speed=25, numa=0)]},
+    ),
+    Case(
+        "fast-tcp-pinned",
+        irq.pin_nics,
+        {pin("eth0", "56-111,168-223")},
+        hw={**DUAL_XEON, "nics": [nic("eth0", "storage", 200, rdma=False, numa=1)]},
+    ),
+    Case(
+        "slow-tcp-not-pinned",
+        irq.pin_nics,
+        set(),
+        hw={**DUAL_XEON, "nics": [nic("eth0", "frontend", 25, numa=0)]},
+    ),
+    Case(
+        "only-fast-nics-pinned",
+        irq.pin_nics,
+        {pin("ib0", "1-55,113-167")},
+        hw={
+            **DUAL_XEON,
+            "nics": [
+                rdma_compute("ib0", numa=0),
+                nic("eth0", "frontend", 25, numa=1),
+                nic("eno1", "management", 1, numa=0),
+            ],
+        },
+    ),
     # no numa_node: spread over every CPU but the first core, and the reason says so
-    Case("no-numa-node-all-cpus-but-first-core", irq.pin_nics, {pin("ib0", "1-111,113-223")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]}),
-    Case("no-numa-node-epyc-nps4", irq.pin_nics, {pin("ib0", "1-191,193-383")},
-         hw={**EPYC_NPS4, "nics": [rdma_compute("ib0", numa=None)]}),
-    Case("no-numa-node-one-socket", irq.pin_nics, {pin("eth0", "1-15,17-31")},
-         hw={**ONE_16X2, "nics": [nic("eth0", "frontend", 100)]}),
-    Case("no-numa-node-next-to-a-placed-nic", irq.pin_nics, {pin("ib0", "1-55,113-167"), pin("ib1", "1-111,113-223")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=None)]}),
+    Case(
+        "no-numa-node-all-cpus-but-first-core",
+        irq.pin_nics,
+        {pin("ib0", "1-111,113-223")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]},
+    ),
+    Case(
+        "no-numa-node-epyc-nps4",
+        irq.pin_nics,
+        {pin("ib0", "1-191,193-383")},
+        hw={**EPYC_NPS4, "nics": [rdma_compute("ib0", numa=None)]},
+    ),
+    Case(
+        "no-numa-node-one-socket",
+        irq.pin_nics,
+        {pin("eth0", "1-15,17-31")},
+        hw={**ONE_16X2, "nics": [nic("eth0", "frontend", 100)]},
+    ),
+    Case(
+        "no-numa-node-next-to-a-placed-nic",
+        irq.pin_nics,
+        {pin("ib0", "1-55,113-167"), pin("ib1", "1-111,113-223")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=None)]},
+    ),
     # a node with nothing besides the first core: a note, not a setting
-    Case("node-with-only-the-first-core-note", irq.pin_nics, set(),
-         hw={**ONE_CORE_PER_NODE, "nics": [rdma_compute("ib0", numa=0)]}, note=f"ib0: its NUMA node has {ONLY_FIRST_CORE}"),
-    Case("node-with-only-the-first-core-nothing-pinned", irq.pin_nics, set(),
-         hw={**ONE_CORE_PER_NODE, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]},
-         note=f"ib0: its NUMA node has {ONLY_FIRST_CORE}"),
-    Case("single-cpu-no-numa-node-note", irq.pin_nics, set(),
-         hw={"cpu": {"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1}, "nics": [rdma_compute("ib0", numa=None)]},
-         note=f"ib0: its NUMA node has {ONLY_FIRST_CORE}"),
-    Case("irqbalance-profile", irq.pin_nics, set(), hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]},
-         knobs=IRQBALANCE),
-    Case("irqbalance-profile-no-numa-node", irq.pin_nics, set(), hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]},
-         knobs=IRQBALANCE),
+    Case(
+        "node-with-only-the-first-core-note",
+        irq.pin_nics,
+        set(),
+        hw={**ONE_CORE_PER_NODE, "nics": [rdma_compute("ib0", numa=0)]},
+        note=f"ib0: its NUMA node has {ONLY_FIRST_CORE}",
+    ),
+    Case(
+        "node-with-only-the-first-core-nothing-pinned",
+        irq.pin_nics,
+        set(),
+        hw={
+            **ONE_CORE_PER_NODE,
+            "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)],
+        },
+        note=f"ib0: its NUMA node has {ONLY_FIRST_CORE}",
+    ),
+    Case(
+        "single-cpu-no-numa-node-note",
+        irq.pin_nics,
+        set(),
+        hw={
+            "cpu": {"sockets": 1, "cores_per_socket": 1, "threads_per_core": 1},
+            "nics": [rdma_compute("ib0", numa=None)],
+        },
+        note=f"ib0: its NUMA node has {ONLY_FIRST_CORE}",
+    ),
+    Case(
+        "irqbalance-profile",
+        irq.pin_nics,
+        set(),
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]},
+        knobs=IRQBALANCE,
+    ),
+    Case(
+        "irqbalance-profile-no-numa-node",
+        irq.pin_nics,
+        set(),
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]},
+        knobs=IRQBALANCE,
+    ),
     Case("no-nic", irq.pin_nics, set()),
     # irqbalance: disabled only when something is pinned; enabled when the profile chooses it;
     # otherwise a note says interrupts stay with the kernel and irqbalance
-    Case("irqbalance-off-when-pinning", irq.irqbalance, PINNING, hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]}),
-    Case("irqbalance-off-no-numa-node", irq.irqbalance, PINNING, hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]}),
-    Case("irqbalance-untouched-nothing-pinned", irq.irqbalance, set(),
-         hw={**DUAL_XEON, "nics": [nic("eth0", "frontend", 25, numa=0)]}, note=LEFT_TO_KERNEL),
+    Case(
+        "irqbalance-off-when-pinning",
+        irq.irqbalance,
+        PINNING,
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]},
+    ),
+    Case(
+        "irqbalance-off-no-numa-node",
+        irq.irqbalance,
+        PINNING,
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]},
+    ),
+    Case(
+        "irqbalance-untouched-nothing-pinned",
+        irq.irqbalance,
+        set(),
+        hw={**DUAL_XEON, "nics": [nic("eth0", "frontend", 25, numa=0)]},
+        note=LEFT_TO_KERNEL,
+    ),
     Case("irqbalance-untouched-no-nic", irq.irqbalance, set(), note=LEFT_TO_KERNEL),
-    Case("irqbalance-on-by-profile", irq.irqbalance, {("service", "irqbalance.service", "enable")},
-         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]}, knobs=IRQBALANCE),
-    Case("irqbalance-on-by-profile-no-nic", irq.irqbalance, {("service", "irqbalance.service", "enable")},
-         knobs=IRQBALANCE),
+    Case(
+        "irqbalance-on-by-profile",
+        irq.irqbalance,
+        {("service", "irqbalance.service", "enable")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]},
+        knobs=IRQBALANCE,
+    ),
+    Case(
+        "irqbalance-on-by-profile-no-nic",
+        irq.irqbalance,
+        {("service", "irqbalance.service", "enable")},
+        knobs=IRQBALANCE,
+    ),
 )
 
 
@@ -134,7 +274,9 @@ def test_a_nic_without_numa_node_gets_every_cpu_but_the_first_core(shape: str) -
     machine = facts(**SHAPES[shape], nics=[rdma_compute("ib0", numa=None)])
     (setting,) = irq.pin_nics.apply(machine, profile("inference"))
     assert isinstance(setting, Setting) and setting.target == ("irq", "ib0")
-    assert set(expand_cpus(setting.value)) == set(range(machine.cpu.logical_cpus)) - FIRST_CORE[shape]
+    assert (
+        set(expand_cpus(setting.value)) == set(range(machine.cpu.logical_cpus)) - FIRST_CORE[shape]
+    )
     assert "no numa_node" in setting.reason and "every CPU but the first core" in setting.reason
 
 
@@ -142,19 +284,29 @@ def test_a_nic_with_a_node_gets_a_reason_naming_the_node() -> None:
     machine = facts(**DUAL_XEON, nics=[rdma_compute("ib1", numa=1)])
     (setting,) = irq.pin_nics.apply(machine, profile("inference"))
     assert isinstance(setting, Setting)
-    assert "ib1" in setting.reason and "NUMA node 1" in setting.reason and "first core" in setting.reason
+    assert (
+        "ib1" in setting.reason
+        and "NUMA node 1" in setting.reason
+        and "first core" in setting.reason
+    )
     assert "no numa_node" not in setting.reason
 
 
 @pytest.mark.parametrize("knobs", [{}, IRQBALANCE], ids=["pin", "irqbalance"])
-@pytest.mark.parametrize("nics", [
-    [],
-    [nic("eth0", "frontend", 25, numa=0)],
-    [rdma_compute("ib0", numa=0)],
-    [rdma_compute("ib0", numa=None)],
-    [nic("eth0", "storage", 100, numa=1), nic("eno1", "management", 1)],
-], ids=["no-nic", "slow-tcp", "rdma", "rdma-no-node", "fast-tcp"])
-def test_left_to_the_kernel_note_exactly_when_pin_pins_nothing(knobs: dict[str, Any], nics: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize(
+    "nics",
+    [
+        [],
+        [nic("eth0", "frontend", 25, numa=0)],
+        [rdma_compute("ib0", numa=0)],
+        [rdma_compute("ib0", numa=None)],
+        [nic("eth0", "storage", 100, numa=1), nic("eno1", "management", 1)],
+    ],
+    ids=["no-nic", "slow-tcp", "rdma", "rdma-no-node", "fast-tcp"],
+)
+def test_left_to_the_kernel_note_exactly_when_pin_pins_nothing(
+    knobs: dict[str, Any], nics: list[dict[str, Any]]
+) -> None:
     machine = facts(**DUAL_XEON, nics=nics)
     pins = settings_of(irq.pin_nics.apply(machine, profile("inference", **knobs)), "irq")
     output = irq.irqbalance.apply(machine, profile("inference", **knobs))
@@ -164,10 +316,16 @@ def test_left_to_the_kernel_note_exactly_when_pin_pins_nothing(knobs: dict[str, 
 
 
 def test_pinning_and_irqbalance_never_both() -> None:
-    for nics in ([rdma_compute("ib0", numa=0)], [rdma_compute("ib0", numa=None)], [nic("eth0", "frontend", 25, numa=0)]):
+    for nics in (
+        [rdma_compute("ib0", numa=0)],
+        [rdma_compute("ib0", numa=None)],
+        [nic("eth0", "frontend", 25, numa=0)],
+    ):
         machine = facts(**DUAL_XEON, nics=nics)
         for knobs in ({}, IRQBALANCE):
-            services = settings_of(irq.irqbalance.apply(machine, profile("inference", **knobs)), "service")
+            services = settings_of(
+                irq.irqbalance.apply(machine, profile("inference", **knobs)), "service"
+            )
             pins = settings_of(irq.pin_nics.apply(machine, profile("inference", **knobs)), "irq")
             assert bool(pins) == (services.get("irqbalance.service") == "disable")
             assert bool(pins) == (services.get("goldtune-irq-affinity.service") == "enable")

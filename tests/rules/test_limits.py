@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
+from generator.model.setting import Setting
 from generator.plan.checks import NR_OPEN_DEFAULT, check_nofile
 from generator.rules import limits
 from generator.rules.base import Rule
-from generator.model.setting import Setting
 
 from .helpers import H100X8, Case, case_ids, check_case, facts, profile, settings_of
 
@@ -34,14 +33,24 @@ CASES: tuple[Case, ...] = (
     Case("memlock-inference", limits.memlock, MEMLOCK),
     Case("memlock-training", limits.memlock, MEMLOCK, intent="training"),
     Case("nofile-grace", limits.nofile, NOFILE, hw={"cpu": {"vendor": "nvidia"}}),
-    Case("memlock-gpus-rdma", limits.memlock, MEMLOCK,
-         hw={"gpus": [H100X8], "nics": [{"name": "ib0", "role": "compute", "rdma": True, "speed_gbps": 400}]}),
+    Case(
+        "memlock-gpus-rdma",
+        limits.memlock,
+        MEMLOCK,
+        hw={
+            "gpus": [H100X8],
+            "nics": [{"name": "ib0", "role": "compute", "rdma": True, "speed_gbps": 400}],
+        },
+    ),
     Case("aio-inference", limits.aio, {("sysctl", "fs.aio-max-nr", "1048576")}),
     Case("aio-training", limits.aio, {("sysctl", "fs.aio-max-nr", "1048576")}, intent="training"),
     # instances for every container host; watches for training (inference: the RAM-scaled default)
-    Case("inotify-training", limits.inotify,
-         {INOTIFY_INSTANCES, ("sysctl", "fs.inotify.max_user_watches", "1048576")},
-         intent="training"),
+    Case(
+        "inotify-training",
+        limits.inotify,
+        {INOTIFY_INSTANCES, ("sysctl", "fs.inotify.max_user_watches", "1048576")},
+        intent="training",
+    ),
     Case("inotify-inference", limits.inotify, {INOTIFY_INSTANCES}, note="max_user_watches left"),
 )
 
@@ -76,7 +85,11 @@ def test_root_lines_match_the_star_lines_and_say_why(rule: Rule) -> None:
 
 def test_every_nofile_limit_passes_the_nr_open_check() -> None:
     """checks.check_nofile reads every limit ending in ' nofile', root's included."""
-    settings = [s for s in limits.nofile.apply(facts(), profile("training")) if isinstance(s, Setting)]
+    settings = [
+        s for s in limits.nofile.apply(facts(), profile("training")) if isinstance(s, Setting)
+    ]
     assert check_nofile(settings) == []
     too_big = [s._replace(value="2097152") if s.key == "root hard nofile" else s for s in settings]
-    assert [finding.message.split("=")[0] for finding in check_nofile(too_big)] == ["limit root hard nofile"]
+    assert [finding.message.split("=")[0] for finding in check_nofile(too_big)] == [
+        "limit root hard nofile"
+    ]

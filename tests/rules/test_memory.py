@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from generator.model.setting import Setting
 from generator.rules import memory
 
 from .helpers import (
@@ -19,7 +20,6 @@ from .helpers import (
     profile,
     triples,
 )
-from generator.model.setting import Setting
 
 GIB = 1024**3
 DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
@@ -29,79 +29,209 @@ GH200 = {"model": "GH200", "count": 1}
 CASES: tuple[Case, ...] = (
     # swappiness: 1 everywhere, never the 0 trap
     Case("swappiness-inference", memory.swappiness, {("sysctl", "vm.swappiness", "1")}),
-    Case("swappiness-training", memory.swappiness, {("sysctl", "vm.swappiness", "1")}, intent="training"),
+    Case(
+        "swappiness-training",
+        memory.swappiness,
+        {("sysctl", "vm.swappiness", "1")},
+        intent="training",
+    ),
     # THP: madvise by default, the profile may say never; defrag only with madvise
     Case("thp-madvise", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "madvise")}),
-    Case("thp-never", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "never")}, knobs={"thp": "never"}),
-    Case("thp-madvise-64k-caveat", memory.thp_mode, {("kernel-arg", "transparent_hugepage", "madvise")},
-         hw={**GRACE, "os": {"page_size_kib": 64}}, note="512 MiB"),
+    Case(
+        "thp-never",
+        memory.thp_mode,
+        {("kernel-arg", "transparent_hugepage", "never")},
+        knobs={"thp": "never"},
+    ),
+    Case(
+        "thp-madvise-64k-caveat",
+        memory.thp_mode,
+        {("kernel-arg", "transparent_hugepage", "madvise")},
+        hw={**GRACE, "os": {"page_size_kib": 64}},
+        note="512 MiB",
+    ),
     Case("defrag-madvise", memory.thp_defrag, {("sysfs", DEFRAG, "defer+madvise")}),
     Case("defrag-never", memory.thp_defrag, set(), knobs={"thp": "never"}),
     # max_map_count: at least the new distribution default
     Case("max-map-count", memory.max_map_count, {("sysctl", "vm.max_map_count", "1048576")}),
     # overcommit only where CUDA lives
-    Case("overcommit-gpus", memory.overcommit, {("sysctl", "vm.overcommit_memory", "1")}, hw={"gpus": [H100X8]}),
+    Case(
+        "overcommit-gpus",
+        memory.overcommit,
+        {("sysctl", "vm.overcommit_memory", "1")},
+        hw={"gpus": [H100X8]},
+    ),
     Case("overcommit-no-gpu", memory.overcommit, set()),
     # NUMA balancing: only on multi-node machines; 0 training, 1 inference
     Case("numa-balancing-single-node", memory.numa_balancing, set(), note=SINGLE_NODE_NOTE),
-    Case("numa-balancing-single-node-training", memory.numa_balancing, set(), intent="training", note=SINGLE_NODE_NOTE),
-    Case("numa-balancing-grace-cpu-only", memory.numa_balancing, set(), hw=GRACE, note=SINGLE_NODE_NOTE),
+    Case(
+        "numa-balancing-single-node-training",
+        memory.numa_balancing,
+        set(),
+        intent="training",
+        note=SINGLE_NODE_NOTE,
+    ),
+    Case(
+        "numa-balancing-grace-cpu-only",
+        memory.numa_balancing,
+        set(),
+        hw=GRACE,
+        note=SINGLE_NODE_NOTE,
+    ),
     # Grace superchips: GPU memory is a CPU-less NUMA node; off whatever the intent (Grace guide)
-    Case("numa-balancing-gh200-inference", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
-         hw={**GRACE, "gpus": [GH200]}),
-    Case("numa-balancing-gb200-tray-inference", memory.numa_balancing,
-         {("sysctl", "kernel.numa_balancing", "0")},
-         hw={**GRACE, "cpu": {**GRACE["cpu"], "sockets": 2}, "gpus": [{"model": "GB200", "count": 4}]}),
-    Case("numa-balancing-gh200-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
-         hw={**GRACE, "gpus": [GH200]}, intent="training"),
+    Case(
+        "numa-balancing-gh200-inference",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={**GRACE, "gpus": [GH200]},
+    ),
+    Case(
+        "numa-balancing-gb200-tray-inference",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={
+            **GRACE,
+            "cpu": {**GRACE["cpu"], "sockets": 2},
+            "gpus": [{"model": "GB200", "count": 4}],
+        },
+    ),
+    Case(
+        "numa-balancing-gh200-training",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={**GRACE, "gpus": [GH200]},
+        intent="training",
+    ),
     # inference: the kernel default, never a pinned 1 that would undo DGX OS's choice
     Case("numa-balancing-2s-inference", memory.numa_balancing, set(), hw=DUAL_XEON, note="default"),
-    Case("numa-balancing-2s-training", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
-         hw=DUAL_XEON, intent="training"),
-    Case("numa-balancing-nps4-1s", memory.numa_balancing, {("sysctl", "kernel.numa_balancing", "0")},
-         hw={"numa_nodes": 4}, intent="training"),
+    Case(
+        "numa-balancing-2s-training",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw=DUAL_XEON,
+        intent="training",
+    ),
+    Case(
+        "numa-balancing-nps4-1s",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={"numa_nodes": 4},
+        intent="training",
+    ),
     Case("zone-reclaim-single-node", memory.zone_reclaim, set()),
-    Case("zone-reclaim-2s", memory.zone_reclaim, {("sysctl", "vm.zone_reclaim_mode", "0")}, hw=DUAL_EPYC),
-    Case("zone-reclaim-nps4-1s", memory.zone_reclaim, {("sysctl", "vm.zone_reclaim_mode", "0")}, hw={"numa_nodes": 4}),
+    Case(
+        "zone-reclaim-2s",
+        memory.zone_reclaim,
+        {("sysctl", "vm.zone_reclaim_mode", "0")},
+        hw=DUAL_EPYC,
+    ),
+    Case(
+        "zone-reclaim-nps4-1s",
+        memory.zone_reclaim,
+        {("sysctl", "vm.zone_reclaim_mode", "0")},
+        hw={"numa_nodes": 4},
+    ),
     # dirty limits in bytes: training machines with >= 256 GiB only, RAM/256 clamped to 1-4 GiB, x4
-    Case("dirty-training-2tib", memory.dirty_bytes,
-         {("sysctl", "vm.dirty_background_bytes", str(4 * GIB)), ("sysctl", "vm.dirty_bytes", str(16 * GIB))},
-         hw={"memory_gib": 2048}, intent="training"),
-    Case("dirty-training-512g", memory.dirty_bytes,
-         {("sysctl", "vm.dirty_background_bytes", str(2 * GIB)), ("sysctl", "vm.dirty_bytes", str(8 * GIB))},
-         hw={"memory_gib": 512}, intent="training"),
-    Case("dirty-training-256g", memory.dirty_bytes,
-         {("sysctl", "vm.dirty_background_bytes", str(1 * GIB)), ("sysctl", "vm.dirty_bytes", str(4 * GIB))},
-         hw={"memory_gib": 256}, intent="training"),
-    Case("dirty-training-255g", memory.dirty_bytes, set(), hw={"memory_gib": 255}, intent="training"),
+    Case(
+        "dirty-training-2tib",
+        memory.dirty_bytes,
+        {
+            ("sysctl", "vm.dirty_background_bytes", str(4 * GIB)),
+            ("sysctl", "vm.dirty_bytes", str(16 * GIB)),
+        },
+        hw={"memory_gib": 2048},
+        intent="training",
+    ),
+    Case(
+        "dirty-training-512g",
+        memory.dirty_bytes,
+        {
+            ("sysctl", "vm.dirty_background_bytes", str(2 * GIB)),
+            ("sysctl", "vm.dirty_bytes", str(8 * GIB)),
+        },
+        hw={"memory_gib": 512},
+        intent="training",
+    ),
+    Case(
+        "dirty-training-256g",
+        memory.dirty_bytes,
+        {
+            ("sysctl", "vm.dirty_background_bytes", str(1 * GIB)),
+            ("sysctl", "vm.dirty_bytes", str(4 * GIB)),
+        },
+        hw={"memory_gib": 256},
+        intent="training",
+    ),
+    Case(
+        "dirty-training-255g", memory.dirty_bytes, set(), hw={"memory_gib": 255}, intent="training"
+    ),
     Case("dirty-training-small", memory.dirty_bytes, set(), intent="training"),
     Case("dirty-inference-2tib", memory.dirty_bytes, set(), hw={"memory_gib": 2048}),
     # explicit 1 GiB huge pages: only when asked; dropped with a note on 64 KiB-page kernels only
     Case("hugepages-off", memory.hugepages_1g, set(), hw={"memory_gib": 2048}),
-    Case("hugepages-off-gpu-says-why", memory.hugepages_1g, set(), hw={"gpus": [H100X8]},
-         note="NVIDIA's h100-inference"),
-    Case("hugepages-10pct-2tib", memory.hugepages_1g,
-         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
-          ("kernel-arg", "hugepages", "204")},
-         hw={"memory_gib": 2048}, knobs={"hugepages_1g_percent": 10}),
-    Case("hugepages-50pct-64g", memory.hugepages_1g,
-         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
-          ("kernel-arg", "hugepages", "32")},
-         knobs={"hugepages_1g_percent": 50}),
+    Case(
+        "hugepages-off-gpu-says-why",
+        memory.hugepages_1g,
+        set(),
+        hw={"gpus": [H100X8]},
+        note="NVIDIA's h100-inference",
+    ),
+    Case(
+        "hugepages-10pct-2tib",
+        memory.hugepages_1g,
+        {
+            ("kernel-arg", "default_hugepagesz", "1G"),
+            ("kernel-arg", "hugepagesz", "1G"),
+            ("kernel-arg", "hugepages", "204"),
+        },
+        hw={"memory_gib": 2048},
+        knobs={"hugepages_1g_percent": 10},
+    ),
+    Case(
+        "hugepages-50pct-64g",
+        memory.hugepages_1g,
+        {
+            ("kernel-arg", "default_hugepagesz", "1G"),
+            ("kernel-arg", "hugepagesz", "1G"),
+            ("kernel-arg", "hugepages", "32"),
+        },
+        knobs={"hugepages_1g_percent": 50},
+    ),
     # 64 KiB pages have no 1 GiB size: the same share as 2 MiB pages (64 GiB x 10% = 6 GiB)
-    Case("hugepages-64k-pages-2m", memory.hugepages_1g,
-         {("kernel-arg", "default_hugepagesz", "2M"), ("kernel-arg", "hugepagesz", "2M"),
-          ("kernel-arg", "hugepages", str(6 * 512))},
-         hw={**GRACE, "os": {"page_size_kib": 64}}, knobs={"hugepages_1g_percent": 10}),
+    Case(
+        "hugepages-64k-pages-2m",
+        memory.hugepages_1g,
+        {
+            ("kernel-arg", "default_hugepagesz", "2M"),
+            ("kernel-arg", "hugepagesz", "2M"),
+            ("kernel-arg", "hugepages", str(6 * 512)),
+        },
+        hw={**GRACE, "os": {"page_size_kib": 64}},
+        knobs={"hugepages_1g_percent": 10},
+    ),
     # arm64 with 16 KiB pages (and 4 KiB) offers 1 GiB pages
-    Case("hugepages-16k-pages-keep-1g", memory.hugepages_1g,
-         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
-          ("kernel-arg", "hugepages", "51")},
-         hw={**GRACE, "memory_gib": 512, "os": {"page_size_kib": 16}}, knobs={"hugepages_1g_percent": 10}),
-    Case("hugepages-4k-pages-arm", memory.hugepages_1g,
-         {("kernel-arg", "default_hugepagesz", "1G"), ("kernel-arg", "hugepagesz", "1G"),
-          ("kernel-arg", "hugepages", "51")},
-         hw={**GRACE, "memory_gib": 512, "os": {"page_size_kib": 4}}, knobs={"hugepages_1g_percent": 10}),
+    Case(
+        "hugepages-16k-pages-keep-1g",
+        memory.hugepages_1g,
+        {
+            ("kernel-arg", "default_hugepagesz", "1G"),
+            ("kernel-arg", "hugepagesz", "1G"),
+            ("kernel-arg", "hugepages", "51"),
+        },
+        hw={**GRACE, "memory_gib": 512, "os": {"page_size_kib": 16}},
+        knobs={"hugepages_1g_percent": 10},
+    ),
+    Case(
+        "hugepages-4k-pages-arm",
+        memory.hugepages_1g,
+        {
+            ("kernel-arg", "default_hugepagesz", "1G"),
+            ("kernel-arg", "hugepagesz", "1G"),
+            ("kernel-arg", "hugepages", "51"),
+        },
+        hw={**GRACE, "memory_gib": 512, "os": {"page_size_kib": 4}},
+        knobs={"hugepages_1g_percent": 10},
+    ),
 )
 
 
@@ -130,8 +260,9 @@ def test_dirty_background_is_monotone_in_ram() -> None:
 
 
 def test_hugepages_on_64k_pages_never_ask_for_1g() -> None:
-    output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": 64}),
-                                       profile("training", hugepages_1g_percent=25))
+    output = memory.hugepages_1g.apply(
+        facts(**GRACE, os={"page_size_kib": 64}), profile("training", hugepages_1g_percent=25)
+    )
     args = {s.key: s.value for s in output if isinstance(s, Setting)}
     assert args == {"default_hugepagesz": "2M", "hugepagesz": "2M", "hugepages": str(16 * 512)}
     assert all("64 KiB" in s.reason and "hugepagesz=1G" in s.reason for s in output)
@@ -139,14 +270,17 @@ def test_hugepages_on_64k_pages_never_ask_for_1g() -> None:
 
 @pytest.mark.parametrize(("page_size_kib", "size"), [(4, "1G"), (16, "1G"), (64, "2M")])
 def test_only_64k_page_kernels_drop_1g_pages(page_size_kib: int, size: str) -> None:
-    output = memory.hugepages_1g.apply(facts(**GRACE, os={"page_size_kib": page_size_kib}),
-                                       profile("training", hugepages_1g_percent=25))
+    output = memory.hugepages_1g.apply(
+        facts(**GRACE, os={"page_size_kib": page_size_kib}),
+        profile("training", hugepages_1g_percent=25),
+    )
     assert ("kernel-arg", "hugepagesz", size) in triples(output)
     assert ("kernel-arg", "default_hugepagesz", size) in triples(output)
 
 
 def test_thp_caveat_only_on_64k_pages() -> None:
     for page_size_kib in (4, 16):
-        output = memory.thp_mode.apply(facts(**GRACE, os={"page_size_kib": page_size_kib}),
-                                       profile("inference"))
+        output = memory.thp_mode.apply(
+            facts(**GRACE, os={"page_size_kib": page_size_kib}), profile("inference")
+        )
         assert notes_of(output) == []

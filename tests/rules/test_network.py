@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.rules import network
 from generator.model.setting import Setting
+from generator.rules import network
 
 from .helpers import (
     Case,
@@ -36,81 +36,218 @@ def buffers(size_mib: int, intent: str) -> set[tuple[str, str, str]]:
 RDMA_FABRIC = [rdma_compute(f"ib{i}", numa=None) for i in range(4)]
 FRONT_100 = nic("ens3", "frontend", 100)
 NO_BUFFERS = "no NIC of a known 10 Gbit/s or more carries TCP"
-ARP = {("sysctl", "net.ipv4.conf.all.arp_announce", "2"), ("sysctl", "net.ipv4.conf.all.arp_ignore", "1")}
-BBR = {("module-load", "tcp_bbr", ""), ("sysctl", "net.core.default_qdisc", "fq"),
-       ("sysctl", "net.ipv4.tcp_congestion_control", "bbr")}
+ARP = {
+    ("sysctl", "net.ipv4.conf.all.arp_announce", "2"),
+    ("sysctl", "net.ipv4.conf.all.arp_ignore", "1"),
+}
+BBR = {
+    ("module-load", "tcp_bbr", ""),
+    ("sysctl", "net.core.default_qdisc", "fq"),
+    ("sysctl", "net.ipv4.tcp_congestion_control", "bbr"),
+}
 
 CASES: tuple[Case, ...] = (
-    Case("rdma-paths-note", network.rdma_paths, set(), hw={"nics": RDMA_FABRIC}, note="bypass the kernel TCP stack"),
+    Case(
+        "rdma-paths-note",
+        network.rdma_paths,
+        set(),
+        hw={"nics": RDMA_FABRIC},
+        note="bypass the kernel TCP stack",
+    ),
     Case("rdma-paths-tcp-only", network.rdma_paths, set(), hw={"nics": [FRONT_100]}),
     # socket buffers: the bandwidth-delay product of the fastest TCP NIC at 20 ms (inference) or
     # 40 ms (training), a power of two, at least 16 MiB, at most 256 MiB (inference) or 512 MiB (training)
-    Case("buffers-100g-inference", network.socket_buffers, buffers(256, "inference"), hw={"nics": [FRONT_100]}),
-    Case("buffers-100g-training", network.socket_buffers, buffers(512, "training"), hw={"nics": [FRONT_100]},
-         intent="training"),
-    Case("buffers-400g-inference-capped-256m", network.socket_buffers, buffers(256, "inference"),
-         hw={"nics": [nic("ens1", "storage", 400, model="ConnectX-7")]}),
-    Case("buffers-400g-training-capped-512m", network.socket_buffers, buffers(512, "training"),
-         hw={"nics": [nic("ens1", "storage", 400, model="ConnectX-7")]}, intent="training"),
-    Case("buffers-200g-inference-capped-256m", network.socket_buffers, buffers(256, "inference"),
-         hw={"nics": [nic("ens1", "frontend", 200)]}),
-    Case("buffers-25g-inference", network.socket_buffers, buffers(64, "inference"),
-         hw={"nics": [nic("eth0", "frontend", 25)]}),
-    Case("buffers-25g-training", network.socket_buffers, buffers(128, "training"),
-         hw={"nics": [nic("eth0", "frontend", 25)]}, intent="training"),
-    Case("buffers-10g-inference", network.socket_buffers, buffers(32, "inference"),
-         hw={"nics": [nic("eth0", "frontend", 10)]}),
-    Case("buffers-10g-training", network.socket_buffers, buffers(64, "training"),
-         hw={"nics": [nic("eth0", "frontend", 10)]}, intent="training"),
-    Case("buffers-below-10g", network.socket_buffers, set(), hw={"nics": [nic("eth0", "frontend", 1)]},
-         note=NO_BUFFERS),
-    Case("buffers-unknown-speed-named", network.socket_buffers, set(), hw={"nics": [nic("eth0", "frontend")]},
-         note=f"{NO_BUFFERS} (no speed_gbps known for eth0)"),
-    Case("buffers-slow-and-unknown-speed-named", network.socket_buffers, set(),
-         hw={"nics": [nic("eth0", "frontend", 1), nic("eth1", "storage"), nic("eth2", "frontend")]},
-         note=f"{NO_BUFFERS} (no speed_gbps known for eth1, eth2)"),
-    Case("buffers-unknown-speed-beside-a-fast-one", network.socket_buffers, buffers(32, "inference"),
-         hw={"nics": [nic("eth0", "frontend"), nic("eth1", "frontend", 10)]}),
+    Case(
+        "buffers-100g-inference",
+        network.socket_buffers,
+        buffers(256, "inference"),
+        hw={"nics": [FRONT_100]},
+    ),
+    Case(
+        "buffers-100g-training",
+        network.socket_buffers,
+        buffers(512, "training"),
+        hw={"nics": [FRONT_100]},
+        intent="training",
+    ),
+    Case(
+        "buffers-400g-inference-capped-256m",
+        network.socket_buffers,
+        buffers(256, "inference"),
+        hw={"nics": [nic("ens1", "storage", 400, model="ConnectX-7")]},
+    ),
+    Case(
+        "buffers-400g-training-capped-512m",
+        network.socket_buffers,
+        buffers(512, "training"),
+        hw={"nics": [nic("ens1", "storage", 400, model="ConnectX-7")]},
+        intent="training",
+    ),
+    Case(
+        "buffers-200g-inference-capped-256m",
+        network.socket_buffers,
+        buffers(256, "inference"),
+        hw={"nics": [nic("ens1", "frontend", 200)]},
+    ),
+    Case(
+        "buffers-25g-inference",
+        network.socket_buffers,
+        buffers(64, "inference"),
+        hw={"nics": [nic("eth0", "frontend", 25)]},
+    ),
+    Case(
+        "buffers-25g-training",
+        network.socket_buffers,
+        buffers(128, "training"),
+        hw={"nics": [nic("eth0", "frontend", 25)]},
+        intent="training",
+    ),
+    Case(
+        "buffers-10g-inference",
+        network.socket_buffers,
+        buffers(32, "inference"),
+        hw={"nics": [nic("eth0", "frontend", 10)]},
+    ),
+    Case(
+        "buffers-10g-training",
+        network.socket_buffers,
+        buffers(64, "training"),
+        hw={"nics": [nic("eth0", "frontend", 10)]},
+        intent="training",
+    ),
+    Case(
+        "buffers-below-10g",
+        network.socket_buffers,
+        set(),
+        hw={"nics": [nic("eth0", "frontend", 1)]},
+        note=NO_BUFFERS,
+    ),
+    Case(
+        "buffers-unknown-speed-named",
+        network.socket_buffers,
+        set(),
+        hw={"nics": [nic("eth0", "frontend")]},
+        note=f"{NO_BUFFERS} (no speed_gbps known for eth0)",
+    ),
+    Case(
+        "buffers-slow-and-unknown-speed-named",
+        network.socket_buffers,
+        set(),
+        hw={"nics": [nic("eth0", "frontend", 1), nic("eth1", "storage"), nic("eth2", "frontend")]},
+        note=f"{NO_BUFFERS} (no speed_gbps known for eth1, eth2)",
+    ),
+    Case(
+        "buffers-unknown-speed-beside-a-fast-one",
+        network.socket_buffers,
+        buffers(32, "inference"),
+        hw={"nics": [nic("eth0", "frontend"), nic("eth1", "frontend", 10)]},
+    ),
     Case("buffers-no-nic", network.socket_buffers, set(), note=NO_BUFFERS),
     # RDMA compute fabrics do not count, however fast; the slower TCP NIC decides
-    Case("buffers-rdma-only", network.socket_buffers, set(), hw={"nics": RDMA_FABRIC}, note=NO_BUFFERS),
-    Case("buffers-rdma-plus-25g-frontend", network.socket_buffers, buffers(64, "inference"),
-         hw={"nics": [*RDMA_FABRIC, nic("eth0", "frontend", 25)]}),
-    Case("buffers-management-does-not-count", network.socket_buffers, set(),
-         hw={"nics": [nic("eno1", "management", 100)]}, note=NO_BUFFERS),
-    Case("buffers-compute-without-rdma-counts", network.socket_buffers, buffers(256, "inference"),
-         hw={"nics": [nic("eth0", "compute", 100, rdma=False)]}),
-    Case("buffers-fastest-tcp-nic", network.socket_buffers, buffers(256, "inference"),
-         hw={"nics": [nic("eth0", "frontend", 25), FRONT_100, nic("eth2", "frontend", 10)]}),
+    Case(
+        "buffers-rdma-only",
+        network.socket_buffers,
+        set(),
+        hw={"nics": RDMA_FABRIC},
+        note=NO_BUFFERS,
+    ),
+    Case(
+        "buffers-rdma-plus-25g-frontend",
+        network.socket_buffers,
+        buffers(64, "inference"),
+        hw={"nics": [*RDMA_FABRIC, nic("eth0", "frontend", 25)]},
+    ),
+    Case(
+        "buffers-management-does-not-count",
+        network.socket_buffers,
+        set(),
+        hw={"nics": [nic("eno1", "management", 100)]},
+        note=NO_BUFFERS,
+    ),
+    Case(
+        "buffers-compute-without-rdma-counts",
+        network.socket_buffers,
+        buffers(256, "inference"),
+        hw={"nics": [nic("eth0", "compute", 100, rdma=False)]},
+    ),
+    Case(
+        "buffers-fastest-tcp-nic",
+        network.socket_buffers,
+        buffers(256, "inference"),
+        hw={"nics": [nic("eth0", "frontend", 25), FRONT_100, nic("eth2", "frontend", 10)]},
+    ),
     # backlog: TCP NICs of 100 Gbit/s and more
-    Case("backlog-100g", network.backlog, {("sysctl", "net.core.netdev_max_backlog", "250000")},
-         hw={"nics": [FRONT_100]}),
+    Case(
+        "backlog-100g",
+        network.backlog,
+        {("sysctl", "net.core.netdev_max_backlog", "250000")},
+        hw={"nics": [FRONT_100]},
+    ),
     Case("backlog-25g", network.backlog, set(), hw={"nics": [nic("eth0", "frontend", 25)]}),
     Case("backlog-rdma-only", network.backlog, set(), hw={"nics": RDMA_FABRIC}),
     # somaxconn: inference front ends
-    Case("somaxconn-inference", network.somaxconn, {("sysctl", "net.core.somaxconn", "65535")},
-         hw={"nics": [FRONT_100]}),
-    Case("somaxconn-training", network.somaxconn, set(), hw={"nics": [FRONT_100]}, intent="training"),
+    Case(
+        "somaxconn-inference",
+        network.somaxconn,
+        {("sysctl", "net.core.somaxconn", "65535")},
+        hw={"nics": [FRONT_100]},
+    ),
+    Case(
+        "somaxconn-training", network.somaxconn, set(), hw={"nics": [FRONT_100]}, intent="training"
+    ),
     Case("somaxconn-no-tcp-nic", network.somaxconn, set(), hw={"nics": RDMA_FABRIC}),
     # multi-rail ARP: several compute or storage NICs
     Case("arp-multirail-compute", network.multirail_arp, ARP, hw={"nics": RDMA_FABRIC}),
-    Case("arp-two-storage", network.multirail_arp, ARP,
-         hw={"nics": [nic("s0", "storage", 100), nic("s1", "storage", 100)]}),
-    Case("arp-one-compute-one-storage", network.multirail_arp, set(),
-         hw={"nics": [rdma_compute(), nic("s0", "storage", 100)]}),
-    Case("arp-two-frontends", network.multirail_arp, set(),
-         hw={"nics": [nic("f0", "frontend", 25), nic("f1", "frontend", 25)]}),
-    Case("arp-single-rail-gpu-says-why", network.multirail_arp, set(),
-         hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("f0", "frontend", 25)]},
-         note="nvidia-base"),
+    Case(
+        "arp-two-storage",
+        network.multirail_arp,
+        ARP,
+        hw={"nics": [nic("s0", "storage", 100), nic("s1", "storage", 100)]},
+    ),
+    Case(
+        "arp-one-compute-one-storage",
+        network.multirail_arp,
+        set(),
+        hw={"nics": [rdma_compute(), nic("s0", "storage", 100)]},
+    ),
+    Case(
+        "arp-two-frontends",
+        network.multirail_arp,
+        set(),
+        hw={"nics": [nic("f0", "frontend", 25), nic("f1", "frontend", 25)]},
+    ),
+    Case(
+        "arp-single-rail-gpu-says-why",
+        network.multirail_arp,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("f0", "frontend", 25)]},
+        note="nvidia-base",
+    ),
     # BBR: multi-node training with a TCP path
-    Case("bbr-multinode", network.bbr, BBR, hw={"nics": [*RDMA_FABRIC, FRONT_100]}, intent="training",
-         knobs={"multinode": True}),
+    Case(
+        "bbr-multinode",
+        network.bbr,
+        BBR,
+        hw={"nics": [*RDMA_FABRIC, FRONT_100]},
+        intent="training",
+        knobs={"multinode": True},
+    ),
     Case("bbr-single-node", network.bbr, set(), hw={"nics": [FRONT_100]}, intent="training"),
-    Case("bbr-single-node-gpu-says-why", network.bbr, set(),
-         hw={"gpus": [{"model": "L4", "count": 1}], "nics": [FRONT_100]}, note="multiNodeTraining"),
-    Case("bbr-multinode-rdma-only", network.bbr, set(), hw={"nics": RDMA_FABRIC}, intent="training",
-         knobs={"multinode": True}),
+    Case(
+        "bbr-single-node-gpu-says-why",
+        network.bbr,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1}], "nics": [FRONT_100]},
+        note="multiNodeTraining",
+    ),
+    Case(
+        "bbr-multinode-rdma-only",
+        network.bbr,
+        set(),
+        hw={"nics": RDMA_FABRIC},
+        intent="training",
+        knobs={"multinode": True},
+    ),
 )
 
 
@@ -124,24 +261,29 @@ def test_buffers_never_shrink_as_the_tcp_nic_gets_faster(intent: str) -> None:
     cap = {"inference": 256 * MIB, "training": 512 * MIB}[intent]
     sizes = []
     for speed in (10, 25, 40, 50, 100, 200, 400, 800, 1600):
-        out = network.socket_buffers.apply(facts(nics=[nic("eth0", "frontend", speed)]), profile(intent))
+        out = network.socket_buffers.apply(
+            facts(nics=[nic("eth0", "frontend", speed)]), profile(intent)
+        )
         sizes.append(int(settings_of(out, "sysctl")["net.core.rmem_max"]))
     assert sizes == sorted(sizes)
     assert all(16 * MIB <= size <= cap and size & (size - 1) == 0 for size in sizes)
     assert sizes[-1] == cap
 
 
-@pytest.mark.parametrize(("speed", "intent", "size"), [
-    (400, "inference", 268435456),
-    (400, "training", 536870912),
-    (800, "training", 536870912),
-    (100, "inference", 268435456),
-    (50, "inference", 134217728),
-    (50, "training", 268435456),
-    (10, "inference", 33554432),
-    (1, "inference", 16 * MIB),  # the floor (the rule emits nothing below 10 Gbit/s)
-    (1, "training", 16 * MIB),
-])
+@pytest.mark.parametrize(
+    ("speed", "intent", "size"),
+    [
+        (400, "inference", 268435456),
+        (400, "training", 536870912),
+        (800, "training", 536870912),
+        (100, "inference", 268435456),
+        (50, "inference", 134217728),
+        (50, "training", 268435456),
+        (10, "inference", 33554432),
+        (1, "inference", 16 * MIB),  # the floor (the rule emits nothing below 10 Gbit/s)
+        (1, "training", 16 * MIB),
+    ],
+)
 def test_socket_buffer_bytes(speed: int, intent: str, size: int) -> None:
     assert network.socket_buffer_bytes(speed, intent) == size
 
@@ -149,20 +291,30 @@ def test_socket_buffer_bytes(speed: int, intent: str, size: int) -> None:
 def test_buffers_ignore_a_faster_rdma_fabric() -> None:
     slow = facts(nics=[nic("eth0", "frontend", 25)])
     with_fabric = facts(nics=[nic("eth0", "frontend", 25), *RDMA_FABRIC])
-    assert settings_of(network.socket_buffers.apply(slow, profile("training")), "sysctl") == settings_of(
-        network.socket_buffers.apply(with_fabric, profile("training")), "sysctl")
+    assert settings_of(
+        network.socket_buffers.apply(slow, profile("training")), "sysctl"
+    ) == settings_of(network.socket_buffers.apply(with_fabric, profile("training")), "sysctl")
 
 
 def test_buffer_reason_names_the_nic_and_speed() -> None:
     out = network.socket_buffers.apply(facts(nics=[FRONT_100]), profile("inference"))
     reasons = [s.reason for s in out if isinstance(s, Setting)]
     assert len(reasons) == len(out) == 4
-    assert all("ens3" in r and "100 Gbit/s" in r and "20 ms" in r and "at most 256 MiB for inference" in r for r in reasons)
+    assert all(
+        "ens3" in r and "100 Gbit/s" in r and "20 ms" in r and "at most 256 MiB for inference" in r
+        for r in reasons
+    )
     out = network.socket_buffers.apply(facts(nics=[FRONT_100]), profile("training"))
     reasons = [s.reason for s in out if isinstance(s, Setting)]
-    assert len(reasons) == 4 and all("40 ms" in r and "at most 512 MiB for training" in r for r in reasons)
+    assert len(reasons) == 4 and all(
+        "40 ms" in r and "at most 512 MiB for training" in r for r in reasons
+    )
 
 
 def test_no_buffer_note_leaves_out_the_speed_list_when_every_speed_is_known() -> None:
-    out = network.socket_buffers.apply(facts(nics=[nic("eth0", "frontend", 1)]), profile("inference"))
-    assert notes_of(out) == ["no NIC of a known 10 Gbit/s or more carries TCP: socket buffer defaults are kept"]
+    out = network.socket_buffers.apply(
+        facts(nics=[nic("eth0", "frontend", 1)]), profile("inference")
+    )
+    assert notes_of(out) == [
+        "no NIC of a known 10 Gbit/s or more carries TCP: socket buffer defaults are kept"
+    ]

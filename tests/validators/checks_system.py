@@ -17,7 +17,8 @@ UNIT_SUFFIXES = ("service", "socket", "timer", "path", "mount", "target")
 # --- systemd units and the manager ---------------------------------------------------------------
 
 UNIT_PATTERNS = tuple(f"{ROOTFS}/etc/systemd/system/*.{suffix}" for suffix in UNIT_SUFFIXES) + (
-    f"{ROOTFS}/etc/systemd/system/*.d/*.conf",)
+    f"{ROOTFS}/etc/systemd/system/*.d/*.conf",
+)
 
 
 def check_units(bundle: Path) -> list[str]:
@@ -28,10 +29,20 @@ def check_units(bundle: Path) -> list[str]:
     analyze = find_tool("systemd-analyze")
     with scratch("units") as tmp:
         root = stage_root(bundle / ROOTFS, tmp / "root", units)
-        names = sorted({path.parent.name[:-2] if path.suffix == ".conf" else path.name for path in units})
-        result = run([analyze, "verify", "--recursive-errors=no", "--man=no", f"--root={root}", *names])
-    problems = output_problems(result, "systemd-analyze verify") if result.returncode != 0 else [
-        f"systemd-analyze verify: {line}" for line in lines_naming(result.stdout + result.stderr, *names)]
+        names = sorted(
+            {path.parent.name[:-2] if path.suffix == ".conf" else path.name for path in units}
+        )
+        result = run(
+            [analyze, "verify", "--recursive-errors=no", "--man=no", f"--root={root}", *names]
+        )
+    problems = (
+        output_problems(result, "systemd-analyze verify")
+        if result.returncode != 0
+        else [
+            f"systemd-analyze verify: {line}"
+            for line in lines_naming(result.stdout + result.stderr, *names)
+        ]
+    )
     return [problem.replace(str(root), ROOTFS) for problem in problems]
 
 
@@ -51,15 +62,34 @@ def check_system_conf(bundle: Path) -> list[str]:
         for dropin in dropins:
             copy_readable(dropin, tmp / "systemd" / "user.conf.d" / dropin.name)
         env = {"HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp), "XDG_RUNTIME_DIR": str(tmp)}
-        result = run(unprivileged([manager, "--test", "--user", "--no-pager", "--log-target=console",
-                                   "--log-level=warning"]), env=env)
-        problems += [f"systemd --test: {line}" for line in lines_naming(result.stderr, "user.conf.d")]
+        result = run(
+            unprivileged(
+                [
+                    manager,
+                    "--test",
+                    "--user",
+                    "--no-pager",
+                    "--log-target=console",
+                    "--log-level=warning",
+                ]
+            ),
+            env=env,
+        )
+        problems += [
+            f"systemd --test: {line}" for line in lines_naming(result.stderr, "user.conf.d")
+        ]
         if result.returncode != 0:
             problems += output_problems(result, "systemd --test")
-        problems = [p.replace(f"{tmp}/systemd/user.conf.d/", f"{ROOTFS}/etc/systemd/system.conf.d/") for p in problems]
+        problems = [
+            p.replace(f"{tmp}/systemd/user.conf.d/", f"{ROOTFS}/etc/systemd/system.conf.d/")
+            for p in problems
+        ]
     shown = run([analyze, "cat-config", f"--root={bundle / ROOTFS}", "systemd/system.conf"]).stdout
-    problems += [f"systemd-analyze cat-config systemd/system.conf does not read {relative(bundle, d)}"
-                 for d in dropins if f"/etc/systemd/system.conf.d/{d.name}" not in shown]
+    problems += [
+        f"systemd-analyze cat-config systemd/system.conf does not read {relative(bundle, d)}"
+        for d in dropins
+        if f"/etc/systemd/system.conf.d/{d.name}" not in shown
+    ]
     return problems
 
 
@@ -81,7 +111,10 @@ def check_tmpfiles(bundle: Path) -> list[str]:
         copies = [str(copy_readable(path, tmp / path.name)) for path in configs]
         result = run(unprivileged([tmpfiles, "--create", f"--root={root}", *copies]))
     if result.returncode != 0 or result.stderr.strip():
-        return [p.replace(f"{tmp}/", f"{ROOTFS}/etc/tmpfiles.d/") for p in output_problems(result, "systemd-tmpfiles")]
+        return [
+            p.replace(f"{tmp}/", f"{ROOTFS}/etc/tmpfiles.d/")
+            for p in output_problems(result, "systemd-tmpfiles")
+        ]
     return []
 
 
@@ -101,13 +134,19 @@ def modprobe_config(bundle: Path) -> tuple[list[str], list[str]]:
         host = run([modprobe, "-C", str(tmp / "empty"), "--showconfig"]).stdout.splitlines()
         result = run([modprobe, "-C", str(tmp / "conf"), "--showconfig"])
     ours = [line for line in result.stdout.splitlines() if line not in host]  # host: /proc/cmdline
-    complaints = [line.replace(str(tmp / "conf"), "modprobe.d") for line in result.stderr.splitlines()]
+    complaints = [
+        line.replace(str(tmp / "conf"), "modprobe.d") for line in result.stderr.splitlines()
+    ]
     return ours, complaints + ([f"exit status {result.returncode}"] if result.returncode else [])
 
 
 def directives(text: str) -> list[list[str]]:
     joined = text.replace("\\\n", " ")
-    return [line.split() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.split()
+        for line in joined.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def check_modprobe(bundle: Path) -> list[str]:
@@ -123,7 +162,9 @@ def check_modprobe(bundle: Path) -> list[str]:
         for words in directives(path.read_text()):
             module = words[1].replace("-", "_") if len(words) > 1 else ""
             wanted = [words[0], module, *words[2:]] if words[0] == "options" else [words[0], module]
-            if not any(seen[:2] == wanted[:2] and set(wanted[2:]) <= set(seen[2:]) for seen in shown_words):
+            if not any(
+                seen[:2] == wanted[:2] and set(wanted[2:]) <= set(seen[2:]) for seen in shown_words
+            ):
                 problems.append(f"{relative(bundle, path)}: kmod did not read '{' '.join(words)}'")
     return problems
 
@@ -140,8 +181,13 @@ def check_modules_load(bundle: Path) -> list[str]:
     if not configs:
         return []
     shown, _ = modprobe_config(bundle)
-    disabled = {words[1] for words in (line.split() for line in shown)
-                if len(words) >= 3 and words[0] == "install" and words[2] in {"/bin/false", "/bin/true", "/usr/bin/false", "/usr/bin/true"}}
+    disabled = {
+        words[1]
+        for words in (line.split() for line in shown)
+        if len(words) >= 3
+        and words[0] == "install"
+        and words[2] in {"/bin/false", "/bin/true", "/usr/bin/false", "/usr/bin/true"}
+    }
     problems = []
     for path in configs:
         for number, raw in enumerate(path.read_text().splitlines(), start=1):
@@ -151,7 +197,9 @@ def check_modules_load(bundle: Path) -> list[str]:
             if not all(char.isalnum() or char in "_-" for char in name):
                 problems.append(f"{relative(bundle, path)}:{number}: '{name}' is not a module name")
             elif name.replace("-", "_") in disabled:
-                problems.append(f"{relative(bundle, path)}:{number}: {name} is loaded at boot but modprobe.d installs it as a no-op")
+                problems.append(
+                    f"{relative(bundle, path)}:{number}: {name} is loaded at boot but modprobe.d installs it as a no-op"
+                )
     return problems
 
 
@@ -187,7 +235,11 @@ def run_systemd_sysctl(configs: list[Path], keys: list[str]) -> list[str]:
         copies = [str(copy_readable(path, tmp / path.name)) for path in configs]
         result = run(unprivileged([tool, *copies]))
     text = (result.stderr + result.stdout).replace(str(tmp) + "/", f"{ROOTFS}/etc/sysctl.d/")
-    lines = [line for line in text.splitlines() if line.strip() and not line.endswith("No such file or directory")]
+    lines = [
+        line
+        for line in text.splitlines()
+        if line.strip() and not line.endswith("No such file or directory")
+    ]
     return [f"systemd-sysctl: {line}" for line in lines]
 
 
@@ -217,12 +269,21 @@ def check_limits(bundle: Path) -> list[str]:
     soft <= hard and nofile <= fs.nr_open (the bundle's, else the kernel default)."""
     configs = files(bundle, *LIMITS_PATTERNS)
     assignments, _ = sysctl_assignments(bundle)
-    nr_open = next((int(a.value) for a in reversed(assignments) if a.key == "fs.nr_open" and a.value.isdigit()),
-                   limits.NR_OPEN_DEFAULT)
+    nr_open = next(
+        (
+            int(a.value)
+            for a in reversed(assignments)
+            if a.key == "fs.nr_open" and a.value.isdigit()
+        ),
+        limits.NR_OPEN_DEFAULT,
+    )
     problems: list[str] = []
     for path in configs:
         lines, wrong = limits.parse_limits(path.read_text())
-        problems += [f"{relative(bundle, path)}: {problem}" for problem in wrong + limits.check_semantics(lines, nr_open)]
+        problems += [
+            f"{relative(bundle, path)}: {problem}"
+            for problem in wrong + limits.check_semantics(lines, nr_open)
+        ]
     return problems
 
 
@@ -240,5 +301,8 @@ def check_udev(bundle: Path) -> list[str]:
         return []
     result = run([find_udevadm(), "verify", "--no-summary", *map(str, rules)])
     if result.returncode != 0:
-        return [line.replace(str(bundle) + "/", "") for line in output_problems(result, "udevadm verify")]
+        return [
+            line.replace(str(bundle) + "/", "")
+            for line in output_problems(result, "udevadm verify")
+        ]
     return []

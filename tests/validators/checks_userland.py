@@ -33,6 +33,7 @@ TUNED_SELECTION = {"/etc/tuned/active_profile", "/etc/tuned/profile_mode"}
 
 # --- cloud-init ----------------------------------------------------------------------------------
 
+
 def check_cloud_init(bundle: Path) -> list[str]:
     return check_cloud_init_many([bundle])[bundle]
 
@@ -54,16 +55,28 @@ def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
         out = tmp / "out"
         out.mkdir(mode=0o777)
         out.chmod(0o777)
-        copies = [str(copy_readable(bundle / USER_DATA, tmp / "in" / str(index) / "user-data"))
-                  for index, bundle in enumerate(with_data)]
-        decoded = run(unprivileged([python, str(helper), str(out), *copies]), timeout=TIMEOUT_MANY_S)
+        copies = [
+            str(copy_readable(bundle / USER_DATA, tmp / "in" / str(index) / "user-data"))
+            for index, bundle in enumerate(with_data)
+        ]
+        decoded = run(
+            unprivileged([python, str(helper), str(out), *copies]), timeout=TIMEOUT_MANY_S
+        )
         if decoded.returncode != 0:
-            return {**results, **{b: output_problems(decoded, "cloudinit_check.py") for b in with_data}}
+            return {
+                **results,
+                **{b: output_problems(decoded, "cloudinit_check.py") for b in with_data},
+            }
         scripts: dict[Path, Path] = {}
         for index, (bundle, report) in enumerate(zip(with_data, json.loads(decoded.stdout))):
-            results[bundle] += [f"{USER_DATA}: {problem}".replace(copies[index], USER_DATA) for problem in report["problems"]]
+            results[bundle] += [
+                f"{USER_DATA}: {problem}".replace(copies[index], USER_DATA)
+                for problem in report["problems"]
+            ]
             if report["files"] is not None:  # None: the schema check failed, nothing was decoded
-                results[bundle] += compare_write_files(bundle, out / str(index) / "files", report["files"])
+                results[bundle] += compare_write_files(
+                    bundle, out / str(index) / "files", report["files"]
+                )
             scripts.update({Path(script): bundle for script in report["scripts"]})
         for script, findings in shellcheck_many(list(scripts)).items():
             label = f"{USER_DATA} ({script.stem} as cloud-init writes it)"
@@ -72,34 +85,55 @@ def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
 
 
 def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> list[str]:
-    overlay = {"/" + relative(bundle / ROOTFS, path): path for path in files(bundle, f"{ROOTFS}/**/*")}
-    problems = [f"{USER_DATA}: write_files lacks {path} (in rootfs/)" for path in sorted(set(overlay) - set(modes))]
+    overlay = {
+        "/" + relative(bundle / ROOTFS, path): path for path in files(bundle, f"{ROOTFS}/**/*")
+    }
+    problems = [
+        f"{USER_DATA}: write_files lacks {path} (in rootfs/)"
+        for path in sorted(set(overlay) - set(modes))
+    ]
     for path, mode in sorted(modes.items()):
         if path in TUNED_SELECTION:
-            problems += check_tuned_selection(bundle, path, (written / path.lstrip("/")).read_text().strip())
+            problems += check_tuned_selection(
+                bundle, path, (written / path.lstrip("/")).read_text().strip()
+            )
             continue
         if path not in overlay:
-            problems.append(f"{USER_DATA}: write_files delivers {path}, which is not in rootfs/ (no check covers it)")
+            problems.append(
+                f"{USER_DATA}: write_files delivers {path}, which is not in rootfs/ (no check covers it)"
+            )
             continue
         if (written / path.lstrip("/")).read_bytes() != overlay[path].read_bytes():
             problems.append(f"{USER_DATA}: write_files content of {path} differs from rootfs{path}")
         actual = overlay[path].stat().st_mode & 0o7777
         if int(mode, 8) != actual:
-            problems.append(f"{USER_DATA}: write_files mode {mode} of {path} differs from rootfs ({oct(actual)})")
+            problems.append(
+                f"{USER_DATA}: write_files mode {mode} of {path} differs from rootfs ({oct(actual)})"
+            )
     return problems
 
 
 def check_tuned_selection(bundle: Path, path: str, value: str) -> list[str]:
     """The profile tuned starts with must exist (bundle or tuned's own); the mode is a tuned word."""
     if path.endswith("profile_mode"):
-        return [] if value in {"manual", "auto"} else [f"{USER_DATA}: {path} is {value!r}, not manual or auto"]
+        return (
+            []
+            if value in {"manual", "auto"}
+            else [f"{USER_DATA}: {path} is {value!r}, not manual or auto"]
+        )
     names = value.split()
-    known = {p.parent.name for p in files(bundle, *TUNED_PATTERNS)} | {p.name for p in SYSTEM_TUNED_PROFILES.glob("*")}
-    return [f"{USER_DATA}: {path} names tuned profile {name!r}, which neither the bundle nor tuned has"
-            for name in names or [""] if name not in known]
+    known = {p.parent.name for p in files(bundle, *TUNED_PATTERNS)} | {
+        p.name for p in SYSTEM_TUNED_PROFILES.glob("*")
+    }
+    return [
+        f"{USER_DATA}: {path} names tuned profile {name!r}, which neither the bundle nor tuned has"
+        for name in names or [""]
+        if name not in known
+    ]
 
 
 # --- shell scripts -------------------------------------------------------------------------------
+
 
 def interpreter(path: Path) -> str | None:
     with path.open("rb") as handle:
@@ -122,7 +156,10 @@ def shellcheck_many(scripts: list[Path]) -> dict[Path, list[str]]:
     """shellcheck at its default severity (style included); the findings of each script, one
     gcc-format line each ("path:line:col: level: text [SCnnnn]"). Small batches run side by side:
     one shellcheck over many files is no faster than one per file."""
-    batches = [scripts[start:start + SHELLCHECK_BATCH] for start in range(0, len(scripts), SHELLCHECK_BATCH)]
+    batches = [
+        scripts[start : start + SHELLCHECK_BATCH]
+        for start in range(0, len(scripts), SHELLCHECK_BATCH)
+    ]
     findings: dict[Path, list[str]] = {script: [] for script in scripts}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         for batch, result in zip(batches, pool.map(shellcheck_batch, batches)):
@@ -135,7 +172,9 @@ def shellcheck_many(scripts: list[Path]) -> dict[Path, list[str]]:
 
 
 def shellcheck_batch(scripts: list[Path]) -> subprocess.CompletedProcess[str]:
-    return run([find_tool("shellcheck"), "--format=gcc", *map(str, scripts)], timeout=TIMEOUT_MANY_S)
+    return run(
+        [find_tool("shellcheck"), "--format=gcc", *map(str, scripts)], timeout=TIMEOUT_MANY_S
+    )
 
 
 def check_scripts(bundle: Path) -> list[str]:
@@ -149,12 +188,17 @@ def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
     owners: dict[Path, Path] = {}
     for bundle in bundles:
         scripts = script_files(bundle)
-        results[bundle] = [f"{relative(bundle, path)}: interpreter {interpreter(path)!r} is not a shell; no check covers it"
-                           for path in scripts if interpreter(path) not in SHELLS]
+        results[bundle] = [
+            f"{relative(bundle, path)}: interpreter {interpreter(path)!r} is not a shell; no check covers it"
+            for path in scripts
+            if interpreter(path) not in SHELLS
+        ]
         owners.update({path: bundle for path in scripts if interpreter(path) in SHELLS})
     for script, findings in shellcheck_many(list(owners)).items():
         bundle = owners[script]
-        results[bundle] += [f"shellcheck: {line.replace(str(bundle) + '/', '')}" for line in findings]
+        results[bundle] += [
+            f"shellcheck: {line.replace(str(bundle) + '/', '')}" for line in findings
+        ]
     return results
 
 
@@ -173,7 +217,10 @@ def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
     be one that sysctl.d sets: tuned's reapply_sysctl lets sysctl.d win and `tuned-adm verify`
     then fails on every boot. Not covered: values (tuned judges them only on a running system)."""
     results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
-    jobs = [(bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)]) for bundle in bundles]
+    jobs = [
+        (bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)])
+        for bundle in bundles
+    ]
     jobs = [(bundle, names) for bundle, names in jobs if names]
     if not jobs:
         return results
@@ -186,15 +233,24 @@ def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
             arguments += [f"{etc_tuned}:{name}" for name in names]
         result = run(unprivileged([python, str(helper), *arguments]), timeout=TIMEOUT_MANY_S)
         if result.returncode != 0:
-            return {**results, **{bundle: output_problems(result, "tuned_check.py") for bundle, _ in jobs}}
+            return {
+                **results,
+                **{bundle: output_problems(result, "tuned_check.py") for bundle, _ in jobs},
+            }
         reports = json.loads(result.stdout)
     for index, (bundle, names) in enumerate(jobs):
         sysctl_d = {assignment.key for assignment in sysctl_assignments(bundle)[0]}
         for name in names:
             report = reports[f"{tmp}/{index}:{name}"]
-            results[bundle] += [f"tuned: {problem}".replace(f"{tmp}/{index}", f"{ROOTFS}/etc/tuned") for problem in report["problems"]]
-            results[bundle] += [f"tuned: profile {name} sets sysctl {key}, which sysctl.d also sets "
-                                "(sysctl.d wins and `tuned-adm verify` fails)" for key in sorted(set(report["sysctl"]) & sysctl_d)]
+            results[bundle] += [
+                f"tuned: {problem}".replace(f"{tmp}/{index}", f"{ROOTFS}/etc/tuned")
+                for problem in report["problems"]
+            ]
+            results[bundle] += [
+                f"tuned: profile {name} sets sysctl {key}, which sysctl.d also sets "
+                "(sysctl.d wins and `tuned-adm verify` fails)"
+                for key in sorted(set(report["sysctl"]) & sysctl_d)
+            ]
     return results
 
 
@@ -220,12 +276,25 @@ def source_dropins(dropins: list[Path], base: str) -> tuple[str, list[str]]:
         out = tmp / "out"
         out.mkdir(mode=0o777)
         out.chmod(0o777)
-        result = run(unprivileged([find_tool("sh"), "-c", SOURCE_DROPINS.format(base=base), "sh",
-                                   str(tmp / "grub.d"), str(out)]))
+        result = run(
+            unprivileged(
+                [
+                    find_tool("sh"),
+                    "-c",
+                    SOURCE_DROPINS.format(base=base),
+                    "sh",
+                    str(tmp / "grub.d"),
+                    str(out),
+                ]
+            )
+        )
         if result.returncode != 0:
             return "", output_problems(result, "sh sourcing grub.d")
         before, after = ((out / name).read_text().splitlines() for name in ("before", "after"))
-    changed = {line.split("=", 1)[0] for line in set(after) ^ set(before)} - {"x", "GRUB_CMDLINE_LINUX_DEFAULT"}
+    changed = {line.split("=", 1)[0] for line in set(after) ^ set(before)} - {
+        "x",
+        "GRUB_CMDLINE_LINUX_DEFAULT",
+    }
     return result.stdout.strip(), [f"the drop-ins also change {name}" for name in sorted(changed)]
 
 
@@ -234,7 +303,9 @@ def check_cmdline_text(text: str) -> list[str]:
     if "\n" in text.strip():
         problems.append(f"{KERNEL_CMDLINE}: more than one line")
     if len(text.strip()) >= COMMAND_LINE_SIZE:
-        problems.append(f"{KERNEL_CMDLINE}: {len(text.strip())} bytes; the kernel keeps {COMMAND_LINE_SIZE - 1}")
+        problems.append(
+            f"{KERNEL_CMDLINE}: {len(text.strip())} bytes; the kernel keeps {COMMAND_LINE_SIZE - 1}"
+        )
     try:
         shlex.split(text)
     except ValueError as error:
@@ -252,20 +323,37 @@ def check_grub(bundle: Path) -> list[str]:
     cmdline = cmdline_path.read_text().strip() if cmdline_path.is_file() else None
     problems = check_cmdline_text(cmdline) if cmdline is not None else []
     if not dropins:
-        return problems + ([f"{KERNEL_CMDLINE} has arguments but no GRUB drop-in carries them"] if cmdline else [])
+        return problems + (
+            [f"{KERNEL_CMDLINE} has arguments but no GRUB drop-in carries them"] if cmdline else []
+        )
     for path in dropins:
         syntax = run([find_tool("sh"), "-n", str(path)])
         if syntax.returncode != 0:
-            return problems + [p.replace(str(path), relative(bundle, path)) for p in output_problems(syntax, "sh -n")]
-    lint = run([find_tool("shellcheck"), "--shell=sh", "--exclude=SC2034", "--format=gcc", *map(str, dropins)])
+            return problems + [
+                p.replace(str(path), relative(bundle, path))
+                for p in output_problems(syntax, "sh -n")
+            ]
+    lint = run(
+        [
+            find_tool("shellcheck"),
+            "--shell=sh",
+            "--exclude=SC2034",
+            "--format=gcc",
+            *map(str, dropins),
+        ]
+    )
     if lint.returncode != 0:
-        problems += [line.replace(str(bundle) + "/", "") for line in output_problems(lint, "shellcheck")]
+        problems += [
+            line.replace(str(bundle) + "/", "") for line in output_problems(lint, "shellcheck")
+        ]
     for label, base in BASES.items():
         value, changed = source_dropins(dropins, base)
         problems += [f"grub.d over {label}: {problem}" for problem in changed]
         expected = " ".join(filter(None, ["quiet" if base else "", cmdline or ""]))
         if cmdline is not None and value.split() != expected.split():
-            problems.append(f"grub.d over {label}: GRUB_CMDLINE_LINUX_DEFAULT is {value!r}, expected {expected!r}")
+            problems.append(
+                f"grub.d over {label}: GRUB_CMDLINE_LINUX_DEFAULT is {value!r}, expected {expected!r}"
+            )
     return problems
 
 

@@ -36,7 +36,9 @@ def known_top_level_keys(schema: dict) -> set[str]:
     keys: set[str] = set()
     for entry in schema.get("allOf", []):
         ref = entry.get("$ref", "")
-        definition = schema["$defs"].get(ref.rsplit("/", 1)[-1], {}) if ref.startswith("#/$defs/") else entry
+        definition = (
+            schema["$defs"].get(ref.rsplit("/", 1)[-1], {}) if ref.startswith("#/$defs/") else entry
+        )
         keys |= set(definition.get("properties", {}))
     return keys
 
@@ -71,16 +73,26 @@ def check_user_data(user_data: Path, out: Path, schema: dict) -> dict:
         return {"problems": [f"cloud-init schema: {error}"], "scripts": [], "files": None}
     config = util.load_yaml(user_data.read_text()) or {}
     known = known_top_level_keys(schema)
-    problems = [f"unknown top-level key '{key}' (no cloud-init module reads it)" for key in config if key not in known]
+    problems = [
+        f"unknown top-level key '{key}' (no cloud-init module reads it)"
+        for key in config
+        if key not in known
+    ]
     out.mkdir(parents=True, exist_ok=True)
-    return {"problems": problems, "scripts": save_scripts(config, out), "files": save_files(config, out)}
+    return {
+        "problems": problems,
+        "scripts": save_scripts(config, out),
+        "files": save_files(config, out),
+    }
 
 
 def main(argv: list[str]) -> int:
     out, user_data = Path(argv[1]), [Path(arg) for arg in argv[2:]]
     os.umask(0o022)
     schema = get_schema()
-    reports = [check_user_data(path, out / str(index), schema) for index, path in enumerate(user_data)]
+    reports = [
+        check_user_data(path, out / str(index), schema) for index, path in enumerate(user_data)
+    ]
     print(json.dumps(reports))
     return 0
 

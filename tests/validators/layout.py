@@ -24,4 +24,6 @@ def relative(bundle: Path, path: Path) -> str:
 def output_problems(result: subprocess.CompletedProcess[str], label: str) -> list[str]:
     """Every output line of a failed tool run, or its exit status when it printed nothing."""
     text = (result.stdout + result.stderr).strip()
-    return [f"{label}: {line}" for line in text.splitlines()] or [f"{label}: exit status {result.returncode}"]
+    return [f"{label}: {line}" for line in text.splitlines()] or [
+        f"{label}: exit status {result.returncode}"
+    ]

@@ -20,9 +20,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ITEMS = {"core", "data", "fsize", "memlock", "nofile", "rss", "stack", "cpu", "nproc", "as",
-         "maxlogins", "maxsyslogins", "nonewprivs", "priority", "locks", "sigpending",
-         "msgqueue", "nice", "rtprio", "rttime"}
+ITEMS = {
+    "core",
+    "data",
+    "fsize",
+    "memlock",
+    "nofile",
+    "rss",
+    "stack",
+    "cpu",
+    "nproc",
+    "as",
+    "maxlogins",
+    "maxsyslogins",
+    "nonewprivs",
+    "priority",
+    "locks",
+    "sigpending",
+    "msgqueue",
+    "nice",
+    "rtprio",
+    "rttime",
+}
 NO_TYPE_ITEMS = {"maxlogins", "maxsyslogins", "nonewprivs"}  # pam_limits accepts any type for these
 SIGNED_ITEMS = {"priority", "nice", "maxlogins", "maxsyslogins"}  # strtol, no "unlimited"
 UNLIMITED = {"-1", "-", "unlimited", "infinity"}
@@ -52,12 +71,20 @@ def check_domain(domain: str) -> str | None:
             return f"invalid uid range '{domain}' - skipped"
         return None
     name = domain[1:] if domain[0] in "@%" else domain
-    return None if NAME.match(name) else f"domain '{domain}' is not a user, @group, %group, * or uid range"
+    return (
+        None
+        if NAME.match(name)
+        else f"domain '{domain}' is not a user, @group, %group, * or uid range"
+    )
 
 
 def check_value(item: str, value: str) -> str | None:
     if item == "nonewprivs":
-        return None if value in {"0", "1"} else f"wrong limit value '{value}' (nonewprivs takes 0 or 1)"
+        return (
+            None
+            if value in {"0", "1"}
+            else f"wrong limit value '{value}' (nonewprivs takes 0 or 1)"
+        )
     if item in SIGNED_ITEMS:
         return None if SIGNED.match(value) else f"wrong limit value '{value}' for {item}"
     if value in UNLIMITED or INTEGER.match(value):
@@ -92,7 +119,12 @@ def parse_limits(text: str) -> tuple[list[LimitLine], list[str]]:
         if len(fields) != 4 or len(fields[3].split()) != 1:
             problems.append(f"line {number}: invalid line '{content}' - skipped")
             continue
-        domain, type_, item, value = fields[0], fields[1].lower(), fields[2].lower(), fields[3].lower()
+        domain, type_, item, value = (
+            fields[0],
+            fields[1].lower(),
+            fields[2].lower(),
+            fields[3].lower(),
+        )
         line = LimitLine(number, domain, type_, item, value)
         found = check_fields(line)
         problems += [f"line {number}: {problem}" for problem in found]
@@ -117,7 +149,9 @@ def check_semantics(lines: list[LimitLine], nr_open: int = NR_OPEN_DEFAULT) -> l
             continue
         value = _number(line.value, nr_open, line.item)
         if line.item == "nofile" and value is not None and value > nr_open:
-            problems.append(f"line {line.number}: nofile {value} is above fs.nr_open ({nr_open}): setrlimit fails at login")
+            problems.append(
+                f"line {line.number}: nofile {value} is above fs.nr_open ({nr_open}): setrlimit fails at login"
+            )
         key = (line.domain, line.item)
         if line.type in {"soft", "-"}:
             soft.setdefault(key, (value, line.number))
@@ -125,7 +159,13 @@ def check_semantics(lines: list[LimitLine], nr_open: int = NR_OPEN_DEFAULT) -> l
             hard.setdefault(key, (value, line.number))
     for key, (soft_value, number) in soft.items():
         hard_value = hard.get(key, (None, 0))[0]
-        if key in hard and hard_value is not None and (soft_value is None or soft_value > hard_value):
-            problems.append(f"line {number}: soft {key[1]} of {key[0]} ({soft_value if soft_value is not None else 'unlimited'}) "
-                            f"is above its hard limit ({hard_value}): setrlimit fails at login")
+        if (
+            key in hard
+            and hard_value is not None
+            and (soft_value is None or soft_value > hard_value)
+        ):
+            problems.append(
+                f"line {number}: soft {key[1]} of {key[0]} ({soft_value if soft_value is not None else 'unlimited'}) "
+                f"is above its hard limit ({hard_value}): setrlimit fails at login"
+            )
     return problems

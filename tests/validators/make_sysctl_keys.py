@@ -47,9 +47,15 @@ def keep(key: str) -> bool:
 
 
 def main() -> int:
-    entries = sorted((key_of(path), shape_of(path)) for path in PROC_SYS.rglob("*") if path.is_file())
-    print(f"# sysctl keys of Linux {platform.release()} ({platform.machine()}), read from /proc/sys")
-    print(f"# by tests/validators/make_sysctl_keys.py as uid {os.geteuid()} on {time.strftime('%Y-%m-%d')}.")
+    entries = sorted(
+        (key_of(path), shape_of(path)) for path in PROC_SYS.rglob("*") if path.is_file()
+    )
+    print(
+        f"# sysctl keys of Linux {platform.release()} ({platform.machine()}), read from /proc/sys"
+    )
+    print(
+        f"# by tests/validators/make_sysctl_keys.py as uid {os.geteuid()} on {time.strftime('%Y-%m-%d')}."
+    )
     print("# <key> <shape>: shape is int, int*N (N integers), text, or - (write-only entry)")
     for key, shape in entries:
         if keep(key):

@@ -50,14 +50,20 @@ class MissingTool(Exception):
     def __init__(self, tool: str, why: str = "not installed") -> None:
         self.tool = tool
         package = PACKAGES.get(tool, tool)
-        super().__init__(f"{tool} {why} (Debian package: {package}; run tests/tools/install-tools.sh as root)")
+        super().__init__(
+            f"{tool} {why} (Debian package: {package}; run tests/tools/install-tools.sh as root)"
+        )
 
 
 def find_tool(name: str) -> str:
     for candidate in LOCATIONS.get(name, []):
         if os.access(candidate, os.X_OK):
             return candidate
-    found = shutil.which(name) if not name.startswith("/") else (name if os.access(name, os.X_OK) else None)
+    found = (
+        shutil.which(name)
+        if not name.startswith("/")
+        else (name if os.access(name, os.X_OK) else None)
+    )
     if found is None:
         raise MissingTool(name)
     return found
@@ -65,8 +71,11 @@ def find_tool(name: str) -> str:
 
 def find_udevadm() -> str:
     """A udevadm that has ``verify`` (systemd 254+): $GOLDTUNE_UDEVADM, the unpacked backport, $PATH."""
-    candidates = [os.environ.get("GOLDTUNE_UDEVADM", ""), str(TOOLS_DIR / "udev" / "bin" / "udevadm"),
-                  shutil.which("udevadm") or ""]
+    candidates = [
+        os.environ.get("GOLDTUNE_UDEVADM", ""),
+        str(TOOLS_DIR / "udev" / "bin" / "udevadm"),
+        shutil.which("udevadm") or "",
+    ]
     for candidate in filter(None, candidates):
         if os.access(candidate, os.X_OK) and run([candidate, "verify", "--help"]).returncode == 0:
             return candidate
@@ -84,15 +93,31 @@ def unprivileged(command: Sequence[str]) -> list[str]:
     """``command`` as nobody without capabilities when running as root, else unchanged."""
     if os.geteuid() != 0:
         return list(command)
-    return [find_tool("setpriv"), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", *command]
+    return [
+        find_tool("setpriv"),
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        *command,
+    ]
 
 
-def run(command: Sequence[str], env: dict[str, str] | None = None,
-        timeout: int = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def run(
+    command: Sequence[str], env: dict[str, str] | None = None, timeout: int = TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"), "LC_ALL": "C.UTF-8"}
-    return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**base, **(env or {})}, cwd="/")
+    return subprocess.run(
+        list(command),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**base, **(env or {})},
+        cwd="/",
+    )
 
 
 @contextmanager

@@ -19,7 +19,13 @@ from pathlib import Path
 
 HOST_UNITS = Path("/usr/lib/systemd/system")
 # Provided on a GPU node by the NVIDIA driver, DCGM or Fabric Manager packages, never by the bundle.
-DRIVER_TOOLS = {"nvidia-smi", "nvidia-persistenced", "nv-hostengine", "nv-fabricmanager", "nvidia-modprobe"}
+DRIVER_TOOLS = {
+    "nvidia-smi",
+    "nvidia-persistenced",
+    "nv-hostengine",
+    "nv-fabricmanager",
+    "nvidia-modprobe",
+}
 EXEC_LINE = re.compile(r"^\s*Exec[A-Za-z]*\s*=\s*(.*)$")
 EXEC_PREFIXES = "@-:+!|"
 
@@ -65,9 +71,15 @@ def stub_missing_units(root: Path, units: list[Path]) -> None:
     for unit in units:
         if unit.suffix == ".conf" and unit.parent.name.endswith(".d"):
             name = unit.parent.name[:-2]
-            if not any((root / d / name).exists() for d in ("etc/systemd/system", "usr/lib/systemd/system")):
+            if not any(
+                (root / d / name).exists() for d in ("etc/systemd/system", "usr/lib/systemd/system")
+            ):
                 stub = root / "usr/lib/systemd/system" / name
-                stub.write_text("[Service]\nExecStart=/usr/bin/true\n" if name.endswith(".service") else "[Unit]\n")
+                stub.write_text(
+                    "[Service]\nExecStart=/usr/bin/true\n"
+                    if name.endswith(".service")
+                    else "[Unit]\n"
+                )
                 add_stub(root, "/usr/bin/true")
 
 

@@ -65,7 +65,9 @@ def parse_sysctl(name: str, text: str) -> tuple[list[Assignment], list[str]]:
             continue
         if "=" not in line:
             if not line.startswith("-"):
-                problems.append(f"{name}:{number}: not 'key = value' (systemd-sysctl skips it): {line}")
+                problems.append(
+                    f"{name}:{number}: not 'key = value' (systemd-sysctl skips it): {line}"
+                )
             continue
         key, value = (part.strip() for part in line.split("=", 1))
         ignore = key.startswith("-")
@@ -114,7 +116,9 @@ def check_assignment(assignment: Assignment, kernel: ReferenceKernel) -> list[st
     for key in keys:
         wrong = check_shape(assignment.value, kernel.shapes[key])
         if wrong:
-            problems.append(f"{where}: {assignment.key} = {assignment.value!r}: {key} {wrong} ({kernel.name})")
+            problems.append(
+                f"{where}: {assignment.key} = {assignment.value!r}: {key} {wrong} ({kernel.name})"
+            )
     return problems
 
 
@@ -124,6 +128,8 @@ def check_duplicates(assignments: list[Assignment]) -> list[str]:
     for assignment in assignments:
         earlier = first.setdefault(assignment.key, assignment)
         if earlier is not assignment:
-            problems.append(f"{assignment.file}:{assignment.number}: {assignment.key} is also set at "
-                            f"{earlier.file}:{earlier.number}; the later file wins silently")
+            problems.append(
+                f"{assignment.file}:{assignment.number}: {assignment.key} is also set at "
+                f"{earlier.file}:{earlier.number}; the later file wins silently"
+            )
     return problems

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checks_data import DATA_PATTERNS, check_data_files
 from .checks_system import (
     LIMITS_PATTERNS,
     MODPROBE_PATTERNS,
@@ -39,7 +40,6 @@ from .checks_system import (
     check_udev,
     check_units,
 )
-from .checks_data import DATA_PATTERNS, check_data_files
 from .checks_userland import (
     GRUB_PATTERNS,
     JSON_PATTERNS,
@@ -58,9 +58,26 @@ from .layout import INSTALL_SH, USER_DATA, files, relative
 from .run import MissingTool
 
 __all__ = [
-    "VALIDATORS", "MissingTool", "Validator", "check_cloud_init", "check_data_files", "check_cloud_init_many", "check_grub", "check_json", "check_limits",
-    "check_modprobe", "check_modules_load", "check_scripts", "check_scripts_many", "check_sysctl",
-    "check_system_conf", "check_tmpfiles", "check_tuned", "check_tuned_many", "check_udev", "check_units",
+    "VALIDATORS",
+    "MissingTool",
+    "Validator",
+    "check_cloud_init",
+    "check_cloud_init_many",
+    "check_data_files",
+    "check_grub",
+    "check_json",
+    "check_limits",
+    "check_modprobe",
+    "check_modules_load",
+    "check_scripts",
+    "check_scripts_many",
+    "check_sysctl",
+    "check_system_conf",
+    "check_tmpfiles",
+    "check_tuned",
+    "check_tuned_many",
+    "check_udev",
+    "check_units",
     "unclaimed_files",
 ]
 
@@ -84,20 +101,47 @@ class Validator:
 
 VALIDATORS: tuple[Validator, ...] = (
     Validator("units", "systemd-analyze verify --root", UNIT_PATTERNS, check_units),
-    Validator("system-conf", "systemd --test --user, systemd-analyze cat-config", SYSTEM_CONF_PATTERNS, check_system_conf),
+    Validator(
+        "system-conf",
+        "systemd --test --user, systemd-analyze cat-config",
+        SYSTEM_CONF_PATTERNS,
+        check_system_conf,
+    ),
     Validator("tmpfiles", "systemd-tmpfiles --create --root", TMPFILES_PATTERNS, check_tmpfiles),
     Validator("modprobe", "modprobe -C DIR --showconfig", MODPROBE_PATTERNS, check_modprobe),
-    Validator("modules-load", "module-name syntax + modprobe --showconfig", MODULES_LOAD_PATTERNS, check_modules_load),
-    Validator("sysctl", "reference-kernel key lists + systemd-sysctl", SYSCTL_PATTERNS, check_sysctl),
+    Validator(
+        "modules-load",
+        "module-name syntax + modprobe --showconfig",
+        MODULES_LOAD_PATTERNS,
+        check_modules_load,
+    ),
+    Validator(
+        "sysctl", "reference-kernel key lists + systemd-sysctl", SYSCTL_PATTERNS, check_sysctl
+    ),
     Validator("limits", "pam_limits' parser (limits.py)", LIMITS_PATTERNS, check_limits),
     Validator("udev", "udevadm verify (udev 254)", UDEV_PATTERNS, check_udev),
-    Validator("cloud-init", "cloud-init's schema, write_files and shellify code", (USER_DATA,), check_cloud_init,
-              check_cloud_init_many, slow=True),
+    Validator(
+        "cloud-init",
+        "cloud-init's schema, write_files and shellify code",
+        (USER_DATA,),
+        check_cloud_init,
+        check_cloud_init_many,
+        slow=True,
+    ),
     Validator("scripts", "shellcheck", (INSTALL_SH,), check_scripts, check_scripts_many, slow=True),
-    Validator("tuned", "tuned's profile loader", TUNED_PATTERNS, check_tuned, check_tuned_many, slow=True),
-    Validator("grub", "sh -n, shellcheck -s sh, sourcing as grub-mkconfig", GRUB_PATTERNS, check_grub),
+    Validator(
+        "tuned", "tuned's profile loader", TUNED_PATTERNS, check_tuned, check_tuned_many, slow=True
+    ),
+    Validator(
+        "grub", "sh -n, shellcheck -s sh, sourcing as grub-mkconfig", GRUB_PATTERNS, check_grub
+    ),
     Validator("json", "json.loads", JSON_PATTERNS, check_json),
-    Validator("data", "the fixed script that reads each data file (--check)", DATA_PATTERNS, check_data_files),
+    Validator(
+        "data",
+        "the fixed script that reads each data file (--check)",
+        DATA_PATTERNS,
+        check_data_files,
+    ),
 )
 
 
@@ -109,12 +153,13 @@ def claimed(bundle: Path) -> set[Path]:
 def unclaimed_files(bundle: Path) -> list[str]:
     """Rendered files that no validator checks (EXPLAIN.md is for people)."""
     checked = claimed(bundle)
-    return [relative(bundle, path) for path in files(bundle, "**/*")
-            if path not in checked and relative(bundle, path) not in METADATA]
+    return [
+        relative(bundle, path)
+        for path in files(bundle, "**/*")
+        if path not in checked and relative(bundle, path) not in METADATA
+    ]
 
 
 def run_all(bundle: Path, include_slow: bool = True) -> dict[str, list[str]]:
     """Every validator's problems by name (for property tests and quick manual runs)."""
     return {v.name: v.check(bundle) for v in VALIDATORS if include_slow or not v.slow}
-
-

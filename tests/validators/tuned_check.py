@@ -40,8 +40,11 @@ def plugin_class(name: str) -> type[tuned.plugins.base.Plugin] | None:
 
 
 def has_dynamic_options(cls: type[tuned.plugins.base.Plugin]) -> bool:
-    return any("_has_dynamic_options = True" in inspect.getsource(klass)
-               for klass in cls.__mro__ if issubclass(klass, tuned.plugins.base.Plugin))
+    return any(
+        "_has_dynamic_options = True" in inspect.getsource(klass)
+        for klass in cls.__mro__
+        if issubclass(klass, tuned.plugins.base.Plugin)
+    )
 
 
 def unit_problems(profile_name: str, unit_name: str, unit) -> list[str]:
@@ -51,9 +54,11 @@ def unit_problems(profile_name: str, unit_name: str, unit) -> list[str]:
     if has_dynamic_options(cls):
         return []
     known = cls._get_config_options()
-    return [f"{profile_name}: unit [{unit_name}] (plugin {unit.type}): unknown option '{option}'"
-            for option in unit.options
-            if option not in known and not (unit.type == "bootloader" and option.startswith("cmdline"))]
+    return [
+        f"{profile_name}: unit [{unit_name}] (plugin {unit.type}): unknown option '{option}'"
+        for option in unit.options
+        if option not in known and not (unit.type == "bootloader" and option.startswith("cmdline"))
+    ]
 
 
 def check_profile(etc_tuned: str, name: str) -> tuple[list[str], list[str]]:
@@ -70,7 +75,10 @@ def check_profile(etc_tuned: str, name: str) -> tuple[list[str], list[str]]:
         if unit.type == "sysctl" and unit.enabled:
             sysctl_keys += list(unit.options)
     unknown_main = set(profile.options) - {"summary", "description"}
-    problems += [f"{name}: [{consts.PLUGIN_MAIN_UNIT_NAME}]: unknown option '{option}'" for option in sorted(unknown_main)]
+    problems += [
+        f"{name}: [{consts.PLUGIN_MAIN_UNIT_NAME}]: unknown option '{option}'"
+        for option in sorted(unknown_main)
+    ]
     return problems, sysctl_keys
 
 
