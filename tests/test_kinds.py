@@ -17,7 +17,6 @@ import pytest
 from plans import full_plan
 
 from generator.model.kinds import (
-    DELIVERY_FILES,
     KIND_SPECS,
     KIND_TITLES,
     KINDS,
@@ -25,10 +24,14 @@ from generator.model.kinds import (
     Kind,
     KindSpec,
 )
+from generator.render import delivery
 from generator.render.render import render_bundle
 from generator.verify import image, live
 
-BASE = Path(__file__).resolve().parent.parent / "generator" / "rules" / "base.py"
+REPO = Path(__file__).resolve().parent.parent
+BASE = REPO / "generator" / "rules" / "base.py"
+TEMPLATES = REPO / "templates"
+INSTALL_SH = TEMPLATES / "scripts" / "install.sh"
 
 
 def missing_checks(
@@ -112,10 +115,47 @@ def test_every_kind_file_is_in_the_bundle() -> None:
     """The file each row names is rendered for a plan that uses the kind (plans.full_plan uses all)."""
     plan = full_plan()
     files = set(render_bundle(plan))
-    assert {s.kind for s in plan.settings} == set(Kind), (
-        "tests/plans.py FULL_SETTINGS: one of each kind"
-    )
+    assert {s.kind for s in plan.settings} == set(Kind), "tests/plans.py FULL_SETTINGS: one of each kind"
     for spec in KINDS:
-        paths = DELIVERY_FILES.split(", ") if spec.file == DELIVERY_FILES else [spec.file]
-        for path in paths:
-            assert path.format(profile=plan.profile_name) in files, f"{spec.kind}: {path}"
+        assert spec.file.format(profile=plan.profile_name) in files, f"{spec.kind}: {spec.file}"
+
+
+def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) -> list[str]:
+    """A row's template and live step must exist, each with the place to add it."""
+    problems = []
+    steps = set(re.findall(r"^step_([a-z_]+)\(\)", install_sh, flags=re.MULTILINE))
+    for spec in kinds:
+        if not (templates / spec.template).is_file():
+            problems.append(f"kind {spec.kind}: template {spec.template!r}: add templates/{spec.template}")
+        if spec.live_step is None:
+            continue
+        if spec.live_step not in steps:
+            problems.append(f"kind {spec.kind}: live step {spec.live_step!r}: add step_{spec.live_step}() "
+                            "to templates/scripts/install.sh")
+        if spec.live_step not in delivery.STEP_COMMANDS or spec.live_step not in delivery.STEP_SUMMARIES:
+            problems.append(f"kind {spec.kind}: live step {spec.live_step!r}: add it to "
+                            "generator/render/delivery.py STEP_SUMMARIES and STEP_COMMANDS")
+    return problems
+
+
+def test_every_kind_has_its_template_and_live_step() -> None:
+    assert missing_pieces(KINDS, TEMPLATES, INSTALL_SH.read_text()) == []
+
+
+def test_a_kind_without_template_or_step_fails_with_where_to_add_it() -> None:
+    broken = dataclasses.replace(KINDS[0], template="kubelet.conf.j2", live_step="kubelet")
+    problems = missing_pieces([broken], TEMPLATES, INSTALL_SH.read_text())
+    assert len(problems) == 3
+    assert "add templates/kubelet.conf.j2" in problems[0]
+    assert "add step_kubelet() to templates/scripts/install.sh" in problems[1]
+    assert "delivery.py STEP_SUMMARIES and STEP_COMMANDS" in problems[2]
+
+
+def test_a_new_kind_template_gets_its_settings() -> None:
+    """A kind's template reads ``settings``: adding a kind needs no context code in render."""
+    from generator.render.render import KIND_OUTPUTS, output_context
+
+    plan = full_plan()
+    for output in KIND_OUTPUTS:
+        context = output_context(output, plan, {})
+        assert context["settings"] == plan.of_kind(output.kinds[0])

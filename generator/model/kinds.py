@@ -8,8 +8,11 @@ that differs between kinds is a field of its row in ``KINDS``:
   (ASCII only: the kernel, systemd and the boot scripts read ASCII digits, never Unicode ones);
   ``values`` narrows the value per key where the consumer switches on exact words (gpu actions);
 - ``shape``: that grammar in words, for error messages;
-- ``file``: the bundle file it renders into (``{profile}`` is the profile name), or the delivery
-  files for kinds that are steps rather than files;
+- ``file`` / ``template``: the bundle file it renders into (``{profile}`` is the profile name) and
+  the Jinja template under ``templates/`` that writes it (it gets the kind's settings as
+  ``settings``); the renderer's table of outputs is derived from these two fields;
+- ``live_step``: the step install.sh (``step_<name>``) and cloud-init run on a live system after
+  the files are in place, or None when the consumer reads the file when it next starts;
 - ``live_check`` / ``image_check``: the name of the check ``gen verify`` runs for it against a live
   snapshot (``generator.verify.live.CHECKS``) and a mounted image (``generator.verify.image.CHECKS``).
   Several kinds may share a check. ``applied_at_boot_by`` names the bundle's own unit when the
@@ -29,7 +32,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from generator import TOOL
+from generator.model import layout
+from generator.model.layout import in_overlay
 
 
 class Kind(StrEnum):
@@ -121,8 +125,10 @@ class KindSpec:
     value: str
     shape: str
     file: str
+    template: str
     live_check: str
     image_check: str
+    live_step: str | None = None
     values: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     applied_at_boot_by: str | None = None
 
@@ -140,9 +146,6 @@ class KindSpec:
         return self.shape
 
 
-GPU_UNIT = f"{TOOL}-gpu.service"
-IRQ_UNIT = f"{TOOL}-irq-affinity.service"
-DELIVERY_FILES = "install.sh, cloud-init/user-data"
 
 KINDS: tuple[KindSpec, ...] = (
     KindSpec(
@@ -151,7 +154,9 @@ KINDS: tuple[KindSpec, ...] = (
         key=r"[a-z0-9_]+(?:\.[A-Za-z0-9_-]+)+",
         value=rf"{_WORD}(?: {_WORD})*",
         shape="a dotted /proc/sys key (vm.swappiness) with a value of words and numbers",
-        file=f"rootfs/etc/sysctl.d/90-{TOOL}.conf",
+        file=in_overlay(layout.SYSCTL_FILE),
+        template="sysctl.conf.j2",
+        live_step="sysctl",
         live_check="sysctl",
         image_check="sysctl",
     ),
@@ -161,7 +166,9 @@ KINDS: tuple[KindSpec, ...] = (
         key=r"[A-Za-z0-9_][A-Za-z0-9_.-]*",
         value=r"(?:[A-Za-z0-9_.,:=+/@%*-]+)?",
         shape="a kernel parameter name with an optional value without spaces or quotes",
-        file=f"rootfs/etc/default/grub.d/90-{TOOL}.cfg",
+        file=in_overlay(layout.GRUB_FILE),
+        template="grub.cfg.j2",
+        live_step="bootloader",
         live_check="kernel-arg",
         image_check="kernel-arg",
     ),
@@ -171,7 +178,8 @@ KINDS: tuple[KindSpec, ...] = (
         key=rf"(?:{_LIMIT_DOMAIN}) (?:soft|hard|-) (?:{_one_of(LIMIT_ITEMS)})",
         value=rf"unlimited|infinity|{_INT}",
         shape="'<domain> <soft|hard|-> <item>' (limits.conf(5)) with a number, unlimited or infinity",
-        file=f"rootfs/etc/security/limits.d/90-{TOOL}.conf",
+        file=in_overlay(layout.LIMITS_FILE),
+        template="limits.conf.j2",
         live_check="limit",
         image_check="limit",
     ),
@@ -181,7 +189,8 @@ KINDS: tuple[KindSpec, ...] = (
         key=r"Default[A-Z][A-Za-z]+",
         value=r"[A-Za-z0-9_.:%/+-]+",
         shape="a systemd-system.conf(5) Default<Name> option with a value without spaces",
-        file=f"rootfs/etc/systemd/system.conf.d/90-{TOOL}.conf",
+        file=in_overlay(layout.MANAGER_FILE),
+        template="system.conf.j2",
         live_check="systemd-manager",
         image_check="systemd-manager",
     ),
@@ -191,7 +200,8 @@ KINDS: tuple[KindSpec, ...] = (
         key=rf"blacklist {_MODULE}|options {_MODULE} [A-Za-z0-9_.-]+",
         value=r"[A-Za-z0-9_.,:+/-]*",
         shape="'blacklist <module>' (value \"\") or 'options <module> <parameter>' with a value",
-        file=f"rootfs/etc/modprobe.d/90-{TOOL}.conf",
+        file=in_overlay(layout.MODPROBE_FILE),
+        template="modprobe.conf.j2",
         live_check="modprobe",
         image_check="modprobe",
     ),
@@ -201,7 +211,9 @@ KINDS: tuple[KindSpec, ...] = (
         key=_MODULE,
         value="",
         shape='a module name, with the value ""',
-        file=f"rootfs/etc/modules-load.d/90-{TOOL}.conf",
+        file=in_overlay(layout.MODULES_LOAD_FILE),
+        template="modules-load.conf.j2",
+        live_step="modules",
         live_check="module-load",
         image_check="module-load",
     ),
@@ -211,7 +223,9 @@ KINDS: tuple[KindSpec, ...] = (
         key=rf"/sys(?:/(?!\.\.?(?:/|$)){_SYSFS_PART})+",
         value=r"[A-Za-z0-9_.:,/+%\[\]-]+(?: [A-Za-z0-9_.:,/+%\[\]-]+)*",
         shape="a path under /sys (globs allowed, no '..') with a value of words",
-        file=f"rootfs/etc/tmpfiles.d/90-{TOOL}.conf",
+        file=in_overlay(layout.TMPFILES_FILE),
+        template="tmpfiles.conf.j2",
+        live_step="tmpfiles",
         live_check="sysfs",
         image_check="sysfs",
     ),
@@ -221,7 +235,9 @@ KINDS: tuple[KindSpec, ...] = (
         key=_one_of(DiskClass),
         value=_one_of(("none", "mq-deadline", "bfq", "kyber")),
         shape=f"a disk class ({', '.join(DiskClass)}) with none, mq-deadline, bfq or kyber",
-        file=f"rootfs/etc/udev/rules.d/60-{TOOL}-io-scheduler.rules",
+        file=in_overlay(layout.UDEV_FILE),
+        template="io-scheduler.rules.j2",
+        live_step="udev",
         live_check="udev",
         image_check="udev",
     ),
@@ -231,7 +247,9 @@ KINDS: tuple[KindSpec, ...] = (
         key=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.*/-]+",
         value=r"[A-Za-z0-9_.,:=+/@%*()\[\] -]*",
         shape="'<section>.<option>' of tuned.conf (sysctl.vm.swappiness, cpu.governor)",
-        file=f"rootfs/etc/tuned/{TOOL}-{{profile}}/tuned.conf",
+        file=in_overlay(layout.tuned_file("{profile}")),
+        template="tuned.conf.j2",
+        live_step="tuned",
         live_check="tuned",
         image_check="tuned",
     ),
@@ -251,10 +269,11 @@ KINDS: tuple[KindSpec, ...] = (
             }
         ),
         shape=f"one of the GPU actions {', '.join(GpuAction)}",
-        file=f"rootfs/usr/local/libexec/{TOOL}/gpu-setup",
+        file=in_overlay(layout.GPU_DATA),
+        template="gpu.conf.j2",
         live_check="gpu",
         image_check="boot-unit",
-        applied_at_boot_by=GPU_UNIT,
+        applied_at_boot_by=layout.GPU_UNIT,
     ),
     KindSpec(
         Kind.IRQ,
@@ -262,10 +281,11 @@ KINDS: tuple[KindSpec, ...] = (
         key=IFNAME,
         value=CPULIST,
         shape="an interface name mapped to a CPU list like 1-27,57-83",
-        file=f"rootfs/usr/local/libexec/{TOOL}/irq-affinity",
+        file=in_overlay(layout.IRQ_DATA),
+        template="irq.conf.j2",
         live_check="irq",
         image_check="boot-unit",
-        applied_at_boot_by=IRQ_UNIT,
+        applied_at_boot_by=layout.IRQ_UNIT,
     ),
     KindSpec(
         Kind.SERVICE,
@@ -273,7 +293,8 @@ KINDS: tuple[KindSpec, ...] = (
         key=_UNIT,
         value=_one_of(ServiceAction),
         shape=f"a unit name (.{', .'.join(_UNIT_SUFFIXES)}) with enable, disable or mask",
-        file=DELIVERY_FILES,
+        file=layout.INSTALL_LIST,
+        template="install.list.j2",
         live_check="service",
         image_check="service",
     ),

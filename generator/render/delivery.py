@@ -10,7 +10,7 @@ safe alphabet, quoted once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import yaml
@@ -19,6 +19,7 @@ from generator import TOOL
 from generator.errors import GenerationError
 from generator.inputs.yamlio import SafeBase
 from generator.model import layout
+from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
 from generator.render.datafile import DataLine, fixed_line, setting_line
@@ -133,22 +134,29 @@ def kernel_cmdline(plan: Plan) -> str:
     return " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg"))
 
 
+# The word a live step acts on, for the steps that take one.
+STEP_WORDS: dict[str, Callable[[Plan], str]] = {
+    "tmpfiles": lambda plan: layout.TMPFILES_FILE,
+    "tuned": lambda plan: layout.tuned_profile(plan.profile_name),
+    "bootloader": lambda plan: kernel_cmdline(plan),
+}
+
+
+def needs_step(spec: KindSpec, plan: Plan) -> bool:
+    settings = plan.of_kind(spec.kind)
+    if spec.kind == Kind.MODULE_LOAD:  # driver modules are loaded by the GPU unit, not modules-load
+        return any(not is_driver_module(s.key) for s in settings)
+    return bool(settings)
+
+
 def activation_steps(plan: Plan) -> list[Step]:
-    """Apply the non-service files on a live system; each step stands alone."""
-    steps = []
-    if plan.of_kind("sysctl"):
-        steps.append(Step("sysctl"))
-    if plan.of_kind("sysfs"):
-        steps.append(Step("tmpfiles", layout.TMPFILES_FILE))
-    if any(not is_driver_module(s.key) for s in plan.of_kind("module-load")):
-        steps.append(Step("modules"))
-    if plan.of_kind("udev"):
-        steps.append(Step("udev"))
-    if plan.of_kind("tuned"):
-        steps.append(Step("tuned", layout.tuned_profile(plan.profile_name)))
-    if plan.of_kind("kernel-arg"):
-        steps.append(Step("bootloader", kernel_cmdline(plan)))
-    return steps
+    """Apply the non-service files on a live system, as the kinds table names the steps.
+
+    Each step stands alone; they run in the order of STEP_SUMMARIES (the same as install.sh's).
+    """
+    names = {spec.live_step for spec in KINDS if spec.live_step and needs_step(spec, plan)}
+    ordered = [name for name in STEP_SUMMARIES if name in names]
+    return [Step(name, STEP_WORDS[name](plan)) if name in STEP_WORDS else Step(name) for name in ordered]
 
 
 def _label_word(text: str) -> str:

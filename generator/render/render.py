@@ -23,7 +23,8 @@ import jinja2
 from generator import TOOL, __version__
 from generator.errors import GenerationError
 from generator.model import layout
-from generator.model.layout import MANIFEST, PLAN_FILE, in_overlay
+from generator.model.kinds import KINDS, Kind, KindSpec
+from generator.model.layout import MANIFEST, PLAN_FILE, in_overlay, target_of
 from generator.model.planio import plan_to_json
 from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
@@ -87,21 +88,19 @@ def _script(target: str, kinds: tuple[str, ...] = ()) -> Output:
     return Output(in_overlay(target), f"{layout.SCRIPTS_DIR}/{name}", 0o755, kinds, verbatim=True)
 
 
+def _kind_output(spec: KindSpec) -> Output:
+    """The file that carries a kind, as its row in generator.model.kinds names it."""
+    return Output(spec.file, spec.template, 0o644, (spec.kind,))
+
+
+# The files the kinds table names come first (one per kind, in the table's order); then what the
+# boot units and the collector need beside them.
+KIND_OUTPUTS: tuple[Output, ...] = tuple(_kind_output(spec) for spec in KINDS)
 OVERLAY_OUTPUTS: tuple[Output, ...] = (
-    Output(in_overlay(layout.SYSCTL_FILE), "sysctl.conf.j2", 0o644, ("sysctl",)),
-    Output(in_overlay(layout.GRUB_FILE), "grub.cfg.j2", 0o644, ("kernel-arg",)),
-    Output(in_overlay(layout.LIMITS_FILE), "limits.conf.j2", 0o644, ("limit",)),
-    Output(in_overlay(layout.MANAGER_FILE), "system.conf.j2", 0o644, ("systemd-manager",)),
-    Output(in_overlay(layout.MODPROBE_FILE), "modprobe.conf.j2", 0o644, ("modprobe",)),
-    Output(in_overlay(layout.MODULES_LOAD_FILE), "modules-load.conf.j2", 0o644, ("module-load",)),
-    Output(in_overlay(layout.TMPFILES_FILE), "tmpfiles.conf.j2", 0o644, ("sysfs",)),
-    Output(in_overlay(layout.UDEV_FILE), "io-scheduler.rules.j2", 0o644, ("udev",)),
-    Output(in_overlay(layout.tuned_file("{profile}")), "tuned.conf.j2", 0o644, ("tuned",)),
+    *(output for output in KIND_OUTPUTS if target_of(output.path)),
     _script(layout.GPU_SCRIPT, ("gpu",)),
-    Output(in_overlay(layout.GPU_DATA), "gpu.conf.j2", 0o644, ("gpu",)),
     Output(in_overlay(layout.unit_file(layout.GPU_UNIT)), "gpu.service.j2", 0o644, ("gpu",)),
     _script(layout.IRQ_SCRIPT, ("irq",)),
-    Output(in_overlay(layout.IRQ_DATA), "irq.conf.j2", 0o644, ("irq",)),
     Output(
         in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)
     ),
@@ -112,6 +111,7 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
 DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output(layout.KERNEL_CMDLINE, "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
     Output(layout.INSTALL_SH, f"{layout.SCRIPTS_DIR}/install.sh", 0o755, verbatim=True),
+    # install.list is the service kind's file, but install.sh reads all of it: always rendered
     Output(layout.INSTALL_LIST, "install.list.j2", 0o644),
     Output(layout.USER_DATA, "user-data.j2", 0o644),
     Output(layout.EXPLAIN, "EXPLAIN.md.j2", 0o644),
@@ -209,15 +209,25 @@ def render_bundle(plan: Plan) -> RenderedFiles:
     files: RenderedFiles = {}
     for output in OVERLAY_OUTPUTS:
         if output.applies_to(plan):
-            files[output.bundle_path(plan)] = (render_text(env, output, context), output.mode)
+            text = render_text(env, output, output_context(output, plan, context))
+            files[output.bundle_path(plan)] = (text, output.mode)
     context |= delivery_context(plan, files)
     for output in DELIVERY_OUTPUTS:
         if output.applies_to(plan):
-            files[output.bundle_path(plan)] = (render_text(env, output, context), output.mode)
+            text = render_text(env, output, output_context(output, plan, context))
+            files[output.bundle_path(plan)] = (text, output.mode)
     check_user_data(files[layout.USER_DATA][0], context["overlay"])
     files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
     files[MANIFEST] = (render_manifest(plan, files), 0o644)
     return dict(sorted(files.items()))
+
+
+def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
+    """A kind's own file also gets its settings as ``settings``: a new kind's template needs no
+    context of its own here."""
+    if len(output.kinds) != 1:
+        return context
+    return context | {"settings": plan.of_kind(output.kinds[0])}
 
 
 @functools.cache
@@ -346,12 +356,13 @@ def delivery_context(plan: Plan, files: RenderedFiles) -> dict[str, Any]:
 
 
 def kind_files(plan: Plan) -> dict[str, str]:
-    """The bundle file that carries each kind the plan uses (for EXPLAIN.md)."""
-    found: dict[str, str] = {"service": SERVICE_FILES}
-    for output in OVERLAY_OUTPUTS:
-        for kind in output.kinds:
-            found.setdefault(kind, output.bundle_path(plan))
-    return {kind: found[kind] for kind in KIND_TITLES if plan.of_kind(kind)}
+    """The bundle file that carries each kind the plan uses (for EXPLAIN.md), from the kinds table;
+    services are applied by the delivery files."""
+    return {
+        spec.kind: SERVICE_FILES if spec.kind == Kind.SERVICE else spec.file.format(profile=plan.profile_name)
+        for spec in KINDS
+        if plan.of_kind(spec.kind)
+    }
 
 
 def render_manifest(plan: Plan, files: RenderedFiles) -> bytes:
