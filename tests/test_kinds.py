@@ -115,7 +115,9 @@ def test_every_kind_file_is_in_the_bundle() -> None:
     """The file each row names is rendered for a plan that uses the kind (plans.full_plan uses all)."""
     plan = full_plan()
     files = set(render_bundle(plan))
-    assert {s.kind for s in plan.settings} == set(Kind), "tests/plans.py FULL_SETTINGS: one of each kind"
+    assert {s.kind for s in plan.settings} == set(Kind), (
+        "tests/plans.py FULL_SETTINGS: one of each kind"
+    )
     for spec in KINDS:
         assert spec.file.format(profile=plan.profile_name) in files, f"{spec.kind}: {spec.file}"
 
@@ -126,15 +128,24 @@ def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) 
     steps = set(re.findall(r"^step_([a-z_]+)\(\)", install_sh, flags=re.MULTILINE))
     for spec in kinds:
         if not (templates / spec.template).is_file():
-            problems.append(f"kind {spec.kind}: template {spec.template!r}: add templates/{spec.template}")
+            problems.append(
+                f"kind {spec.kind}: template {spec.template!r}: add templates/{spec.template}"
+            )
         if spec.live_step is None:
             continue
         if spec.live_step not in steps:
-            problems.append(f"kind {spec.kind}: live step {spec.live_step!r}: add step_{spec.live_step}() "
-                            "to templates/scripts/install.sh")
-        if spec.live_step not in delivery.STEP_COMMANDS or spec.live_step not in delivery.STEP_SUMMARIES:
-            problems.append(f"kind {spec.kind}: live step {spec.live_step!r}: add it to "
-                            "generator/render/delivery.py STEP_SUMMARIES and STEP_COMMANDS")
+            problems.append(
+                f"kind {spec.kind}: live step {spec.live_step!r}: add step_{spec.live_step}() "
+                "to templates/scripts/install.sh"
+            )
+        if (
+            spec.live_step not in delivery.STEP_COMMANDS
+            or spec.live_step not in delivery.STEP_SUMMARIES
+        ):
+            problems.append(
+                f"kind {spec.kind}: live step {spec.live_step!r}: add it to "
+                "generator/render/delivery.py STEP_SUMMARIES and STEP_COMMANDS"
+            )
     return problems
 
 

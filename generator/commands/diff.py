@@ -14,7 +14,9 @@ from typing import Literal
 
 from generator.bundle.read import BundleFiles
 from generator.errors import InputError, Problem
-from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA
+from generator.model import layout
+from generator.model.kinds import KINDS, Kind
+from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA, in_overlay
 from generator.model.setting import KIND_ORDER, Plan, Setting
 from generator.textsafe import printable, printable_lines
 
@@ -86,13 +88,32 @@ def _order(target: tuple[str, str]) -> tuple[int, str]:
     return (KIND_ORDER.get(target[0], 99), target[1])
 
 
-def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
-    from generator.render.render import OUTPUTS
+# Files rendered from the whole plan: any setting change explains a change of theirs.
+WHOLE_PLAN_FILES = {
+    layout.INSTALL_LIST,
+    layout.USER_DATA,
+    layout.EXPLAIN,
+    in_overlay(layout.COLLECT_DATA),
+}
 
-    for output in OUTPUTS:
-        if output.bundle_path(plan) == path:
-            return output.kinds
-    return None
+
+def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
+    """The kinds a bundle file carries, from the kinds table (the reader needs no renderer);
+    () for a file of the whole plan, None for one no setting explains (a fixed script)."""
+    if path in WHOLE_PLAN_FILES:
+        return ()
+    if path == layout.KERNEL_CMDLINE:
+        return (Kind.KERNEL_ARG,)
+    kinds = tuple(
+        spec.kind
+        for spec in KINDS
+        if path == spec.file.format(profile=plan.profile_name)
+        or (
+            spec.applied_at_boot_by
+            and path == in_overlay(layout.unit_file(spec.applied_at_boot_by))
+        )
+    )
+    return kinds or None
 
 
 def diff_files(

@@ -146,7 +146,6 @@ class KindSpec:
         return self.shape
 
 
-
 KINDS: tuple[KindSpec, ...] = (
     KindSpec(
         Kind.SYSCTL,

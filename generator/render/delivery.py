@@ -156,7 +156,9 @@ def activation_steps(plan: Plan) -> list[Step]:
     """
     names = {spec.live_step for spec in KINDS if spec.live_step and needs_step(spec, plan)}
     ordered = [name for name in STEP_SUMMARIES if name in names]
-    return [Step(name, STEP_WORDS[name](plan)) if name in STEP_WORDS else Step(name) for name in ordered]
+    return [
+        Step(name, STEP_WORDS[name](plan)) if name in STEP_WORDS else Step(name) for name in ordered
+    ]
 
 
 def _label_word(text: str) -> str:

@@ -359,7 +359,9 @@ def kind_files(plan: Plan) -> dict[str, str]:
     """The bundle file that carries each kind the plan uses (for EXPLAIN.md), from the kinds table;
     services are applied by the delivery files."""
     return {
-        spec.kind: SERVICE_FILES if spec.kind == Kind.SERVICE else spec.file.format(profile=plan.profile_name)
+        spec.kind: SERVICE_FILES
+        if spec.kind == Kind.SERVICE
+        else spec.file.format(profile=plan.profile_name)
         for spec in KINDS
         if plan.of_kind(spec.kind)
     }
