@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from generator.model.kernel import NR_OPEN_DEFAULT
+
+__all__ = ["NR_OPEN_DEFAULT"]  # re-exported: the plan's checks read it with the key tables
+
 Version = tuple[int, int]
 ANY_ARCH = ("x86_64", "aarch64")
 
@@ -119,8 +123,6 @@ KNOWN_KERNEL_ARGS: dict[str, KnownKey] = {
     "transparent_hugepage": KnownKey((2, 6)),
 }
 
-# fs.nr_open's default (include/linux/fs.h NR_OPEN); a hard nofile limit above it breaks logins.
-NR_OPEN_DEFAULT = 1048576
 
 # Kernel command-line size limits (COMMAND_LINE_SIZE in arch/*/include/asm/setup.h).
 COMMAND_LINE_SIZE: dict[str, int] = {"x86_64": 2048, "aarch64": 2048}

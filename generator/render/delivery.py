@@ -17,7 +17,6 @@ import yaml
 
 from generator import TOOL
 from generator.errors import GenerationError
-from generator.inputs.yamlio import SafeBase
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
@@ -207,7 +206,9 @@ def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
     if not text.startswith("#cloud-config\n"):
         raise GenerationError("cloud-init/user-data: must begin with #cloud-config")
     try:
-        data = yaml.load(text, Loader=SafeBase)  # noqa: S506 - a safe loader
+        # the C-accelerated safe loader where PyYAML has it (the renderer reads its own output)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as error:
         raise GenerationError(f"cloud-init/user-data: not valid YAML: {error}") from error
     written = {entry["path"]: entry for entry in data.get("write_files", [])}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.plan.known_keys import NR_OPEN_DEFAULT
+from generator.model.kernel import NR_OPEN_DEFAULT
 from generator.rules.base import Output, limit, manager_default, note, rule, sysctl
 
 NOFILE = 1048576

@@ -1,0 +1,157 @@
+"""The pipeline visible in the tree: imports go one way, and verify never needs the renderer.
+
+Packages, in the order of ``../shared/DESIGN.md``'s five steps, each importing only what is to its
+left: model <- inputs <- rules <- plan <- render <- bundle <- commands <- cli. ``verify`` reads a
+bundle and a source, so it imports only model, bundle and the leaf modules, and never Jinja.
+Function-level imports count too (they are how the cycle of old hid).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "generator"
+LEAVES = {"errors", "paths", "table", "textsafe", "foreign", "__init__"}  # below everything
+ALLOWED: dict[str, set[str]] = {
+    "model": set(),
+    "inputs": {"model"},
+    "rules": {"model", "inputs"},
+    "plan": {"model", "inputs", "rules"},
+    "render": {"model"},
+    "bundle": {"model"},
+    "verify": {"model", "bundle"},
+    "detect": {"model", "inputs"},  # describes a machine in the input format
+    "commands": {"model", "inputs", "rules", "plan", "render", "bundle", "verify", "detect"},
+    "cli": {"model", "inputs", "rules", "plan", "render", "bundle", "verify", "detect", "commands"},
+    "__main__": {"cli"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def imports_of() -> dict[str, set[str]]:
+    """Every module of the package -> the generator modules it imports, anywhere in its body."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("generator")
+            ):
+                targets.add(node.module)
+                targets.update(
+                    f"{node.module}.{alias.name}"
+                    for alias in node.names
+                    if (PACKAGE.parent / f"{node.module}.{alias.name}".replace(".", "/"))
+                    .with_suffix(".py")
+                    .exists()
+                    or (PACKAGE.parent / f"{node.module}.{alias.name}".replace(".", "/")).is_dir()
+                )
+            elif isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names if a.name.startswith("generator"))
+        found[name] = targets
+    return found
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def third_party(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+    return names
+
+
+def test_every_package_is_in_the_table() -> None:
+    layers = {layer(m) for m in imports_of()}
+    assert layers - set(ALLOWED) - LEAVES == set()
+
+
+def wrong_imports(module: str, targets: set[str]) -> list[str]:
+    """The imports of ``module`` that go against the pipeline's direction."""
+    own = layer(module)
+    allowed = ALLOWED.get(own, set()) | LEAVES | {own}
+    if own in LEAVES:
+        allowed = LEAVES  # leaves import only leaves (errors, mostly); the cycle test still holds
+    return sorted(t for t in targets if layer(t) not in allowed and t != "generator")
+
+
+@pytest.mark.parametrize("module", sorted(imports_of()))
+def test_imports_go_one_way(module: str) -> None:
+    wrong = wrong_imports(module, imports_of()[module])
+    assert wrong == [], (
+        f"{module} may not import {wrong}: see ALLOWED in tests/test_architecture.py"
+    )
+
+
+def test_no_import_cycle() -> None:
+    graph = {
+        m: {t for t in targets if t in imports_of() and t != m}
+        for m, targets in imports_of().items()
+    }
+
+    # Tarjan-free: a cycle exists iff some module reaches itself.
+    def reaches(start: str) -> bool:
+        seen: set[str] = set()
+        stack = list(graph[start])
+        while stack:
+            current = stack.pop()
+            if current == start:
+                return True
+            if current not in seen:
+                seen.add(current)
+                stack.extend(graph.get(current, ()))
+        return False
+
+    assert [m for m in graph if reaches(m)] == []
+
+
+def test_verify_never_imports_jinja() -> None:
+    for path in (PACKAGE / "verify").rglob("*.py"):
+        assert "jinja2" not in third_party(path), path
+
+
+def test_verify_at_run_time_loads_neither_the_renderer_nor_jinja() -> None:
+    code = (
+        "import sys, generator.verify.run; "
+        "bad = sorted(m for m in sys.modules "
+        "if m == 'jinja2' or m.startswith('generator.render')); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "target"),
+    [
+        ("generator.verify.run", "generator.render.render"),  # the cycle of old: verify re-rendered
+        (
+            "generator.rules.limits",
+            "generator.plan.known_keys",
+        ),  # a rule reaching into the plan step
+        ("generator.model.kinds", "generator.inputs.catalog"),  # the records below everything
+        ("generator.errors", "generator.model.setting"),  # a leaf
+    ],
+)
+def test_the_checker_sees_a_back_edge(module: str, target: str) -> None:
+    assert wrong_imports(module, {target}) == [target]
