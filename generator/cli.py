@@ -215,12 +215,8 @@ def diff(
     """
     from generator.commands.inspect import run_diff
 
-    try:
-        status = run_diff(bundles, hardware, profiles, output_format)
-    except click.UsageError as error:
-        error.exit_code = 2
-        raise
-    sys.exit(status)
+    # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
+    sys.exit(run_diff(bundles, hardware, profiles, output_format))
 
 
 @main.command()
@@ -270,12 +266,8 @@ def matrix(
     """
     from generator.commands.inspect import run_matrix
 
-    try:
-        status = run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs)
-    except click.UsageError as error:
-        error.exit_code = 2
-        raise
-    sys.exit(status)
+    # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
+    sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs))
 
 
 @main.command()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Literal
 
 import click
 
@@ -140,10 +141,16 @@ def run_explain(
         click.echo(printable(f"warning ({warning.check}): {warning.text}"), err=True)
 
 
+def stream_is_terminal(name: Literal["stdout", "stderr"]) -> bool:
+    """Whether the process's stream of that name is a terminal (colour, progress)."""
+    stream: IO[str] = sys.stdout if name == "stdout" else sys.stderr
+    return stream.isatty()
+
+
 def run_rules(as_json: bool) -> None:
     from generator.rules import REGISTRY
 
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": r.id, "area": r.area, "summary": r.summary, "overrides": list(r.overrides)}
         for r in REGISTRY
     ]
@@ -202,9 +209,7 @@ def run_diff(
     elif output_format == "markdown":
         click.echo(format_markdown(difference))
     else:
-        click.echo(
-            format_terminal(difference, colour=click.get_text_stream("stdout").isatty()), nl=False
-        )
+        click.echo(format_terminal(difference, colour=stream_is_terminal("stdout")), nl=False)
     return 0 if difference.same else 1
 
 
@@ -232,7 +237,7 @@ def run_matrix(
         raise click.UsageError(
             "name at least one --hw (or --all-systems) and one --profile (or --all-profiles)"
         )
-    on_terminal = click.get_text_stream("stderr").isatty()
+    on_terminal = stream_is_terminal("stderr")
     generated = generate_matrix(systems, chosen, output_root, catalog, jobs or default_jobs())
     outcomes = run_with_progress(
         len(systems) * len(chosen), generated, on_terminal, click.progressbar

@@ -115,6 +115,7 @@ class Index(Generic[EntryT]):
     @classmethod
     def build(cls, kind: str, entries: list[Any]) -> "Index[Any]":
         by_name: dict[str, Any] = {}
+        entry: Any
         for entry in entries:
             names = [entry.key, entry.name, *entry.aliases, *getattr(entry, "pci_device_ids", [])]
             for name in names:

@@ -35,7 +35,8 @@ class CpuFacts(NamedTuple):
 
 class GpuGroup(NamedTuple):
     model: GpuModel
-    count: int
+    # Shadows tuple.count (a method) on purpose: "count" is what the hardware format calls it.
+    count: int  # type: ignore[assignment]
     numa_nodes: tuple[int, ...] | None
 
 

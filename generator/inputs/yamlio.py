@@ -25,7 +25,7 @@ MAX_INPUT_BYTES = 1024 * 1024
 SafeBase: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class StrictLoader(SafeBase):  # type: ignore[misc, valid-type]
+class StrictLoader(SafeBase):  # type: ignore[misc]
     """A safe loader that rejects duplicate mapping keys and anchors/aliases.
 
     An alias is the same node reached a second time, so it is caught when construction meets a

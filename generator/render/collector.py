@@ -7,6 +7,8 @@ file (``layout.COLLECT_DATA``), one ``SECTION<TAB>WORD`` line per item, each pre
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import re
 
 from generator import TOOL
@@ -41,7 +43,7 @@ def bundle_word(plan: Plan) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{plan.hardware_name}/{plan.profile_name}")
 
 
-def _items(plan: Plan) -> dict[str, list[tuple[str, Setting | None]]]:
+def _items(plan: Plan) -> dict[str, Sequence[tuple[str, Setting | None]]]:
     """For each list section, its words and the setting each checks (None: no single one)."""
     sysfs: list[tuple[str, Setting | None]] = [(s.key, s) for s in plan.of_kind("sysfs")]
     sysfs += [(path, None) for path in EFFECT_PATHS]

@@ -203,7 +203,9 @@ def _statement(reader: _Reader, conditional: bool) -> tuple[list[Assigned], bool
             why = "shell code other than plain assignments"
             reader.skip_to_line_end()
             sourcing = bool(_SOURCING.match(rest))
-            touched = [(name, None, why) for name in CMDLINE_VARS if name in rest or sourcing]
+            touched: list[tuple[str, str | None, str]] = [
+                (name, None, why) for name in CMDLINE_VARS if name in rest or sourcing
+            ]
             return touched, conditional or bool(_COMPOUND.match(rest))
         reader.skip_to_line_end()  # a command that cannot set a variable of this shell (echo, :)
         return [], conditional
