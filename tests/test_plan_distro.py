@@ -83,6 +83,17 @@ def test_unknown_distro_in_the_file_names_the_file_and_field(tmp_path: Path) -> 
     assert "known: almalinux-9, debian-12, rhel-9, rocky-9, ubuntu-22.04, ubuntu-24.04" in line
 
 
+def test_an_unknown_distro_is_reported_with_the_other_problems(tmp_path: Path) -> None:
+    path = tmp_path / "box.yaml"
+    bad_nic = [{"name": "eth0", "role": "frontend", "numa_node": 9}]
+    path.write_text(yaml.safe_dump({"system": "l4-inference", "nics": bad_nic}))
+    with pytest.raises(InputError) as raised:
+        load_inputs(str(path), "inference", os_name="centos-7")
+    lines = raised.value.lines()
+    assert len(lines) == 2
+    assert "nics[0].numa_node" in lines[0] and "--os: unknown distribution" in lines[1]
+
+
 def test_os_option_wins_over_the_file(tmp_path: Path) -> None:
     path = tmp_path / "box.yaml"
     path.write_text(yaml.safe_dump({"system": "dgx-h100", "os": {"distro": "ubuntu-24.04"}}))

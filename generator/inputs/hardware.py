@@ -355,6 +355,11 @@ def resolve_facts(
         problems += nic_problems
     problems += _check_unique([nic.name for nic in spec.nics], "nics", source)
     problems += _check_unique([disk.name for disk in spec.disks], "disks", source)
+    distro: Distro | None = None
+    try:
+        distro = _resolve_os(spec.os.distro, source, os_name)
+    except InputError as error:  # reported with the others: all problems at once
+        problems += error.problems
     if problems:
         raise InputError(problems)
     nvswitch = spec.nvswitch if spec.nvswitch is not None else _default_nvswitch(gpus)
@@ -362,7 +367,7 @@ def resolve_facts(
     os_facts = OsFacts(
         _parse_kernel(spec.os.kernel),
         spec.os.page_size_kib,
-        _resolve_os(spec.os.distro, source, os_name),
+        distro,
         spec.os.kernel,
     )
     assert spec.name is not None
