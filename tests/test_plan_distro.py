@@ -317,3 +317,24 @@ def test_a_backport_needs_a_stated_release() -> None:
     assert not has_backport(rhel, "kernel-arg", "amd_pstate", None)
     assert not has_backport(rhel, "sysctl", "amd_pstate", "5.14.0-427.el9")  # another kind
     assert has_backport(rhel, "kernel-arg", "amd_pstate", "5.14.0-427.el9")
+
+
+@pytest.mark.parametrize(
+    ("kernel", "refused"),
+    [("5.14.0-427.el9", False), ("5.14.0-284.11.1.el9_2", True)],
+)
+def test_the_plan_checks_accept_a_backported_override(kernel: str, refused: bool) -> None:
+    """The drop step and the checks agree: an override of a backported key plans on its builds."""
+    machine = _rhel_epyc(kernel)
+    pstate = profile(
+        "inference",
+        overrides=[
+            {"kind": "kernel-arg", "key": "amd_pstate", "value": "active", "reason": "test"}
+        ],
+    )
+    if refused:
+        with pytest.raises(InputError, match="amd_pstate' does not exist on x86_64 kernel 5.14"):
+            build_plan(machine, pstate)
+    else:
+        built = build_plan(machine, pstate)
+        assert built.get("kernel-arg", "amd_pstate") is not None

@@ -12,7 +12,7 @@ from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
-from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, has_backport
+from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
 
@@ -106,11 +106,7 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
             kept.append(setting)
             continue
         backport = backport_of(distro, setting.kind, setting.key)
-        if (
-            backport is not None
-            and known.available(None, facts.cpu.arch)
-            and has_backport(distro, setting.kind, setting.key, release)
-        ):
+        if backport is not None and key_available(known, setting.kind, setting.key, facts):
             kept.append(setting)
             notes.append(
                 Note(

@@ -16,9 +16,10 @@ import re
 from collections.abc import Iterable
 
 from generator.inputs.distro import Backport, Distro, SysctlDefault, load_distros
+from generator.inputs.facts import Facts
 from generator.model.kinds import Kind
 from generator.model.setting import Note, PlanWarning, Setting
-from generator.plan.known_keys import KNOWN_SYSCTLS
+from generator.plan.known_keys import KNOWN_SYSCTLS, KnownKey
 
 DISTRO_RULE = "plan.distro"
 LOWERS_CHECK = "distro-default"
@@ -105,6 +106,14 @@ def has_backport(distro: Distro | None, kind: str, key: str, release: str | None
     if backport is None or release is None:
         return False
     return release_numbers(release) >= release_numbers(backport.kernel_release)
+
+
+def key_available(known: KnownKey, kind: str, key: str, facts: Facts) -> bool:
+    """The one availability test (the plan's drop step and its checks): mainline or backport."""
+    if known.available(facts.os.kernel, facts.cpu.arch):
+        return True
+    distro, release = facts.os.distro, facts.os.kernel_release
+    return known.available(None, facts.cpu.arch) and has_backport(distro, kind, key, release)
 
 
 def portable_notes(distros: dict[str, Distro] | None = None) -> tuple[Note, ...]:
