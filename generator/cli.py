@@ -35,6 +35,17 @@ PROFILE_HELP = (
 )
 
 
+OS_HELP = (
+    "Target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-9; rocky-9 and "
+    "almalinux-9 are aliases), over the hardware file's os.distro. Without either the bundle "
+    "is portable and uses no distribution's defaults."
+)
+
+
+def os_option(func: F) -> F:
+    return click.option("--os", "os_name", metavar="DISTRO", help=OS_HELP)(func)
+
+
 def reports_errors(func: F) -> F:
     """Turn goldtune's errors into one line per problem on stderr and the right exit status."""
 
@@ -69,11 +80,16 @@ def hw_and_profile(func: F) -> F:
     help="Bundle directory to write (created, or replaced atomically if it is a goldtune bundle). "
     "Default: out/<hardware>-<profile>/.",
 )
+@os_option
 @click.version_option(__version__, prog_name=TOOL)
 @click.pass_context
 @reports_errors
 def main(
-    ctx: click.Context, hardware: str | None, profile: str | None, output: Path | None
+    ctx: click.Context,
+    hardware: str | None,
+    profile: str | None,
+    output: Path | None,
+    os_name: str | None,
 ) -> None:
     """Generate a golden-image tuning bundle for a GPU server.
 
@@ -88,9 +104,9 @@ def main(
     Exit status: 0 done, 1 failure, 2 bad input (nothing written).
     """
     if ctx.invoked_subcommand is not None:
-        if hardware or profile or output:
+        if hardware or profile or output or os_name:
             raise click.UsageError(
-                "--hw/--profile/-o go after the command name, e.g. `gen explain --hw …`"
+                "--hw/--profile/--os/-o go after the command name, e.g. `gen explain --hw …`"
             )
         return
     if not hardware or not profile:
@@ -101,17 +117,18 @@ def main(
         return
     from generator.commands.inspect import run_generate
 
-    run_generate(hardware, profile, output)
+    run_generate(hardware, profile, output, os_name)
 
 
 @main.command()
 @hw_and_profile
+@os_option
 @reports_errors
-def check(hardware: str, profile: str) -> None:
+def check(hardware: str, profile: str, os_name: str | None) -> None:
     """Validate a hardware description and a profile, and the references between them."""
     from generator.commands.inspect import run_check
 
-    run_check(hardware, profile)
+    run_check(hardware, profile, os_name)
 
 
 @main.command(name="list")
@@ -149,14 +166,20 @@ def schema(which: str) -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the stable JSON array instead of a table."
 )
+@os_option
 @reports_errors
 def explain(
-    hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool
+    hardware: str,
+    profile: str,
+    keys: tuple[str, ...],
+    kinds: tuple[str, ...],
+    as_json: bool,
+    os_name: str | None,
 ) -> None:
     """Print every planned setting with its value, the rule that set it and why."""
     from generator.commands.inspect import run_explain
 
-    run_explain(hardware, profile, keys, kinds, as_json)
+    run_explain(hardware, profile, keys, kinds, as_json, os_name)
 
 
 @main.command()
@@ -186,6 +209,13 @@ def rules(as_json: bool) -> None:
     help="Profile side (give twice to compare two profiles).",
 )
 @click.option(
+    "--os",
+    "systems",
+    multiple=True,
+    metavar="DISTRO",
+    help="Target distribution of both sides (give twice to compare two distributions).",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(["terminal", "markdown", "json"]),
@@ -198,6 +228,7 @@ def diff(
     bundles: tuple[Path, ...],
     hardware: tuple[str, ...],
     profiles: tuple[str, ...],
+    systems: tuple[str, ...],
     output_format: str,
 ) -> None:
     """Show what changes on the machine between two bundles or two plans.
@@ -206,6 +237,7 @@ def diff(
       gen diff out/dgx-a100-training out/dgx-h100-training
       gen diff --hw dgx-a100 --hw dgx-h100 --profile training
       gen diff --hw dgx-h100 --profile inference --profile training
+      gen diff --hw dgx-h100 --profile inference --os debian-12 --os ubuntu-24.04
 
     Per setting: added (+), removed (-), changed (~, old -> new) with the rule and reason of the
     new value. Files that changed without a setting change get a unified text diff. A bundle
@@ -216,7 +248,7 @@ def diff(
     from generator.commands.inspect import run_diff
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
-    sys.exit(run_diff(bundles, hardware, profiles, output_format))
+    sys.exit(run_diff(bundles, hardware, profiles, output_format, systems))
 
 
 @main.command()
@@ -245,6 +277,7 @@ def diff(
     metavar="N",
     help="Worker processes writing bundles  [default: the CPUs this process may use]",
 )
+@os_option
 @reports_errors
 def matrix(
     hardware: tuple[str, ...],
@@ -253,6 +286,7 @@ def matrix(
     all_profiles: bool,
     output: Path,
     jobs: int | None,
+    os_name: str | None,
 ) -> None:
     """Generate every hardware x profile combination in one call.
 
@@ -267,7 +301,7 @@ def matrix(
     from generator.commands.inspect import run_matrix
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
-    sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs))
+    sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs, os_name))
 
 
 @main.command()

@@ -29,6 +29,7 @@ from conftest import PROFILES, SYSTEMS
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from generator.commands.diff import Difference, diff_plans, format_markdown, label
 from generator.commands.generate import render_for
 from generator.model.layout import (
     COLLECT_DATA,
@@ -58,8 +59,27 @@ class ConfigFileExtension(SingleFileSnapshotExtension):
 
 
 @cache
-def rendered(system: str, profile: str) -> RenderedFiles:
-    return render_for(system, profile)
+def rendered(system: str, profile: str, distro: str | None = None) -> RenderedFiles:
+    return render_for(system, profile, distro)
+
+
+# What a named distribution changes (issue 16), for a reviewer: a small explicit list, not the
+# whole matrix again. Only the reviewed files that differ from the portable bundle's are
+# snapshotted; every other file is proven byte-equal to the portable one.
+DISTRO_COMBINATIONS = [
+    (system, "inference", distro)
+    for system in ("dgx-h100", "l4-inference")
+    for distro in ("ubuntu-22.04", "ubuntu-24.04", "debian-12", "rhel-9")
+]
+
+
+def distro_changed(system: str, profile: str, distro: str) -> list[str]:
+    portable, targeted = rendered(system, profile), rendered(system, profile, distro)
+    return [
+        path
+        for path in sorted(portable.keys() | targeted.keys())
+        if reviewed(path) and portable.get(path) != targeted.get(path)
+    ]
 
 
 def artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
@@ -78,12 +98,68 @@ def test_artifact(system: str, profile: str, path: str, snapshot: SnapshotAssert
     assert snapshot(extension_class=ConfigFileExtension) == content.decode("utf-8")
 
 
+def distro_artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
+    return [
+        pytest.param(
+            system,
+            profile,
+            distro,
+            path,
+            id=f"{system}-{profile}-on-{distro}-{path.replace('/', '__')}",
+        )
+        for system, profile, distro in DISTRO_COMBINATIONS
+        for path in distro_changed(system, profile, distro)
+    ]
+
+
+@pytest.mark.parametrize(("system", "profile", "distro", "path"), distro_artifact_params())
+def test_distro_artifact(
+    system: str, profile: str, distro: str, path: str, snapshot: SnapshotAssertion
+) -> None:
+    content, _ = rendered(system, profile, distro)[path]
+    assert snapshot(extension_class=ConfigFileExtension) == content.decode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("system", "profile", "distro"),
+    DISTRO_COMBINATIONS,
+    ids=[f"{s}-{p}-on-{d}" for s, p, d in DISTRO_COMBINATIONS],
+)
+def test_distro_diff(system: str, profile: str, distro: str, snapshot: SnapshotAssertion) -> None:
+    """`gen diff` of the portable plan and the distribution's: the summary a reviewer reads."""
+    portable = plan_from_data(json.loads(rendered(system, profile)[PLAN_FILE][0]))
+    targeted = plan_from_data(json.loads(rendered(system, profile, distro)[PLAN_FILE][0]))
+    difference = Difference(label(portable), label(targeted), diff_plans(portable, targeted))
+    assert snapshot(extension_class=ConfigFileExtension) == format_markdown(difference)
+
+
+@pytest.mark.parametrize(
+    ("system", "profile", "distro"),
+    DISTRO_COMBINATIONS,
+    ids=[f"{s}-{p}-on-{d}" for s, p, d in DISTRO_COMBINATIONS],
+)
+def test_distro_changes_only_what_its_snapshots_show(
+    system: str, profile: str, distro: str
+) -> None:
+    """The reviewed files without a distro snapshot are the portable bundle's, byte for byte."""
+    portable, targeted = rendered(system, profile), rendered(system, profile, distro)
+    changed = set(distro_changed(system, profile, distro))
+    same = {p for p in portable.keys() & targeted.keys() if reviewed(p) and p not in changed}
+    assert all(portable[p] == targeted[p] for p in same)
+    plan = plan_from_data(json.loads(targeted[PLAN_FILE][0]))
+    assert plan.distro == distro
+
+
 def test_no_stale_snapshot_files() -> None:
     """A snapshot whose artifact is no longer rendered is removed, not left to mislead a reviewer."""
     from pathlib import Path
 
     folder = Path(__file__).parent / "__snapshots__" / "test_snapshots"
-    expected = {f"test_artifact[{p.id}].txt" for p in artifact_params()}
+    expected = (
+        {f"test_artifact[{p.id}].txt" for p in artifact_params()}
+        | {f"test_distro_artifact[{p.id}].txt" for p in distro_artifact_params()}
+        | {f"test_distro_diff[{s}-{p}-on-{d}].txt" for s, p, d in DISTRO_COMBINATIONS}
+    )
     assert sorted(path.name for path in folder.iterdir()) == sorted(expected)
 
 

@@ -188,7 +188,8 @@ def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
 
 
 def label(plan: Plan) -> str:
-    return f"{plan.hardware_name}/{plan.profile_name}"
+    target = f" on {plan.distro}" if plan.distro else ""
+    return f"{plan.hardware_name}/{plan.profile_name}{target}"
 
 
 def format_json(difference: Difference) -> str:

@@ -16,12 +16,12 @@ from generator.textsafe import printable
 # input models, which keeps start-up close to the bare import of the dependencies.
 
 
-def run_check(hardware: str, profile: str) -> Any:
+def run_check(hardware: str, profile: str, os_name: str | None = None) -> Any:
     """Validate both inputs and plan them: the same checks `gen` runs, nothing written."""
     from generator.inputs.load import load_inputs
     from generator.plan.build import build_plan
 
-    inputs = load_inputs(hardware, profile)
+    inputs = load_inputs(hardware, profile, os_name=os_name)
     plan = build_plan(inputs.facts, inputs.profile)
     facts = inputs.facts
     click.echo(
@@ -31,7 +31,9 @@ def run_check(hardware: str, profile: str) -> Any:
     )
     chain = " -> ".join(inputs.profile.chain)
     click.echo(f"ok: {inputs.profile_path} (profile {chain}, intent {inputs.profile.intent})")
-    click.echo(f"ok: plan of {len(plan.settings)} settings")
+    distro = facts.os.distro
+    target = f"for {distro.name}" if distro else "portable: no distribution named (--os)"
+    click.echo(f"ok: plan of {len(plan.settings)} settings, {target}")
     for warning in plan.warnings:
         click.echo(f"warning ({warning.check}): {warning.text}", err=True)
     return inputs
@@ -96,20 +98,28 @@ def input_schema(which: str) -> dict[str, Any]:
     return schema
 
 
-def run_generate(hardware: str, profile: str, output: Path | None) -> None:
+def run_generate(
+    hardware: str, profile: str, output: Path | None, os_name: str | None = None
+) -> None:
     from generator.commands.generate import generate_bundle
 
-    bundle_dir = generate_bundle(hardware, profile, output)
+    bundle_dir = generate_bundle(hardware, profile, output, os_name)
     click.echo(f"wrote {bundle_dir}")
 
 
 def run_explain(
-    hardware: str, profile: str, keys: tuple[str, ...], kinds: tuple[str, ...], as_json: bool
+    hardware: str,
+    profile: str,
+    keys: tuple[str, ...],
+    kinds: tuple[str, ...],
+    as_json: bool,
+    os_name: str | None = None,
 ) -> None:
     from generator.inputs.load import load_inputs
     from generator.plan.build import build_plan
+    from generator.plan.distro import portable_notes
 
-    inputs = load_inputs(hardware, profile)
+    inputs = load_inputs(hardware, profile, os_name=os_name)
     plan = build_plan(inputs.facts, inputs.profile)
     settings = [
         s
@@ -135,7 +145,9 @@ def run_explain(
         for s in settings
     ]
     click.echo(format_table(["KIND", "KEY", "VALUE", "RULE", "REASON"], rows))
-    for note in plan.notes:
+    # Not part of the plan: a portable bundle stays byte for byte what it was before --os existed.
+    unapplied = () if inputs.facts.os.distro else portable_notes()
+    for note in (*plan.notes, *unapplied):
         click.echo(printable(f"note ({note.rule}): {note.text}"))
     for warning in plan.warnings:
         click.echo(printable(f"warning ({warning.check}): {warning.text}"), err=True)
@@ -162,36 +174,51 @@ def run_rules(as_json: bool) -> None:
     )
 
 
-def _plan_side(hardware: str, profile: str):  # type: ignore[no-untyped-def]
+def _plan_side(hardware: str, profile: str, os_name: str | None = None):  # type: ignore[no-untyped-def]
     from generator.inputs.load import load_inputs
     from generator.plan.build import build_plan
 
-    inputs = load_inputs(hardware, profile)
+    inputs = load_inputs(hardware, profile, os_name=os_name)
     return build_plan(inputs.facts, inputs.profile)
 
 
-def compute_diff(bundles: tuple[Path, ...], hardware: tuple[str, ...], profiles: tuple[str, ...]):  # type: ignore[no-untyped-def]
-    """Two bundle directories, or --hw/--profile pairs (two of one, one or two of the other)."""
+def compute_diff(  # type: ignore[no-untyped-def]
+    bundles: tuple[Path, ...],
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    systems: tuple[str, ...] = (),
+):
+    """Two bundle directories, or --hw/--profile/--os sides: exactly one of them given twice."""
     from generator.bundle.read import read_bundle
     from generator.commands.diff import Difference, diff_bundles, diff_plans, label
 
     if bundles:
-        if len(bundles) != 2 or hardware or profiles:
-            raise click.UsageError("give two bundle directories, or --hw/--profile pairs, not both")
+        if len(bundles) != 2 or hardware or profiles or systems:
+            raise click.UsageError(
+                "give two bundle directories, or --hw/--profile/--os sides, not both"
+            )
         return diff_bundles(read_bundle(bundles[0]), read_bundle(bundles[1]))
+    sides = (hardware, profiles, systems)
     if not (
-        1 <= len(hardware) <= 2 and 1 <= len(profiles) <= 2 and len(hardware) + len(profiles) == 3
+        hardware
+        and profiles
+        and all(len(side) <= 2 for side in sides)
+        and sum(len(side) == 2 for side in sides) == 1
     ):
         raise click.UsageError(
             "compare two hardware files with one profile (--hw A --hw B --profile P), "
-            "or one hardware file with two profiles (--hw A --profile P --profile Q)"
+            "one hardware file with two profiles (--hw A --profile P --profile Q), "
+            "or two distributions (--hw A --profile P --os D --os E)"
         )
-    pairs = (
-        [(hw, profiles[0]) for hw in hardware]
-        if len(hardware) == 2
-        else [(hardware[0], p) for p in profiles]
-    )
-    old, new = (_plan_side(hw, profile) for hw, profile in pairs)
+    pairs = [
+        (
+            hardware[index % len(hardware)],
+            profiles[index % len(profiles)],
+            systems[index % len(systems)] if systems else None,
+        )
+        for index in range(2)
+    ]
+    old, new = (_plan_side(hw, profile, os_name) for hw, profile, os_name in pairs)
     return Difference(label(old), label(new), diff_plans(old, new))
 
 
@@ -200,10 +227,11 @@ def run_diff(
     hardware: tuple[str, ...],
     profiles: tuple[str, ...],
     output_format: str,
+    systems: tuple[str, ...] = (),
 ) -> int:
     from generator.commands.diff import format_json, format_markdown, format_terminal
 
-    difference = compute_diff(bundles, hardware, profiles)
+    difference = compute_diff(bundles, hardware, profiles, systems)
     if output_format == "json":
         click.echo(format_json(difference), nl=False)
     elif output_format == "markdown":
@@ -220,6 +248,7 @@ def run_matrix(
     all_profiles_flag: bool,
     output_root: Path,
     jobs: int | None = None,
+    os_name: str | None = None,
 ) -> int:
     from generator.commands.matrix import (
         all_profiles,
@@ -229,7 +258,10 @@ def run_matrix(
         run_with_progress,
     )
     from generator.inputs.catalog import load_catalog
+    from generator.inputs.distro import load_distros, resolve_distro
 
+    if os_name is not None:  # an unknown name is the command's error, not every combination's
+        resolve_distro(os_name, load_distros())
     catalog = load_catalog()
     systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))
     chosen = list(dict.fromkeys([*profiles, *(all_profiles() if all_profiles_flag else [])]))
@@ -238,7 +270,9 @@ def run_matrix(
             "name at least one --hw (or --all-systems) and one --profile (or --all-profiles)"
         )
     on_terminal = stream_is_terminal("stderr")
-    generated = generate_matrix(systems, chosen, output_root, catalog, jobs or default_jobs())
+    generated = generate_matrix(
+        systems, chosen, output_root, catalog, jobs or default_jobs(), os_name
+    )
     outcomes = run_with_progress(
         len(systems) * len(chosen), generated, on_terminal, click.progressbar
     )

@@ -104,10 +104,14 @@ def _load_each(
 
 
 def plan_combinations(
-    hardware: list[str], profiles: list[str], output_root: Path, catalog: Catalog
+    hardware: list[str],
+    profiles: list[str],
+    output_root: Path,
+    catalog: Catalog,
+    os_name: str | None = None,
 ) -> list[Combination]:
     """Every combination in order, hardware-major; a failed input or a taken directory is its error."""
-    facts = _load_each(hardware, lambda name: load_facts(name, catalog))
+    facts = _load_each(hardware, lambda name: load_facts(name, catalog, os_name))
     resolved = _load_each(profiles, load_profile)
     combinations: list[Combination] = []
     claimed: dict[Path, str] = {}
@@ -191,9 +195,15 @@ def generate_matrix(
     output_root: Path,
     catalog: Catalog | None = None,
     jobs: int = 1,
+    os_name: str | None = None,
 ) -> Iterator[Outcome]:
-    """Yield one outcome per combination, in order; a failure never stops the others."""
-    combinations = plan_combinations(hardware, profiles, output_root, catalog or load_catalog())
+    """Yield one outcome per combination, in order; a failure never stops the others.
+
+    ``os_name`` (``--os``) targets every combination at that distribution.
+    """
+    combinations = plan_combinations(
+        hardware, profiles, output_root, catalog or load_catalog(), os_name
+    )
     batches = [combinations[start : start + BATCH] for start in range(0, len(combinations), BATCH)]
     workers = min(jobs, len(batches))
     if workers <= 1 or not _can_fork():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from generator.inputs.catalog import CpuModel, GpuModel, NicModel
 from generator.model.cpulist import compress_cpus
+
+if TYPE_CHECKING:
+    from generator.inputs.distro import Distro
 
 
 class CpuFacts(NamedTuple):
@@ -63,6 +66,9 @@ class DiskFacts(NamedTuple):
 class OsFacts(NamedTuple):
     kernel: tuple[int, int] | None  # None: not stated; rules assume a current LTS kernel
     page_size_kib: int
+    # None: no distribution named; the bundle stays portable and uses no distribution's defaults
+    distro: Distro | None = None
+    kernel_release: str | None = None  # os.kernel as written (5.14.0-427.el9), for backports
 
 
 class Facts(NamedTuple):

@@ -15,6 +15,7 @@ from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
 from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
+from generator.inputs.distro import Distro, load_distros, resolve_distro
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
@@ -73,9 +74,16 @@ KernelRelease = Annotated[
 ]
 
 
+# A distribution key or alias as the tables in hardware_db/distros/ spell them (ubuntu-24.04,
+# rhel-9); whether it is a known one is decided against those tables, with the known ones listed.
+DistroName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*-[0-9][0-9.]*$")]
+
+
 class OsSpec(StrictModel):
     kernel: KernelRelease | None = None
     page_size_kib: Literal[4, 16, 64] = 4
+    # None: a portable bundle, right on every supported distribution (no distro defaults used)
+    distro: DistroName | None = None
 
 
 class HardwareSpec(StrictModel):
@@ -304,8 +312,22 @@ def _parse_kernel(text: str | None) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def resolve_facts(spec: HardwareSpec, catalog: Catalog, source: str) -> Facts:
-    """Resolve model names and check every cross-field constraint; all problems at once."""
+def _resolve_os(written: str | None, source: str, os_name: str | None) -> Distro | None:
+    """The target distribution: ``--os`` (``os_name``) wins over the file's ``os.distro``."""
+    if os_name is not None:
+        return resolve_distro(os_name, load_distros())
+    if written is not None:
+        return resolve_distro(written, load_distros(), source, "os.distro")
+    return None
+
+
+def resolve_facts(
+    spec: HardwareSpec, catalog: Catalog, source: str, os_name: str | None = None
+) -> Facts:
+    """Resolve model names and check every cross-field constraint; all problems at once.
+
+    ``os_name`` (the ``--os`` option) names the target distribution instead of ``os.distro``.
+    """
     cpu, problems = _resolve_cpu(spec.cpu, catalog, source)
     numa_nodes = spec.numa_nodes or spec.cpu.sockets
     if numa_nodes % spec.cpu.sockets:
@@ -333,17 +355,27 @@ def resolve_facts(spec: HardwareSpec, catalog: Catalog, source: str) -> Facts:
         problems += nic_problems
     problems += _check_unique([nic.name for nic in spec.nics], "nics", source)
     problems += _check_unique([disk.name for disk in spec.disks], "disks", source)
+    distro: Distro | None = None
+    try:
+        distro = _resolve_os(spec.os.distro, source, os_name)
+    except InputError as error:  # reported with the others: all problems at once
+        problems += error.problems
     if problems:
         raise InputError(problems)
     nvswitch = spec.nvswitch if spec.nvswitch is not None else _default_nvswitch(gpus)
     disks = tuple(DiskFacts(d.name, d.kind, d.role) for d in spec.disks)
-    os_facts = OsFacts(_parse_kernel(spec.os.kernel), spec.os.page_size_kib)
+    os_facts = OsFacts(
+        _parse_kernel(spec.os.kernel),
+        spec.os.page_size_kib,
+        distro,
+        spec.os.kernel,
+    )
     assert spec.name is not None
     return Facts(
         spec.name, cpu, spec.memory_gib, numa_nodes, gpus, nvswitch, tuple(nics), disks, os_facts
     )
 
 
-def load_facts(reference: str, catalog: Catalog) -> tuple[Facts, Path]:
+def load_facts(reference: str, catalog: Catalog, os_name: str | None = None) -> tuple[Facts, Path]:
     spec, path = load_hardware(reference, catalog)
-    return resolve_facts(spec, catalog, str(path)), path
+    return resolve_facts(spec, catalog, str(path), os_name), path

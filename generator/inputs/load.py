@@ -35,9 +35,12 @@ def input_digests(hardware_digest: str, profile_digest: str) -> dict[str, str]:
     return {"hardware": hardware_digest, "profile": profile_digest}
 
 
-def load_inputs(hardware: str, profile: str, catalog: Catalog | None = None) -> Inputs:
+def load_inputs(
+    hardware: str, profile: str, catalog: Catalog | None = None, os_name: str | None = None
+) -> Inputs:
+    """Both inputs; ``os_name`` (``--os``) names the target distribution over ``os.distro``."""
     catalog = catalog or load_catalog()
-    facts, hardware_path = load_facts(hardware, catalog)
+    facts, hardware_path = load_facts(hardware, catalog, os_name)
     resolved, profile_path = load_profile(profile)
     digests = input_digests(file_digest(hardware_path), file_digest(profile_path))
     return Inputs(facts, resolved, hardware_path, profile_path, digests)

@@ -12,7 +12,10 @@ FORMAT = 1
 
 
 def plan_to_data(plan: Plan) -> dict[str, Any]:
+    # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
+    target = {"distro": plan.distro} if plan.distro else {}
     return {
+        **target,
         "format": FORMAT,
         "tool": TOOL,
         "version": __version__,
@@ -64,4 +67,5 @@ def plan_from_data(data: Any) -> Plan:
             PlanWarning(str(w.get("text", "")), str(w.get("check", "")))
             for w in data.get("warnings", [])
         ),
+        distro=str(data.get("distro", "")),
     )

@@ -108,6 +108,7 @@ class Plan(NamedTuple):
     notes: tuple[Note, ...] = ()
     warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
+    distro: str = ""  # the target distribution's key; "" for a portable bundle
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return tuple(s for s in self.settings if s.kind == kind)

@@ -12,6 +12,7 @@ from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
+from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
 
@@ -91,15 +92,30 @@ def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
 def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Setting], list[Note]]:
     """Rules state intent; a known key the target kernel or architecture lacks is dropped with a note.
 
-    Unknown keys and profile overrides are not dropped: the cross-checks reject them.
+    Unknown keys and profile overrides are not dropped: the cross-checks reject them. A key the
+    named distribution's kernel carries as a backport (its table's kernel_backports) is kept on
+    the releases that have it, with a note naming the backport.
     """
     kept: list[Setting] = []
     notes: list[Note] = []
+    distro, release = facts.os.distro, facts.os.kernel_release
     for setting in settings:
         table = KNOWN_TABLES.get(setting.kind)
         known = table[0].get(setting.key) if table else None
         if known is None or known.available(facts.os.kernel, facts.cpu.arch):
             kept.append(setting)
+            continue
+        backport = backport_of(distro, setting.kind, setting.key)
+        if backport is not None and key_available(known, setting.kind, setting.key, facts):
+            kept.append(setting)
+            notes.append(
+                Note(
+                    f"{setting.kind} {setting.key} kept on {release}: mainline has it from "
+                    f"{backport.mainline}, {distro.key if distro else ''} backported it in "
+                    f"{backport.kernel_release}",
+                    rule=DISTRO_RULE,
+                )
+            )
             continue
         kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "a current kernel"
         notes.append(
@@ -144,12 +160,23 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
     source = profile.source or profile.name
     proposed, notes = run_rules(facts, profile)
     available, dropped = drop_unavailable(resolve_conflicts(proposed, source), facts)
-    settings = order_settings(apply_overrides(available, profile))
-    notes += dropped
+    distro = facts.os.distro
+    targeted, redundant, lowered = apply_distro_defaults(
+        apply_overrides(available, profile), distro
+    )
+    settings = order_settings(targeted)
+    notes += dropped + redundant
     unlisted = {(o.kind, o.key) for o in profile.overrides if o.unlisted}
     findings, warnings = check_plan(settings, facts, unlisted)
     raise_findings(findings, facts, source)
-    return Plan(facts.name, profile.name, settings, tuple(notes), tuple(warnings))
+    return Plan(
+        facts.name,
+        profile.name,
+        settings,
+        tuple(notes),
+        tuple(warnings + lowered),
+        distro=distro.key if distro else "",
+    )
 
 
 def raise_findings(findings: list[Finding], facts: Facts, source: str) -> None:

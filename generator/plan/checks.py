@@ -19,6 +19,7 @@ from typing import NamedTuple
 from generator.inputs.facts import Facts
 from generator.model.kinds import KIND_SPECS, Kind
 from generator.model.setting import PlanWarning, Setting
+from generator.plan.distro import key_available
 from generator.plan.known_keys import (
     COMMAND_LINE_SIZE,
     KNOWN_KERNEL_ARGS,
@@ -145,7 +146,7 @@ def check_known_key(setting: Setting, facts: Facts, unlisted: bool) -> str | Non
             f"unknown {what} {setting.key!r} (not in goldtune's list of known keys"
             f"{suggest(setting.key, table)}; a profile override may set it with unlisted: true)"
         )
-    if not known.available(facts.os.kernel, facts.cpu.arch):
+    if not key_available(known, setting.kind, setting.key, facts):
         kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "current"
         return f"{what} {setting.key!r} does not exist on {facts.cpu.arch} kernel {kernel}"
     if setting.kind == Kind.SYSCTL:

@@ -24,6 +24,10 @@ class KnownKey(NamedTuple):
     arches: tuple[str, ...] = ANY_ARCH
     module: str | None = None  # exists only while this module is loaded
     shape: str = "int"  # what the kernel parses: "int", "int3" (three integers) or "word"
+    # A ceiling: any value at least this high serves, so a distribution default that is already
+    # as high makes the setting redundant (generator/plan/distro.py). Not fs.nr_open: the nofile
+    # check reads the plan's own value of it.
+    at_least: bool = False
 
     def available(self, kernel: Version | None, arch: str) -> bool:
         if arch not in self.arches:
@@ -34,14 +38,14 @@ class KnownKey(NamedTuple):
 
 
 KNOWN_SYSCTLS: dict[str, KnownKey] = {
-    "fs.aio-max-nr": KnownKey((2, 6)),
-    "fs.file-max": KnownKey((2, 6)),
-    "fs.inotify.max_user_instances": KnownKey((2, 6)),
-    "fs.inotify.max_user_watches": KnownKey((2, 6)),
+    "fs.aio-max-nr": KnownKey((2, 6), at_least=True),
+    "fs.file-max": KnownKey((2, 6), at_least=True),
+    "fs.inotify.max_user_instances": KnownKey((2, 6), at_least=True),
+    "fs.inotify.max_user_watches": KnownKey((2, 6), at_least=True),
     "fs.nr_open": KnownKey((2, 6)),
     "kernel.numa_balancing": KnownKey((3, 8)),
-    "kernel.pid_max": KnownKey((2, 6)),
-    "kernel.threads-max": KnownKey((2, 6)),
+    "kernel.pid_max": KnownKey((2, 6), at_least=True),
+    "kernel.threads-max": KnownKey((2, 6), at_least=True),
     "kernel.randomize_va_space": KnownKey((2, 6)),
     "kernel.watchdog": KnownKey((4, 1)),
     # CFS tunables moved from /proc/sys to debugfs in 5.13 (commit 8a99b6833c88).
@@ -51,11 +55,11 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "net.core.busy_poll": KnownKey((3, 11)),
     "net.core.busy_read": KnownKey((3, 11)),
     "net.core.default_qdisc": KnownKey((3, 12), shape="word"),
-    "net.core.netdev_max_backlog": KnownKey((2, 6)),
+    "net.core.netdev_max_backlog": KnownKey((2, 6), at_least=True),
     "net.core.optmem_max": KnownKey((2, 6)),
     "net.core.rmem_default": KnownKey((2, 6)),
     "net.core.rmem_max": KnownKey((2, 6)),
-    "net.core.somaxconn": KnownKey((2, 6)),
+    "net.core.somaxconn": KnownKey((2, 6), at_least=True),
     "net.core.wmem_default": KnownKey((2, 6)),
     "net.core.wmem_max": KnownKey((2, 6)),
     "net.ipv4.conf.all.arp_announce": KnownKey((2, 6)),
@@ -64,7 +68,7 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "net.ipv4.conf.default.arp_ignore": KnownKey((2, 6)),
     "net.ipv4.tcp_congestion_control": KnownKey((2, 6), shape="word"),
     "net.ipv4.tcp_fastopen": KnownKey((3, 7)),
-    "net.ipv4.tcp_max_syn_backlog": KnownKey((2, 6)),
+    "net.ipv4.tcp_max_syn_backlog": KnownKey((2, 6), at_least=True),
     "net.ipv4.tcp_mtu_probing": KnownKey((2, 6)),
     "net.ipv4.tcp_rmem": KnownKey((2, 6), shape="int3"),
     "net.ipv4.tcp_slow_start_after_idle": KnownKey((2, 6)),
@@ -77,7 +81,7 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "vm.dirty_expire_centisecs": KnownKey((2, 6)),
     "vm.dirty_ratio": KnownKey((2, 6)),
     "vm.dirty_writeback_centisecs": KnownKey((2, 6)),
-    "vm.max_map_count": KnownKey((2, 6)),
+    "vm.max_map_count": KnownKey((2, 6), at_least=True),
     "vm.min_free_kbytes": KnownKey((2, 6)),
     "vm.nr_hugepages": KnownKey((2, 6)),
     "vm.overcommit_memory": KnownKey((2, 6)),

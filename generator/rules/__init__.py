@@ -19,6 +19,7 @@ REGISTRY: tuple[Rule, ...] = (
     memory.dirty_bytes,
     memory.hugepages_1g,
     cpu.governor,
+    cpu.governor_services,
     cpu.energy_preference,
     cpu.cstates,
     cpu.smt,

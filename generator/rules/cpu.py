@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.rules.base import Output, kernel_arg, note, rule, sysfs, tuned
+from generator.rules.base import Output, kernel_arg, note, rule, service, sysfs, tuned
 
 EPP_DRIVERS = {"intel_pstate", "amd-pstate-epp"}
 # The kernel's default scaling driver on Intel CPUs it supports (Documentation/admin-guide/pm/
@@ -21,6 +21,26 @@ def governor(facts: Facts, profile: Profile) -> Output:
         why = "training keeps cores busy feeding GPUs; the performance governor loses nothing"
     yield sysfs("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", why)
     yield tuned("cpu", "governor", "performance", why + " (same value as the tmpfiles.d line)")
+
+
+@rule("cpu.governor-services")
+def governor_services(facts: Facts, profile: Profile) -> Output:
+    """Disable the distribution's services that reset the CPU governor after boot.
+
+    Which services those are is the distribution table's ``governor_services`` (with their
+    sources, hardware_db/distros/); cpu.governor sets performance for every intent, so each of
+    them would undo it. install.sh skips a unit the image does not have.
+    """
+    distro = facts.os.distro
+    if distro is None:
+        return
+    for fighting in distro.governor_services:
+        yield service(
+            fighting.unit,
+            "disable",
+            f"{distro.key}'s table lists it: {fighting.effect}, undoing the performance "
+            "governor cpu.governor sets (install.sh skips it where the image lacks the unit)",
+        )
 
 
 @rule("cpu.energy-preference")

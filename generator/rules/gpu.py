@@ -46,6 +46,16 @@ def persistence(facts: Facts, profile: Profile) -> Output:
         "on",
         why + "; the boot unit runs nvidia-smi -pm 1 only when nvidia-persistenced is not active",
     )
+    packaged = facts.os.distro.nvidia.persistenced if facts.os.distro else None
+    if packaged is not None and packaged.persistence_mode is False:
+        # hardware_db/distros/: Ubuntu's unit is static and runs --no-persistence-mode, so the
+        # enable above does nothing and the boot unit, seeing the daemon active, skips -pm 1.
+        yield note(
+            f"persistence stays OFF on {facts.os.distro.key if facts.os.distro else ''}: its "
+            f"{packaged.unit} runs '{packaged.exec_start}' and is "
+            f"{'static' if packaged.static else 'packaged'}; goldtune writes no drop-in for "
+            "it yet, so set persistence mode in the image (a drop-in overriding ExecStart)"
+        )
 
 
 @rule("gpu.boot-unit")

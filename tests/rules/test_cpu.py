@@ -26,6 +26,8 @@ INTEL_CSTATES = {
 ACPI_CSTATES = {("kernel-arg", "processor.max_cstate", "1")}
 SHALLOW = {"cstates": "shallow"}
 AMD_1S = {"cpu": {"vendor": "amd"}}
+DEBIAN_12 = {"os": {"distro": "debian-12"}}
+ROCKY_9 = {"os": {"distro": "rocky-9"}}  # an alias of rhel-9
 
 
 def _driver(name: str | None) -> Callable[[Facts], Facts]:
@@ -36,6 +38,23 @@ CASES: tuple[Case, ...] = (
     Case("governor-inference", cpu.governor, GOVERNOR_SETTINGS),
     Case("governor-training", cpu.governor, GOVERNOR_SETTINGS, intent="training"),
     Case("governor-grace", cpu.governor, GOVERNOR_SETTINGS, hw=GRACE),
+    # the distribution table's governor services are disabled; none without a distribution
+    Case("governor-services-portable", cpu.governor_services, set()),
+    Case(
+        "governor-services-ubuntu-24.04",
+        cpu.governor_services,
+        {("service", "ondemand.service", "disable")},
+        hw={"os": {"distro": "ubuntu-24.04"}},
+    ),
+    Case(
+        "governor-services-ubuntu-22.04-training",
+        cpu.governor_services,
+        {("service", "ondemand.service", "disable")},
+        hw={"os": {"distro": "ubuntu-22.04"}},
+        intent="training",
+    ),
+    Case("governor-services-debian-12", cpu.governor_services, set(), hw=DEBIAN_12),
+    Case("governor-services-rocky-9", cpu.governor_services, set(), hw=ROCKY_9),
     # EPP only where the driver has it; no shipped CPU states such a driver, so swap it in.
     # energy_perf_bias is Intel's register: only Intel CPUs get the tuned line.
     Case(

@@ -50,6 +50,20 @@ CASES: tuple[Case, ...] = (
     Case("nouveau-no-gpu", gpu.nouveau, set()),
     Case("persistence-gpus", gpu.persistence, PERSISTENCE, hw={"gpus": [L4X1]}),
     Case("persistence-no-gpu", gpu.persistence, set()),
+    # the distribution table says the packaged daemon leaves persistence off (Ubuntu): a note
+    Case(
+        "persistence-ubuntu-24.04-no-persistence-mode",
+        gpu.persistence,
+        PERSISTENCE,
+        hw={"gpus": [L4X1], "os": {"distro": "ubuntu-24.04"}},
+        note="persistence stays OFF on ubuntu-24.04",
+    ),
+    Case(
+        "persistence-rhel-9-daemon-persists",
+        gpu.persistence,
+        PERSISTENCE,
+        hw={"gpus": [L4X1], "os": {"distro": "rhel-9"}},
+    ),
     Case(
         "boot-unit-gpus",
         gpu.boot_unit,

@@ -1,0 +1,143 @@
+"""The plan step that applies what the target distribution already does at boot.
+
+One pass, driven by the tables in ``hardware_db/distros/`` (generator/inputs/distro.py), not by
+each rule: a sysctl that only raises a ceiling (``KnownKey.at_least``) is left out where the
+distribution's own sysctl.d files already set it at least as high, with a note saying so; a
+profile override that lowers a distribution default keeps its value and gets a warning. Kernel
+keys the distribution kernel carries as a backport count as available on it.
+
+Without a distribution nothing here changes the plan: the bundle stays portable, and
+``portable_notes`` says what was not applied (``gen explain``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from generator.inputs.distro import Backport, Distro, SysctlDefault, load_distros
+from generator.inputs.facts import Facts
+from generator.model.kinds import Kind
+from generator.model.setting import Note, PlanWarning, Setting
+from generator.plan.known_keys import KNOWN_SYSCTLS, KnownKey
+
+DISTRO_RULE = "plan.distro"
+LOWERS_CHECK = "distro-default"
+
+
+def _integer(value: str) -> int | None:
+    return int(value) if re.fullmatch(r"-?[0-9]+", value.strip()) else None
+
+
+def _raised_already(setting: Setting, default: SysctlDefault) -> bool:
+    """A rule's ceiling that the distribution's boot-time value already meets."""
+    known = KNOWN_SYSCTLS.get(setting.key)
+    ours, theirs = _integer(setting.value), _integer(default.value)
+    if known is None or not known.at_least or ours is None or theirs is None:
+        return False
+    return not setting.override and theirs >= ours
+
+
+def _lowered(setting: Setting, default: SysctlDefault) -> bool:
+    """A profile override below the distribution's own numeric default."""
+    ours, theirs = _integer(setting.value), _integer(default.value)
+    return setting.override and ours is not None and theirs is not None and ours < theirs
+
+
+def _source(default: SysctlDefault) -> str:
+    package = f" ({default.package})" if default.package else ""
+    return f"{default.file}{package}"
+
+
+def apply_distro_defaults(
+    settings: Iterable[Setting], distro: Distro | None
+) -> tuple[list[Setting], list[Note], list[PlanWarning]]:
+    """Leave out what the distribution already raises; warn where an override lowers it."""
+    kept: list[Setting] = []
+    notes: list[Note] = []
+    warnings: list[PlanWarning] = []
+    for setting in settings:
+        default = distro.sysctl_default(setting.key) if distro else None
+        if distro is None or default is None or setting.kind != Kind.SYSCTL:
+            kept.append(setting)
+            continue
+        if _raised_already(setting, default):
+            notes.append(
+                Note(
+                    f"sysctl {setting.key} = {setting.value} not emitted: {distro.key} already "
+                    f"sets {default.value} at boot in {_source(default)}, at least as high",
+                    rule=setting.rule,
+                )
+            )
+            continue
+        if _lowered(setting, default):
+            warnings.append(
+                PlanWarning(
+                    f"override sysctl {setting.key} = {setting.value} lowers {distro.key}'s "
+                    f"default {default.value} (set in {_source(default)})",
+                    LOWERS_CHECK,
+                )
+            )
+        kept.append(setting)
+    return kept, notes, warnings
+
+
+def release_numbers(release: str) -> tuple[int, ...]:
+    """The digit groups of a kernel release, in order: 5.14.0-362.8.1.el9_3 -> 5, 14, 0, 362, ...
+
+    Red Hat's kernel releases grow in these numbers (rpm compares digit segments as numbers), so
+    comparing them orders two builds of one distribution kernel line.
+    """
+    return tuple(int(group) for group in re.findall(r"[0-9]+", release))
+
+
+def backport_of(distro: Distro | None, kind: str, key: str) -> Backport | None:
+    if distro is None:
+        return None
+    return next((b for b in distro.kernel_backports if b.kind == kind and b.key == key), None)
+
+
+def has_backport(distro: Distro | None, kind: str, key: str, release: str | None) -> bool:
+    """Whether the stated distribution kernel carries ``key`` although its mainline base lacks it.
+
+    Only a stated full release can show it: a bare 5.14 says nothing about the build.
+    """
+    backport = backport_of(distro, kind, key)
+    if backport is None or release is None:
+        return False
+    return release_numbers(release) >= release_numbers(backport.kernel_release)
+
+
+def key_available(known: KnownKey, kind: str, key: str, facts: Facts) -> bool:
+    """The one availability test (the plan's drop step and its checks): mainline or backport."""
+    if known.available(facts.os.kernel, facts.cpu.arch):
+        return True
+    distro, release = facts.os.distro, facts.os.kernel_release
+    return known.available(None, facts.cpu.arch) and has_backport(distro, kind, key, release)
+
+
+def portable_notes(distros: dict[str, Distro] | None = None) -> tuple[Note, ...]:
+    """What a plan for no named distribution leaves unapplied, from the shipped tables."""
+    by_key = {d.key: d for d in (distros or load_distros()).values()}
+    notes = []
+    for key, distro in sorted(by_key.items()):
+        known = [
+            *(f"sysctl {d.key}={d.value} ({d.file})" for d in distro.sysctl_defaults),
+            *(f"{s.unit} ({s.effect})" for s in distro.governor_services),
+            *(
+                f"{b.kind} {b.key} backported in {b.kernel_release}"
+                for b in distro.kernel_backports
+            ),
+        ]
+        persistenced = distro.nvidia.persistenced
+        if persistenced is not None and persistenced.persistence_mode is False:
+            known.append(f"{persistenced.unit} runs without persistence mode")
+        if known:
+            notes.append(
+                Note(
+                    f"no distribution named (--os or os.distro): {key}'s knowledge not applied: "
+                    + "; ".join(known),
+                    rule=DISTRO_RULE,
+                )
+            )
+    return tuple(notes)
