@@ -106,7 +106,7 @@ def _load_each(
 def plan_combinations(
     hardware: list[str], profiles: list[str], output_root: Path, catalog: Catalog
 ) -> list[Combination]:
-    """Every combination in order, hardware-major; a failed input or a taken directory is its error."""
+    """Every combination in order, hardware-major; a failed input or a taken dir is its error."""
     facts = _load_each(hardware, lambda name: load_facts(name, catalog))
     resolved = _load_each(profiles, load_profile)
     combinations: list[Combination] = []
@@ -229,7 +229,7 @@ def _exit_on_term(signum: int, frame: object) -> None:
 
 
 def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outcome]:
-    global _BATCHES
+    global _BATCHES  # noqa: PLW0603 -- the forked workers inherit the batches, never pickled
     _BATCHES = batches
     preload_templates()
     # What the workers inherit is never collected in them: a collection would touch (and so
