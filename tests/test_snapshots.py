@@ -79,7 +79,7 @@ def test_artifact(system: str, profile: str, path: str, snapshot: SnapshotAssert
 
 
 def test_no_stale_snapshot_files() -> None:
-    """A snapshot whose artifact is no longer rendered is removed, not left to mislead a reviewer."""
+    """A snapshot whose artifact is no longer rendered is removed, not left to mislead reviewers."""
     from pathlib import Path
 
     folder = Path(__file__).parent / "__snapshots__" / "test_snapshots"
