@@ -65,8 +65,7 @@ def hw_and_profile(func: F) -> F:
     func = click.option(
         "--profile", "profile", required=True, metavar="FILE|NAME", help=PROFILE_HELP
     )(func)
-    func = click.option("--hw", "hardware", required=True, metavar="FILE|NAME", help=HW_HELP)(func)
-    return func
+    return click.option("--hw", "hardware", required=True, metavar="FILE|NAME", help=HW_HELP)(func)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -221,7 +220,8 @@ def rules(as_json: bool) -> None:
     type=click.Choice(["terminal", "markdown", "json"]),
     default="terminal",
     show_default=True,
-    help="terminal: a table (coloured on a terminal); markdown: a pull-request comment; json: for scripts.",
+    help="terminal: a table (coloured on a terminal); markdown: a pull-request comment; "
+    "json: for scripts.",
 )
 @reports_errors
 def diff(

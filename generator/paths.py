@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -46,10 +47,8 @@ def write_cache_file(path: Path, content: bytes) -> None:
             os.fchmod(stream.fileno(), CACHE_FILE_MODE)
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass
         raise
 
 

@@ -10,7 +10,7 @@ from generator.cli import main
 
 
 def generate(hardware: str | Path, profile: str | Path, output: Path) -> Result:
-    """`gen --hw HARDWARE --profile PROFILE -o OUTPUT`; exit_code, stdout and stderr as a user sees them."""
+    """`gen --hw HARDWARE --profile PROFILE -o OUTPUT`; exit_code, stdout and stderr as seen."""
     return CliRunner().invoke(
         main, ["--hw", str(hardware), "--profile", str(profile), "-o", str(output)]
     )

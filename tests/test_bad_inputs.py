@@ -1,4 +1,5 @@
-"""The hostile-input corpus: every file ends in exit 2, one line naming the problem, nothing written."""
+"""The hostile-input corpus: every file ends in exit 2, one line naming the problem, nothing
+written."""
 
 from __future__ import annotations
 

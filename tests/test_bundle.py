@@ -165,7 +165,7 @@ def test_a_foreign_manifest_does_not_make_a_bundle(tmp_path: Path) -> None:
 def test_a_bundle_with_files_its_manifest_does_not_list_is_not_replaced(tmp_path: Path) -> None:
     target = write_bundle(render_bundle(minimal_plan()), tmp_path / "bundle")
     (target / "my-notes.md").write_text("do not lose me")
-    with pytest.raises(InputError, match="my-notes.md"):
+    with pytest.raises(InputError, match=r"my-notes\.md"):
         write_bundle(render_bundle(full_plan()), target)
     assert (target / "my-notes.md").read_text() == "do not lose me"
 

@@ -38,7 +38,7 @@ def strict_umask() -> Iterator[None]:
 def shared_dir() -> Iterator[Path]:
     """A directory another user can reach (pytest's tmp_path is 0700)."""
     directory = Path(tempfile.mkdtemp(prefix="goldtune-caches-"))
-    os.chmod(directory, 0o755)
+    os.chmod(directory, 0o755)  # noqa: S103 -- on purpose: a directory other users can reach
     try:
         yield directory
     finally:

@@ -1,4 +1,5 @@
-"""The validated-catalog cache: used when nothing changed, rebuilt when anything did, never required."""
+"""The validated-catalog cache: used when nothing changed, rebuilt when anything did, never
+required."""
 
 from __future__ import annotations
 

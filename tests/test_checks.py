@@ -161,7 +161,7 @@ def test_tuned_sysctl_that_sysctl_d_also_sets_is_refused() -> None:
         "reason": "tuned sets it",
     }
     with pytest.raises(
-        InputError, match="tuned sysctl.vm.swappiness and sysctl.d both set vm.swappiness"
+        InputError, match=r"tuned sysctl\.vm\.swappiness and sysctl\.d both set vm\.swappiness"
     ):
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
 
@@ -179,7 +179,7 @@ def test_a_tuned_sysctl_key_alone_is_accepted() -> None:
 
 def test_an_unknown_override_key_suggests_the_known_one() -> None:
     entry = {"kind": "sysctl", "key": "vm.swapiness", "value": "10", "reason": "a typo"}
-    with pytest.raises(InputError, match="did you mean 'vm.swappiness'"):
+    with pytest.raises(InputError, match=r"did you mean 'vm\.swappiness'"):
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
 
 

@@ -22,8 +22,8 @@ H100_BUSES = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"]
 
 
 class PciInfo(NamedTuple):
-    busId: bytes
-    pciDeviceId: int
+    busId: bytes  # noqa: N815 -- NVML's own field names
+    pciDeviceId: int  # noqa: N815 -- NVML's own field names
 
 
 class NVMLError(Exception):

@@ -318,9 +318,11 @@ def test_root_never_executes_grub_files_and_says_what_it_could_not_judge(
         ({"/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN}, "ok"),  # no /etc/default/grub at all
         (
             {
-                "/etc/default/grub": "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
-                "GRUB_CMDLINE_LINUX_DEFAULT='quiet'  # a comment\n"
-                "export GRUB_CMDLINE_LINUX_DEFAULT\n",
+                "/etc/default/grub": (
+                    "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
+                    "GRUB_CMDLINE_LINUX_DEFAULT='quiet'  # a comment\n"
+                    "export GRUB_CMDLINE_LINUX_DEFAULT\n"
+                ),
                 "/etc/default/grub.d/90-goldtune.cfg": OUR_DROPIN,
             },
             "ok",
@@ -568,7 +570,8 @@ def test_a_bad_override_value_is_one_line_without_pydantic_internals(tmp_path: P
             True,
         ),
         (
-            "[ 5.1] vm systemd-sysctl[150]: Couldn't write '60' to 'vm/swappiness': Invalid argument",
+            "[ 5.1] vm systemd-sysctl[150]: Couldn't write '60' to 'vm/swappiness': Invalid "
+            "argument",
             True,
         ),
     ],

@@ -234,7 +234,8 @@ def fake_smi(query_output: str, query_status: int = 0, fail_on: str = "") -> str
     return (
         'printf "%s\\n" "$*" >>"$STUB_LOG"\n'
         f'case $1 in --query-gpu=*) printf "%s" "{query_output}"; exit {query_status} ;; esac\n'
-        f'case " $* " in *" {fail_on} "*) [ -n "{fail_on}" ] && {{ echo "Setting not supported"; exit 3; }} ;; esac\n'
+        f'case " $* " in *" {fail_on} "*) [ -n "{fail_on}" ] && {{ echo "Setting not supported"; '
+        f"exit 3; }} ;; esac\n"
         "exit 0\n"
     )
 

@@ -1,4 +1,5 @@
-"""Meta-tests of the setting-kind table, in the style of the rule registry's (tests/test_registry.py).
+"""Meta-tests of the setting-kind table, in the style of the rule registry's
+(tests/test_registry.py).
 
 Every kind has a grammar, a title, a file that carries it, a constructor rules use, a check for a
 live snapshot and a check for a mounted image (or names the unit that applies it at boot). A row
@@ -112,7 +113,7 @@ def test_every_kind_has_a_constructor_rules_use() -> None:
 
 
 def test_every_kind_file_is_in_the_bundle() -> None:
-    """The file each row names is rendered for a plan that uses the kind (plans.full_plan uses all)."""
+    """The file each row names is rendered for a plan that uses the kind (full_plan uses all)."""
     plan = full_plan()
     files = set(render_bundle(plan))
     assert {s.kind for s in plan.settings} == set(Kind), (

@@ -180,7 +180,7 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
 
 
 def first_core(facts_: Facts) -> set[int]:
-    """CPU 0 and its SMT siblings: the kernel numbers every core's first thread, then the siblings."""
+    """CPU 0 and its SMT siblings: the kernel numbers each core's first thread, then siblings."""
     return {thread * facts_.cpu.physical_cores for thread in range(facts_.cpu.threads_per_core)}
 
 
@@ -428,7 +428,8 @@ def test_rules_drop_keys_the_target_lacks_with_a_note(
     assert sorted((note.text, note.rule) for note in notes) == sorted(
         (text, rule) for (_, rule), text in drops.items()
     )
-    # nothing else changes: the plan of a target that has every key (or no use for it), less the keys
+    # nothing else changes: the plan of a target that has every key (or no use for it), less the
+    # keys
     full = plan.build_plan(
         facts(**full_hw), profile("inference", **(knobs if full_knobs is None else full_knobs))
     )
@@ -490,8 +491,8 @@ def test_a_rule_that_emits_an_unknown_key_is_still_an_error(
     # A rule's bad value is goldtune's bug (exit 1, naming the rule), not the user's input (exit 2).
     with pytest.raises(
         GenerationError,
-        match="rule memory.swappiness produced sysctl "
-        "net.core.no_such_knob='1': unknown sysctl 'net.core.no_such_knob'.*goldtune bug",
+        match=r"rule memory\.swappiness produced sysctl "
+        r"net\.core\.no_such_knob='1': unknown sysctl 'net\.core\.no_such_knob'.*goldtune bug",
     ):
         plan.build_plan(facts(os={"kernel": "4.15"}), profile("inference"))
 
@@ -563,7 +564,7 @@ def test_overriding_one_rule_does_not_license_conflicts_with_another(
     winner = make_rule("test.winner", sysctl("vm.swappiness", 5, "winner"), overrides=("test.a",))
     monkeypatch.setitem(plan.RULES_BY_ID, winner.id, winner)
     other = make_rule("test.other", sysctl("vm.swappiness", 7, "other"))
-    with pytest.raises(InputError, match="test.other"):
+    with pytest.raises(InputError, match=r"test\.other"):
         plan.resolve_conflicts(proposals(RULE_A, winner, other), "x")
 
 

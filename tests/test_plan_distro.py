@@ -333,7 +333,7 @@ def test_the_plan_checks_accept_a_backported_override(kernel: str, refused: bool
         ],
     )
     if refused:
-        with pytest.raises(InputError, match="amd_pstate' does not exist on x86_64 kernel 5.14"):
+        with pytest.raises(InputError, match=r"amd_pstate' does not exist on x86_64 kernel 5\.14"):
             build_plan(machine, pstate)
     else:
         built = build_plan(machine, pstate)

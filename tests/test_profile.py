@@ -102,7 +102,9 @@ BAD = [
     (
         "override bad kind",
         {
-            "a.yaml": "intent: training\noverrides: [{kind: grub, key: x, value: 1, reason: why not}]\n"
+            "a.yaml": (
+                "intent: training\noverrides: [{kind: grub, key: x, value: 1, reason: why not}]\n"
+            )
         },
         "a.yaml",
         "overrides[0].kind",
@@ -111,7 +113,10 @@ BAD = [
     (
         "override multiline",
         {
-            "a.yaml": 'intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: "1\\n2", reason: why not}]\n'
+            "a.yaml": (
+                "intent: training\n"
+                'overrides: [{kind: sysctl, key: vm.swappiness, value: "1\\n2", reason: why not}]\n'
+            )
         },
         "a.yaml",
         "overrides[0].value",

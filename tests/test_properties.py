@@ -314,7 +314,8 @@ def generated(root: Path, hardware: dict[str, Any], profile: dict[str, Any]) -> 
     hw_path, profile_path = write_inputs(root, hardware, profile)
     result = generate(hw_path, profile_path, root / "bundle")
     assert result.exit_code == 0, (
-        f"gen refused a valid input:\n{yaml.safe_dump(hardware)}\n{yaml.safe_dump(profile)}\n{result.output}"
+        f"gen refused a valid input:\n{yaml.safe_dump(hardware)}\n{yaml.safe_dump(profile)}\n"
+        f"{result.output}"
     )
     return root / "bundle"
 

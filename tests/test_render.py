@@ -1,4 +1,4 @@
-"""The renderer: every file of the bundle from a hand-built plan, its format, comments and checks."""
+"""The renderer: every file of the bundle from a hand-built plan, its format, comments, checks."""
 
 from __future__ import annotations
 
@@ -306,7 +306,10 @@ def test_user_data_that_does_not_round_trip_is_refused() -> None:
     from generator.render.delivery import OverlayFile, check_user_data
 
     overlay = [OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "  leading spaces\n\n\n")]
-    broken = b'#cloud-config\nwrite_files:\n  - path: "/etc/x.conf"\n    permissions: "0644"\n    content: |\n        leading spaces\n'
+    broken = (
+        b'#cloud-config\nwrite_files:\n  - path: "/etc/x.conf"\n    permissions: "0644"\n'
+        b"    content: |\n        leading spaces\n"
+    )
     with pytest.raises(GenerationError, match="round-trip"):
         check_user_data(broken, overlay)
     with pytest.raises(GenerationError, match="#cloud-config"):
@@ -314,7 +317,7 @@ def test_user_data_that_does_not_round_trip_is_refused() -> None:
 
 
 def test_driver_modules_are_loaded_by_the_gpu_unit_not_modules_load(full: dict[str, str]) -> None:
-    """A missing nvidia-peermem in modules-load.d fails systemd-modules-load on a driverless image."""
+    """A missing nvidia-peermem in modules-load.d fails systemd-modules-load without a driver."""
     assert "tcp_bbr" in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
     assert "nvidia-peermem" not in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
     assert "\nmodule\tnvidia-peermem\n" in full[GPU_DATA]

@@ -81,7 +81,8 @@ def test_install_sh_has_one_function_per_step() -> None:
 def test_verify_imports_neither_jinja_nor_the_renderer() -> None:
     code = (
         "import sys, generator.verify, generator.verify.run, generator.verify.snapshot\n"
-        "bad = sorted(m for m in sys.modules if m == 'jinja2' or m.startswith(('jinja2.', 'generator.render')))\n"
+        "bad = sorted(m for m in sys.modules if m == 'jinja2' or m.startswith(('jinja2.', "
+        "'generator.render')))\n"
         "print(bad)"
     )
     result = subprocess.run(
@@ -152,7 +153,8 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     shutil.rmtree(tree / "proc/irq/41")  # an interrupt that went away: refused, not fatal
     data = tmp_path / "irq.conf"
     data.write_text(
-        "# layout: tag\nlog-as\tgt-irq\n# irq.pin: eth0\npin\teth0\t0-3\n# irq.pin: ib0\npin\tib0\t4,6\n"
+        "# layout: tag\nlog-as\tgt-irq\n# irq.pin: eth0\npin\teth0\t0-3\n# irq.pin: ib0\n"
+        "pin\tib0\t4,6\n"
         "# irq.pin: lo\npin\tlo\t1\n# irq.pin: gone\npin\tgone0\t1\n"
     )
     env_path = make_bin(tmp_path, {"systemctl": "exit 1\n"})

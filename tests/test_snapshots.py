@@ -151,7 +151,7 @@ def test_distro_changes_only_what_its_snapshots_show(
 
 
 def test_no_stale_snapshot_files() -> None:
-    """A snapshot whose artifact is no longer rendered is removed, not left to mislead a reviewer."""
+    """A snapshot whose artifact is no longer rendered is removed, not left to mislead reviewers."""
     from pathlib import Path
 
     folder = Path(__file__).parent / "__snapshots__" / "test_snapshots"

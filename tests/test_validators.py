@@ -60,7 +60,10 @@ GOOD_SCRIPT = '#!/bin/sh\nset -eu\nprintf "%s\\n" "ok"\n'
 
 
 def unit(body: str, exec_start: str = f"/{SCRIPT.removeprefix('rootfs/')}") -> dict[str, str]:
-    text = f"[Unit]\nDescription=test\n\n[Service]\nType=oneshot\nExecStart={exec_start}\n{body}\n[Install]\nWantedBy=multi-user.target\n"
+    text = (
+        f"[Unit]\nDescription=test\n\n[Service]\nType=oneshot\nExecStart={exec_start}\n{body}\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    )
     return {UNIT: text, SCRIPT: GOOD_SCRIPT}
 
 
@@ -88,15 +91,24 @@ UDEV = "rootfs/etc/udev/rules.d/60-test.rules"
 USER_DATA = "cloud-init/user-data"
 TUNED = "rootfs/etc/tuned/goldtune-test/tuned.conf"
 GRUB = "rootfs/etc/default/grub.d/90-test.cfg"
-GRUB_GOOD = 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }iommu=pt"\n'
-SCHEDULER_RULE = 'ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="nvme[0-9]*n[0-9]*", ATTR{queue/scheduler}="none"\n'
+GRUB_GOOD = (
+    'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT '
+    '}iommu=pt"\n'
+)
+SCHEDULER_RULE = (
+    'ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="nvme[0-9]*n[0-9]*", '
+    'ATTR{queue/scheduler}="none"\n'
+)
 
 
 def user_data(body: str) -> dict[str, str]:
     return {USER_DATA: body, SYSCTL: "vm.swappiness = 1\n"}
 
 
-GOOD_USER_DATA = '#cloud-config\nwrite_files:\n  - path: /etc/sysctl.d/90-test.conf\n    permissions: "0644"\n    content: |\n      vm.swappiness = 1\nruncmd:\n  - [sysctl, --system]\n'
+GOOD_USER_DATA = (
+    '#cloud-config\nwrite_files:\n  - path: /etc/sysctl.d/90-test.conf\n    permissions: "0644"\n'
+    "    content: |\n      vm.swappiness = 1\nruncmd:\n  - [sysctl, --system]\n"
+)
 
 CASES = [
     Case("units", "good", unit(""), ""),
@@ -123,7 +135,9 @@ CASES = [
         "units",
         "dropin-of-driver-unit",
         {
-            "rootfs/etc/systemd/system/nvidia-persistenced.service.d/50-test.conf": "[Service]\nRestartt=always\n"
+            "rootfs/etc/systemd/system/nvidia-persistenced.service.d/50-test.conf": (
+                "[Service]\nRestartt=always\n"
+            )
         },
         "Unknown key 'Restartt'",
     ),
@@ -231,8 +245,11 @@ CASES = [
         "limits",
         "good",
         {
-            LIMITS: "*  soft nofile 1048576\n* hard nofile 1048576\n@gpu - memlock unlimited\nroot - nproc -1\n"
-            "1000: hard core 0\n%  - maxlogins 10\n"
+            LIMITS: (
+                "*  soft nofile 1048576\n* hard nofile 1048576\n@gpu - memlock unlimited\n"
+                "root - nproc -1\n"
+                "1000: hard core 0\n%  - maxlogins 10\n"
+            )
         },
         "",
     ),
@@ -363,7 +380,10 @@ CASES = [
         "tuned",
         "good",
         {
-            TUNED: "[main]\nsummary=test\ninclude=throughput-performance\n\n[cpu]\ngovernor=performance\n\n[sysctl]\nvm.dirty_background_ratio=3\n"
+            TUNED: (
+                "[main]\nsummary=test\ninclude=throughput-performance\n\n[cpu]\ngovernor=performance\n"
+                "\n[sysctl]\nvm.dirty_background_ratio=3\n"
+            )
         },
         "",
     ),
@@ -575,7 +595,7 @@ def verdicts(
             return missing
 
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        return dict(zip(BY_NAME, pool.map(judge, tools.VALIDATORS)))
+        return dict(zip(BY_NAME, pool.map(judge, tools.VALIDATORS), strict=True))
 
 
 def shipped_bundle(

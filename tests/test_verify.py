@@ -26,9 +26,11 @@ from generator.verify.verdicts import Verdict, load_bundle
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 
 RULES = (
-    '# nvme\nACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="nvme[0-9]*n[0-9]*", '
+    '# nvme\nACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
+    'KERNEL=="nvme[0-9]*n[0-9]*", '
     'ATTR{queue/scheduler}="none"\n'
-    'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="sd*", ATTR{queue/rotational}=="0", '
+    'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="sd*", '
+    'ATTR{queue/rotational}=="0", '
     'ATTR{queue/scheduler}="mq-deadline"\n'
 )
 
@@ -176,7 +178,8 @@ CASES = [
             (
                 "kernel",
                 "unknown-params",
-                'Unknown kernel command line parameters "bogus_arg=1", will be passed to user space.',
+                'Unknown kernel command line parameters "bogus_arg=1", will be passed to user '
+                "space.",
             ),
         ],
         DIFFERS,
@@ -350,7 +353,8 @@ CASES = [
             (
                 "gpu",
                 "0",
-                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, 1980, 1980, Disabled, Disabled",
+                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, "
+                "700.00, 1980, 1980, Disabled, Disabled",
             ),
         ],
         OK,
@@ -362,7 +366,8 @@ CASES = [
             (
                 "gpu",
                 "0",
-                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, 1980, 1980, Disabled, Disabled",
+                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, "
+                "700.00, 1980, 1980, Disabled, Disabled",
             ),
         ],
         DIFFERS,
@@ -374,7 +379,8 @@ CASES = [
             (
                 "gpu",
                 "0",
-                "0, 00000000:01:00.0, NVIDIA L4, Enabled, Enabled, Enabled, Default, 72.00, 72.00, 2040, 2040, [N/A], [N/A]",
+                "0, 00000000:01:00.0, NVIDIA L4, Enabled, Enabled, Enabled, Default, 72.00, 72.00, "
+                "2040, 2040, [N/A], [N/A]",
             ),
         ],
         NA,
@@ -386,7 +392,8 @@ CASES = [
             (
                 "gpu",
                 "0",
-                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 630.00, 700.00, 1980, 1980, Disabled, Disabled",
+                "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 630.00, "
+                "700.00, 1980, 1980, Disabled, Disabled",
             ),
         ],
         OK,
@@ -528,7 +535,8 @@ def test_a_clean_boot_is_healthy(tmp_path):
             (
                 "journal",
                 "-",
-                "[ 9.1] guest systemd-sysctl[201]: Couldn't write 'off' to 'kernel/numa_balancing': Invalid argument",
+                "[ 9.1] guest systemd-sysctl[201]: Couldn't write 'off' to "
+                "'kernel/numa_balancing': Invalid argument",
             ),
             "journal",
         ),
@@ -536,7 +544,8 @@ def test_a_clean_boot_is_healthy(tmp_path):
             (
                 "journal",
                 "-",
-                "[ 9.1] guest systemd[1]: /etc/systemd/system.conf.d/90-goldtune.conf:3: Unknown key 'DefaultLimitMEMLOK' in section [Manager], ignoring.",
+                "[ 9.1] guest systemd[1]: /etc/systemd/system.conf.d/90-goldtune.conf:3: Unknown "
+                "key 'DefaultLimitMEMLOK' in section [Manager], ignoring.",
             ),
             "journal",
         ),
@@ -544,7 +553,8 @@ def test_a_clean_boot_is_healthy(tmp_path):
             (
                 "journal",
                 "-",
-                "[ 9.1] guest runuser[300]: pam_limits(runuser:session): unknown limit item 'memlok'",
+                "[ 9.1] guest runuser[300]: pam_limits(runuser:session): unknown limit item "
+                "'memlok'",
             ),
             "journal",
         ),
@@ -560,7 +570,8 @@ def test_a_clean_boot_is_healthy(tmp_path):
             (
                 "journal",
                 "-",
-                "[ 9.1] guest (udev-worker)[150]: sda: /etc/udev/rules.d/60-x.rules:2 Failed to write ATTR{/sys/.../queue/scheduler}, ignoring: Invalid argument",
+                "[ 9.1] guest (udev-worker)[150]: sda: /etc/udev/rules.d/60-x.rules:2 Failed to "
+                "write ATTR{/sys/.../queue/scheduler}, ignoring: Invalid argument",
             ),
             "journal",
         ),
@@ -568,7 +579,8 @@ def test_a_clean_boot_is_healthy(tmp_path):
             (
                 "modprobe-error",
                 "-",
-                "libkmod: ERROR: /etc/modprobe.d/x.conf line 1: ignoring bad line starting with 'blacklst'",
+                "libkmod: ERROR: /etc/modprobe.d/x.conf line 1: ignoring bad line starting with "
+                "'blacklst'",
             ),
             "journal",
         ),
@@ -843,21 +855,30 @@ ROOT_SETTINGS = [
 ]
 ROOT_FILES = {
     "/etc/sysctl.d/90-goldtune.conf": "vm.swappiness = 1\n",
-    "/etc/default/grub.d/90-goldtune.cfg": 'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }iommu=pt"\n',
+    "/etc/default/grub.d/90-goldtune.cfg": (
+        'GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }'
+        'iommu=pt"\n'
+    ),
     "/etc/security/limits.d/90-goldtune.conf": "*  -  nofile  1048576\n",
     "/etc/systemd/system.conf.d/90-goldtune.conf": "[Manager]\nDefaultLimitNOFILE=1048576\n",
     "/etc/modprobe.d/90-goldtune.conf": "blacklist nouveau\noptions nouveau modeset=0\n",
     "/etc/modules-load.d/90-goldtune.conf": "tcp_bbr\n",
-    "/etc/tmpfiles.d/90-goldtune.conf": "w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise\n",
+    "/etc/tmpfiles.d/90-goldtune.conf": (
+        "w /sys/kernel/mm/transparent_hugepage/defrag - - - - defer+madvise\n"
+    ),
     "/etc/udev/rules.d/60-goldtune-io-scheduler.rules": RULES,
     "/etc/tuned/goldtune-inference/tuned.conf": "[cpu]\ngovernor=performance\n",
     "/etc/tuned/active_profile": "goldtune-inference\n",
     "/usr/lib/tuned/functions": "",
-    "/etc/systemd/system/goldtune-gpu.service": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+    "/etc/systemd/system/goldtune-gpu.service": (
+        "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+    ),
     "/usr/lib/systemd/system/irqbalance.service": "[Service]\nExecStart=/usr/sbin/irqbalance\n",
 }
 ROOT_LINKS = {
-    "/etc/systemd/system/multi-user.target.wants/goldtune-gpu.service": "/etc/systemd/system/goldtune-gpu.service",
+    "/etc/systemd/system/multi-user.target.wants/goldtune-gpu.service": (
+        "/etc/systemd/system/goldtune-gpu.service"
+    ),
     "/etc/systemd/system/ctrl-alt-del.target": "/dev/null",
     "/lib": "usr/lib",
 }

@@ -14,9 +14,9 @@ A failure at any point before the swap leaves the previous bundle byte for byte 
 removes the staging directory. Hidden directories that a killed run left for the same target are
 removed by the next run, only when they are ours: our name, keyed by the target's name, with the
 id of a process that no longer runs; a real directory of our user, holding our staging marker or
-a goldtune bundle and nothing else. The target is never followed through a symbolic link, and an existing directory is only
-replaced when it is empty or a goldtune bundle (our manifest.json, and no file the manifest does
-not list).
+a goldtune bundle and nothing else. The target is never followed through a symbolic link, and an
+existing directory is only replaced when it is empty or a goldtune bundle (our manifest.json,
+and no file the manifest does not list).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def write_bundles(
     remove_leftovers(targets)
     staged: list[tuple[Path, Path] | GoldtuneError] = []
     try:
-        for (files, _), target in zip(bundles, targets):
+        for (files, _), target in zip(bundles, targets, strict=True):
             try:
                 staged.append(stage_bundle(files, target))
             except GoldtuneError as error:
@@ -148,7 +148,7 @@ def _swap_or_error(staging: Path, target: Path) -> Path | GoldtuneError:
 
 
 def check_target(target: Path) -> None:
-    """Refuse a symlink, a non-directory, ``/``, or a directory that is not an empty dir or a bundle."""
+    """Refuse a symlink, a non-directory, ``/``, or a directory that is not empty nor a bundle."""
     if target.parent == target:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
     if len(os.fsencode(target.name)) > MAX_NAME_BYTES:

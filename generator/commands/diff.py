@@ -214,7 +214,7 @@ def format_markdown(difference: Difference) -> str:
     old_label, new_label = printable(difference.old_label), printable(difference.new_label)
     lines = [f"### goldtune diff: `{old_label}` → `{new_label}`", ""]
     if difference.same:
-        return "\n".join(lines + ["No change.", ""])
+        return "\n".join([*lines, "No change.", ""])
     counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
     lines += [
         f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.",
@@ -278,7 +278,9 @@ def format_terminal(difference: Difference, colour: bool) -> str:
         ]
         table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
         out.append(table[0])
-        out += [paint(line, c.status) for line, c in zip(table[1:], difference.changes)]
+        out += [
+            paint(line, c.status) for line, c in zip(table[1:], difference.changes, strict=True)
+        ]
     for file_diff in difference.files:
         out += [
             f"text diff of {printable(file_diff.path)}:",

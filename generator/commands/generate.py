@@ -16,7 +16,7 @@ DEFAULT_OUTPUT_DIR = Path("out")
 def generate_bundle(
     hardware: str, profile: str, output: Path | None, os_name: str | None = None
 ) -> Path:
-    """Write the bundle for ``hardware`` x ``profile`` to ``output`` (default out/<hw>-<profile>)."""
+    """Write the ``hardware`` x ``profile`` bundle to ``output`` (default out/<hw>-<profile>)."""
     plan = plan_for(hardware, profile, os_name)
     files = render_bundle(plan)
     return write_bundle(files, output or default_output(plan))

@@ -110,7 +110,7 @@ def plan_combinations(
     catalog: Catalog,
     os_name: str | None = None,
 ) -> list[Combination]:
-    """Every combination in order, hardware-major; a failed input or a taken directory is its error."""
+    """Every combination in order, hardware-major; a failed input or a taken dir is its error."""
     facts = _load_each(hardware, lambda name: load_facts(name, catalog, os_name))
     resolved = _load_each(profiles, load_profile)
     combinations: list[Combination] = []
@@ -239,7 +239,7 @@ def _exit_on_term(signum: int, frame: object) -> None:
 
 
 def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outcome]:
-    global _BATCHES
+    global _BATCHES  # noqa: PLW0603 -- the forked workers inherit the batches, never pickled
     _BATCHES = batches
     preload_templates()
     # What the workers inherit is never collected in them: a collection would touch (and so

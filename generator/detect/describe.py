@@ -161,7 +161,7 @@ def gpu_lines(
             )
         )
     if not found:
-        return lines + [field(0, "gpus", [], "no NVIDIA display or 3D function on the PCI bus")]
+        return [*lines, field(0, "gpus", [], "no NVIDIA display or 3D function on the PCI bus")]
     lines.append("gpus:")
     for device in sorted({f.device for f in found}, key=lambda d: _first(found, d)):
         lines += _gpu_group([f for f in found if f.device == device], numa, machine)
@@ -299,7 +299,7 @@ def nic_lines(
         if nic not in usable
     ]
     if not usable:
-        return lines + [field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
+        return [*lines, field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
     lines.append("nics:")
     for nic in usable:
         lines += _nic(nic, routes, numa, catalog)
@@ -402,7 +402,7 @@ def disk_lines(tree: Tree) -> list[str]:
     if not holding_root:
         lines.append(comment(0, "no disk found holding / (/proc/self/mountinfo); none marked os"))
     if not usable:
-        return lines + [field(0, "disks", [], "no physical disk in /sys/block")]
+        return [*lines, field(0, "disks", [], "no physical disk in /sys/block")]
     lines.append("disks:")
     lines += [_disk(d, d.name in holding_root) for d in usable]
     return lines

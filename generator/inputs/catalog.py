@@ -38,7 +38,7 @@ class PowerLimits(StrictModel):
 class GpuModel(StrictModel):
     key: ModelKey
     name: str
-    aliases: list[str] = []
+    aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
     vendor: Literal["nvidia"] = "nvidia"
     pci_device_ids: Annotated[list[PciDeviceId], Field(min_length=1)]
     architecture: Literal["ampere", "ada", "hopper", "blackwell"]
@@ -68,7 +68,7 @@ class GpuModel(StrictModel):
 class NicModel(StrictModel):
     key: ModelKey
     name: str
-    aliases: list[str] = []
+    aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
     vendor: Literal["nvidia", "intel", "broadcom"]
     pci_ids: Annotated[
         list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]],
@@ -86,7 +86,7 @@ class NicModel(StrictModel):
 class CpuModel(StrictModel):
     key: ModelKey
     name: str
-    aliases: list[str] = []
+    aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
     vendor: Literal["intel", "amd", "nvidia"]
     arch: Literal["x86_64", "aarch64"]
     cores_per_socket: Annotated[int, Field(gt=0, le=1024)] | None = None

@@ -1,17 +1,19 @@
 """Validated catalog entries kept between runs, as ``__pycache__`` keeps compiled modules.
 
 Reading and validating the shipped ``hardware_db/`` files is a fixed cost of every run that grows
-with the catalog. The validated entries of one folder are pickled under ``generator/__catalog_cache__/``
-together with a key: the digest of every file's name and bytes in the folder, of the source
-files that define and validate the entries, and the versions of goldtune, pydantic and Python.
-A changed, added or removed file, or a changed model, changes the key, and the folder is
-validated again. A cache that cannot be read is ignored; a read-only install simply
-validates every time. Files are 0644 and the folder 0755, so that a cache root filled serves every
-user. Like ``__pycache__``, whoever can write the package can change what it runs.
+with the catalog. The validated entries of one folder are pickled under
+``generator/__catalog_cache__/`` together with a key: the digest of every file's name and bytes
+in the folder, of the source files that define and validate the entries, and the versions of
+goldtune, pydantic and Python. A changed, added or removed file, or a changed model, changes the
+key, and the folder is validated again. A cache that cannot be read is ignored; a read-only
+install simply validates every time. Files are 0644 and the folder 0755, so that a cache root
+filled serves every user. Like ``__pycache__``, whoever can write the package can change what it
+runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 import sys
@@ -47,7 +49,7 @@ def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
         stored_key, value = pickle.loads(path.read_bytes())
         if stored_key == key:
             return value  # type: ignore[no-any-return]
-    except Exception:
+    except Exception:  # noqa: S110 -- an unreadable or foreign cache is ignored: validated again
         pass
     value = load()
     _store(path, (key, value))
@@ -57,7 +59,6 @@ def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
 def _store(path: Path, entry: object) -> None:
     if not make_cache_dir(CACHE_DIR):
         return
-    try:
+    # Not writable here (a read-only install): validated again next time.
+    with contextlib.suppress(OSError, pickle.PicklingError):
         write_cache_file(path, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
-    except (OSError, pickle.PicklingError):
-        pass  # not writable here (a read-only install): validated again next time

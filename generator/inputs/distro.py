@@ -70,7 +70,7 @@ class LateSysctlFile(StrictModel):
 
     file: AbsolutePath
     link_to: AbsolutePath | Line | None = None  # where it points, when it is a symbolic link
-    keys: list[SysctlKey] = []  # what it sets out of the box (empty: nothing until edited)
+    keys: list[SysctlKey] = []  # what it sets out of the box (empty: nothing until edited)  # noqa: RUF012 -- pydantic copies field defaults
     package: Line | None = None
     source: Source
 
@@ -132,7 +132,7 @@ class NvidiaUnit(StrictModel):
 
 
 class Nvidia(StrictModel):
-    driver_packages: list[Line] = []
+    driver_packages: list[Line] = []  # noqa: RUF012 -- pydantic copies field defaults
     repository: Line | None = None  # where those packages come from
     persistenced: NvidiaUnit | None = None
     fabricmanager: NvidiaUnit | None = None
@@ -163,19 +163,19 @@ class Backport(StrictModel):
 class Distro(StrictModel):
     key: DistroKey
     name: Line
-    aliases: list[DistroKey] = []
+    aliases: list[DistroKey] = []  # noqa: RUF012 -- pydantic copies field defaults
     family: Literal["debian", "rhel"]
     kernels: Annotated[list[Kernel], Field(min_length=1)]
     systemd: Systemd
-    sysctl_defaults: list[SysctlDefault] = []
-    late_sysctl_files: list[LateSysctlFile] = []
+    sysctl_defaults: list[SysctlDefault] = []  # noqa: RUF012 -- pydantic copies field defaults
+    late_sysctl_files: list[LateSysctlFile] = []  # noqa: RUF012 -- pydantic copies field defaults
     thp: Thp
     init_on_alloc: InitOnAlloc
     tuned: Tuned
     boot_args: BootArgs
     nvidia: Nvidia
-    governor_services: list[GovernorService] = []
-    kernel_backports: list[Backport] = []
+    governor_services: list[GovernorService] = []  # noqa: RUF012 -- pydantic copies field defaults
+    kernel_backports: list[Backport] = []  # noqa: RUF012 -- pydantic copies field defaults
     notes: str = ""
     sources: Sources
 

@@ -91,15 +91,15 @@ class HardwareSpec(StrictModel):
 
     name: BundleName | None = None
     description: str | None = None
-    source: list[str] = []
+    source: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
     system: str | None = None
     cpu: CpuSpec
     memory_gib: Annotated[int, Field(ge=1, le=65536)]
     numa_nodes: Annotated[int, Field(ge=1, le=64)] | None = None
-    gpus: Annotated[list[GpuSpec], Field(max_length=16)] = []
+    gpus: Annotated[list[GpuSpec], Field(max_length=16)] = []  # noqa: RUF012 -- pydantic copies field defaults
     nvswitch: bool | None = None
-    nics: Annotated[list[NicSpec], Field(max_length=64)] = []
-    disks: Annotated[list[DiskSpec], Field(max_length=256)] = []
+    nics: Annotated[list[NicSpec], Field(max_length=64)] = []  # noqa: RUF012 -- pydantic copies field defaults
+    disks: Annotated[list[DiskSpec], Field(max_length=256)] = []  # noqa: RUF012 -- pydantic copies field defaults
     os: OsSpec = Field(default_factory=OsSpec)
 
 
@@ -219,7 +219,8 @@ def _resolve_gpus(
                     Problem(
                         source,
                         f"{where}.numa_nodes",
-                        f"lists {len(gpu.numa_nodes)} nodes for count {gpu.count} GPUs; give one per GPU",
+                        f"lists {len(gpu.numa_nodes)} nodes for count {gpu.count} GPUs; "
+                        "give one per GPU",
                     )
                 )
             for position, node in enumerate(gpu.numa_nodes):
@@ -228,7 +229,8 @@ def _resolve_gpus(
                         Problem(
                             source,
                             f"{where}.numa_nodes[{position}]",
-                            f"NUMA node {node} out of range (the machine has {numa_nodes}: 0-{numa_nodes - 1})",
+                            f"NUMA node {node} out of range "
+                            f"(the machine has {numa_nodes}: 0-{numa_nodes - 1})",
                         )
                     )
         groups.append(GpuGroup(model, gpu.count, tuple(gpu.numa_nodes) if gpu.numa_nodes else None))
@@ -263,7 +265,8 @@ def _resolve_nic(
             Problem(
                 source,
                 f"{where}.speed_gbps",
-                f"{nic.speed_gbps} Gbit/s exceeds the {model.key} maximum of {model.max_speed_gbps}",
+                f"{nic.speed_gbps} Gbit/s exceeds the {model.key} "
+                f"maximum of {model.max_speed_gbps}",
             )
         )
     if model and nic.rdma and not model.rdma:
@@ -273,7 +276,8 @@ def _resolve_nic(
             Problem(
                 source,
                 f"{where}.numa_node",
-                f"NUMA node {nic.numa_node} out of range (the machine has {numa_nodes}: 0-{numa_nodes - 1})",
+                f"NUMA node {nic.numa_node} out of range "
+                f"(the machine has {numa_nodes}: 0-{numa_nodes - 1})",
             )
         )
     rdma = (

@@ -61,7 +61,7 @@ class ProfileFile(Knobs):
     name: BundleName | None = None
     description: str | None = None
     extends: str | None = None
-    overrides: Annotated[list[Override], Field(max_length=500)] = []
+    overrides: Annotated[list[Override], Field(max_length=500)] = []  # noqa: RUF012 -- pydantic copies field defaults
 
 
 KNOB_NAMES: tuple[str, ...] = tuple(Knobs.model_fields)

@@ -14,7 +14,8 @@ that differs between kinds is a field of its row in ``KINDS``:
 - ``live_step``: the step install.sh (``step_<name>``) and cloud-init run on a live system after
   the files are in place, or None when the consumer reads the file when it next starts;
 - ``live_check`` / ``image_check``: the name of the check ``gen verify`` runs for it against a live
-  snapshot (``generator.verify.live.CHECKS``) and a mounted image (``generator.verify.image.CHECKS``).
+  snapshot (``generator.verify.live.CHECKS``) and a mounted image
+  (``generator.verify.image.CHECKS``).
   Several kinds may share a check. ``applied_at_boot_by`` names the bundle's own unit when the
   setting is applied at boot by that unit rather than read by a consumer from a file: the image
   check then judges that unit.
@@ -37,7 +38,7 @@ from generator.model.layout import in_overlay
 
 
 class Kind(StrEnum):
-    """The closed vocabulary of setting kinds (``gen explain --json``'s ``kind``: a stable interface)."""
+    """The closed vocabulary of setting kinds (``gen explain --json``'s ``kind``, a stable API)."""
 
     SYSCTL = "sysctl"
     KERNEL_ARG = "kernel-arg"
@@ -176,7 +177,8 @@ KINDS: tuple[KindSpec, ...] = (
         "Login session limits (security/limits.d)",
         key=rf"(?:{_LIMIT_DOMAIN}) (?:soft|hard|-) (?:{_one_of(LIMIT_ITEMS)})",
         value=rf"unlimited|infinity|{_INT}",
-        shape="'<domain> <soft|hard|-> <item>' (limits.conf(5)) with a number, unlimited or infinity",
+        shape="'<domain> <soft|hard|-> <item>' (limits.conf(5)) "
+        "with a number, unlimited or infinity",
         file=in_overlay(layout.LIMITS_FILE),
         template="limits.conf.j2",
         live_check="limit",

@@ -49,7 +49,8 @@ def resolve_conflicts(settings: list[Setting], source: str) -> list[Setting]:
                     source,
                     f"{setting.kind} {setting.key}",
                     f"rules {previous.rule} ({previous.value!r}) and {setting.rule} "
-                    f"({setting.value!r}) disagree and neither declares that it overrides the other",
+                    f"({setting.value!r}) disagree and neither declares that it overrides "
+                    "the other",
                 )
             )
     if problems:
@@ -90,7 +91,7 @@ def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
 
 
 def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Setting], list[Note]]:
-    """Rules state intent; a known key the target kernel or architecture lacks is dropped with a note.
+    """Rules state intent; a known key the target kernel or arch lacks is dropped with a note.
 
     Unknown keys and profile overrides are not dropped: the cross-checks reject them. A key the
     named distribution's kernel carries as a backport (its table's kernel_backports) is kept on
@@ -196,7 +197,8 @@ def raise_findings(findings: list[Finding], facts: Facts, source: str) -> None:
     if findings:
         raise GenerationError(
             "; ".join(
-                f"rule {f.setting.rule} produced {f.setting.kind} {f.setting.key}={f.setting.value!r}: "
+                f"rule {f.setting.rule} produced "
+                f"{f.setting.kind} {f.setting.key}={f.setting.value!r}: "
                 f"{f.message} (a goldtune bug: please report it)"
                 for f in findings
                 if f.setting

@@ -39,7 +39,7 @@ Target = tuple[str, str]
 
 
 def kernel_int(text: str) -> int | None:
-    """The integer the kernel reads from ``text`` (kstrtol with base 0: 0x.. hex, 0.. octal), or None.
+    """The integer the kernel reads from ``text`` (kstrtol, base 0: 0x.. hex, 0.. octal), or None.
 
     So ``00``, ``+0`` and ``0x0`` are all 0 to the kernel, and to the trap checks.
     """
@@ -83,8 +83,8 @@ TRAPS: tuple[tuple[str, str, Callable[[str], bool], str], ...] = (
         Kind.SYSCTL,
         "vm.swappiness",
         lambda v: _is_int(v, 0),
-        "0 reclaims no anonymous memory until the page cache is gone, ending in OOM kills in cgroups; "
-        "use 1",
+        "0 reclaims no anonymous memory until the page cache is gone, "
+        "ending in OOM kills in cgroups; use 1",
     ),
 )
 
@@ -107,7 +107,7 @@ class PlanChecks(NamedTuple):
 
 
 def check_grammar(setting: Setting) -> str | None:
-    """The key and the value have the form their file needs, as plain data (never escaped into it)."""
+    """The key and value have the form their file needs, as plain data (never escaped into it)."""
     spec = KIND_SPECS.get(setting.kind)
     if spec is None:
         return f"unknown setting kind {setting.kind!r}"
@@ -222,9 +222,9 @@ def check_hugepages(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
         return [
             Finding(
                 count,
-                f"hugepages={count.value} reserves {reserved:.0f} GiB, more than {HUGEPAGE_MAX_FRACTION:.0%} "
-                f"of {facts.memory_gib} GiB RAM; the machine would not have memory left to "
-                "boot services",
+                f"hugepages={count.value} reserves {reserved:.0f} GiB, "
+                f"more than {HUGEPAGE_MAX_FRACTION:.0%} of {facts.memory_gib} GiB RAM; "
+                "the machine would not have memory left to boot services",
                 plan_wide=True,
             )
         ]

@@ -7,9 +7,8 @@ file (``layout.COLLECT_DATA``), one ``SECTION<TAB>WORD`` line per item, each pre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import re
+from collections.abc import Sequence
 
 from generator import TOOL
 from generator.errors import InputError, Problem

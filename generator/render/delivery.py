@@ -137,7 +137,7 @@ def kernel_cmdline(plan: Plan) -> str:
 STEP_WORDS: dict[str, Callable[[Plan], str]] = {
     "tmpfiles": lambda plan: layout.TMPFILES_FILE,
     "tuned": lambda plan: layout.tuned_profile(plan.profile_name),
-    "bootloader": lambda plan: kernel_cmdline(plan),
+    "bootloader": kernel_cmdline,
 }
 
 

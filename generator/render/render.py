@@ -8,6 +8,7 @@ and in ``generator.render.formats``. Nothing the user wrote is ever used as a te
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -145,15 +146,13 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
         try:
             if pickle.load(stream) != bucket.checksum:  # the template changed since
                 return
-            bucket.code = marshal.loads(memoryview(data)[stream.tell() :])
+            bucket.code = marshal.loads(memoryview(data)[stream.tell() :])  # noqa: S302 -- jinja's own cache format, of a file goldtune wrote, checksum checked
         except (EOFError, ValueError, TypeError, pickle.UnpicklingError):
             return
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
+        with contextlib.suppress(OSError):
             write_cache_file(Path(self._get_cache_filename(bucket)), bucket.bytecode_to_string())
-        except OSError:
-            pass
 
 
 def _template_cache() -> jinja2.BytecodeCache | None:
@@ -171,7 +170,7 @@ def make_environment() -> jinja2.Environment:
         bytecode_cache=_template_cache(),
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,
+        autoescape=False,  # noqa: S701 -- config files and shell data, not HTML; values checked by grammar
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -252,7 +251,8 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "tool": TOOL,
         "version": __version__,
         "plan": plan,
-        "header": f"{TOOL} bundle for {comment_text(plan.hardware_name)} / {comment_text(plan.profile_name)}",
+        "header": f"{TOOL} bundle for {comment_text(plan.hardware_name)} "
+        f"/ {comment_text(plan.profile_name)}",
         "sysctl": plan.of_kind("sysctl"),
         "kernel_args": plan.of_kind("kernel-arg"),
         "cmdline": " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg")),

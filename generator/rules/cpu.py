@@ -67,7 +67,7 @@ def energy_preference(facts: Facts, profile: Profile) -> Output:
 
 @rule("cpu.cstates")
 def cstates(facts: Facts, profile: Profile) -> Output:
-    """Shallow C-states for latency profiles, by idle driver: intel_idle on Intel, ACPI elsewhere."""
+    """Shallow C-states for latency profiles, by idle driver: intel_idle on Intel, ACPI elsewhere."""  # noqa: E501 -- the first line is the rule's summary (gen list)
     if profile.cstates != "shallow":
         yield note("C-states left at the default: throughput-bound work, and idle power adds up")
         return

@@ -17,7 +17,10 @@ UNNEEDED_SERVICES = (
     "cups.socket",
     "whoopsie.service",
 )
-WHY = "a headless GPU server never uses it: smaller attack surface and a faster boot; no effect on performance"
+WHY = (
+    "a headless GPU server never uses it: smaller attack surface and a faster boot; "
+    "no effect on performance"
+)
 
 
 @rule("hygiene.modules")

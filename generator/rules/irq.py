@@ -53,7 +53,8 @@ def _pin_reason(facts: Facts, nic: NicFacts) -> str:
     if nic.numa_node is None:
         return (
             f"{nic.name} has no numa_node in the hardware file, so its interrupts are spread over "
-            f"every CPU but {_first_core(facts)} (irqbalance is off); give numa_node to keep them NUMA-local"
+            f"every CPU but {_first_core(facts)} (irqbalance is off); "
+            "give numa_node to keep them NUMA-local"
         )
     return (
         f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}: no cross-socket "

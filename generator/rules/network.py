@@ -50,7 +50,8 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
         unknown = [nic.name for nic in facts.tcp_nics if not nic.speed_gbps]
         missing = f" (no speed_gbps known for {', '.join(unknown)})" if unknown else ""
         yield note(
-            f"no NIC of a known 10 Gbit/s or more carries TCP{missing}: socket buffer defaults are kept"
+            f"no NIC of a known 10 Gbit/s or more carries TCP{missing}: "
+            "socket buffer defaults are kept"
         )
         return
     assert fastest.speed_gbps is not None

@@ -32,7 +32,7 @@ _WORD_END = " \t\n;&|<>()"
 BACKTICKS = "a command substitution (`…`); goldtune does not run the image's code"
 
 
-class Unjudged(Exception):
+class Unjudged(Exception):  # noqa: N818 -- not an error: valid grub that is not evaluated
     """A construct the parser does not evaluate; the message says which."""
 
 

@@ -27,7 +27,8 @@ CONSUMERS = re.compile(
 )
 # Warnings of systemd itself that mean a unit or configuration file was not taken as written.
 SYSTEMD_CONFIG = re.compile(
-    r"Unknown (key|section|lvalue)|Failed to parse|Invalid (section|value|argument)|[Oo]rdering cycle"
+    r"Unknown (key|section|lvalue)|Failed to parse|Invalid (section|value|argument)"
+    r"|[Oo]rdering cycle"
     r"|Found .*cycle|[Bb]ad unit file|Failed to load configuration|\.(conf|service|rules):\d+"
 )
 KERNEL_PARAMETERS = re.compile(r"parameter|command line")
@@ -125,7 +126,10 @@ def check_own_units(snapshot: Snapshot) -> list[Check]:
         said = next(
             (line for line in reversed(log) if not line.startswith(("Starting ", "Finished "))), ""
         )
-        actual = f"{props.get('ActiveState', '?')} ({props.get('SubState', '?')}), result {props.get('Result', '?')}"
+        actual = (
+            f"{props.get('ActiveState', '?')} ({props.get('SubState', '?')}), "
+            f"result {props.get('Result', '?')}"
+        )
         actual += f", {took:.2f} s" if took is not None else ""
         ran = props.get("InactiveExitTimestampMonotonic", "0") not in ("0", "")
         if props.get("UnitFileState") == "enabled" and not ran:

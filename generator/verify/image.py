@@ -291,7 +291,7 @@ def check_modprobe(setting: Setting, image: Image) -> Check:
 
 
 def image_modules(image: Image) -> dict[str, set[str]] | None:
-    """Module names (``-`` as ``_``) per kernel version of the image; None if it has no module tree."""
+    """Module names (``-`` as ``_``) per kernel version of the image; None without a module tree."""
     base = image.resolve("/lib/modules")
     if base is None or not base.is_dir():
         return None
@@ -315,8 +315,9 @@ def check_module_load(setting: Setting, image: Image) -> Check:
         return check_of(
             setting, "not loaded", MISSING, f"{GPU_DATA} does not list it for {GPU_SCRIPT}"
         )
-    files = image.dropins("modules-load.d", ".conf") + [
-        ("/etc/modules", image.read("/etc/modules") or "")
+    files = [
+        *image.dropins("modules-load.d", ".conf"),
+        ("/etc/modules", image.read("/etc/modules") or ""),
     ]
     found = last_assignment(
         files, lambda line: "" if arg_name(line.split()[0]) == arg_name(setting.key) else None

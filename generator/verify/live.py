@@ -9,7 +9,8 @@ missing, or not applicable here with the reason. What a kind measures:
 - ``systemd-manager``: ``systemctl show`` of the manager; ``modprobe``: ``modprobe --showconfig``
   and /proc/modules; ``module-load``: /proc/modules; ``sysfs``: the file, ``[selected]`` value;
 - ``udev``: the scheduler of every disk of that kind that the bundle's rules match;
-- ``tuned``: the active profile, the live value where tuned's option has one, else ``tuned-adm verify``;
+- ``tuned``: the active profile, the live value where tuned's option has one, else
+  ``tuned-adm verify``;
 - ``gpu``: ``nvidia-smi --query-gpu``; ``irq``: smp_affinity_list of the interface's MSI IRQs;
 - ``service``: ``systemctl is-enabled``.
 """
@@ -72,7 +73,10 @@ GPU_FIELDS = (
 
 
 def normal(value: str) -> str:
-    """Booleans as 1/0 and whitespace squeezed, so ``Y`` == ``1`` and ``4096\\t87380`` == ``4096 87380``."""
+    """Booleans as 1/0 and whitespace squeezed.
+
+    So ``Y`` == ``1`` and ``4096\\t87380`` == ``4096 87380``.
+    """
     text = " ".join(value.split())
     if text.lower() in TRUE_WORDS:
         return "1"
@@ -113,7 +117,7 @@ def parse_cmdline(text: str) -> dict[str, str | None]:
     """Kernel parameters by name (``-`` and ``_`` alike, as the kernel compares them); last wins."""
     found: dict[str, str | None] = {}
     for token in re.findall(r'(?:[^\s"]|"[^"]*")+', text):
-        if token == "--":
+        if token == "--":  # noqa: S105 -- the end of the kernel's parameters, not a password
             break
         name, equals, value = token.replace('"', "").partition("=")
         found[arg_name(name)] = value if equals else None
@@ -132,7 +136,7 @@ def check_sysctl(setting: Setting, live: Live) -> Check:
 
 
 def kernel_arg_effect(setting: Setting, live: Live) -> str | None:
-    """What differs in the kernel's own view of an argument that is on the command line, if anything."""
+    """What differs in the kernel's own view of an argument on the command line, if anything."""
     unknown = " ".join(live.snapshot.values("kernel", "unknown-params"))
     if re.search(rf'(?<![\w.-]){re.escape(setting.key)}(=|\s|"|$)', unknown):
         return "the kernel does not know this parameter (it passed it on to init)"
@@ -431,7 +435,9 @@ def gpu_rows(live: Live) -> list[dict[str, str]]:
     for key, value in live.snapshot.section("gpu"):
         if key != "tool":
             parts = [part.strip() for part in value.split(",")]
-            rows.append(dict(zip(GPU_FIELDS, parts + ["?"] * (len(GPU_FIELDS) - len(parts)))))
+            padded = parts + ["?"] * (len(GPU_FIELDS) - len(parts))
+            # strict=False: fields past GPU_FIELDS (a newer nvidia-smi) are dropped, as before.
+            rows.append(dict(zip(GPU_FIELDS, padded, strict=False)))
     return rows
 
 

@@ -10,7 +10,8 @@ Each boot ends with the bundle's collector writing a snapshot to ttyS1; ``gen ve
 compares it with the plan. Slow (about 1.5 min per boot under TCG, plus about 1.5 min once to build
 the cached root): marked ``boot``. Skips without root or without debootstrap/QEMU, except in CI
 (CI=true), where a missing prerequisite fails the test. Logs, snapshots and the verify reports
-land in $GOLDTUNE_BOOT_OUT (default: a pytest temporary directory, so parallel runs never share one).
+land in $GOLDTUNE_BOOT_OUT (default: a pytest temporary directory, so parallel runs never share
+one).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.boot
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-# The shipped system x profile CI boots (GOLDTUNE_BOOT_SYSTEM / GOLDTUNE_BOOT_PROFILE choose another):
+# The shipped system x profile CI boots
+# (GOLDTUNE_BOOT_SYSTEM / GOLDTUNE_BOOT_PROFILE choose another):
 # the richest plan of the shipped set, with boot units for GPUs and NIC interrupts.
 SYSTEM = os.environ.get("GOLDTUNE_BOOT_SYSTEM", "dgx-h100")
 PROFILE = os.environ.get("GOLDTUNE_BOOT_PROFILE", "inference")
@@ -175,7 +177,8 @@ def report_timing(name: str, report: dict[str, Any], out: Path) -> None:
     boot = report["boot"]
     line = (
         f"{name}: bundle units {boot['units_total_s']:.2f} s at boot "
-        f"({', '.join(f'{u} {s:.2f} s' for u, s in boot['units'].items() if s is not None)}); {boot['startup']}"
+        f"({', '.join(f'{u} {s:.2f} s' for u, s in boot['units'].items() if s is not None)}); "
+        f"{boot['startup']}"
     )
     with (out / "timing.txt").open("a") as handle:
         handle.write(line + "\n")
@@ -280,7 +283,8 @@ def test_a_tampered_image_fails_verify(
     tampered = str(int(value) + 7) if value.isdigit() else "7"
     hook = out_dir / "tamper.sh"
     hook.write_text(
-        f"#!/bin/sh\nset -eu\nsed -i 's/^{key} *=.*/{key} = {tampered}/' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
+        f"#!/bin/sh\nset -eu\nsed -i 's/^{key} *=.*/{key} = {tampered}/' "
+        '"$1/etc/sysctl.d/90-goldtune.conf"\n'
         f"grep -q '^{key} = {tampered}$' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
     )
     hook.chmod(0o755)

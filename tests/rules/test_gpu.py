@@ -1,4 +1,5 @@
-"""gpu.*: nouveau, persistence, boot unit, ECC, compute mode, clocks, power, MIG, fabric, DCGM, peermem."""
+"""gpu.*: nouveau, persistence, boot unit, ECC, compute mode, clocks, power, MIG, fabric, DCGM,
+peermem."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""irq.*: fast NICs' interrupts pinned to the NIC's NUMA node (never the first core, compressed) xor irqbalance."""
+"""irq.*: fast NICs' interrupts pinned to the NIC's NUMA node (never the first core, compressed)
+xor irqbalance."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def pin(name: str, cpus: str) -> tuple[str, str, str]:
 
 
 CASES: tuple[Case, ...] = (
-    # 2 sockets x 56 cores x 2 threads: node 0 = 0-55,112-167 less the first core (CPU 0 and its sibling 112)
+    # 2 sockets x 56 cores x 2 threads: node 0 = 0-55,112-167 less the first core
+    # (CPU 0 and its sibling 112)
     Case(
         "xeon-node0",
         irq.pin_nics,

@@ -1,4 +1,5 @@
-"""limits.*: nofile and memlock for logins ('*' and root) and services, aio contexts, inotify watches."""
+"""limits.*: nofile and memlock for logins ('*' and root) and services, aio contexts, inotify
+watches."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""network.*: socket buffers from the NICs that carry TCP, backlog, somaxconn, multi-rail ARP, BBR."""
+"""network.*: socket buffers from the NICs that carry TCP, backlog, somaxconn, multi-rail ARP,
+BBR."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ CASES: tuple[Case, ...] = (
     ),
     Case("rdma-paths-tcp-only", network.rdma_paths, set(), hw={"nics": [FRONT_100]}),
     # socket buffers: the bandwidth-delay product of the fastest TCP NIC at 20 ms (inference) or
-    # 40 ms (training), a power of two, at least 16 MiB, at most 256 MiB (inference) or 512 MiB (training)
+    # 40 ms (training), a power of two, at least 16 MiB,
+    # at most 256 MiB (inference) or 512 MiB (training)
     Case(
         "buffers-100g-inference",
         network.socket_buffers,

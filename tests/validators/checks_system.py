@@ -16,7 +16,8 @@ UNIT_SUFFIXES = ("service", "socket", "timer", "path", "mount", "target")
 
 # --- systemd units and the manager ---------------------------------------------------------------
 
-UNIT_PATTERNS = tuple(f"{ROOTFS}/etc/systemd/system/*.{suffix}" for suffix in UNIT_SUFFIXES) + (
+UNIT_PATTERNS = (
+    *(f"{ROOTFS}/etc/systemd/system/*.{suffix}" for suffix in UNIT_SUFFIXES),
     f"{ROOTFS}/etc/systemd/system/*.d/*.conf",
 )
 
@@ -198,7 +199,8 @@ def check_modules_load(bundle: Path) -> list[str]:
                 problems.append(f"{relative(bundle, path)}:{number}: '{name}' is not a module name")
             elif name.replace("-", "_") in disabled:
                 problems.append(
-                    f"{relative(bundle, path)}:{number}: {name} is loaded at boot but modprobe.d installs it as a no-op"
+                    f"{relative(bundle, path)}:{number}: {name} is loaded at boot but modprobe.d "
+                    "installs it as a no-op"
                 )
     return problems
 
@@ -227,7 +229,8 @@ def world_writable(key: str) -> bool:
 def run_systemd_sysctl(configs: list[Path], keys: list[str]) -> list[str]:
     """The real systemd-sysctl as nobody, for its parser: every write it attempts is refused
     (EACCES, logged at debug level only) and a key nobody could write is not handed to it. Keys
-    missing on *this* kernel (ENOENT) are left to the reference lists: the host is not the target."""
+    missing on *this* kernel (ENOENT) are left to the reference lists: the host is not the target.
+    """
     if os.geteuid() == 0 and any(world_writable(key) for key in keys):
         return ["systemd-sysctl: not run: a key names a world-writable /proc/sys entry"]
     tool = find_tool("systemd-sysctl")

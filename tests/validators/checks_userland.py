@@ -68,7 +68,9 @@ def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
                 **{b: output_problems(decoded, "cloudinit_check.py") for b in with_data},
             }
         scripts: dict[Path, Path] = {}
-        for index, (bundle, report) in enumerate(zip(with_data, json.loads(decoded.stdout))):
+        for index, (bundle, report) in enumerate(
+            zip(with_data, json.loads(decoded.stdout), strict=True)
+        ):
             results[bundle] += [
                 f"{USER_DATA}: {problem}".replace(copies[index], USER_DATA)
                 for problem in report["problems"]
@@ -100,7 +102,8 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
             continue
         if path not in overlay:
             problems.append(
-                f"{USER_DATA}: write_files delivers {path}, which is not in rootfs/ (no check covers it)"
+                f"{USER_DATA}: write_files delivers {path}, which is not in rootfs/ (no check "
+                "covers it)"
             )
             continue
         if (written / path.lstrip("/")).read_bytes() != overlay[path].read_bytes():
@@ -108,13 +111,14 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
         actual = overlay[path].stat().st_mode & 0o7777
         if int(mode, 8) != actual:
             problems.append(
-                f"{USER_DATA}: write_files mode {mode} of {path} differs from rootfs ({oct(actual)})"
+                f"{USER_DATA}: write_files mode {mode} of {path} differs from rootfs "
+                f"({oct(actual)})"
             )
     return problems
 
 
 def check_tuned_selection(bundle: Path, path: str, value: str) -> list[str]:
-    """The profile tuned starts with must exist (bundle or tuned's own); the mode is a tuned word."""
+    """The profile tuned starts with exists (bundle or tuned's own); the mode is a tuned word."""
     if path.endswith("profile_mode"):
         return (
             []
@@ -162,7 +166,7 @@ def shellcheck_many(scripts: list[Path]) -> dict[Path, list[str]]:
     ]
     findings: dict[Path, list[str]] = {script: [] for script in scripts}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for batch, result in zip(batches, pool.map(shellcheck_batch, batches)):
+        for batch, result in zip(batches, pool.map(shellcheck_batch, batches), strict=True):
             by_name = {str(script): script for script in batch}
             for line in (result.stdout + result.stderr).splitlines():
                 findings[by_name.get(line.split(":", 1)[0], batch[0])].append(line)
@@ -189,7 +193,8 @@ def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
     for bundle in bundles:
         scripts = script_files(bundle)
         results[bundle] = [
-            f"{relative(bundle, path)}: interpreter {interpreter(path)!r} is not a shell; no check covers it"
+            f"{relative(bundle, path)}: interpreter {interpreter(path)!r} is not a shell; no check "
+            "covers it"
             for path in scripts
             if interpreter(path) not in SHELLS
         ]
@@ -269,7 +274,7 @@ BASES = {"Debian's default (quiet)": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"', "unse
 
 
 def source_dropins(dropins: list[Path], base: str) -> tuple[str, list[str]]:
-    """(GRUB_CMDLINE_LINUX_DEFAULT after sourcing as grub-mkconfig does, other variables changed)."""
+    """(GRUB_CMDLINE_LINUX_DEFAULT sourced as grub-mkconfig does it, other variables changed)."""
     with scratch("grub") as tmp:
         for path in dropins:
             copy_readable(path, tmp / "grub.d" / path.name)
@@ -352,7 +357,8 @@ def check_grub(bundle: Path) -> list[str]:
         expected = " ".join(filter(None, ["quiet" if base else "", cmdline or ""]))
         if cmdline is not None and value.split() != expected.split():
             problems.append(
-                f"grub.d over {label}: GRUB_CMDLINE_LINUX_DEFAULT is {value!r}, expected {expected!r}"
+                f"grub.d over {label}: GRUB_CMDLINE_LINUX_DEFAULT is {value!r}, expected "
+                f"{expected!r}"
             )
     return problems
 

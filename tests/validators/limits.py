@@ -150,7 +150,8 @@ def check_semantics(lines: list[LimitLine], nr_open: int = NR_OPEN_DEFAULT) -> l
         value = _number(line.value, nr_open, line.item)
         if line.item == "nofile" and value is not None and value > nr_open:
             problems.append(
-                f"line {line.number}: nofile {value} is above fs.nr_open ({nr_open}): setrlimit fails at login"
+                f"line {line.number}: nofile {value} is above fs.nr_open ({nr_open}): setrlimit "
+                "fails at login"
             )
         key = (line.domain, line.item)
         if line.type in {"soft", "-"}:
@@ -165,7 +166,8 @@ def check_semantics(lines: list[LimitLine], nr_open: int = NR_OPEN_DEFAULT) -> l
             and (soft_value is None or soft_value > hard_value)
         ):
             problems.append(
-                f"line {number}: soft {key[1]} of {key[0]} ({soft_value if soft_value is not None else 'unlimited'}) "
+                f"line {number}: soft {key[1]} of {key[0]} "
+                f"({soft_value if soft_value is not None else 'unlimited'}) "
                 f"is above its hard limit ({hard_value}): setrlimit fails at login"
             )
     return problems

@@ -1,6 +1,7 @@
 """Record the sysctl keys of the running kernel, with the shape of each value, for the validators.
 
-    python3 tests/validators/make_sysctl_keys.py > tests/validators/sysctl-keys-$(uname -r | cut -d. -f1,2).txt
+    python3 tests/validators/make_sysctl_keys.py \
+        > tests/validators/sysctl-keys-$(uname -r | cut -d. -f1,2).txt
 
 Run it as root on a reference kernel (reading a few entries needs root; nothing is written).
 Per-interface directories (net.ipv4.conf.<if>, net.ipv6.neigh.<if>, ...) are kept only as
@@ -54,7 +55,8 @@ def main() -> int:
         f"# sysctl keys of Linux {platform.release()} ({platform.machine()}), read from /proc/sys"
     )
     print(
-        f"# by tests/validators/make_sysctl_keys.py as uid {os.geteuid()} on {time.strftime('%Y-%m-%d')}."
+        f"# by tests/validators/make_sysctl_keys.py as uid {os.geteuid()} on "
+        f"{time.strftime('%Y-%m-%d')}."
     )
     print("# <key> <shape>: shape is int, int*N (N integers), text, or - (write-only entry)")
     for key, shape in entries:

@@ -44,7 +44,7 @@ LOCATIONS = {
 }
 
 
-class MissingTool(Exception):
+class MissingTool(Exception):  # noqa: N818 -- a reason to skip, not an error
     """A real consumer tool is not installed here; the test skips (locally) or fails (CI)."""
 
     def __init__(self, tool: str, why: str = "not installed") -> None:
@@ -70,7 +70,7 @@ def find_tool(name: str) -> str:
 
 
 def find_udevadm() -> str:
-    """A udevadm that has ``verify`` (systemd 254+): $GOLDTUNE_UDEVADM, the unpacked backport, $PATH."""
+    """A udevadm with ``verify`` (systemd 254+): $GOLDTUNE_UDEVADM, the unpacked backport, $PATH."""
     candidates = [
         os.environ.get("GOLDTUNE_UDEVADM", ""),
         str(TOOLS_DIR / "udev" / "bin" / "udevadm"),
