@@ -32,7 +32,6 @@ from generator.textsafe import short_key
 InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")]
 DiskName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]{0,31}$")]
 BundleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
-Count = Annotated[int, Field(ge=1, le=64)]
 NumaNode = Annotated[int, Field(ge=0, le=63)]
 
 NAME_RULES = {
@@ -196,9 +195,7 @@ def edit_by_name(
     true`` alone drops it; a new name is appended as a whole item. The list keeps its order.
     """
     items = [dict(item) if isinstance(item, dict) else item for item in base]
-    position = {
-        str(item.get("name")): i for i, item in enumerate(items) if isinstance(item, dict)
-    }
+    position = {str(item.get("name")): i for i, item in enumerate(items) if isinstance(item, dict)}
     problems: list[Problem] = []
     removed: set[int] = set()
     for name, edit in edits.items():
@@ -341,7 +338,8 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
     if vendor is None and not problems:
         problems.append(Problem(source, "cpu.vendor", "required when cpu.model is not given"))
     arch, arch_problems = _resolve_arch(spec, model, vendor, source)
-    problems += [] if problems else arch_problems
+    if not problems:  # an unknown model or a missing vendor is the one thing to fix first
+        problems += arch_problems
     cores = spec.cores_per_socket or (model.cores_per_socket if model else None)
     if cores is None and not problems:
         problems.append(
