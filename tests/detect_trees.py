@@ -335,9 +335,18 @@ def epyc_nps4() -> FakeMachine:
 
 
 def ampere_one() -> FakeMachine:
-    """AmpereOne (MIDR implementer 0xc0), an A100 PCIe: the format cannot say this CPU yet."""
+    """AmpereOne (MIDR implementer 0xc0), an A100 PCIe: vendor ampere, arch aarch64."""
     box = FakeMachine(arm_cpuinfo("0xc0", "0xac3"), 1, 192, 1, split_nodes(192, 1), 512 * GIB)
     box.pci("0000:01:00.0", "10de", "20b5", "0x030200", node=0)
+    return box
+
+
+def graviton() -> FakeMachine:
+    """A Graviton-like box: Arm's own Neoverse V1 (0x41/0xd40), no Grace SoC id, an L4 PCIe:
+    vendor other, arch aarch64, and nothing Grace about it."""
+    box = FakeMachine(arm_cpuinfo("0x41", "0xd40"), 1, 64, 1, split_nodes(64, 1), 256 * GIB)
+    box.soc_id = "jep106:043b:0000"  # not NVIDIA's code; any other SoC reads the same
+    box.pci("0000:31:00.0", "10de", "27b8", "0x030200", node=0)
     return box
 
 

@@ -30,7 +30,10 @@ def check(text: str, tmp_path: Path, profile: str = "inference") -> tuple[int, s
     return result.exit_code, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["dgx_h100", "l4_pcie", "gh200", "epyc_nps4", "vm_without_gpus"])
+@pytest.mark.parametrize(
+    "name",
+    ["dgx_h100", "l4_pcie", "gh200", "epyc_nps4", "vm_without_gpus", "ampere_one", "graviton"],
+)
 @pytest.mark.parametrize("profile", ["inference", "training"])
 def test_detected_description_passes_gen_check(name: str, profile: str, tmp_path: Path):
     _, text = detected(getattr(trees, name)(), tmp_path)
@@ -117,6 +120,7 @@ def test_gh200_keeps_cpu_less_nodes_out_of_the_count(tmp_path: Path):
     assert data["cpu"] == {
         "model": "Grace",
         "vendor": "nvidia",
+        "arch": "aarch64",
         "sockets": 1,
         "cores_per_socket": 72,
         "threads_per_core": 1,
@@ -135,9 +139,9 @@ def test_gh200_keeps_cpu_less_nodes_out_of_the_count(tmp_path: Path):
 def test_neoverse_v2_without_the_grace_soc_id_is_not_called_grace(tmp_path: Path):
     machine = trees.gh200()
     machine.soc_id = None
-    status, text, errors = detect(machine.build(tmp_path / "tree"))
-    assert status == 2 and text == ""
-    assert "an aarch64 CPU that is not NVIDIA Grace" in errors
+    data, text = detected(machine, tmp_path)
+    assert data["cpu"]["vendor"] == "other" and data["cpu"]["arch"] == "aarch64"
+    assert "model" not in data["cpu"] and "not NVIDIA Grace (SoC id is not" in text
 
 
 def test_epyc_nps4_has_four_nodes_per_socket(tmp_path: Path):
@@ -153,14 +157,45 @@ def test_epyc_nps4_has_four_nodes_per_socket(tmp_path: Path):
     assert "numa_node -1, but its local_cpulist is that node's" in text
 
 
-def test_ampere_is_refused_with_what_the_format_lacks(tmp_path: Path):
-    out = tmp_path / "ampere.yaml"
-    status, _, errors = detect(trees.ampere_one().build(tmp_path / "tree"), "-o", str(out))
+def test_ampere_is_described_as_ampere_aarch64(tmp_path: Path):
+    data, text = detected(trees.ampere_one(), tmp_path)
+    assert data["cpu"] == {
+        "vendor": "ampere",
+        "arch": "aarch64",
+        "sockets": 1,
+        "cores_per_socket": 192,
+        "threads_per_core": 1,
+    }
+    assert "implementer 0xc0 is Ampere" in text
+    assert data["gpus"] == [{"model": "A100-PCIe-80GB", "count": 1, "numa_nodes": [0]}]
+
+
+def test_graviton_is_other_aarch64_and_gets_no_grace_setting(tmp_path: Path):
+    data, text = detected(trees.graviton(), tmp_path)
+    assert (data["cpu"]["vendor"], data["cpu"]["arch"]) == ("other", "aarch64")
+    path = tmp_path / "graviton.yaml"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["explain", "--hw", str(path), "--profile", "inference"])
+    assert result.exit_code == 0, result.output
+    assert "acpi_power_meter" not in result.output
+
+
+def test_an_x86_vendor_without_a_name_is_other(tmp_path: Path):
+    machine = trees.vm_without_gpus()
+    machine.cpuinfo = trees.x86_cpuinfo("HygonGenuine", "Hygon C86 7285 32-core Processor")
+    data, _ = detected(machine, tmp_path)
+    assert (data["cpu"]["vendor"], data["cpu"]["arch"]) == ("other", "x86_64")
+
+
+def test_a_cpu_of_no_known_arch_is_refused(tmp_path: Path):
+    machine = trees.vm_without_gpus()
+    machine.cpuinfo = "processor\t: 0\nisa\t: rv64imafdc\n"
+    out = tmp_path / "riscv.yaml"
+    status, _, errors = detect(machine.build(tmp_path / "tree"), "-o", str(out))
     assert status == 2 and not out.exists()
     lines = errors.strip().splitlines()
     assert len(lines) == 1, errors
-    assert "proc/cpuinfo: cpu.vendor: an aarch64 CPU that is not NVIDIA Grace" in lines[0]
-    assert "Ampere core (MIDR 0xc0/0xac3)" in lines[0] and "has no cpu.arch" in lines[0]
+    assert "proc/cpuinfo: cpu.arch: neither an x86 vendor_id nor an Arm CPU implementer" in lines[0]
 
 
 def test_vm_without_gpus(tmp_path: Path):
@@ -210,7 +245,9 @@ def test_writes_a_file_atomically_and_keeps_it_on_failure(tmp_path: Path):
     assert status == 0, errors
     before = out.read_text()
     assert before.startswith("# Hardware description")
-    status, _, _ = detect(trees.ampere_one().build(tmp_path / "bad"), "-o", str(out))
+    bad = trees.ampere_one()
+    bad.cpuinfo = "processor\t: 0\n"
+    status, _, _ = detect(bad.build(tmp_path / "bad"), "-o", str(out))
     assert status == 2 and out.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "box.yaml", "good"]
 

@@ -67,8 +67,64 @@ GOOD = [
     ("no gpus", {"gpus": []}, lambda f: not f.has_gpus),
     (
         "64k pages",
-        {"os": {"page_size_kib": 64, "kernel": "6.8"}},
+        {"cpu": {"vendor": "ampere"}, "os": {"page_size_kib": 64, "kernel": "6.8"}},
         lambda f: f.os.page_size_kib == 64 and f.os.kernel == (6, 8),
+    ),
+    (
+        "ampere is aarch64",
+        {"cpu": {"vendor": "ampere"}},
+        lambda f: (f.cpu.vendor, f.cpu.arch) == ("ampere", "aarch64"),
+    ),
+    (
+        "graviton: other with arch",
+        {"cpu": {"vendor": "other", "arch": "aarch64"}},
+        lambda f: (f.cpu.vendor, f.cpu.arch) == ("other", "aarch64"),
+    ),
+    (
+        "other x86",
+        {"cpu": {"vendor": "other", "arch": "x86_64"}},
+        lambda f: f.cpu.arch == "x86_64",
+    ),
+    (
+        "grace by model",
+        {"cpu": {"model": "Grace", "vendor": None, "cores_per_socket": None}},
+        lambda f: (f.cpu.vendor, f.cpu.arch) == ("nvidia", "aarch64"),
+    ),
+    ("arch agrees with vendor", {"cpu": {"arch": "x86_64"}}, lambda f: f.cpu.arch == "x86_64"),
+    (
+        "gpu as nvidia-smi prints it",
+        {"gpus": [{"model": "NVIDIA H100 80GB HBM3", "count": 8}]},
+        lambda f: f.gpus[0].model.key == "H100-SXM5-80GB",
+    ),
+    (
+        "gpu as lspci -nn prints it",
+        {"gpus": [{"model": "10de:2330", "count": 8}]},
+        lambda f: f.gpus[0].model.key == "H100-SXM5-80GB",
+    ),
+    (
+        "gpu by vendor and name",
+        {"gpus": [{"model": "NVIDIA B200", "count": 8}]},
+        lambda f: f.gpus[0].model.key == "B200",
+    ),
+    (
+        "nic by family name",
+        {"nics": [{"name": "e0", "model": "Intel E810", "role": "frontend"}]},
+        lambda f: f.nics[0].model is not None and f.nics[0].model.key == "E810",
+    ),
+    (
+        "nic by vendor and part",
+        {"nics": [{"name": "e0", "model": "Broadcom BCM57508", "role": "frontend"}]},
+        lambda f: f.nics[0].model is not None and f.nics[0].model.key == "BCM57508",
+    ),
+    (
+        "nic by pci id",
+        {"nics": [{"name": "e0", "model": "15b3:1021", "role": "compute"}]},
+        lambda f: f.nics[0].model is not None and f.nics[0].model.key == "ConnectX-7",
+    ),
+    (
+        "L4 is L4, not L40S",
+        {"gpus": [{"model": "l4", "count": 1}]},
+        lambda f: f.gpus[0].model.key == "L4",
     ),
 ]
 
@@ -134,6 +190,53 @@ BAD = [
         "contradicts",
     ),
     ("no vendor", {"cpu": {"vendor": None}}, "cpu.vendor", "required"),
+    ("other without arch", {"cpu": {"vendor": "other"}}, "cpu.arch", "required when"),
+    ("unknown vendor", {"cpu": {"vendor": "arm"}}, "cpu.vendor", "invalid value 'arm'"),
+    ("arm64 is not an arch", {"cpu": {"arch": "arm64"}}, "cpu.arch", "invalid value"),
+    (
+        "intel is not aarch64",
+        {"cpu": {"arch": "aarch64"}},
+        "cpu.arch",
+        "contradicts vendor intel (x86_64 only)",
+    ),
+    (
+        "grace is not x86",
+        {"cpu": {"model": "Grace", "vendor": None, "arch": "x86_64"}},
+        "cpu.arch",
+        "contradicts model Grace (aarch64)",
+    ),
+    (
+        "64k pages on x86",
+        {"os": {"page_size_kib": 64}},
+        "os.page_size_kib",
+        "64 KiB pages do not exist on x86_64",
+    ),
+    (
+        "16k pages on x86",
+        {"cpu": {"vendor": "other", "arch": "x86_64"}, "os": {"page_size_kib": 16}},
+        "os.page_size_kib",
+        "do not exist on x86_64",
+    ),
+    ("kernel not whole", {"os": {"kernel": "6"}}, "os.kernel", "invalid value"),
+    ("kernel with junk", {"os": {"kernel": "6.8 junk"}}, "os.kernel", "invalid value"),
+    (
+        "ambiguous gpu family",
+        {"gpus": [{"model": "H100", "count": 1}]},
+        "gpus[0].model",
+        "'H100' could be any of H100-NVL, H100-PCIe, H100-SXM5-80GB",
+    ),
+    (
+        "no substring match",
+        {"gpus": [{"model": "L40", "count": 1}]},
+        "gpus[0].model",
+        "unknown GPU model 'L40'",
+    ),
+    (
+        "pci id of another vendor",
+        {"gpus": [{"model": "8086:2330", "count": 1}]},
+        "gpus[0].model",
+        "unknown GPU model",
+    ),
     (
         "duplicate nic",
         {"nics": [{"name": "eth0", "role": "frontend"}, {"name": "eth0", "role": "storage"}]},
@@ -270,3 +373,71 @@ def test_unknown_field_hints_the_nearest_known_one(write, changes, path, hint):
         load_facts(hw_with(write, changes), CATALOG)
     [problem] = [p for p in caught.value.problems if p.path == path]
     assert problem.message == "unknown field" and problem.hint == hint
+
+
+OVERLAYS = [
+    (
+        "change one nic by name",
+        "nics: {ibp24s0: {speed_gbps: 200}}",
+        lambda f: (
+            (len(f.nics), f.nics[0].name, f.nics[0].speed_gbps) == (14, "ibp24s0", 200)
+            and f.nics[1].speed_gbps == 400
+        ),
+    ),
+    (
+        "rename one nic, in place",
+        "nics: {ibp24s0: {name: ib0}}",
+        lambda f: [n.name for n in f.nics][:2] == ["ib0", "ibp64s0"] and len(f.nics) == 14,
+    ),
+    (
+        "remove one nic",
+        "nics: {ibp24s0: {remove: true}}",
+        lambda f: len(f.nics) == 13 and "ibp24s0" not in [n.name for n in f.nics],
+    ),
+    (
+        "add one nic at the end",
+        "nics: {eth9: {role: management, speed_gbps: 1}}",
+        lambda f: len(f.nics) == 15 and f.nics[-1].name == "eth9",
+    ),
+    (
+        "change a disk by name",
+        "disks: {nvme2n1: {role: data}}",
+        lambda f: [d.role for d in f.disks][:4] == ["os", "os", "data", "cache"],
+    ),
+    (
+        "a list still replaces",
+        "nics: [{name: ib0, role: compute}]",
+        lambda f: [n.name for n in f.nics] == ["ib0"],
+    ),
+    ("overlay without cpu", "memory_gib: 1024", lambda f: f.cpu.sockets == 2),
+]
+
+
+@pytest.mark.parametrize("label,text,check", OVERLAYS, ids=[o[0] for o in OVERLAYS])
+def test_overlay_edits_lists_by_name(write, label, text, check):
+    facts, _ = load_facts(str(write("mine.yaml", f"system: dgx-h100\n{text}\n")), CATALOG)
+    assert check(facts), [(n.name, n.speed_gbps) for n in facts.nics]
+
+
+BAD_OVERLAYS = [
+    ("remove a name not there", "nics: {ibp25s0: {remove: true}}", "nics.ibp25s0", "no nics item"),
+    ("remove is alone", "nics: {ibp24s0: {remove: true, role: storage}}", "nics.ibp24s0", "alone"),
+    ("edit not a mapping", "nics: {ibp24s0: 200}", "nics.ibp24s0", "expected a mapping"),
+    ("new nic lacks role", "nics: {eth9: {speed_gbps: 1}}", "nics[14].role", "required"),
+    ("rename onto another", "nics: {ibp24s0: {name: ibp64s0}}", "nics[1].name", "duplicate"),
+]
+
+
+@pytest.mark.parametrize("label,text,path,message", BAD_OVERLAYS, ids=[b[0] for b in BAD_OVERLAYS])
+def test_bad_overlay_names_the_field(write, label, text, path, message):
+    with pytest.raises(InputError) as caught:
+        load_facts(str(write("mine.yaml", f"system: dgx-h100\n{text}\n")), CATALOG)
+    matching = [p for p in caught.value.problems if p.path == path]
+    assert matching and message in str(matching[0]), [str(p) for p in caught.value.problems]
+
+
+def test_edits_by_name_need_a_reference_system(write):
+    with pytest.raises(InputError) as caught:
+        load_facts(hw_with(write, {"nics": {"eth0": {"speed_gbps": 10}}}), CATALOG)
+    assert [p.path for p in caught.value.problems] == ["nics"]
+    assert "edits a reference system's list" in str(caught.value)

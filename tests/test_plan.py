@@ -260,8 +260,14 @@ CPU_SHAPES = st.sampled_from(
         {"vendor": "amd", "threads_per_core": 2},
         {"vendor": "nvidia", "threads_per_core": 1},  # Arm
         {"vendor": "nvidia", "threads_per_core": 2},  # Arm with SMT: nosmt is dropped with a note
+        {"vendor": "ampere", "threads_per_core": 1},  # Arm, not Grace
+        {"vendor": "other", "arch": "aarch64", "threads_per_core": 1},  # Graviton-like
+        {"vendor": "other", "arch": "x86_64", "threads_per_core": 2},  # Hygon-like
     ]
 )
+# x86_64 kernels have 4 KiB pages only; arm64 builds also offer 16 and 64 KiB.
+PAGE_SIZES = {"x86_64": [4], "aarch64": [4, 16, 64]}
+ARCH_OF_SHAPE = {"intel": "x86_64", "amd": "x86_64", "nvidia": "aarch64", "ampere": "aarch64"}
 KERNELS = st.none() | st.sampled_from(["4.15", "4.17", "4.18", "5.2", "5.3", "5.15", "6.8"])
 GPU_MODELS = st.sampled_from(["H100-SXM5-80GB", "L4", "L40S", "B200", "A100-SXM4-80GB", "GH200"])
 
@@ -289,8 +295,10 @@ def machines(draw: st.DrawFn) -> dict[str, Any]:
         {"model": draw(GPU_MODELS), "count": draw(st.sampled_from([1, 2, 4, 8]))}
         for _ in range(draw(st.integers(0, 2)))
     ]
+    shape = draw(CPU_SHAPES)
+    arch = shape.get("arch") or ARCH_OF_SHAPE[shape["vendor"]]
     return {
-        "cpu": {**draw(CPU_SHAPES), "sockets": sockets, "cores_per_socket": cores},
+        "cpu": {**shape, "sockets": sockets, "cores_per_socket": cores},
         "numa_nodes": numa_nodes,
         "memory_gib": draw(st.sampled_from([16, 128, 255, 256, 512, 2048])),
         "gpus": gpus,
@@ -301,7 +309,7 @@ def machines(draw: st.DrawFn) -> dict[str, Any]:
                 draw(st.lists(st.sampled_from(["nvme", "ssd", "hdd"]), max_size=3))
             )
         ],
-        "os": {"kernel": draw(KERNELS), "page_size_kib": draw(st.sampled_from([4, 16, 64]))},
+        "os": {"kernel": draw(KERNELS), "page_size_kib": draw(st.sampled_from(PAGE_SIZES[arch]))},
     }
 
 

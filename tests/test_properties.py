@@ -45,7 +45,8 @@ def cpu_model(key: str) -> CpuModel:
     return model
 
 
-# every way the format names a shipped GPU: key, alias (any case), PCI device id
+# every way the format names one shipped GPU: key, alias (any case), PCI device id (bare and
+# as lspci -nn prints it); not the family names several entries share, which are errors
 GPU_NAMES = sorted(
     {
         name
@@ -56,7 +57,9 @@ GPU_NAMES = sorted(
             *model.aliases,
             *(alias.lower() for alias in model.aliases),
             *model.pci_device_ids,
+            *(f"10de:{device[2:]}" for device in model.pci_device_ids),
         ]
+        if name.lower() not in CATALOG.gpus.shared_names
     }
 )
 NIC_MODELS = CATALOG.nics.keys
@@ -100,8 +103,10 @@ def cpus(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             cpu["vendor"] = model.vendor
         return cpu
-    vendor = draw(st.sampled_from(["intel", "amd", "nvidia"]))
+    vendor = draw(st.sampled_from(["intel", "amd", "nvidia", "ampere", "other"]))
     cpu = {"vendor": vendor, "sockets": sockets, "cores_per_socket": draw(st.integers(1, 128))}
+    if vendor == "other":
+        cpu["arch"] = draw(st.sampled_from(["x86_64", "aarch64"]))
     if draw(st.booleans()):
         cpu["threads_per_core"] = draw(st.integers(1, 2))
     return cpu
@@ -116,7 +121,9 @@ def cores_of(cpu: dict[str, Any]) -> int:
 def arch_of(cpu: dict[str, Any]) -> str:
     if "model" in cpu:
         return cpu_model(cpu["model"]).arch
-    return "aarch64" if cpu["vendor"] == "nvidia" else "x86_64"
+    if "arch" in cpu:
+        return str(cpu["arch"])
+    return "aarch64" if cpu["vendor"] in ("nvidia", "ampere") else "x86_64"
 
 
 def gpus(numa_nodes: int) -> st.SearchStrategy[list[dict[str, Any]]]:

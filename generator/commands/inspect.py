@@ -88,11 +88,10 @@ def run_list(as_json: bool) -> None:
 
 
 def input_schema(which: str) -> dict[str, Any]:
-    from generator.inputs.hardware import HardwareSpec
+    from generator.inputs.hardware import json_schema
     from generator.inputs.profile import ProfileFile
 
-    model = HardwareSpec if which == "hardware" else ProfileFile
-    schema = model.model_json_schema()
+    schema = json_schema() if which == "hardware" else ProfileFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"goldtune {which} description"
     return schema

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from generator.detect.tree import Tree, shown
 from generator.errors import InputError, Problem
-from generator.inputs.catalog import Catalog
+from generator.inputs.catalog import AmbiguousNameError, Catalog
 from generator.model.cpulist import expand_cpus
 
 MAX_CPUS = 16384
@@ -37,13 +37,16 @@ ARM_IMPLEMENTERS = {
 SOC_ID = "/sys/devices/soc0/soc_id"
 GRACE_SOC_ID = "jep106:036b:0241"
 X86_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+# Arm implementers the format has a cpu.vendor for; every other one (Graviton's cores are Arm's
+# own Neoverse, implementer 0x41) is written as vendor `other` with `arch: aarch64`.
+ARM_VENDORS = {"0xc0": "ampere"}
 # What cpuinfo model names add around the catalog's names: trademarks, "CPU", the clock, and
 # AMD's "96-Core Processor". Removing them leaves a name the catalog matches exactly.
 MODEL_NOISE = re.compile(r"\((?:R|TM|tm|r)\)|\bCPU\b|@.*$|\b\d+-Core\b|\bProcessor\b")
 
 
 class CpuIdentity(NamedTuple):
-    vendor: str  # intel | amd | nvidia
+    vendor: str  # intel | amd | nvidia | ampere | other
     arch: str  # x86_64 | aarch64
     model: str | None  # a catalog key, or None
     seen_as: str  # what cpuinfo or the SoC id says, for the comment
@@ -102,21 +105,23 @@ def identify_cpu(tree: Tree, catalog: Catalog) -> CpuIdentity:
 
 def _identify_x86(tree: Tree, fields: dict[str, str], catalog: Catalog) -> CpuIdentity:
     vendor_id = fields.get("vendor_id", "")
-    vendor = X86_VENDORS.get(vendor_id)
-    if vendor is None:
+    if not vendor_id:
         raise InputError(
             Problem(
                 tree.label(CPUINFO),
-                "cpu.vendor",
-                (
-                    f"CPU vendor {shown(vendor_id)!r} cannot be described: the format's cpu.vendor "
-                    "accepts intel, amd and nvidia only"
-                ),
+                "cpu.arch",
+                "neither an x86 vendor_id nor an Arm CPU implementer: not a CPU the format knows",
             )
         )
+    # vendor_id is x86 CPUID leaf 0, so the arch is certain even for a vendor without a name
+    # in the format (Hygon, Zhaoxin): those are `other`.
+    vendor = X86_VENDORS.get(vendor_id, "other")
     name = fields.get("model name", "")
     cleaned = " ".join(MODEL_NOISE.sub(" ", name).split())
-    entry = catalog.cpus.find(cleaned) if cleaned else None
+    try:
+        entry = catalog.cpus.find(cleaned) if cleaned else None
+    except AmbiguousNameError:
+        entry = None
     if entry is not None and entry.vendor == vendor:
         return CpuIdentity(
             vendor, "x86_64", entry.key, name, f"catalog entry for {shown(cleaned)!r}"
@@ -139,17 +144,13 @@ def _identify_arm(tree: Tree, fields: dict[str, str]) -> CpuIdentity:
         return CpuIdentity(
             "nvidia", "aarch64", "Grace", seen, f"SoC id {GRACE_SOC_ID} is NVIDIA Grace"
         )
-    raise InputError(
-        Problem(
-            tree.label(CPUINFO),
-            "cpu.vendor",
-            (
-                f"an aarch64 CPU that is not NVIDIA Grace ({seen}) cannot be described yet: "
-                "the format "
-                "has no cpu.arch and cpu.vendor accepts intel, amd and nvidia (Grace) only"
-            ),
-        )
-    )
+    vendor = ARM_VENDORS.get(implementer, "other")
+    note = f"implementer {shown(implementer)} is {maker}" if implementer else "no implementer"
+    if vendor == "other":
+        # Neoverse cores are in Grace, Graviton and others alike: without Grace's SoC id the
+        # core says nothing of the platform, so no Grace rule may apply.
+        note += f"; not NVIDIA Grace (SoC id is not {GRACE_SOC_ID})"
+    return CpuIdentity(vendor, "aarch64", None, seen, note)
 
 
 def read_topology(tree: Tree) -> Topology:

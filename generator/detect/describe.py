@@ -77,6 +77,10 @@ def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology, cpu_nodes: in
     else:
         lines.append(comment(2, f"model: left out, {identity.model_note} ({seen})"))
     lines.append(field(2, "vendor", identity.vendor, f"{cpus.CPUINFO} ({identity.arch})"))
+    if identity.arch != "x86_64" or identity.vendor == "other":
+        # x86_64 is what intel and amd imply; every other box says its arch outright
+        how = "CPU implementer line" if identity.arch == "aarch64" else "x86 vendor_id line"
+        lines.append(field(2, "arch", identity.arch, f"{cpus.CPUINFO} has a {how}"))
     source = f"physical_package_id from cpu*/topology of {topology.online_cpus} online CPUs"
     sockets, cores = topology.sockets, topology.cores_per_socket
     if cpu_nodes < sockets and sockets % cpu_nodes == 0:

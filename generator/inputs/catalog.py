@@ -87,7 +87,7 @@ class CpuModel(StrictModel):
     key: ModelKey
     name: str
     aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: Literal["intel", "amd", "nvidia"]
+    vendor: Literal["intel", "amd", "nvidia", "ampere"]
     arch: Literal["x86_64", "aarch64"]
     cores_per_socket: Annotated[int, Field(gt=0, le=1024)] | None = None
     threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None
@@ -104,26 +104,60 @@ def _normalise(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().lower())
 
 
+# PCI vendor ids of the GPU vendors, for "10de:2330" as `lspci -nn` prints it (pci.ids).
+GPU_PCI_VENDOR = {"nvidia": "10de"}
+
+
+class AmbiguousNameError(LookupError):
+    """A name that several entries answer to: the caller lists them, it never picks one."""
+
+    def __init__(self, name: str, candidates: list[str]) -> None:
+        super().__init__(f"{name!r} names {', '.join(candidates)}")
+        self.candidates = candidates
+
+
+def names_of(entry: Any) -> list[str]:
+    """Every name an entry answers to: key, name, aliases and PCI ids (bare and vendor:device)."""
+    names = [entry.key, entry.name, *entry.aliases, *getattr(entry, "pci_ids", [])]
+    for device in getattr(entry, "pci_device_ids", []):
+        names += [device, f"{GPU_PCI_VENDOR[entry.vendor]}:{device.removeprefix('0x')}"]
+    return names
+
+
 @dataclass(frozen=True)
 class Index(Generic[EntryT]):
-    """Entries of one kind, found by key, alias (case-insensitive) or PCI device id."""
+    """Entries of one kind, found by exact key, name, alias (case, spaces and '_' aside) or PCI
+    id. Never by substring (L4 is not L40S); a name two entries share finds neither."""
 
     kind: str
     entries: tuple[EntryT, ...]
-    _by_name: dict[str, EntryT] = field(default_factory=dict, repr=False)
+    _by_name: dict[str, tuple[EntryT, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, kind: str, entries: list[Any]) -> "Index[Any]":
-        by_name: dict[str, Any] = {}
-        entry: Any
-        for entry in entries:
-            names = [entry.key, entry.name, *entry.aliases, *getattr(entry, "pci_device_ids", [])]
-            for name in names:
-                by_name.setdefault(_normalise(name), entry)
+        by_name: dict[str, tuple[Any, ...]] = {}
+        for entry in sorted(entries, key=lambda e: e.key):
+            spellings: list[str] = list(dict.fromkeys(map(_normalise, names_of(entry))))
+            spelling: str
+            for spelling in spellings:
+                by_name[spelling] = (*by_name.get(spelling, ()), entry)
         return cls(kind, tuple(sorted(entries, key=lambda e: e.key)), by_name)
 
     def find(self, name: str) -> EntryT | None:
-        return self._by_name.get(_normalise(name))
+        """The one entry ``name`` means, None if none; AmbiguousNameError if several share it."""
+        found = self._by_name.get(_normalise(name), ())
+        if len(found) > 1:
+            raise AmbiguousNameError(name, [entry.key for entry in found])
+        return found[0] if found else None
+
+    @property
+    def shared_names(self) -> dict[str, list[str]]:
+        """Names that more than one entry answers to, with those entries' keys."""
+        return {
+            name: [entry.key for entry in found]
+            for name, found in self._by_name.items()
+            if len(found) > 1
+        }
 
     @property
     def keys(self) -> list[str]:

@@ -13,11 +13,16 @@ if TYPE_CHECKING:
 
 class CpuFacts(NamedTuple):
     model: CpuModel | None
-    vendor: str  # intel | amd | nvidia
-    arch: str  # x86_64 | aarch64
+    vendor: str  # intel | amd | nvidia | ampere | other
+    arch: str  # x86_64 | aarch64: the instruction set, which says nothing of the platform
     sockets: int
     cores_per_socket: int
     threads_per_core: int
+
+    @property
+    def is_grace(self) -> bool:
+        """NVIDIA Grace (GH200, GB200): NVIDIA's only CPU. Not every aarch64 CPU is Grace."""
+        return self.vendor == "nvidia"
 
     @property
     def logical_cpus(self) -> int:

@@ -14,7 +14,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
-from generator.inputs.catalog import Catalog, CpuModel, GpuModel, NicModel
+from generator.inputs.catalog import (
+    AmbiguousNameError,
+    Catalog,
+    CpuModel,
+    EntryT,
+    Index,
+    NicModel,
+)
 from generator.inputs.distro import Distro, load_distros, resolve_distro
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
@@ -26,7 +33,6 @@ from generator.textsafe import short_key
 InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")]
 DiskName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]{0,31}$")]
 BundleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
-Count = Annotated[int, Field(ge=1, le=64)]
 NumaNode = Annotated[int, Field(ge=0, le=63)]
 
 NAME_RULES = {
@@ -35,33 +41,86 @@ NAME_RULES = {
 }
 
 
+# What each CPU vendor implies for cpu.arch; `other` (Graviton, any Arm or x86 chip the format
+# has no vendor for) implies nothing, so it needs cpu.arch. NVIDIA's only CPU is Grace (aarch64).
+CpuVendor = Literal["intel", "amd", "nvidia", "ampere", "other"]
+CpuArch = Literal["x86_64", "aarch64"]
+ARCH_OF_VENDOR: dict[str, str] = {
+    "intel": "x86_64",
+    "amd": "x86_64",
+    "nvidia": "aarch64",
+    "ampere": "aarch64",
+}
+
+
+def _doc(text: str) -> Any:
+    """A field's description: the JSON Schema's hover text in editors."""
+    return Field(description=text)
+
+
 class CpuSpec(StrictModel):
-    model: str | None = None
-    vendor: Literal["intel", "amd", "nvidia"] | None = None
-    sockets: Annotated[int, Field(ge=1, le=16)]
-    cores_per_socket: Annotated[int, Field(ge=1, le=1024)] | None = None
-    threads_per_core: Annotated[int, Field(ge=1, le=8)] | None = None
+    model: Annotated[
+        str | None, _doc("CPU model: a hardware_db/cpus key or alias (brings vendor and cores)")
+    ] = None
+    vendor: Annotated[
+        CpuVendor | None,
+        _doc(
+            "intel, amd, nvidia (Grace), ampere (Altra, AmpereOne), or other (Graviton and any "
+            "chip without a vendor of its own; then cpu.arch is required)"
+        ),
+    ] = None
+    arch: Annotated[
+        CpuArch | None,
+        _doc("instruction set as `uname -m` prints it; implied by the model or the vendor"),
+    ] = None
+    sockets: Annotated[int, Field(ge=1, le=16, description="CPU packages (sockets)")]
+    cores_per_socket: Annotated[
+        int | None, Field(ge=1, le=1024, description="physical cores per socket")
+    ] = None
+    threads_per_core: Annotated[
+        int | None, Field(ge=1, le=8, description="hardware threads per core (2 with SMT on)")
+    ] = None
 
 
 class GpuSpec(StrictModel):
-    model: str
-    count: Count
-    numa_nodes: list[NumaNode] | None = None
+    model: Annotated[
+        str,
+        _doc(
+            "GPU model: a hardware_db/gpus key, an alias (what nvidia-smi prints) or a PCI id "
+            "(10de:2330)"
+        ),
+    ]
+    count: Annotated[int, Field(ge=1, le=64, description="GPUs of this model")]
+    numa_nodes: Annotated[
+        list[NumaNode] | None, _doc("NUMA node of each GPU, one per GPU, in PCI order")
+    ] = None
 
 
 class NicSpec(StrictModel):
-    name: InterfaceName
-    model: str | None = None
-    speed_gbps: Annotated[int, Field(ge=1, le=1600)] | None = None
-    numa_node: NumaNode | None = None
-    role: Literal["compute", "storage", "frontend", "management"]
-    rdma: bool | None = None
+    name: Annotated[InterfaceName, _doc("interface name as the booted system names it")]
+    model: Annotated[
+        str | None,
+        _doc("NIC model: a hardware_db/nics key, an alias or a PCI id (15b3:1021)"),
+    ] = None
+    speed_gbps: Annotated[int | None, Field(ge=1, le=1600, description="link speed in Gbit/s")] = (
+        None
+    )
+    numa_node: Annotated[NumaNode | None, _doc("NUMA node the NIC's PCIe slot is attached to")] = (
+        None
+    )
+    role: Annotated[
+        Literal["compute", "storage", "frontend", "management"],
+        _doc("what the NIC carries: compute fabric, storage, front-end or management traffic"),
+    ]
+    rdma: Annotated[
+        bool | None, _doc("RDMA in use; defaults to the model's capability on compute/storage")
+    ] = None
 
 
 class DiskSpec(StrictModel):
-    name: DiskName
-    kind: Literal["nvme", "ssd", "hdd"]
-    role: Literal["os", "data", "cache"] = "data"
+    name: Annotated[DiskName, _doc("kernel block device name (nvme0n1, sda)")]
+    kind: Annotated[Literal["nvme", "ssd", "hdd"], _doc("NVMe, SATA/SAS SSD or rotating disk")]
+    role: Annotated[Literal["os", "data", "cache"], _doc("os (holds /), data or cache")] = "data"
 
 
 # A whole kernel release as `uname -r` prints it (6.8, 6.1.0-18-amd64, 5.14.0-427.13.1.el9_4.x86_64,
@@ -80,27 +139,51 @@ DistroName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*-[0
 
 
 class OsSpec(StrictModel):
-    kernel: KernelRelease | None = None
-    page_size_kib: Literal[4, 16, 64] = 4
+    kernel: Annotated[
+        KernelRelease | None, _doc("target kernel release as `uname -r` prints it")
+    ] = None
+    page_size_kib: Annotated[
+        Literal[4, 16, 64], _doc("kernel page size in KiB (16 and 64 exist on aarch64 only)")
+    ] = 4
     # None: a portable bundle, right on every supported distribution (no distro defaults used)
-    distro: DistroName | None = None
+    distro: Annotated[
+        DistroName | None,
+        _doc("target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-9); none: portable"),
+    ] = None
 
 
 class HardwareSpec(StrictModel):
     """A hardware description as written by the user (after merging any reference system)."""
 
-    name: BundleName | None = None
-    description: str | None = None
-    source: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    system: str | None = None
-    cpu: CpuSpec
-    memory_gib: Annotated[int, Field(ge=1, le=65536)]
-    numa_nodes: Annotated[int, Field(ge=1, le=64)] | None = None
-    gpus: Annotated[list[GpuSpec], Field(max_length=16)] = []  # noqa: RUF012 -- pydantic copies field defaults
-    nvswitch: bool | None = None
-    nics: Annotated[list[NicSpec], Field(max_length=64)] = []  # noqa: RUF012 -- pydantic copies field defaults
-    disks: Annotated[list[DiskSpec], Field(max_length=256)] = []  # noqa: RUF012 -- pydantic copies field defaults
-    os: OsSpec = Field(default_factory=OsSpec)
+    name: Annotated[
+        BundleName | None, _doc("bundle name; defaults to the file name without .yaml")
+    ] = None
+    description: Annotated[str | None, _doc("free text for the reader")] = None
+    source: Annotated[list[str], _doc("where the facts in this file come from")] = []  # noqa: RUF012 -- pydantic copies field defaults
+    system: Annotated[
+        str | None,
+        _doc(
+            "a shipped reference system (hardware_db/systems) this file overlays: mappings merge "
+            "key by key, nics and disks as a mapping edit the reference list by name"
+        ),
+    ] = None
+    cpu: Annotated[CpuSpec, _doc("the CPUs")]
+    memory_gib: Annotated[int, Field(ge=1, le=65536, description="host memory in GiB")]
+    numa_nodes: Annotated[
+        int | None,
+        Field(ge=1, le=64, description="NUMA nodes with CPUs (default: one per socket)"),
+    ] = None
+    gpus: Annotated[list[GpuSpec], Field(max_length=16, description="GPU groups by model")] = []  # noqa: RUF012 -- pydantic copies field defaults
+    nvswitch: Annotated[
+        bool | None, _doc("GPUs connected through NVSwitch (default: 8-GPU HGX baseboards)")
+    ] = None
+    nics: Annotated[list[NicSpec], Field(max_length=64, description="network interfaces")] = []  # noqa: RUF012 -- pydantic copies field defaults
+    disks: Annotated[list[DiskSpec], Field(max_length=256, description="block devices")] = []  # noqa: RUF012 -- pydantic copies field defaults
+    os: Annotated[OsSpec, Field(default_factory=OsSpec, description="the target OS")]
+
+
+# Lists of named items an overlay can edit by name instead of restating the whole list.
+NAMED_LISTS = ("nics", "disks")
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +195,63 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             merged[key] = value
     return merged
+
+
+def edit_by_name(
+    base: list[Any], edits: dict[Any, Any], field: str, source: str
+) -> tuple[list[Any], list[Problem]]:
+    """A reference system's list of named items, edited by an overlay's mapping of name -> edit.
+
+    An edit of a name in the list merges over that item (``name:`` in it renames it); ``remove:
+    true`` alone drops it; a new name is appended as a whole item. The list keeps its order.
+    """
+    items = [dict(item) if isinstance(item, dict) else item for item in base]
+    position = {str(item.get("name")): i for i, item in enumerate(items) if isinstance(item, dict)}
+    problems: list[Problem] = []
+    removed: set[int] = set()
+    for name, edit in edits.items():
+        where = f"{field}.{short_key(str(name))}"
+        if not isinstance(edit, dict):
+            hint = "give the fields to change, or remove: true"
+            problems.append(Problem(source, where, "expected a mapping of fields", hint))
+            continue
+        index = position.get(str(name))
+        if "remove" in edit:
+            if edit != {"remove": True}:
+                problems.append(Problem(source, where, "remove: true stands alone"))
+            elif index is None:
+                message = f"no {field} item named {short_key(str(name))!r} to remove"
+                problems.append(Problem(source, where, message, closest(str(name), position)))
+            else:
+                removed.add(index)
+            continue
+        if index is None:
+            items.append({"name": name, **edit})
+        else:
+            items[index] = {**items[index], **edit}
+    return [item for i, item in enumerate(items) if i not in removed], problems
+
+
+def overlay(base: dict[str, Any], data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` over a reference system: mappings merge, a nics/disks mapping edits by name."""
+    problems: list[Problem] = []
+    edited: dict[str, Any] = {}
+    for field in NAMED_LISTS:
+        edits = data.get(field)
+        if isinstance(edits, dict) and isinstance(base.get(field, []), list):
+            edited[field], field_problems = edit_by_name(base.get(field, []), edits, field, source)
+            problems += field_problems
+    if problems:
+        raise InputError(problems)
+    return {**deep_merge(base, data), **edited}
+
+
+def _refuse_edits_without_system(data: dict[str, Any], source: str) -> None:
+    for field in NAMED_LISTS:
+        if isinstance(data.get(field), dict):
+            message = f"a mapping of {field} by name edits a reference system's list"
+            hint = f"name the system: it edits, or give {field} as a list"
+            raise InputError(Problem(source, field, message, hint))
 
 
 def is_path_reference(reference: str) -> bool:
@@ -164,20 +304,39 @@ def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]
         base = read_yaml_file(catalog.system_files[system])
         base.pop("description", None)
         base.pop("source", None)
-        data = deep_merge(base, data)
+        data = overlay(base, data, source)
+    else:
+        _refuse_edits_without_system(data, source)
     data = name_or_stem(data, path)
     spec = validate_model(HardwareSpec, data, source)
     return spec, path
+
+
+def _resolve_arch(
+    spec: CpuSpec, model: CpuModel | None, vendor: str | None, source: str
+) -> tuple[str | None, list[Problem]]:
+    """cpu.arch as written, else the model's, else what the vendor implies; contradictions."""
+    implied = model.arch if model else ARCH_OF_VENDOR.get(vendor or "")
+    if spec.arch is None:
+        if implied is None and vendor == "other":
+            return None, [Problem(source, "cpu.arch", "required when cpu.vendor is other")]
+        return implied, []
+    problems = []
+    if model and spec.arch != model.arch:
+        message = f"{spec.arch!r} contradicts model {model.key} ({model.arch})"
+        problems.append(Problem(source, "cpu.arch", message))
+    elif vendor in ARCH_OF_VENDOR and spec.arch != ARCH_OF_VENDOR[vendor]:
+        message = f"{spec.arch!r} contradicts vendor {vendor} ({ARCH_OF_VENDOR[vendor]} only)"
+        problems.append(Problem(source, "cpu.arch", message))
+    return spec.arch, problems
 
 
 def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts, list[Problem]]:
     problems: list[Problem] = []
     model: CpuModel | None = None
     if spec.model is not None:
-        model = catalog.cpus.find(spec.model)
-        if model is None:
-            hint = closest(spec.model, catalog.cpus.keys)
-            problems.append(Problem(source, "cpu.model", f"unknown CPU model {spec.model!r}", hint))
+        model, problem = _find_model(catalog.cpus, spec.model, "cpu.model", source)
+        problems += problem
     vendor = spec.vendor or (model.vendor if model else None)
     if model and spec.vendor and spec.vendor != model.vendor:
         problems.append(
@@ -189,14 +348,33 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
         )
     if vendor is None and not problems:
         problems.append(Problem(source, "cpu.vendor", "required when cpu.model is not given"))
+    arch, arch_problems = _resolve_arch(spec, model, vendor, source)
+    if not problems:  # an unknown model or a missing vendor is the one thing to fix first
+        problems += arch_problems
     cores = spec.cores_per_socket or (model.cores_per_socket if model else None)
     if cores is None and not problems:
         problems.append(
             Problem(source, "cpu.cores_per_socket", "required (the CPU model does not give it)")
         )
     threads = spec.threads_per_core or (model.threads_per_core if model else None) or 1
-    arch = model.arch if model else ("aarch64" if vendor == "nvidia" else "x86_64")
-    return CpuFacts(model, vendor or "intel", arch, spec.sockets, cores or 1, threads), problems
+    facts = CpuFacts(model, vendor or "intel", arch or "x86_64", spec.sockets, cores or 1, threads)
+    return facts, problems
+
+
+def _find_model(
+    index: Index[EntryT], name: str, where: str, source: str
+) -> tuple[EntryT | None, list[Problem]]:
+    """The catalog entry ``name`` means, or the one problem saying why there is none."""
+    try:
+        entry = index.find(name)
+    except AmbiguousNameError as error:
+        listed = ", ".join(error.candidates)
+        message = f"{name!r} could be any of {listed}"
+        return None, [Problem(source, where, message, "name one of them by its key")]
+    if entry is None:
+        message = f"unknown {index.kind} model {name!r}"
+        return None, [Problem(source, where, message, closest(name, index.keys))]
+    return entry, []
 
 
 def _resolve_gpus(
@@ -206,12 +384,9 @@ def _resolve_gpus(
     groups: list[GpuGroup] = []
     for index, gpu in enumerate(spec.gpus):
         where = f"gpus[{index}]"
-        model: GpuModel | None = catalog.gpus.find(gpu.model)
+        model, model_problems = _find_model(catalog.gpus, gpu.model, f"{where}.model", source)
         if model is None:
-            hint = closest(gpu.model, catalog.gpus.keys)
-            problems.append(
-                Problem(source, f"{where}.model", f"unknown GPU model {gpu.model!r}", hint)
-            )
+            problems += model_problems
             continue
         if gpu.numa_nodes is not None:
             if len(gpu.numa_nodes) != gpu.count:
@@ -249,24 +424,16 @@ def _resolve_nic(
     problems: list[Problem] = []
     model: NicModel | None = None
     if nic.model is not None:
-        model = catalog.nics.find(nic.model)
-        if model is None:
-            problems.append(
-                Problem(
-                    source,
-                    f"{where}.model",
-                    f"unknown NIC model {nic.model!r}",
-                    closest(nic.model, catalog.nics.keys),
-                )
-            )
+        model, model_problems = _find_model(catalog.nics, nic.model, f"{where}.model", source)
+        problems += model_problems
     speed = nic.speed_gbps or (model.max_speed_gbps if model else None)
     if model and model.max_speed_gbps and nic.speed_gbps and nic.speed_gbps > model.max_speed_gbps:
         problems.append(
             Problem(
                 source,
                 f"{where}.speed_gbps",
-                f"{nic.speed_gbps} Gbit/s exceeds the {model.key} "
-                f"maximum of {model.max_speed_gbps}",
+                f"{nic.speed_gbps} Gbit/s exceeds the {model.key} maximum of "
+                f"{model.max_speed_gbps}",
             )
         )
     if model and nic.rdma and not model.rdma:
@@ -307,6 +474,15 @@ def _check_unique(names: list[str], field: str, source: str) -> list[Problem]:
 def _default_nvswitch(groups: tuple[GpuGroup, ...]) -> bool:
     """An 8-GPU baseboard of a model whose HGX/DGX board uses NVSwitch."""
     return any(group.model.nvswitch_baseboard and group.count >= 8 for group in groups)
+
+
+def _check_page_size(os_spec: OsSpec, arch: str, source: str) -> list[Problem]:
+    """x86_64 has 4 KiB pages only (arch/x86/include/asm/page_types.h: PAGE_SHIFT 12); 16 and
+    64 KiB are arm64 build options (arch/arm64/Kconfig ARM64_16K_PAGES, ARM64_64K_PAGES)."""
+    if arch != "x86_64" or os_spec.page_size_kib == 4:
+        return []
+    message = f"{os_spec.page_size_kib} KiB pages do not exist on x86_64 (4 KiB only)"
+    return [Problem(source, "os.page_size_kib", message)]
 
 
 def _parse_kernel(text: str | None) -> tuple[int, int] | None:
@@ -350,6 +526,7 @@ def resolve_facts(
                 f"{numa_nodes} nodes do not split {cpu.cores_per_socket} cores per socket evenly",
             )
         )
+    problems += _check_page_size(spec.os, cpu.arch, source)
     gpus, gpu_problems = _resolve_gpus(spec, catalog, numa_nodes, source)
     problems += gpu_problems
     nics: list[NicFacts] = []
@@ -383,3 +560,51 @@ def resolve_facts(
 def load_facts(reference: str, catalog: Catalog, os_name: str | None = None) -> tuple[Facts, Path]:
     spec, path = load_hardware(reference, catalog)
     return resolve_facts(spec, catalog, str(path), os_name), path
+
+
+def _edit_schema(item: dict[str, Any], field: str) -> dict[str, Any]:
+    """An overlay's edit of one named item: the item's fields, none required, or remove."""
+    edit = {key: value for key, value in item.items() if key not in ("required", "title")}
+    edit["description"] = f"fields of the {field} item to change, or remove: true to drop it"
+    edit["properties"] = {
+        **item["properties"],
+        "remove": {"const": True, "description": "drop this item from the reference list"},
+    }
+    return edit
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of hardware files, overlays (``system:``) included.
+
+    Pydantic's schema describes the merged result; an overlay may leave out ``cpu`` and
+    ``memory_gib`` (and ``cpu.sockets``) and give nics/disks as a mapping of edits by name. So
+    those requirements move into an ``else`` branch that applies when ``system`` is absent.
+    """
+    schema = HardwareSpec.model_json_schema()
+    defs = schema["$defs"]
+    required = schema.pop("required")
+    cpu_required = defs["CpuSpec"].pop("required")
+    whole_file: dict[str, Any] = {"required": required, "properties": {"cpu": {}}}
+    whole_file["properties"]["cpu"] = {"required": cpu_required}
+    for field, item in (("nics", "NicSpec"), ("disks", "DiskSpec")):
+        defs[f"{item}Edit"] = _edit_schema(defs[item], field)
+        as_list = schema["properties"][field]
+        names = defs[item]["properties"]["name"]["pattern"]
+        schema["properties"][field] = {
+            "description": (
+                f"{as_list['description']}: a list, or in an overlay a mapping of name -> edit "
+                "of the reference system's list"
+            ),
+            "anyOf": [
+                {key: value for key, value in as_list.items() if key != "description"},
+                {
+                    "type": "object",
+                    "propertyNames": {"pattern": names},
+                    "additionalProperties": {"$ref": f"#/$defs/{item}Edit"},
+                },
+            ],
+        }
+        whole_file["properties"][field] = {"type": "array"}
+    schema["if"] = {"required": ["system"]}
+    schema["else"] = whole_file
+    return schema

@@ -56,9 +56,10 @@ def acpi_power_meter(facts: Facts, profile: Profile) -> Output:
     NVIDIA/grace-cpu-benchmarking-guide src/platform/index.md recommends
     acpi_power_meter.force_cap_on=y ("Enable ACPI power meter and with power capping") on every
     Grace platform; drivers/hwmon/acpi_power_meter.c hides the power1_cap controls unless this
-    parameter or a DMI quirk allows them. Keyed on the CPU family (vendor nvidia = Grace).
+    parameter or a DMI quirk allows them. Keyed on Grace itself, not on aarch64: Ampere and
+    Graviton servers are aarch64 too, and NVIDIA's guide does not speak for them.
     """
-    if facts.cpu.vendor != "nvidia":
+    if not facts.cpu.is_grace:
         return
     yield kernel_arg(
         "acpi_power_meter.force_cap_on",

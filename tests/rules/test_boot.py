@@ -20,6 +20,10 @@ from .helpers import (
 )
 
 GH200X1 = {"model": "GH200", "count": 1}
+# Arm servers that are not Grace: the arm64 IOMMU form, but no Grace-only parameter
+AMPERE = {"cpu": {"vendor": "ampere", "sockets": 1, "cores_per_socket": 128}, "numa_nodes": 1}
+GRAVITON = {"cpu": {"vendor": "other", "arch": "aarch64", "sockets": 1, "cores_per_socket": 64}}
+A100X1 = {"model": "A100-PCIe-80GB", "count": 1}
 INTEL_PT = {("kernel-arg", "iommu", "pt"), ("kernel-arg", "intel_iommu", "on")}
 TCP_ONLY = [nic("eth0", "frontend", 100)]
 POWER_METER = {("kernel-arg", "acpi_power_meter.force_cap_on", "y")}
@@ -42,6 +46,18 @@ CASES: tuple[Case, ...] = (
         boot.iommu_passthrough,
         {("kernel-arg", "iommu.passthrough", "1")},
         hw={**GRACE, "gpus": [GH200X1], "nics": [rdma_compute()]},
+    ),
+    Case(
+        "iommu-ampere-gpu-rdma",
+        boot.iommu_passthrough,
+        {("kernel-arg", "iommu.passthrough", "1")},
+        hw={**AMPERE, "gpus": [A100X1], "nics": [rdma_compute()]},
+    ),
+    Case(
+        "iommu-graviton-gpu-rdma",
+        boot.iommu_passthrough,
+        {("kernel-arg", "iommu.passthrough", "1")},
+        hw={**GRAVITON, "gpus": [A100X1], "nics": [rdma_compute()]},
     ),
     Case(
         "iommu-gpu-rdma-storage-nic",
@@ -84,6 +100,9 @@ CASES: tuple[Case, ...] = (
     Case("power-meter-gh200", boot.acpi_power_meter, POWER_METER, hw={**GRACE, "gpus": [GH200X1]}),
     Case("power-meter-xeon", boot.acpi_power_meter, set(), hw={**DUAL_XEON, "gpus": [H100X8]}),
     Case("power-meter-epyc", boot.acpi_power_meter, set(), hw=DUAL_EPYC),
+    # aarch64 is not Grace: Ampere and Graviton have no NVIDIA guide asking for the cap
+    Case("power-meter-ampere", boot.acpi_power_meter, set(), hw={**AMPERE, "gpus": [A100X1]}),
+    Case("power-meter-graviton", boot.acpi_power_meter, set(), hw={**GRAVITON, "gpus": [A100X1]}),
 )
 
 
