@@ -125,6 +125,120 @@ def test_gpu_setup_refuses_bad_data_and_calls_nothing(tmp_path: Path, line: str)
     assert log.read_text() == ""
 
 
+# A fake nvidia-smi: --query-gpu prints $FAKE_INVENTORY; every other call is recorded in
+# $STUB_LOG, then sleeps $FAKE_SLEEP seconds (a slow or wedged card) when that is set.
+FAKE_SMI = """\
+case $1 in --query-gpu=*) cat "$FAKE_INVENTORY"; exit 0 ;; esac
+printf '%s\\n' "$*" >>"$STUB_LOG"
+[ -z "${FAKE_SLEEP:-}" ] || exec sleep "$FAKE_SLEEP"
+exit 0
+"""
+# index, name, clocks.max.sm, power.min_limit, power.max_limit, power.default_limit, ECC, MIG
+A100_500W = "0, NVIDIA A100-SXM4-80GB, 1410, 100.00, 500.00, 500.00, Enabled, Disabled"
+A100_400W = "1, NVIDIA A100-SXM4-80GB, 1410, 100.00, 400.00, 400.00, Enabled, Disabled"
+L4_72W = "0, NVIDIA L4, 2040, 40.00, 72.00, 72.00, Enabled, [N/A]"
+NO_DEFAULT = "0, NVIDIA A10, 1695, [N/A], [N/A], [N/A], Enabled, [N/A]"
+
+
+def run_fake_gpus(
+    tmp_path: Path, data: str, inventory: list[str], **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """gpu-setup with DATA against fake GPUs; its output and the nvidia-smi calls it made."""
+    (tmp_path / "gpu.conf").write_text(f"log-as\tgt-gpu\n{data}")
+    (tmp_path / "inventory").write_text("".join(row + "\n" for row in inventory))
+    log = tmp_path / "smi.log"
+    log.touch()
+    path = make_bin(tmp_path, {"nvidia-smi": FAKE_SMI, "systemctl": "exit 1\n"})
+    for tool in ("timeout", "date", "sleep"):
+        (path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    result = subprocess.run(
+        [str(SCRIPTS / "gpu-setup"), str(tmp_path / "gpu.conf")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={
+            "PATH": str(path),
+            "STUB_LOG": str(log),
+            "FAKE_INVENTORY": str(tmp_path / "inventory"),
+            "LC_ALL": "C",
+            **env,
+        },
+    )
+    return result, log.read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("percent", "inventory", "calls"),
+    [
+        # one model, two boards: 80 % of each card's own default, not 320 W for both
+        ("80%", [A100_500W, A100_400W], ["-i 0 -pl 400", "-i 1 -pl 320"]),
+        ("100%", [A100_500W, A100_400W], ["-i 0 -pl 500", "-i 1 -pl 400"]),
+        # a power-capped part: 50 % of 72 W is below the card's 40 W minimum
+        ("50%", [L4_72W], ["-i 0 -pl 40"]),
+        ("90%", [L4_72W], ["-i 0 -pl 64"]),
+        # no default reported: unchanged rather than guessed
+        ("80%", [NO_DEFAULT], []),
+    ],
+)
+def test_gpu_setup_power_percent_is_of_each_cards_own_default(
+    tmp_path: Path, percent: str, inventory: list[str], calls: list[str]
+) -> None:
+    result, made = run_fake_gpus(tmp_path, f"power-limit\t{percent}\n", inventory)
+    assert result.returncode == 0, result.stdout
+    assert made == calls, result.stdout
+    if not calls:
+        assert "gt-gpu: GPU 0: default power limit unknown; power limit unchanged" in result.stdout
+
+
+def test_gpu_setup_reset_undoes_a_clock_lock_on_every_card(tmp_path: Path) -> None:
+    result, made = run_fake_gpus(tmp_path, "clocks\treset\n", [A100_500W, A100_400W])
+    assert result.returncode == 0
+    assert made == ["-i 0 -rgc", "-i 1 -rgc"]
+    assert "GPU 1: graphics clock lock reset (clocks left to the driver): done" in result.stdout
+
+
+def test_a_wedged_gpu_stops_every_later_call(tmp_path: Path) -> None:
+    data = "persistence\ton\ncompute-mode\tDEFAULT\nclocks\treset\n"
+    result, made = run_fake_gpus(
+        tmp_path, data, [A100_500W, A100_400W], FAKE_SLEEP="30", TEST_CALL_LIMIT="1"
+    )
+    assert result.returncode == 0
+    assert made == ["-pm 1"]
+    assert "nvidia-smi did not answer within 1 s; the GPU or driver is wedged" in result.stdout
+    assert "GPU 1: compute mode DEFAULT: failed or not supported: not run" in result.stdout
+
+
+def test_slow_calls_stop_when_the_time_budget_is_spent(tmp_path: Path) -> None:
+    inventory = [f"{i}, NVIDIA L4, 2040, 40.00, 72.00, 72.00, Enabled, [N/A]" for i in range(8)]
+    result, made = run_fake_gpus(
+        tmp_path, "clocks\treset\n", inventory, FAKE_SLEEP="1", TEST_BUDGET="2"
+    )
+    assert result.returncode == 0
+    assert 1 <= len(made) <= 3, made
+    assert "not run: the time budget of 2 s is spent" in result.stdout
+
+
+def script_number(name: str, variable: str) -> int:
+    match = re.search(
+        rf"^{variable}=\$\{{TEST_{variable}:-(\d+)\}}$|^{variable}=(\d+)$",
+        (SCRIPTS / name).read_text(),
+        re.MULTILINE,
+    )
+    assert match, variable
+    return int(match.group(1) or match.group(2))
+
+
+def test_the_gpu_unit_bounds_the_boot_delay_to_the_stated_figure() -> None:
+    """The script's own bound (budget + one last call + its kill grace) fits the unit's cap."""
+    bound = sum(script_number("gpu-setup", v) for v in ("BUDGET", "CALL_LIMIT", "KILL_GRACE"))
+    unit = (templates_dir() / "gpu.service.j2").read_text()
+    (cap,) = re.findall(r"^TimeoutStartSec=(\d+)$", unit, re.MULTILINE)
+    assert f"seconds ({bound})" in (SCRIPTS / "gpu-setup").read_text()
+    assert f"bounds itself to {bound} s" in unit
+    assert bound < int(cap) <= 150
+
+
 def test_gpu_setup_without_data_file_is_a_usage_error(tmp_path: Path) -> None:
     result = run(SCRIPTS / "gpu-setup", str(tmp_path / "missing"), path=make_bin(tmp_path, {}))
     assert result.returncode == 2

@@ -245,7 +245,7 @@ KINDS: tuple[KindSpec, ...] = (
                 GpuAction.PERSISTENCE: "on",
                 GpuAction.ECC: "on|off",
                 GpuAction.COMPUTE_MODE: "DEFAULT|EXCLUSIVE_PROCESS|PROHIBITED",
-                GpuAction.CLOCKS: "max|[1-9][0-9]{1,4}",
+                GpuAction.CLOCKS: "max|reset|[1-9][0-9]{1,4}",
                 GpuAction.POWER_LIMIT: "[1-9][0-9]{0,3}|(?:[1-9][0-9]?|100)%",
                 GpuAction.MIG: "on|off",
             }

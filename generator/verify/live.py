@@ -470,7 +470,9 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
         return check_of(
             setting,
-            f"locked by {GPU_UNIT}" if ok else "the GPU unit did not succeed",
+            f"{'reset' if setting.value == 'reset' else 'locked'} by {GPU_UNIT}"
+            if ok
+            else "the GPU unit did not succeed",
             OK if ok else DIFFERS,
             "locked clocks are not readable through nvidia-smi --query-gpu",
         )
