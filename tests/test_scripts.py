@@ -286,8 +286,82 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     assert "irqbalance" not in result.stdout
 
 
+def numa_machine(root: Path, online: str, device: dict[str, str]) -> Path:
+    """2 nodes x 16 cores x 2 threads (node 0: 0-15,32-47), CPU 0's sibling 32; one NIC ib0
+    whose device directory holds DEVICE (local_cpulist, numa_node)."""
+    tree = fake_tree(root, {"ib0": [60, 61]})
+    cpu = tree / "sys/devices/system/cpu"
+    (cpu / "cpu0/topology").mkdir(parents=True)
+    (cpu / "cpu0/topology/thread_siblings_list").write_text("0,32\n")
+    (cpu / "online").write_text(online + "\n")
+    for node, cpus in (("0", "0-15,32-47"), ("1", "16-31,48-63")):
+        (tree / f"sys/devices/system/node/node{node}").mkdir(parents=True)
+        (tree / f"sys/devices/system/node/node{node}/cpulist").write_text(cpus + "\n")
+    for name, text in device.items():
+        (tree / "sys/class/net/ib0/device" / name).write_text(text + "\n")
+    return tree
+
+
 @pytest.mark.parametrize(
-    "line", ["pin\teth0\t0-3; reboot", "pin\t../../x\t1", "pin\teth0", "unpin\teth0\t1"]
+    ("online", "device", "pinned", "source"),
+    [
+        ("0-63", {"local_cpulist": "0-15,32-47"}, "1-15,33-47", "local_cpulist"),
+        # nosmt: the siblings 32-63 are offline, so they are not in the list
+        ("0-31", {"local_cpulist": "0-15,32-47"}, "1-15", "local_cpulist"),
+        ("0-63", {"numa_node": "1"}, "16-31,48-63", "NUMA node 1"),
+        ("0-63", {"numa_node": "-1"}, "1-31,33-63", "every online CPU (no NUMA node)"),
+        ("0-63", {}, "1-31,33-63", "every online CPU (no NUMA node)"),
+    ],
+    ids=["local-cpulist", "nosmt-siblings-offline", "numa-node", "no-node", "nothing"],
+)
+def test_irq_affinity_resolves_local_at_boot_from_the_device(
+    tmp_path: Path, online: str, device: dict[str, str], pinned: str, source: str
+) -> None:
+    tree = numa_machine(tmp_path / "tree", online, device)
+    data = tmp_path / "irq.conf"
+    data.write_text("log-as\tgt-irq\npin\tib0\tlocal\n")
+    path = make_bin(tmp_path, {"systemctl": "exit 1\n"})
+    (path / "awk").symlink_to(shutil.which("awk") or "/usr/bin/awk")
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stdout
+    assert f"gt-irq: ib0: CPUs {pinned} from the device's {source}," in result.stdout
+    for irq in (60, 61):
+        assert (tree / f"proc/irq/{irq}/smp_affinity_list").read_text() == pinned + "\n"
+
+
+def test_irq_affinity_leaves_a_nic_with_only_the_first_core_alone(tmp_path: Path) -> None:
+    tree = numa_machine(tmp_path / "tree", "0-63", {"local_cpulist": "0,32"})
+    data = tmp_path / "irq.conf"
+    data.write_text("pin\tib0\tlocal\n")
+    path = make_bin(tmp_path, {"systemctl": "exit 1\n"})
+    (path / "awk").symlink_to(shutil.which("awk") or "/usr/bin/awk")
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0
+    assert "ib0: no online CPU besides the first core in its local_cpulist" in result.stdout
+    assert (tree / "proc/irq/60/smp_affinity_list").read_text() == "0-127\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pin\teth0\t0-3; reboot",
+        "pin\teth0\tlocal-ish",
+        "pin\t../../x\t1",
+        "pin\teth0",
+        "unpin\teth0\t1",
+    ],
 )
 def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: str) -> None:
     tree = fake_tree(tmp_path / "tree", {"eth0": [40]})

@@ -186,9 +186,12 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
         problems.append(
             Problem(source, "cpu.cores_per_socket", "required (the CPU model does not give it)")
         )
-    threads = spec.threads_per_core or (model.threads_per_core if model else None) or 1
+    stated = spec.threads_per_core or (model.threads_per_core if model else None)
     arch = model.arch if model else ("aarch64" if vendor == "nvidia" else "x86_64")
-    return CpuFacts(model, vendor or "intel", arch, spec.sockets, cores or 1, threads), problems
+    cpu = CpuFacts(
+        model, vendor or "intel", arch, spec.sockets, cores or 1, stated or 1, stated is not None
+    )
+    return cpu, problems
 
 
 def _resolve_gpus(
