@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import PROFILES, SYSTEMS
 from plans import full_plan
+from validators.run import MissingTool, find_udevadm
 from test_install import bundle_for, make_bin, run
 
-from generator.commands.generate import render_for
+from generator.commands.generate import plan_for, render_for
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.paths import templates_dir
@@ -377,6 +378,58 @@ def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: st
     assert result.returncode == 2
     assert "line 2" in result.stdout
     assert (tree / "proc/irq/40/smp_affinity_list").read_text() == "0-127\n"
+
+
+# --- the units and the udev hook ------------------------------------------------------------------
+
+WORKLOADS = ("kubelet.service", "containerd.service", "docker.service", "slurmd.service")
+
+
+@pytest.mark.parametrize("unit", [layout.GPU_UNIT, layout.IRQ_UNIT])
+def test_boot_units_run_before_the_workloads(unit: str) -> None:
+    files = rendered("dgx-h100", "training")
+    text = files[in_overlay(layout.unit_file(unit))][0].decode()
+    (before,) = re.findall(r"^Before=(.*)$", text, re.MULTILINE)
+    assert set(before.split()) == set(WORKLOADS)
+    assert not re.search(r"^(Wants|Requires)=", text, re.MULTILINE), "orders, never pulls in"
+
+
+def irq_hook(system: str, profile: str) -> str | None:
+    found = rendered(system, profile).get(in_overlay(layout.IRQ_UDEV_FILE))
+    return found[0].decode() if found else None
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_the_udev_hook_re_pins_exactly_the_pinned_interfaces(system: str) -> None:
+    plan = plan_for(system, "training")
+    pinned = {s.key for s in plan.of_kind("irq")}
+    hook = irq_hook(system, "training")
+    assert (hook is not None) == bool(pinned)
+    if hook is None:
+        return
+    rules = [line for line in hook.splitlines() if line and not line.startswith("#")]
+    assert len(rules) == 2
+    for rule in rules:
+        assert rule.startswith('ACTION=="add", SUBSYSTEM=="net", ')
+        (names,) = re.findall(r'(?:NAME|KERNEL)=="([^"]*)"', rule)
+        assert set(names.split("|")) == pinned
+        assert rule.endswith(f'RUN+="/usr/bin/systemctl --no-block try-restart {layout.IRQ_UNIT}"')
+
+
+def test_udevadm_verify_accepts_the_hook_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    try:
+        udevadm = find_udevadm()
+    except MissingTool:
+        pytest.skip("no udevadm with verify")
+    hook = irq_hook("dgx-h100", "training")
+    assert hook is not None
+    good, broken = tmp_path / "99-good.rules", tmp_path / "99-broken.rules"
+    good.write_text(hook)
+    broken.write_text(hook.replace('NAME=="', 'NAME="', 1).replace("ACTION==", "ACTION=", 1))
+    ok = subprocess.run([udevadm, "verify", "--no-summary", str(good)], capture_output=True)
+    bad = subprocess.run([udevadm, "verify", "--no-summary", str(broken)], capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    assert bad.returncode != 0
 
 
 # --- install.sh --root never reaches outside the image -------------------------------------------
