@@ -43,7 +43,12 @@ def online_cpus(facts: Facts, profile: Profile, cpus: list[int]) -> set[int]:
 
 
 def resolved_at_boot(facts: Facts, nic: NicFacts) -> bool:
-    """The CPU list cannot be stated here: the NIC's node or the CPU's thread count is unknown."""
+    """The CPU list cannot be stated here: the NIC's node or the CPU's thread count is unknown.
+
+    The machine knows both, and irq-affinity reads them at boot: the PCI device's local_cpulist
+    and numa_node (Linux drivers/pci/pci-sysfs.c, local_cpulist_show, numa_node_show) and
+    /sys/devices/system/cpu/cpu0/topology/thread_siblings_list (drivers/base/topology.c).
+    """
     return nic.numa_node is None or not facts.cpu.threads_known
 
 
