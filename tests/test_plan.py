@@ -153,7 +153,7 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
             for g in facts_.gpus
             if g.model.max_graphics_clock_mhz
         }
-        assert clocks.value in known | {"max"}
+        assert clocks.value in (known | {"max"} if profile_.gpu_clocks == "lock-max" else {"reset"})
     dirty = {"vm.dirty_bytes", "vm.dirty_background_bytes"} & set(settings_of(built, "sysctl"))
     assert bool(dirty) == (profile_.intent == "training" and facts_.memory_gib >= 256)
     tcp_speeds = [nic_.speed_gbps or 0 for nic_ in facts_.tcp_nics]
@@ -162,10 +162,10 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
     )
     pins = settings_of(built, "irq")
     for cpus in pins.values():
-        assert cpus == compress_cpus(expand_cpus(cpus))
-    assert {name: set(expand_cpus(cpus)) for name, cpus in pins.items()} == expected_pins(
-        facts_, profile_
-    )
+        assert cpus == "local" or cpus == compress_cpus(expand_cpus(cpus))
+    assert {
+        name: cpus if cpus == "local" else set(expand_cpus(cpus)) for name, cpus in pins.items()
+    } == expected_pins(facts_, profile_)
     services = settings_of(built, "service")
     assert (services.get("irqbalance.service") == "disable") == bool(pins)
     left_to_kernel = any(LEFT_TO_KERNEL in note.text for note in built.notes)
@@ -184,23 +184,24 @@ def first_core(facts_: Facts) -> set[int]:
     return {thread * facts_.cpu.physical_cores for thread in range(facts_.cpu.threads_per_core)}
 
 
-def expected_pins(facts_: Facts, profile_: Profile) -> dict[str, set[int]]:
-    """With irq=pin, every RDMA or >= 100 Gbit/s NIC on its node's CPUs (all CPUs without a node),
-    never the first core; a NIC left with no CPU is not pinned."""
+def expected_pins(facts_: Facts, profile_: Profile) -> dict[str, set[int] | str]:
+    """With irq=pin, every RDMA or >= 100 Gbit/s NIC on its node's online CPUs (with nosmt, no
+    sibling), never the first core; "local" (resolved at boot) without a node or a known
+    threads_per_core; a NIC left with no CPU is not pinned, and then none is."""
     if profile_.irq != "pin":
         return {}
-    pins = {}
+    pins: dict[str, set[int] | str] = {}
+    everything = set(range(facts_.cpu.logical_cpus)) - first_core(facts_)
+    if profile_.smt == "disable" and facts_.cpu.arch == "x86_64":  # nosmt is x86 only
+        everything &= set(range(facts_.cpu.physical_cores))
     for nic_ in facts_.nics:
         if not (nic_.rdma or (nic_.speed_gbps or 0) >= 100):
             continue
-        cpus = (
-            facts_.cpus_of_node(nic_.numa_node)
-            if nic_.numa_node is not None
-            else range(facts_.cpu.logical_cpus)
-        )
-        if set(cpus) - first_core(facts_):
-            pins[nic_.name] = set(cpus) - first_core(facts_)
-    return pins
+        if nic_.numa_node is None or not facts_.cpu.threads_known:
+            pins[nic_.name] = "local" if everything or not facts_.cpu.threads_known else set()
+            continue
+        pins[nic_.name] = set(facts_.cpus_of_node(nic_.numa_node)) & everything
+    return pins if all(pins.values()) else {}
 
 
 def test_dgx_h100_inference_spot_values() -> None:
@@ -210,17 +211,17 @@ def test_dgx_h100_inference_spot_values() -> None:
         settings_of(built, "irq")["ibp24s0"] == "1-55,113-167"
     )  # node 0 less CPU 0 and its sibling 112
     assert settings_of(built, "irq")["ibp154s0"] == "56-111,168-223"
-    assert "clocks" not in settings_of(
-        built, "gpu"
-    )  # boost: the lock is inference-latency's opt-in
+    assert (
+        settings_of(built, "gpu")["clocks"] == "reset"
+    )  # boost: the lock is inference-latency's opt-in, an earlier one is reset
     _, _, latency = shipped("dgx-h100", "inference-latency")
     assert settings_of(latency, "gpu")["clocks"] == "1980"
     assert "compute-mode" not in settings_of(latency, "gpu")  # DEFAULT: servers share a GPU
     assert settings_of(built, "kernel-arg")["intel_idle.max_cstate"] == "1"
     assert "kernel.numa_balancing" not in settings_of(built, "sysctl")  # the kernel's default
     assert settings_of(built, "sysctl")["vm.swappiness"] == "1"
-    # ens1f0np0 has no numa_node: every CPU but the first core (0 and 112)
-    assert settings_of(built, "irq")["ens1f0np0"] == "1-111,113-223"
+    # ens1f0np0 has no numa_node: its CPU list is resolved at boot from the device
+    assert settings_of(built, "irq")["ens1f0np0"] == "local"
     # the Xeon model names no cpufreq driver: intel_pstate is assumed
     assert settings_of(built, "tuned")["cpu.energy_perf_bias"] == "performance"
     assert (
@@ -239,10 +240,10 @@ def test_amd_shipped_spot_values() -> None:
     assert (
         settings_of(a100, "irq")["ib8"] == "1-15,129-143"
     )  # node 0 of 8, first core 0/128 left out
-    assert settings_of(a100, "irq")["ib0"] == "1-127,129-255"  # no numa_node
+    assert settings_of(a100, "irq")["ib0"] == "local"  # no numa_node: resolved at boot
     _, _, epyc = shipped("hgx-h100-epyc", "inference")
     assert "cpu.energy_perf_bias" not in settings_of(epyc, "tuned")
-    assert settings_of(epyc, "irq")["ib0"] == "1-191,193-383"
+    assert settings_of(epyc, "irq")["ib0"] == "local"
 
 
 @pytest.mark.parametrize("system", ["hgx-h100-epyc", "dgx-a100", "l4-inference", "gh200"])
@@ -966,7 +967,7 @@ def test_explain_json_vocabulary_is_the_fixed_one() -> None:
     assert all(e["value"] == "" for e in by_kind["module-load"])
     assert all(e["key"].startswith("/sys/") for e in by_kind["sysfs"])
     assert all(e["value"] in {"enable", "disable", "mask"} for e in by_kind["service"])
-    assert all(re.match(r"^\d+(-\d+)?(,\d+(-\d+)?)*$", e["value"]) for e in by_kind["irq"])
+    assert all(re.match(r"^(local|\d+(-\d+)?(,\d+(-\d+)?)*)$", e["value"]) for e in by_kind["irq"])
     assert all("." in e["key"] for e in by_kind["tuned"])
     assert {e["key"] for e in by_kind["kernel-arg"]} >= {"transparent_hugepage", "iommu"}
 

@@ -15,8 +15,9 @@ import pytest
 from conftest import PROFILES, SYSTEMS, missing_tool
 from plans import full_plan
 from test_install import bundle_for, make_bin, run
+from validators.run import MissingTool, find_udevadm
 
-from generator.commands.generate import render_for
+from generator.commands.generate import plan_for, render_for
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.paths import templates_dir
@@ -127,6 +128,120 @@ def test_gpu_setup_refuses_bad_data_and_calls_nothing(tmp_path: Path, line: str)
     assert log.read_text() == ""
 
 
+# A fake nvidia-smi: --query-gpu prints $FAKE_INVENTORY; every other call is recorded in
+# $STUB_LOG, then sleeps $FAKE_SLEEP seconds (a slow or wedged card) when that is set.
+FAKE_SMI = """\
+case $1 in --query-gpu=*) cat "$FAKE_INVENTORY"; exit 0 ;; esac
+printf '%s\\n' "$*" >>"$STUB_LOG"
+[ -z "${FAKE_SLEEP:-}" ] || exec sleep "$FAKE_SLEEP"
+exit 0
+"""
+# index, name, clocks.max.sm, power.min_limit, power.max_limit, power.default_limit, ECC, MIG
+A100_500W = "0, NVIDIA A100-SXM4-80GB, 1410, 100.00, 500.00, 500.00, Enabled, Disabled"
+A100_400W = "1, NVIDIA A100-SXM4-80GB, 1410, 100.00, 400.00, 400.00, Enabled, Disabled"
+L4_72W = "0, NVIDIA L4, 2040, 40.00, 72.00, 72.00, Enabled, [N/A]"
+NO_DEFAULT = "0, NVIDIA A10, 1695, [N/A], [N/A], [N/A], Enabled, [N/A]"
+
+
+def run_fake_gpus(
+    tmp_path: Path, data: str, inventory: list[str], **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """gpu-setup with DATA against fake GPUs; its output and the nvidia-smi calls it made."""
+    (tmp_path / "gpu.conf").write_text(f"log-as\tgt-gpu\n{data}")
+    (tmp_path / "inventory").write_text("".join(row + "\n" for row in inventory))
+    log = tmp_path / "smi.log"
+    log.touch()
+    path = make_bin(tmp_path, {"nvidia-smi": FAKE_SMI, "systemctl": "exit 1\n"})
+    for tool in ("timeout", "date", "sleep"):
+        (path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    result = subprocess.run(
+        [str(SCRIPTS / "gpu-setup"), str(tmp_path / "gpu.conf")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={
+            "PATH": str(path),
+            "STUB_LOG": str(log),
+            "FAKE_INVENTORY": str(tmp_path / "inventory"),
+            "LC_ALL": "C",
+            **env,
+        },
+    )
+    return result, log.read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("percent", "inventory", "calls"),
+    [
+        # one model, two boards: 80 % of each card's own default, not 320 W for both
+        ("80%", [A100_500W, A100_400W], ["-i 0 -pl 400", "-i 1 -pl 320"]),
+        ("100%", [A100_500W, A100_400W], ["-i 0 -pl 500", "-i 1 -pl 400"]),
+        # a power-capped part: 50 % of 72 W is below the card's 40 W minimum
+        ("50%", [L4_72W], ["-i 0 -pl 40"]),
+        ("90%", [L4_72W], ["-i 0 -pl 64"]),
+        # no default reported: unchanged rather than guessed
+        ("80%", [NO_DEFAULT], []),
+    ],
+)
+def test_gpu_setup_power_percent_is_of_each_cards_own_default(
+    tmp_path: Path, percent: str, inventory: list[str], calls: list[str]
+) -> None:
+    result, made = run_fake_gpus(tmp_path, f"power-limit\t{percent}\n", inventory)
+    assert result.returncode == 0, result.stdout
+    assert made == calls, result.stdout
+    if not calls:
+        assert "gt-gpu: GPU 0: default power limit unknown; power limit unchanged" in result.stdout
+
+
+def test_gpu_setup_reset_undoes_a_clock_lock_on_every_card(tmp_path: Path) -> None:
+    result, made = run_fake_gpus(tmp_path, "clocks\treset\n", [A100_500W, A100_400W])
+    assert result.returncode == 0
+    assert made == ["-i 0 -rgc", "-i 1 -rgc"]
+    assert "GPU 1: graphics clock lock reset (clocks left to the driver): done" in result.stdout
+
+
+def test_a_wedged_gpu_stops_every_later_call(tmp_path: Path) -> None:
+    data = "persistence\ton\ncompute-mode\tDEFAULT\nclocks\treset\n"
+    result, made = run_fake_gpus(
+        tmp_path, data, [A100_500W, A100_400W], FAKE_SLEEP="30", TEST_CALL_LIMIT="1"
+    )
+    assert result.returncode == 0
+    assert made == ["-pm 1"]
+    assert "nvidia-smi did not answer within 1 s; the GPU or driver is wedged" in result.stdout
+    assert "GPU 1: compute mode DEFAULT: failed or not supported: not run" in result.stdout
+
+
+def test_slow_calls_stop_when_the_time_budget_is_spent(tmp_path: Path) -> None:
+    inventory = [f"{i}, NVIDIA L4, 2040, 40.00, 72.00, 72.00, Enabled, [N/A]" for i in range(8)]
+    result, made = run_fake_gpus(
+        tmp_path, "clocks\treset\n", inventory, FAKE_SLEEP="1", TEST_BUDGET="2"
+    )
+    assert result.returncode == 0
+    assert 1 <= len(made) <= 3, made
+    assert "not run: the time budget of 2 s is spent" in result.stdout
+
+
+def script_number(name: str, variable: str) -> int:
+    match = re.search(
+        rf"^{variable}=\$\{{TEST_{variable}:-(\d+)\}}$|^{variable}=(\d+)$",
+        (SCRIPTS / name).read_text(),
+        re.MULTILINE,
+    )
+    assert match, variable
+    return int(match.group(1) or match.group(2))
+
+
+def test_the_gpu_unit_bounds_the_boot_delay_to_the_stated_figure() -> None:
+    """The script's own bound (budget + one last call + its kill grace) fits the unit's cap."""
+    bound = sum(script_number("gpu-setup", v) for v in ("BUDGET", "CALL_LIMIT", "KILL_GRACE"))
+    unit = (templates_dir() / "gpu.service.j2").read_text()
+    (cap,) = re.findall(r"^TimeoutStartSec=(\d+)$", unit, re.MULTILINE)
+    assert f"seconds ({bound})" in (SCRIPTS / "gpu-setup").read_text()
+    assert f"bounds itself to {bound} s" in unit
+    assert bound < int(cap) <= 150
+
+
 def test_gpu_setup_without_data_file_is_a_usage_error(tmp_path: Path) -> None:
     result = run(SCRIPTS / "gpu-setup", str(tmp_path / "missing"), path=make_bin(tmp_path, {}))
     assert result.returncode == 2
@@ -175,8 +290,82 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     assert "irqbalance" not in result.stdout
 
 
+def numa_machine(root: Path, online: str, device: dict[str, str]) -> Path:
+    """2 nodes x 16 cores x 2 threads (node 0: 0-15,32-47), CPU 0's sibling 32; one NIC ib0
+    whose device directory holds DEVICE (local_cpulist, numa_node)."""
+    tree = fake_tree(root, {"ib0": [60, 61]})
+    cpu = tree / "sys/devices/system/cpu"
+    (cpu / "cpu0/topology").mkdir(parents=True)
+    (cpu / "cpu0/topology/thread_siblings_list").write_text("0,32\n")
+    (cpu / "online").write_text(online + "\n")
+    for node, cpus in (("0", "0-15,32-47"), ("1", "16-31,48-63")):
+        (tree / f"sys/devices/system/node/node{node}").mkdir(parents=True)
+        (tree / f"sys/devices/system/node/node{node}/cpulist").write_text(cpus + "\n")
+    for name, text in device.items():
+        (tree / "sys/class/net/ib0/device" / name).write_text(text + "\n")
+    return tree
+
+
 @pytest.mark.parametrize(
-    "line", ["pin\teth0\t0-3; reboot", "pin\t../../x\t1", "pin\teth0", "unpin\teth0\t1"]
+    ("online", "device", "pinned", "source"),
+    [
+        ("0-63", {"local_cpulist": "0-15,32-47"}, "1-15,33-47", "local_cpulist"),
+        # nosmt: the siblings 32-63 are offline, so they are not in the list
+        ("0-31", {"local_cpulist": "0-15,32-47"}, "1-15", "local_cpulist"),
+        ("0-63", {"numa_node": "1"}, "16-31,48-63", "NUMA node 1"),
+        ("0-63", {"numa_node": "-1"}, "1-31,33-63", "every online CPU (no NUMA node)"),
+        ("0-63", {}, "1-31,33-63", "every online CPU (no NUMA node)"),
+    ],
+    ids=["local-cpulist", "nosmt-siblings-offline", "numa-node", "no-node", "nothing"],
+)
+def test_irq_affinity_resolves_local_at_boot_from_the_device(
+    tmp_path: Path, online: str, device: dict[str, str], pinned: str, source: str
+) -> None:
+    tree = numa_machine(tmp_path / "tree", online, device)
+    data = tmp_path / "irq.conf"
+    data.write_text("log-as\tgt-irq\npin\tib0\tlocal\n")
+    path = make_bin(tmp_path, {"systemctl": "exit 1\n"})
+    (path / "awk").symlink_to(shutil.which("awk") or "/usr/bin/awk")
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stdout
+    assert f"gt-irq: ib0: CPUs {pinned} from the device's {source}," in result.stdout
+    for irq in (60, 61):
+        assert (tree / f"proc/irq/{irq}/smp_affinity_list").read_text() == pinned + "\n"
+
+
+def test_irq_affinity_leaves_a_nic_with_only_the_first_core_alone(tmp_path: Path) -> None:
+    tree = numa_machine(tmp_path / "tree", "0-63", {"local_cpulist": "0,32"})
+    data = tmp_path / "irq.conf"
+    data.write_text("pin\tib0\tlocal\n")
+    path = make_bin(tmp_path, {"systemctl": "exit 1\n"})
+    (path / "awk").symlink_to(shutil.which("awk") or "/usr/bin/awk")
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0
+    assert "ib0: no online CPU besides the first core in its local_cpulist" in result.stdout
+    assert (tree / "proc/irq/60/smp_affinity_list").read_text() == "0-127\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pin\teth0\t0-3; reboot",
+        "pin\teth0\tlocal-ish",
+        "pin\t../../x\t1",
+        "pin\teth0",
+        "unpin\teth0\t1",
+    ],
 )
 def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: str) -> None:
     tree = fake_tree(tmp_path / "tree", {"eth0": [40]})
@@ -192,6 +381,58 @@ def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: st
     assert result.returncode == 2
     assert "line 2" in result.stdout
     assert (tree / "proc/irq/40/smp_affinity_list").read_text() == "0-127\n"
+
+
+# --- the units and the udev hook ------------------------------------------------------------------
+
+WORKLOADS = ("kubelet.service", "containerd.service", "docker.service", "slurmd.service")
+
+
+@pytest.mark.parametrize("unit", [layout.GPU_UNIT, layout.IRQ_UNIT])
+def test_boot_units_run_before_the_workloads(unit: str) -> None:
+    files = rendered("dgx-h100", "training")
+    text = files[in_overlay(layout.unit_file(unit))][0].decode()
+    (before,) = re.findall(r"^Before=(.*)$", text, re.MULTILINE)
+    assert set(before.split()) == set(WORKLOADS)
+    assert not re.search(r"^(Wants|Requires)=", text, re.MULTILINE), "orders, never pulls in"
+
+
+def irq_hook(system: str, profile: str) -> str | None:
+    found = rendered(system, profile).get(in_overlay(layout.IRQ_UDEV_FILE))
+    return found[0].decode() if found else None
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_the_udev_hook_re_pins_exactly_the_pinned_interfaces(system: str) -> None:
+    plan = plan_for(system, "training")
+    pinned = {s.key for s in plan.of_kind("irq")}
+    hook = irq_hook(system, "training")
+    assert (hook is not None) == bool(pinned)
+    if hook is None:
+        return
+    rules = [line for line in hook.splitlines() if line and not line.startswith("#")]
+    assert len(rules) == 2
+    for rule in rules:
+        assert rule.startswith('ACTION=="add", SUBSYSTEM=="net", ')
+        (names,) = re.findall(r'(?:NAME|KERNEL)=="([^"]*)"', rule)
+        assert set(names.split("|")) == pinned
+        assert rule.endswith(f'RUN+="/usr/bin/systemctl --no-block try-restart {layout.IRQ_UNIT}"')
+
+
+def test_udevadm_verify_accepts_the_hook_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    try:
+        udevadm = find_udevadm()
+    except MissingTool:
+        pytest.skip("no udevadm with verify")
+    hook = irq_hook("dgx-h100", "training")
+    assert hook is not None
+    good, broken = tmp_path / "99-good.rules", tmp_path / "99-broken.rules"
+    good.write_text(hook)
+    broken.write_text(hook.replace('NAME=="', 'NAME="', 1).replace("ACTION==", "ACTION=", 1))
+    ok = subprocess.run([udevadm, "verify", "--no-summary", str(good)], capture_output=True)
+    bad = subprocess.run([udevadm, "verify", "--no-summary", str(broken)], capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    assert bad.returncode != 0
 
 
 # --- install.sh --root never reaches outside the image -------------------------------------------

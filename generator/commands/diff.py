@@ -97,13 +97,20 @@ WHOLE_PLAN_FILES = {
 }
 
 
+# Files that follow one kind's settings besides the file the kinds table names for it.
+SIDE_FILES: dict[str, tuple[str, ...]] = {
+    layout.KERNEL_CMDLINE: (Kind.KERNEL_ARG,),
+    in_overlay(layout.IRQ_UDEV_FILE): (Kind.IRQ,),  # the re-pinning hook names the pinned NICs
+}
+
+
 def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
     """The kinds a bundle file carries, from the kinds table (the reader needs no renderer);
     () for a file of the whole plan, None for one no setting explains (a fixed script)."""
     if path in WHOLE_PLAN_FILES:
         return ()
-    if path == layout.KERNEL_CMDLINE:
-        return (Kind.KERNEL_ARG,)
+    if path in SIDE_FILES:
+        return SIDE_FILES[path]
     kinds = tuple(
         spec.kind
         for spec in KINDS

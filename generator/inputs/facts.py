@@ -17,7 +17,10 @@ class CpuFacts(NamedTuple):
     arch: str  # x86_64 | aarch64: the instruction set, which says nothing of the platform
     sockets: int
     cores_per_socket: int
-    threads_per_core: int
+    threads_per_core: int  # 1 when not known: see threads_known
+    # False when neither the hardware file nor the CPU model says: threads_per_core is then a
+    # placeholder 1, and rules that depend on SMT decide at boot or say they cannot
+    threads_known: bool = True
 
     @property
     def is_grace(self) -> bool:

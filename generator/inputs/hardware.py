@@ -356,8 +356,16 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
         problems.append(
             Problem(source, "cpu.cores_per_socket", "required (the CPU model does not give it)")
         )
-    threads = spec.threads_per_core or (model.threads_per_core if model else None) or 1
-    facts = CpuFacts(model, vendor or "intel", arch or "x86_64", spec.sockets, cores or 1, threads)
+    stated = spec.threads_per_core or (model.threads_per_core if model else None)
+    facts = CpuFacts(
+        model,
+        vendor or "intel",
+        arch or "x86_64",
+        spec.sockets,
+        cores or 1,
+        stated or 1,
+        stated is not None,
+    )
     return facts, problems
 
 

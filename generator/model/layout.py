@@ -30,6 +30,8 @@ MODPROBE_FILE = f"/etc/modprobe.d/{DROP_IN}.conf"
 MODULES_LOAD_FILE = f"/etc/modules-load.d/{DROP_IN}.conf"
 TMPFILES_FILE = f"/etc/tmpfiles.d/{DROP_IN}.conf"
 UDEV_FILE = f"/etc/udev/rules.d/60-{TOOL}-io-scheduler.rules"
+# after 80-net-setup-link.rules, so NAME holds the interface's final name
+IRQ_UDEV_FILE = f"/etc/udev/rules.d/99-{TOOL}-irq-affinity.rules"
 TUNED_DIR = "/etc/tuned"
 TUNED_ACTIVE = f"{TUNED_DIR}/active_profile"
 TUNED_MODE = f"{TUNED_DIR}/profile_mode"

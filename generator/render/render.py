@@ -105,6 +105,8 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     Output(
         in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)
     ),
+    # re-pins when a pinned NIC's interface (and its interrupts) is created again after boot
+    Output(in_overlay(layout.IRQ_UDEV_FILE), "irq-affinity.rules.j2", 0o644, ("irq",)),
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),
@@ -273,6 +275,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "irq_script": layout.IRQ_SCRIPT,
         "irq_data_file": layout.IRQ_DATA,
         "irq_log_tag": layout.IRQ_LOG_TAG,
+        "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
         "collect_script": layout.COLLECT_SCRIPT,
     }
 

@@ -92,6 +92,15 @@ def smt(facts: Facts, profile: Profile) -> Output:
     """Turn SMT off only when the profile asks (strict tail latency)."""
     if profile.smt != "disable":
         return
+    if not facts.cpu.threads_known:
+        yield kernel_arg(
+            "nosmt",
+            "",
+            "the profile trades half the hardware threads for less jitter from sibling threads "
+            "sharing a core; threads_per_core is not known (hardware file or hardware_db), so "
+            "the kernel decides at boot: nosmt does nothing on a CPU without SMT",
+        )
+        return
     if facts.cpu.threads_per_core == 1:
         yield note("SMT off requested, but the CPU has one thread per core: nothing to do")
         return

@@ -127,8 +127,21 @@ def _clock_value(group: GpuGroup) -> str:
 
 @rule("gpu.clocks")
 def clocks(facts: Facts, profile: Profile) -> Output:
-    """Lock graphics clocks at the model's maximum for deterministic inference latency."""
-    if not facts.has_gpus or profile.gpu_clocks != "lock-max":
+    """Lock graphics clocks at the model's maximum for deterministic inference latency.
+
+    A profile that boosts resets any lock instead (nvidia-smi -rgc): a lock set by an earlier
+    bundle or by hand survives until the driver unloads, so a live switch from inference-latency
+    to training would otherwise keep the old fixed clocks.
+    """
+    if not facts.has_gpus:
+        return
+    if profile.gpu_clocks != "lock-max":
+        yield gpu_action(
+            "clocks",
+            "reset",
+            "the profile leaves clocks to the driver's boost; a lock from an earlier bundle "
+            "or set by hand lasts until the driver unloads, so it is reset (nvidia-smi -rgc)",
+        )
         return
     values = {_clock_value(group) for group in facts.gpus}
     value = values.pop() if len(values) == 1 else "max"
@@ -147,21 +160,29 @@ def clocks(facts: Facts, profile: Profile) -> Output:
 
 @rule("gpu.power-limit")
 def power_limit(facts: Facts, profile: Profile) -> Output:
-    """Cap board power at a share of the default limit, only when the profile says so."""
+    """Cap board power at a share of each card's own default limit, only when the profile says so.
+
+    Always a percentage, resolved at boot against the card's reported power.default_limit: one
+    model name covers boards of different defaults (A100 SXM4 at 400 W and 500 W,
+    hardware_db/gpus/A100-SXM4-80GB.yaml), so watts from the catalog would cap a 500 W board
+    at 80 % of 400 W.
+    """
     percent = profile.gpu_power_limit_percent
     if not facts.has_gpus or percent is None:
         return
-    defaults = {group.model.power.default_w for group in facts.gpus}
-    default = defaults.pop() if len(defaults) == 1 else None
-    if default:
-        value, known = str(default * percent // 100), f"{default} W default from hardware_db"
-    else:
-        value, known = f"{percent}%", "the card's reported default limit"
+    defaults = sorted({g.model.power.default_w for g in facts.gpus if g.model.power.default_w})
+    catalog = (
+        f" (hardware_db gives {', '.join(f'{watts} W' for watts in defaults)} for "
+        f"{_models(facts)}; boards of one model can differ)"
+        if defaults
+        else ""
+    )
     yield gpu_action(
         "power-limit",
-        value,
-        f"the profile caps power at {percent}% of {known} to avoid thermal "
-        "throttling; clamped at boot to the card's min/max limits",
+        f"{percent}%",
+        f"the profile caps power at {percent}% of each card's own default limit, read at "
+        f"boot from nvidia-smi{catalog}, to avoid thermal throttling; clamped to the card's "
+        "min/max limits",
     )
 
 

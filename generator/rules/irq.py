@@ -15,16 +15,56 @@ def _wants_pinning(nic: NicFacts) -> bool:
     return nic.rdma or (nic.speed_gbps or 0) >= PIN_MIN_GBPS
 
 
+# The value that tells irq-affinity to work out the CPU list on the machine itself.
+RESOLVE_AT_BOOT = "local"
+
+
 def housekeeping_cpus(facts: Facts) -> set[int]:
     """CPU 0 and its SMT siblings: the first physical core keeps the kernel's housekeeping."""
     return {thread * facts.cpu.physical_cores for thread in range(facts.cpu.threads_per_core)}
 
 
-def irq_cpus(facts: Facts, node: int | None) -> str:
-    """The node's CPUs (every CPU when the node is unknown) without the first physical core."""
+def smt_off(facts: Facts, profile: Profile) -> bool:
+    """nosmt is planned (cpu.smt): every sibling thread but the first of each core goes offline.
+
+    x86 only: the plan drops nosmt elsewhere (plan/known_keys.py), so siblings stay online there.
+    """
+    return (
+        profile.smt == "disable" and facts.cpu.threads_per_core > 1 and facts.cpu.arch == "x86_64"
+    )
+
+
+def online_cpus(facts: Facts, profile: Profile, cpus: list[int]) -> set[int]:
+    """CPUS less those nosmt takes offline: the kernel numbers every core's first thread first,
+    so the siblings are the CPUs from physical_cores on."""
+    if smt_off(facts, profile):
+        return {cpu for cpu in cpus if cpu < facts.cpu.physical_cores}
+    return set(cpus)
+
+
+def resolved_at_boot(facts: Facts, nic: NicFacts) -> bool:
+    """The CPU list cannot be stated here: the NIC's node or the CPU's thread count is unknown.
+
+    The machine knows both, and irq-affinity reads them at boot: the PCI device's local_cpulist
+    and numa_node (Linux drivers/pci/pci-sysfs.c, local_cpulist_show, numa_node_show) and
+    /sys/devices/system/cpu/cpu0/topology/thread_siblings_list (drivers/base/topology.c).
+    """
+    return nic.numa_node is None or not facts.cpu.threads_known
+
+
+def irq_cpus(facts: Facts, profile: Profile, node: int | None) -> str:
+    """The node's online CPUs (every CPU when the node is unknown) without the first core."""
     nodes = [node] if node is not None else range(facts.numa_nodes)
     cpus = [cpu for n in nodes for cpu in facts.cpus_of_node(n)]
-    return compress_cpus(set(cpus) - housekeeping_cpus(facts))
+    return compress_cpus(online_cpus(facts, profile, cpus) - housekeeping_cpus(facts))
+
+
+def _pin_value(facts: Facts, profile: Profile, nic: NicFacts) -> str:
+    if resolved_at_boot(facts, nic):
+        # still "" when the machine as described has no CPU at all besides the first core
+        some_cpu = not facts.cpu.threads_known or irq_cpus(facts, profile, None)
+        return RESOLVE_AT_BOOT if some_cpu else ""
+    return irq_cpus(facts, profile, nic.numa_node)
 
 
 def pin_assignments(facts: Facts, profile: Profile) -> dict[str, str]:
@@ -32,11 +72,14 @@ def pin_assignments(facts: Facts, profile: Profile) -> dict[str, str]:
 
     All or nothing: irqbalance is switched off when pinning, so a fast NIC left unpinned
     (its node has no CPU besides the first core) would be neither pinned nor balanced.
+    A NIC whose list cannot be stated here gets RESOLVE_AT_BOOT: irq-affinity reads the device's
+    local_cpulist on the machine (and leaves the interrupts alone if nothing but the first core
+    is there).
     """
     if profile.irq != "pin":
         return {}
     assignments = {
-        nic.name: irq_cpus(facts, nic.numa_node) for nic in facts.nics if _wants_pinning(nic)
+        nic.name: _pin_value(facts, profile, nic) for nic in facts.nics if _wants_pinning(nic)
     }
     return assignments if all(assignments.values()) else {}
 
@@ -44,21 +87,35 @@ def pin_assignments(facts: Facts, profile: Profile) -> dict[str, str]:
 def _first_core(facts: Facts) -> str:
     return (
         "the first core (CPU 0 and its SMT siblings)"
-        if facts.cpu.threads_per_core > 1
+        if facts.cpu.threads_per_core > 1 or not facts.cpu.threads_known
         else "the first core (CPU 0)"
     )
 
 
-def _pin_reason(facts: Facts, nic: NicFacts) -> str:
+def _pin_reason(facts: Facts, profile: Profile, nic: NicFacts) -> str:
+    at_boot = (
+        "resolved at boot: irq-affinity reads the device's local_cpulist (else its numa_node's "
+        "CPUs, else every online CPU), less CPU 0's core and the CPUs that are offline"
+    )
     if nic.numa_node is None:
         return (
-            f"{nic.name} has no numa_node in the hardware file, so its interrupts are spread over "
-            f"every CPU but {_first_core(facts)} (irqbalance is off); "
-            "give numa_node to keep them NUMA-local"
+            f"{nic.name} has no numa_node in the hardware file, so its CPU list is {at_boot}; "
+            "spreading over every CPU would undo the driver's NUMA-local queue placement"
         )
+    if not facts.cpu.threads_known:
+        return (
+            f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}; the "
+            f"CPU's threads_per_core is not known (hardware file or hardware_db), so which CPUs "
+            f"are SMT siblings is not guessed: the list is {at_boot}"
+        )
+    offline = (
+        "; the SMT siblings that nosmt takes offline are left out"
+        if smt_off(facts, profile)
+        else ""
+    )
     return (
         f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}: no cross-socket "
-        f"hop for every completion; {_first_core(facts)} left to housekeeping"
+        f"hop for every completion; {_first_core(facts)} left to housekeeping{offline}"
     )
 
 
@@ -68,11 +125,11 @@ def pin_nics(facts: Facts, profile: Profile) -> Output:
     assignments = pin_assignments(facts, profile)
     for nic in facts.nics:
         if nic.name in assignments:
-            yield irq_pin(nic.name, assignments[nic.name], _pin_reason(facts, nic))
+            yield irq_pin(nic.name, assignments[nic.name], _pin_reason(facts, profile, nic))
     if profile.irq != "pin" or assignments:
         return
     for nic in facts.nics:
-        if _wants_pinning(nic) and not irq_cpus(facts, nic.numa_node):
+        if _wants_pinning(nic) and not _pin_value(facts, profile, nic):
             yield note(
                 f"{nic.name}: its NUMA node has no CPU besides the first core; no interrupt is "
                 "pinned and irqbalance keeps balancing them all"

@@ -476,7 +476,9 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
         return check_of(
             setting,
-            f"locked by {GPU_UNIT}" if ok else "the GPU unit did not succeed",
+            f"{'reset' if setting.value == 'reset' else 'locked'} by {GPU_UNIT}"
+            if ok
+            else "the GPU unit did not succeed",
             OK if ok else DIFFERS,
             "locked clocks are not readable through nvidia-smi --query-gpu",
         )
@@ -498,8 +500,15 @@ def check_irq(setting: Setting, live: Live) -> Check:
         )
     if rows[0] == "!no-msi-irqs":
         return check_of(setting, "no MSI IRQs", NA, f"{setting.key} has no MSI interrupts to pin")
-    wanted = expand_cpus(setting.value)
     pairs = [row.split(" ", 1) for row in rows]
+    if setting.value == "local":  # resolved at boot from the device: one list for every IRQ
+        lists = {cpus for _, cpus in pairs}
+        if len(lists) == 1 and not next(iter(lists)).startswith("!"):
+            return check_of(setting, f"{next(iter(lists))} ({len(pairs)} IRQs, read at boot)", OK)
+        return check_of(
+            setting, "; ".join(sorted(lists)[:4]), DIFFERS, "IRQs not on one boot-time CPU list"
+        )
+    wanted = expand_cpus(setting.value)
     wrong = [
         f"IRQ {irq}: {cpus}"
         for irq, cpus in pairs

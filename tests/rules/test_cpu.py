@@ -10,7 +10,17 @@ from generator.inputs.facts import Facts
 from generator.model.setting import Setting
 from generator.rules import cpu
 
-from .helpers import DUAL_EPYC, DUAL_XEON, GRACE, Case, case_ids, check_case, with_cpufreq_driver
+from .helpers import (
+    DUAL_EPYC,
+    DUAL_XEON,
+    GRACE,
+    Case,
+    case_ids,
+    check_case,
+    facts,
+    profile,
+    with_cpufreq_driver,
+)
 
 GOVERNOR = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
 EPP = "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference"
@@ -155,7 +165,23 @@ CASES: tuple[Case, ...] = (
         knobs={"smt": "disable"},
         note="one thread per core",
     ),
+    # threads_per_core in neither the file nor hardware_db (Xeon-8570, DGX B200): not taken as 1;
+    # nosmt is set and the kernel decides (it does nothing without SMT)
+    Case(
+        "smt-disable-threads-unknown",
+        cpu.smt,
+        {("kernel-arg", "nosmt", "")},
+        hw={"cpu": {"model": "Xeon-8570", "cores_per_socket": 60, "threads_per_core": None}},
+        knobs={"smt": "disable"},
+    ),
 )
+
+
+def test_unknown_threads_per_core_says_the_kernel_decides() -> None:
+    hw = {"cpu": {"model": "Xeon-8570", "cores_per_socket": 60, "threads_per_core": None}}
+    (setting,) = cpu.smt.apply(facts(**hw), profile("inference", smt="disable"))
+    assert isinstance(setting, Setting)
+    assert "threads_per_core is not known" in setting.reason and "decides at boot" in setting.reason
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))

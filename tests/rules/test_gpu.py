@@ -126,14 +126,22 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [H100X4, {"model": "H200-SXM-141GB", "count": 4}]},
         knobs=LOCK,
     ),
-    Case("clocks-boost", gpu.clocks, set(), hw={"gpus": [H100X8]}, intent="training"),
+    # boost: an earlier lock is reset, so a live switch to training does not keep it
+    Case(
+        "clocks-boost-resets-a-lock",
+        gpu.clocks,
+        {("gpu", "clocks", "reset")},
+        hw={"gpus": [H100X8]},
+        intent="training",
+    ),
     Case("clocks-no-gpu", gpu.clocks, set(), knobs=LOCK),
-    # power limit: a share of the hardware_db default, or a percentage when it is unknown
+    # power limit: always a percentage of each card's own default, read at boot (never catalog
+    # watts: one A100 model has 400 W and 500 W boards)
     Case("power-unset", gpu.power_limit, set(), hw={"gpus": [H100X8]}),
     Case(
         "power-80pct-h100",
         gpu.power_limit,
-        {("gpu", "power-limit", "560")},
+        {("gpu", "power-limit", "80%")},
         hw={"gpus": [H100X8]},
         knobs={"gpu_power_limit_percent": 80},
     ),
@@ -150,6 +158,13 @@ CASES: tuple[Case, ...] = (
         {("gpu", "power-limit", "75%")},
         hw={"gpus": [L4X1, H100X4]},
         knobs={"gpu_power_limit_percent": 75},
+    ),
+    Case(
+        "power-80pct-a100-not-320w",
+        gpu.power_limit,
+        {("gpu", "power-limit", "80%")},
+        hw={"gpus": [{"model": "A100-SXM4-80GB", "count": 8}]},
+        knobs={"gpu_power_limit_percent": 80},
     ),
     Case("power-no-gpu", gpu.power_limit, set(), knobs={"gpu_power_limit_percent": 80}),
     # MIG: only on request and on a MIG-capable model

@@ -31,6 +31,11 @@ PINNING = {
     ("service", "goldtune-irq-affinity.service", "enable"),
 }
 IRQBALANCE: dict[str, Any] = {"irq": "irqbalance"}
+NOSMT: dict[str, Any] = {"smt": "disable"}
+# 2 x 60 cores (Xeon-8570, DGX B200), threads_per_core in neither the file nor hardware_db
+UNKNOWN_THREADS: dict[str, Any] = {
+    "cpu": {"model": "Xeon-8570", "sockets": 2, "cores_per_socket": 60, "threads_per_core": None}
+}
 DUAL_32_NO_SMT = {"cpu": {"sockets": 2, "cores_per_socket": 32, "threads_per_core": 1}}
 ONE_16X2 = {"cpu": {"cores_per_socket": 16}}
 EPYC_NPS4 = {**DUAL_EPYC, "numa_nodes": 8}  # 2 x 96 cores x 2 threads, 24 cores per node
@@ -141,30 +146,75 @@ CASES: tuple[Case, ...] = (
             ],
         },
     ),
-    # no numa_node: spread over every CPU but the first core, and the reason says so
+    # no numa_node: resolved at boot from the device's local_cpulist (never every CPU, which
+    # undoes the driver's NUMA-local queue spread), and the reason says so
     Case(
-        "no-numa-node-all-cpus-but-first-core",
+        "no-numa-node-resolved-at-boot",
         irq.pin_nics,
-        {pin("ib0", "1-111,113-223")},
+        {pin("ib0", "local")},
         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=None)]},
     ),
     Case(
         "no-numa-node-epyc-nps4",
         irq.pin_nics,
-        {pin("ib0", "1-191,193-383")},
+        {pin("ib0", "local")},
         hw={**EPYC_NPS4, "nics": [rdma_compute("ib0", numa=None)]},
     ),
     Case(
         "no-numa-node-one-socket",
         irq.pin_nics,
-        {pin("eth0", "1-15,17-31")},
+        {pin("eth0", "local")},
         hw={**ONE_16X2, "nics": [nic("eth0", "frontend", 100)]},
     ),
     Case(
         "no-numa-node-next-to-a-placed-nic",
         irq.pin_nics,
-        {pin("ib0", "1-55,113-167"), pin("ib1", "1-111,113-223")},
+        {pin("ib0", "1-55,113-167"), pin("ib1", "local")},
         hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=None)]},
+    ),
+    # threads_per_core unknown (Xeon-8570 in hardware_db, none in the file): which CPUs are
+    # siblings is not guessed, the list is resolved at boot
+    Case(
+        "threads-unknown-resolved-at-boot",
+        irq.pin_nics,
+        {pin("ib0", "local"), pin("ib1", "local")},
+        hw={
+            "cpu": {**UNKNOWN_THREADS["cpu"]},
+            "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)],
+        },
+    ),
+    # nosmt: the siblings that go offline are not in the lists
+    Case(
+        "nosmt-drops-the-siblings",
+        irq.pin_nics,
+        {pin("ib0", "1-55"), pin("ib1", "56-111")},
+        hw={**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]},
+        knobs=NOSMT,
+    ),
+    Case(
+        "nosmt-epyc-nps4",
+        irq.pin_nics,
+        {pin("ib0", "1-23"), pin("ib5", "120-143")},
+        hw={**EPYC_NPS4, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib5", numa=5)]},
+        knobs=NOSMT,
+    ),
+    # Arm with SMT: the plan drops nosmt there (x86 only), so the siblings stay in the list
+    Case(
+        "nosmt-on-arm-keeps-the-siblings",
+        irq.pin_nics,
+        {pin("ib0", "1-3,5-7")},
+        hw={
+            "cpu": {"vendor": "nvidia", "sockets": 1, "cores_per_socket": 4, "threads_per_core": 2},
+            "nics": [rdma_compute("ib0", numa=0)],
+        },
+        knobs=NOSMT,
+    ),
+    Case(
+        "nosmt-without-smt-changes-nothing",
+        irq.pin_nics,
+        {pin("ib0", "1-31"), pin("ib1", "32-63")},
+        hw={**DUAL_32_NO_SMT, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]},
+        knobs=NOSMT,
     ),
     # a node with nothing besides the first core: a note, not a setting
     Case(
@@ -272,14 +322,37 @@ def test_every_pin_list_is_its_node_without_the_first_core(shape: str) -> None:
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_a_nic_without_numa_node_gets_every_cpu_but_the_first_core(shape: str) -> None:
+def test_a_nic_without_numa_node_is_resolved_at_boot(shape: str) -> None:
     machine = facts(**SHAPES[shape], nics=[rdma_compute("ib0", numa=None)])
     (setting,) = irq.pin_nics.apply(machine, profile("inference"))
     assert isinstance(setting, Setting) and setting.target == ("irq", "ib0")
-    assert (
-        set(expand_cpus(setting.value)) == set(range(machine.cpu.logical_cpus)) - FIRST_CORE[shape]
+    assert setting.value == irq.RESOLVE_AT_BOOT
+    assert "no numa_node" in setting.reason and "resolved at boot" in setting.reason
+    assert "local_cpulist" in setting.reason
+
+
+def test_unknown_threads_per_core_stays_unknown() -> None:
+    machine = facts(**UNKNOWN_THREADS, nics=[rdma_compute("ib0", numa=0)])
+    assert not machine.cpu.threads_known
+    (setting,) = irq.pin_nics.apply(machine, profile("inference"))
+    assert isinstance(setting, Setting) and setting.value == irq.RESOLVE_AT_BOOT
+    assert "threads_per_core is not known" in setting.reason
+    assert facts(**DUAL_XEON).cpu.threads_known
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_with_nosmt_no_pin_list_holds_a_cpu_that_goes_offline(shape: str) -> None:
+    machine = facts(**SHAPES[shape])
+    machine = facts(
+        **SHAPES[shape], nics=[rdma_compute(f"ib{n}", numa=n) for n in range(machine.numa_nodes)]
     )
-    assert "no numa_node" in setting.reason and "every CPU but the first core" in setting.reason
+    pins = settings_of(irq.pin_nics.apply(machine, profile("training", **NOSMT)), "irq")
+    online = set(range(machine.cpu.physical_cores))  # each core's first thread
+    assert pins
+    for name, cpus in pins.items():
+        assert set(expand_cpus(cpus)) <= online - {0}, name
+    pinned = set().union(*(set(expand_cpus(cpus)) for cpus in pins.values()))
+    assert pinned == online - {0}
 
 
 def test_a_nic_with_a_node_gets_a_reason_naming_the_node() -> None:
