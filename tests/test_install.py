@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import pytest
-from plans import full_plan, plan_without, setting
+from plans import FULL_SETTINGS, full_plan, plan_without, setting
 
 from generator.bundle.write import write_bundle
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.setting import Plan
+from generator.render.delivery import kernel_cmdline
 from generator.render.render import render_bundle
+from generator.verify.run import verify_checks
+from generator.verify.verdicts import Verdict, load_bundle
 
 TOOLS = (
     "sh",
@@ -36,6 +42,8 @@ TOOLS = (
     "tr",
     "printf",
     "mktemp",
+    "head",
+    "tail",
 )
 
 
@@ -346,3 +354,354 @@ def test_irq_affinity_skips_missing_interfaces_and_exits_0(tmp_path: Path) -> No
         in result.stdout
     )
     assert "warning: irqbalance is running" in result.stdout
+
+
+# --- boot arguments per mechanism and tuned layered: inference -> training -> inference --------
+
+INFERENCE = full_plan()
+TRAINING = full_plan(
+    profile_name="training",
+    settings=(
+        *(s for s in FULL_SETTINGS if s.key != "intel_idle.max_cstate"),
+        setting("kernel-arg", "iommu", "pt", "test.iommu"),
+    ),
+)
+# A RHEL 9 root as installed: BLS entries with literal options (no $kernelopts from 9.0 on),
+# GRUB_ENABLE_BLSCFG=true, no /etc/kernel/cmdline yet, tuned on throughput-performance.
+RHEL_OPTIONS = "root=/dev/mapper/rhel-root ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet"
+RHEL_ENTRY = "boot/loader/entries/4f1c2d-5.14.0-427.13.1.el9_4.x86_64.conf"
+
+
+def rhel_root(root: Path, with_tuned_files: bool = True) -> Path:
+    files = {
+        "etc/default/grub": 'GRUB_CMDLINE_LINUX="crashkernel=1G-4G:192M rhgb quiet"\n'
+        "GRUB_ENABLE_BLSCFG=true\n",
+        RHEL_ENTRY: "title Red Hat Enterprise Linux (5.14.0-427.13.1.el9_4.x86_64) 9.4\n"
+        "version 5.14.0-427.13.1.el9_4.x86_64\nlinux /vmlinuz-5.14.0-427.13.1.el9_4.x86_64\n"
+        f"options {RHEL_OPTIONS}\ngrub_users $grub_users\ngrub_class rhel\n",
+        "etc/tuned/active_profile": "throughput-performance\n",
+        "etc/tuned/profile_mode": "auto\n",
+    }
+    if with_tuned_files:
+        files["usr/lib/tuned/throughput-performance/tuned.conf"] = "[sysctl]\nvm.swappiness=10\n"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def entry_options(root: Path) -> list[str]:
+    text = (root / RHEL_ENTRY).read_text()
+    return [line.split(None, 1)[1] for line in text.splitlines() if line.startswith("options")]
+
+
+def test_bls_arguments_are_added_and_removed_across_bundles_in_an_image(tmp_path: Path) -> None:
+    root = rhel_root(tmp_path / "image")
+    path = make_bin(tmp_path, {})
+    bundles = {
+        plan.profile_name: bundle_for(tmp_path, plan, plan.profile_name)
+        for plan in (INFERENCE, TRAINING)
+    }
+
+    def install(name: str) -> subprocess.CompletedProcess[str]:
+        result = run(bundles[name] / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result
+
+    install("inference")
+    after_inference = image_tree(root)
+    inference_line = f"{RHEL_OPTIONS} {kernel_cmdline(INFERENCE)}"
+    assert entry_options(root) == [inference_line]
+    assert (root / "etc/kernel/cmdline").read_text() == inference_line + "\n"
+    assert (root / "var/lib/goldtune/kernel-args").read_text().split() == kernel_cmdline(
+        INFERENCE
+    ).split()
+    checks, _ = verify_checks(load_bundle(bundles["inference"]), root, None)
+    args = [c for c in checks if c.kind == "kernel-arg"]
+    assert args and all(c.verdict == Verdict.OK for c in args), args
+
+    result = install("training")
+    training_line = f"{RHEL_OPTIONS} {kernel_cmdline(TRAINING)}"
+    assert "remove 'intel_idle.max_cstate=1'" in result.stdout
+    assert entry_options(root) == [training_line]
+    assert (root / "etc/kernel/cmdline").read_text() == training_line + "\n"
+    assert (root / "etc/tuned/active_profile").read_text() == (
+        "throughput-performance goldtune-training\n"
+    )
+
+    install("inference")
+    assert image_tree(root) == after_inference  # back exactly: nothing of training is left
+    assert "done: 0 written," in install("inference").stdout
+
+
+def test_tuned_is_layered_on_the_selected_profile_and_the_previous_one_kept(
+    tmp_path: Path,
+) -> None:
+    root = rhel_root(tmp_path / "image")
+    path = make_bin(tmp_path, {})
+    for plan in (INFERENCE, TRAINING):
+        bundle = bundle_for(tmp_path, plan, plan.profile_name)
+        result = run(bundle / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        active = (root / "etc/tuned/active_profile").read_text()
+        assert active == f"throughput-performance goldtune-{plan.profile_name}\n"
+        assert (root / "etc/tuned/profile_mode").read_text() == "manual\n"
+        assert (root / "var/lib/goldtune/tuned-previous").read_text() == "throughput-performance\n"
+        # the profile itself is the bundle's file, byte for byte (no include= is written into it)
+        tuned_conf = f"etc/tuned/goldtune-{plan.profile_name}/tuned.conf"
+        assert (root / tuned_conf).read_bytes() == (bundle / "rootfs" / tuned_conf).read_bytes()
+
+
+def plant_active_profile_code(root: Path) -> None:
+    (root / "etc/tuned/active_profile").write_text("$(reboot)\n")
+
+
+def plant_active_profile_link(root: Path) -> None:
+    (root / "etc/tuned/active_profile").unlink()
+    (root / "etc/tuned/active_profile").symlink_to("../../victim")
+
+
+def plant_quoted_args_record(root: Path) -> None:
+    (root / "var/lib/goldtune").mkdir(parents=True)
+    (root / "var/lib/goldtune/kernel-args").write_text('a="b c"\n')
+
+
+def plant_fifo_args_record(root: Path) -> None:
+    (root / "var/lib/goldtune").mkdir(parents=True)
+    os.mkfifo(root / "var/lib/goldtune/kernel-args")  # reading it would hang
+
+
+def plant_quoted_entry_options(root: Path) -> None:
+    (root / RHEL_ENTRY).write_text('options root=/dev/vda "quoted arg"\n')
+
+
+@pytest.mark.parametrize(
+    ("prepare", "message"),
+    [
+        (plant_active_profile_code, "not a list of profile names"),
+        (plant_active_profile_link, "/etc/tuned/active_profile is not a plain file"),
+        (plant_quoted_args_record, "is not a list of arguments; it was not used"),
+        (
+            plant_fifo_args_record,
+            "kernel-argument record /var/lib/goldtune/kernel-args is not a plain file",
+        ),
+        (plant_quoted_entry_options, "its options are not plain words"),
+    ],
+)
+def test_foreign_tuned_and_boot_files_are_validated_not_used(
+    tmp_path: Path, prepare: Callable[[Path], None], message: str
+) -> None:
+    root = rhel_root(tmp_path / "image")
+    prepare(root)
+    bundle = bundle_for(tmp_path, INFERENCE)
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 1, result.stdout
+    assert message in result.stdout
+    assert "$(reboot)" not in result.stdout and '"b c"' not in result.stdout  # never echoed
+    assert not (root / "victim").exists()  # nothing written through the link
+
+
+def test_a_debian_image_gets_the_drop_in_and_no_bls_edit(tmp_path: Path) -> None:
+    root = tmp_path / "image"
+    (root / "etc/default").mkdir(parents=True)
+    (root / "etc/default/grub").write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n')
+    result = run(
+        bundle_for(tmp_path, INFERENCE) / "install.sh",
+        "--root",
+        str(root),
+        path=make_bin(tmp_path, {}),
+    )
+    assert result.returncode == 0, result.stdout
+    assert "boot arguments (grub-dropin)" in result.stdout
+    assert not (root / "etc/kernel/cmdline").exists()
+    assert (root / "etc/default/grub.d/90-goldtune.cfg").exists()
+
+
+def test_kernel_install_gives_a_later_kernel_the_bundles_arguments(tmp_path: Path) -> None:
+    """systemd's kernel-install (90-loaderentry) reads /etc/kernel/cmdline for a new entry."""
+    kernel_install = shutil.which("kernel-install")
+    if kernel_install is None:
+        pytest.skip("kernel-install (systemd) not installed")
+    root = rhel_root(tmp_path / "image")
+    bundle = bundle_for(tmp_path, INFERENCE)
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout
+    (tmp_path / "vmlinuz").write_text("not a kernel\n")
+    # systemd 252 takes the layout from install.conf beside the cmdline, not from the environment
+    (root / "etc/kernel/install.conf").write_text("layout=bls\n")
+    installed = subprocess.run(
+        [kernel_install, "add", "5.14.0-503.el9.x86_64", str(tmp_path / "vmlinuz")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            "PATH": os.environ["PATH"],
+            # the image's /etc/kernel and /boot instead of the host's (systemd 251+)
+            "KERNEL_INSTALL_CONF_ROOT": str(root / "etc/kernel"),
+            "BOOT_ROOT": str(root / "boot"),
+            "KERNEL_INSTALL_PLUGINS": "/usr/lib/kernel/install.d/90-loaderentry.install",
+        },
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (new_entry,) = (root / "boot/loader/entries").glob("*-5.14.0-503.el9.x86_64.conf")
+    options = [
+        line.split(None, 1)[1]
+        for line in new_entry.read_text().splitlines()
+        if line.startswith("options")
+    ]
+    # kernel-install appends systemd.machine_id=<the host's id>: everything before it is the file
+    assert [o.rsplit(" systemd.machine_id=", 1)[0] for o in options] == [
+        f"{RHEL_OPTIONS} {kernel_cmdline(INFERENCE)}"
+    ]
+    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    args = [c for c in checks if c.kind == "kernel-arg"]
+    assert args and all(c.verdict == Verdict.OK for c in args), args
+
+
+# --- with the root as / : a private mount namespace and chroot, the host's /usr read-only -------
+
+
+@cache
+def can_chroot() -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("chroot") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "true"], capture_output=True, check=False
+    )
+    return probe.returncode == 0
+
+
+needs_chroot = pytest.mark.skipif(
+    not can_chroot(), reason="needs root and a private mount namespace (unshare, chroot)"
+)
+
+
+def in_chroot(root: Path, command: str, binds: tuple[tuple[str, str], ...] = ()) -> str:
+    """Run ``command`` with ``root`` as /, in a mount namespace of its own (nothing leaks out)."""
+    for name in ("bin", "sbin", "lib", "lib64"):
+        if not (root / name).is_symlink() and not (root / name).exists():
+            (root / name).symlink_to(f"usr/{name}")
+    for name in ("usr", "dev", "stub"):
+        (root / name).mkdir(exist_ok=True)
+    mounts = [("/usr", "usr"), ("/dev", "dev"), *binds]
+    script = "set -e\n" + "".join(
+        f"mount --bind {shlex.quote(host)} {shlex.quote(str(root / inside))}\n"
+        for host, inside in mounts
+    )
+    script += f"mount -o remount,bind,ro {shlex.quote(str(root / 'usr'))}\n"
+    script += (
+        f"exec chroot {shlex.quote(str(root))} /usr/bin/env -i PATH=/stub:/usr/sbin:/usr/bin "
+        f"LC_ALL=C STUB_LOG=/stub.log /bin/sh -c {shlex.quote(command)}\n"
+    )
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def stub(root: Path, name: str, body: str = "") -> None:
+    path = root / "stub" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >>"$STUB_LOG"\n{body}')
+    path.chmod(0o755)
+
+
+@needs_chroot
+def test_live_bls_uses_grubby_to_add_and_remove_and_layers_tuned(tmp_path: Path) -> None:
+    """Live on a RHEL-like root. grubby is a stub that records its calls: Debian does not
+    package grubby, and what is tested is which arguments install.sh asks it to add and remove
+    across inference -> training -> inference. The other live tools are recording stubs too, so
+    nothing touches this host's kernel, units or tuned."""
+    root = rhel_root(tmp_path / "rhel", with_tuned_files=False)  # /usr is the host's here
+    (root / "run/systemd/system").mkdir(parents=True)
+    for name in ("grubby", "tuned-adm", "sysctl", "systemd-tmpfiles", "udevadm", "update-grub"):
+        stub(root, name)
+    stub(root, "systemd-detect-virt", "exit 1\n")  # not in a chroot: the live path
+    stub(
+        root,
+        "systemctl",
+        'case "$*" in *"is-active --quiet tuned.service") exit 0 ;; cat*) exit 1 ;; esac\n',
+    )
+    (root / "tmp").mkdir()
+    (root / "usr-local").mkdir()  # a writable /usr/local over the host's, for libexec
+    local = ((str(root / "usr-local"), "usr/local"),)
+    for number, plan in enumerate((INFERENCE, TRAINING, INFERENCE)):
+        bundle = bundle_for(root / "tmp", plan, f"bundle-{number}")
+        out = in_chroot(root, f"/{bundle.relative_to(root)}/install.sh", local)
+        assert "done:" in out and " 0 failed" in out, out
+    calls = (root / "stub.log").read_text().splitlines()
+    inference, training = kernel_cmdline(INFERENCE), kernel_cmdline(TRAINING)
+    assert [c for c in calls if c.startswith("grubby")] == [
+        f"grubby --update-kernel=ALL --args={inference}",
+        f"grubby --update-kernel=ALL --args={training} --remove-args=intel_idle.max_cstate=1",
+        f"grubby --update-kernel=ALL --args={inference} --remove-args=iommu=pt",
+    ]
+    assert [c for c in calls if c.startswith("tuned-adm")] == [
+        "tuned-adm profile throughput-performance goldtune-inference",
+        "tuned-adm profile throughput-performance goldtune-training",
+        "tuned-adm profile throughput-performance goldtune-inference",
+    ]
+    assert not [c for c in calls if c.startswith("update-grub")]
+    assert (root / "etc/kernel/cmdline").read_text() == f"{RHEL_OPTIONS} {inference}\n"
+
+
+DEBIAN_GRUB = (
+    "GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\n"
+    "GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`\n"
+    'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX=""\n'
+)
+# grub-probe asks the kernel which block device holds /; the test root is a directory, so it is
+# the one stub here, bound over /usr/sbin/grub-probe. grub-mkconfig and /etc/grub.d are real.
+GRUB_PROBE = """case "$*" in
+*--target=device*) echo /dev/vda1 ;;
+*--target=fs_uuid*) echo 0f0e0d0c-0b0a-4909-8807-060504030201 ;;
+*--target=fs*) echo ext2 ;;
+*--target=partuuid*) echo 01234567-01 ;;
+*--target=drive*) echo '(hd0,msdos1)' ;;
+*--target=partmap*) echo msdos ;;
+esac
+"""
+
+
+@needs_chroot
+@pytest.mark.skipif(
+    shutil.which("update-grub") is None or not Path("/etc/grub.d/10_linux").exists(),
+    reason="grub-common/grub2-common not installed (tests/tools/install-tools.sh)",
+)
+def test_update_grub_in_a_debian_root_carries_exactly_the_bundles_arguments(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "debian"
+    for name, text in {
+        "etc/default/grub": DEBIAN_GRUB,
+        "boot/vmlinuz-6.1.0-9-amd64": "kernel\n",
+        "boot/initrd.img-6.1.0-9-amd64": "initrd\n",
+        "etc/tuned/bootcmdline": "",  # tuned's /etc/grub.d/00_tuned sources it (host has tuned)
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "etc/grub.d").mkdir()
+    (root / "boot/grub").mkdir()
+    stub(root, "grub-probe", GRUB_PROBE)
+    binds = (("/etc/grub.d", "etc/grub.d"), (str(root / "stub/grub-probe"), "usr/sbin/grub-probe"))
+    path = make_bin(tmp_path, {})
+    for number, plan in enumerate((INFERENCE, TRAINING, INFERENCE)):
+        bundle = bundle_for(tmp_path, plan, f"bundle-{number}")
+        result = run(bundle / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        in_chroot(root, "update-grub", binds)
+        lines = [
+            line.split()[2:]
+            for line in (root / "boot/grub/grub.cfg").read_text().splitlines()
+            if line.strip().startswith("linux")
+        ]
+        normal = [words for words in lines if "single" not in words]
+        assert len(normal) == 2 and len(lines) == 3, lines
+        for words in normal:
+            assert words == ["root=/dev/vda1", "ro", "quiet", *kernel_cmdline(plan).split()]
+        (recovery,) = [words for words in lines if "single" in words]
+        assert recovery == ["root=/dev/vda1", "ro", "single"]  # _DEFAULT is not for recovery

@@ -475,6 +475,23 @@ TUNED = {"rootfs/etc/tuned/goldtune-inference/tuned.conf": ("[cpu]\ngovernor=per
             [("tuned", "active", "goldtune-inference"), ("tuned", "verify", "failed")],
             DIFFERS,
         ),
+        # install.sh layers the bundle's profile last, over the base: merged left to right
+        (
+            ("tuned", "disk.readahead", "4096"),
+            [
+                ("tuned", "active", "throughput-performance goldtune-inference"),
+                ("tuned", "verify", "ok"),
+            ],
+            OK,
+        ),
+        (
+            ("tuned", "disk.readahead", "4096"),
+            [
+                ("tuned", "active", "goldtune-inference throughput-performance"),
+                ("tuned", "verify", "ok"),
+            ],
+            DIFFERS,
+        ),
     ],
 )
 def test_tuned_verdicts(tmp_path, setting, records, verdict):
@@ -979,3 +996,49 @@ def test_root_driver_module_is_loaded_by_the_gpu_unit(tmp_path):
     pick = lambda checks: next(c.verdict for c in checks if c.kind == "module-load")  # noqa: E731
     assert pick(verdict["good"]) == OK
     assert pick(verdict["bad"]) == MISSING
+
+
+# A RHEL 9 image: GRUB_ENABLE_BLSCFG=true and BLS entries; grub2-mkconfig reads neither the
+# Debian drop-in nor writes GRUB_CMDLINE_LINUX into the entries (hardware_db/distros/rhel-9.yaml).
+BLS_ENTRY = "/boot/loader/entries/0123-5.14.0-427.el9.x86_64.conf"
+RHEL_FILES = {
+    "/etc/default/grub": 'GRUB_CMDLINE_LINUX="rhgb quiet"\nGRUB_ENABLE_BLSCFG=true\n',
+    BLS_ENTRY: "title RHEL\nlinux /vmlinuz-5.14.0-427.el9.x86_64\noptions root=/dev/vda3 ro\n",
+}
+
+
+def bls_arg_verdict(tmp_path: Path, files: dict[str, str]) -> tuple[Verdict, str]:
+    bundle = make_bundle(tmp_path, [("kernel-arg", "iommu", "pt")], {})
+    root = image_tree(tmp_path / "image", {**ROOT_FILES, **files}, ROOT_LINKS)
+    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    found = next(c for c in checks if c.kind == "kernel-arg")
+    return found.verdict, found.actual
+
+
+def test_a_bls_image_does_not_read_the_debian_drop_in(tmp_path):
+    """The drop-in sets iommu=pt, but RHEL boots from the entries, which lack it."""
+    assert bls_arg_verdict(tmp_path, RHEL_FILES) == (MISSING, f"absent ({BLS_ENTRY})")
+
+
+@pytest.mark.parametrize(
+    ("changes", "verdict"),
+    [
+        ({"/etc/kernel/cmdline": "root=/dev/vda3 ro iommu=pt\n"}, OK),
+        ({}, DIFFERS),  # no /etc/kernel/cmdline: kernels installed later lack it
+        ({"/etc/kernel/cmdline": "root=/dev/vda3 ro\n"}, MISSING),
+        (
+            {"/etc/kernel/cmdline": "iommu=pt", "/boot/grub2/grub.cfg": "linux /v root=/dev/vda3"},
+            MISSING,
+        ),
+        ({"/etc/kernel/cmdline": "iommu=pt", BLS_ENTRY: "options iommu=off"}, DIFFERS),
+        ({BLS_ENTRY: "options $kernelopts iommu=pt"}, Verdict.NOT_JUDGED),
+    ],
+)
+def test_a_bls_image_is_judged_by_its_entries_and_kernel_cmdline(tmp_path, changes, verdict):
+    files = {**RHEL_FILES, BLS_ENTRY: RHEL_FILES[BLS_ENTRY] + "options iommu=pt\n"}
+    assert bls_arg_verdict(tmp_path, {**files, **changes})[0] == verdict
+
+
+def test_grub_enable_blscfg_without_entries_is_missing(tmp_path):
+    files = {"/etc/default/grub": "GRUB_ENABLE_BLSCFG=true\n"}
+    assert bls_arg_verdict(tmp_path, files) == (MISSING, "no BLS entry")

@@ -73,6 +73,9 @@ STEP_SUMMARIES = {
     "tuned": "switch tuned to the profile",
     "bootloader": "refresh the boot loader configuration",
 }
+# Steps install.sh runs as its own phases, live and offline, from the list's ``tuned`` and
+# ``kernel-arg`` lines (layering tuned, adding and removing boot arguments per mechanism).
+INSTALL_SH_PHASES = ("tuned", "bootloader")
 STEP_COMMANDS = {
     "reload": "systemctl daemon-reload",
     "sysctl": "sysctl --system >/dev/null",
@@ -180,23 +183,24 @@ def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
         fixed_line(f"overlay: {item.bundle_path}", ("file", item.mode, item.target))
         for item in overlay
     ]
-    lines += [
-        fixed_line(
-            "tuned: select the profile (read when tuned starts; works offline)",
-            ("text", path, text.strip()),
-        )
-        for path, text in tuned_selection(plan)
-    ]
     lines += [setting_line(s, ("service", s.value, s.key)) for s in ordered_services(plan)]
-    for step in activation_steps(plan):
-        if step.name == "bootloader":
-            lines += [
-                setting_line(s, ("kernel-arg", kernel_arg_text(s)))
-                for s in plan.of_kind("kernel-arg")
-            ]
-            lines.append(fixed_line(f"live: {step.summary}", ("step", "bootloader")))
-        else:
-            lines.append(fixed_line(f"live: {step.summary}", step.fields))
+    lines += [
+        fixed_line(f"live: {step.summary}", step.fields)
+        for step in activation_steps(plan)
+        if step.name not in INSTALL_SH_PHASES
+    ]
+    if plan.of_kind("tuned"):
+        lines.append(
+            fixed_line(
+                "tuned: layer the profile on the selected one (live and offline)",
+                ("tuned", layout.tuned_profile(plan.profile_name)),
+            )
+        )
+    # Always the bundle's whole set: install.sh removes what an earlier bundle added and this
+    # one lacks, by the mechanism the target boots with.
+    lines += [
+        setting_line(s, ("kernel-arg", kernel_arg_text(s))) for s in plan.of_kind("kernel-arg")
+    ]
     return lines
 
 

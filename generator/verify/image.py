@@ -3,11 +3,13 @@
 Per setting, the configuration its consumer will read is computed offline the way the consumer
 reads it: drop-in directories merged by file name (``/etc`` over ``/run`` over ``/usr/lib``),
 files in name order, the last assignment winning. So a later drop-in of the image that overrides
-the bundle is found here, not only at boot. Kernel arguments are read from the GRUB drop-ins
-(parsed, never executed: ``grubvars``; what cannot be judged without running the image's code is
-a ``not-judged`` verdict with the file and line) and, when the image has one, from
-``/boot/grub/grub.cfg``. Symbolic links inside the image are resolved inside it, never on the
-host, and only regular files are read (``generator.foreign``).
+the bundle is found here, not only at boot. Kernel arguments are read from what the image's boot
+loader reads: on a BLS system (RHEL 9) the entries' ``options`` lines and ``/etc/kernel/cmdline``;
+otherwise the GRUB drop-ins (parsed, never executed: ``grubvars``; what cannot be judged without
+running the image's code is a ``not-judged`` verdict with the file and line); and, when the image
+has one, the ``linux`` lines of ``/boot/grub/grub.cfg`` or ``/boot/grub2/grub.cfg``. Symbolic
+links inside the image are resolved inside it, never on the host, and only regular files are read
+(``generator.foreign``).
 """
 
 from __future__ import annotations
@@ -180,8 +182,84 @@ def grub_cmdline(image: Image) -> GrubVars:
     return parse_grub_files(files)
 
 
+BLS_DIR = "/boot/loader/entries"
+KERNEL_CMDLINE_FILE = "/etc/kernel/cmdline"  # what kernel-install gives kernels installed later
+GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg")
+
+
+def bls_entries(image: Image) -> list[tuple[str, str]]:
+    """(path, text) of the Boot Loader Specification entries, in name order."""
+    directory = image.resolve(BLS_DIR)
+    if directory is None or not directory.is_dir():
+        return []
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".conf"))
+    found = [(f"{BLS_DIR}/{name}", image.read(f"{BLS_DIR}/{name}")) for name in names]
+    return [(path, text) for path, text in found if text is not None]
+
+
+def bls_options(text: str) -> str:
+    """An entry's kernel command line: its ``options`` lines, joined (the BLS key may repeat)."""
+    lines = [line.split(None, 1) for line in text.splitlines()]
+    return " ".join(f[1] if len(f) > 1 else "" for f in lines if f and f[0] == "options")
+
+
+def boots_from_bls(image: Image, grub: GrubVars) -> bool:
+    """RHEL 9: GRUB_ENABLE_BLSCFG=true, or entries in /boot/loader/entries (hardware_db/distros)."""
+    return bool(bls_entries(image)) or grub.values.get("GRUB_ENABLE_BLSCFG") == "true"
+
+
+def grub_cfg_lines(image: Image) -> list[tuple[str, str]]:
+    """(file, command line) of each ``linux`` line of the generated GRUB configurations."""
+    found = []
+    for path in GRUB_CFGS:
+        for line in (image.read(path) or "").splitlines():
+            if re.match(r"\s*linux(efi)?\s", line):
+                found.append((path, " ".join(line.split()[2:])))
+    return found
+
+
+def arg_verdict(setting: Setting, cmdlines: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """(source, what is wrong) for the first command line lacking the argument or its value."""
+    name = arg_name(setting.key)
+    for source, cmdline in cmdlines:
+        args = parse_cmdline(cmdline)
+        if name not in args:
+            return source, "absent"
+        if (args[name] or "") != setting.value:
+            return source, f"{args[name] or '(flag)'}"
+    return None
+
+
+def check_bls_arg(setting: Setting, image: Image) -> Check:
+    """What a BLS system boots with: each entry's options; later kernels: /etc/kernel/cmdline.
+
+    The Debian drop-in is not read here (Red Hat's grub2-mkconfig sources /etc/default/grub
+    only, and with BLS it leaves the entries' options alone: hardware_db/distros/rhel-9.yaml).
+    """
+    entries = [(path, bls_options(text)) for path, text in bls_entries(image)]
+    if not entries:
+        return check_of(setting, "no BLS entry", MISSING, f"GRUB_ENABLE_BLSCFG but no {BLS_DIR}")
+    unread = [path for path, options in entries if "$" in options]
+    if unread:
+        why = f"{unread[0]}: options use a grubenv variable ($kernelopts), which is not read"
+        return check_of(setting, "not judged", NOT_JUDGED, why)
+    kernel_cmdline = image.read(KERNEL_CMDLINE_FILE)
+    later = [] if kernel_cmdline is None else [(KERNEL_CMDLINE_FILE, kernel_cmdline)]
+    wrong = arg_verdict(setting, entries + later + grub_cfg_lines(image))
+    if wrong is not None:
+        source, value = wrong
+        verdict = MISSING if value == "absent" else DIFFERS
+        return check_of(setting, f"{value} ({source})", verdict, "the boot loader reads it there")
+    if kernel_cmdline is None:
+        why = f"no {KERNEL_CMDLINE_FILE}: kernels installed later will not carry it"
+        return check_of(setting, "in the BLS entries only", DIFFERS, why)
+    return check_of(setting, setting.value or "(set)", OK, f"BLS entries, {KERNEL_CMDLINE_FILE}")
+
+
 def check_kernel_arg(setting: Setting, image: Image) -> Check:
     grub = grub_cmdline(image)
+    if boots_from_bls(image, grub):
+        return check_bls_arg(setting, image)
     cmdline = grub.cmdline()
     if cmdline is None:
         return check_of(setting, "not judged", NOT_JUDGED, "; ".join(grub.unjudged[:2]))
@@ -197,18 +275,15 @@ def check_kernel_arg(setting: Setting, image: Image) -> Check:
         return check_of(
             setting, value or "(flag)", DIFFERS, "another value in the GRUB configuration"
         )
-    grub_cfg = image.read("/boot/grub/grub.cfg")
-    if grub_cfg is not None:
-        entries = [line for line in grub_cfg.splitlines() if re.match(r"\s*linux(efi)?\s", line)]
-        if entries and not all(
-            arg_name(setting.key) in parse_cmdline(" ".join(e.split()[2:])) for e in entries
-        ):
-            return check_of(
-                setting,
-                "in the drop-in only",
-                DIFFERS,
-                "/boot/grub/grub.cfg lacks it: run update-grub in the image",
-            )
+    generated = grub_cfg_lines(image)
+    lacking = [path for path, line in generated if name not in parse_cmdline(line)]
+    if lacking:
+        return check_of(
+            setting,
+            "in the drop-in only",
+            DIFFERS,
+            f"{lacking[0]} lacks it: run update-grub in the image",
+        )
     return check_of(setting, value or "(set)", OK, "GRUB configuration")
 
 
@@ -375,13 +450,15 @@ def check_udev(setting: Setting, image: Image) -> Check:
 def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
     if image.resolve("/usr/lib/tuned") is None and image.resolve("/usr/sbin/tuned") is None:
         return check_of(setting, "-", NA, "tuned is not installed in the image")
-    active = (image.read("/etc/tuned/active_profile") or "").strip()
-    if profile and active != profile:
+    # Several profiles merge left to right, the last winning (tuned/profiles/loader.py, merger.py
+    # of redhat-performance/tuned): the bundle's must be last, layered on the image's base.
+    active = (image.read("/etc/tuned/active_profile") or "").split()
+    if profile and active[-1:] != [profile]:
         return check_of(
             setting,
-            f"active_profile {active or '(none)'}",
+            f"active_profile {' '.join(active) or '(none)'}",
             DIFFERS,
-            f"tuned will not load {profile}",
+            f"tuned will not load {profile} last, over the other profiles",
         )
     section, _, option = setting.key.partition(".")
     text = image.read(f"/etc/tuned/{profile}/tuned.conf") if profile else None

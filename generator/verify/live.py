@@ -400,9 +400,11 @@ def check_tuned(setting: Setting, live: Live) -> Check:
     if active == "!absent" and live.snapshot.value("tuned", "verify") is None:
         return check_of(setting, "-", NA, "tuned is not installed here")
     wanted = live.bundle.tuned_profile
-    if wanted and active != wanted:
+    # install.sh layers the bundle's profile on the selected one ("base goldtune-x"): tuned
+    # merges them left to right, so the bundle's must be the last (tuned/profiles/merger.py).
+    if wanted and active.split()[-1:] != [wanted]:
         return check_of(
-            setting, f"profile {active}", DIFFERS, f"the active tuned profile is not {wanted}"
+            setting, f"profile {active}", DIFFERS, f"the last active tuned profile is not {wanted}"
         )
     section, _, option = setting.key.partition(".")
     if section == "sysctl":

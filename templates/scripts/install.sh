@@ -19,7 +19,25 @@
 #   text <path> <word>               write <word> and a newline to <path>
 #   service enable|disable|mask <unit>
 #   step <name> [<word>]             an activation step on a live system (one step_<name> each)
-#   kernel-arg <word>                an argument the bootloader step adds (grubby)
+#   kernel-arg <word>                a kernel argument of the bundle (see "Boot arguments")
+#   tuned <profile>                  the bundle's tuned profile, layered on the selected one
+#
+# Boot arguments, per mechanism, detected in the target (live or --root). What the tool added is
+# kept in <record dir>/kernel-args (one argument a line), so a later bundle removes what it no
+# longer carries:
+#   GRUB drop-in (Debian, Ubuntu): the drop-in of the overlay carries the arguments; live,
+#       update-grub regenerates grub.cfg; offline nothing runs (the image's update-grub reads it).
+#   BLS (RHEL 9: GRUB_ENABLE_BLSCFG=true or /boot/loader/entries/*.conf): live, grubby
+#       --update-kernel=ALL --args=... --remove-args=...; offline, the options lines of the BLS
+#       entries are edited as text. Both modes edit /etc/kernel/cmdline, which kernel-install
+#       reads for kernels installed later (seeded from the newest entry when absent).
+#       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
+#       entries unless run with --update-bls-cmdline (RHEL 9.3 release notes, RHELDOCS-16752).
+# tuned: active_profile becomes "<the selected profiles, the tool's dropped> <the bundle's>";
+#   tuned merges the profiles of active_profile left to right, the later one winning
+#   (redhat-performance/tuned 2bfa4423, tuned/profiles/loader.py load(), merger.py merge()). The
+#   selection found before the tool's first install is kept in <record dir>/tuned-previous: to
+#   restore it, write that line to /etc/tuned/active_profile (or `tuned-adm profile <it>`).
 #
 # With --root, nothing outside DIR is ever written or removed: every directory of a target path
 # is resolved inside DIR (a symbolic link that leaves it, absolute or relative, is refused),
@@ -67,6 +85,11 @@ is_path() { # an absolute path without '..', '//', a trailing '/' or any unusual
     return 1
 }
 
+is_profile() { # a tuned profile name (tuned's loader accepts [a-zA-Z0-9_.-], no leading '.')
+    case $1 in '' | .* | *[!A-Za-z0-9_.-]*) return 1 ;; esac
+    return 0
+}
+
 is_unit() {
     case $1 in '' | *[!A-Za-z0-9@_.:\\-]*) return 1 ;; esac
     return 0
@@ -74,7 +97,7 @@ is_unit() {
 
 # read_list: every line checked, then kept in newline-separated lists (words have no blanks).
 read_list() {
-    files='' texts='' services='' steps='' kernel_args='' record='' label=''
+    files='' texts='' services='' steps='' kernel_args='' record='' label='' tuned_profile=''
     number=0
     while IFS= read -r line || [ -n "$line" ]; do
         number=$((number + 1))
@@ -125,9 +148,8 @@ read_line() { # the fields after the key
             ;;
         step:1 | step:2)
             case $1 in
-                sysctl | modules | udev | bootloader) [ $# -eq 1 ] || bad_data "$number" "step $1 takes no word" ;;
+                sysctl | modules | udev) [ $# -eq 1 ] || bad_data "$number" "step $1 takes no word" ;;
                 tmpfiles) { [ $# -eq 2 ] && is_path "$2"; } || bad_data "$number" "step tmpfiles needs a path" ;;
-                tuned) { [ $# -eq 2 ] && is_word "$2"; } || bad_data "$number" "step tuned needs a profile" ;;
                 *) bad_data "$number" "unknown step" ;;
             esac
             steps="$steps$1 ${2:-}$newline"
@@ -135,6 +157,10 @@ read_line() { # the fields after the key
         kernel-arg:1)
             is_word "$1" || bad_data "$number" "not a kernel argument"
             kernel_args="${kernel_args:+$kernel_args }$1"
+            ;;
+        tuned:1)
+            is_profile "$1" || bad_data "$number" "not a tuned profile name"
+            tuned_profile=$1
             ;;
         *) bad_data "$number" "unknown key, or the wrong number of fields" ;;
     esac
@@ -305,21 +331,25 @@ step_tmpfiles() { systemd-tmpfiles --create "$1"; }
 step_modules() { systemctl restart systemd-modules-load.service; }
 step_udev() { udevadm control --reload && udevadm trigger --action=change --subsystem-match=block; }
 
-step_tuned() { # profile
+step_tuned() { # profiles: the selection, left to right (tuned-adm takes several)
     if systemctl is-active --quiet tuned.service; then
-        tuned-adm profile "$1"
+        set -f
+        # shellcheck disable=SC2086 # one argument per profile name; names are checked words
+        tuned-adm profile $1
     else
-        say "tuned is not running; it loads the profile when it starts"
+        say "tuned is not running; it loads the profiles when it starts"
     fi
 }
 
-# Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments in
-# BLS entries, which grubby edits; anything else is told what to add.
-step_bootloader() {
-    if command -v update-grub >/dev/null 2>&1; then
+step_bootloader() { # after the bundle's files are in place; $mechanism, $kernel_args, $removed
+    if [ "$mechanism" = bls ]; then
+        if ! command -v grubby >/dev/null 2>&1; then
+            say "the boot entries are BLS but there is no grubby; installed kernels keep their arguments"
+            return 1
+        fi
+        grubby --update-kernel=ALL ${kernel_args:+"--args=$kernel_args"} ${removed:+"--remove-args=$removed"}
+    elif command -v update-grub >/dev/null 2>&1; then
         update-grub
-    elif command -v grubby >/dev/null 2>&1; then
-        grubby --update-kernel=ALL --args="$kernel_args"
     else
         say "no update-grub or grubby; add to the kernel command line: $kernel_args"
     fi
@@ -392,6 +422,251 @@ remove_stale_files() { # the new record's text
     done 3<<RECORD
 $record_lines
 RECORD
+}
+
+# --- files of the target read as data: never through a link, never a FIFO, never echoed -------
+
+# contents_of PATH: $contents is the text of the target's regular file PATH (at most 64 KiB).
+# Status 1: PATH is absent; 2: it is a link or not a regular file (not read).
+contents_of() {
+    contents=''
+    target_of "$1" existing || return 1
+    [ -e "$target" ] || [ -L "$target" ] || return 1
+    if [ -L "$target" ] || [ ! -f "$target" ]; then
+        return 2
+    fi
+    contents=$(head -c 65536 -- "$target")
+}
+
+words_not_in() { # list other: the words of list that other lacks
+    set -f
+    out=''
+    for word in $1; do
+        case " $2 " in *" $word "*) ;; *) out="${out:+$out }$word" ;; esac
+    done
+    set +f
+    printf '%s' "$out"
+}
+
+is_plain_cmdline() { # text: words of the safe alphabet only (no quotes, no $kernelopts)
+    set -f
+    for word in $1; do
+        is_word "$word" || {
+            set +f
+            return 1
+        }
+    done
+    set +f
+}
+
+# edited_cmdline CURRENT: CURRENT without the words the tool removes and without any argument of
+# the bundle's names, then the bundle's arguments; a second edit changes nothing.
+edited_cmdline() {
+    set -f
+    out=''
+    for word in $1; do
+        case " $removed " in *" $word "*) continue ;; esac
+        keep=yes
+        for arg in $kernel_args; do
+            [ "${word%%=*}" != "${arg%%=*}" ] || keep=no
+        done
+        [ "$keep" = no ] || out="${out:+$out }$word"
+    done
+    set +f
+    printf '%s' "$out${out:+${kernel_args:+ }}$kernel_args"
+}
+
+# --- boot arguments, per mechanism (see the header) ---------------------------------------------
+
+# read_added_args: $added, what an earlier install added, from its record; 1 if it is unusable.
+read_added_args() {
+    added=''
+    status=0
+    contents_of "$args_record" || status=$?
+    case $status in
+        1) return 0 ;;
+        2)
+            say "the kernel-argument record $args_record is not a plain file; it was not used"
+            return 1
+            ;;
+    esac
+    if ! is_plain_cmdline "$contents"; then
+        say "the kernel-argument record $args_record is not a list of arguments; it was not used"
+        return 1
+    fi
+    added=$(printf '%s' "$contents" | tr '\n' ' ')
+}
+
+bls_entries() { # the image paths of the BLS entries, one a line, in name order
+    resolve_dir /boot/loader/entries existing || return 0
+    for entry in "$dir"/*.conf; do
+        [ -e "$entry" ] || [ -L "$entry" ] || continue
+        case ${entry##*/} in
+            *[!A-Za-z0-9@_.:+-]*) printf '%s\n' "$tool: a BLS entry with an unusual name is skipped" >&2 ;;
+            *) printf '%s\n' "/boot/loader/entries/${entry##*/}" ;;
+        esac
+    done
+}
+
+# boot_mechanism: $mechanism is bls when the target boots from BLS entries (RHEL 9), else
+# grub-dropin (Debian, Ubuntu: grub-mkconfig sources /etc/default/grub.d/*.cfg).
+boot_mechanism() {
+    mechanism=grub-dropin
+    resolve_dir /boot/loader/entries existing || true
+    entries=$(bls_entries)
+    status=0
+    contents_of /etc/default/grub || status=$?
+    if [ -n "$entries" ]; then
+        mechanism=bls
+    elif [ "$status" -eq 0 ] && printf '%s\n' "$contents" |
+        grep -Eq "^[[:space:]]*(export[[:space:]]+)?GRUB_ENABLE_BLSCFG=(true|\"true\"|'true')[[:space:]]*(#.*)?$"; then
+        mechanism=bls
+    fi
+}
+
+edit_bls_entry() { # image path of one entry: its options line edited as text
+    status=0
+    contents_of "$1" || status=$?
+    if [ "$status" -ne 0 ]; then
+        say "$1 is not a plain file; not edited"
+        return 1
+    fi
+    count=$(printf '%s\n' "$contents" | grep -c '^options[[:space:]]' || true)
+    if [ "$count" -gt 1 ]; then
+        say "$1 has $count options lines; not edited"
+        return 1
+    fi
+    current=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p')
+    if ! is_plain_cmdline "$current"; then
+        say "$1: its options are not plain words (quotes or variables); not edited"
+        return 1
+    fi
+    new=$(edited_cmdline "$current")
+    entry_file=$(mktemp) || die "cannot create a temporary file"
+    if [ "$count" -eq 1 ]; then
+        printf '%s\n' "$contents" | while IFS= read -r entry_line; do
+            case $entry_line in
+                options[[:space:]]*) printf 'options %s\n' "$new" ;;
+                *) printf '%s\n' "$entry_line" ;;
+            esac
+        done >"$entry_file"
+    else
+        printf '%s\noptions %s\n' "$contents" "$new" >"$entry_file"
+    fi
+    if same_file "$entry_file" "$target" "$(stat -c %a -- "$target")"; then
+        say "unchanged $1"
+        unchanged=$((unchanged + 1))
+    else
+        put "$entry_file" "$(stat -c %a -- "$target")"
+        say "edited the options of $1"
+        installed=$((installed + 1))
+    fi
+    rm -f -- "$entry_file"
+}
+
+# edit_kernel_cmdline SEED: /etc/kernel/cmdline, which kernel-install reads for kernels installed
+# later; a missing one starts from SEED (the options of the last BLS entry).
+edit_kernel_cmdline() {
+    status=0
+    contents_of /etc/kernel/cmdline || status=$?
+    case $status in
+        0) current=$(printf '%s' "$contents" | tr '\n' ' ') ;;
+        1) current=$1 ;;
+        *)
+            say "/etc/kernel/cmdline is not a plain file; not edited"
+            return 1
+            ;;
+    esac
+    if [ "$status" -eq 1 ] && [ -z "$current" ]; then
+        say "no /etc/kernel/cmdline and no BLS entry to start it from; kernels installed later lack the arguments"
+        return 1
+    fi
+    if ! is_plain_cmdline "$current"; then
+        say "/etc/kernel/cmdline is not plain words (quotes or variables); not edited"
+        return 1
+    fi
+    write_text /etc/kernel/cmdline "$(edited_cmdline "$current")"
+}
+
+boot_bls() { # the BLS entries (grubby live, text offline), then /etc/kernel/cmdline
+    if [ "$live" = yes ]; then
+        run_step bootloader
+    else
+        while read -r entry <&3; do
+            [ -z "$entry" ] || edit_bls_entry "$entry" || failed=$((failed + 1))
+        done 3<<ENTRIES
+$entries
+ENTRIES
+    fi
+    last_entry=$(bls_entries | tail -n 1)
+    seed=''
+    if [ -n "$last_entry" ] && contents_of "$last_entry"; then
+        seed=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p' | head -n 1)
+    fi
+    edit_kernel_cmdline "$(edited_cmdline "$seed")" || failed=$((failed + 1))
+}
+
+boot_arguments() {
+    args_record=${record%/*}/kernel-args
+    failed_before=$failed
+    read_added_args || failed=$((failed + 1))
+    removed=$(words_not_in "$added" "$kernel_args")
+    [ -n "$kernel_args" ] || [ -n "$removed" ] || return 0
+    boot_mechanism
+    say "boot arguments ($mechanism): add '${kernel_args:-nothing}', remove '${removed:-nothing}'"
+    if [ "$mechanism" = bls ]; then
+        boot_bls
+    elif [ "$live" = yes ]; then
+        run_step bootloader
+    else
+        say "kernel arguments: the grub.d drop-in is read when update-grub runs in the image"
+    fi
+    # Only a complete edit is recorded: after a failure the next run removes the old ones again.
+    if [ "$failed" -eq "$failed_before" ]; then
+        write_text "$args_record" "$(printf '%s' "$kernel_args" | tr ' ' '\n')"
+    fi
+}
+
+# --- tuned: the bundle's profile layered on the selected one ------------------------------------
+
+# tuned's own files (tuned/consts.py ACTIVE_PROFILE_FILE, PROFILE_MODE_FILE)
+tuned_active=/etc/tuned/active_profile
+tuned_mode=/etc/tuned/profile_mode
+
+tuned_layer() {
+    [ -n "$tuned_profile" ] || return 0
+    status=0
+    contents_of "$tuned_active" || status=$?
+    if [ "$status" -eq 2 ]; then
+        say "$tuned_active is not a plain file; the tuned selection is left alone"
+        failed=$((failed + 1))
+        return 0
+    fi
+    base=''
+    set -f
+    for name in $contents; do
+        if ! is_profile "$name"; then
+            set +f
+            say "$tuned_active is not a list of profile names; the tuned selection is left alone"
+            failed=$((failed + 1))
+            return 0
+        fi
+        case $name in "$tool"-*) ;; *) base="${base:+$base }$name" ;; esac
+    done
+    set +f
+    # The selection before the tool's first install, kept once: the one to restore.
+    previous_record=${record%/*}/tuned-previous
+    status=0
+    contents_of "$previous_record" || status=$?
+    if [ "$status" -eq 1 ]; then
+        write_text "$previous_record" "$base"
+    fi
+    selection="${base:+$base }$tuned_profile"
+    write_text "$tuned_active" "$selection"
+    write_text "$tuned_mode" manual
+    if [ "$live" = yes ]; then
+        run_step tuned "$selection"
+    fi
 }
 
 # --- the run ------------------------------------------------------------------------------------
@@ -467,7 +742,7 @@ installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
 remove_stale_files "$installed_paths"
 write_text "$record" "$installed_paths"
 
-# 3. Fixed text files (the tuned profile selection: tuned reads them when it starts).
+# 3. Fixed text files.
 while read -r path word <&3; do
     [ -z "$path" ] || write_text "$path" "$word"
 done 3<<TEXTS
@@ -489,12 +764,14 @@ if [ "$live" = yes ]; then
     done 3<<STEPS
 $steps
 STEPS
+fi
+
+# 5. The tuned selection and the boot arguments, live and offline.
+tuned_layer
+boot_arguments
+if [ "$live" = yes ]; then
     say "limits.d applies to new login sessions; system.conf.d defaults and kernel arguments at the next boot"
 else
-    if [ -n "$kernel_args" ]; then
-        say "kernel arguments: the grub.d drop-in is read by update-grub; inside the image run"
-        say "  update-grub (Debian, Ubuntu) or grubby --update-kernel=ALL --args='$kernel_args' (RHEL-like)"
-    fi
     say "sysctl, tmpfiles, udev, modules and boot units take effect when the image boots"
 fi
 

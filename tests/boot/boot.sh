@@ -9,6 +9,7 @@
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
 #                          cloud-init/user-data; cloud-init applies it at first boot
 #   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
+#   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
 #                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
 #                          rootfs/etc/goldtune/collect.conf, copied beside it
@@ -30,6 +31,7 @@ bundle=""
 out=""
 delivery=rootfs
 hook=""
+before=""
 collector=""
 boot_timeout=600
 keep_image=no
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --delivery) delivery=$2; shift 2 ;;
         --hook) hook=$2; shift 2 ;;
+        --before) before=$2; shift 2 ;;
         --collector) collector=$2; shift 2 ;;
         --timeout) boot_timeout=$2; shift 2 ;;
         --keep-image) keep_image=yes; shift ;;
@@ -160,6 +163,9 @@ cp -a "$cache/root" "$work/root"
 timing copy-root "$(elapsed "$step")"
 
 step=$(now)
+if [ -n "$before" ]; then
+    "$before" "$work/root" || die "script $before failed"
+fi
 case $delivery in
     rootfs) sh "$bundle/install.sh" --root "$work/root" >"$out/install.log" 2>&1 || {
         cat "$out/install.log" >&2

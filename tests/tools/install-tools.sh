@@ -9,6 +9,8 @@
 #   (shellcheck) every script of the bundle, install.sh and the GRUB drop-in
 #   tuned       tuned's own profile loader and plugin tables (run with /usr/bin/python3)
 #   procps      sysctl(8), for the record of the reference kernel's keys
+#   grub-common, grub2-common: grub-mkconfig and update-grub, run for real in a Debian-like root
+#               (tests/test_install.py: the generated grub.cfg carries the bundle's arguments)
 #   util-linux  setpriv: the systemd and sysctl checks run as nobody, never as root
 #   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
 #               an ext4 image with mkfs.ext4 -d and boots it under QEMU
@@ -20,7 +22,7 @@
 set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned procps util-linux
-    debootstrap qemu-system-x86 e2fsprogs)
+    grub-common grub2-common debootstrap qemu-system-x86 e2fsprogs)
 UDEV_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}/udev
 
 missing=()
