@@ -128,6 +128,7 @@ read_line() { # the fields after the key
                 sysctl | modules | udev | bootloader) [ $# -eq 1 ] || bad_data "$number" "step $1 takes no word" ;;
                 tmpfiles) { [ $# -eq 2 ] && is_path "$2"; } || bad_data "$number" "step tmpfiles needs a path" ;;
                 tuned) { [ $# -eq 2 ] && is_word "$2"; } || bad_data "$number" "step tuned needs a profile" ;;
+                runtime) { [ $# -eq 2 ] && is_runtime_parts "$2"; } || bad_data "$number" "step runtime needs containerd, docker or kubelet" ;;
                 *) bad_data "$number" "unknown step" ;;
             esac
             steps="$steps$1 ${2:-}$newline"
@@ -313,6 +314,29 @@ step_tuned() { # profile
     fi
 }
 
+# is_runtime_parts WORD: a comma-separated list of containerd, docker and kubelet.
+is_runtime_parts() {
+    case ,$1, in *,,*) return 1 ;; esac
+    parts_left=$1
+    while [ -n "$parts_left" ]; do
+        case ${parts_left%%,*} in containerd | docker | kubelet) ;; *) return 1 ;; esac
+        case $parts_left in *,*) parts_left=${parts_left#*,} ;; *) parts_left= ;; esac
+    done
+}
+
+# The container runtime and kubelet files (issue 14), after daemon-reload. containerd is
+# restarted only if it runs (its shims keep the containers alive; a stopped one reads the files
+# when it starts). dockerd stops its containers unless live-restore is on, and kubelet refuses a
+# new CPU or memory manager policy while its old checkpoints are there: neither is restarted.
+step_runtime() { # containerd,docker,kubelet (the parts the plan configures)
+    case ,$1, in *,containerd,*) systemctl try-restart containerd.service ;; esac
+    case ,$1, in *,docker,*) say "restart docker.service when its containers may stop" ;; esac
+    case ,$1, in *,kubelet,*)
+        say "kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and memory_manager_state, restart kubelet"
+        ;;
+    esac
+}
+
 # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments in
 # BLS entries, which grubby edits; anything else is told what to add.
 step_bootloader() {
@@ -334,6 +358,7 @@ summary_of() { # step name
         modules) printf '%s' "load modules" ;;
         udev) printf '%s' "apply I/O scheduler rules" ;;
         tuned) printf '%s' "switch tuned to the profile" ;;
+        runtime) printf '%s' "apply the container runtime and kubelet files" ;;
         bootloader) printf '%s' "refresh the boot loader configuration" ;;
     esac
 }
