@@ -83,11 +83,13 @@ STEP_COMMANDS = {
     "tuned": "if systemctl is-active --quiet tuned.service; then tuned-adm profile {word}; "
     "else echo '{tool}: tuned is not running; it loads the profile when it starts'; fi",
     # {word}: the parts the plan configures (containerd,docker,kubelet); see runtime_parts
-    "runtime": "case ,{word}, in *,containerd,*) systemctl try-restart containerd.service;; esac; "
-    "case ,{word}, in *,docker,*) "
+    "runtime": "parts={word}; "
+    'case ",$parts," in *,containerd,*) systemctl try-restart containerd.service;; esac; '
+    'case ",$parts," in *,docker,*) '
     "echo '{tool}: restart docker.service when its containers may stop';; esac; "
-    "case ,{word}, in *,kubelet,*) echo '{tool}: kubelet: drain the node, remove "
-    "/var/lib/kubelet/cpu_manager_state and memory_manager_state, restart kubelet';; esac",
+    'case ",$parts," in *,kubelet,*) echo '
+    "'{tool}: kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and "
+    "memory_manager_state, restart kubelet';; esac",
     # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
     # in BLS entries, which grubby edits; anything else is told what to add.
     "bootloader": "if command -v update-grub >/dev/null 2>&1; then update-grub; "

@@ -381,6 +381,9 @@ stale_candidate() { # path
     is_path "$1" || return 1
     case $1 in
         /etc/*"$tool"* | /usr/local/libexec/"$tool"/*) return 0 ;;
+        # the one file whose name cannot carry the tool's: dockerd reads only this path, no
+        # drop-ins (layout.DOCKER_DAEMON_JSON; containers: docker)
+        /etc/docker/daemon.json) return 0 ;;
     esac
     return 1
 }
