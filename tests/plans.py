@@ -80,6 +80,30 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("service", "nvidia-persistenced.service", "enable", "gpu.persistence"),
     setting("service", "irqbalance.service", "disable", "irq.irqbalance"),
     setting("service", "bluetooth.service", "mask", "hygiene.services"),
+    setting(
+        "unit-dropin", "containerd.service LimitMEMLOCK", "infinity", "containers.runtime-limits"
+    ),
+    setting(
+        "unit-dropin", "containerd.service LimitNOFILE", "1048576", "containers.runtime-limits"
+    ),
+    setting("unit-dropin", "docker.service TasksMax", "infinity", "containers.runtime-limits"),
+    setting(
+        "containerd",
+        'plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name',
+        '"nvidia"',
+        "containers.nvidia-runtime",
+    ),
+    setting(
+        "containerd",
+        'plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options.SystemdCgroup',
+        "true",
+        "containers.nvidia-runtime",
+    ),
+    setting("docker", "default-runtime", '"nvidia"', "containers.nvidia-runtime"),
+    setting("docker", "default-ulimits.memlock.Soft", "-1", "containers.shm"),
+    setting("kubelet", "cpuManagerPolicy", "static", "kubernetes.cpu-manager"),
+    setting("kubelet", "kubeReserved/memory", "1465Mi", "kubernetes.reserved"),
+    setting("kubelet", "reservedMemory/0", "2489Mi", "kubernetes.memory-manager"),
 )
 
 

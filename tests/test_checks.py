@@ -46,6 +46,16 @@ DO_NOT_FIT = [
     ("irq", "eth0", "١-٣"),
     ("service", "x.service; reboot", "enable"),
     ("systemd-manager", "DefaultLimitNOFILE", "1 2"),
+    ("unit-dropin", "containerd.service ExecStart", "/bin/sh"),
+    ("unit-dropin", "containerd.service LimitNOFILE", "1\nExecStartPre=/bin/sh"),
+    ("unit-dropin", "sshd.service LimitNOFILE", "1024"),
+    ("containerd", 'plugins."cri".x', '"a"\n[plugins.evil]'),
+    ("containerd", "version", "2"),
+    ("containerd", "plugins.cri.x", "bare-word"),
+    ("docker", "hosts", '"tcp://0.0.0.0:2375" ,"x"'),
+    ("docker", "runtimes.nvidia.args", "[]"),
+    ("kubelet", "staticPodURL", "http://x y"),
+    ("kubelet", "evictionHard/memory.available", "1Gi\nauthentication: {}"),
 ]
 
 # What the old render-time and plan-time checks disagreed on: each fits now.
@@ -58,6 +68,14 @@ FITS = [
     ("limit", "@GPU-users hard memlock", "unlimited"),
     ("gpu", "power-limit", "80%"),
     ("irq", "ibp24s0", "1-27,57-83"),
+    ("unit-dropin", "docker.service LimitNOFILE", "1024:524288"),
+    (
+        "containerd",
+        'plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name',
+        '"nvidia"',
+    ),
+    ("docker", "default-ulimits.memlock.Soft", "-1"),
+    ("kubelet", "reservedSystemCPUs", "0,112"),
 ]
 
 

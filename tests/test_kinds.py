@@ -64,7 +64,7 @@ def test_every_kind_has_a_live_and_an_image_check() -> None:
 
 
 def test_a_kind_without_a_check_fails_with_where_to_add_it() -> None:
-    broken = dataclasses.replace(KINDS[0], live_check="kubelet", image_check="kubelet")
+    broken = dataclasses.replace(KINDS[0], live_check="no-such-check", image_check="no-such-check")
     problems = missing_checks([broken], live.CHECKS, image.CHECKS)
     assert len(problems) == 2
     assert "generator/verify/live.py CHECKS" in problems[0]
@@ -120,7 +120,10 @@ def test_every_kind_file_is_in_the_bundle() -> None:
         "tests/plans.py FULL_SETTINGS: one of each kind"
     )
     for spec in KINDS:
-        assert spec.file.format(profile=plan.profile_name) in files, f"{spec.kind}: {spec.file}"
+        # a {unit} file is one per unit the plan's keys name (unit-dropin: containerd, docker)
+        keys = [s.key for s in plan.of_kind(spec.kind)]
+        for path in spec.files_for(plan.profile_name, keys):
+            assert path in files, f"{spec.kind}: {path}"
 
 
 def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) -> list[str]:
@@ -155,11 +158,11 @@ def test_every_kind_has_its_template_and_live_step() -> None:
 
 
 def test_a_kind_without_template_or_step_fails_with_where_to_add_it() -> None:
-    broken = dataclasses.replace(KINDS[0], template="kubelet.conf.j2", live_step="kubelet")
+    broken = dataclasses.replace(KINDS[0], template="no-such.conf.j2", live_step="no_such")
     problems = missing_pieces([broken], TEMPLATES, INSTALL_SH.read_text())
     assert len(problems) == 3
-    assert "add templates/kubelet.conf.j2" in problems[0]
-    assert "add step_kubelet() to templates/scripts/install.sh" in problems[1]
+    assert "add templates/no-such.conf.j2" in problems[0]
+    assert "add step_no_such() to templates/scripts/install.sh" in problems[1]
     assert "delivery.py STEP_SUMMARIES and STEP_COMMANDS" in problems[2]
 
 

@@ -955,6 +955,10 @@ def test_explain_json_vocabulary_is_the_fixed_one() -> None:
         "gpu",
         "irq",
         "service",
+        "unit-dropin",
+        "containerd",
+        "docker",
+        "kubelet",
     }
     data = explain_json("--hw", "dgx-h100", "--profile", "inference")
     by_kind: dict[str, list[dict[str, Any]]] = {}

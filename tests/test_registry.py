@@ -12,10 +12,12 @@ import pytest
 from click.testing import CliRunner
 from rules import (
     test_boot,
+    test_containers,
     test_cpu,
     test_gpu,
     test_hygiene,
     test_irq,
+    test_kubernetes,
     test_limits,
     test_memory,
     test_network,
@@ -35,7 +37,19 @@ ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "generator" / "rules"
 RULE_TESTS_DIR = Path(__file__).resolve().parent / "rules"
 ID_FORMAT = re.compile(r"^[a-z]+\.[a-z0-9-]+$")
-AREAS = ("memory", "cpu", "gpu", "boot", "network", "irq", "limits", "storage", "hygiene")
+AREAS = (
+    "memory",
+    "cpu",
+    "gpu",
+    "boot",
+    "network",
+    "irq",
+    "limits",
+    "storage",
+    "hygiene",
+    "containers",
+    "kubernetes",
+)
 TABLES = (
     test_memory,
     test_cpu,
@@ -46,6 +60,8 @@ TABLES = (
     test_limits,
     test_storage,
     test_hygiene,
+    test_containers,
+    test_kubernetes,
 )
 # Rules that only ever explain why nothing is set
 # (TUNING.md: "say so instead of emitting settings").

@@ -567,3 +567,11 @@ def test_install_sh_refuses_a_bad_install_list_and_writes_nothing(
     assert result.returncode == 2
     assert "install.list: line" in result.stderr
     assert tree_of(root) == []
+
+
+def test_install_sh_may_remove_the_daemon_json_it_installed() -> None:
+    """daemon.json is the one overlay file without the tool's name in its path: install.sh's
+    stale_candidate names it, or a bundle that drops containers: docker fails on its record."""
+    install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
+    candidates = install_sh.split("stale_candidate() {", 1)[1].split("\n}\n", 1)[0]
+    assert f"{layout.DOCKER_DAEMON_JSON})" in candidates

@@ -110,8 +110,108 @@ GOOD_USER_DATA = (
     "    content: |\n      vm.swappiness = 1\nruncmd:\n  - [sysctl, --system]\n"
 )
 
+CONTAINERD = "rootfs/etc/containerd/conf.d/90-test.toml"
+CRI_TABLE = '[plugins."io.containerd.grpc.v1.cri".containerd]'
+DAEMON_JSON = "rootfs/etc/docker/daemon.json"
+KUBELET = "rootfs/etc/kubernetes/kubelet.conf.d/90-test.conf"
+KUBELET_HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+RUNTIME_DROPIN = "rootfs/etc/systemd/system/containerd.service.d/90-test.conf"
+
 CASES = [
     Case("units", "good", unit(""), ""),
+    Case(
+        "units",
+        "runtime-dropin",
+        {RUNTIME_DROPIN: "[Service]\nLimitMEMLOCK=infinity\nTasksMax=infinity\n"},
+        "",
+    ),
+    Case(
+        "units",
+        "runtime-dropin-bad-limit",
+        {RUNTIME_DROPIN: "[Service]\nLimitNOFILE=lots\n"},
+        "Failed to parse resource value",
+    ),
+    Case(
+        "containerd",
+        "good",
+        {CONTAINERD: f'version = 2\n{CRI_TABLE}\ndefault_runtime_name = "nvidia"\n'},
+        "",
+    ),
+    Case(
+        "containerd",
+        "bare-word",
+        {CONTAINERD: f"version = 2\n{CRI_TABLE}\ndefault_runtime_name = nvidia\n"},
+        "failed to load TOML",
+    ),
+    Case(
+        "containerd",
+        "unknown-key",
+        {CONTAINERD: f'version = 2\n{CRI_TABLE}\ndefault_runtime_nam = "nvidia"\n'},
+        "containerd did not take",
+    ),
+    Case(
+        "containerd",
+        "wrong-type",
+        {CONTAINERD: f"version = 2\n{CRI_TABLE}\ndisable_snapshot_annotations = 3\n"},
+        "containerd config dump",
+    ),
+    Case(
+        "docker",
+        "good",
+        {
+            DAEMON_JSON: '{"default-runtime": "nvidia", "default-shm-size": "8G", '
+            '"runtimes": {"nvidia": {"path": "/usr/bin/nvidia-container-runtime"}}}'
+        },
+        "",
+    ),
+    Case(
+        "docker",
+        "unknown-key",
+        {DAEMON_JSON: '{"default-shm": "8G"}'},
+        "not a documented daemon.json key",
+    ),
+    Case("docker", "wrong-type", {DAEMON_JSON: '{"live-restore": "yes"}'}, "is not a bool"),
+    Case(
+        "docker",
+        "unknown-runtime",
+        {DAEMON_JSON: '{"default-runtime": "nvidia"}'},
+        "neither runc nor in runtimes",
+    ),
+    Case("docker", "not-json", {DAEMON_JSON: '{"debug": true,}'}, "not JSON"),
+    Case(
+        "kubelet",
+        "good",
+        {
+            KUBELET: KUBELET_HEAD + 'cpuManagerPolicy: "static"\nreservedMemory:\n'
+            '  - numaNode: 0\n    limits:\n      memory: "1Gi"\n'
+        },
+        "",
+    ),
+    Case(
+        "kubelet",
+        "unknown-field",
+        {KUBELET: KUBELET_HEAD + "cpuManagerPolicies: static\n"},
+        "unknown field",
+    ),
+    Case(
+        "kubelet",
+        "bad-enum",
+        {KUBELET: KUBELET_HEAD + "topologyManagerPolicy: single-numa\n"},
+        "is not one of",
+    ),
+    Case("kubelet", "wrong-type", {KUBELET: KUBELET_HEAD + 'maxPods: "110"\n'}, "is not a int"),
+    Case(
+        "kubelet",
+        "bad-quantity",
+        {KUBELET: KUBELET_HEAD + "kubeReserved:\n  memory: 1.5 GiB\n"},
+        "is not a quantity",
+    ),
+    Case(
+        "kubelet",
+        "no-header",
+        {KUBELET: "cpuManagerPolicy: static\n"},
+        "a drop-in needs apiVersion",
+    ),
     Case(
         "units",
         "unknown-key",
@@ -509,6 +609,26 @@ CASES = [
         {**INSTALLER, "install.list": INSTALL_LIST + "step\treboot\n", "rootfs/etc/x.conf": "x\n"},
         "unknown step",
     ),
+    Case(
+        "data",
+        "install-list-runtime-step",
+        {
+            **INSTALLER,
+            "install.list": INSTALL_LIST + "step\truntime\tcontainerd,kubelet\n",
+            "rootfs/etc/x.conf": "x\n",
+        },
+        "",
+    ),
+    Case(
+        "data",
+        "install-list-runtime-step-unknown-part",
+        {
+            **INSTALLER,
+            "install.list": INSTALL_LIST + "step\truntime\tcontainerd,podman\n",
+            "rootfs/etc/x.conf": "x\n",
+        },
+        "step runtime needs containerd, docker or kubelet",
+    ),
     Case("json", "good", {"manifest.json": '{"files": []}'}, ""),
     Case("json", "broken", {"manifest.json": '{"files": [}'}, "manifest.json: Expecting value"),
 ]
@@ -624,3 +744,20 @@ def test_shipped_bundle_is_accepted(
 @pytest.mark.parametrize(("system", "profile"), COMBOS)
 def test_shipped_bundle_has_no_unchecked_file(system: str, profile: str, shipped_bundles) -> None:
     assert tools.unclaimed_files(shipped_bundle(shipped_bundles, system, profile)) == []
+
+
+# --- the docker variant of the runtime layer (no shipped profile uses it) ------------------------
+
+DOCKER_PROFILE = "extends: training\ncontainers: docker\nkubernetes: false\n"
+
+
+@pytest.mark.parametrize("validator", ["units", "docker", "cloud-init", "json"])
+def test_docker_bundle_is_accepted(validator: str, tmp_path: Path) -> None:
+    (tmp_path / "training-docker.yaml").write_text(DOCKER_PROFILE)
+    result = generate("dgx-h100", tmp_path / "training-docker.yaml", tmp_path / "bundle")
+    assert result.exit_code == 0, result.output
+    bundle = tmp_path / "bundle"
+    assert (bundle / "rootfs/etc/docker/daemon.json").is_file()
+    assert (bundle / "rootfs/etc/systemd/system/docker.service.d/90-goldtune.conf").is_file()
+    assert judged(BY_NAME[validator].check, bundle) == []
+    assert tools.unclaimed_files(bundle) == []

@@ -114,7 +114,7 @@ def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
     kinds = tuple(
         spec.kind
         for spec in KINDS
-        if path == spec.file.format(profile=plan.profile_name)
+        if path in spec.files_for(plan.profile_name, (s.key for s in plan.of_kind(spec.kind)))
         or (
             spec.applied_at_boot_by
             and path == in_overlay(layout.unit_file(spec.applied_at_boot_by))

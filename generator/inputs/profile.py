@@ -55,6 +55,9 @@ class Knobs(StrictModel):
     irq: Literal["pin", "irqbalance"] | None = None
     headless: bool | None = None
     multinode: bool | None = None
+    # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
+    containers: Literal["none", "containerd", "docker"] | None = None
+    kubernetes: bool | None = None
 
 
 class ProfileFile(Knobs):
@@ -80,6 +83,8 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "irq": "pin",
     "headless": True,
     "multinode": False,
+    "containers": "none",
+    "kubernetes": False,
 }
 DEFAULT_ORIGIN = "goldtune default"
 
@@ -152,6 +157,14 @@ class Profile:
     @property
     def multinode(self) -> bool:
         return bool(self.knobs["multinode"])
+
+    @property
+    def containers(self) -> str:
+        return str(self.knobs["containers"])
+
+    @property
+    def kubernetes(self) -> bool:
+        return bool(self.knobs["kubernetes"])
 
 
 def find_profile_file(reference: str, folder: Path, relative_to: Path | None = None) -> Path:

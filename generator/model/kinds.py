@@ -8,7 +8,8 @@ that differs between kinds is a field of its row in ``KINDS``:
   (ASCII only: the kernel, systemd and the boot scripts read ASCII digits, never Unicode ones);
   ``values`` narrows the value per key where the consumer switches on exact words (gpu actions);
 - ``shape``: that grammar in words, for error messages;
-- ``file`` / ``template``: the bundle file it renders into (``{profile}`` is the profile name) and
+- ``file`` / ``template``: the bundle file it renders into (``{profile}`` is the profile name;
+  ``{unit}``, a file per unit: the unit the setting's key starts with) and
   the Jinja template under ``templates/`` that writes it (it gets the kind's settings as
   ``settings``); the renderer's table of outputs is derived from these two fields;
 - ``live_step``: the step install.sh (``step_<name>``) and cloud-init run on a live system after
@@ -28,7 +29,7 @@ a row names a check, a template or a step that does not exist.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -52,6 +53,10 @@ class Kind(StrEnum):
     GPU = "gpu"
     IRQ = "irq"
     SERVICE = "service"
+    UNIT_DROPIN = "unit-dropin"
+    CONTAINERD = "containerd"
+    DOCKER = "docker"
+    KUBELET = "kubelet"
 
 
 class GpuAction(StrEnum):
@@ -114,6 +119,16 @@ _SYSFS_PART = r"[A-Za-z0-9_.:*?%\[\]+-]+"
 # An interface name as the kernel allows it (dev_valid_name: at most 15 bytes, no '/' or space).
 IFNAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}"
 CPULIST = r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*"
+# The container runtimes whose units get a limits drop-in (issue 14).
+RUNTIME_UNITS = layout.RUNTIME_UNITS
+# A TOML key path: bare or double-quoted segments joined by dots (containerd's plugin ids are
+# quoted: plugins."io.containerd.grpc.v1.cri"); the last segment is the key of its table.
+_TOML_SEGMENT = r'(?:[A-Za-z0-9_-]+|"[A-Za-z0-9_.-]+")'
+# The segments of such a key path, as the renderer groups them and verify looks them up.
+TOML_KEY_SEGMENT = re.compile(r'"[^"]*"|[^.]+')
+# Values as the file spells them: a TOML or JSON string, boolean or integer, never a table.
+_TOML_VALUE = r'"[A-Za-z0-9_./:-]*"|true|false|-?[0-9]+'
+_JSON_VALUE = r'"[A-Za-z0-9_./:-]*"|true|false|-?[0-9]+'
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,14 @@ class KindSpec:
     def value_fits(self, key: str, value: str) -> bool:
         pattern = self.values.get(key, self.value) if self.values else self.value
         return re.fullmatch(pattern, value, re.ASCII) is not None
+
+    def files_for(self, profile: str, keys: Iterable[str]) -> list[str]:
+        """The bundle files that carry these keys of the kind: its one file, or for a ``{unit}``
+        file one per unit the keys name (``containerd.service LimitNOFILE``), in key order."""
+        if "{unit}" not in self.file:
+            return [self.file.format(profile=profile)]
+        units = dict.fromkeys(key.split(" ", 1)[0] for key in keys)
+        return [self.file.format(profile=profile, unit=unit) for unit in units]
 
     def value_shape(self, key: str) -> str:
         """What a value of this key may be, in words (the pattern itself for per-key words)."""
@@ -298,6 +321,59 @@ KINDS: tuple[KindSpec, ...] = (
         template="install.list.j2",
         live_check="service",
         image_check="service",
+    ),
+    KindSpec(
+        Kind.UNIT_DROPIN,
+        "Container runtime unit drop-ins (systemd)",
+        key=rf"(?:{_one_of(RUNTIME_UNITS)}) (?:Limit[A-Z]+|TasksMax)",
+        value=r"infinity|[0-9]+(?::(?:[0-9]+|infinity))?|[0-9]+%",
+        shape=f"'<unit> <LimitX|TasksMax>' for {' or '.join(RUNTIME_UNITS)} with a number, "
+        "soft:hard or infinity",
+        # one file per unit: {unit} is the unit the key names (the renderer writes each)
+        file=in_overlay(layout.unit_dropin("{unit}")),
+        template="unit-dropin.conf.j2",
+        live_step="runtime",
+        live_check="unit-dropin",
+        image_check="unit-dropin",
+    ),
+    KindSpec(
+        Kind.CONTAINERD,
+        "containerd configuration drop-in (conf.d)",
+        key=rf"{_TOML_SEGMENT}(?:\.{_TOML_SEGMENT})+",
+        value=_TOML_VALUE,
+        shape='a dotted TOML key path (plugins."<id>".<table>.<key>) with a string, boolean or '
+        "integer",
+        file=in_overlay(layout.CONTAINERD_DROPIN),
+        template="containerd.toml.j2",
+        live_step="runtime",
+        live_check="containerd",
+        image_check="containerd",
+    ),
+    KindSpec(
+        Kind.DOCKER,
+        "Docker daemon configuration (daemon.json)",
+        key=r"[a-z][a-z0-9-]*(?:\.[A-Za-z0-9_-]+)*",
+        value=_JSON_VALUE,
+        shape="a daemon.json key, dotted into nested objects (runtimes.nvidia.path), with a JSON "
+        "string, boolean or integer",
+        file=in_overlay(layout.DOCKER_DAEMON_JSON),
+        template="daemon.json.j2",
+        live_step="runtime",
+        live_check="docker",
+        image_check="docker",
+    ),
+    KindSpec(
+        Kind.KUBELET,
+        "kubelet configuration drop-in (kubelet.conf.d)",
+        key=r"[a-z][A-Za-z0-9]*(?:/[A-Za-z0-9_.-]+)?",
+        value=r"[A-Za-z0-9_.,:%+-]+",
+        shape="a KubeletConfiguration field, or field/<map key> (kubeReserved/memory, "
+        "reservedMemory/<NUMA node>), with a word, number or quantity",
+        file=in_overlay(layout.KUBELET_DROPIN),
+        template="kubelet.conf.j2",
+        live_step="runtime",
+        live_check="kubelet",
+        image_check="kubelet",
     ),
 )
 

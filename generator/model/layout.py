@@ -36,6 +36,12 @@ TUNED_DIR = "/etc/tuned"
 TUNED_ACTIVE = f"{TUNED_DIR}/active_profile"
 TUNED_MODE = f"{TUNED_DIR}/profile_mode"
 UNIT_DIR = "/etc/systemd/system"
+# The node's container and Kubernetes layer (issue 14)
+CONTAINERD_DROPIN = f"/etc/containerd/conf.d/{DROP_IN}.toml"
+CONTAINERD_CONFIG = "/etc/containerd/config.toml"  # the image's own; 1.x imports conf.d from it
+DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"  # a whole file: dockerd reads no drop-ins
+KUBELET_DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"  # kubelet --config-dir (>= 1.28)
+KUBELET_DROPIN = f"{KUBELET_DROPIN_DIR}/{DROP_IN}.conf"
 
 # --- the fixed scripts and the data files they read -------------------------------------------
 LIBEXEC = f"/usr/local/libexec/{TOOL}"
@@ -54,6 +60,12 @@ GPU_UNIT = f"{TOOL}-gpu.service"
 IRQ_UNIT = f"{TOOL}-irq-affinity.service"
 GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
 IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
+CONTAINERD_UNIT = "containerd.service"
+DOCKER_UNIT = "docker.service"
+KUBELET_UNIT = "kubelet.service"
+# The container runtimes whose units get a limits drop-in; the boot units run before these and
+# kubelet (Before= of gpu.service.j2 and irq-affinity.service.j2).
+RUNTIME_UNITS = (CONTAINERD_UNIT, DOCKER_UNIT)
 
 
 def tuned_profile(profile_name: str) -> str:
@@ -67,6 +79,11 @@ def tuned_file(profile_name: str) -> str:
 
 def unit_file(unit: str) -> str:
     return f"{UNIT_DIR}/{unit}"
+
+
+def unit_dropin(unit: str) -> str:
+    """Our drop-in for a packaged unit, read after the unit file (systemd.unit(5))."""
+    return f"{UNIT_DIR}/{unit}.d/{DROP_IN}.conf"
 
 
 def in_overlay(target: str) -> str:

@@ -32,7 +32,17 @@ SNAPSHOT_END = ("goldtune-snapshot", "end")
 
 # The collector's data sections, in the order it reads them: those that take one word per line
 # (one item to read each), and those named alone (read as a whole).
-LIST_SECTIONS = ("sysctl", "sysfs", "modparams", "modules", "limits", "manager", "irq", "units")
+LIST_SECTIONS = (
+    "sysctl",
+    "sysfs",
+    "modparams",
+    "modules",
+    "limits",
+    "manager",
+    "irq",
+    "units",
+    "runtimes",  # container runtime and kubelet units (issue 14)
+)
 WHOLE_SECTIONS = ("block", "gpu", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
 

@@ -23,6 +23,10 @@ SettingKind = Literal[
     "gpu",
     "irq",
     "service",
+    "unit-dropin",
+    "containerd",
+    "docker",
+    "kubelet",
 ]
 assert get_args(SettingKind) == SETTING_KINDS, (
     "SettingKind lists generator.model.kinds.KINDS in order"

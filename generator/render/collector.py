@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from generator import TOOL
 from generator.errors import InputError, Problem
+from generator.model import layout
 from generator.model.probes import (
     EFFECT_PATHS,
     GOVERNOR,
@@ -63,7 +64,18 @@ def _items(plan: Plan) -> dict[str, Sequence[tuple[str, Setting | None]]]:
         "manager": [(s.key, s) for s in plan.of_kind("systemd-manager")],
         "irq": [(s.key, s) for s in plan.of_kind("irq")],
         "units": [(s.key, s) for s in plan.of_kind("service")],
+        "runtimes": runtime_units(plan),
     }
+
+
+def runtime_units(plan: Plan) -> list[tuple[str, Setting]]:
+    """The container runtime and kubelet units whose effective state the plan's settings need,
+    each with the first setting that needs it (a unit-dropin key starts with its unit)."""
+    units = [(s.key.split(" ", 1)[0], s) for s in plan.of_kind("unit-dropin")]
+    units += [(layout.CONTAINERD_UNIT, s) for s in plan.of_kind("containerd")]
+    units += [(layout.DOCKER_UNIT, s) for s in plan.of_kind("docker")]
+    units += [(layout.KUBELET_UNIT, s) for s in plan.of_kind("kubelet")]
+    return units
 
 
 def _checked_word(word: str, source: str) -> str:

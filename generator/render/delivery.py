@@ -71,6 +71,7 @@ STEP_SUMMARIES = {
     "modules": "load modules",
     "udev": "apply I/O scheduler rules",
     "tuned": "switch tuned to the profile",
+    "runtime": "apply the container runtime and kubelet files",
     "bootloader": "refresh the boot loader configuration",
 }
 # Steps install.sh runs as its own phases, live and offline, from the list's ``tuned`` and
@@ -84,6 +85,14 @@ STEP_COMMANDS = {
     "udev": "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
     "tuned": "if systemctl is-active --quiet tuned.service; then tuned-adm profile {word}; "
     "else echo '{tool}: tuned is not running; it loads the profile when it starts'; fi",
+    # {word}: the parts the plan configures (containerd,docker,kubelet); see runtime_parts
+    "runtime": "parts={word}; "
+    'case ",$parts," in *,containerd,*) systemctl try-restart containerd.service;; esac; '
+    'case ",$parts," in *,docker,*) '
+    "echo '{tool}: restart docker.service when its containers may stop';; esac; "
+    'case ",$parts," in *,kubelet,*) echo '
+    "'{tool}: kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and "
+    "memory_manager_state, restart kubelet';; esac",
     # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
     # in BLS entries, which grubby edits; anything else is told what to add.
     "bootloader": "if command -v update-grub >/dev/null 2>&1; then update-grub; "
@@ -136,11 +145,28 @@ def kernel_cmdline(plan: Plan) -> str:
     return " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg"))
 
 
+def runtime_parts(plan: Plan) -> str:
+    """What the runtime step acts on: ``containerd`` is restarted only if running (its shims keep
+    the containers alive); ``docker`` and ``kubelet`` are never restarted, the step says what to
+    do: dockerd stops its containers unless live-restore is on, and kubelet refuses to start with
+    a new CPU or memory manager policy while its old checkpoint files are there."""
+    units = {s.key.split(" ", 1)[0] for s in plan.of_kind("unit-dropin")}
+    parts = []
+    if layout.CONTAINERD_UNIT in units or plan.of_kind("containerd"):
+        parts.append("containerd")
+    if layout.DOCKER_UNIT in units or plan.of_kind("docker"):
+        parts.append("docker")
+    if plan.of_kind("kubelet"):
+        parts.append("kubelet")
+    return ",".join(parts)
+
+
 # The word a live step acts on, for the steps that take one.
 STEP_WORDS: dict[str, Callable[[Plan], str]] = {
     "tmpfiles": lambda plan: layout.TMPFILES_FILE,
     "tuned": lambda plan: layout.tuned_profile(plan.profile_name),
     "bootloader": kernel_cmdline,
+    "runtime": runtime_parts,
 }
 
 

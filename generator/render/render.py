@@ -30,6 +30,7 @@ from generator.model.planio import plan_to_json
 from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
 from generator.render.collector import collect_lines
+from generator.render.containers import containers_context, dropins_of
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.delivery import (
     check_user_data,
@@ -63,6 +64,7 @@ class Output(NamedTuple):
     mode: int
     kinds: tuple[str, ...] = ()  # rendered when the plan has a setting of one of these; () = always
     verbatim: bool = False  # copied byte for byte: the same file in every bundle
+    unit: str = ""  # a per-unit file ({unit} of the kind's file): the unit whose drop-in it is
 
     def bundle_path(self, plan: Plan) -> str:
         return self.path.format(profile=plan.profile_name)
@@ -70,6 +72,8 @@ class Output(NamedTuple):
     def applies_to(self, plan: Plan) -> bool:
         if self.template == "modules-load.conf.j2":
             return bool(kernel_modules(plan))
+        if self.unit:  # one drop-in per runtime unit that has settings
+            return bool(dropins_of(plan, self.unit))
         return not self.kinds or any(plan.of_kind(kind) for kind in self.kinds)
 
 
@@ -89,14 +93,20 @@ def _script(target: str, kinds: tuple[str, ...] = ()) -> Output:
     return Output(in_overlay(target), f"{layout.SCRIPTS_DIR}/{name}", 0o755, kinds, verbatim=True)
 
 
-def _kind_output(spec: KindSpec) -> Output:
-    """The file that carries a kind, as its row in generator.model.kinds names it."""
-    return Output(spec.file, spec.template, 0o644, (spec.kind,))
+def _kind_outputs(spec: KindSpec) -> tuple[Output, ...]:
+    """The file that carries a kind, as its row in generator.model.kinds names it; a ``{unit}``
+    file is one output per runtime unit (the units a unit-dropin key may name)."""
+    if "{unit}" not in spec.file:
+        return (Output(spec.file, spec.template, 0o644, (spec.kind,)),)
+    return tuple(
+        Output(spec.file.replace("{unit}", unit), spec.template, 0o644, (spec.kind,), unit=unit)
+        for unit in layout.RUNTIME_UNITS
+    )
 
 
 # The files the kinds table names come first (one per kind, in the table's order); then what the
 # boot units and the collector need beside them.
-KIND_OUTPUTS: tuple[Output, ...] = tuple(_kind_output(spec) for spec in KINDS)
+KIND_OUTPUTS: tuple[Output, ...] = tuple(output for spec in KINDS for output in _kind_outputs(spec))
 OVERLAY_OUTPUTS: tuple[Output, ...] = (
     *(output for output in KIND_OUTPUTS if target_of(output.path)),
     _script(layout.GPU_SCRIPT, ("gpu",)),
@@ -228,7 +238,10 @@ def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[
     context of its own here."""
     if len(output.kinds) != 1:
         return context
-    return context | {"settings": plan.of_kind(output.kinds[0])}
+    own: dict[str, Any] = {"settings": plan.of_kind(output.kinds[0])}
+    if output.unit:  # a unit's drop-in: the (option, setting) pairs of that unit
+        own |= {"unit": output.unit, "unit_dropins": dropins_of(plan, output.unit)}
+    return context | own
 
 
 @functools.cache
@@ -277,6 +290,9 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "irq_log_tag": layout.IRQ_LOG_TAG,
         "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
         "collect_script": layout.COLLECT_SCRIPT,
+        # what the boot units run before (ordering only; absent units are ignored)
+        "container_units": " ".join((*layout.RUNTIME_UNITS, layout.KUBELET_UNIT)),
+        **containers_context(plan),
     }
 
 
@@ -364,7 +380,7 @@ def kind_files(plan: Plan) -> dict[str, str]:
     return {
         spec.kind: SERVICE_FILES
         if spec.kind == Kind.SERVICE
-        else spec.file.format(profile=plan.profile_name)
+        else ", ".join(spec.files_for(plan.profile_name, (s.key for s in plan.of_kind(spec.kind))))
         for spec in KINDS
         if plan.of_kind(spec.kind)
     }

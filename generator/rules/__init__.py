@@ -5,7 +5,19 @@ Adding a rule = one function in its area module + one line here.
 
 from __future__ import annotations
 
-from generator.rules import boot, cpu, gpu, hygiene, irq, limits, memory, network, storage
+from generator.rules import (
+    boot,
+    containers,
+    cpu,
+    gpu,
+    hygiene,
+    irq,
+    kubernetes,
+    limits,
+    memory,
+    network,
+    storage,
+)
 from generator.rules.base import Rule
 
 REGISTRY: tuple[Rule, ...] = (
@@ -58,6 +70,15 @@ REGISTRY: tuple[Rule, ...] = (
     storage.hdd_scheduler,
     hygiene.modules,
     hygiene.services,
+    containers.runtime_limits,
+    containers.nvidia_runtime,
+    containers.shm,
+    kubernetes.cpu_manager,
+    kubernetes.cgroup_driver,
+    kubernetes.topology_manager,
+    kubernetes.memory_manager,
+    kubernetes.reserved,
+    kubernetes.eviction,
 )
 
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in REGISTRY}

@@ -103,6 +103,38 @@ def service(unit: str, action: str, reason: str) -> Setting:
     return Setting("service", unit, action, reason)
 
 
+def unit_dropin(unit: str, option: str, value: object, reason: str) -> Setting:
+    return Setting("unit-dropin", f"{unit} {option}", _text(value), reason)
+
+
+def toml_string(text: str) -> str:
+    return f'"{text}"'
+
+
+def containerd_option(path: str, value: object, reason: str) -> Setting:
+    """``path`` is the dotted TOML key; a str value is written as a TOML string, a bool as
+    true/false."""
+    return Setting("containerd", path, _literal(value), reason)
+
+
+def docker_option(path: str, value: object, reason: str) -> Setting:
+    """``path`` is the daemon.json key, dotted into nested objects; the value as JSON spells it."""
+    return Setting("docker", path, _literal(value), reason)
+
+
+def kubelet_field(field: str, value: object, reason: str) -> Setting:
+    """A KubeletConfiguration field, or ``field/<map key>`` for a map entry."""
+    return Setting("kubelet", field, _text(value), reason)
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return toml_string(str(value))
+
+
 def note(text: str) -> Note:
     return Note(text)
 

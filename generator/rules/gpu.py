@@ -384,10 +384,15 @@ def vendor_profiles(facts: Facts, profile: Profile) -> Output:
         "(mm/page_alloc.c, at most 262144), so a fixed 65536 would lower it on machines "
         "above 256 GiB"
     )
+    # With containers: the runtime drop-in (containers.runtime-limits) exists but sets no stack.
+    where = (
+        "the runtime drop-in of containers.runtime-limits leaves it out"
+        if profile.containers != "none"
+        else "goldtune writes no container-runtime drop-ins"
+    )
     yield note(
-        "containerd LimitSTACK=67108864 (NVIDIA's gb200 profile) not set: goldtune writes "
-        "no container-runtime drop-ins, and RLIMIT_STACK also becomes glibc's default "
-        "stack size for every new thread"
+        f"containerd LimitSTACK=67108864 (NVIDIA's gb200 profile) not set: {where}, and "
+        "RLIMIT_STACK also becomes glibc's default stack size for every new thread"
     )
     if profile.multinode:
         yield note(

@@ -15,19 +15,31 @@ links inside the image are resolved inside it, never on the host, and only regul
 from __future__ import annotations
 
 import configparser
+import fnmatch
 import hashlib
+import json
 import os
 import re
+import tomllib
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+
+import yaml
 
 from generator.errors import InputError
 from generator.foreign import read_foreign
 from generator.model.kinds import KIND_SPECS
-from generator.model.layout import GPU_DATA, GPU_SCRIPT
+from generator.model.layout import (
+    CONTAINERD_CONFIG,
+    CONTAINERD_DROPIN,
+    DOCKER_DAEMON_JSON,
+    GPU_DATA,
+    GPU_SCRIPT,
+    KUBELET_DROPIN_DIR,
+)
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
-from generator.verify.live import arg_name, parse_cmdline
+from generator.verify.live import arg_name, parse_cmdline, toml_lookup, toml_value
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 
@@ -37,6 +49,9 @@ MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 NOT_JUDGED = Verdict.NOT_JUDGED
 LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
+# The C-accelerated safe loader where PyYAML has it (kubelet drop-ins of the image)
+YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+CONTAINERD_DROPIN_DIR = str(PurePosixPath(CONTAINERD_DROPIN).parent)
 UNIT_DIRS = (
     "/etc/systemd/system",
     "/run/systemd/system",
@@ -537,6 +552,159 @@ def check_boot_applied(setting: Setting, image: Image, bundle: Bundle) -> Check:
     return check_boot_unit(setting, image, unit)
 
 
+# --- container runtimes and kubelet (issue 14) -------------------------------------------------
+
+# Where a kubelet's flags live: the unit, kubeadm's drop-in and the environment files it reads.
+KUBELET_FLAG_FILES = ("/etc/default/kubelet", "/etc/sysconfig/kubelet")
+
+
+def unit_files(image: Image, unit: str) -> list[tuple[str, str]]:
+    """The unit file systemd loads, then its drop-ins in name order (systemd.unit(5))."""
+    found = []
+    for directory in UNIT_DIRS:
+        text = image.read(f"{directory}/{unit}")
+        if text is not None:
+            found.append((f"{directory}/{unit}", text))
+            break
+    return found + image.dropins(f"{unit}.d", ".conf", UNIT_DIRS)
+
+
+def check_unit_dropin(setting: Setting, image: Image) -> Check:
+    """The last assignment of the option in the unit and its drop-ins: a later drop-in wins."""
+    unit, option = setting.key.split(" ", 1)
+    files = unit_files(image, unit)
+    if not files or not files[0][0].endswith(f"/{unit}"):
+        return check_of(setting, "not installed", NA, f"the image has no {unit}")
+    return verdict_of(setting, ini_value(files, "Service", option))
+
+
+def glob_matches(pattern: str, path: str) -> bool:
+    return fnmatch.fnmatchcase(path, pattern)
+
+
+def containerd_imports(image: Image) -> list[str] | None:
+    """The import globs of the image's config.toml; None when it has none (or cannot be read)."""
+    text = image.read(CONTAINERD_CONFIG)
+    if text is None:
+        return None
+    try:
+        imports = tomllib.loads(text).get("imports", [])
+    except tomllib.TOMLDecodeError:
+        return None
+    return [str(item) for item in imports] if isinstance(imports, list) else None
+
+
+def check_containerd(setting: Setting, image: Image) -> Check:
+    """The drop-in counts only if config.toml imports it, and no later import sets the same key."""
+    ours = CONTAINERD_DROPIN
+    imports = containerd_imports(image)
+    if imports is None:
+        return check_of(
+            setting,
+            f"no {CONTAINERD_CONFIG}",
+            NA,
+            "containerd >= 2.2 imports conf.d/*.toml by default; 1.x reads no drop-in "
+            "without a config.toml that imports it",
+        )
+    if not any(glob_matches(pattern, ours) for pattern in imports):
+        return check_of(
+            setting,
+            "not imported",
+            MISSING,
+            f"{CONTAINERD_CONFIG} does not import {CONTAINERD_DROPIN_DIR}/*.toml",
+        )
+    ours_name = PurePosixPath(ours).name
+    directory = image.resolve(CONTAINERD_DROPIN_DIR)
+    present = directory is not None and directory.is_dir()
+    later = sorted(entry.name for entry in directory.iterdir()) if directory and present else []
+    for name in (n for n in later if n > ours_name and n.endswith(".toml")):
+        text = image.read(f"{CONTAINERD_DROPIN_DIR}/{name}") or ""
+        try:
+            value = toml_lookup(tomllib.loads(text), setting.key)
+        except tomllib.TOMLDecodeError:
+            continue
+        if value is not None and value != toml_value(setting.value):
+            return check_of(
+                setting,
+                f"{value} ({CONTAINERD_DROPIN_DIR}/{name})",
+                DIFFERS,
+                "a later drop-in sets another value and is merged last",
+            )
+    return check_of(setting, f"{setting.value} (imported)", OK)
+
+
+def check_docker(setting: Setting, image: Image) -> Check:
+    text = image.read(DOCKER_DAEMON_JSON)
+    if text is None:
+        return check_of(
+            setting, "no daemon.json", MISSING, "the image has no /etc/docker/daemon.json"
+        )
+    try:
+        node: object = json.loads(text)
+    except ValueError:
+        return check_of(setting, "not JSON", DIFFERS, "dockerd refuses to start with it")
+    for name in setting.key.split("."):
+        node = node.get(name) if isinstance(node, dict) else None
+    good = node == json.loads(setting.value)
+    return check_of(
+        setting,
+        json.dumps(node),
+        OK if good else DIFFERS,
+        "" if good else "/etc/docker/daemon.json has another value",
+    )
+
+
+def kubelet_reads_dropins(image: Image) -> bool:
+    files = unit_files(image, "kubelet.service")
+    files += [(path, image.read(path) or "") for path in KUBELET_FLAG_FILES]
+    return any(
+        re.search(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|\"|'|$)", text)
+        for _, text in files
+    )
+
+
+def check_kubelet(setting: Setting, image: Image) -> Check:
+    """The last drop-in (name order) that sets the field wins; kubelet must be told the dir."""
+    field, _, entry = setting.key.partition("/")
+    found = None
+    for path, text in image.dropins(KUBELET_DROPIN_DIR.removeprefix("/etc/"), ".conf", ("/etc",)):
+        try:
+            data = yaml.load(text, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
+        except yaml.YAMLError:
+            continue
+        value = data.get(field) if isinstance(data, dict) else None
+        if entry and field == "reservedMemory" and isinstance(value, list):
+            value = next(
+                (
+                    str(item.get("limits", {}).get("memory"))
+                    for item in value
+                    if isinstance(item, dict) and str(item.get("numaNode")) == entry
+                ),
+                None,
+            )
+        elif entry:
+            value = value.get(entry) if isinstance(value, dict) else None
+        if value is not None:
+            found = (str(value).lower() if isinstance(value, bool) else str(value), path)
+    check = verdict_of(setting, found)
+    if check.verdict == OK and not unit_exists(image, "kubelet.service"):
+        return check_of(
+            setting,
+            check.actual,
+            NA,
+            "the image has no kubelet.service (yet): the "
+            "unit that starts it must pass --config-dir",
+        )
+    if check.verdict == OK and not kubelet_reads_dropins(image):
+        return check_of(
+            setting,
+            check.actual,
+            DIFFERS,
+            f"nothing in the image starts kubelet with --config-dir={KUBELET_DROPIN_DIR}",
+        )
+    return check
+
+
 # Check name (``image_check`` of a row of generator.model.kinds.KINDS) -> how an image judges it.
 CHECKS: dict[str, ImageCheck] = {
     "sysctl": lambda s, image, _: check_sysctl(s, image),
@@ -550,6 +718,10 @@ CHECKS: dict[str, ImageCheck] = {
     "service": lambda s, image, _: check_service(s, image),
     "tuned": lambda s, image, bundle: check_tuned(s, image, bundle.tuned_profile),
     "boot-unit": check_boot_applied,
+    "unit-dropin": lambda s, image, _: check_unit_dropin(s, image),
+    "containerd": lambda s, image, _: check_containerd(s, image),
+    "docker": lambda s, image, _: check_docker(s, image),
+    "kubelet": lambda s, image, _: check_kubelet(s, image),
 }
 
 

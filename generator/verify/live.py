@@ -12,19 +12,23 @@ missing, or not applicable here with the reason. What a kind measures:
 - ``tuned``: the active profile, the live value where tuned's option has one, else
   ``tuned-adm verify``;
 - ``gpu``: ``nvidia-smi --query-gpu``; ``irq``: smp_affinity_list of the interface's MSI IRQs;
-- ``service``: ``systemctl is-enabled``.
+- ``service``: ``systemctl is-enabled``;
+- ``unit-dropin``: ``systemctl show`` of the runtime's unit, then its process's /proc/<pid>/limits;
+  ``containerd``: ``containerd config dump``; ``docker``: ``docker info``'s default runtime;
+  ``kubelet``: kubelet started with ``--config-dir`` on the drop-in directory.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
 from generator.model.cpulist import expand_cpus
-from generator.model.kinds import KIND_SPECS
-from generator.model.layout import GPU_UNIT
+from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
+from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
 from generator.model.setting import Setting
 from generator.verify.snapshot import Snapshot
@@ -542,6 +546,151 @@ def check_service(setting: Setting, live: Live) -> Check:
     return check_of(setting, f"{state}, {active}", OK if state in good else DIFFERS)
 
 
+# --- container runtimes and kubelet (issue 14) -------------------------------------------------
+
+RUNTIME_LIMIT_ROWS = {
+    "LimitMEMLOCK": ("Max locked memory", 1),
+    "LimitNOFILE": ("Max open files", 1),
+}
+# containerd 2.x migrates a version 2 file on load: the CRI runtime options move to this plugin.
+CRI_V2_TO_V3 = (
+    'plugins."io.containerd.grpc.v1.cri".containerd',
+    'plugins."io.containerd.cri.v1.runtime".containerd',
+)
+
+
+def unit_prop(live: Live, unit: str, prop: str) -> str | None:
+    return live.snapshot.value("runtime-unit", f"{unit}:{prop}")
+
+
+def process_limit(live: Live, unit: str, option: str) -> tuple[str, str] | None:
+    """(soft, hard) of the unit's running process for a LimitX option, from /proc/<pid>/limits."""
+    row = RUNTIME_LIMIT_ROWS.get(option)
+    rows = live.snapshot.values("runtime-limits", unit)
+    if row is None or not rows:
+        return None
+    for line in rows:
+        if line.startswith(row[0]):
+            words = line[len(row[0]) :].split()
+            return (words[0], words[1]) if len(words) >= 2 else None
+    return None
+
+
+def check_unit_dropin(setting: Setting, live: Live) -> Check:
+    """The unit's configured limit (systemctl show), then the limit its running process has."""
+    unit, option = setting.key.split(" ", 1)
+    state = unit_prop(live, unit, "ActiveState")
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if state.startswith("!"):
+        return check_of(setting, "-", NA, "systemd is not the service manager here")
+    configured = unit_prop(live, unit, option)
+    if configured is None or unit_prop(live, unit, "LoadState") == "not-found":
+        return check_of(setting, "no such unit", NA, f"{unit} is not installed here")
+    soft_text, _, hard_text = setting.value.partition(":")
+    soft = unit_prop(live, unit, option + "Soft") if option.startswith("Limit") else None
+    wanted = limit_number(hard_text or soft_text)
+    if configured != wanted or (soft is not None and soft != limit_number(soft_text)):
+        return check_of(
+            setting,
+            f"{soft}:{configured}" if soft else configured,
+            DIFFERS,
+            "a later drop-in or the unit sets another value (systemctl show)",
+        )
+    running = process_limit(live, unit, option)
+    if running is not None:
+        expected = tuple(
+            "unlimited" if v in ("infinity", limit_number("infinity")) else v
+            for v in (limit_number(soft_text), wanted)
+        )
+        if running != expected:
+            return check_of(
+                setting,
+                f"running process: {running[0]}:{running[1]}",
+                DIFFERS,
+                f"configured, but {unit} was started before the drop-in: restart it",
+            )
+        return check_of(setting, f"{setting.value} (running process too)", OK)
+    note = "" if state == "active" else f" (configured; {unit} is {state})"
+    return check_of(setting, setting.value + note, OK)
+
+
+def toml_value(text: str) -> object:
+    return tomllib.loads(f"v = {text}")["v"]
+
+
+def toml_lookup(document: dict[str, object], path: str) -> object | None:
+    node: object = document
+    for segment in TOML_KEY_SEGMENT.findall(path):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(segment.strip('"'))
+    return node
+
+
+def check_containerd(setting: Setting, live: Live) -> Check:
+    """The value in `containerd config dump`: the configuration containerd merged (imports too)."""
+    lines = live.snapshot.values("containerd-dump", "-")
+    if not lines:
+        return check_of(setting, "-", NA, "containerd is not installed here (no config dump)")
+    try:
+        document = tomllib.loads("\n".join(lines))
+    except tomllib.TOMLDecodeError as error:
+        return check_of(setting, "?", MISSING, f"containerd config dump did not parse: {error}")
+    path = setting.key
+    if document.get("version") == 3:
+        path = path.replace(*CRI_V2_TO_V3)
+    actual = toml_lookup(document, path)
+    if actual is None:
+        return check_of(
+            setting, "not configured", MISSING, "containerd did not read the drop-in (imports?)"
+        )
+    good = actual == toml_value(setting.value)
+    return check_of(
+        setting,
+        str(actual),
+        OK if good else DIFFERS,
+        "" if good else "another file of the merged configuration wins",
+    )
+
+
+def check_docker(setting: Setting, live: Live) -> Check:
+    """What the running dockerd reports; the daemon.json keys it does not report: in the image."""
+    if setting.key != "default-runtime":
+        return check_of(
+            setting, "-", NA, "dockerd does not report it; `gen verify --root` reads daemon.json"
+        )
+    actual = live.snapshot.value("docker-info", "DefaultRuntime")
+    if actual is None:
+        return check_of(setting, "-", NA, "docker is not installed here")
+    if actual.startswith("!") or not actual:
+        return check_of(setting, "-", NA, "dockerd is not running")
+    return check_of(setting, actual, OK if f'"{actual}"' == setting.value else DIFFERS)
+
+
+def check_kubelet(setting: Setting, live: Live) -> Check:
+    """kubelet must run with --config-dir on the drop-in directory (values: only at /configz)."""
+    state = unit_prop(live, KUBELET_UNIT, "ActiveState")
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if state != "active":
+        return check_of(setting, "-", NA, "kubelet is not running here")
+    arguments = " ".join(live.snapshot.values("runtime-cmdline", KUBELET_UNIT))
+    if not re.search(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|$)", arguments):
+        return check_of(
+            setting,
+            "drop-in not read",
+            DIFFERS,
+            f"kubelet runs without --config-dir={KUBELET_DROPIN_DIR}",
+        )
+    return check_of(
+        setting,
+        f"read from {KUBELET_DROPIN_DIR}",
+        OK,
+        "kubelet's merged values are shown by its /configz endpoint",
+    )
+
+
 # Check name (``live_check`` of a row of generator.model.kinds.KINDS) -> how a snapshot judges it.
 CHECKS: dict[str, Callable[[Setting, Live], Check]] = {
     "sysctl": check_sysctl,
@@ -556,6 +705,10 @@ CHECKS: dict[str, Callable[[Setting, Live], Check]] = {
     "gpu": check_gpu,
     "irq": check_irq,
     "service": check_service,
+    "unit-dropin": check_unit_dropin,
+    "containerd": check_containerd,
+    "docker": check_docker,
+    "kubelet": check_kubelet,
 }
 
 

@@ -150,6 +150,7 @@ read_line() { # the fields after the key
             case $1 in
                 sysctl | modules | udev) [ $# -eq 1 ] || bad_data "$number" "step $1 takes no word" ;;
                 tmpfiles) { [ $# -eq 2 ] && is_path "$2"; } || bad_data "$number" "step tmpfiles needs a path" ;;
+                runtime) { [ $# -eq 2 ] && is_runtime_parts "$2"; } || bad_data "$number" "step runtime needs containerd, docker or kubelet" ;;
                 *) bad_data "$number" "unknown step" ;;
             esac
             steps="$steps$1 ${2:-}$newline"
@@ -341,6 +342,29 @@ step_tuned() { # profiles: the selection, left to right (tuned-adm takes several
     fi
 }
 
+# is_runtime_parts WORD: a comma-separated list of containerd, docker and kubelet.
+is_runtime_parts() {
+    case ,$1, in *,,*) return 1 ;; esac
+    parts_left=$1
+    while [ -n "$parts_left" ]; do
+        case ${parts_left%%,*} in containerd | docker | kubelet) ;; *) return 1 ;; esac
+        case $parts_left in *,*) parts_left=${parts_left#*,} ;; *) parts_left= ;; esac
+    done
+}
+
+# The container runtime and kubelet files (issue 14), after daemon-reload. containerd is
+# restarted only if it runs (its shims keep the containers alive; a stopped one reads the files
+# when it starts). dockerd stops its containers unless live-restore is on, and kubelet refuses a
+# new CPU or memory manager policy while its old checkpoints are there: neither is restarted.
+step_runtime() { # containerd,docker,kubelet (the parts the plan configures)
+    case ,$1, in *,containerd,*) systemctl try-restart containerd.service ;; esac
+    case ,$1, in *,docker,*) say "restart docker.service when its containers may stop" ;; esac
+    case ,$1, in *,kubelet,*)
+        say "kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and memory_manager_state, restart kubelet"
+        ;;
+    esac
+}
+
 step_bootloader() { # after the bundle's files are in place; $mechanism, $kernel_args, $removed
     if [ "$mechanism" = bls ]; then
         if ! command -v grubby >/dev/null 2>&1; then
@@ -364,6 +388,7 @@ summary_of() { # step name
         modules) printf '%s' "load modules" ;;
         udev) printf '%s' "apply I/O scheduler rules" ;;
         tuned) printf '%s' "switch tuned to the profile" ;;
+        runtime) printf '%s' "apply the container runtime and kubelet files" ;;
         bootloader) printf '%s' "refresh the boot loader configuration" ;;
     esac
 }
@@ -386,6 +411,9 @@ stale_candidate() { # path
     is_path "$1" || return 1
     case $1 in
         /etc/*"$tool"* | /usr/local/libexec/"$tool"/*) return 0 ;;
+        # the one file whose name cannot carry the tool's: dockerd reads only this path, no
+        # drop-ins (layout.DOCKER_DAEMON_JSON; containers: docker)
+        /etc/docker/daemon.json) return 0 ;;
     esac
     return 1
 }

@@ -21,7 +21,7 @@ DEST="$CACHE/rootfs-$HASH"
 SUITE=bookworm
 # The guest's packages beyond debootstrap's minbase. python3 comes with tuned and cloud-init.
 PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates
-CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init"
+CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd"
 
 log() { printf 'build-rootfs: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -76,6 +76,10 @@ prepare_guest() {
     rm -rf "$root"/var/lib/apt/lists/*
     # cloud-init stays off unless boot.sh delivers through it.
     touch "$root/etc/cloud/cloud-init.disabled"
+    # Debian's containerd is 1.6: it reads /etc/containerd/conf.d only through imports, as a GPU
+    # node image prepared for goldtune's drop-in has it (containerd >= 2.2 imports it by default).
+    mkdir -p "$root/etc/containerd"
+    printf 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n' >"$root/etc/containerd/config.toml"
     # Root without a password on the console, only for debugging a failed boot interactively.
     chroot "$root" passwd -d root >/dev/null
 }

@@ -372,5 +372,16 @@ def test_vendor_profile_notes_cover_nvidias_settings() -> None:
     ):
         assert key in texts, key
     assert "about 185363 KiB" in texts  # sqrt(16 x 2 TiB in KiB): above NVIDIA's 65536
+    assert "goldtune writes no container-runtime drop-ins" in texts
     b200 = notes_of(gpu.vendor_profiles.apply(facts(gpus=[B200X8]), profile("training")))
     assert not any("ib_umad" in text for text in b200)  # loaded there, by gpu.nvlink-subnet-manager
+
+
+def test_vendor_profile_stack_note_knows_the_runtime_drop_in() -> None:
+    """With containers: the runtime drop-in exists (containers.runtime-limits): the note says it
+    leaves LimitSTACK out rather than that no drop-in is written."""
+    machine = facts(gpus=[H100X8], memory_gib=2048)
+    knobs = profile("training", containers="containerd")
+    (stack,) = [t for t in notes_of(gpu.vendor_profiles.apply(machine, knobs)) if "LimitSTACK" in t]
+    assert "runtime drop-in of containers.runtime-limits leaves it out" in stack
+    assert "writes no container-runtime drop-ins" not in stack

@@ -8,6 +8,7 @@
 #   cloud-init  cloud-init schema --config-file (user-data)
 #   (shellcheck) every script of the bundle, install.sh and the GRUB drop-in
 #   tuned       tuned's own profile loader and plugin tables (run with /usr/bin/python3)
+#   containerd  containerd config dump with the conf.d drop-in imported (its own TOML loader)
 #   procps      sysctl(8), for the record of the reference kernel's keys
 #   grub-common, grub2-common: grub-mkconfig and update-grub, run for real in a Debian-like root
 #               (tests/test_install.py: the generated grub.cfg carries the bundle's arguments)
@@ -21,7 +22,7 @@
 # installed as a package. tests/validators/tools.py looks there (or at $GOLDTUNE_UDEVADM).
 set -euo pipefail
 
-packages=(make systemd kmod cloud-init shellcheck tuned procps util-linux
+packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
     grub-common grub2-common debootstrap qemu-system-x86 e2fsprogs)
 UDEV_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}/udev
 

@@ -36,6 +36,7 @@ PACKAGES = {
     "udevadm": "udev 254+ (tests/tools/install-tools.sh unpacks it from bookworm-backports)",
     SYSTEM_PYTHON: "python3",
     "tuned": "tuned",
+    "containerd": "containerd",
 }
 # executables outside $PATH
 LOCATIONS = {

@@ -71,9 +71,12 @@ def stub_missing_units(root: Path, units: list[Path]) -> None:
     for unit in units:
         if unit.suffix == ".conf" and unit.parent.name.endswith(".d"):
             name = unit.parent.name[:-2]
-            if not any(
-                (root / d / name).exists() for d in ("etc/systemd/system", "usr/lib/systemd/system")
-            ):
+            packaged = [root / d / name for d in ("etc/systemd/system", "usr/lib/systemd/system")]
+            for path in (p for p in packaged if p.is_file()):
+                # the host's unit (containerd.service) runs its own programs, which the stage lacks
+                for program in executables(path):
+                    add_stub(root, program)
+            if not any(path.exists() for path in packaged):
                 stub = root / "usr/lib/systemd/system" / name
                 stub.write_text(
                     "[Service]\nExecStart=/usr/bin/true\n"

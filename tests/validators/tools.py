@@ -22,6 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checks_data import DATA_PATTERNS, check_data_files
+from .checks_runtime import (
+    CONTAINERD_PATTERNS,
+    DOCKER_PATTERNS,
+    KUBELET_PATTERNS,
+    check_containerd,
+    check_docker,
+    check_kubelet,
+)
 from .checks_system import (
     LIMITS_PATTERNS,
     MODPROBE_PATTERNS,
@@ -63,9 +71,12 @@ __all__ = [
     "Validator",
     "check_cloud_init",
     "check_cloud_init_many",
+    "check_containerd",
     "check_data_files",
+    "check_docker",
     "check_grub",
     "check_json",
+    "check_kubelet",
     "check_limits",
     "check_modprobe",
     "check_modules_load",
@@ -141,6 +152,21 @@ VALIDATORS: tuple[Validator, ...] = (
         "the fixed script that reads each data file (--check)",
         DATA_PATTERNS,
         check_data_files,
+    ),
+    Validator(
+        "containerd", "containerd config dump (imports)", CONTAINERD_PATTERNS, check_containerd
+    ),
+    Validator(
+        "docker",
+        "documented daemon.json keys and types (docker_keys.py)",
+        DOCKER_PATTERNS,
+        check_docker,
+    ),
+    Validator(
+        "kubelet",
+        "KubeletConfiguration v1beta1 field table (kubelet_fields.py)",
+        KUBELET_PATTERNS,
+        check_kubelet,
     ),
 )
 

@@ -1,0 +1,105 @@
+"""The runtime and kubelet files: unit drop-ins, containerd TOML, daemon.json, kubelet YAML.
+
+Grouping and nesting are decided here; the templates only loop and print. Every value already
+has its file's spelling (the kind's grammar, checked at plan time), so nothing is escaped here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from generator.model.kinds import TOML_KEY_SEGMENT
+from generator.model.setting import Plan, Setting
+
+KUBELET_LIST_FIELDS = {"reservedMemory"}
+
+
+def dropins_of(plan: Plan, unit: str) -> list[tuple[str, Setting]]:
+    """(option, setting) of one unit's drop-in, in plan order."""
+    split = [(s.key.split(" ", 1), s) for s in plan.of_kind("unit-dropin")]
+    return [(option, s) for (name, option), s in split if name == unit]
+
+
+def toml_segments(path: str) -> list[str]:
+    return TOML_KEY_SEGMENT.findall(path)
+
+
+def containerd_tables(plan: Plan) -> list[tuple[str, list[tuple[str, Setting]]]]:
+    """``[(table, [(key, setting)…])…]``: each setting under the table its dotted path names."""
+    tables: dict[str, list[tuple[str, Setting]]] = {}
+    for s in plan.of_kind("containerd"):
+        segments = toml_segments(s.key)
+        tables.setdefault(".".join(segments[:-1]), []).append((segments[-1], s))
+    return sorted(tables.items())
+
+
+def daemon_json(plan: Plan) -> str:
+    """daemon.json: the dotted keys nested into objects, sorted, two-space indented."""
+    document: dict[str, Any] = {}
+    for s in plan.of_kind("docker"):
+        *parents, leaf = s.key.split(".")
+        node = document
+        for name in parents:
+            node = node.setdefault(name, {})
+        node[leaf] = json.loads(s.value)
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+class YamlLine(NamedTuple):
+    """One line of the kubelet drop-in, with the setting whose reason goes above it (if any)."""
+
+    text: str
+    setting: Setting | None = None
+
+    @property
+    def indent(self) -> str:
+        return self.text[: len(self.text) - len(self.text.lstrip())]
+
+
+def yaml_scalar(value: str) -> str:
+    """A double-quoted string (JSON's syntax): every field goldtune sets is a string in
+    KubeletConfiguration v1beta1 (policies, the CPU list, quantities), and a bare 0 would be an
+    integer there, which kubelet refuses for reservedSystemCPUs."""
+    return json.dumps(value)
+
+
+def kubelet_lines(plan: Plan) -> list[YamlLine]:
+    """The fields in plan order; ``field/key`` entries of one field grouped under it."""
+    lines: list[YamlLine] = []
+    seen: set[str] = set()
+    settings = plan.of_kind("kubelet")
+    for s in settings:
+        field, _, entry = s.key.partition("/")
+        if not entry:
+            lines.append(YamlLine(f"{field}: {yaml_scalar(s.value)}", s))
+        elif field not in seen:
+            seen.add(field)
+            lines.append(YamlLine(f"{field}:"))
+            lines += map_entries(field, [m for m in settings if m.key.partition("/")[0] == field])
+    return lines
+
+
+def map_entries(field: str, members: list[Setting]) -> list[YamlLine]:
+    if field in KUBELET_LIST_FIELDS:  # reservedMemory/<node>: a list of per-node limits
+        return [
+            line
+            for s in members
+            for line in (
+                YamlLine(f"  - numaNode: {s.key.partition('/')[2]}", s),
+                YamlLine("    limits:"),
+                YamlLine(f"      memory: {yaml_scalar(s.value)}"),
+            )
+        ]
+    return [
+        YamlLine(f"  {json.dumps(s.key.partition('/')[2])}: {yaml_scalar(s.value)}", s)
+        for s in members
+    ]
+
+
+def containers_context(plan: Plan) -> dict[str, Any]:
+    return {
+        "containerd_tables": containerd_tables(plan),
+        "daemon_json": daemon_json(plan),
+        "kubelet_lines": kubelet_lines(plan),
+    }

@@ -1,0 +1,172 @@
+"""Containers: the runtime's own limits, the NVIDIA runtime for GPU containers, /dev/shm.
+
+Only when the profile asks for a runtime (``containers: containerd | docker``). Docker runs its
+containers through containerd.service (Debian's docker.io and Docker's own packages both), so a
+docker profile gets the limits drop-in on both units.
+"""
+
+from __future__ import annotations
+
+from generator.inputs.facts import Facts
+from generator.inputs.profile import Profile
+from generator.model.kernel import NR_OPEN_DEFAULT
+from generator.rules.base import (
+    Output,
+    containerd_option,
+    docker_option,
+    note,
+    rule,
+    unit_dropin,
+)
+
+# The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and every
+# other service, and fs.nr_open's default, so a container that inherits it sees the same limit.
+RUNTIME_NOFILE = NR_OPEN_DEFAULT
+CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
+NVIDIA_RUNTIME = "nvidia"
+# Where nvidia-container-toolkit installs the runtime shim (its Debian/RPM packages).
+NVIDIA_RUNTIME_BINARY = "/usr/bin/nvidia-container-runtime"
+SHM_FLOOR_GIB = 8  # the article's `--shm-size=8g` for PyTorch DataLoader workers and NCCL
+SHM_RAM_SHARE = 32  # above 256 GiB of RAM: 1/32 of it
+
+
+def runtime_units(profile: Profile) -> tuple[str, ...]:
+    """The units whose processes are the parents of every container of this profile."""
+    if profile.containers == "containerd":
+        return ("containerd.service",)
+    if profile.containers == "docker":
+        return ("docker.service", "containerd.service")
+    return ()
+
+
+@rule("containers.runtime-limits")
+def runtime_limits(facts: Facts, profile: Profile) -> Output:
+    """The runtime's locked-memory, open-file and task limits, which its containers inherit."""
+    for unit in runtime_units(profile):
+        yield unit_dropin(
+            unit,
+            "LimitMEMLOCK",
+            "infinity",
+            "containers inherit the runtime's limits: CUDA pinned host memory and "
+            "RDMA registration fail under a memlock cap (DefaultLimitMEMLOCK does "
+            "not reach a unit that sets its own)",
+        )
+        yield unit_dropin(
+            unit,
+            "LimitNOFILE",
+            RUNTIME_NOFILE,
+            "bounded soft and hard limit instead of the unit's infinity: containerd "
+            "removed LimitNOFILE=infinity (containerd PR 8924) because infinity "
+            "resolves to fs.nr_open (2^30 with systemd >= 240) and programs that "
+            "walk every descriptor slow down; its 1024 soft default fails data "
+            "loaders with EMFILE, so 1048576, as limits.nofile and cri-o set it",
+        )
+        yield unit_dropin(
+            unit,
+            "TasksMax",
+            "infinity",
+            "the runtime's cgroup holds a shim per container; DefaultTasksMax (15% "
+            "of pid_max) would cap container starts on a dense node; the value "
+            "upstream containerd.service ships",
+        )
+
+
+@rule("containers.nvidia-runtime")
+def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
+    """The NVIDIA container runtime as the default runtime, so GPU containers get their devices."""
+    if profile.containers == "none":
+        return
+    if not facts.has_gpus:
+        yield note("no GPU: the NVIDIA container runtime is not configured")
+        return
+    why = (
+        "the NVIDIA device plugin hands GPUs to containers through the NVIDIA runtime, which "
+        "must be the default (k8s-device-plugin README); non-GPU containers pass through it "
+        "to runc unchanged"
+    )
+    if profile.containers == "containerd":
+        yield containerd_option(f"{CRI}.default_runtime_name", NVIDIA_RUNTIME, why)
+        runtime = f"{CRI}.runtimes.{NVIDIA_RUNTIME}"
+        yield containerd_option(
+            f"{runtime}.runtime_type",
+            "io.containerd.runc.v2",
+            "the runc shim v2, which the NVIDIA runtime wraps",
+        )
+        yield containerd_option(
+            f"{runtime}.options.BinaryName",
+            NVIDIA_RUNTIME_BINARY,
+            "nvidia-container-runtime injects the driver's devices and libraries, then runs runc",
+        )
+        yield containerd_option(
+            f"{runtime}.options.SystemdCgroup",
+            True,
+            "the systemd cgroup driver, the one kubelet's cgroupDriver names "
+            "here: both sides of the CRI must agree or pods fail to start",
+        )
+        yield note(
+            "containerd 1.x reads this drop-in only when /etc/containerd/config.toml has "
+            'imports = ["/etc/containerd/conf.d/*.toml"] (containerd >= 2.2 has it by '
+            "default, containerd PR 12323), and 1.x replaces the whole "
+            'plugins."io.containerd.grpc.v1.cri" table of config.toml with the '
+            "imported one (containerd issue 5837): keep CRI settings in one file there"
+        )
+        return
+    yield docker_option(
+        "default-runtime",
+        NVIDIA_RUNTIME,
+        "containers that choose GPUs by NVIDIA_VISIBLE_DEVICES (NGC images, "
+        "compose files without device requests) get them only through the NVIDIA "
+        "runtime; `docker run --gpus` works either way, other containers pass "
+        "through to runc",
+    )
+    yield docker_option(
+        f"runtimes.{NVIDIA_RUNTIME}.path",
+        NVIDIA_RUNTIME_BINARY,
+        "nvidia-container-runtime injects the driver's devices and libraries, then runs runc",
+    )
+
+
+def shm_size_gib(facts: Facts) -> int:
+    return max(SHM_FLOOR_GIB, facts.memory_gib // SHM_RAM_SHARE)
+
+
+@rule("containers.shm")
+def shm(facts: Facts, profile: Profile) -> Output:
+    """A /dev/shm large enough for DataLoader workers and NCCL's shared-memory transport."""
+    if profile.containers == "docker":
+        size = shm_size_gib(facts)
+        yield docker_option(
+            "default-shm-size",
+            f"{size}G",
+            "docker's 64M /dev/shm makes DataLoader workers and NCCL's intra-node "
+            f"transport fail with 'No space left on device'; {size}G "
+            f"({SHM_FLOOR_GIB}G or 1/{SHM_RAM_SHARE} of RAM) is a ceiling: tmpfs "
+            "pages count against the container's memory only when written",
+        )
+        yield docker_option(
+            "default-ulimits.memlock.Name",
+            "memlock",
+            "containers get the runtime's memlock limit only without a "
+            "default-ulimits entry; stated so `docker run` needs no --ulimit",
+        )
+        yield docker_option(
+            "default-ulimits.memlock.Soft",
+            -1,
+            "unlimited locked memory for pinned host buffers (the article's --ulimit memlock=-1)",
+        )
+        yield docker_option(
+            "default-ulimits.memlock.Hard",
+            -1,
+            "unlimited locked memory for pinned host buffers (the article's --ulimit memlock=-1)",
+        )
+    if profile.kubernetes:
+        yield note(
+            "Kubernetes pods get the runtime's 64 MiB /dev/shm whatever the node says: a "
+            "GPU pod must mount an emptyDir with medium: Memory (and a sizeLimit) at "
+            "/dev/shm; its pages count against the pod's memory limit"
+        )
+    elif profile.containers == "containerd":
+        yield note(
+            "containerd has no default /dev/shm size: give `nerdctl run --shm-size` (or "
+            "--ipc=host) to GPU containers"
+        )

@@ -1,0 +1,145 @@
+"""containers.*: the runtime's limits, the NVIDIA runtime, /dev/shm; nothing without a runtime."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.model.setting import Setting
+from generator.plan.known_keys import NR_OPEN_DEFAULT
+from generator.rules import containers, limits
+
+from .helpers import H100X8, L4X1, Case, case_ids, check_case, facts, notes_of, profile, settings_of
+
+
+def dropin(unit: str) -> set[tuple[str, str, str]]:
+    return {
+        ("unit-dropin", f"{unit} LimitMEMLOCK", "infinity"),
+        ("unit-dropin", f"{unit} LimitNOFILE", "1048576"),
+        ("unit-dropin", f"{unit} TasksMax", "infinity"),
+    }
+
+
+CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
+CONTAINERD_NVIDIA = {
+    ("containerd", f"{CRI}.default_runtime_name", '"nvidia"'),
+    ("containerd", f"{CRI}.runtimes.nvidia.runtime_type", '"io.containerd.runc.v2"'),
+    (
+        "containerd",
+        f"{CRI}.runtimes.nvidia.options.BinaryName",
+        '"/usr/bin/nvidia-container-runtime"',
+    ),
+    ("containerd", f"{CRI}.runtimes.nvidia.options.SystemdCgroup", "true"),
+}
+DOCKER_NVIDIA = {
+    ("docker", "default-runtime", '"nvidia"'),
+    ("docker", "runtimes.nvidia.path", '"/usr/bin/nvidia-container-runtime"'),
+}
+DOCKER_MEMLOCK = {
+    ("docker", "default-ulimits.memlock.Name", '"memlock"'),
+    ("docker", "default-ulimits.memlock.Soft", "-1"),
+    ("docker", "default-ulimits.memlock.Hard", "-1"),
+}
+
+
+def docker_shm(size: str) -> set[tuple[str, str, str]]:
+    return {("docker", "default-shm-size", f'"{size}"')} | DOCKER_MEMLOCK
+
+
+CASES: tuple[Case, ...] = (
+    Case("limits-none", containers.runtime_limits, set()),
+    Case(
+        "limits-containerd",
+        containers.runtime_limits,
+        dropin("containerd.service"),
+        knobs={"containers": "containerd"},
+    ),
+    Case(
+        "limits-docker-and-its-containerd",
+        containers.runtime_limits,
+        dropin("docker.service") | dropin("containerd.service"),
+        knobs={"containers": "docker"},
+    ),
+    Case("nvidia-none", containers.nvidia_runtime, set(), hw={"gpus": [H100X8]}),
+    Case(
+        "nvidia-containerd",
+        containers.nvidia_runtime,
+        CONTAINERD_NVIDIA,
+        hw={"gpus": [H100X8]},
+        intent="training",
+        knobs={"containers": "containerd", "kubernetes": True},
+        note='imports = ["/etc/containerd/conf.d/*.toml"]',
+    ),
+    Case(
+        "nvidia-docker",
+        containers.nvidia_runtime,
+        DOCKER_NVIDIA,
+        hw={"gpus": [L4X1]},
+        knobs={"containers": "docker"},
+    ),
+    Case(
+        "nvidia-no-gpu",
+        containers.nvidia_runtime,
+        set(),
+        knobs={"containers": "containerd"},
+        note="no GPU",
+    ),
+    Case("shm-none", containers.shm, set()),
+    Case("shm-docker-64g", containers.shm, docker_shm("8G"), knobs={"containers": "docker"}),
+    Case(
+        "shm-docker-2t",
+        containers.shm,
+        docker_shm("64G"),
+        hw={"memory_gib": 2048},
+        knobs={"containers": "docker"},
+    ),
+    Case(
+        "shm-kubernetes-note",
+        containers.shm,
+        set(),
+        knobs={"containers": "containerd", "kubernetes": True},
+        note="emptyDir with medium: Memory",
+    ),
+    Case(
+        "shm-containerd-note",
+        containers.shm,
+        set(),
+        knobs={"containers": "containerd"},
+        note="--shm-size",
+    ),
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_containers_rule(case: Case) -> None:
+    check_case(case)
+
+
+def test_the_runtime_gets_the_limits_logins_and_services_get() -> None:
+    """Consistency with limits.*: the runtime's nofile and memlock equal the plan's own."""
+    machine, knobs = facts(gpus=[H100X8]), profile("training", containers="docker")
+    runtime = settings_of(containers.runtime_limits.apply(machine, knobs), "unit-dropin")
+    manager = {
+        **settings_of(limits.nofile.apply(machine, knobs), "systemd-manager"),
+        **settings_of(limits.memlock.apply(machine, knobs), "systemd-manager"),
+    }
+    for unit in containers.runtime_units(knobs):
+        assert runtime[f"{unit} LimitNOFILE"] == manager["DefaultLimitNOFILE"]
+        assert int(runtime[f"{unit} LimitNOFILE"]) <= NR_OPEN_DEFAULT
+        assert runtime[f"{unit} LimitMEMLOCK"] == manager["DefaultLimitMEMLOCK"] == "infinity"
+
+
+def test_the_limits_reason_cites_containerds_removal_of_limitnofile() -> None:
+    output = containers.runtime_limits.apply(facts(), profile("inference", containers="containerd"))
+    reason = next(
+        s.reason for s in output if isinstance(s, Setting) and s.key.endswith("LimitNOFILE")
+    )
+    assert "PR 8924" in reason and "1024" in reason
+
+
+@pytest.mark.parametrize("runtime", ["none", "containerd", "docker"])
+def test_nothing_of_the_layer_without_a_runtime_or_kubernetes(runtime: str) -> None:
+    rules = (containers.runtime_limits, containers.nvidia_runtime, containers.shm)
+    machine, knobs = facts(gpus=[H100X8]), profile("training", containers=runtime)
+    output = [item for rule in rules for item in rule.apply(machine, knobs)]
+    assert bool([s for s in output if isinstance(s, Setting)]) == (runtime != "none")
+    assert not any("Kubernetes" in text for text in notes_of(output))

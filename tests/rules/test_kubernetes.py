@@ -1,0 +1,224 @@
+"""kubernetes.*: kubelet's managers, reservations, eviction; consistent with IRQ pinning, NUMA."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.model.cpulist import expand_cpus
+from generator.model.setting import Setting
+from generator.rules import containers, irq, kubernetes
+
+from .helpers import (
+    DUAL_XEON,
+    H100X8,
+    Case,
+    case_ids,
+    check_case,
+    facts,
+    profile,
+    rdma_compute,
+    settings_of,
+)
+
+K8S = {"containers": "containerd", "kubernetes": True}
+H100_SPLIT = {**H100X8, "numa_nodes": [0, 0, 0, 0, 1, 1, 1, 1]}
+H100_NODE0 = {"model": "H100-SXM5-80GB", "count": 2, "numa_nodes": [0, 0]}
+DGX = {**DUAL_XEON, "memory_gib": 2048, "gpus": [H100_SPLIT]}  # 2 x 56 x 2 = 224 CPUs
+
+
+def kubelet(*pairs: tuple[str, str]) -> set[tuple[str, str, str]]:
+    return {("kubelet", key, value) for key, value in pairs}
+
+
+EVICTION = kubelet(
+    ("evictionHard/memory.available", "1024Mi"),
+    ("evictionHard/nodefs.available", "10%"),
+    ("evictionHard/nodefs.inodesFree", "5%"),
+    ("evictionHard/imagefs.available", "15%"),
+)
+SYSTEMD = kubelet(("cgroupDriver", "systemd"))
+# 64 GiB: 1 + 0.8 + 0.8 + 48 x 0.06 = 5.48 GiB = 5612Mi; 2 TiB: + 112 x 0.06 + 1920 x 0.02 GiB
+RESERVED_64G = kubelet(
+    ("kubeReserved/memory", "1465Mi"),
+    ("kubeReserved/ephemeral-storage", "1Gi"),
+    ("systemReserved/memory", "5612Mi"),
+)
+RESERVED_2T = kubelet(
+    ("kubeReserved/memory", "1465Mi"),
+    ("kubeReserved/ephemeral-storage", "1Gi"),
+    ("systemReserved/memory", "48865Mi"),
+)
+
+CASES: tuple[Case, ...] = (
+    Case("cpu-manager-off", kubernetes.cpu_manager, set(), knobs={"containers": "containerd"}),
+    Case(
+        "cpu-manager-small",
+        kubernetes.cpu_manager,
+        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,8")),
+        knobs=K8S,
+    ),
+    Case(
+        "cpu-manager-dgx",
+        kubernetes.cpu_manager,
+        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,112")),
+        hw=DGX,
+        intent="training",
+        knobs=K8S,
+    ),
+    Case(
+        "cpu-manager-grace-no-smt",
+        kubernetes.cpu_manager,
+        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0")),
+        hw={
+            "cpu": {
+                "model": "Grace",
+                "vendor": "nvidia",
+                "sockets": 1,
+                "cores_per_socket": 72,
+                "threads_per_core": 1,
+            }
+        },
+        knobs=K8S,
+    ),
+    Case(
+        "cpu-manager-pinned-nics-note",
+        kubernetes.cpu_manager,
+        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,112")),
+        hw={**DGX, "nics": [rdma_compute("ib0", numa=0)]},
+        intent="training",
+        knobs=K8S,
+        note="NIC interrupts are pinned",
+    ),
+    Case("cgroup-driver", kubernetes.cgroup_driver, SYSTEMD, knobs=K8S),
+    Case(
+        "cgroup-driver-docker-note",
+        kubernetes.cgroup_driver,
+        SYSTEMD,
+        knobs={"containers": "docker", "kubernetes": True},
+        note="cri-dockerd",
+    ),
+    Case("cgroup-driver-off", kubernetes.cgroup_driver, set()),
+    Case("topology-one-node", kubernetes.topology_manager, set(), knobs=K8S, note="one NUMA node"),
+    Case(
+        "topology-training-split-gpus",
+        kubernetes.topology_manager,
+        kubelet(("topologyManagerPolicy", "restricted"), ("topologyManagerScope", "pod")),
+        hw=DGX,
+        intent="training",
+        knobs=K8S,
+    ),
+    Case(
+        "topology-training-gpus-on-one-node",
+        kubernetes.topology_manager,
+        kubelet(("topologyManagerPolicy", "single-numa-node"), ("topologyManagerScope", "pod")),
+        hw={**DUAL_XEON, "gpus": [H100_NODE0]},
+        intent="training",
+        knobs=K8S,
+    ),
+    Case(
+        "topology-training-unknown-gpu-nodes",
+        kubernetes.topology_manager,
+        kubelet(("topologyManagerPolicy", "restricted"), ("topologyManagerScope", "pod")),
+        hw={**DUAL_XEON, "gpus": [H100X8]},
+        intent="training",
+        knobs=K8S,
+    ),
+    Case(
+        "topology-inference",
+        kubernetes.topology_manager,
+        kubelet(("topologyManagerPolicy", "best-effort")),
+        hw=DGX,
+        knobs=K8S,
+    ),
+    Case("memory-manager-one-node", kubernetes.memory_manager, set(), knobs=K8S),
+    Case(
+        "memory-manager-dgx",
+        kubernetes.memory_manager,
+        kubelet(
+            ("memoryManagerPolicy", "Static"),
+            ("reservedMemory/0", "25677Mi"),
+            ("reservedMemory/1", "25677Mi"),
+        ),
+        hw=DGX,
+        intent="training",
+        knobs=K8S,
+    ),
+    Case("reserved-64g", kubernetes.reserved, RESERVED_64G, knobs=K8S),
+    Case("reserved-2t", kubernetes.reserved, RESERVED_2T, hw=DGX, intent="training", knobs=K8S),
+    Case("reserved-off", kubernetes.reserved, set()),
+    Case("eviction", kubernetes.eviction, EVICTION, knobs=K8S),
+    Case("eviction-off", kubernetes.eviction, set(), knobs={"containers": "docker"}),
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_kubernetes_rule(case: Case) -> None:
+    check_case(case)
+
+
+@pytest.mark.parametrize(("cpus", "milli"), [(1, 60), (2, 70), (4, 80), (8, 90), (224, 630)])
+def test_eks_cpu_tiers(cpus: int, milli: float) -> None:
+    assert kubernetes.reserved_cpu_milli(cpus) == milli
+
+
+def test_reserved_cpus_grow_by_whole_cores_when_the_tiers_need_more() -> None:
+    big = facts(cpu={"sockets": 8, "cores_per_socket": 128, "threads_per_core": 2})  # 2048 CPUs
+    cpus = kubernetes.reserved_cpus(big)
+    # 2 x 5190m = 10.4 CPUs -> 11, rounded up to six whole cores with their siblings
+    assert cpus == [*range(6), *range(1024, 1030)]
+
+
+def plan_of(machine_hw: dict[str, object], intent: str) -> dict[str, str]:
+    machine, knobs = facts(**machine_hw), profile(intent, **K8S)
+    found: dict[str, str] = {}
+    for rule in (
+        kubernetes.cpu_manager,
+        kubernetes.memory_manager,
+        kubernetes.reserved,
+        kubernetes.eviction,
+        kubernetes.cgroup_driver,
+    ):
+        found |= settings_of(rule.apply(machine, knobs), "kubelet")
+    return found
+
+
+@pytest.mark.parametrize(
+    "hw", [DGX, {**DUAL_XEON, "numa_nodes": 4, "memory_gib": 1000}], ids=["dgx", "four-nodes"]
+)
+def test_reserved_memory_adds_up_to_what_kubelet_requires(hw: dict[str, object]) -> None:
+    """kubelet refuses to start unless the nodes' reservedMemory is kube + system + eviction."""
+    values = plan_of(hw, "training")
+    mebibytes = {
+        key: int(value.removesuffix("Mi")) for key, value in values.items() if value.endswith("Mi")
+    }
+    per_node = [value for key, value in mebibytes.items() if key.startswith("reservedMemory/")]
+    assert len(per_node) == facts(**hw).numa_nodes
+    assert sum(per_node) == (
+        mebibytes["kubeReserved/memory"]
+        + mebibytes["systemReserved/memory"]
+        + mebibytes["evictionHard/memory.available"]
+    )
+
+
+def test_reserved_cpus_hold_the_housekeeping_cpus_irq_pinning_keeps_free() -> None:
+    hw = {**DGX, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]}
+    machine, knobs = facts(**hw), profile("training", **K8S)
+    reserved = set(expand_cpus(plan_of(hw, "training")["reservedSystemCPUs"]))
+    assert irq.housekeeping_cpus(machine) <= reserved
+    pinned = settings_of(irq.pin_nics.apply(machine, knobs), "irq")
+    housekeeping = irq.housekeeping_cpus(machine)
+    assert pinned and all(not set(expand_cpus(cpus)) & housekeeping for cpus in pinned.values())
+
+
+def test_the_cgroup_driver_agrees_with_the_runtime() -> None:
+    machine, knobs = facts(gpus=[H100X8]), profile("training", **K8S)
+    runtime = settings_of(containers.nvidia_runtime.apply(machine, knobs), "containerd")
+    driver = settings_of(kubernetes.cgroup_driver.apply(machine, knobs), "kubelet")["cgroupDriver"]
+    systemd_cgroup = runtime[f"{containers.CRI}.runtimes.nvidia.options.SystemdCgroup"]
+    assert (systemd_cgroup == "true") == (driver == "systemd")
+
+
+def test_every_kubelet_setting_has_a_reason_naming_its_source_where_it_is_sized() -> None:
+    output = kubernetes.reserved.apply(facts(**DGX), profile("training", **K8S))
+    reasons = " ".join(s.reason for s in output if isinstance(s, Setting))
+    assert "EKS" in reasons and "OpenShift" in reasons

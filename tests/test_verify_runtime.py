@@ -1,0 +1,199 @@
+"""gen verify for the container runtime and kubelet layer (issue 14): each check ok on a good
+machine or image, and failing on the broken one it exists for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.model.setting import Plan, Setting
+from generator.verify import image, live
+from generator.verify.snapshot import Snapshot
+from generator.verify.verdicts import Bundle, Verdict
+
+CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
+
+
+def planned(kind: str, key: str, value: str) -> Setting:
+    return Setting(kind, key, value, "because", rule="test.rule")
+
+
+MEMLOCK = planned("unit-dropin", "containerd.service LimitMEMLOCK", "infinity")
+NOFILE = planned("unit-dropin", "containerd.service LimitNOFILE", "1048576")
+RUNTIME = planned("containerd", f"{CRI}.default_runtime_name", '"nvidia"')
+DOCKER = planned("docker", "default-runtime", '"nvidia"')
+SHM = planned("docker", "default-shm-size", '"8G"')
+POLICY = planned("kubelet", "cpuManagerPolicy", "static")
+RESERVED = planned("kubelet", "reservedMemory/1", "25677Mi")
+BUNDLE = Bundle(Path("/nonexistent"), Plan("box", "k8s", (MEMLOCK, NOFILE, RUNTIME, POLICY)))
+Rows = dict[str, list[tuple[str, str]]]
+
+
+def snapshot(**sections: list[tuple[str, str]]) -> live.Live:
+    records = {name.replace("_", "-"): list(rows) for name, rows in sections.items()}
+    return live.Live.of(Snapshot(records=records), BUNDLE)
+
+
+def unit_rows(nofile: str = "1048576", running: str = "1048576") -> Rows:
+    unit = "containerd.service"
+    return {
+        "runtime_unit": [
+            (f"{unit}:ActiveState", "active"),
+            (f"{unit}:LoadState", "loaded"),
+            (f"{unit}:LimitNOFILE", nofile),
+            (f"{unit}:LimitNOFILESoft", nofile),
+            (f"{unit}:LimitMEMLOCK", "infinity"),
+            (f"{unit}:LimitMEMLOCKSoft", "infinity"),
+        ],
+        "runtime_limits": [
+            (unit, f"Max open files {running} {running} files"),
+            (unit, "Max locked memory unlimited unlimited bytes"),
+        ],
+    }
+
+
+# --- live ------------------------------------------------------------------------------------
+
+
+def test_live_unit_limits_configured_and_running() -> None:
+    machine = snapshot(**unit_rows())
+    assert live.check_unit_dropin(NOFILE, machine).verdict == Verdict.OK
+    assert live.check_unit_dropin(MEMLOCK, machine).verdict == Verdict.OK
+
+
+def test_live_unit_limit_overridden_by_a_later_dropin() -> None:
+    check = live.check_unit_dropin(NOFILE, snapshot(**unit_rows(nofile="infinity")))
+    assert check.verdict == Verdict.DIFFERS and "later drop-in" in check.reason
+
+
+def test_live_unit_running_with_the_old_limits_needs_a_restart() -> None:
+    check = live.check_unit_dropin(NOFILE, snapshot(**unit_rows(running="1073741816")))
+    assert check.verdict == Verdict.DIFFERS and "restart" in check.reason
+
+
+def dump(*lines: str) -> Rows:
+    return {"containerd_dump": [("-", line) for line in lines]}
+
+
+def test_live_containerd_merged_config() -> None:
+    good = dump("version = 2", f"[{CRI}]", 'default_runtime_name = "nvidia"')
+    assert live.check_containerd(RUNTIME, snapshot(**good)).verdict == Verdict.OK
+    migrated = dump(
+        "version = 3",
+        '[plugins."io.containerd.cri.v1.runtime".containerd]',
+        'default_runtime_name = "nvidia"',
+    )
+    assert live.check_containerd(RUNTIME, snapshot(**migrated)).verdict == Verdict.OK
+    not_imported = dump("version = 2", f"[{CRI}]", 'default_runtime_name = "runc"')
+    assert live.check_containerd(RUNTIME, snapshot(**not_imported)).verdict == Verdict.DIFFERS
+    assert live.check_containerd(RUNTIME, snapshot()).verdict == Verdict.NOT_APPLICABLE
+
+
+def test_live_kubelet_must_read_the_dropin_directory() -> None:
+    rows = {"runtime_unit": [("kubelet.service:ActiveState", "active")]}
+    plain = "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml"
+    without = snapshot(**rows, runtime_cmdline=[("kubelet.service", plain)])
+    assert live.check_kubelet(POLICY, without).verdict == Verdict.DIFFERS
+    flag = plain + " --config-dir=/etc/kubernetes/kubelet.conf.d"
+    with_dir = snapshot(**rows, runtime_cmdline=[("kubelet.service", flag)])
+    assert live.check_kubelet(POLICY, with_dir).verdict == Verdict.OK
+
+
+def test_live_docker_default_runtime() -> None:
+    nvidia = snapshot(docker_info=[("DefaultRuntime", "nvidia")])
+    assert live.check_docker(DOCKER, nvidia).verdict == Verdict.OK
+    runc = snapshot(docker_info=[("DefaultRuntime", "runc")])
+    assert live.check_docker(DOCKER, runc).verdict == Verdict.DIFFERS
+    assert live.check_docker(SHM, nvidia).verdict == Verdict.NOT_APPLICABLE
+
+
+# --- image -----------------------------------------------------------------------------------
+
+
+def tree(root: Path, files: dict[str, str]) -> image.Image:
+    for name, text in files.items():
+        path = root / name.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return image.Image(root)
+
+
+DROPINS = "/etc/systemd/system/containerd.service.d"
+UNIT = {
+    "/usr/lib/systemd/system/containerd.service": (
+        "[Service]\nExecStart=/usr/bin/containerd\nLimitNOFILE=infinity\n"
+    ),
+    f"{DROPINS}/90-goldtune.conf": "[Service]\nLimitNOFILE=1048576\n",
+}
+
+
+def test_image_unit_dropin_wins_over_the_packaged_unit(tmp_path: Path) -> None:
+    assert image.check_unit_dropin(NOFILE, tree(tmp_path, UNIT)).verdict == Verdict.OK
+
+
+def test_image_a_later_dropin_overrides_ours(tmp_path: Path) -> None:
+    later = {**UNIT, f"{DROPINS}/99-local.conf": "[Service]\nLimitNOFILE=infinity\n"}
+    check = image.check_unit_dropin(NOFILE, tree(tmp_path, later))
+    assert check.verdict == Verdict.DIFFERS and "99-local.conf" in check.actual
+
+
+def runtime_toml(name: str) -> str:
+    return f'version = 2\n[{CRI}]\ndefault_runtime_name = "{name}"\n'
+
+
+DROPIN = {"/etc/containerd/conf.d/90-goldtune.toml": runtime_toml("nvidia")}
+CONFIG = "/etc/containerd/config.toml"
+LATER = "/etc/containerd/conf.d/99-local.toml"
+IMPORTS = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "verdict"),
+    [
+        ({CONFIG: IMPORTS}, Verdict.OK),
+        ({CONFIG: "version = 2\n"}, Verdict.MISSING),
+        ({CONFIG: IMPORTS, LATER: runtime_toml("runc")}, Verdict.DIFFERS),
+        ({}, Verdict.NOT_APPLICABLE),
+    ],
+    ids=["imported", "not-imported", "later-dropin", "no-config"],
+)
+def test_image_containerd_dropin_imported_and_effective(
+    tmp_path: Path, files: dict[str, str], verdict: Verdict
+) -> None:
+    assert image.check_containerd(RUNTIME, tree(tmp_path, {**DROPIN, **files})).verdict == verdict
+
+
+def test_image_daemon_json(tmp_path: Path) -> None:
+    good = tree(tmp_path / "a", {"/etc/docker/daemon.json": '{"default-runtime": "nvidia"}'})
+    assert image.check_docker(DOCKER, good).verdict == Verdict.OK
+    other = tree(tmp_path / "b", {"/etc/docker/daemon.json": '{"default-runtime": "runc"}'})
+    assert image.check_docker(DOCKER, other).verdict == Verdict.DIFFERS
+
+
+KUBELET = (
+    "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+    'cpuManagerPolicy: "static"\n'
+    'reservedMemory:\n  - numaNode: 1\n    limits:\n      memory: "25677Mi"\n'
+)
+OURS = "/etc/kubernetes/kubelet.conf.d/90-goldtune.conf"
+FLAGS = {
+    "/etc/default/kubelet": "KUBELET_EXTRA_ARGS=--config-dir=/etc/kubernetes/kubelet.conf.d\n",
+    "/usr/lib/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/bin/kubelet\n",
+}
+NO_FLAG = {
+    "/usr/lib/systemd/system/kubelet.service": FLAGS["/usr/lib/systemd/system/kubelet.service"]
+}
+
+
+def test_image_kubelet_dropin_and_its_flag(tmp_path: Path) -> None:
+    good = tree(tmp_path / "a", {OURS: KUBELET, **FLAGS})
+    assert image.check_kubelet(POLICY, good).verdict == Verdict.OK
+    assert image.check_kubelet(RESERVED, good).verdict == Verdict.OK
+    no_flag = tree(tmp_path / "b", {OURS: KUBELET, **NO_FLAG})
+    assert image.check_kubelet(POLICY, no_flag).verdict == Verdict.DIFFERS
+    no_kubelet = tree(tmp_path / "d", {OURS: KUBELET})
+    assert image.check_kubelet(POLICY, no_kubelet).verdict == Verdict.NOT_APPLICABLE
+    local = OURS.replace("90-goldtune", "95-local")
+    later = tree(tmp_path / "c", {OURS: KUBELET, **FLAGS, local: "cpuManagerPolicy: none\n"})
+    assert image.check_kubelet(POLICY, later).verdict == Verdict.DIFFERS
