@@ -810,10 +810,41 @@ def test_hugepage_bound_counts_2m_pages_by_their_size() -> None:
         hw={"memory_gib": 64},
     )
     assert settings_of(built, "kernel-arg")["hugepages"] == "10000"  # 19.5 GiB of 64
-    with pytest.raises(InputError, match="hugepages=10000"):
+    with pytest.raises(InputError, match="hugepages=100 reserves 100 GiB"):
         plan_with(
-            override("kernel-arg", "hugepages", 10000), hw={"memory_gib": 64}
-        )  # as 1 GiB pages
+            override("kernel-arg", "hugepagesz", "1G"),
+            override("kernel-arg", "hugepages", 100),
+            hw={"memory_gib": 64},
+        )
+
+
+@pytest.mark.parametrize(
+    ("page_size_kib", "pages", "ok"),
+    [(4, 20000, True), (4, 30000, False), (64, 80, True), (64, 100, False)],
+)
+def test_hugepages_alone_count_in_the_default_size_of_the_base_page(
+    page_size_kib: int, pages: int, ok: bool
+) -> None:
+    """Without hugepagesz=, hugepages= counts the architecture's default huge page: 2 MiB on
+    x86_64, 512 MiB with 64 KiB pages (Documentation/admin-guide/mm/hugetlbpage.rst)."""
+    hw: dict[str, Any] = {"memory_gib": 64}
+    if page_size_kib == 64:
+        hw = {**GRACE, "memory_gib": 64, "os": {"page_size_kib": 64}}
+    args = (override("kernel-arg", "hugepages", pages),)
+    if ok:
+        assert settings_of(plan_with(*args, hw=hw), "kernel-arg")["hugepages"] == str(pages)
+        return
+    with pytest.raises(InputError, match=f"hugepages={pages} reserves"):
+        plan_with(*args, hw=hw)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("2M", 2 << 20), ("1G", 1 << 30), ("512m", 512 << 20), ("1GB", 1 << 30), ("4096", 4096)],
+)
+def test_huge_page_sizes_parse_as_the_kernels_memparse(text: str, size: int) -> None:
+    assert checks.memparse_bytes(text) == size
+    assert checks.memparse_bytes("two megabytes") is None
 
 
 def test_kernel_command_line_too_long_via_overrides() -> None:

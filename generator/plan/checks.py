@@ -209,15 +209,40 @@ def check_nofile(settings: Iterable[Setting]) -> list[Finding]:
     return findings
 
 
+# The huge page size `hugepages=` counts in when no hugepagesz=/default_hugepagesz= names one: the
+# architecture's default (HPAGE_SHIFT / the PMD size), which is 2 MiB on x86_64 and on arm64 with
+# 4 KiB pages, 32 MiB with 16 KiB pages and 512 MiB with 64 KiB pages
+# (Documentation/admin-guide/mm/hugetlbpage.rst, arch/arm64/include/asm/pgtable-hwdef.h).
+DEFAULT_HUGEPAGE_MIB_BY_PAGE_KIB = {4: 2, 16: 32, 64: 512}
+MEMPARSE_SHIFT = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+
+
+def memparse_bytes(text: str) -> int | None:
+    """The size the kernel's memparse() reads from ``text`` (``2M``, ``1G``, ``4096``), or None."""
+    found = re.fullmatch(r"\s*([0-9]+)([KMGTkmgt]?)[Bb]?\s*", text, re.ASCII)
+    if found is None:
+        return None
+    digits, suffix = found.groups()
+    return int(digits) << MEMPARSE_SHIFT[suffix.upper()]
+
+
+def hugepage_bytes(by_key: dict[str, Setting], page_size_kib: int) -> int | None:
+    """The size of the pages ``hugepages=`` reserves: hugepagesz=, else default_hugepagesz=, else
+    the architecture's default for the base page size (None when a size does not parse)."""
+    for key in ("hugepagesz", "default_hugepagesz"):
+        if key in by_key:
+            return memparse_bytes(by_key[key].value)
+    return DEFAULT_HUGEPAGE_MIB_BY_PAGE_KIB.get(page_size_kib, 2) << 20
+
+
 def check_hugepages(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
     by_key = {s.key: s for s in settings if s.kind == Kind.KERNEL_ARG}
     count = by_key.get("hugepages")
-    size = by_key.get("hugepagesz")
     pages = _int_limit(count.value) if count else None
-    if count is None or pages is None:
+    size_bytes = hugepage_bytes(by_key, facts.os.page_size_kib)
+    if count is None or pages is None or size_bytes is None:
         return []
-    size_gib = 1.0 if size is None or size.value.upper() in {"1G", "1GB"} else 2 / 1024
-    reserved = pages * size_gib
+    reserved = pages * size_bytes / (1 << 30)
     if reserved > facts.memory_gib * HUGEPAGE_MAX_FRACTION:
         return [
             Finding(
