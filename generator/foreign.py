@@ -6,6 +6,10 @@ blocking (a FIFO or a device never hangs the run), check it again on the open de
 swap between the check and the open is caught) and read at most ``limit`` bytes, so an endless or
 huge file is refused instead of filling memory. ``read_beneath`` never follows a symbolic link,
 in the file's name or in any directory on the way to it.
+
+A tree that is a whole machine (an image, a captured /proc and /sys) has links that must be
+followed, but only inside it: ``resolve_within`` resolves one component at a time as a chroot
+would, an absolute target counting from the root.
 """
 
 from __future__ import annotations
@@ -149,3 +153,53 @@ def read_beneath_with_mode(root: Path, relative: str, limit: int) -> tuple[bytes
 def read_beneath(root: Path, relative: str, limit: int) -> bytes:
     """The bytes of the regular file ``root/relative``, never through a symbolic link."""
     return read_beneath_with_mode(root, relative, limit)[0]
+
+
+# The kernel's limit on links followed in one lookup (MAXSYMLINKS): past it, ELOOP.
+MAX_LINK_HOPS = 40
+
+
+class EscapesRootError(Exception):
+    """A ``..`` of a path or of a link's target climbs above the root."""
+
+
+class TooManyLinksError(Exception):
+    """More than MAX_LINK_HOPS links on the way: a loop, or a tree built to exhaust the reader."""
+
+
+def resolve_within(root: Path, path: str, clamp_at_root: bool = False) -> Path | None:
+    """The host path of the tree path ``path``, with every link resolved inside ``root``.
+
+    None when a component is absent. An absolute link target counts from ``root``. A ``..``
+    above the root stays at the root with ``clamp_at_root`` (what the kernel does in a chroot,
+    right for an OS image), else raises EscapesRootError (a captured sysfs never needs it). Raises
+    TooManyLinksError past MAX_LINK_HOPS, and OSError for a component that cannot be examined.
+    """
+    pending = [part for part in PurePosixPath(path).parts if part != "/"]
+    resolved: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved and not clamp_at_root:
+                raise EscapesRootError(path)
+            resolved = resolved[:-1]
+            continue
+        host = root.joinpath(*resolved, part)
+        try:
+            info = os.lstat(host)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                raise TooManyLinksError(path)
+            target = PurePosixPath(os.readlink(host))
+            if target.is_absolute():
+                resolved = []
+            pending = [p for p in target.parts if p != "/"] + pending
+            continue
+        resolved.append(part)
+    return root.joinpath(*resolved)

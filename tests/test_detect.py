@@ -262,6 +262,7 @@ ALLOWED_IMPORTS = (
     "generator.model",
     "generator.inputs",
     "generator.errors",
+    "generator.foreign",
     "generator.paths",
     "generator.table",
 )

@@ -19,7 +19,13 @@ import pytest
 
 from generator.bundle.read import read_bundle
 from generator.errors import InputError
-from generator.foreign import read_beneath, read_foreign
+from generator.foreign import (
+    EscapesRootError,
+    TooManyLinksError,
+    read_beneath,
+    read_foreign,
+    resolve_within,
+)
 from tests.conftest import MINIMAL_HW, REPO
 
 SECRET = "root:$6$s3cr3t-hash$QQQQQQQQ:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
@@ -599,3 +605,19 @@ def test_a_fifo_as_the_targets_manifest_does_not_hang(tmp_path: Path):
     os.mkfifo(target / "manifest.json")
     result = gen("--hw", "l4-inference", "--profile", "inference", "-o", str(target), timeout=20)
     assert_one_line_exit_2(result, "not a goldtune bundle")
+
+
+def test_resolve_within_keeps_every_link_inside_the_root(tmp_path: Path) -> None:
+    """The one resolver of detect's trees and verify's images (generator/foreign.py)."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "real").write_text("x")
+    (tmp_path / "etc" / "abs").symlink_to("/etc/real")  # counts from the root, not the host
+    (tmp_path / "etc" / "up").symlink_to("../../../etc/real")
+    (tmp_path / "etc" / "loop").symlink_to("loop")
+    assert resolve_within(tmp_path, "/etc/abs") == tmp_path / "etc" / "real"
+    assert resolve_within(tmp_path, "/etc/missing/x") is None
+    assert resolve_within(tmp_path, "/etc/up", clamp_at_root=True) == tmp_path / "etc" / "real"
+    with pytest.raises(EscapesRootError):
+        resolve_within(tmp_path, "/etc/up")
+    with pytest.raises(TooManyLinksError):
+        resolve_within(tmp_path, "/etc/loop")

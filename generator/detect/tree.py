@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from generator.errors import InputError, Problem
+from generator.foreign import EscapesRootError, TooManyLinksError, resolve_within
 
 MAX_FILE_BYTES = 256 * 1024  # /proc/cpuinfo of a 1024-CPU machine is about 1.5 KiB per CPU
-MAX_LINK_HOPS = 40
 MAX_DIR_ENTRIES = 4096
 MAX_SHOWN_CHARS = 40
 
@@ -43,42 +43,15 @@ class Tree:
 
         Raises InputError when a link leads out of the root or loops.
         """
-        pending = [part for part in PurePosixPath(path).parts if part != "/"]
-        resolved: list[str] = []
-        hops = 0
-        while pending:
-            part = pending.pop(0)
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if not resolved:
-                    raise InputError(
-                        Problem(self.label(path), "", "a link leads out of the tree; refused")
-                    )
-                resolved.pop()
-                continue
-            host = self.root.joinpath(*resolved, part)
-            try:
-                info = os.lstat(host)
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            except OSError as error:
-                raise InputError(
-                    Problem(self.label(path), "", f"cannot read: {error.strerror}")
-                ) from None
-            if stat.S_ISLNK(info.st_mode):
-                hops += 1
-                if hops > MAX_LINK_HOPS:
-                    raise InputError(
-                        Problem(self.label(path), "", "too many levels of links; refused")
-                    )
-                target = PurePosixPath(os.readlink(host))
-                if target.is_absolute():
-                    resolved = []
-                pending = [p for p in target.parts if p != "/"] + pending
-                continue
-            resolved.append(part)
-        return self.root.joinpath(*resolved)
+        try:
+            return resolve_within(self.root, path)
+        except EscapesRootError:
+            reason = "a link leads out of the tree; refused"
+        except TooManyLinksError:
+            reason = "too many levels of links; refused"
+        except OSError as error:
+            reason = f"cannot read: {error.strerror}"
+        raise InputError(Problem(self.label(path), "", reason))
 
     def read(self, path: str, limit: int = MAX_FILE_BYTES) -> str | None:
         """The text of a regular file (at most ``limit`` bytes); None if absent or unreadable.

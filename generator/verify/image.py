@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from generator.errors import InputError
-from generator.foreign import read_foreign
+from generator.foreign import TooManyLinksError, read_foreign, resolve_within
 from generator.model.kinds import KIND_SPECS
 from generator.model.layout import (
     CONTAINERD_CONFIG,
@@ -74,29 +74,10 @@ class Image:
 
     def resolve(self, path: str) -> Path | None:
         """The host path of an image path, following links inside the image; None if absent."""
-        pending = list(PurePosixPath(path).parts[1:])
-        resolved: list[str] = []
-        hops = 0
-        while pending:
-            part = pending.pop(0)
-            if part in ("", "."):
-                continue
-            if part == "..":
-                resolved = resolved[:-1]
-                continue
-            host = self.root.joinpath(*resolved, part)
-            if host.is_symlink():
-                hops += 1
-                target = PurePosixPath(os.readlink(host))
-                if hops > 40:
-                    return None
-                resolved = [] if target.is_absolute() else resolved
-                pending = list(target.parts[1:] if target.is_absolute() else target.parts) + pending
-                continue
-            if not host.exists():
-                return None
-            resolved.append(part)
-        return self.root.joinpath(*resolved)
+        try:
+            return resolve_within(self.root, path, clamp_at_root=True)
+        except (TooManyLinksError, OSError):
+            return None
 
     def read(self, path: str) -> str | None:
         """The text of a regular file of the image; None when absent or not a regular file."""
