@@ -238,6 +238,18 @@ BAD = [
         "unknown GPU model",
     ),
     (
+        "pci id the catalog lacks names the entry to add, not a list of names",
+        {"gpus": [{"model": "10de:9999", "count": 1}]},
+        "gpus[0].model",
+        "no catalog entry has this PCI id: add one to hardware_db/gpus/",
+    ),
+    (
+        "nic pci id the catalog lacks",
+        {"nics": [{"name": "eth0", "role": "frontend", "model": "15b3:ffff"}]},
+        "nics[0].model",
+        "add one to hardware_db/nics/ (pci_ids)",
+    ),
+    (
         "duplicate nic",
         {"nics": [{"name": "eth0", "role": "frontend"}, {"name": "eth0", "role": "storage"}]},
         "nics[1].name",
