@@ -277,15 +277,28 @@ def diff(
     metavar="N",
     help="Worker processes writing bundles  [default: the CPUs this process may use]",
 )
+@click.option(
+    "--check",
+    "check_dir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Write nothing: regenerate in memory and compare with the bundles committed in DIR "
+    "(a Markdown report for a pull request on stdout).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
 @os_option
+@click.pass_context
 @reports_errors
 def matrix(
+    ctx: click.Context,
     hardware: tuple[str, ...],
     profiles: tuple[str, ...],
     all_systems: bool,
     all_profiles: bool,
     output: Path,
     jobs: int | None,
+    check_dir: Path | None,
+    as_json: bool,
     os_name: str | None,
 ) -> None:
     """Generate every hardware x profile combination in one call.
@@ -296,12 +309,29 @@ def matrix(
 
     Each bundle is written atomically; a failed combination does not stop the others, and one
     that would write the same directory as an earlier one fails instead of overwriting it.
-    Prints a summary table; exit status 1 when any combination failed.
+    Prints a summary table; exit status 1 when any combination failed. A progress bar goes to
+    stderr while it is a terminal.
+
+    \b
+      gen matrix --hw fleet/hardware/a.yaml --profile training --check fleet/bundles
+
+    --check DIR (a fleet repository's CI gate): exit 0 when every bundle in DIR is what this
+    goldtune writes, 1 naming every stale, missing or extra bundle with its diff, 2 on bad
+    input. A bundle that differs only in the goldtune version it records is reported as
+    version-only and does not fail the gate.
     """
-    from generator.commands.inspect import run_matrix
+    from generator.commands.inspect import run_matrix, run_matrix_check
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
-    sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs, os_name))
+    if check_dir is None:
+        if as_json:
+            raise click.UsageError("--json goes with --check")
+        sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs, os_name))
+    if ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--check DIR writes nothing: leave -o out")
+    sys.exit(
+        run_matrix_check(hardware, profiles, all_systems, all_profiles, check_dir, as_json, os_name)
+    )
 
 
 @main.command()
