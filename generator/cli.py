@@ -408,3 +408,39 @@ def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool
     from generator.verify.run import run_verify
 
     sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json))
+
+
+@main.command()
+@click.argument("bundle", type=click.Path(path_type=Path), metavar="BUNDLE")
+@click.option("--deb", "deb", is_flag=True, help="Build a .deb with dpkg-deb.")
+@click.option("--rpm", "rpm", is_flag=True, help="Build an .rpm with rpmbuild.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("."),
+    show_default=True,
+    metavar="DIR",
+    help="Directory the packages are written to (created).",
+)
+@reports_errors
+def package(bundle: Path, deb: bool, rpm: bool, output: Path) -> None:
+    """Build a .deb and/or an .rpm of a bundle for an image pipeline.
+
+    \b
+      gen package out/dgx-h100-inference --deb --rpm -o dist/
+
+    The package holds the overlay's files at their paths on the machine and the bundle in
+    /usr/share/goldtune/bundles/<package>/; its postinst (%post) runs the bundle's install.sh.
+    Name goldtune-<hardware>-<profile>, version <goldtune version>+<manifest hash>; no
+    dependencies (which packages hold the NVIDIA driver differs per repository).
+
+    Exit status: 0 built, 1 a builder is missing or failed, 2 bad input (nothing written).
+    """
+    from generator.commands.package import package_bundle
+
+    formats = [name for name, chosen in (("deb", deb), ("rpm", rpm)) if chosen]
+    if not formats:
+        raise click.UsageError("name at least one of --deb and --rpm")
+    for path in package_bundle(bundle, formats, output):
+        click.echo(f"wrote {path}")
