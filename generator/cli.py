@@ -122,12 +122,19 @@ def main(
 @main.command()
 @hw_and_profile
 @os_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object (warnings included) instead of lines; bad input is still one "
+    "line a problem on stderr, exit status 2.",
+)
 @reports_errors
-def check(hardware: str, profile: str, os_name: str | None) -> None:
+def check(hardware: str, profile: str, os_name: str | None, as_json: bool) -> None:
     """Validate a hardware description and a profile, and the references between them."""
     from generator.commands.inspect import run_check
 
-    run_check(hardware, profile, os_name)
+    run_check(hardware, profile, os_name, as_json)
 
 
 @main.command(name="list")
