@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from generator import TOOL, __version__
+from generator.commands.completion import complete_hardware, complete_profile
 from generator.errors import GoldtuneError
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
@@ -63,14 +64,30 @@ def reports_errors(func: F) -> F:
 
 def hw_and_profile(func: F) -> F:
     func = click.option(
-        "--profile", "profile", required=True, metavar="FILE|NAME", help=PROFILE_HELP
+        "--profile",
+        "profile",
+        required=True,
+        metavar="FILE|NAME",
+        help=PROFILE_HELP,
+        shell_complete=complete_profile,
     )(func)
-    return click.option("--hw", "hardware", required=True, metavar="FILE|NAME", help=HW_HELP)(func)
+    return click.option(
+        "--hw",
+        "hardware",
+        required=True,
+        metavar="FILE|NAME",
+        help=HW_HELP,
+        shell_complete=complete_hardware,
+    )(func)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--hw", "hardware", metavar="FILE|NAME", help=HW_HELP)
-@click.option("--profile", "profile", metavar="FILE|NAME", help=PROFILE_HELP)
+@click.option(
+    "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
+)
+@click.option(
+    "--profile", "profile", metavar="FILE|NAME", help=PROFILE_HELP, shell_complete=complete_profile
+)
 @click.option(
     "-o",
     "--output",
@@ -206,6 +223,7 @@ def rules(as_json: bool) -> None:
     multiple=True,
     metavar="FILE|NAME",
     help="Hardware side (give twice to compare two machines).",
+    shell_complete=complete_hardware,
 )
 @click.option(
     "--profile",
@@ -213,6 +231,7 @@ def rules(as_json: bool) -> None:
     multiple=True,
     metavar="FILE|NAME",
     help="Profile side (give twice to compare two profiles).",
+    shell_complete=complete_profile,
 )
 @click.option(
     "--os",
@@ -260,10 +279,20 @@ def diff(
 
 @main.command()
 @click.option(
-    "--hw", "hardware", multiple=True, metavar="FILE|NAME", help="A hardware side (repeatable)."
+    "--hw",
+    "hardware",
+    multiple=True,
+    metavar="FILE|NAME",
+    help="A hardware side (repeatable).",
+    shell_complete=complete_hardware,
 )
 @click.option(
-    "--profile", "profiles", multiple=True, metavar="FILE|NAME", help="A profile (repeatable)."
+    "--profile",
+    "profiles",
+    multiple=True,
+    metavar="FILE|NAME",
+    help="A profile (repeatable).",
+    shell_complete=complete_profile,
 )
 @click.option("--all-systems", is_flag=True, help="Every shipped reference system.")
 @click.option("--all-profiles", is_flag=True, help="Every shipped profile.")
