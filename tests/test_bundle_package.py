@@ -5,6 +5,7 @@ gen verify --root (issue 13)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -179,3 +180,20 @@ def test_a_missing_builder_is_one_line_exit_1(bundle, tmp_path, monkeypatch):
 )
 def test_package_names_keep_to_debian_policy(hardware, profile, expected):
     assert package_name(hardware, profile) == expected
+
+
+def test_a_path_an_rpm_spec_would_expand_is_refused(bundle, tmp_path):
+    """A foreign bundle whose manifest honestly lists a file named like an rpm macro."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    name = "rootfs/etc/%{lua:os.execute('id')}"
+    (copy / name).write_text("x\n")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    digest = hashlib.sha256(b"x\n").hexdigest()
+    manifest["files"].append({"path": name, "sha256": digest, "mode": "0644"})
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "dist"
+    code, _, err = gen("package", str(copy), "--rpm", "-o", str(out))
+    assert code == 2, err
+    assert err.count("\n") == 1 and "plain alphabet" in err and "lua" not in err
+    assert not out.exists()
