@@ -7,7 +7,11 @@ extra (1), version-only (0, named as such), and bad input (2, nothing compared).
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,7 @@ from click.testing import CliRunner
 
 from generator import cli
 from generator.commands import fleet_check
+from tests.conftest import REPO
 
 TEAM_PROFILE = "description: our serving nodes\nextends: inference\nthp: madvise\n"
 
@@ -195,3 +200,31 @@ def test_check_follows_os(tmp_path):
     assert code == 1 and "| stale |" in out
     code, _, err = gen(*args, "--os", "beos-5", "--check", str(tmp_path))
     assert code == 2 and err.count("\n") == 1, err
+
+
+def test_matrix_progress_is_on_a_terminal_stderr_and_never_in_the_table(tmp_path):
+    """A real `gen matrix` with stderr on a pseudo-terminal and stdout on a pipe."""
+    primary, secondary = pty.openpty()
+    args = ["matrix", "--hw", "l4-inference", "--profile", "inference", "-o", str(tmp_path)]
+    with subprocess.Popen(
+        [sys.executable, "-m", "generator", *args],
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "TERM": "xterm"},
+        cwd=REPO,
+    ) as process:
+        os.close(secondary)
+        table = process.stdout.read().decode() if process.stdout else ""
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # the other end closed
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    os.close(primary)
+    assert process.returncode == 0, terminal
+    assert "generating" in terminal.decode() and "1/1" in terminal.decode()
+    assert "generating" not in table and table.startswith("HARDWARE")
