@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-long bench clean
+.PHONY: demo test test-quick test-long bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ demo: $(STAMP)
 ## test: the whole test suite (what CI runs)
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+## test-quick: the suite without the boot tests (-m boot: QEMU, several minutes), for a quick
+## local run; CI still runs `make test`, boot tests included
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m 'not boot'
 
 ## test-long: the property tests with 1,000 examples each
 test-long: $(STAMP)

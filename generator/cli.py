@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from generator import TOOL, __version__
+from generator.commands.completion import complete_hardware, complete_profile
 from generator.errors import GoldtuneError
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
@@ -63,14 +64,30 @@ def reports_errors(func: F) -> F:
 
 def hw_and_profile(func: F) -> F:
     func = click.option(
-        "--profile", "profile", required=True, metavar="FILE|NAME", help=PROFILE_HELP
+        "--profile",
+        "profile",
+        required=True,
+        metavar="FILE|NAME",
+        help=PROFILE_HELP,
+        shell_complete=complete_profile,
     )(func)
-    return click.option("--hw", "hardware", required=True, metavar="FILE|NAME", help=HW_HELP)(func)
+    return click.option(
+        "--hw",
+        "hardware",
+        required=True,
+        metavar="FILE|NAME",
+        help=HW_HELP,
+        shell_complete=complete_hardware,
+    )(func)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--hw", "hardware", metavar="FILE|NAME", help=HW_HELP)
-@click.option("--profile", "profile", metavar="FILE|NAME", help=PROFILE_HELP)
+@click.option(
+    "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
+)
+@click.option(
+    "--profile", "profile", metavar="FILE|NAME", help=PROFILE_HELP, shell_complete=complete_profile
+)
 @click.option(
     "-o",
     "--output",
@@ -122,12 +139,19 @@ def main(
 @main.command()
 @hw_and_profile
 @os_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object (warnings included) instead of lines; bad input is still one "
+    "line a problem on stderr, exit status 2.",
+)
 @reports_errors
-def check(hardware: str, profile: str, os_name: str | None) -> None:
+def check(hardware: str, profile: str, os_name: str | None, as_json: bool) -> None:
     """Validate a hardware description and a profile, and the references between them."""
     from generator.commands.inspect import run_check
 
-    run_check(hardware, profile, os_name)
+    run_check(hardware, profile, os_name, as_json)
 
 
 @main.command(name="list")
@@ -199,6 +223,7 @@ def rules(as_json: bool) -> None:
     multiple=True,
     metavar="FILE|NAME",
     help="Hardware side (give twice to compare two machines).",
+    shell_complete=complete_hardware,
 )
 @click.option(
     "--profile",
@@ -206,6 +231,7 @@ def rules(as_json: bool) -> None:
     multiple=True,
     metavar="FILE|NAME",
     help="Profile side (give twice to compare two profiles).",
+    shell_complete=complete_profile,
 )
 @click.option(
     "--os",
@@ -253,10 +279,20 @@ def diff(
 
 @main.command()
 @click.option(
-    "--hw", "hardware", multiple=True, metavar="FILE|NAME", help="A hardware side (repeatable)."
+    "--hw",
+    "hardware",
+    multiple=True,
+    metavar="FILE|NAME",
+    help="A hardware side (repeatable).",
+    shell_complete=complete_hardware,
 )
 @click.option(
-    "--profile", "profiles", multiple=True, metavar="FILE|NAME", help="A profile (repeatable)."
+    "--profile",
+    "profiles",
+    multiple=True,
+    metavar="FILE|NAME",
+    help="A profile (repeatable).",
+    shell_complete=complete_profile,
 )
 @click.option("--all-systems", is_flag=True, help="Every shipped reference system.")
 @click.option("--all-profiles", is_flag=True, help="Every shipped profile.")
@@ -277,15 +313,28 @@ def diff(
     metavar="N",
     help="Worker processes writing bundles  [default: the CPUs this process may use]",
 )
+@click.option(
+    "--check",
+    "check_dir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Write nothing: regenerate in memory and compare with the bundles committed in DIR "
+    "(a Markdown report for a pull request on stdout).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
 @os_option
+@click.pass_context
 @reports_errors
 def matrix(
+    ctx: click.Context,
     hardware: tuple[str, ...],
     profiles: tuple[str, ...],
     all_systems: bool,
     all_profiles: bool,
     output: Path,
     jobs: int | None,
+    check_dir: Path | None,
+    as_json: bool,
     os_name: str | None,
 ) -> None:
     """Generate every hardware x profile combination in one call.
@@ -296,12 +345,29 @@ def matrix(
 
     Each bundle is written atomically; a failed combination does not stop the others, and one
     that would write the same directory as an earlier one fails instead of overwriting it.
-    Prints a summary table; exit status 1 when any combination failed.
+    Prints a summary table; exit status 1 when any combination failed. A progress bar goes to
+    stderr while it is a terminal.
+
+    \b
+      gen matrix --hw fleet/hardware/a.yaml --profile training --check fleet/bundles
+
+    --check DIR (a fleet repository's CI gate): exit 0 when every bundle in DIR is what this
+    goldtune writes, 1 naming every stale, missing or extra bundle with its diff, 2 on bad
+    input. A bundle that differs only in the goldtune version it records is reported as
+    version-only and does not fail the gate.
     """
-    from generator.commands.inspect import run_matrix
+    from generator.commands.inspect import run_matrix, run_matrix_check
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
-    sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs, os_name))
+    if check_dir is None:
+        if as_json:
+            raise click.UsageError("--json goes with --check")
+        sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs, os_name))
+    if ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--check DIR writes nothing: leave -o out")
+    sys.exit(
+        run_matrix_check(hardware, profiles, all_systems, all_profiles, check_dir, as_json, os_name)
+    )
 
 
 @main.command()
@@ -378,3 +444,39 @@ def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool
     from generator.verify.run import run_verify
 
     sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json))
+
+
+@main.command()
+@click.argument("bundle", type=click.Path(path_type=Path), metavar="BUNDLE")
+@click.option("--deb", "deb", is_flag=True, help="Build a .deb with dpkg-deb.")
+@click.option("--rpm", "rpm", is_flag=True, help="Build an .rpm with rpmbuild.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("."),
+    show_default=True,
+    metavar="DIR",
+    help="Directory the packages are written to (created).",
+)
+@reports_errors
+def package(bundle: Path, deb: bool, rpm: bool, output: Path) -> None:
+    """Build a .deb and/or an .rpm of a bundle for an image pipeline.
+
+    \b
+      gen package out/dgx-h100-inference --deb --rpm -o dist/
+
+    The package holds the overlay's files at their paths on the machine and the bundle in
+    /usr/share/goldtune/bundles/<package>/; its postinst (%post) runs the bundle's install.sh.
+    Name goldtune-<hardware>-<profile>, version <goldtune version>+<manifest hash>; no
+    dependencies (which packages hold the NVIDIA driver differs per repository).
+
+    Exit status: 0 built, 1 a builder is missing or failed, 2 bad input (nothing written).
+    """
+    from generator.commands.package import package_bundle
+
+    formats = [name for name, chosen in (("deb", deb), ("rpm", rpm)) if chosen]
+    if not formats:
+        raise click.UsageError("name at least one of --deb and --rpm")
+    for path in package_bundle(bundle, formats, output):
+        click.echo(f"wrote {path}")

@@ -34,6 +34,46 @@ def test_check_shipped_inputs():
     assert "dgx-h100" in result.stdout and "intent inference" in result.stdout
 
 
+def test_check_json_is_one_object_with_what_the_lines_say():
+    result = gen(
+        "check", "--hw", "dgx-h100", "--profile", "inference", "--os", "debian-12", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True and report["settings"] > 0
+    assert report["hardware"]["name"] == "dgx-h100" and report["hardware"]["gpus"] == 8
+    assert report["profile"]["chain"] == ["inference"]
+    assert report["distro"].startswith("Debian")
+    assert result.stderr == ""
+
+
+UNLISTED_OVERRIDE = """\
+extends: inference
+overrides:
+  - kind: sysctl
+    key: net.ipv4.ip_local_reserved_ports
+    value: 30000-32767
+    reason: what the fleet has always set
+    unlisted: true
+"""
+
+
+def test_check_json_reports_plan_warnings_in_the_object(write):
+    profile = str(write("team.yaml", UNLISTED_OVERRIDE))
+    lines = gen("check", "--hw", "l4-inference", "--profile", profile)
+    result = gen("check", "--hw", "l4-inference", "--profile", profile, "--json")
+    report = json.loads(result.stdout)
+    warnings = [f"warning ({w['check']}): {w['text']}" for w in report["warnings"]]
+    assert warnings and warnings == lines.stderr.splitlines()
+    assert result.stderr == ""  # in the object, not beside it
+
+
+def test_check_json_bad_input_is_still_one_line_and_exit_2():
+    result = gen("check", "--hw", "nosuch", "--profile", "inference", "--json")
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [

@@ -9,6 +9,7 @@ from typing import IO, Any, Literal
 
 import click
 
+from generator import TOOL
 from generator.table import format_table
 from generator.textsafe import printable
 
@@ -16,14 +17,24 @@ from generator.textsafe import printable
 # input models, which keeps start-up close to the bare import of the dependencies.
 
 
-def run_check(hardware: str, profile: str, os_name: str | None = None) -> Any:
-    """Validate both inputs and plan them: the same checks `gen` runs, nothing written."""
+def run_check(
+    hardware: str, profile: str, os_name: str | None = None, as_json: bool = False
+) -> Any:
+    """Validate both inputs and plan them: the same checks `gen` runs, nothing written.
+
+    With ``as_json`` the result is one JSON object on stdout, warnings included; bad input is
+    still one line a problem on stderr and exit status 2, as without it.
+    """
     from generator.inputs.load import load_inputs
     from generator.plan.build import build_plan
 
     inputs = load_inputs(hardware, profile, os_name=os_name)
     plan = build_plan(inputs.facts, inputs.profile)
     facts = inputs.facts
+    distro = facts.os.distro
+    if as_json:
+        click.echo(json.dumps(check_report(inputs, plan), indent=2))
+        return inputs
     click.echo(
         f"ok: {inputs.hardware_path} ({facts.name}: {facts.cpu.sockets}x {facts.cpu.vendor} "
         f"{facts.cpu.cores_per_socket} cores, {facts.memory_gib} GiB, {facts.gpu_count} GPUs, "
@@ -31,12 +42,42 @@ def run_check(hardware: str, profile: str, os_name: str | None = None) -> Any:
     )
     chain = " -> ".join(inputs.profile.chain)
     click.echo(f"ok: {inputs.profile_path} (profile {chain}, intent {inputs.profile.intent})")
-    distro = facts.os.distro
     target = f"for {distro.name}" if distro else "portable: no distribution named (--os)"
     click.echo(f"ok: plan of {len(plan.settings)} settings, {target}")
     for warning in plan.warnings:
         click.echo(f"warning ({warning.check}): {warning.text}", err=True)
     return inputs
+
+
+def check_report(inputs: Any, plan: Any) -> dict[str, Any]:
+    """What `gen check` found, for scripts: the same facts its lines print."""
+    facts = inputs.facts
+    distro = facts.os.distro
+    return {
+        "ok": True,
+        "hardware": {
+            "file": str(inputs.hardware_path),
+            "name": facts.name,
+            "cpu": {
+                "sockets": facts.cpu.sockets,
+                "vendor": facts.cpu.vendor,
+                "cores_per_socket": facts.cpu.cores_per_socket,
+            },
+            "memory_gib": facts.memory_gib,
+            "gpus": facts.gpu_count,
+            "nics": len(facts.nics),
+            "numa_nodes": facts.numa_nodes,
+        },
+        "profile": {
+            "file": str(inputs.profile_path),
+            "name": inputs.profile.name,
+            "chain": list(inputs.profile.chain),
+            "intent": inputs.profile.intent,
+        },
+        "distro": distro.name if distro else None,
+        "settings": len(plan.settings),
+        "warnings": [{"check": w.check, "text": w.text} for w in plan.warnings],
+    }
 
 
 def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
@@ -240,6 +281,38 @@ def run_diff(
     return 0 if difference.same else 1
 
 
+def matrix_names(
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    all_systems_flag: bool,
+    all_profiles_flag: bool,
+    catalog: Any,
+) -> tuple[list[str], list[str]]:
+    """The hardware and profiles named, the shipped ones added by the --all flags, in order."""
+    from generator.commands.matrix import all_profiles, all_systems
+
+    systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))
+    chosen = list(dict.fromkeys([*profiles, *(all_profiles() if all_profiles_flag else [])]))
+    if not systems or not chosen:
+        raise click.UsageError(
+            "name at least one --hw (or --all-systems) and one --profile (or --all-profiles)"
+        )
+    return systems, chosen
+
+
+def progress_on_stderr(**options: Any) -> Any:
+    """click's progress bar on stderr: its default is stdout, where the table goes."""
+    return click.progressbar(file=sys.stderr, **options)
+
+
+def _known_distro(os_name: str | None) -> None:
+    """An unknown --os is the command's error, not every combination's."""
+    from generator.inputs.distro import load_distros, resolve_distro
+
+    if os_name is not None:
+        resolve_distro(os_name, load_distros())
+
+
 def run_matrix(
     hardware: tuple[str, ...],
     profiles: tuple[str, ...],
@@ -249,31 +322,17 @@ def run_matrix(
     jobs: int | None = None,
     os_name: str | None = None,
 ) -> int:
-    from generator.commands.matrix import (
-        all_profiles,
-        all_systems,
-        default_jobs,
-        generate_matrix,
-        run_with_progress,
-    )
+    from generator.commands.matrix import default_jobs, generate_matrix, run_with_progress
     from generator.inputs.catalog import load_catalog
-    from generator.inputs.distro import load_distros, resolve_distro
 
-    if os_name is not None:  # an unknown name is the command's error, not every combination's
-        resolve_distro(os_name, load_distros())
+    _known_distro(os_name)
     catalog = load_catalog()
-    systems = list(dict.fromkeys([*hardware, *(all_systems(catalog) if all_systems_flag else [])]))
-    chosen = list(dict.fromkeys([*profiles, *(all_profiles() if all_profiles_flag else [])]))
-    if not systems or not chosen:
-        raise click.UsageError(
-            "name at least one --hw (or --all-systems) and one --profile (or --all-profiles)"
-        )
-    on_terminal = stream_is_terminal("stderr")
+    systems, chosen = matrix_names(hardware, profiles, all_systems_flag, all_profiles_flag, catalog)
     generated = generate_matrix(
         systems, chosen, output_root, catalog, jobs or default_jobs(), os_name
     )
     outcomes = run_with_progress(
-        len(systems) * len(chosen), generated, on_terminal, click.progressbar
+        len(systems) * len(chosen), generated, stream_is_terminal("stderr"), progress_on_stderr
     )
     rows = [
         [
@@ -289,3 +348,41 @@ def run_matrix(
     failed = sum(not o.ok for o in outcomes)
     click.echo(f"{len(outcomes) - failed} written, {failed} failed")
     return 1 if failed else 0
+
+
+def run_matrix_check(
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    all_systems_flag: bool,
+    all_profiles_flag: bool,
+    root: Path,
+    as_json: bool,
+    os_name: str | None = None,
+) -> int:
+    """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
+    from generator.commands import fleet_check
+    from generator.commands.matrix import plan_combinations, run_with_progress
+    from generator.inputs.catalog import load_catalog
+
+    _known_distro(os_name)
+    catalog = load_catalog()
+    systems, chosen = matrix_names(hardware, profiles, all_systems_flag, all_profiles_flag, catalog)
+    fleet_check.check_directory(root)
+    combinations = plan_combinations(systems, chosen, root, catalog, os_name)
+    fleet_check.input_errors(combinations)
+    checked = fleet_check.check_combinations(combinations)
+    states = run_with_progress(
+        len(combinations),
+        checked,
+        stream_is_terminal("stderr"),
+        progress_on_stderr,
+        label="checking",
+    )
+    states += fleet_check.extra_entries(root, {c.target.name for c in combinations})
+    if as_json:
+        click.echo(json.dumps(fleet_check.as_json(root, states), indent=2))
+    else:
+        click.echo(fleet_check.format_report(root, states), nl=False)
+    for line in fleet_check.describe(states):
+        click.echo(f"{TOOL}: {line}", err=True)
+    return 1 if fleet_check.failed(states) else 0

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from generator.bundle.write import remove_replaced, write_bundles
 from generator.errors import GoldtuneError
@@ -34,6 +34,8 @@ from generator.render.render import RenderedFiles, preload_templates, render_bun
 # time: large enough that syncs and the pool's messaging stay cheap, small enough that the
 # progress bar moves and the workers finish together.
 BATCH = 8
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -260,13 +262,18 @@ def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outc
 
 
 def run_with_progress(
-    combinations: int, outcomes: Iterator[Outcome], show: bool, progress: Callable[..., object]
-) -> list[Outcome]:
+    total: int,
+    items: Iterator[T],
+    show: bool,
+    progress: Callable[..., object],
+    label: str = "generating",
+) -> list[T]:
+    """Collect ``items``, moving a progress bar of ``total`` steps when ``show``."""
     if not show:
-        return list(outcomes)
+        return list(items)
     results = []
-    with progress(length=combinations, label="generating", show_pos=True) as bar:  # type: ignore[attr-defined]
-        for outcome in outcomes:
-            results.append(outcome)
+    with progress(length=total, label=label, show_pos=True) as bar:  # type: ignore[attr-defined]
+        for item in items:
+            results.append(item)
             bar.update(1)
     return results

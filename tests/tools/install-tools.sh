@@ -13,6 +13,8 @@
 #   grub-common, grub2-common: grub-mkconfig and update-grub, run for real in a Debian-like root
 #               (tests/test_install.py: the generated grub.cfg carries the bundle's arguments)
 #   util-linux  setpriv: the systemd and sysctl checks run as nobody, never as root
+#   rpm         rpmbuild and rpm -qlp: `gen package --rpm` builds with the real rpmbuild
+#               (dpkg-deb, for --deb, is in every Debian system)
 #   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
 #               an ext4 image with mkfs.ext4 -d and boots it under QEMU
 #
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
-    grub-common grub2-common debootstrap qemu-system-x86 e2fsprogs)
+    grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs)
 UDEV_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}/udev
 
 missing=()
