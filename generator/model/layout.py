@@ -54,6 +54,12 @@ GPU_DATA = f"{DATA_DIR}/gpu.conf"
 IRQ_DATA = f"{DATA_DIR}/irq.conf"
 COLLECT_DATA = f"{DATA_DIR}/collect.conf"
 INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed last time
+# Verify-side tooling, not tuning: `gen verify BUNDLE` runs the package's own copy of the
+# collector with the data file read from the bundle, so neither has to be on the machine.
+# install.sh still installs them (an image can then collect its own snapshot for `--snapshot`);
+# the cloud-init delivery leaves them out (about 15 KB, issue 13). verify judges them only when
+# they are installed: absent is not-applicable, installed but not the bundle's still differs.
+VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
 
 # --- units ------------------------------------------------------------------------------------
 GPU_UNIT = f"{TOOL}-gpu.service"
