@@ -97,6 +97,21 @@ def hw_and_profile(func: F) -> F:
     "Default: out/<hardware>-<profile>/.",
 )
 @os_option
+@click.option(
+    "--cloud-init-reboot",
+    is_flag=True,
+    help="The cloud-init user-data reboots once after the first boot when the running kernel "
+    "lacks one of the bundle's kernel arguments (cloud-init's power_state).",
+)
+@click.option(
+    "--cloud-init-part",
+    "cloud_init_parts",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="A cloud-config of your own (repeatable): a part of cloud-init/user-data.mime(.gz), "
+    "before the bundle's part, whose merge_how keeps your files and commands.",
+)
 @click.version_option(__version__, prog_name=TOOL)
 @click.pass_context
 @reports_errors
@@ -106,6 +121,8 @@ def main(
     profile: str | None,
     output: Path | None,
     os_name: str | None,
+    cloud_init_reboot: bool,
+    cloud_init_parts: tuple[Path, ...],
 ) -> None:
     """Generate a golden-image tuning bundle for a GPU server.
 
@@ -124,6 +141,10 @@ def main(
             raise click.UsageError(
                 "--hw/--profile/--os/-o go after the command name, e.g. `gen explain --hw …`"
             )
+        if cloud_init_reboot or cloud_init_parts:
+            raise click.UsageError(
+                "--cloud-init-reboot and --cloud-init-part are options of the main job only"
+            )
         return
     if not hardware or not profile:
         click.echo(ctx.get_help())
@@ -133,7 +154,7 @@ def main(
         return
     from generator.commands.inspect import run_generate
 
-    run_generate(hardware, profile, output, os_name)
+    run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
 
 
 @main.command()

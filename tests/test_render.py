@@ -42,6 +42,9 @@ DELIVERY = {
     "install.sh",
     "install.list",
     "cloud-init/user-data",
+    "cloud-init/user-data.gz",
+    "cloud-init/user-data.mime",
+    "cloud-init/user-data.mime.gz",
     "EXPLAIN.md",
     "manifest.json",
     "plan.json",
@@ -52,7 +55,11 @@ DATA_FILES = [GPU_DATA, IRQ_DATA, COLLECT_DATA, "install.list"]
 
 @pytest.fixture(scope="module")
 def full() -> dict[str, str]:
-    return {path: content.decode() for path, (content, _) in render_bundle(full_plan()).items()}
+    return {
+        path: content.decode()
+        for path, (content, _) in render_bundle(full_plan()).items()
+        if not path.endswith(".gz")  # the compressed user-data: tests/test_cloud_scale.py
+    }
 
 
 def value_lines(text: str) -> list[int]:
@@ -64,6 +71,7 @@ def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
     expected = {output.bundle_path(full_plan()) for output in OUTPUTS} | {
         "manifest.json",
         "plan.json",
+        "cloud-init/user-data.mime",  # the user-data's other forms (.gz: not text, left out)
     }
     assert set(full) == expected
 
@@ -205,12 +213,13 @@ def test_unit_and_script_exist_only_with_settings_of_their_kind() -> None:
 
 
 def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
+    """All but the collector and its data, which are for gen verify (layout.VERIFY_ONLY_TARGETS)."""
     text = full["cloud-init/user-data"]
     assert text.startswith("#cloud-config\n")
     data = yaml.safe_load(text)
     written = {entry["path"]: entry for entry in data["write_files"]}
     for path, content in full.items():
-        if path.startswith("rootfs/"):
+        if path.startswith("rootfs/") and path not in (COLLECTOR, COLLECT_DATA):
             entry = written["/" + path.removeprefix("rootfs/")]
             assert entry["content"] == content
             assert entry["permissions"] in {"0644", "0755"}

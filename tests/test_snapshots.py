@@ -38,13 +38,25 @@ from generator.model.layout import (
     MANIFEST,
     PLAN_FILE,
     USER_DATA,
+    USER_DATA_GZ,
+    USER_DATA_MIME,
+    USER_DATA_MIME_GZ,
     in_overlay,
 )
 from generator.model.planio import plan_from_data
 from generator.render.render import FIXED_SCRIPTS, RenderedFiles
 
 FIXED_PATHS = {output.path for output in FIXED_SCRIPTS}
-DERIVED = {PLAN_FILE, MANIFEST, USER_DATA, KERNEL_CMDLINE, in_overlay(COLLECT_DATA)}
+DERIVED = {
+    PLAN_FILE,
+    MANIFEST,
+    USER_DATA,
+    USER_DATA_GZ,  # the user-data's other forms
+    USER_DATA_MIME,
+    USER_DATA_MIME_GZ,
+    KERNEL_CMDLINE,
+    in_overlay(COLLECT_DATA),
+}
 
 
 def reviewed(path: str) -> bool:

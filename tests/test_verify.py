@@ -628,6 +628,24 @@ def test_installed_files_are_compared_with_the_manifest(tmp_path):
     }
 
 
+def test_the_collector_need_not_be_on_the_machine_but_tuning_files_must(tmp_path):
+    """The collector and its data are verify-side tooling (cloud-init leaves them out): absent,
+    not-applicable; installed but not the bundle's, differs; a tuning file absent, missing."""
+    tuning = "rootfs/etc/sysctl.d/90-goldtune.conf"
+    files = {
+        tuning: ("vm.swappiness = 1\n", 0o644),
+        in_overlay(COLLECT_SCRIPT): ("#!/bin/sh\n", 0o755),
+        in_overlay(COLLECT_DATA): ("tool goldtune\n", 0o644),
+    }
+    wrong = hashlib.sha256(b"stale\n").hexdigest()
+    checks = health(tmp_path, ("file", COLLECT_DATA, f"{wrong} 644"), files=files)
+    by_key = {c.key: c for c in checks if c.kind == "file"}
+    assert by_key["/etc/sysctl.d/90-goldtune.conf"].verdict == MISSING
+    assert by_key[COLLECT_SCRIPT].verdict == NA
+    assert "verify-side tooling" in by_key[COLLECT_SCRIPT].reason
+    assert by_key[COLLECT_DATA].verdict == DIFFERS
+
+
 # --- the command: report, JSON, exit status -------------------------------------------------
 
 
@@ -945,6 +963,27 @@ def test_root_finds_what_overrides_or_is_missing(tmp_path):
     assert verdicts[("service", "ctrl-alt-del.target")] == MISSING
     assert verdicts[("file", "/etc/systemd/system.conf.d/90-goldtune.conf")] == DIFFERS
     assert verdicts[("file", "/etc/modules-load.d/90-goldtune.conf")] == MISSING
+
+
+def test_root_without_the_collector_verifies_and_a_missing_tuning_file_fails(tmp_path):
+    """As a cloud-init first boot leaves a machine: no collector (verify-side tooling)."""
+    overlay = {f"rootfs{path}": (text, 0o644) for path, text in ROOT_FILES.items()}
+    overlay[in_overlay(COLLECT_SCRIPT)] = ("#!/bin/sh\n", 0o644)
+
+    def file_verdicts(name: str, files: dict[str, str]) -> dict[str, Verdict]:
+        (tmp_path / name).mkdir()
+        bundle = make_bundle(tmp_path / name, ROOT_SETTINGS, overlay)
+        root = image_tree(tmp_path / name / "image", files, ROOT_LINKS)
+        checks, _ = verify_checks(load_bundle(bundle), root, None)
+        return {c.key: c.verdict for c in checks if c.kind == "file"}
+
+    assert file_verdicts("without", ROOT_FILES)[COLLECT_SCRIPT] == NA
+    assert (
+        file_verdicts("stale", {**ROOT_FILES, COLLECT_SCRIPT: "old\n"})[COLLECT_SCRIPT] == DIFFERS
+    )
+    tuning = "/etc/sysctl.d/90-goldtune.conf"
+    lacking = {path: text for path, text in ROOT_FILES.items() if path != tuning}
+    assert file_verdicts("lacking", lacking)[tuning] == MISSING
 
 
 def test_root_reads_grub_cfg_when_the_image_has_one(tmp_path):

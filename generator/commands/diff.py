@@ -16,7 +16,7 @@ from generator.bundle.read import BundleFiles
 from generator.errors import InputError, Problem
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
-from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA, in_overlay
+from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
 from generator.model.setting import KIND_ORDER, Plan, Setting
 from generator.textsafe import printable, printable_lines
 
@@ -27,7 +27,7 @@ Status = Literal["added", "removed", "changed"]
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
 COLOUR = {"added": "green", "removed": "red", "changed": "yellow"}
 # Files that only restate the plan: a change in them is already a change of settings.
-DERIVED_FILES = {MANIFEST, PLAN_FILE, EXPLAIN, USER_DATA}
+DERIVED_FILES = {MANIFEST, PLAN_FILE, EXPLAIN, *USER_DATA_FORMS}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _order(target: tuple[str, str]) -> tuple[int, str]:
 # Files rendered from the whole plan: any setting change explains a change of theirs.
 WHOLE_PLAN_FILES = {
     layout.INSTALL_LIST,
-    layout.USER_DATA,
+    *layout.USER_DATA_FORMS,
     layout.EXPLAIN,
     in_overlay(layout.COLLECT_DATA),
 }

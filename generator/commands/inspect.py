@@ -139,12 +139,30 @@ def input_schema(which: str) -> dict[str, Any]:
 
 
 def run_generate(
-    hardware: str, profile: str, output: Path | None, os_name: str | None = None
+    hardware: str,
+    profile: str,
+    output: Path | None,
+    os_name: str | None = None,
+    cloud_init_reboot: bool = False,
+    cloud_init_parts: tuple[Path, ...] = (),
 ) -> None:
-    from generator.commands.generate import generate_bundle
+    from generator.commands.generate import cloud_init_options, generate_bundle
 
-    bundle_dir = generate_bundle(hardware, profile, output, os_name)
+    options = cloud_init_options(cloud_init_reboot, cloud_init_parts)
+    bundle_dir = generate_bundle(hardware, profile, output, os_name, options)
     click.echo(f"wrote {bundle_dir}")
+    for line in bundle_size_warnings(bundle_dir):
+        click.echo(f"{TOOL}: warning: {line}", err=True)
+
+
+def bundle_size_warnings(bundle_dir: Path) -> list[str]:
+    """The providers whose user-data limit no cloud-init form of the bundle just written fits
+    (its manifest, written by this run, records the sizes)."""
+    from generator.model.layout import MANIFEST
+    from generator.render.delivery import size_warnings
+
+    manifest = json.loads((bundle_dir / MANIFEST).read_text())
+    return size_warnings(manifest["user_data"])
 
 
 def run_explain(

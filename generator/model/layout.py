@@ -17,6 +17,12 @@ OVERLAY = "rootfs/"  # the root-filesystem overlay: OVERLAY + target path withou
 INSTALL_SH = "install.sh"
 INSTALL_LIST = "install.list"  # install.sh's data: files, services, steps
 USER_DATA = "cloud-init/user-data"
+USER_DATA_GZ = "cloud-init/user-data.gz"  # the same, gzip-compressed (cloud-init inflates it)
+# A MIME multi-part message: the parts of --cloud-init-part, then the user-data as the last part
+USER_DATA_MIME = "cloud-init/user-data.mime"
+USER_DATA_MIME_GZ = "cloud-init/user-data.mime.gz"  # that, gzip-compressed
+USER_DATA_FORMS = (USER_DATA, USER_DATA_GZ, USER_DATA_MIME, USER_DATA_MIME_GZ)
+GZIP_FORMS = frozenset({USER_DATA_GZ, USER_DATA_MIME_GZ})
 KERNEL_CMDLINE = "kernel-cmdline"
 EXPLAIN = "EXPLAIN.md"
 
@@ -54,6 +60,16 @@ GPU_DATA = f"{DATA_DIR}/gpu.conf"
 IRQ_DATA = f"{DATA_DIR}/irq.conf"
 COLLECT_DATA = f"{DATA_DIR}/collect.conf"
 INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed last time
+# Verify-side tooling, not tuning: `gen verify BUNDLE` runs the package's own copy of the
+# collector with the data file read from the bundle, so neither has to be on the machine.
+# install.sh still installs them (an image can then collect its own snapshot for `--snapshot`);
+# the cloud-init delivery leaves them out (about 15 KB, issue 13). verify judges them only when
+# they are installed: absent is not-applicable, installed but not the bundle's still differs.
+VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
+# Written at first boot by the cloud-init bootloader step when the boot loader took the bundle's
+# kernel arguments and the running kernel lacks one: power_state's condition (tmpfs, so it is
+# gone after the reboot it asks for).
+REBOOT_MARKER = f"/run/{TOOL}/kernel-args-pending"
 
 # --- units ------------------------------------------------------------------------------------
 GPU_UNIT = f"{TOOL}-gpu.service"

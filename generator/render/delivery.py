@@ -10,13 +10,16 @@ safe alphabet, quoted once.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
 from generator import TOOL
-from generator.errors import GenerationError
+from generator.errors import GenerationError, InputError, Problem
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
@@ -52,7 +55,9 @@ class Step(NamedTuple):
 
     @property
     def command(self) -> str:
-        return STEP_COMMANDS[self.name].format(word=sh_quote(self.word), tool=TOOL)
+        return STEP_COMMANDS[self.name].format(
+            word=sh_quote(self.word), tool=TOOL, pending=pending_command(self.word)
+        )
 
     @property
     def guarded(self) -> str:
@@ -95,11 +100,14 @@ STEP_COMMANDS = {
     "memory_manager_state, restart kubelet';; esac",
     # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
     # in BLS entries, which grubby edits; anything else is told what to add.
-    "bootloader": "if command -v update-grub >/dev/null 2>&1; then update-grub; "
-    "elif command -v grubby >/dev/null 2>&1; then "
-    "grubby --update-kernel=ALL --args={word}; "
+    # Once the boot loader took them, {pending} reports (REBOOT_MARKER) that the running
+    # kernel lacks one of them: what an opt-in power_state reboots on (power_state()).
+    "bootloader": "written=no; if command -v update-grub >/dev/null 2>&1; then "
+    "update-grub && written=yes; elif command -v grubby >/dev/null 2>&1; then "
+    "grubby --update-kernel=ALL --args={word} && written=yes; "
     "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' "
-    "{word}; fi; echo '{tool}: kernel arguments take effect at the next boot'",
+    "{word}; fi; if [ $written = yes ]; then {pending}; fi; "
+    "echo '{tool}: kernel arguments take effect at the next boot'",
     # services: enable/disable skip a unit the machine lacks; mask needs no unit file
     "enable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl enable --now {word}; "
     "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
@@ -107,6 +115,18 @@ STEP_COMMANDS = {
     "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
     "mask": "systemctl mask --now {word}",
 }
+
+
+def pending_command(kernel_args: str) -> str:
+    """Write REBOOT_MARKER when /proc/cmdline lacks one of ``kernel_args`` (in a subshell: the
+    ``set -f`` must not reach the later runcmd lines)."""
+    marker = layout.REBOOT_MARKER
+    return (
+        f'( set -f; args={sh_quote(kernel_args)}; running=" $(cat /proc/cmdline) "; '
+        "for arg in $args; do "
+        'case $running in *" $arg "*) ;; *) '
+        f"mkdir -p {sh_quote(marker.rsplit('/', 1)[0])} && : >{sh_quote(marker)};; esac; done )"
+    )
 
 
 def overlay_files(files: Mapping[str, tuple[bytes, int]]) -> list[OverlayFile]:
@@ -252,3 +272,182 @@ def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
             raise GenerationError(
                 f"cloud-init/user-data: {item.target} does not round-trip through YAML"
             )
+
+
+# --- cloud-init at cloud scale (issue 13) -------------------------------------------------------
+
+# cloud-init merges each cloud-config part into what the earlier parts built with that part's
+# own mergers (cloudinit/handlers/cloud_config.py, _merge_part); without one it uses
+# "dict(replace)+list()+str()", under which a later part's write_files and runcmd replace the
+# earlier ones. With these, a key both parts set keeps the earlier value (no_replace) and the
+# lists of both are kept, this part's after the earlier ones (list(append), recurse_list); see
+# cloud-init's "Merging user data sections" documentation (docs/rtd/reference/merging.rst).
+MERGE_HOW = "list(append)+dict(no_replace,recurse_list)+str()"
+
+MIME_BOUNDARY = f"=={TOOL}-user-data=="
+
+
+def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
+    """The overlay files the user-data writes: all but the verify-side collector and its data
+    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs."""
+    return [item for item in overlay if item.target not in layout.VERIFY_ONLY_TARGETS]
+
+
+def compressed_user_data(user_data: bytes) -> bytes:
+    """gzip of the user-data, byte-identical run to run (no timestamp, no file name).
+
+    cloud-init inflates gzip-compressed user-data before reading it ("Gzip compressed content",
+    cloud-init's User-Data Formats documentation; ``util.decomp_gzip`` in user_data.py).
+    """
+    return gzip.compress(user_data, compresslevel=9, mtime=0)
+
+
+class CloudInitOptions(NamedTuple):
+    """What `gen` is asked for beyond the plan, for the cloud-init forms."""
+
+    reboot: bool = False  # --cloud-init-reboot: power_state (power_state())
+    parts: tuple[bytes, ...] = ()  # --cloud-init-part: other cloud-configs, checked (team_part())
+
+
+# A part bigger than Azure's whole limit could only ever be delivered through GCP metadata.
+TEAM_PART_LIMIT = 64 * 1024
+
+
+def team_part(raw: bytes, source: str) -> bytes:
+    """A team's own cloud-config for the MIME form, checked: UTF-8, ``#cloud-config`` first, a
+    YAML mapping, no line that is our boundary. Problems name the file, never echo its text."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(Problem(source, "", f"not UTF-8 text (byte {error.start})")) from None
+    if not text.startswith("#cloud-config\n"):
+        raise InputError(
+            Problem(source, "", "a cloud-config part begins with a #cloud-config line")
+        )
+    if any(line.startswith(f"--{MIME_BOUNDARY}") for line in text.splitlines()):
+        raise InputError(Problem(source, "", "a line starts with the MIME form's boundary"))
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise InputError(Problem(source, where, f"not valid YAML: {problem}")) from None
+    if not isinstance(loaded, dict):
+        raise InputError(Problem(source, "", "a cloud-config is a YAML mapping"))
+    return raw
+
+
+def _mime_part(content: bytes, filename: str) -> bytes:
+    """One text/cloud-config part. ASCII is sent as it is (7bit), not base64 as `cloud-init
+    devel make-mime` writes it: base64 hides the text's repetitions from gzip, and a composed
+    delivery then no longer fits EC2 (tests/test_cloud_scale.py). Other bytes (a profile's
+    reason) are base64: cloud-init 22.4 drops an 8bit utf-8 part (tried with its own handler)."""
+    ascii_text = content.isascii()
+    encoding = "7bit" if ascii_text else "base64"
+    body = content if ascii_text else base64.encodebytes(content)
+    head = [
+        f"--{MIME_BOUNDARY}",
+        'Content-Type: text/cloud-config; charset="utf-8"',
+        "MIME-Version: 1.0",
+        f"Content-Transfer-Encoding: {encoding}",
+        f'Content-Disposition: attachment; filename="{filename}"',
+        "",
+        "",
+    ]
+    return "\n".join(head).encode("ascii") + body.rstrip(b"\n") + b"\n"
+
+
+def mime_user_data(user_data: bytes, before: tuple[bytes, ...] = ()) -> bytes:
+    """A MIME multi-part message: the ``before`` parts (a team's cloud-configs, in the order
+    given), then the user-data as the last part. Last, with its ``merge_how``, it keeps the
+    files and commands of every earlier part even when those carry no ``merge_how`` of their own
+    (cloud-init merges a part with that part's mergers; see MERGE_HOW)."""
+    head = f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\nMIME-Version: 1.0\n\n'
+    parts = [_mime_part(part, f"part-{index}.cfg") for index, part in enumerate(before, 1)]
+    parts.append(_mime_part(user_data, f"{TOOL}.cfg"))
+    return head.encode("ascii") + b"".join(parts) + f"--{MIME_BOUNDARY}--\n".encode("ascii")
+
+
+def power_state(plan: Plan, reboot: bool) -> dict[str, Any] | None:
+    """cloud-init's power_state for ``gen --cloud-init-reboot``: reboot once the first boot's
+    modules are done, only when the bootloader step reported (REBOOT_MARKER) that the running
+    kernel lacks one of the plan's kernel arguments. cloud-init runs the condition after its own
+    process exits and reboots only on exit 0 (cc_power_state_change.check_condition); the module
+    runs once per instance. None when not asked for or the plan has no kernel argument."""
+    if not reboot or not plan.of_kind("kernel-arg"):
+        return None
+    return {
+        "mode": "reboot",
+        "delay": "now",
+        "message": f"{TOOL}: rebooting so that the kernel arguments take effect",
+        "condition": ["test", "-e", layout.REBOOT_MARKER],
+    }
+
+
+class ProviderLimit(NamedTuple):
+    provider: str
+    limit_bytes: int  # of the user-data as given, before the API's own base64
+    takes_bytes: bool  # the field carries any bytes (the gzip form), not only text
+    source: str
+
+
+PROVIDER_LIMITS = (
+    ProviderLimit(
+        "ec2",
+        16 * 1024,
+        True,
+        "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-add-user-data.html: "
+        "'User data is limited to 16 KB, in raw form, before it is base64-encoded'",
+    ),
+    ProviderLimit(
+        "azure",
+        65535,
+        True,
+        "Azure Compute REST API, OSProfile.customData: 'a base-64 encoded string ... decoded "
+        "to a binary array ... The maximum length of the binary array is 65535 bytes'",
+    ),
+    ProviderLimit(
+        "gcp",
+        256 * 1024,
+        False,  # a metadata value is a string: the gzip form cannot be one
+        "Compute Engine API, Metadata items[].value: 'free-form strings ... size must be less "
+        "than or equal to 262144 bytes (256 KiB)' (the user-data key cloud-init's GCE source "
+        "reads)",
+    ),
+)
+
+
+def fits(limit: ProviderLimit, path: str, size: int) -> bool:
+    return size <= limit.limit_bytes and (limit.takes_bytes or path not in layout.GZIP_FORMS)
+
+
+def delivery_sizes(
+    files: Mapping[str, tuple[bytes, int]], options: CloudInitOptions
+) -> dict[str, Any]:
+    """Each user-data form's size and, per provider, the forms that fit its limit; the digest of
+    each --cloud-init-part in the MIME forms, and whether power_state was asked for."""
+    forms = [path for path in layout.USER_DATA_FORMS if path in files]
+    sizes = {path: len(files[path][0]) for path in forms}
+    return {
+        "parts": [hashlib.sha256(part).hexdigest() for part in options.parts],
+        "reboot": options.reboot,
+        "bytes": sizes,
+        "fits": {
+            limit.provider: [path for path in forms if fits(limit, path, sizes[path])]
+            for limit in PROVIDER_LIMITS
+        },
+    }
+
+
+def size_warnings(sizes: Mapping[str, Any]) -> list[str]:
+    """A line per provider whose limit no form of the user-data fits."""
+    smallest = min(sizes["bytes"].values(), default=0)
+    limits = {limit.provider: limit for limit in PROVIDER_LIMITS}
+    return [
+        f"cloud-init user-data does not fit {provider}: the smallest form is {smallest} bytes, "
+        f"the limit {limits[provider].limit_bytes} ({limits[provider].source}); deliver the "
+        "bundle with install.sh in the image instead"
+        for provider, fitting in sizes["fits"].items()
+        if not fitting and provider in limits
+    ]

@@ -33,10 +33,17 @@ from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropins_of
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.delivery import (
+    MERGE_HOW,
+    CloudInitOptions,
     check_user_data,
+    compressed_user_data,
+    delivery_sizes,
+    first_boot_files,
     install_lines,
     install_steps,
+    mime_user_data,
     overlay_files,
+    power_state,
     tuned_selection,
 )
 from generator.render.formats import (
@@ -213,8 +220,13 @@ def yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def render_bundle(plan: Plan) -> RenderedFiles:
-    """Every file of the bundle, keyed by its path in the bundle, with its mode."""
+def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> RenderedFiles:
+    """Every file of the bundle, keyed by its path in the bundle, with its mode.
+
+    ``cloud_init``: `gen --cloud-init-reboot` (the user-data asks cloud-init to reboot when the
+    first boot left kernel arguments waiting for one) and `--cloud-init-part` (a team's
+    cloud-configs before ours in the MIME forms)."""
+    options = cloud_init or CloudInitOptions()
     env = make_environment()
     context = plan_context(plan) | data_context(plan)
     files: RenderedFiles = {}
@@ -222,14 +234,19 @@ def render_bundle(plan: Plan) -> RenderedFiles:
         if output.applies_to(plan):
             text = render_text(env, output, output_context(output, plan, context))
             files[output.bundle_path(plan)] = (text, output.mode)
-    context |= delivery_context(plan, files)
+    context |= delivery_context(plan, files, options)
     for output in DELIVERY_OUTPUTS:
         if output.applies_to(plan):
             text = render_text(env, output, output_context(output, plan, context))
             files[output.bundle_path(plan)] = (text, output.mode)
-    check_user_data(files[layout.USER_DATA][0], context["overlay"])
+    user_data = files[layout.USER_DATA][0]
+    check_user_data(user_data, context["first_boot_overlay"])
+    files[layout.USER_DATA_GZ] = (compressed_user_data(user_data), 0o644)
+    mime = mime_user_data(user_data, options.parts)
+    files[layout.USER_DATA_MIME] = (mime, 0o644)
+    files[layout.USER_DATA_MIME_GZ] = (compressed_user_data(mime), 0o644)
     files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
-    files[MANIFEST] = (render_manifest(plan, files), 0o644)
+    files[MANIFEST] = (render_manifest(plan, files, options), 0o644)
     return dict(sorted(files.items()))
 
 
@@ -361,10 +378,14 @@ def order_gpu_actions(settings: tuple[Setting, ...]) -> dict[str, Setting]:
     return {action: by_action[action] for action in GPU_ACTION_ORDER if action in by_action}
 
 
-def delivery_context(plan: Plan, files: RenderedFiles) -> dict[str, Any]:
+def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions) -> dict[str, Any]:
     overlay = overlay_files(files)
     return {
         "overlay": overlay,
+        "first_boot_overlay": first_boot_files(overlay),
+        "merge_how": MERGE_HOW,
+        "power_state": power_state(plan, options.reboot),
+        "reboot_asked": options.reboot,
         "steps": install_steps(plan),
         "install_data": install_lines(plan, overlay),
         "tuned_files": tuned_selection(plan),
@@ -386,7 +407,7 @@ def kind_files(plan: Plan) -> dict[str, str]:
     }
 
 
-def render_manifest(plan: Plan, files: RenderedFiles) -> bytes:
+def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions) -> bytes:
     """Tool, inputs' digests and every other file with its sha256 and mode; no timestamps."""
     data = {
         "format": MANIFEST_FORMAT,
@@ -394,6 +415,8 @@ def render_manifest(plan: Plan, files: RenderedFiles) -> bytes:
         "hardware": plan.hardware_name,
         "profile": plan.profile_name,
         "inputs": {role: {"sha256": digest} for role, digest in sorted(plan.inputs.items())},
+        # each cloud-init form's size and the providers whose user-data limit it fits
+        "user_data": delivery_sizes(files, options),
         "files": [
             {"path": path, "sha256": hashlib.sha256(content).hexdigest(), "mode": f"{mode:04o}"}
             for path, (content, mode) in sorted(files.items())

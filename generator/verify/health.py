@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from generator import TOOL
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Check, Verdict
+from generator.verify.verdicts import Bundle, Check, Verdict, file_not_installed
 
 OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING
 CONSUMERS = re.compile(
@@ -175,7 +175,7 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
         expected = f"sha256 {item.sha256[:12]}…, mode {item.mode:04o}"
         found = installed.get(item.target)
         if found is None:
-            checks.append(Check("file", item.target, expected, "not installed", MISSING))
+            checks.append(file_not_installed(item.target, expected))
             continue
         digest, _, mode = found.partition(" ")
         actual = f"sha256 {digest[:12]}…, mode {int(mode or '0', 8):04o}"

@@ -41,7 +41,7 @@ from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.live import arg_name, parse_cmdline, toml_lookup, toml_value
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
-from generator.verify.verdicts import Bundle, Check, Verdict, check_of
+from generator.verify.verdicts import Bundle, Check, Verdict, check_of, file_not_installed
 
 # A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
 MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
@@ -508,7 +508,7 @@ def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
     host = image.resolve(item_target)
     content = image.read_bytes(item_target) if image.link_target(item_target) is None else None
     if host is None or content is None:
-        return Check("file", item_target, expected, "not installed", MISSING)
+        return file_not_installed(item_target, expected)
     digest = hashlib.sha256(content).hexdigest()
     actual_mode = os.lstat(host).st_mode & 0o7777
     good = digest == sha256 and actual_mode == mode

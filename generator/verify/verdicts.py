@@ -18,7 +18,15 @@ from pathlib import Path
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, load_bundle_json, load_plan
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
-from generator.model.layout import MANIFEST, TUNED_DIR, UDEV_FILE, UNIT_DIR, in_overlay, target_of
+from generator.model.layout import (
+    MANIFEST,
+    TUNED_DIR,
+    UDEV_FILE,
+    UNIT_DIR,
+    VERIFY_ONLY_TARGETS,
+    in_overlay,
+    target_of,
+)
 from generator.model.setting import Plan, Setting
 
 
@@ -59,9 +67,23 @@ class Check:
         }
 
 
+NOT_APPLICABLE = Verdict.NOT_APPLICABLE
+
+
 def check_of(setting: Setting, actual: str, verdict: Verdict, reason: str = "") -> Check:
     expected = setting.value if setting.value != "" else "(set)"
     return Check(setting.kind, setting.key, expected, actual, verdict, reason, setting.rule)
+
+
+VERIFY_ONLY_REASON = "verify-side tooling: gen verify runs its own collector with the bundle's data"
+
+
+def file_not_installed(target: str, expected: str) -> Check:
+    """An overlay file the machine lacks: missing, unless it is verify-side tooling
+    (``layout.VERIFY_ONLY_TARGETS``), which first-boot tuning never reads."""
+    if target in VERIFY_ONLY_TARGETS:
+        return Check("file", target, expected, "not installed", NOT_APPLICABLE, VERIFY_ONLY_REASON)
+    return Check("file", target, expected, "not installed", Verdict.MISSING)
 
 
 @dataclass(frozen=True)

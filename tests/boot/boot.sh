@@ -2,12 +2,14 @@
 # Bake a goldtune bundle into the cached Debian 12 root, boot it under QEMU and capture the
 # bundle collector's snapshot from the second serial port.
 #
-#   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init] [--hook SCRIPT]
+#   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init] [--user-data FILE] [--hook SCRIPT]
 #           [--collector FILE] [--timeout SECONDS] [--keep-image]
 #
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
 #                          cloud-init/user-data; cloud-init applies it at first boot
+#   --user-data FILE       with --delivery cloud-init: this file is the seed's user-data instead
+#                          (a form of it: user-data.mime.gz, composed with a team's part)
 #   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
 #   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
@@ -33,6 +35,7 @@ delivery=rootfs
 hook=""
 before=""
 collector=""
+user_data=""
 boot_timeout=600
 keep_image=no
 
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
         --hook) hook=$2; shift 2 ;;
         --before) before=$2; shift 2 ;;
         --collector) collector=$2; shift 2 ;;
+        --user-data) user_data=$2; shift 2 ;;
         --timeout) boot_timeout=$2; shift 2 ;;
         --keep-image) keep_image=yes; shift ;;
         *) die "unknown argument $1 (see the header of $0)" 2 ;;
@@ -126,7 +130,8 @@ EOF
 
 deliver_cloud_init() {
     root=$1
-    [ -f "$bundle/cloud-init/user-data" ] || die "$bundle has no cloud-init/user-data"
+    seed_user_data=${user_data:-$bundle/cloud-init/user-data}
+    [ -f "$seed_user_data" ] || die "no user-data at $seed_user_data"
     rm -f "$root/etc/cloud/cloud-init.disabled"
     cat >"$root/etc/cloud/cloud.cfg.d/90-boottest.cfg" <<'EOF'
 # boot test: the NoCloud seed below is the only data source; minbase has no locales package
@@ -136,7 +141,7 @@ EOF
     seed="$root/var/lib/cloud/seed/nocloud"
     mkdir -p "$seed"
     printf 'instance-id: goldtune-boottest\nlocal-hostname: goldtune-guest\n' >"$seed/meta-data"
-    cp "$bundle/cloud-init/user-data" "$seed/user-data"
+    cp "$seed_user_data" "$seed/user-data"
 }
 
 kernel_args() {

@@ -3,7 +3,9 @@
 Three boots of one bundle (tests/boot/boot.sh does the work; see its header):
 
 1. ``rootfs``: the bundle's own ``install.sh --root`` installs it into the image;
-2. ``cloud-init``: the image carries a NoCloud seed with the bundle's cloud-init/user-data;
+2. ``cloud-init``: the image carries a NoCloud seed with the compressed, composed form
+   (cloud-init/user-data.mime.gz of a bundle made with a small team cloud-config part and
+   --cloud-init-reboot): the form a user hands to EC2;
 3. ``tampered``: as 1, then one sysctl value is changed in the installed file: verify must fail.
 
 Each boot ends with the bundle's collector writing a snapshot to ttyS1; ``gen verify --snapshot``
@@ -26,7 +28,12 @@ from typing import Any
 
 import pytest
 
-from generator.model.layout import COLLECT_SCRIPT, in_overlay
+from generator.model.layout import (
+    COLLECT_SCRIPT,
+    USER_DATA_MIME_GZ,
+    VERIFY_ONLY_TARGETS,
+    in_overlay,
+)
 from generator.verify.snapshot import parse_snapshot
 
 pytestmark = pytest.mark.boot
@@ -70,7 +77,18 @@ NOT_APPLICABLE_IN_VM = {
     "sysfs": "no such sysfs file",  # cpufreq governor: no cpufreq driver under QEMU
     "tuned": "no such sysfs file",  # tuned's [cpu] governor, same reason
     "kubelet": "kubelet is not running here",  # the image has containerd, not kubelet
+    "file": "verify-side tooling",  # the collector, which the cloud-init delivery leaves out
 }
+# A team's own cloud-config, composed before the bundle's part: it carries no merge_how, and its
+# runcmd leaves a line on ttyS1 (the snapshot's port; the snapshot reader skips other lines).
+TEAM_PART = """#cloud-config
+write_files:
+  - path: /etc/team-boottest.conf
+    content: "team\\n"
+runcmd:
+  - [ sh, -c, "test -f /etc/team-boottest.conf && echo team-part-applied >/dev/ttyS1" ]
+"""
+TEAM_MARK = "team-part-applied"
 OWN_UNITS = ("goldtune-gpu.service", "goldtune-irq-affinity.service")
 
 
@@ -152,8 +170,12 @@ def boot(bundle: Path, collector: Path, out: Path, *extra: str) -> Path:
 
 
 def verdicts(report: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Every verdict but the units' and the verify-side collector files' (installed by
+    install.sh, left out by cloud-init)."""
     return {
-        (c["kind"], c["key"]): c["verdict"] for c in report["checks"] if c["kind"] not in ("unit",)
+        (c["kind"], c["key"]): c["verdict"]
+        for c in report["checks"]
+        if c["kind"] != "unit" and not (c["kind"] == "file" and c["key"] in VERIFY_ONLY_TARGETS)
     }
 
 
@@ -264,6 +286,25 @@ def test_install_sh_delivery_is_live(
     assert_live(status, report)
 
 
+def composed_bundle(out_dir: Path) -> Path:
+    """The same system x profile, made with a team part and --cloud-init-reboot."""
+    team = out_dir / "team.yaml"
+    team.write_text(TEAM_PART)
+    path = out_dir / f"{SYSTEM}-{PROFILE}-composed"
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", PROFILE),
+            *("-o", str(path), "--cloud-init-part", str(team), "--cloud-init-reboot"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return path
+
+
 def test_cloud_init_delivery_gives_the_same_verdicts(
     bundle: Path,
     collector: Path,
@@ -271,12 +312,27 @@ def test_cloud_init_delivery_gives_the_same_verdicts(
     rootfs_report: tuple[int, dict[str, Any]],
     verify_snapshot: Any,
 ) -> None:
-    status, report = verify_snapshot(
-        bundle, boot(bundle, collector, out_dir / "cloud-init", "--delivery", "cloud-init")
+    """The compressed, composed form through NoCloud: the team's part applied, every verdict as
+    with install.sh, and no reboot (the kernel arguments are on QEMU's command line already; a
+    reboot would end the run before the snapshot, -no-reboot)."""
+    composed = composed_bundle(out_dir)
+    user_data = composed / USER_DATA_MIME_GZ
+    assert user_data.stat().st_size <= 16 * 1024  # EC2's limit
+    snapshot = boot(
+        composed,
+        collector,
+        out_dir / "cloud-init",
+        *("--delivery", "cloud-init", "--user-data", str(user_data)),
     )
+    assert TEAM_MARK in snapshot.read_text(errors="replace")
+    status, report = verify_snapshot(composed, snapshot)
     report_timing("cloud-init", report, out_dir)
     assert_live(status, report)
     assert verdicts(report) == verdicts(rootfs_report[1])
+    collector_files = {
+        c["key"]: c["verdict"] for c in report["checks"] if c["key"] in VERIFY_ONLY_TARGETS
+    }
+    assert set(collector_files.values()) == {"not-applicable"}, collector_files
 
 
 def test_a_tampered_image_fails_verify(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email
+import gzip
 import json
 import os
 import shlex
@@ -10,7 +12,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .checks_system import sysctl_assignments
-from .layout import INSTALL_SH, KERNEL_CMDLINE, ROOTFS, USER_DATA, files, output_problems, relative
+from .layout import (
+    INSTALL_SH,
+    KERNEL_CMDLINE,
+    ROOTFS,
+    USER_DATA,
+    USER_DATA_GZ,
+    USER_DATA_MIME,
+    USER_DATA_MIME_GZ,
+    files,
+    output_problems,
+    relative,
+)
 from .run import (
     SYSTEM_PYTHON,
     TIMEOUT_MANY_S,
@@ -29,6 +42,8 @@ SHELLCHECK_BATCH = 4
 SYSTEM_TUNED_PROFILES = Path("/usr/lib/tuned")
 # write_files entries that are not in rootfs/ (install.sh writes them too), with their own check
 TUNED_SELECTION = {"/etc/tuned/active_profile", "/etc/tuned/profile_mode"}
+# rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
+VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
 
 
 # --- cloud-init ----------------------------------------------------------------------------------
@@ -80,10 +95,31 @@ def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
                     bundle, out / str(index) / "files", report["files"]
                 )
             scripts.update({Path(script): bundle for script in report["scripts"]})
+            results[bundle] += check_other_forms(bundle)
         for script, findings in shellcheck_many(list(scripts)).items():
             label = f"{USER_DATA} ({script.stem} as cloud-init writes it)"
             results[scripts[script]] += [f"{label}: {line.split(':', 1)[1]}" for line in findings]
     return results
+
+
+def check_other_forms(bundle: Path) -> list[str]:
+    """The gzip and MIME forms carry the user-data byte for byte (cloud-init's own reading of
+    them: tests/test_cloud_scale.py)."""
+    plain = (bundle / USER_DATA).read_bytes()
+    problems = []
+    packed = bundle / USER_DATA_GZ
+    if packed.is_file() and gzip.decompress(packed.read_bytes()) != plain:
+        problems.append(f"{USER_DATA_GZ}: does not inflate to {USER_DATA}")
+    mime = bundle / USER_DATA_MIME
+    packed_mime = bundle / USER_DATA_MIME_GZ
+    if packed_mime.is_file() and gzip.decompress(packed_mime.read_bytes()) != mime.read_bytes():
+        problems.append(f"{USER_DATA_MIME_GZ}: does not inflate to {USER_DATA_MIME}")
+    if mime.is_file():
+        message = email.message_from_bytes(mime.read_bytes())
+        parts = [p for p in message.walk() if p.get_content_type() == "text/cloud-config"]
+        if not parts or parts[-1].get_payload(decode=True).rstrip(b"\n") != plain.rstrip(b"\n"):
+            problems.append(f"{USER_DATA_MIME}: its last text/cloud-config part is not {USER_DATA}")
+    return problems
 
 
 def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> list[str]:
@@ -92,7 +128,7 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
     }
     problems = [
         f"{USER_DATA}: write_files lacks {path} (in rootfs/)"
-        for path in sorted(set(overlay) - set(modes))
+        for path in sorted(set(overlay) - set(modes) - VERIFY_ONLY)
     ]
     for path, mode in sorted(modes.items()):
         if path in TUNED_SELECTION:

@@ -29,6 +29,9 @@ from cloudinit.config.cc_write_files import decode_perms, extract_contents
 from cloudinit.config.schema import SchemaValidationError, get_schema, validate_cloudconfig_file
 
 SCRIPT_KEYS = ("bootcmd", "runcmd")
+# Read (and removed) by the cloud-config part handler itself, not by a config module:
+# cloudinit/mergers/__init__.py dict_extract_mergers, called from handlers/cloud_config.py.
+PART_HANDLER_KEYS = {"merge_how", "merge_type"}
 DEFAULT_PERMS = 0o644
 
 
@@ -72,7 +75,7 @@ def check_user_data(user_data: Path, out: Path, schema: dict) -> dict:
     except (SchemaValidationError, RuntimeError) as error:
         return {"problems": [f"cloud-init schema: {error}"], "scripts": [], "files": None}
     config = util.load_yaml(user_data.read_text()) or {}
-    known = known_top_level_keys(schema)
+    known = known_top_level_keys(schema) | PART_HANDLER_KEYS
     problems = [
         f"unknown top-level key '{key}' (no cloud-init module reads it)"
         for key in config

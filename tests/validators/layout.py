@@ -7,6 +7,9 @@ from pathlib import Path
 
 ROOTFS = "rootfs"
 USER_DATA = "cloud-init/user-data"
+USER_DATA_GZ = "cloud-init/user-data.gz"
+USER_DATA_MIME = "cloud-init/user-data.mime"
+USER_DATA_MIME_GZ = "cloud-init/user-data.mime.gz"
 KERNEL_CMDLINE = "kernel-cmdline"
 INSTALL_SH = "install.sh"
 INSTALL_LIST = "install.list"

@@ -62,7 +62,15 @@ from .checks_userland import (
     check_tuned_many,
     script_files,
 )
-from .layout import INSTALL_SH, USER_DATA, files, relative
+from .layout import (
+    INSTALL_SH,
+    USER_DATA,
+    USER_DATA_GZ,
+    USER_DATA_MIME,
+    USER_DATA_MIME_GZ,
+    files,
+    relative,
+)
 from .run import MissingTool
 
 __all__ = [
@@ -134,7 +142,7 @@ VALIDATORS: tuple[Validator, ...] = (
     Validator(
         "cloud-init",
         "cloud-init's schema, write_files and shellify code",
-        (USER_DATA,),
+        (USER_DATA, USER_DATA_GZ, USER_DATA_MIME, USER_DATA_MIME_GZ),
         check_cloud_init,
         check_cloud_init_many,
         slow=True,
