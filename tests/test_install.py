@@ -910,3 +910,29 @@ def test_install_list_requires_what_the_plan_needs_of_the_image(
     system: str, expected: list[str]
 ) -> None:
     assert requirements(system) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("require\tunit\t$(reboot)", "not a unit name"),
+        ("require\tcommand\t/usr/bin/nvidia-smi", "not a command name"),  # a name, never a path
+        ("require\tcommand\t..", "not a command name"),
+        ("require\tpackage\tnvidia-driver", "require takes unit or command"),
+        ("require\tunit", "unknown key, or the wrong number of fields"),
+    ],
+)
+def test_a_bad_require_line_is_refused_before_anything_is_written(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    bundle = bundle_for(tmp_path, full_plan())
+    with (bundle / "install.list").open("a") as handle:
+        handle.write(line + "\n")
+    root = tmp_path / "image"
+    root.mkdir()
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 2
+    last = len((bundle / "install.list").read_text().splitlines())
+    assert f"install.list: line {last}: {message}; nothing installed" in result.stderr
+    assert "$(reboot)" not in result.stderr
+    assert list(root.iterdir()) == []
