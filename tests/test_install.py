@@ -15,6 +15,7 @@ import pytest
 from plans import FULL_SETTINGS, full_plan, plan_without, setting
 
 from generator.bundle.write import write_bundle
+from generator.commands.generate import render_for
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.setting import Plan
@@ -705,3 +706,233 @@ def test_update_grub_in_a_debian_root_carries_exactly_the_bundles_arguments(
             assert words == ["root=/dev/vda1", "ro", "quiet", *kernel_cmdline(plan).split()]
         (recovery,) = [words for words in lines if "single" in words]
         assert recovery == ["root=/dev/vda1", "ro", "single"]  # _DEFAULT is not for recovery
+
+
+# --- image builds (issue 13): nothing started, nothing fatal for absent hardware; --strict -------
+
+# A GPU-less Packer build VM: every unit file is there (the NVIDIA packages are installed), but
+# the NVIDIA daemons cannot start without a GPU, so `enable --now` of them fails.
+BUILD_VM_SYSTEMCTL = """case "$*" in
+cat*) exit 0 ;;
+*"--now -- nvidia-"*) echo "Job failed because the control process exited" >&2; exit 1 ;;
+esac
+exit 0
+"""
+
+
+def build_vm_root(root: Path, detect_virt_status: int) -> Path:
+    """A root that is / of a running systemd system (or of a chroot, by systemd-detect-virt)."""
+    (root / "run/systemd/system").mkdir(parents=True)
+    (root / "tmp").mkdir()
+    (root / "usr-local").mkdir()  # a writable /usr/local over the host's, for libexec
+    for name in ("sysctl", "systemd-tmpfiles", "udevadm", "tuned-adm", "update-grub"):
+        stub(root, name)
+    # the NVIDIA package's unit (the host's /usr is bound in, without it)
+    (root / "etc/systemd/system").mkdir(parents=True)
+    (root / "etc/systemd/system/nvidia-persistenced.service").write_text("[Service]\n")
+    stub(root, "systemd-detect-virt", f"exit {detect_virt_status}\n")
+    stub(root, "systemctl", BUILD_VM_SYSTEMCTL)
+    return root
+
+
+def install_in(root: Path, *args: str) -> tuple[int, str, list[str]]:
+    """install.sh of a full bundle run with ``root`` as /: (exit status, output, tool calls)."""
+    bundle = bundle_for(root / "tmp", full_plan())
+    command = f"/{bundle.relative_to(root)}/install.sh {' '.join(args)} 2>&1; echo status=$?"
+    out = in_chroot(root, command, ((str(root / "usr-local"), "usr/local"),))
+    status = int(out.rsplit("status=", 1)[1])
+    return status, out, (root / "stub.log").read_text().splitlines()
+
+
+@needs_chroot
+def test_the_live_path_on_a_gpu_less_build_vm_fails_as_issue_13_reports(tmp_path: Path) -> None:
+    """The failure that needs the image-build mode: live, the NVIDIA units are started."""
+    status, out, calls = install_in(build_vm_root(tmp_path / "vm", detect_virt_status=1))
+    assert status == 1, out
+    assert "(live system)" in out
+    assert "enable nvidia-persistenced.service failed" in out
+    assert "systemctl --quiet enable --now -- nvidia-persistenced.service" in calls
+    assert "sysctl --system" in calls  # and the live steps ran on the build VM itself
+
+
+@needs_chroot
+@pytest.mark.parametrize(
+    ("args", "detect_virt_status", "why"),
+    [
+        (("--image-build",), 1, "image build: --image-build"),
+        ((), 0, "image build: in a chroot"),  # detected: nothing to pass
+    ],
+)
+def test_an_image_build_of_root_enables_units_without_starting_anything(
+    tmp_path: Path, args: tuple[str, ...], detect_virt_status: int, why: str
+) -> None:
+    status, out, calls = install_in(build_vm_root(tmp_path / "vm", detect_virt_status), *args)
+    assert status == 0, out
+    assert f"({why})" in out
+    systemctl = [call for call in calls if call.startswith("systemctl")]
+    assert "irqbalance.service is not installed in /: disable skipped" in out
+    assert systemctl == [
+        "systemctl --quiet mask bluetooth.service",
+        "systemctl --quiet enable goldtune-gpu.service",
+        "systemctl --quiet enable goldtune-irq-affinity.service",
+        "systemctl --quiet enable nvidia-persistenced.service",
+    ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
+    assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
+    assert not [c for c in calls if c.startswith("tuned-adm")]
+    assert "update-grub " in calls  # the image's grub.cfg gets the arguments before capture
+    (deferred,) = [line for line in out.splitlines() if "deferred to first boot:" in line]
+    assert deferred == (
+        "goldtune: deferred to first boot: apply sysctl.d, write sysfs values, load modules, "
+        "apply I/O scheduler rules, apply the container runtime and kubelet files, "
+        "tuned loads goldtune-inference, "
+        f"the kernel arguments ({kernel_cmdline(full_plan())}), "
+        "start goldtune-gpu.service, goldtune-irq-affinity.service, nvidia-persistenced.service"
+    )
+
+
+def image_with(root: Path, units: tuple[str, ...], commands: tuple[str, ...]) -> Path:
+    root.mkdir()
+    for unit in units:
+        path = root / "usr/lib/systemd/system" / unit
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("[Service]\nExecStart=/bin/true\n")
+    for command in commands:
+        path = root / "usr/bin" / command
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    return root
+
+
+FULL_PLAN_NEEDS = (
+    "nvidia-persistenced.service",
+    "tuned.service",
+    "containerd.service",
+    "docker.service",
+    "kubelet.service",
+)
+
+
+@pytest.mark.parametrize(
+    ("units", "commands", "lacking"),
+    [
+        (
+            (),
+            (),
+            "unit nvidia-persistenced.service, command nvidia-smi, unit tuned.service, "
+            "unit containerd.service, unit docker.service, unit kubelet.service",
+        ),
+        (FULL_PLAN_NEEDS, (), "command nvidia-smi"),  # the driver installed after install.sh
+        (FULL_PLAN_NEEDS[1:], ("nvidia-smi",), "unit nvidia-persistenced.service"),
+    ],
+)
+def test_strict_fails_naming_what_the_image_lacks_and_installs_nothing(
+    tmp_path: Path, units: tuple[str, ...], commands: tuple[str, ...], lacking: str
+) -> None:
+    root = image_with(tmp_path / "image", units, commands)
+    before = image_tree(root)
+    bundle = bundle_for(tmp_path, full_plan())
+    path = make_bin(tmp_path, {"systemctl": RECORDING_SYSTEMCTL})
+    result = run(bundle / "install.sh", "--root", str(root), "--strict", path=path)
+    assert result.returncode == 1, result.stdout
+    assert f"strict: {root} lacks what the plan needs: {lacking}; nothing installed" in (
+        result.stderr
+    )
+    assert image_tree(root) == before
+    # without --strict the same image is installed, and the lack is said, not fatal
+    relaxed = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert relaxed.returncode == 0, relaxed.stdout + relaxed.stderr
+    assert f"warning: {root} lacks what the plan needs: {lacking}" in relaxed.stdout
+
+
+def test_strict_passes_on_an_image_with_everything_the_plan_needs(tmp_path: Path) -> None:
+    root = image_with(tmp_path / "image", FULL_PLAN_NEEDS, ())
+    (root / "usr/sbin").mkdir()
+    (root / "usr/sbin/nvidia-smi").symlink_to("/etc/alternatives/nvidia-smi")  # never followed
+    path = make_bin(tmp_path, {"systemctl": RECORDING_SYSTEMCTL})
+    bundle = bundle_for(tmp_path, full_plan())
+    result = run(bundle / "install.sh", "--root", str(root), "--strict", path=path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"(image build: --root {root})" in result.stdout
+    assert "lacks" not in result.stdout + result.stderr
+    assert "deferred to first boot: apply sysctl.d," in result.stdout
+
+
+def test_a_bin_directory_link_out_of_the_image_does_not_count(tmp_path: Path) -> None:
+    """nvidia-smi on this host, reached through an absolute /usr/local/bin link, is not the
+    image's: the lookup never leaves the root."""
+    host_bin = tmp_path / "host-bin"
+    host_bin.mkdir()
+    (host_bin / "nvidia-smi").write_text("#!/bin/sh\n")
+    (host_bin / "nvidia-smi").chmod(0o755)
+    root = image_with(tmp_path / "image", FULL_PLAN_NEEDS, ())
+    (root / "usr/local").mkdir(parents=True)
+    (root / "usr/local/bin").symlink_to(host_bin)
+    result = run(
+        bundle_for(tmp_path, full_plan()) / "install.sh",
+        "--root",
+        str(root),
+        "--strict",
+        path=make_bin(tmp_path, {}),
+    )
+    assert result.returncode == 1
+    assert "lacks what the plan needs: command nvidia-smi;" in result.stderr
+
+
+def requirements(system: str, profile: str = "inference") -> list[str]:
+    text = render_for(system, profile)["install.list"][0].decode()
+    return [line for line in text.splitlines() if line.startswith("require\t")]
+
+
+@pytest.mark.parametrize(
+    ("system", "expected"),
+    [
+        (
+            "dgx-h100",  # NVSwitch: the fabric manager; DCGM is enabled only where installed
+            [
+                "require\tunit\tnvidia-fabricmanager.service",
+                "require\tunit\tnvidia-persistenced.service",
+                "require\tcommand\tnvidia-smi",
+                "require\tunit\ttuned.service",
+            ],
+        ),
+        (
+            "l4-inference",  # PCIe cards: no fabric manager
+            [
+                "require\tunit\tnvidia-persistenced.service",
+                "require\tcommand\tnvidia-smi",
+                "require\tunit\ttuned.service",
+            ],
+        ),
+    ],
+)
+def test_install_list_requires_what_the_plan_needs_of_the_image(
+    system: str, expected: list[str]
+) -> None:
+    assert requirements(system) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("require\tunit\t$(reboot)", "not a unit name"),
+        ("require\tcommand\t/usr/bin/nvidia-smi", "not a command name"),  # a name, never a path
+        ("require\tcommand\t..", "not a command name"),
+        ("require\tpackage\tnvidia-driver", "require takes unit or command"),
+        ("require\tunit", "unknown key, or the wrong number of fields"),
+    ],
+)
+def test_a_bad_require_line_is_refused_before_anything_is_written(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    bundle = bundle_for(tmp_path, full_plan())
+    with (bundle / "install.list").open("a") as handle:
+        handle.write(line + "\n")
+    root = tmp_path / "image"
+    root.mkdir()
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 2
+    last = len((bundle / "install.list").read_text().splitlines())
+    assert f"install.list: line {last}: {message}; nothing installed" in result.stderr
+    assert "$(reboot)" not in result.stderr
+    assert list(root.iterdir()) == []

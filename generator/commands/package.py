@@ -121,10 +121,11 @@ def install_command(identity: Identity, prefix: str, root: str) -> str:
     """The maintainer script's one install line: the bundle's install.sh below ``prefix``
     (a shell word), installing into ``root``.
 
-    Until install.sh has its image-build mode, this is how ``--root`` installs call it; with
-    that mode, its flag goes here, on this one line.
+    A package is how an image pipeline installs the bundle, so the image-build mode: units are
+    enabled without being started and nothing fails for a GPU or a daemon the build VM lacks
+    (install.sh also takes that mode by itself for a ``--root`` other than /).
     """
-    return f'"{prefix}{identity.home}/{INSTALL_SH}" --root "{root}"'
+    return f'"{prefix}{identity.home}/{INSTALL_SH}" --image-build --root "{root}"'
 
 
 def postinst(identity: Identity) -> str:

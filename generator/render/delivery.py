@@ -5,7 +5,9 @@ installs and runs is its data file, ``install.list`` (``install_lines``): the ov
 the tuned selection, the services, and the activation steps by name (``step sysctl``…), each of
 which is one function of install.sh. cloud-init's ``runcmd`` runs the same steps at first boot,
 as the fixed commands of ``STEP_COMMANDS``; the only words put into them are plan words of the
-safe alphabet, quoted once.
+safe alphabet, quoted once. install.list also says what the target must already carry
+(``require`` lines, ``image_requirements``): an image build with ``install.sh --strict`` fails
+naming each one it lacks.
 """
 
 from __future__ import annotations
@@ -213,6 +215,58 @@ def _label_word(text: str) -> str:
     return "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in text) or "_"
 
 
+# The units the runtime parts run as (runtime_parts): the plan's files for them take effect only
+# in an image that has the runtime.
+RUNTIME_PART_UNITS = {
+    "containerd": layout.CONTAINERD_UNIT,
+    "docker": layout.DOCKER_UNIT,
+    "kubelet": layout.KUBELET_UNIT,
+}
+
+
+# Units a rule enables only where the image has them: not required (gpu.dcgm: "Run DCGM where it
+# is installed"; DCGM is a separate, optional package).
+OPTIONAL_UNITS = frozenset({"nvidia-dcgm.service"})
+
+
+def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
+    """install.list's ``require`` lines: what the target must already carry for the plan to take
+    effect. ``install.sh --strict`` fails naming each one it lacks, so an image pipeline that runs
+    install.sh before the NVIDIA packages (fabric manager, persistenced, the driver's nvidia-smi)
+    stops there instead of baking an image whose units were "not installed: enable skipped"."""
+    own_units = {item.target.rsplit("/", 1)[-1] for item in overlay}
+    lines = [
+        setting_line(s, ("require", "unit", s.key))
+        for s in ordered_services(plan)
+        if s.value == "enable" and s.key not in own_units and s.key not in OPTIONAL_UNITS
+    ]
+    if plan.of_kind("gpu"):
+        lines.append(
+            fixed_line(
+                f"gpu: {layout.GPU_UNIT} applies the GPU settings with the driver's nvidia-smi",
+                ("require", "command", "nvidia-smi"),
+            )
+        )
+    if plan.of_kind("tuned"):
+        lines.append(
+            fixed_line(
+                "tuned: the bundle's profile is loaded by tuned",
+                ("require", "unit", "tuned.service"),
+            )
+        )
+    for part in filter(None, runtime_parts(plan).split(",")):
+        lines.append(
+            fixed_line(
+                f"runtime: the plan configures {part}",
+                ("require", "unit", RUNTIME_PART_UNITS[part]),
+            )
+        )
+    unique: dict[tuple[str, ...], DataLine] = {}
+    for line in lines:
+        unique.setdefault(line.fields, line)
+    return list(unique.values())
+
+
 def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
     """install.list: what install.sh installs, in order, then the services and live steps."""
     lines = [
@@ -230,6 +284,7 @@ def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
         for item in overlay
     ]
     lines += [setting_line(s, ("service", s.value, s.key)) for s in ordered_services(plan)]
+    lines += image_requirements(plan, overlay)
     lines += [
         fixed_line(f"live: {step.summary}", step.fields)
         for step in activation_steps(plan)

@@ -2,12 +2,22 @@
 # Installs a bundle's root-filesystem overlay (a fixed script, identical in every bundle; what it
 # installs comes from install.list beside it).
 #
-# Usage: install.sh [--root DIR] | --check
-#   (no option)  install into this running system and apply what can be applied now
-#   --root DIR   install into the root filesystem mounted at DIR (an image being built; no GPU,
-#                no running systemd): units are enabled with `systemctl --root`, everything else
-#                takes effect when the image boots
-#   --check      validate install.list and that the bundle has every file it lists; install nothing
+# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check
+#   (no option)   install into this running system and apply what can be applied now (live)
+#   --root DIR    install into the root filesystem mounted at DIR: an image build (below)
+#   --image-build this system is an image being built (a Packer build VM, a package's postinst
+#                 in an image pipeline): install into / as an image build (below)
+#   --strict      fail (exit 1, nothing installed) when the target lacks something the plan
+#                 needs (the "require" lines: the NVIDIA driver, fabric manager, tuned...)
+#   --check       validate install.list and that the bundle has every file it lists; install nothing
+#
+# An image build is also detected without --image-build: --root DIR other than /, / in a chroot
+# (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
+# installs the same files; units are enabled, disabled and masked without being started or
+# stopped (`systemctl --root DIR`, or without --now on /); no activation step runs (sysctl,
+# udev, modules, tuned-adm: systemd and tuned apply the files at boot); the boot arguments are
+# written for the next boot; a missing unit or tool is reported, not fatal (unless --strict);
+# the end of the run lists what was deferred to first boot.
 #
 # install.list, written by the generator: lines of TAB-separated words, each data line preceded
 # by its "# <rule id>: <reason>" comment where a rule decided it ("#" lines and blank lines are
@@ -21,14 +31,17 @@
 #   step <name> [<word>]             an activation step on a live system (one step_<name> each)
 #   kernel-arg <word>                a kernel argument of the bundle (see "Boot arguments")
 #   tuned <profile>                  the bundle's tuned profile, layered on the selected one
+#   require unit|command <name>      the target must carry this unit or command for the plan to
+#                                    take effect (checked in every mode; --strict fails on it)
 #
-# Boot arguments, per mechanism, detected in the target (live or --root). What the tool added is
+# Boot arguments, per mechanism, detected in the target (live or image build). What the tool added is
 # kept in <record dir>/kernel-args (one argument a line), so a later bundle removes what it no
 # longer carries:
-#   GRUB drop-in (Debian, Ubuntu): the drop-in of the overlay carries the arguments; live,
-#       update-grub regenerates grub.cfg; offline nothing runs (the image's update-grub reads it).
+#   GRUB drop-in (Debian, Ubuntu): the drop-in of the overlay carries the arguments; live, and in
+#       an image build of / (a Packer build VM), update-grub regenerates grub.cfg if the image has
+#       it; with --root DIR nothing runs (the image's update-grub reads the drop-in).
 #   BLS (RHEL 9: GRUB_ENABLE_BLSCFG=true or /boot/loader/entries/*.conf): live, grubby
-#       --update-kernel=ALL --args=... --remove-args=...; offline, the options lines of the BLS
+#       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
 #       entries are edited as text. Both modes edit /etc/kernel/cmdline, which kernel-install
 #       reads for kernels installed later (seeded from the newest entry when absent).
 #       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
@@ -44,7 +57,8 @@
 # temporary files are created with mktemp beside their target, a link at a target is replaced,
 # never followed, and the install record found in the image is validated before it is used.
 # Idempotent: a second run changes nothing and says so. A service the target does not have is
-# reported and skipped. Exit status: 0 done, 1 a step failed or a path was refused, 2 bad usage.
+# reported and skipped. Exit status: 0 done, 1 a step failed, a path was refused or (--strict)
+# the target lacks what the plan needs, 2 bad usage.
 set -eu
 umask 022
 LC_ALL=C
@@ -62,7 +76,7 @@ die() { # message [exit status]
 }
 
 usage() {
-    printf '%s\n' "usage: install.sh [--root DIR] | --check" >&2
+    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check" >&2
     exit "$1"
 }
 
@@ -95,9 +109,15 @@ is_unit() {
     return 0
 }
 
+is_command_name() { # a program name looked up in the target's bin directories (no '/')
+    case $1 in '' | .* | *[!A-Za-z0-9_.+-]*) return 1 ;; esac
+    return 0
+}
+
 # read_list: every line checked, then kept in newline-separated lists (words have no blanks).
 read_list() {
     files='' texts='' services='' steps='' kernel_args='' record='' label='' tuned_profile=''
+    needs=''
     number=0
     while IFS= read -r line || [ -n "$line" ]; do
         number=$((number + 1))
@@ -162,6 +182,14 @@ read_line() { # the fields after the key
         tuned:1)
             is_profile "$1" || bad_data "$number" "not a tuned profile name"
             tuned_profile=$1
+            ;;
+        require:2)
+            case $1 in
+                unit) is_unit "$2" || bad_data "$number" "not a unit name" ;;
+                command) is_command_name "$2" || bad_data "$number" "not a command name" ;;
+                *) bad_data "$number" "require takes unit or command" ;;
+            esac
+            needs="$needs$1 $2$newline"
             ;;
         *) bad_data "$number" "unknown key, or the wrong number of fields" ;;
     esac
@@ -287,6 +315,9 @@ unit_in_image() { # unit
     return 1
 }
 
+# An image build: the unit is enabled, disabled or masked in the target's unit files and is not
+# started or stopped (no --now). On / (a build VM, a chroot) systemctl talks to the manager when
+# one runs, else edits the files itself; with --root it edits the files of DIR.
 service_offline() { # action unit
     if ! command -v systemctl >/dev/null 2>&1; then
         say "systemctl not found on this host: $1 $2 skipped (run: systemctl --root <image> $1 $2)"
@@ -298,8 +329,11 @@ service_offline() { # action unit
         skipped=$((skipped + 1))
         return 0
     fi
-    if systemctl --root="$root" --quiet "$1" "$2" </dev/null; then
+    root_option=--root=$root
+    [ "$root" != / ] || root_option=''
+    if systemctl ${root_option:+"$root_option"} --quiet "$1" "$2" </dev/null; then
         say "$1 $2"
+        [ "$1" != enable ] || deferred_units="${deferred_units:+$deferred_units, }$2"
     else
         say "$1 $2 failed"
         failed=$((failed + 1))
@@ -402,6 +436,48 @@ run_step() { # name [word]
         say "$summary: failed"
         failed=$((failed + 1))
     fi
+}
+
+# --- what the target must carry for the plan (the "require" lines) -----------------------------
+
+# command_in_image NAME: a bin directory of the target has NAME; a link there counts as present
+# and is never followed (it may point anywhere in the image, or out of it).
+command_in_image() {
+    for bin_dir in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+        # in a subshell: a directory link that leaves the root ends only this lookup
+        found_dir=$( (resolve_dir "$bin_dir" existing && printf '%s' "$dir") 2>/dev/null) || continue
+        if [ -L "$found_dir/$1" ] || { [ -f "$found_dir/$1" ] && [ -x "$found_dir/$1" ]; }; then
+            return 0
+        fi
+    done
+    return 1
+}
+
+# missing_needs: the require lines the target lacks, as "unit X, command Y".
+missing_needs() {
+    lacking=''
+    while read -r what name <&3; do
+        [ -n "$name" ] || continue
+        case $what in
+            unit) ! unit_in_image "$name" || continue ;;
+            command) ! command_in_image "$name" || continue ;;
+        esac
+        lacking="${lacking:+$lacking, }$what $name"
+    done 3<<NEEDS
+$needs
+NEEDS
+    printf '%s' "$lacking"
+}
+
+# check_needs: --strict stops here, before anything is written; otherwise the run goes on and
+# says what will not work until the target has it.
+check_needs() {
+    lacking=$(missing_needs)
+    [ -n "$lacking" ] || return 0
+    if [ "$strict" = yes ]; then
+        die "strict: $root lacks what the plan needs: $lacking; nothing installed (install the packages that provide them before $tool's install.sh)"
+    fi
+    say "warning: $root lacks what the plan needs: $lacking (its settings do not take effect until it is installed; --strict fails here)"
 }
 
 # --- files an earlier bundle installed that this one does not carry -----------------------------
@@ -634,6 +710,17 @@ ENTRIES
     edit_kernel_cmdline "$(edited_cmdline "$seed")" || failed=$((failed + 1))
 }
 
+# An image build of / (a build VM, a chroot): the image's own update-grub, so that the image is
+# captured with the arguments in grub.cfg; an image without it reads the drop-in when its boot
+# configuration is next generated.
+boot_image_grub() {
+    if [ "$root" = / ] && command -v update-grub >/dev/null 2>&1; then
+        run_step bootloader
+    else
+        say "kernel arguments: the grub.d drop-in is read when update-grub runs in the image"
+    fi
+}
+
 boot_arguments() {
     args_record=${record%/*}/kernel-args
     failed_before=$failed
@@ -647,8 +734,9 @@ boot_arguments() {
     elif [ "$live" = yes ]; then
         run_step bootloader
     else
-        say "kernel arguments: the grub.d drop-in is read when update-grub runs in the image"
+        boot_image_grub
     fi
+    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments ($kernel_args)"
     # Only a complete edit is recorded: after a failure the next run removes the old ones again.
     if [ "$failed" -eq "$failed_before" ]; then
         write_text "$args_record" "$(printf '%s' "$kernel_args" | tr ' ' '\n')"
@@ -694,17 +782,42 @@ tuned_layer() {
     write_text "$tuned_mode" manual
     if [ "$live" = yes ]; then
         run_step tuned "$selection"
+    else
+        deferred="${deferred:+$deferred, }tuned loads $selection"
     fi
+}
+
+# report_deferred: what an image build leaves to the image's first boot.
+report_deferred() {
+    step_list=''
+    while read -r step word <&3; do
+        [ -z "$step" ] || step_list="${step_list:+$step_list, }$(summary_of "$step")"
+    done 3<<STEPS
+$steps
+STEPS
+    deferred="$step_list${step_list:+${deferred:+, }}$deferred"
+    [ -z "$deferred_units" ] || deferred="${deferred:+$deferred, }start $deferred_units"
+    say "deferred to first boot: ${deferred:-nothing}"
 }
 
 # --- the run ------------------------------------------------------------------------------------
 
 root=/
 check_only=no
+image_build=no
+strict=no
 while [ $# -gt 0 ]; do
     case $1 in
         --check)
             check_only=yes
+            shift
+            ;;
+        --image-build)
+            image_build=yes
+            shift
+            ;;
+        --strict)
+            strict=yes
             shift
             ;;
         --root)
@@ -743,20 +856,40 @@ fi
 [ -d "$root" ] || die "no such directory: $root" 2
 root=$(CDPATH='' cd -P -- "$root" && pwd -P)
 
-# A live system: the root is / and systemd runs it (not a chroot at image build time).
-live=no
-if [ "$root" = / ] && [ -d /run/systemd/system ]; then
-    if ! command -v systemd-detect-virt >/dev/null 2>&1 || ! systemd-detect-virt --quiet --chroot; then
-        live=yes
+# in_chroot: / is not the root of process 1 (systemd-detect-virt --chroot compares the two; without
+# it, the same comparison where /proc/1/root can be read, as root).
+in_chroot() {
+    if command -v systemd-detect-virt >/dev/null 2>&1 && systemd-detect-virt --quiet --chroot; then
+        return 0
     fi
+    init_root=$(stat -Lc %d:%i /proc/1/root/ 2>/dev/null) || return 1
+    [ "$init_root" != "$(stat -Lc %d:%i /)" ]
+}
+
+# Live only when nothing says image build: the root is /, systemd runs it, it is not a chroot and
+# no --image-build was given. Each reason is said, so a build log shows why nothing was started.
+live=no
+if [ "$root" != / ]; then
+    where="image build: --root $root"
+elif [ "$image_build" = yes ]; then
+    where='image build: --image-build'
+elif [ ! -d /run/systemd/system ]; then
+    where='image build: systemd is not running'
+elif in_chroot; then
+    where='image build: in a chroot'
+else
+    live=yes
+    where='live system'
 fi
 
 installed=0
 unchanged=0
 skipped=0
 failed=0
-if [ "$live" = yes ]; then where='live system'; else where='image, offline'; fi
+deferred=''
+deferred_units=''
 say "installing the $label bundle into $root ($where)"
+check_needs
 
 # 1. Files of the overlay, with fixed modes.
 while read -r mode path <&3; do
@@ -801,6 +934,7 @@ if [ "$live" = yes ]; then
     say "limits.d applies to new login sessions; system.conf.d defaults and kernel arguments at the next boot"
 else
     say "sysctl, tmpfiles, udev, modules and boot units take effect when the image boots"
+    report_deferred
 fi
 
 say "done: $installed written, $unchanged unchanged, $skipped skipped, $failed failed"

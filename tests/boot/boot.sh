@@ -2,21 +2,27 @@
 # Bake a goldtune bundle into the cached Debian 12 root, boot it under QEMU and capture the
 # bundle collector's snapshot from the second serial port.
 #
-#   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init] [--user-data FILE] [--hook SCRIPT]
-#           [--collector FILE] [--timeout SECONDS] [--keep-image]
+#   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init|packer] [--user-data FILE]
+#           [--hook SCRIPT] [--collector FILE] [--timeout SECONDS] [--packer-timeout SECONDS]
+#           [--keep-image]
 #
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
 #                          cloud-init/user-data; cloud-init applies it at first boot
 #   --user-data FILE       with --delivery cloud-init: this file is the seed's user-data instead
 #                          (a form of it: user-data.mime.gz, composed with a team's part)
+#   --delivery packer      `packer build` of examples/packer/gpu-qemu.pkr.hcl on the image (qemu
+#                          builder, kernel and initrd through qemuargs): its provisioners upload
+#                          the bundle over SSH as the build user, with a key made for this run,
+#                          and run `install.sh --image-build`; the image Packer writes is booted
+#                          (--packer-timeout: the limit of `packer build`, default 960 s)
 #   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
 #   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
 #                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
 #                          rootfs/etc/goldtune/collect.conf, copied beside it
 #
-# Both deliveries boot with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
+# Every delivery boots with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
 # command line: the image has no boot loader, so this stands in for the GRUB drop-in.
 # The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log. A harness
 # unit waits until `systemctl is-system-running --wait` returns, runs the collector onto ttyS1
@@ -29,6 +35,7 @@
 set -eu
 
 HERE=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd -P)
+REPO=$(CDPATH='' cd -- "$HERE/../.." && pwd -P)
 bundle=""
 out=""
 delivery=rootfs
@@ -37,6 +44,7 @@ before=""
 collector=""
 user_data=""
 boot_timeout=600
+packer_timeout=960
 keep_image=no
 
 log() { printf 'boot: %s\n' "$*" >&2; }
@@ -55,12 +63,13 @@ while [ $# -gt 0 ]; do
         --collector) collector=$2; shift 2 ;;
         --user-data) user_data=$2; shift 2 ;;
         --timeout) boot_timeout=$2; shift 2 ;;
+        --packer-timeout) packer_timeout=$2; shift 2 ;;
         --keep-image) keep_image=yes; shift ;;
         *) die "unknown argument $1 (see the header of $0)" 2 ;;
     esac
 done
 if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
-case $delivery in rootfs | cloud-init) ;; *) die "--delivery is rootfs or cloud-init" 2 ;; esac
+case $delivery in rootfs | cloud-init | packer) ;; *) die "--delivery is rootfs, cloud-init or packer" 2 ;; esac
 [ -f "$bundle/install.sh" ] || die "$bundle is not a bundle (no install.sh)" 2
 [ "$(id -u)" = 0 ] || die "needs root" 2
 bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
@@ -124,6 +133,11 @@ ExecStart=/usr/local/sbin/boottest-report
 [Install]
 WantedBy=multi-user.target
 EOF
+    if [ "$delivery" = packer ]; then
+        # not in the Packer build's own boot of the image: only in the boot that verifies it
+        sed -i 's/^After=multi-user.target$/&\nConditionKernelCommandLine=goldtune.boottest=report/' \
+            "$root/etc/systemd/system/boottest-report.service"
+    fi
     mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
     ln -sf ../boottest-report.service "$root/etc/systemd/system/multi-user.target.wants/boottest-report.service"
 }
@@ -142,6 +156,62 @@ EOF
     mkdir -p "$seed"
     printf 'instance-id: goldtune-boottest\nlocal-hostname: goldtune-guest\n' >"$seed/meta-data"
     cp "$seed_user_data" "$seed/user-data"
+}
+
+# The Packer build reaches the guest over SSH (QEMU user networking, DHCP): sshd and
+# systemd-networkd on, and the build user's key made for this run. systemd-networkd is linked
+# in by hand, without `systemctl enable`, which would also enable systemd-networkd-wait-online:
+# the verifying boot has no network and it would fail there.
+prepare_packer_guest() {
+    root=$1
+    command -v packer >/dev/null 2>&1 || die "packer is needed for --delivery packer (apt-get install packer)"
+    command -v qemu-img >/dev/null 2>&1 || die "qemu-img is needed by packer's qemu builder (apt-get install qemu-utils)"
+    ssh-keygen -q -t ed25519 -N '' -C goldtune-boottest -f "$work/build-key"
+    owner=$(awk -F: '$1 == "build" { print $3 ":" $4 }' "$root/etc/passwd")
+    [ -n "$owner" ] || die "the cached root has no build user (tests/boot/build-rootfs.sh)"
+    install -d -m 0700 -o "${owner%:*}" -g "${owner#*:}" "$root/home/build/.ssh"
+    install -m 0600 -o "${owner%:*}" -g "${owner#*:}" "$work/build-key.pub" "$root/home/build/.ssh/authorized_keys"
+    systemctl --root="$root" --quiet enable ssh.service
+    # sudo looks the host name up (else "unable to resolve host" on every provisioner command)
+    printf '127.0.1.1\tgoldtune-guest\n' >>"$root/etc/hosts"
+    printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=yes\n' >"$root/etc/systemd/network/80-boottest.network"
+    mkdir -p "$root/etc/systemd/system/sockets.target.wants"
+    ln -sf /lib/systemd/system/systemd-networkd.service "$root/etc/systemd/system/multi-user.target.wants/"
+    ln -sf /lib/systemd/system/systemd-networkd.socket "$root/etc/systemd/system/sockets.target.wants/"
+}
+
+# packer build of the example template on $disk; $disk becomes the image it writes.
+run_packer() {
+    vars="$work/boottest.pkrvars.hcl"
+    cat >"$vars" <<EOF
+base_image           = "$disk"
+format               = "raw"
+bundle_dir           = "$bundle"
+install_flags        = "--image-build"
+driver_install       = ["echo 'boot test: this image has no NVIDIA packages (install_flags: no --strict)'"]
+ssh_username         = "build"
+ssh_private_key_file = "$work/build-key"
+accelerator          = "$accel"
+output_directory     = "$work/packer-output"
+qemuargs = [
+  ["-kernel", "$cache/vmlinuz"],
+  ["-initrd", "$cache/initrd.img"],
+  ["-append", "root=/dev/vda rw console=ttyS0 panic=-1"],
+  ["-serial", "file:$out/packer-console.log"],
+]
+EOF
+    status=0
+    (cd "$work" && CHECKPOINT_DISABLE=1 PACKER_CACHE_DIR="$work/packer_cache" \
+        timeout "$packer_timeout" packer build -color=false -var-file="$vars" \
+        "$REPO/examples/packer/gpu-qemu.pkr.hcl") </dev/null >"$out/packer.log" 2>&1 || status=$?
+    if [ "$status" != 0 ]; then
+        tail -n 60 "$out/packer.log" >&2
+        [ "$status" != 124 ] || die "packer build did not finish within $packer_timeout s (console: $out/packer-console.log)" 3
+        die "packer build failed ($status; log: $out/packer.log)"
+    fi
+    rm -f "$disk"
+    disk="$work/packer-output/gpu-golden.img"
+    [ -f "$disk" ] || die "packer build wrote no image at $disk"
 }
 
 kernel_args() {
@@ -177,6 +247,7 @@ case $delivery in
         die "install.sh --root failed"
     } ;;
     cloud-init) deliver_cloud_init "$work/root" ;;
+    packer) prepare_packer_guest "$work/root" ;;
 esac
 add_harness "$work/root"
 if [ -n "$hook" ]; then
@@ -188,11 +259,19 @@ step=$(now)
 size=$(( $(du -sm "$work/root" | cut -f1) * 13 / 10 + 384 ))
 mkfs.ext4 -q -F -L goldtune-root -d "$work/root" "$work/disk.img" "${size}M"
 rm -rf "$work/root"
-for disk in ssd hdd nvme; do truncate -s 64M "$work/$disk.img"; done
+for extra_disk in ssd hdd nvme; do truncate -s 64M "$work/$extra_disk.img"; done
+disk="$work/disk.img"
 timing image "$(elapsed "$step")"
 
 accel=$(choose_accel)
 append="root=/dev/vda rw console=ttyS0 panic=-1 $(kernel_args)"
+if [ "$delivery" = packer ]; then
+    step=$(now)
+    log "packer build ($accel, timeout ${packer_timeout} s)"
+    run_packer
+    timing packer-build "$(elapsed "$step")"
+    append="$append goldtune.boottest=report"
+fi
 log "booting ($accel, timeout ${boot_timeout} s): $append"
 step=$(now)
 status=0
@@ -200,7 +279,7 @@ timeout "$boot_timeout" qemu-system-x86_64 -accel "$accel" -m 2G -smp 2 -nic non
     -display none -monitor none \
     -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
     -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" \
-    -drive "file=$work/disk.img,format=raw,if=virtio,snapshot=on" \
+    -drive "file=$disk,format=raw,if=virtio,snapshot=on" \
     -device ahci,id=ahci \
     -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
     -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \

@@ -4,7 +4,10 @@
 #
 #   $CACHE/rootfs-<hash>/root/        the root filesystem (systemd, udev, kmod, procps, tuned,
 #                                     irqbalance, cloud-init; cloud-init is disabled by a marker
-#                                     file that boot.sh removes for the cloud-init scenario)
+#                                     file that boot.sh removes for the cloud-init scenario;
+#                                     openssh-server and sudo with the build user "build" for
+#                                     the Packer scenario: ssh.service is disabled and the user
+#                                     has no key until boot.sh --delivery packer adds one)
 #   $CACHE/rootfs-<hash>/vmlinuz      the Debian kernel
 #   $CACHE/rootfs-<hash>/initrd.img   a small initrd (MODULES=list: virtio_pci, virtio_blk, ext4)
 #
@@ -21,7 +24,7 @@ DEST="$CACHE/rootfs-$HASH"
 SUITE=bookworm
 # The guest's packages beyond debootstrap's minbase. python3 comes with tuned and cloud-init.
 PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates
-CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd"
+CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd openssh-server sudo"
 
 log() { printf 'build-rootfs: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -82,6 +85,13 @@ prepare_guest() {
     printf 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n' >"$root/etc/containerd/config.toml"
     # Root without a password on the console, only for debugging a failed boot interactively.
     chroot "$root" passwd -d root >/dev/null
+    # The Packer build user (tests/boot/test_packer.py): passwordless sudo, no password, no key
+    # here; boot.sh --delivery packer authorizes a key generated for each run and starts sshd.
+    chroot "$root" useradd --create-home --shell /bin/sh build
+    printf 'build ALL=(ALL) NOPASSWD:ALL\n' >"$root/etc/sudoers.d/90-build"
+    chmod 0440 "$root/etc/sudoers.d/90-build"
+    # Off in the other scenarios (they boot without a network).
+    chroot "$root" systemctl disable --quiet ssh.service
 }
 
 build() {

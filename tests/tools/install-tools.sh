@@ -17,6 +17,9 @@
 #               (dpkg-deb, for --deb, is in every Debian system)
 #   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
 #               an ext4 image with mkfs.ext4 -d and boots it under QEMU
+#   packer, qemu-utils, openssh-client: `packer validate` of examples/packer/ and the real
+#               `packer build` of tests/boot/test_packer.py (its qemu builder runs qemu-img; the
+#               build user's key is made with ssh-keygen)
 #
 # `udevadm verify` exists from systemd 254 on; bookworm has 252. Then the udev .deb of
 # bookworm-backports is downloaded with a private apt state (the system's sources stay untouched)
@@ -25,7 +28,8 @@
 set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
-    grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs)
+    grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs packer qemu-utils
+    openssh-client)
 UDEV_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}/udev
 
 missing=()
