@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
-from generator.errors import InputError
-from generator.inputs.yamlio import parse_yaml_text
+import yaml
+
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
 from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT
@@ -706,17 +706,38 @@ def merge_kubelet(base: dict[str, object], dropin: dict[str, object]) -> dict[st
     return merged
 
 
+# libyaml's safe parser when PyYAML has it, else the pure one (as generator/verify/image.py).
+SAFE_YAML: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def kubelet_yaml(text: str) -> dict[str, object] | str:
+    """One kubelet configuration file: a mapping, or why not (the parser's words, never the
+    file's). Aliases are refused before anything is built (billion laughs); kubelet's files
+    have no use for them."""
+    try:
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=SAFE_YAML)):
+            return "YAML aliases (*name) are not read"
+        data = yaml.load(text, Loader=SAFE_YAML)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or "not readable as YAML"
+        return f"invalid YAML: {' '.join(str(problem).split())[:120]}"
+    except RecursionError:
+        return "invalid YAML: nested too deeply"
+    if data is None:
+        return {}
+    return data if isinstance(data, dict) else "not a YAML mapping"
+
+
 def kubelet_files(live: Live) -> list[tuple[str, dict[str, object]]] | str:
     """(path, mapping) of each file kubelet read, in merge order; or why they cannot be had."""
     files = []
     for path in live.snapshot.values("kubelet-file", "-"):
         if path.startswith("!"):
-            return f"{path[1:]}"
-        text = "\n".join(live.snapshot.values("kubelet-config", path))
-        try:
-            files.append((path, parse_yaml_text(text, path) if text.strip() else {}))
-        except InputError as error:
-            return str(error.problems[0])
+            return path[1:]
+        parsed = kubelet_yaml("\n".join(live.snapshot.values("kubelet-config", path)))
+        if isinstance(parsed, str):
+            return f"{path}: {parsed}"
+        files.append((path, parsed))
     return files
 
 
