@@ -7,6 +7,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -936,3 +937,115 @@ def test_a_bad_require_line_is_refused_before_anything_is_written(
     assert f"install.list: line {last}: {message}; nothing installed" in result.stderr
     assert "$(reboot)" not in result.stderr
     assert list(root.iterdir()) == []
+
+
+# --- daemon.json: merged into the one in place (dockerd reads no drop-ins) -----------------------
+
+DOCKER_PROFILE = "extends: training\ncontainers: docker\nkubernetes: false\n"
+THEIRS = {
+    "default-runtime": "runc",
+    "log-driver": "journald",
+    "registry-mirrors": ["https://mirror.example"],
+    "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}},
+}
+
+
+def docker_bundle(tmp_path: Path) -> Path:
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    (tmp_path / "training-docker.yaml").write_text(DOCKER_PROFILE)
+    bundle = tmp_path / "bundle"
+    result = CliRunner().invoke(
+        main,
+        [
+            "--hw",
+            "dgx-h100",
+            "--profile",
+            str(tmp_path / "training-docker.yaml"),
+            "-o",
+            str(bundle),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return bundle
+
+
+def merge_tools(tmp_path: Path, merger: str) -> Path:
+    path = make_bin(tmp_path, {})
+    if merger == "jq":
+        (path / "jq").symlink_to(shutil.which("jq") or "/usr/bin/jq")
+    elif merger == "python3":
+        # the interpreter itself (a pyenv shim would need bash and pyenv on this PATH)
+        (path / "python3").symlink_to(os.path.realpath(sys.executable))
+    return path
+
+
+@pytest.mark.parametrize("merger", ["jq", "python3"])
+def test_daemon_json_is_merged_into_the_one_in_place(tmp_path: Path, merger: str) -> None:
+    """The bundle's keys win (default-runtime, runtimes.nvidia), every other key is kept (a
+    mirror, the log driver, another runtime beside ours); a re-install changes nothing; verify
+    --root judges the merged file by its settings."""
+    import json
+
+    if merger == "jq" and shutil.which("jq") is None:
+        pytest.skip("no jq here")
+    bundle = docker_bundle(tmp_path)
+    root = tmp_path / "image"
+    (root / "etc/docker").mkdir(parents=True)
+    (root / "etc/docker/daemon.json").write_text(json.dumps(THEIRS))
+    path = merge_tools(tmp_path, merger)
+    first = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "merging the bundle's keys into /etc/docker/daemon.json" in first.stdout
+    merged = json.loads((root / "etc/docker/daemon.json").read_text())
+    ours = json.loads((bundle / "rootfs/etc/docker/daemon.json").read_text())
+    assert merged["default-runtime"] == ours["default-runtime"] == "nvidia"
+    assert merged["runtimes"] == {**THEIRS["runtimes"], **ours["runtimes"]}
+    assert merged["log-driver"] == "journald"
+    assert merged["registry-mirrors"] == THEIRS["registry-mirrors"]
+    assert {key: merged[key] for key in ours if key != "runtimes"} == {
+        key: value for key, value in ours.items() if key != "runtimes"
+    }
+    before = image_tree(root)
+    second = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert second.returncode == 0, second.stdout
+    assert "unchanged /etc/docker/daemon.json" in second.stdout
+    assert image_tree(root) == before
+    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    docker = [c for c in checks if c.kind == "docker" or c.key == "/etc/docker/daemon.json"]
+    assert docker and all(c.verdict == Verdict.OK for c in docker), docker
+
+
+@pytest.mark.parametrize(
+    ("merger", "in_place", "said"),
+    [
+        ("python3", "[1, 2]", "is not a JSON object"),
+        ("python3", '{"debug": true,', "is not a JSON object"),
+        ("none", '{"debug": true}', "neither jq nor python3"),
+    ],
+    ids=["a-list", "not-json", "no-merger"],
+)
+def test_daemon_json_that_cannot_be_merged_is_left_as_it_is(
+    tmp_path: Path, merger: str, in_place: str, said: str
+) -> None:
+    bundle = docker_bundle(tmp_path)
+    root = tmp_path / "image"
+    (root / "etc/docker").mkdir(parents=True)
+    (root / "etc/docker/daemon.json").write_text(in_place)
+    result = run(bundle / "install.sh", "--root", str(root), path=merge_tools(tmp_path, merger))
+    assert result.returncode != 0
+    assert said in result.stdout
+    assert (root / "etc/docker/daemon.json").read_text() == in_place
+
+
+def test_daemon_json_without_one_in_place_is_the_bundles(tmp_path: Path) -> None:
+    bundle = docker_bundle(tmp_path)
+    root = tmp_path / "image"
+    root.mkdir()
+    result = run(bundle / "install.sh", "--root", str(root), path=merge_tools(tmp_path, "none"))
+    assert result.returncode == 0, result.stdout
+    assert (root / "etc/docker/daemon.json").read_bytes() == (
+        bundle / "rootfs/etc/docker/daemon.json"
+    ).read_bytes()

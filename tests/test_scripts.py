@@ -290,6 +290,53 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     assert "irqbalance" not in result.stdout
 
 
+def virtio_nic(root: Path, irqs: list[int], modalias: str) -> Path:
+    """eth0 as sysfs has a virtio NIC: its device link names the virtio device, whose parent is
+    the virtio PCI function that holds msi_irqs (and numa_node)."""
+    function = root / "sys/devices/pci0000:40/0000:40:01.0"
+    (function / "virtio1").mkdir(parents=True)
+    (function / "virtio1/modalias").write_text(modalias + "\n")
+    (function / "numa_node").write_text("1\n")
+    (function / "msi_irqs").mkdir()
+    for irq in irqs:
+        (function / "msi_irqs" / str(irq)).write_text("msix\n")
+        (root / "proc/irq" / str(irq)).mkdir(parents=True)
+        (root / "proc/irq" / str(irq) / "smp_affinity_list").write_text("0-3\n")
+    (root / "sys/class/net/eth0").mkdir(parents=True)
+    (root / "sys/class/net/eth0/device").symlink_to(function / "virtio1")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("modalias", "pinned"),
+    [("virtio:d00000001v00001AF4", True), ("pci:v00008086d00001592", False)],
+    ids=["virtio", "not-virtio"],
+)
+def test_irq_affinity_pins_a_virtio_nic_through_its_pci_function(
+    tmp_path: Path, modalias: str, pinned: bool
+) -> None:
+    """Multi-queue virtio-net (the detect boot's NIC): the vectors are the PCI function's. A
+    device that is not virtio is never taken for its parent (a bridge's AER/PME interrupts)."""
+    tree = virtio_nic(tmp_path / "tree", [24, 25, 26], modalias)
+    data = tmp_path / "irq.conf"
+    data.write_text("pin\teth0\t2-3\n")
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(make_bin(tmp_path, {"systemctl": "exit 1\n"})), "TEST_SYSROOT": str(tree)},
+    )
+    assert result.returncode == 0, result.stdout
+    affinity = {(tree / f"proc/irq/{irq}/smp_affinity_list").read_text() for irq in (24, 25, 26)}
+    if pinned:
+        assert affinity == {"2-3\n"}
+        assert "eth0: 3 interrupts pinned to CPUs 2-3; 0 refused" in result.stdout
+    else:
+        assert affinity == {"0-3\n"}
+        assert "eth0: no MSI interrupts" in result.stdout
+
+
 def numa_machine(root: Path, online: str, device: dict[str, str]) -> Path:
     """2 nodes x 16 cores x 2 threads (node 0: 0-15,32-47), CPU 0's sibling 32; one NIC ib0
     whose device directory holds DEVICE (local_cpulist, numa_node)."""

@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 from functools import cache
+from pathlib import Path
 
 import pytest
 from conftest import PROFILES, SYSTEMS
@@ -110,6 +111,31 @@ def test_artifact(system: str, profile: str, path: str, snapshot: SnapshotAssert
     assert snapshot(extension_class=ConfigFileExtension) == content.decode("utf-8")
 
 
+# The shipped example hardware files (examples/, issue 12), each with the profile its header names:
+# a machine the reference systems do not cover (Ampere Altra + A100 PCIe), reviewed like them.
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = [(path.stem, "training") for path in sorted(EXAMPLES_DIR.glob("*.yaml"))]
+
+
+def example_artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
+    return [
+        pytest.param(
+            example, profile, path, id=f"example-{example}-{profile}-{path.replace('/', '__')}"
+        )
+        for example, profile in EXAMPLES
+        for path in rendered(str(EXAMPLES_DIR / f"{example}.yaml"), profile)
+        if reviewed(path)
+    ]
+
+
+@pytest.mark.parametrize(("example", "profile", "path"), example_artifact_params())
+def test_example_artifact(
+    example: str, profile: str, path: str, snapshot: SnapshotAssertion
+) -> None:
+    content, _ = rendered(str(EXAMPLES_DIR / f"{example}.yaml"), profile)[path]
+    assert snapshot(extension_class=ConfigFileExtension) == content.decode("utf-8")
+
+
 def distro_artifact_params() -> list[pytest.param]:  # type: ignore[valid-type]
     return [
         pytest.param(
@@ -164,12 +190,11 @@ def test_distro_changes_only_what_its_snapshots_show(
 
 def test_no_stale_snapshot_files() -> None:
     """A snapshot whose artifact is no longer rendered is removed, not left to mislead reviewers."""
-    from pathlib import Path
-
     folder = Path(__file__).parent / "__snapshots__" / "test_snapshots"
     expected = (
         {f"test_artifact[{p.id}].txt" for p in artifact_params()}
         | {f"test_distro_artifact[{p.id}].txt" for p in distro_artifact_params()}
+        | {f"test_example_artifact[{p.id}].txt" for p in example_artifact_params()}
         | {f"test_distro_diff[{s}-{p}-on-{d}].txt" for s, p, d in DISTRO_COMBINATIONS}
     )
     assert sorted(path.name for path in folder.iterdir()) == sorted(expected)

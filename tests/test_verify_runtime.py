@@ -3,6 +3,8 @@ machine or image, and failing on the broken one it exists for."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -90,14 +92,123 @@ def test_live_containerd_merged_config() -> None:
     assert live.check_containerd(RUNTIME, snapshot()).verdict == Verdict.NOT_APPLICABLE
 
 
+DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"
+OURS_LIVE = f"{DROPIN_DIR}/90-goldtune.conf"
+OURS_YAML = (
+    'cpuManagerPolicy: "static"\n'
+    'reservedMemory:\n  - numaNode: 1\n    limits:\n      memory: "25677Mi"\n'
+)
+
+
+def kubelet_rows(arguments: str, files: dict[str, str]) -> Rows:
+    """kubelet.service running with ARGUMENTS, having read FILES in this order."""
+    return {
+        "runtime_unit": [("kubelet.service:ActiveState", "active")],
+        "runtime_cmdline": [("kubelet.service", arguments)],
+        "kubelet_file": [("-", path) for path in files],
+        "kubelet_config": [
+            (path, line) for path, text in files.items() for line in text.splitlines()
+        ],
+    }
+
+
+PLAIN = "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml"
+WITH_DIR = PLAIN + f" --config-dir={DROPIN_DIR}"
+MAIN = {"/var/lib/kubelet/config.yaml": "kind: KubeletConfiguration\ncpuManagerPolicy: none\n"}
+
+
 def test_live_kubelet_must_read_the_dropin_directory() -> None:
-    rows = {"runtime_unit": [("kubelet.service:ActiveState", "active")]}
-    plain = "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml"
-    without = snapshot(**rows, runtime_cmdline=[("kubelet.service", plain)])
+    without = snapshot(**kubelet_rows(PLAIN, MAIN))
     assert live.check_kubelet(POLICY, without).verdict == Verdict.DIFFERS
-    flag = plain + " --config-dir=/etc/kubernetes/kubelet.conf.d"
-    with_dir = snapshot(**rows, runtime_cmdline=[("kubelet.service", flag)])
-    assert live.check_kubelet(POLICY, with_dir).verdict == Verdict.OK
+    with_dir = snapshot(**kubelet_rows(WITH_DIR, {**MAIN, OURS_LIVE: OURS_YAML}))
+    check = live.check_kubelet(POLICY, with_dir)
+    assert (check.verdict, check.actual) == (Verdict.OK, f"static (from {OURS_LIVE})")
+    assert live.check_kubelet(RESERVED, with_dir).verdict == Verdict.OK
+
+
+def test_live_kubelet_effective_config_is_the_merge_of_its_files_and_flags() -> None:
+    """kubelet's merge (kubelet-config-directory-merging): a later file wins field by field,
+    a list is replaced whole, and a command-line flag wins over every file."""
+    local = f"{DROPIN_DIR}/95-local.conf"
+    later = {**MAIN, OURS_LIVE: OURS_YAML, local: "cpuManagerPolicy: none\n"}
+    check = live.check_kubelet(POLICY, snapshot(**kubelet_rows(WITH_DIR, later)))
+    assert check.verdict == Verdict.DIFFERS and local in check.reason, check
+    # a map in a later file is merged key by key: our reservedMemory is untouched by it
+    maps = {**MAIN, OURS_LIVE: OURS_YAML, local: "kubeReserved:\n  cpu: 100m\n"}
+    assert live.check_kubelet(RESERVED, snapshot(**kubelet_rows(WITH_DIR, maps))).verdict == (
+        Verdict.OK
+    )
+    # a list in a later file replaces ours: node 1's reservation is gone
+    node0 = "reservedMemory:\n  - numaNode: 0\n    limits:\n      memory: 1Gi\n"
+    replaced = {**MAIN, OURS_LIVE: OURS_YAML, local: node0}
+    check = live.check_kubelet(RESERVED, snapshot(**kubelet_rows(WITH_DIR, replaced)))
+    assert check.verdict == Verdict.MISSING, check
+    flagged = snapshot(**kubelet_rows(WITH_DIR + " --cpu-manager-policy none", later))
+    check = live.check_kubelet(POLICY, flagged)
+    assert check.verdict == Verdict.DIFFERS and "--cpu-manager-policy" in check.reason, check
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cpuManagerPolicy: &p static\nx: *p\n", "cpuManagerPolicy: [unclosed\n", "- a list\n"],
+    ids=["alias", "broken", "not-a-mapping"],
+)
+def test_live_kubelet_file_that_does_not_parse_is_missing_not_a_crash(text: str) -> None:
+    files = {**MAIN, OURS_LIVE: text}
+    check = live.check_kubelet(POLICY, snapshot(**kubelet_rows(WITH_DIR, files)))
+    assert check.verdict == Verdict.MISSING and OURS_LIVE in check.reason, check
+
+
+def collector_functions(*names: str) -> str:
+    """The named shell functions of the fixed collector, as it defines them."""
+    text = (Path(__file__).resolve().parents[1] / "templates/scripts/collect").read_text()
+    found = []
+    for name in names:
+        start = text.index(f"\n{name}() {{") + 1
+        found.append(text[start : text.index("\n}\n", start) + 3])
+    return "".join(found)
+
+
+def test_collector_records_the_files_of_the_running_kubelet_in_its_order(tmp_path: Path) -> None:
+    """A real process whose arguments are a kubelet's: the collector reads /proc/PID/cmdline and
+    records --config, then --config-dir's *.conf files by name, each line as it is; a FIFO and
+    a file of another suffix are not read."""
+    main = tmp_path / "config.yaml"
+    main.write_text("kind: KubeletConfiguration\ncpuManagerPolicy: none\n")
+    dropins = tmp_path / "conf.d"
+    dropins.mkdir()
+    (dropins / "95-local.conf").write_text("topologyManagerPolicy: best-effort\n")
+    (dropins / "90-goldtune.conf").write_text(OURS_YAML)
+    (dropins / "50-notes.txt").write_text("cpuManagerPolicy: none\n")
+    os.mkfifo(dropins / "10-fifo.conf")
+    kubelet = subprocess.Popen(
+        ["sh", "-c", "sleep 60", "kubelet", f"--config={main}", "--config-dir", str(dropins)]
+    )
+    try:
+        script = (
+            'rec() { printf \'%s\\t%s\\t%s\\n\' "$1" "$2" "$3"; }\nset -f\n'
+            + collector_functions("kubelet_file", "collect_kubelet_files")
+            + f"collect_kubelet_files {kubelet.pid}\n"
+        )
+        result = subprocess.run(
+            ["sh", "-c", script], capture_output=True, text=True, timeout=20, check=True
+        )
+    finally:
+        kubelet.kill()
+        kubelet.wait()
+    records = [line.split("\t", 2) for line in result.stdout.splitlines()]
+    order = [value for section, _, value in records if section == "kubelet-file"]
+    assert order == [str(main), f"{dropins}/90-goldtune.conf", f"{dropins}/95-local.conf"]
+    ours = [v for s, k, v in records if s == "kubelet-config" and k.endswith("90-goldtune.conf")]
+    assert ours == OURS_YAML.splitlines()  # the indentation kept: YAML
+    machine = snapshot(
+        runtime_unit=[("kubelet.service:ActiveState", "active")],
+        runtime_cmdline=[("kubelet.service", f"kubelet --config-dir={DROPIN_DIR}")],
+        kubelet_file=[(k, v) for s, k, v in records if s == "kubelet-file"],
+        kubelet_config=[(k, v) for s, k, v in records if s == "kubelet-config"],
+    )
+    assert live.check_kubelet(POLICY, machine).verdict == Verdict.OK
+    assert live.check_kubelet(RESERVED, machine).verdict == Verdict.OK
 
 
 def test_live_docker_default_runtime() -> None:

@@ -87,7 +87,7 @@ class CpuModel(StrictModel):
     key: ModelKey
     name: str
     aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: Literal["intel", "amd", "nvidia", "ampere"]
+    vendor: Literal["intel", "amd", "nvidia", "ampere", "other"]
     arch: Literal["x86_64", "aarch64"]
     cores_per_socket: Annotated[int, Field(gt=0, le=1024)] | None = None
     threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None

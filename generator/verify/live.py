@@ -15,7 +15,8 @@ missing, or not applicable here with the reason. What a kind measures:
 - ``service``: ``systemctl is-enabled``;
 - ``unit-dropin``: ``systemctl show`` of the runtime's unit, then its process's /proc/<pid>/limits;
   ``containerd``: ``containerd config dump``; ``docker``: ``docker info``'s default runtime;
-  ``kubelet``: kubelet started with ``--config-dir`` on the drop-in directory.
+  ``kubelet``: kubelet started with ``--config-dir`` on the drop-in directory, then the
+  configuration it merged from the files it read and its flags (its /configz, rebuilt).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
+
+import yaml
 
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
@@ -668,8 +671,105 @@ def check_docker(setting: Setting, live: Live) -> Check:
     return check_of(setting, actual, OK if f'"{actual}"' == setting.value else DIFFERS)
 
 
+# kubelet's effective configuration, as kubelet merged it at start. Its /configz endpoint shows it,
+# but only through the API server with credentials (`kubectl get --raw
+# /api/v1/nodes/NODE/proxy/configz`), which a node's verify does not have. The same result is
+# rebuilt from what kubelet read (kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/,
+# "Kubelet configuration merging order"): the --config file, then each *.conf file of
+# --config-dir in name order, a later file's fields overriding, maps merged key by key and lists
+# replaced whole (kubernetes.io/docs/reference/node/kubelet-config-directory-merging/); then
+# command-line flags, which win over every file. The collector records those files line by line
+# (kubelet-file, kubelet-config) from the running process's arguments.
+KUBELET_FLAG_OF_FIELD = {
+    "cgroupDriver": "--cgroup-driver",
+    "cpuManagerPolicy": "--cpu-manager-policy",
+    "topologyManagerPolicy": "--topology-manager-policy",
+    "topologyManagerScope": "--topology-manager-scope",
+    "memoryManagerPolicy": "--memory-manager-policy",
+    "reservedSystemCPUs": "--reserved-cpus",
+    "kubeReserved": "--kube-reserved",
+    "systemReserved": "--system-reserved",
+    "evictionHard": "--eviction-hard",
+    "reservedMemory": "--reserved-memory",
+}
+
+
+def merge_kubelet(base: dict[str, object], dropin: dict[str, object]) -> dict[str, object]:
+    """DROPIN over BASE as kubelet merges a drop-in: maps key by key, anything else replaced."""
+    merged = dict(base)
+    for name, value in dropin.items():
+        below = merged.get(name)
+        if isinstance(value, dict) and isinstance(below, dict):
+            merged[name] = merge_kubelet(below, value)
+        else:
+            merged[name] = value
+    return merged
+
+
+# libyaml's safe parser when PyYAML has it, else the pure one (as generator/verify/image.py).
+SAFE_YAML: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def kubelet_yaml(text: str) -> dict[str, object] | str:
+    """One kubelet configuration file: a mapping, or why not (the parser's words, never the
+    file's). Aliases are refused before anything is built (billion laughs); kubelet's files
+    have no use for them."""
+    try:
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=SAFE_YAML)):
+            return "YAML aliases (*name) are not read"
+        data = yaml.load(text, Loader=SAFE_YAML)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or "not readable as YAML"
+        return f"invalid YAML: {' '.join(str(problem).split())[:120]}"
+    except RecursionError:
+        return "invalid YAML: nested too deeply"
+    if data is None:
+        return {}
+    return data if isinstance(data, dict) else "not a YAML mapping"
+
+
+def kubelet_files(live: Live) -> list[tuple[str, dict[str, object]]] | str:
+    """(path, mapping) of each file kubelet read, in merge order; or why they cannot be had."""
+    files = []
+    for path in live.snapshot.values("kubelet-file", "-"):
+        if path.startswith("!"):
+            return path[1:]
+        parsed = kubelet_yaml("\n".join(live.snapshot.values("kubelet-config", path)))
+        if isinstance(parsed, str):
+            return f"{path}: {parsed}"
+        files.append((path, parsed))
+    return files
+
+
+def kubelet_field(document: dict[str, object], key: str) -> object | None:
+    """The value of a plan key (``field`` or ``field/entry``) in a merged configuration."""
+    field_name, _, entry = key.partition("/")
+    value = document.get(field_name)
+    if not entry:
+        return value
+    if isinstance(value, list):  # reservedMemory: [{numaNode: N, limits: {memory: Q}}]
+        for item in value:
+            if isinstance(item, dict) and str(item.get("numaNode")) == entry:
+                limits = item.get("limits")
+                return limits.get("memory") if isinstance(limits, dict) else None
+        return None
+    return value.get(entry) if isinstance(value, dict) else None
+
+
+def kubelet_flag(arguments: list[str], flag: str) -> str | None:
+    """The value of ``--flag=V`` or ``--flag V`` on kubelet's command line (the last wins)."""
+    found = None
+    for index, word in enumerate(arguments):
+        if word.startswith(flag + "="):
+            found = word[len(flag) + 1 :]
+        elif word == flag and index + 1 < len(arguments):
+            found = arguments[index + 1]
+    return found
+
+
 def check_kubelet(setting: Setting, live: Live) -> Check:
-    """kubelet must run with --config-dir on the drop-in directory (values: only at /configz)."""
+    """kubelet must run with --config-dir on the drop-in directory, and the configuration it
+    merged from its files and flags must hold the planned value."""
     state = unit_prop(live, KUBELET_UNIT, "ActiveState")
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
@@ -683,11 +783,35 @@ def check_kubelet(setting: Setting, live: Live) -> Check:
             DIFFERS,
             f"kubelet runs without --config-dir={KUBELET_DROPIN_DIR}",
         )
+    flag = KUBELET_FLAG_OF_FIELD.get(setting.key.partition("/")[0])
+    flagged = kubelet_flag(arguments.split(), flag) if flag else None
+    if flagged is not None:
+        return check_of(
+            setting,
+            f"{flag}={flagged}",
+            OK if flagged == setting.value and "/" not in setting.key else DIFFERS,
+            f"kubelet's {flag} on its command line wins over every configuration file",
+        )
+    files = kubelet_files(live)
+    if isinstance(files, str):
+        return check_of(setting, "?", MISSING, f"kubelet's configuration files: {files}")
+    if not files:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    merged: dict[str, object] = {}
+    last = ""
+    for path, document in files:
+        merged = merge_kubelet(merged, document)
+        if kubelet_field(document, setting.key) is not None:
+            last = path
+    actual = kubelet_field(merged, setting.key)
+    if actual is None:
+        return check_of(setting, "not set", MISSING, "no file kubelet read sets it")
+    good = str(actual) == setting.value
     return check_of(
         setting,
-        f"read from {KUBELET_DROPIN_DIR}",
-        OK,
-        "kubelet's merged values are shown by its /configz endpoint",
+        f"{actual} (from {last})",
+        OK if good else DIFFERS,
+        "" if good else f"{last} is merged after the drop-in and wins",
     )
 
 

@@ -272,18 +272,63 @@ put() {
     mv -f -- "$temporary" "$target"
 }
 
+# merge_daemon_json: dockerd reads this one file and no drop-ins, and an image often has one
+# already (registry mirrors, log options, a data root). So the bundle's daemon.json is merged into
+# the one in place instead of replacing it: objects merged key by key, the bundle's values
+# winning, every other key kept (jq's `*` on objects, "merged recursively"; python3 when there is
+# no jq), sorted and indented as the bundle writes it. $source becomes the merged file; a
+# re-install merges to the same bytes (unchanged). A link is replaced, never followed or read.
+# Returns 1 (the file left as it is, the step failed) when the one in place is not a JSON object
+# or there is no tool here to merge it.
+merge_daemon_json() { # path-in-root
+    { [ -f "$target" ] && [ ! -L "$target" ]; } || return 0
+    ! cmp -s -- "$source" "$target" || return 0
+    merged=$(mktemp) || die "cannot create a temporary file"
+    if command -v jq >/dev/null 2>&1; then
+        jq -S --indent 2 -s 'if (.[0] | type) == "object" then .[0] * .[1] else error end' \
+            -- "$target" "$source" >"$merged" 2>/dev/null
+    elif command -v python3 >/dev/null 2>&1; then
+        python3 -I -c 'import json, sys
+def merge(base, ours):
+    if not isinstance(base, dict) or not isinstance(ours, dict):
+        return ours
+    return {**base, **{key: merge(base.get(key), value) for key, value in ours.items()}}
+with open(sys.argv[1]) as there, open(sys.argv[2]) as ours:
+    base = json.load(there)
+    if not isinstance(base, dict):
+        sys.exit(1)
+    print(json.dumps(merge(base, json.load(ours)), indent=2, sort_keys=True))' \
+            "$target" "$source" >"$merged" 2>/dev/null
+    else
+        rm -f -- "$merged"
+        say "$target: a daemon.json is in place and neither jq nor python3 is here to merge the bundle's keys into it: left as it is"
+        failed=$((failed + 1))
+        return 1
+    fi || {
+        rm -f -- "$merged"
+        say "$target: the daemon.json in place is not a JSON object: left as it is, the bundle's keys not merged"
+        failed=$((failed + 1))
+        return 1
+    }
+    say "merging the bundle's keys into $1: its values win, the file's other keys are kept"
+    source=$merged
+}
+
 install_file() { # mode path-in-root
     source="$bundle/rootfs$2"
     if [ ! -f "$source" ] || [ -L "$source" ]; then
         die "bundle is incomplete: rootfs$2 is missing"
     fi
     target_of "$2" create
+    [ "$2" != /etc/docker/daemon.json ] || merge_daemon_json "$2" || return 0
     if same_file "$source" "$target" "$1"; then
+        [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
         say "unchanged $2"
         unchanged=$((unchanged + 1))
         return 0
     fi
     put "$source" "$1"
+    [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
     say "installed $2 (mode $1)"
     installed=$((installed + 1))
 }

@@ -4,7 +4,7 @@
 #
 #   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init|packer] [--user-data FILE]
 #           [--hook SCRIPT] [--collector FILE] [--timeout SECONDS] [--packer-timeout SECONDS]
-#           [--keep-image]
+#           [--keep-image] [--smp SPEC] [--qemu-args FILE]
 #
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
@@ -21,6 +21,13 @@
 #   --collector FILE       the collector to run (default: the bundle's
 #                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
 #                          rootfs/etc/goldtune/collect.conf, copied beside it
+#   --smp SPEC             QEMU's -smp (default 2)
+#   --qemu-args FILE       more QEMU arguments, one per line ("#" lines skipped), appended last
+#                          (tests/test_detect_boot.py's emulated topology: NUMA nodes, a PCI
+#                          expander bridge, a multi-queue tap NIC); QEMU then runs in a network
+#                          namespace of its own (unshare -n), so no tap device reaches the host's.
+#                          The disks name their bus (pci.0): QEMU would put a device without one
+#                          on an expander bridge given after them
 #
 # Every delivery boots with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
 # command line: the image has no boot loader, so this stands in for the GRUB drop-in.
@@ -46,6 +53,8 @@ user_data=""
 boot_timeout=600
 packer_timeout=960
 keep_image=no
+smp=2
+qemu_args=""
 
 log() { printf 'boot: %s\n' "$*" >&2; }
 die() { log "error: $1"; exit "${2:-1}"; }
@@ -65,11 +74,14 @@ while [ $# -gt 0 ]; do
         --timeout) boot_timeout=$2; shift 2 ;;
         --packer-timeout) packer_timeout=$2; shift 2 ;;
         --keep-image) keep_image=yes; shift ;;
+        --smp) smp=$2; shift 2 ;;
+        --qemu-args) qemu_args=$2; shift 2 ;;
         *) die "unknown argument $1 (see the header of $0)" 2 ;;
     esac
 done
 if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
 case $delivery in rootfs | cloud-init | packer) ;; *) die "--delivery is rootfs, cloud-init or packer" 2 ;; esac
+[ -z "$qemu_args" ] || [ -f "$qemu_args" ] || die "--qemu-args: no file $qemu_args" 2
 [ -f "$bundle/install.sh" ] || die "$bundle is not a bundle (no install.sh)" 2
 [ "$(id -u)" = 0 ] || die "needs root" 2
 bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
@@ -275,16 +287,32 @@ fi
 log "booting ($accel, timeout ${boot_timeout} s): $append"
 step=$(now)
 status=0
-timeout "$boot_timeout" qemu-system-x86_64 -accel "$accel" -m 2G -smp 2 -nic none -no-reboot \
+netns=""
+if [ -n "$qemu_args" ]; then
+    netns="unshare -n"
+    saved_ifs=$IFS
+    IFS='
+'
+    set -f
+    # shellcheck disable=SC2046 # one argument per line of the file, on purpose
+    set -- $(grep -v '^#' "$qemu_args")
+    set +f
+    IFS=$saved_ifs
+else
+    set --
+fi
+# shellcheck disable=SC2086 # $netns: nothing, or the command and its option
+timeout "$boot_timeout" $netns qemu-system-x86_64 -accel "$accel" -m 2G -smp "$smp" -nic none -no-reboot \
     -display none -monitor none \
     -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
     -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" \
-    -drive "file=$disk,format=raw,if=virtio,snapshot=on" \
-    -device ahci,id=ahci \
+    -drive "if=none,id=root,file=$disk,format=raw,snapshot=on" \
+    -device virtio-blk-pci,drive=root,bus=pci.0 \
+    -device ahci,id=ahci,bus=pci.0 \
     -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
     -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \
-    -drive "if=none,id=nvme,file=$work/nvme.img,format=raw" -device nvme,drive=nvme,serial=goldtune0 \
-    </dev/null >"$out/qemu.log" 2>&1 || status=$?
+    -drive "if=none,id=nvme,file=$work/nvme.img,format=raw" -device nvme,drive=nvme,serial=goldtune0,bus=pci.0 \
+    "$@" </dev/null >"$out/qemu.log" 2>&1 || status=$?
 timing boot "$(elapsed "$step")"
 timing total "$(elapsed "$started")"
 [ "$keep_image" = yes ] || rm -rf "$work"

@@ -30,6 +30,7 @@ import pytest
 
 from generator.model.layout import (
     COLLECT_SCRIPT,
+    CONTAINERD_UNIT,
     USER_DATA_MIME_GZ,
     VERIFY_ONLY_TARGETS,
     in_overlay,
@@ -45,6 +46,11 @@ HERE = Path(__file__).resolve().parent
 # the richest plan of the shipped set, with boot units for GPUs and NIC interrupts.
 SYSTEM = os.environ.get("GOLDTUNE_BOOT_SYSTEM", "dgx-h100")
 PROFILE = os.environ.get("GOLDTUNE_BOOT_PROFILE", "inference")
+# The profile of the tampered boot (GOLDTUNE_BOOT_K8S_PROFILE chooses another): the node layer of
+# issue 14 (containerd, installed in the cached root, and kubelet's drop-in) rides on the boot
+# that proves tampering is caught, so it costs no boot of its own. The plain boots keep
+# inference: its C-state kernel arguments and somaxconn are in no training plan.
+K8S_PROFILE = os.environ.get("GOLDTUNE_BOOT_K8S_PROFILE", "training-k8s")
 TOOLS = ("debootstrap", "qemu-system-x86_64", "mkfs.ext4", "unshare", "chroot")
 # Boot to power-off, measured on the development VM (2 vCPUs, TCG; tests/boot/README.md): the
 # slowest of each delivery. A loaded 2-core CI runner was more than 4x slower (a cloud-init boot
@@ -127,11 +133,10 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def bundle(out_dir: Path) -> Path:
-    path = out_dir / f"{SYSTEM}-{PROFILE}"
+def generate(out_dir: Path, profile: str) -> Path:
+    path = out_dir / f"{SYSTEM}-{profile}"
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", PROFILE, "-o", str(path)],
+        [sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", profile, "-o", str(path)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -139,6 +144,16 @@ def bundle(out_dir: Path) -> Path:
     )
     assert result.returncode == 0, result.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def bundle(out_dir: Path) -> Path:
+    return generate(out_dir, PROFILE)
+
+
+@pytest.fixture(scope="module")
+def k8s_bundle(out_dir: Path) -> Path:
+    return generate(out_dir, K8S_PROFILE)
 
 
 @pytest.fixture(scope="module")
@@ -335,10 +350,25 @@ def test_cloud_init_delivery_gives_the_same_verdicts(
     assert set(collector_files.values()) == {"not-applicable"}, collector_files
 
 
+def runtime_checks(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (c["kind"], c["key"]): c
+        for c in report["checks"]
+        if c["kind"] in ("unit-dropin", "containerd", "kubelet")
+    }
+
+
 def test_a_tampered_image_fails_verify(
-    bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any
+    out_dir: Path, k8s_bundle: Path, verify_snapshot: Any
 ) -> None:
+    """One sysctl changed in the installed file: verify fails on it and on nothing else. The
+    bundle is the Kubernetes node's (issue 14), so the same boot proves the runtime layer live:
+    the running containerd's /proc/<pid>/limits carry the drop-in's LimitMEMLOCK and LimitNOFILE,
+    and `containerd config dump` (its own parser, imports merged) has the NVIDIA runtime as the
+    CRI default."""
+    bundle = k8s_bundle
     plan = json.loads((bundle / "plan.json").read_text())
+    assert {"unit-dropin", "containerd", "kubelet"} <= {s["kind"] for s in plan["settings"]}
     key, value = next((s["key"], s["value"]) for s in plan["settings"] if s["kind"] == "sysctl")
     tampered = str(int(value) + 7) if value.isdigit() else "7"
     hook = out_dir / "tamper.sh"
@@ -348,6 +378,7 @@ def test_a_tampered_image_fails_verify(
         f"grep -q '^{key} = {tampered}$' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
     )
     hook.chmod(0o755)
+    collector = bundle / in_overlay(COLLECT_SCRIPT)
     status, report = verify_snapshot(
         bundle, boot(bundle, collector, out_dir / "tampered", "--hook", str(hook))
     )
@@ -355,6 +386,19 @@ def test_a_tampered_image_fails_verify(
     assert status == 1
     assert found[("sysctl", key)] == "differs"
     assert found[("file", "/etc/sysctl.d/90-goldtune.conf")] == "differs"
+    failing = {(c["kind"], c["key"]) for c in report["checks"] if c["verdict"] != "ok"}
+    failing -= {(c["kind"], c["key"]) for c in report["checks"] if c["verdict"] == "not-applicable"}
+    assert failing == {("sysctl", key), ("file", "/etc/sysctl.d/90-goldtune.conf")}, failing
+    runtime = runtime_checks(report)
+    for option in ("LimitMEMLOCK", "LimitNOFILE"):
+        check = runtime[("unit-dropin", f"{CONTAINERD_UNIT} {option}")]
+        assert check["verdict"] == "ok" and "running process too" in check["actual"], check
+    containerd = [c for (kind, _), c in runtime.items() if kind == "containerd"]
+    assert containerd and all(c["verdict"] == "ok" for c in containerd), containerd
+    default = 'plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name'
+    assert runtime[("containerd", default)]["actual"] == "nvidia"
+    kubelet = [c for (kind, _), c in runtime.items() if kind == "kubelet"]
+    assert kubelet and all(NOT_APPLICABLE_IN_VM["kubelet"] in c["reason"] for c in kubelet)
 
 
 @pytest.mark.xfail(

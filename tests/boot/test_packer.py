@@ -19,14 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_boot import (
+
+# test_boot.py's module fixtures, imported so that this module gets its own instances of them
+# (a tests/boot/conftest.py would shadow tests/conftest.py for `from conftest import ...`).
+from test_boot import (  # noqa: F401 -- bundle, collector, out_dir, verify_snapshot: fixtures
     HERE,
     PREPARE_TIMEOUT_S,
     assert_live,
     boot_timeout_s,
+    bundle,
+    collector,
     in_ci,
     missing_prerequisites,
+    out_dir,
     report_timing,
+    verify_snapshot,
 )
 
 pytestmark = pytest.mark.boot
@@ -43,7 +50,7 @@ PACKER_TOOLS = ("packer", "qemu-img", "ssh-keygen")
 
 
 @pytest.fixture(scope="module")
-def packer_out(out_dir: Path) -> Path:
+def packer_out(out_dir: Path) -> Path:  # noqa: F811 -- the imported fixture
     missing = [tool for tool in PACKER_TOOLS if shutil.which(tool) is None]
     if missing or missing_prerequisites():
         message = (
@@ -57,7 +64,10 @@ def packer_out(out_dir: Path) -> Path:
 
 
 def test_a_packer_built_image_boots_and_verifies(
-    bundle: Path, collector: Path, packer_out: Path, verify_snapshot: Any
+    bundle: Path,  # noqa: F811 -- the imported fixtures
+    collector: Path,  # noqa: F811
+    packer_out: Path,
+    verify_snapshot: Any,  # noqa: F811
 ) -> None:
     timeout_s = boot_timeout_s("rootfs")
     packer_timeout_s = (
