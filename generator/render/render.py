@@ -24,6 +24,7 @@ import jinja2
 from generator import TOOL, __version__
 from generator.errors import GenerationError
 from generator.model import layout
+from generator.model.jsontext import dumps_indented
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import MANIFEST, PLAN_FILE, in_overlay, target_of
 from generator.model.planio import plan_to_json
@@ -399,4 +400,4 @@ def render_manifest(plan: Plan, files: RenderedFiles) -> bytes:
             for path, (content, mode) in sorted(files.items())
         ],
     }
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (dumps_indented(data) + "\n").encode("utf-8")  # json.dumps(indent=2, sort_keys=True)
