@@ -15,7 +15,7 @@ import io
 import json
 import marshal
 import pickle
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -176,14 +176,27 @@ def _template_cache() -> jinja2.BytecodeCache | None:
     return TemplateCache(str(directory), pattern="%s.cache")
 
 
+class Environment(jinja2.Environment):
+    """Jinja's environment with each template's globals in a plain dict of its own.
+
+    Every render copies the template's globals into its context (about 36 times a bundle, with
+    the includes); Jinja keeps them as a ChainMap over the environment's globals, whose copy costs
+    about 20 µs against well under one for a dict. The environment's globals are never changed
+    after it is made, which is all the ChainMap would follow.
+    """
+
+    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
+        return {**self.globals, **(d or {})}
+
+
 @functools.lru_cache(maxsize=1)
 def make_environment() -> jinja2.Environment:
     """One environment per process: templates are compiled once, then reused for every bundle."""
-    env = jinja2.Environment(
+    env = Environment(
         bytecode_cache=_template_cache(),
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # noqa: S701 -- config files and shell data, not HTML; values checked by grammar
+        autoescape=False,  # config files and shell data, not HTML; values checked by grammar
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
