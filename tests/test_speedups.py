@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from generator.bundle.write import bundle_entries
 from generator.model.jsontext import dumps_indented
 from generator.model.setting import Plan
 from generator.render.formats import comment_text
@@ -91,3 +94,34 @@ def test_of_kind_is_a_scan_of_the_plan_asked() -> None:
 def test_comment_text_is_the_same_escaped_twice(text: str, expected: str) -> None:
     assert comment_text(text) == expected
     assert comment_text(text) == expected  # from the cache
+
+
+def walked_entries(directory: Path) -> set[str]:
+    """bundle_entries as it was: os.walk, symlinked folders listed, not descended into."""
+    found: set[str] = set()
+    for parent, dirs, names in os.walk(directory):
+        relative = PurePosixPath(Path(parent).relative_to(directory))
+        found.update(str(relative / name) for name in names)
+        found.update(
+            str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name))
+        )
+    return {path.removeprefix("./") for path in found}
+
+
+def test_bundle_entries_lists_what_os_walk_listed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "secret").write_text("x")
+    tree = tmp_path / "bundle"
+    (tree / "rootfs" / "etc" / "sysctl.d").mkdir(parents=True)
+    (tree / "empty" / "folder").mkdir(parents=True)
+    (tree / "manifest.json").write_text("{}")
+    (tree / "rootfs" / "etc" / "sysctl.d" / "90-goldtune.conf").write_text("")
+    (tree / "rootfs" / "etc" / "linked-folder").symlink_to(outside)  # listed, not entered
+    (tree / "rootfs" / "linked-file").symlink_to(outside / "deep" / "secret")
+    (tree / "dangling").symlink_to(tmp_path / "nothing")
+    os.mkfifo(tree / "rootfs" / "fifo")
+    assert bundle_entries(tree) == walked_entries(tree)
+    assert "rootfs/etc/linked-folder" in bundle_entries(tree)
+    assert not any("secret" in path for path in bundle_entries(tree))
+    assert bundle_entries(tmp_path / "missing") == walked_entries(tmp_path / "missing") == set()
