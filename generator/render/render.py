@@ -200,6 +200,9 @@ def make_environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        # a template loaded once serves the whole run: no stat of its file at every use (some 40
+        # a bundle, with the includes); all bundles of one matrix come from the same templates
+        auto_reload=False,
     )
     env.filters.update(
         comment=comment_text,
