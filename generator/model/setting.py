@@ -130,8 +130,9 @@ _grouped: list[tuple[tuple[Setting, ...], dict[str, tuple[Setting, ...]]]] = []
 
 def settings_by_kind(settings: tuple[Setting, ...]) -> dict[str, tuple[Setting, ...]]:
     """``settings`` grouped by kind, each group in plan order."""
-    if _grouped and _grouped[0][0] is settings:
-        return _grouped[0][1]
+    last = _grouped[0] if _grouped else None  # one read: another thread may replace it
+    if last is not None and last[0] is settings:
+        return last[1]
     groups: dict[str, list[Setting]] = {}
     for setting in settings:
         groups.setdefault(setting.kind, []).append(setting)
