@@ -1,11 +1,11 @@
 """``json.dumps(value, indent=2, sort_keys=True)``, byte for byte, without its slow path.
 
 With ``indent`` set, the standard library drops its C encoder for a pure-Python generator that
-yields every token: plan.json and manifest.json cost a bundle about three times what they need.
-Here each container is one ``join`` and each string goes to the C escaper the standard library
-uses itself (``ensure_ascii``, its default). Anything outside plain JSON data (a non-string key,
-an object of another type, a cycle) is handed to ``json.dumps``, so its result or its error is
-the standard library's own.
+yields every token. Here each container is one ``join`` and each string goes to the C escaper the
+standard library uses itself (``ensure_ascii``, its default): about 1.5x faster on a plan.json
+(Python 3.11 has no C encoder for indented output at all). Anything outside plain JSON data
+(a non-string key, an object of another type, a cycle) is handed to ``json.dumps``, so its
+result or its error is the standard library's own.
 """
 
 from __future__ import annotations
