@@ -289,6 +289,7 @@ def test_environment_is_strict_and_never_autoescapes() -> None:
     assert env.undefined is jinja2.StrictUndefined
     assert env.autoescape is False
     assert env.keep_trailing_newline is True
+    assert env.auto_reload is False  # loaded once a run: no stat of the file at each use
     with pytest.raises(jinja2.UndefinedError):
         env.from_string("{{ missing }}").render()
 

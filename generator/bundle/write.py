@@ -32,7 +32,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan
@@ -205,15 +205,33 @@ def check_target(target: Path) -> None:
 
 
 def bundle_entries(directory: Path) -> set[str]:
-    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed)."""
+    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed).
+
+    A link to a directory is an entry, not a folder to descend into; a folder that cannot be
+    listed is skipped, as ``os.walk`` skips it. Plain strings and ``scandir``'s own file types:
+    replacing a bundle lists its ~45 entries on the critical path.
+    """
     found: set[str] = set()
-    for parent, dirs, names in os.walk(directory):
-        relative = PurePosixPath(Path(parent).relative_to(directory))
-        found.update(str(relative / name) for name in names)
-        found.update(
-            str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name))
-        )
-    return {path.removeprefix("./") for path in found}
+    pending = [("", os.fspath(directory))]
+    while pending:
+        prefix, folder = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if _is_real_directory(entry):
+                        pending.append((f"{prefix}{entry.name}/", entry.path))
+                    else:
+                        found.add(prefix + entry.name)
+        except OSError:
+            continue
+    return found
+
+
+def _is_real_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:  # as os.walk: an entry whose type cannot be read is not descended into
+        return False
 
 
 def read_manifest_paths(directory: Path) -> set[str] | None:
@@ -252,9 +270,10 @@ def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
     """Write ``files`` below the new, empty ``root``, each directory created once."""
     os.chmod(root, DIR_MODE)
     write_file(root, STAGING_MARKER, b"", 0o600)
+    base = os.fspath(root)  # plain strings: ~70 paths a bundle, a Path join each cost more
     for directory in bundle_directories(files):
-        os.mkdir(root / directory, DIR_MODE)
-        os.chmod(root / directory, DIR_MODE)  # exactly, whatever the umask
+        os.mkdir(f"{base}/{directory}", DIR_MODE)
+        os.chmod(f"{base}/{directory}", DIR_MODE)  # exactly, whatever the umask
     for path, (content, mode) in sorted(files.items()):
         write_file(root, path, content, mode)
     os.unlink(root / STAGING_MARKER)
@@ -272,7 +291,7 @@ def bundle_directories(files: Mapping[str, tuple[bytes, int]]) -> list[str]:
 def write_file(root: Path, path: str, content: bytes, mode: int) -> None:
     """Create one new file (never through a symlink) with exactly ``mode``."""
     fd = os.open(
-        root / path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        f"{root}/{path}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
     )
     try:
         view = memoryview(content)

@@ -9,7 +9,7 @@ the catalog into immutable ``Facts``.
 # string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -22,11 +22,13 @@ from generator.inputs.catalog import (
     Index,
     NicModel,
 )
-from generator.inputs.distro import Distro, load_distros, resolve_distro
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
 from generator.textsafe import short_key
+
+if TYPE_CHECKING:  # the distribution tables' models are built only when a bundle targets one
+    from generator.inputs.distro import Distro
 
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
 # every shell and udev metacharacter because names reach scripts and rules.
@@ -514,8 +516,12 @@ def _parse_kernel(text: str | None) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _resolve_os(written: str | None, source: str, os_name: str | None) -> Distro | None:
+def _resolve_os(written: str | None, source: str, os_name: str | None) -> "Distro | None":
     """The target distribution: ``--os`` (``os_name``) wins over the file's ``os.distro``."""
+    if os_name is None and written is None:
+        return None  # portable: no distribution's tables read, nor their models defined
+    from generator.inputs.distro import load_distros, resolve_distro
+
     if os_name is not None:
         return resolve_distro(os_name, load_distros())
     if written is not None:

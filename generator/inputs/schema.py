@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar, get_args
 
@@ -245,6 +244,8 @@ def closest(
 ) -> str:
     """A hint naming the known choices closest to a misspelt ``word``."""
     choices = sorted(set(choices))
+    import difflib  # only to word an error: not in every run
+
     matches = difflib.get_close_matches(
         word.lower(), [c.lower() for c in choices], n=count, cutoff=cutoff
     )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from generator import TOOL, __version__
+from generator.model.jsontext import dumps_indented
 from generator.model.setting import SETTING_KINDS, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
@@ -28,7 +28,7 @@ def plan_to_data(plan: Plan) -> dict[str, Any]:
 
 
 def plan_to_json(plan: Plan) -> str:
-    return json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
+    return dumps_indented(plan_to_data(plan)) + "\n"  # json.dumps(indent=2, sort_keys=True)
 
 
 def _setting_from(item: dict[str, Any]) -> Setting:

@@ -115,7 +115,27 @@ class Plan(NamedTuple):
     distro: str = ""  # the target distribution's key; "" for a portable bundle
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
-        return tuple(s for s in self.settings if s.kind == kind)
+        return settings_by_kind(self.settings).get(kind, ())
 
     def get(self, kind: str, key: str) -> Setting | None:
         return next((s for s in self.settings if s.kind == kind and s.key == key), None)
+
+
+# The settings of the plan asked last, grouped by kind: rendering one bundle asks ``of_kind``
+# about 150 times, and a scan of every setting each time was a measurable share of a matrix
+# bundle. One entry, held (so its id cannot be reused) and matched by identity: a plan is
+# rendered whole before the next one is asked about.
+_grouped: list[tuple[tuple[Setting, ...], dict[str, tuple[Setting, ...]]]] = []
+
+
+def settings_by_kind(settings: tuple[Setting, ...]) -> dict[str, tuple[Setting, ...]]:
+    """``settings`` grouped by kind, each group in plan order."""
+    last = _grouped[0] if _grouped else None  # one read: another thread may replace it
+    if last is not None and last[0] is settings:
+        return last[1]
+    groups: dict[str, list[Setting]] = {}
+    for setting in settings:
+        groups.setdefault(setting.kind, []).append(setting)
+    by_kind = {kind: tuple(members) for kind, members in groups.items()}
+    _grouped[:] = [(settings, by_kind)]
+    return by_kind

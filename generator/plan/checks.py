@@ -11,7 +11,6 @@ is the user's input (exit 2), a bad value from a rule is a goldtune bug (exit 1)
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Collection, Iterable
 from typing import NamedTuple
@@ -129,6 +128,8 @@ def check_traps(setting: Setting) -> str | None:
 
 
 def suggest(key: str, known: Iterable[str]) -> str:
+    import difflib  # only to word an error: not in every run
+
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
     return f"; did you mean {close[0]!r}?" if close else ""
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from generator.inputs.distro import Backport, Distro, SysctlDefault, load_distros
 from generator.inputs.facts import Facts
 from generator.model.kinds import Kind
 from generator.model.setting import Note, PlanWarning, Setting
 from generator.plan.known_keys import KNOWN_SYSCTLS, KnownKey
+
+if TYPE_CHECKING:  # imported by portable_notes alone: a portable `gen` never loads the tables
+    from generator.inputs.distro import Backport, Distro, SysctlDefault
 
 DISTRO_RULE = "plan.distro"
 LOWERS_CHECK = "distro-default"
@@ -118,6 +121,8 @@ def key_available(known: KnownKey, kind: str, key: str, facts: Facts) -> bool:
 
 def portable_notes(distros: dict[str, Distro] | None = None) -> tuple[Note, ...]:
     """What a plan for no named distribution leaves unapplied, from the shipped tables."""
+    from generator.inputs.distro import load_distros
+
     by_key = {d.key: d for d in (distros or load_distros()).values()}
     notes = []
     for key, distro in sorted(by_key.items()):

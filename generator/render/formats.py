@@ -7,15 +7,21 @@ plan time, by the grammar of its kind (``generator.model.kinds``, checked in
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
 from generator.model.setting import Setting
 
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
+
+# A bundle escapes the same reasons in several files (its config file, EXPLAIN.md, the data
+# files, user-data), and a matrix the same ones in every bundle: each text is escaped once.
+@functools.lru_cache(maxsize=4096)
 def comment_text(text: str) -> str:
     """One line of comment text: control characters (newlines above all) become spaces."""
-    return " ".join(re.sub(r"[\x00-\x1f\x7f]", " ", text).split())
+    return " ".join(CONTROL_CHARACTERS.sub(" ", text).split())
 
 
 def reason_comment(setting: Setting) -> str:

@@ -1,0 +1,127 @@
+"""The shortcuts taken for speed (issue 17) give exactly what the slow, obvious code gives."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from generator.bundle.write import bundle_entries
+from generator.model.jsontext import dumps_indented
+from generator.model.setting import Plan
+from generator.render.formats import comment_text
+from tests.plans import FULL_SETTINGS, setting
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and the infinities too: json writes them by default
+    | st.text()  # every code point, escaped to ASCII
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(JSON_VALUES)
+def test_indented_json_is_json_dumps_byte_for_byte(value: Any) -> None:
+    assert dumps_indented(value) == json.dumps(value, indent=2, sort_keys=True)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {1: "a", "b": 2},  # a key json converts to text
+        {"when": object()},  # not JSON at all
+        [float("nan"), float("-inf"), 1e300, -0.0],
+    ],
+)
+def test_indented_json_leaves_the_rest_to_json(value: Any) -> None:
+    try:
+        expected = json.dumps(value, indent=2, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error), match=str(error)):
+            dumps_indented(value)
+        return
+    assert dumps_indented(value) == expected
+
+
+def test_indented_json_reports_a_cycle_as_json_does() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps_indented(looped)
+
+
+def scan(plan: Plan, kind: str) -> tuple[Any, ...]:
+    return tuple(s for s in plan.settings if s.kind == kind)
+
+
+def test_of_kind_is_a_scan_of_the_plan_asked() -> None:
+    first = Plan("hw", "profile", FULL_SETTINGS)
+    kinds = {s.kind for s in FULL_SETTINGS} | {"no-such-kind"}
+    assert all(first.of_kind(kind) == scan(first, kind) for kind in kinds)
+    # another plan, then the first again: neither is answered from the other's groups
+    other = Plan("hw", "profile", (setting("sysctl", "vm.swappiness", "10"),))
+    assert other.of_kind("sysctl") == scan(other, "sysctl")
+    assert other.of_kind("limit") == ()
+    assert first.of_kind("sysctl") == scan(first, "sysctl")
+    # a plan whose settings are equal but another tuple is grouped anew, with the same answer
+    copy = Plan("hw", "profile", FULL_SETTINGS[:1] + FULL_SETTINGS[1:])
+    assert copy.of_kind("sysctl") == scan(first, "sysctl")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain", "plain"),
+        ("two\nlines\r\n\tand  tabs\x7f", "two lines and tabs"),
+        ("  edges \x00 ", "edges"),
+    ],
+)
+def test_comment_text_is_the_same_escaped_twice(text: str, expected: str) -> None:
+    assert comment_text(text) == expected
+    assert comment_text(text) == expected  # from the cache
+
+
+def walked_entries(directory: Path) -> set[str]:
+    """bundle_entries as it was: os.walk, symlinked folders listed, not descended into."""
+    found: set[str] = set()
+    for parent, dirs, names in os.walk(directory):
+        relative = PurePosixPath(Path(parent).relative_to(directory))
+        found.update(str(relative / name) for name in names)
+        found.update(
+            str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name))
+        )
+    return {path.removeprefix("./") for path in found}
+
+
+def test_bundle_entries_lists_what_os_walk_listed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "secret").write_text("x")
+    tree = tmp_path / "bundle"
+    (tree / "rootfs" / "etc" / "sysctl.d").mkdir(parents=True)
+    (tree / "empty" / "folder").mkdir(parents=True)
+    (tree / "manifest.json").write_text("{}")
+    (tree / "rootfs" / "etc" / "sysctl.d" / "90-goldtune.conf").write_text("")
+    (tree / "rootfs" / "etc" / "linked-folder").symlink_to(outside)  # listed, not entered
+    (tree / "rootfs" / "linked-file").symlink_to(outside / "deep" / "secret")
+    (tree / "dangling").symlink_to(tmp_path / "nothing")
+    os.mkfifo(tree / "rootfs" / "fifo")
+    assert bundle_entries(tree) == walked_entries(tree)
+    assert "rootfs/etc/linked-folder" in bundle_entries(tree)
+    assert not any("secret" in path for path in bundle_entries(tree))
+    assert bundle_entries(tmp_path / "missing") == walked_entries(tmp_path / "missing") == set()
