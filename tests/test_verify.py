@@ -334,6 +334,23 @@ CASES = [
         [("unit-enabled", "goldtune-gpu.service", "enabled")],
         OK,
     ),
+    # the MPS unit starts a daemon: enabled but not running is a failure
+    (
+        ("service", "goldtune-cuda-mps.service", "enable"),
+        [
+            ("unit-enabled", "goldtune-cuda-mps.service", "enabled"),
+            ("unit-active", "goldtune-cuda-mps.service", "active"),
+        ],
+        OK,
+    ),
+    (
+        ("service", "goldtune-cuda-mps.service", "enable"),
+        [
+            ("unit-enabled", "goldtune-cuda-mps.service", "enabled"),
+            ("unit-active", "goldtune-cuda-mps.service", "inactive"),
+        ],
+        DIFFERS,
+    ),
     (
         ("service", "ctrl-alt-del.target", "mask"),
         [("unit-enabled", "ctrl-alt-del.target", "!absent")],

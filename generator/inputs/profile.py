@@ -52,6 +52,8 @@ class Knobs(StrictModel):
     gpu_power_limit_percent: Annotated[int, Field(ge=10, le=100)] | None = None
     gpu_ecc: Literal["enable", "leave"] | None = None
     gpu_mig: Literal["disable", "leave"] | None = None
+    # true: the CUDA MPS control daemon runs (a bool: YAML 1.1 reads a bare on/off as one)
+    gpu_mps: bool | None = None
     irq: Literal["pin", "irqbalance"] | None = None
     headless: bool | None = None
     multinode: bool | None = None
@@ -80,6 +82,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "gpu_power_limit_percent": None,
     "gpu_ecc": "enable",
     "gpu_mig": "leave",
+    "gpu_mps": False,
     "irq": "pin",
     "headless": True,
     "multinode": False,
@@ -145,6 +148,10 @@ class Profile:
     @property
     def gpu_mig(self) -> str:
         return str(self.knobs["gpu_mig"])
+
+    @property
+    def gpu_mps(self) -> bool:
+        return bool(self.knobs["gpu_mps"])
 
     @property
     def irq(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
 from generator.inputs.profile import Profile
-from generator.model.layout import GPU_UNIT
+from generator.model.layout import GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT
 from generator.rules.base import (
     Output,
     blacklist,
@@ -197,6 +197,42 @@ def mig(facts: Facts, profile: Profile) -> Output:
     yield gpu_action(
         "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
     )
+
+
+@rule("gpu.mps")
+def mps(facts: Facts, profile: Profile) -> Output:
+    """Run the CUDA MPS control daemon when the profile asks (knob gpu_mps, default false).
+
+    Who wants it: inference servers that run several small processes per GPU (several Triton
+    model instances or workers, each too small to fill an H100), and MPI codes with more ranks
+    than GPUs; kernels of different processes then run concurrently instead of time-sliced.
+    Off by default: a fatal GPU fault in one client ends the other clients sharing that GPU
+    (NVIDIA MPS guide, "Error Containment"), and clients need CUDA_MPS_PIPE_DIRECTORY set.
+    NVIDIA's MPS guide ("Starting MPS control daemon", multi-user setup) sets the GPU to
+    EXCLUSIVE_PROCESS first, so that only the MPS server holds a context; the compute mode stays
+    the profile's choice (gpu.compute-mode) and a note says when it is DEFAULT.
+    """
+    if not profile.gpu_mps:
+        return
+    if not facts.has_gpus:
+        yield note("MPS requested, but there is no GPU here: no MPS daemon")
+        return
+    yield service(
+        MPS_UNIT,
+        "enable",
+        "the profile asks for MPS: CUDA processes share each GPU through one MPS server, "
+        f"so their kernels run concurrently; clients must set CUDA_MPS_PIPE_DIRECTORY="
+        f"{MPS_PIPE_DIR}; started after {GPU_UNIT} (compute mode set first), before the "
+        "container runtimes, kubelet and slurmd",
+    )
+    if profile.gpu_compute_mode != "exclusive-process":
+        yield note(
+            "MPS with compute mode DEFAULT: a process that does not reach the MPS daemon (no "
+            f"CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR} in its environment) opens its own "
+            "context beside the MPS server and is time-sliced with it; NVIDIA's MPS guide sets "
+            "EXCLUSIVE_PROCESS so that only the server holds each GPU "
+            "(gpu_compute_mode: exclusive-process)"
+        )
 
 
 def _multi_node_nvlink(facts: Facts) -> str:

@@ -28,7 +28,7 @@ from fnmatch import fnmatchcase
 
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
-from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT
+from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT, MPS_UNIT
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
 from generator.model.setting import Setting
 from generator.verify.snapshot import Snapshot
@@ -527,6 +527,10 @@ def check_irq(setting: Setting, live: Live) -> Check:
     return check_of(setting, f"{setting.value} ({len(pairs)} IRQs)", OK)
 
 
+# The bundle's own units that start a daemon: enabled is not enough, it must be running.
+DAEMON_UNITS = frozenset({MPS_UNIT})
+
+
 def check_service(setting: Setting, live: Live) -> Check:
     state = live.snapshot.value("unit-enabled", setting.key)
     if state is None:
@@ -543,6 +547,14 @@ def check_service(setting: Setting, live: Live) -> Check:
         "disable": {"disabled", "masked", "masked-runtime"},
         "mask": {"masked", "masked-runtime"},
     }[setting.value]
+    if state in good and setting.value == "enable" and setting.key in DAEMON_UNITS:
+        running = active == "active"
+        return check_of(
+            setting,
+            f"{state}, {active}",
+            OK if running else DIFFERS,
+            "" if running else "the daemon this unit starts is not running",
+        )
     return check_of(setting, f"{state}, {active}", OK if state in good else DIFFERS)
 
 
