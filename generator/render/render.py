@@ -53,7 +53,15 @@ from generator.render.formats import (
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
 MANIFEST_FORMAT = f"{TOOL}-bundle/1"
-GPU_ACTION_ORDER = ("persistence", "ecc", "mig", "compute-mode", "clocks", "power-limit")
+GPU_ACTION_ORDER = (
+    "persistence",
+    "ecc",
+    "mig",
+    "mig-layout",
+    "compute-mode",
+    "clocks",
+    "power-limit",
+)
 
 
 class Output(NamedTuple):

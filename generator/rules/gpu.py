@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
 from generator.inputs.profile import Profile
+from generator.model import mig as mig_layouts
 from generator.model.layout import GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT
 from generator.rules.base import (
     Output,
@@ -188,14 +189,39 @@ def power_limit(facts: Facts, profile: Profile) -> Output:
 
 @rule("gpu.mig")
 def mig(facts: Facts, profile: Profile) -> Output:
-    """Turn MIG off at boot only when the profile asks and a GPU supports it."""
-    if profile.gpu_mig != "disable":
+    """MIG off, or a MIG layout, at boot: only when the profile asks and a GPU supports MIG.
+
+    A layout (knob gpu_mig_layout) turns MIG mode on and creates the GPU instances, each with its
+    default compute instance (nvidia-smi mig -cgi <profiles> -C), on every MIG-capable GPU.
+    GPU instances do not survive a reboot or a driver reload, so the boot unit creates them each
+    boot (NVIDIA MIG user guide, "Getting Started with MIG": MIG mode persists, instances do
+    not). The plan checks the layout against each model's profiles in hardware_db.
+    """
+    layout = profile.gpu_mig_layout
+    if profile.gpu_mig != "disable" and layout is None:
         return
-    if not any(group.model.supports_mig for group in facts.gpus):
-        yield note("MIG off requested, but no GPU here supports MIG")
+    capable = [group.model.key for group in facts.gpus if group.model.supports_mig]
+    if not capable:
+        yield note(f"MIG {'layout' if layout else 'off'} requested, but no GPU here supports MIG")
+        return
+    if layout is None:
+        yield gpu_action(
+            "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
+        )
         return
     yield gpu_action(
-        "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
+        "mig",
+        "on",
+        f"the profile's MIG layout needs MIG mode on {', '.join(capable)}; where the card "
+        "reports the change as pending, the boot unit says a GPU reset or reboot is needed",
+    )
+    yield gpu_action(
+        "mig-layout",
+        ",".join(mig_layouts.expanded(layout)),
+        "the profile's MIG layout ("
+        + ", ".join(f"{name} x{count}" for name, count in layout.items())
+        + "), created at every boot (instances do not survive a reboot), largest first; a "
+        "GPU that already has other instances is left as it is and reported",
     )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -467,6 +468,35 @@ def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]
     return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
 
 
+def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
+    """One GPU against the planned MIG instances: (what it has, whether that is the plan)."""
+    mode = row["mig.mode.current"]
+    if mode != "Enabled":
+        return f"MIG {mode}", "N/A" in mode or "Supported" in mode
+    found = live.snapshot.value("gpu-mig", row["index"])
+    if found is None:
+        return "instances not collected", False
+    if found.startswith("!"):
+        return found[1:], False
+    names = Counter() if found == "none" else Counter(found.split(","))
+    return found, names == planned
+
+
+def check_mig_layout(setting: Setting, live: Live) -> Check:
+    """Each MIG-capable GPU has exactly the planned GPU instances (GPUs without MIG: skipped)."""
+    planned = Counter(setting.value.split(","))
+    rows = gpu_rows(live)
+    results = [(row["index"], *mig_layout_actual(row, live, planned)) for row in rows]
+    text = "; ".join(f"GPU {index}: {actual}" for index, actual, _ in results)
+    if not results:
+        return check_of(setting, "no GPU rows", MISSING, NOT_COLLECTED)
+    if all(ok for _, _, ok in results):
+        return check_of(setting, text, OK)
+    return check_of(
+        setting, text, DIFFERS, f"{GPU_UNIT}'s log says why (a pending MIG mode, other instances)"
+    )
+
+
 def check_gpu(setting: Setting, live: Live) -> Check:
     tool = live.snapshot.value("gpu", "tool")
     if tool is None:
@@ -477,6 +507,8 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         )
     if tool.startswith("!"):
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
+    if setting.key == "mig-layout":
+        return check_mig_layout(setting, live)
     results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
     if setting.key == "clocks":
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"

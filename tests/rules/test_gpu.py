@@ -185,6 +185,22 @@ CASES: tuple[Case, ...] = (
         knobs={"gpu_mig": "disable"},
         note="supports MIG",
     ),
+    # a MIG layout: MIG on, then the instances largest first; nothing on GPUs without MIG
+    Case(
+        "mig-layout-h100",
+        gpu.mig,
+        {("gpu", "mig", "on"), ("gpu", "mig-layout", "3g.40gb,2g.20gb,1g.10gb,1g.10gb")},
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_mig_layout": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}},
+    ),
+    Case(
+        "mig-layout-l4",
+        gpu.mig,
+        set(),
+        hw={"gpus": [L4X1]},
+        knobs={"gpu_mig_layout": {"1g.10gb": 1}},
+        note="MIG layout requested, but no GPU here supports MIG",
+    ),
     # MPS: only on request; the unit after the GPU unit; DEFAULT compute mode gets a note
     Case("mps-off-default", gpu.mps, set(), hw={"gpus": [H100X8]}),
     Case(
