@@ -20,8 +20,10 @@ from generator.model.layout import in_overlay
 from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
 from generator.render.render import render_bundle
+from generator.verify import health
 from generator.verify.run import collector_script
 from generator.verify.snapshot import Snapshot, parse_snapshot
+from generator.verify.verdicts import Verdict
 
 MPS_UNIT_FILE = in_overlay(layout.unit_file(layout.MPS_UNIT))
 WORKLOADS = {"kubelet.service", "containerd.service", "docker.service", "slurmd.service"}
@@ -338,3 +340,62 @@ def test_the_collector_lists_the_mig_instances_of_each_gpu_in_mig_mode(tmp_path:
     assert snap.value("gpu-mig", "0") == "3g.40gb,1g.10gb+me"
     assert snap.value("gpu-mig", "1") is None  # MIG off: nothing to list
     assert snap.value("gpu-mig", "2") == "none"
+
+
+# --- Xid events: collected from this boot's kernel log, a failed health check ------------------
+
+XID_LINES = (
+    "NVRM: Xid (PCI:0000:1b:00): 79, pid=1896, GPU has fallen off the bus.",
+    "NVRM: Xid (PCI:0000:43:00): 48, pid=2100, DBE (double bit error) ECC error",
+    "NVRM: Xid (PCI:0000:1b:00): 79, pid=1896, GPU has fallen off the bus.",
+)
+FAKE_JOURNALCTL = """\
+case "$*" in
+    *"-k"*) printf '%s\\n' "usb 1-1: new device" "$FAKE_XIDS" "eth0: link up" ;;
+esac
+"""
+
+
+def test_the_collector_counts_and_keeps_this_boots_xid_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_XIDS", "\n".join(XID_LINES))
+    snap = run_collector_with(
+        tmp_path, MIG_PLAN, {"nvidia-smi": COLLECT_SMI, "journalctl": FAKE_JOURNALCTL}
+    )
+    assert snap.value("xid", "count") == "3"
+    assert snap.values("xid", "-") == list(XID_LINES)
+
+
+def test_the_collector_reports_no_xid_as_zero(tmp_path: Path) -> None:
+    snap = run_collector_with(
+        tmp_path, MIG_PLAN, {"nvidia-smi": COLLECT_SMI, "journalctl": "echo 'eth0: link up'\n"}
+    )
+    assert snap.value("xid", "count") == "0"
+
+
+def snapshot_of(*records: tuple[str, str, str]) -> Snapshot:
+    lines = ["goldtune-snapshot\tbegin\t1", *("\t".join(r) for r in records)]
+    return parse_snapshot("\n".join([*lines, "goldtune-snapshot\tend\t1", ""]))
+
+
+def test_xid_events_fail_the_health_check_naming_each_xid_and_gpu() -> None:
+    records = [("xid", "count", "3"), *(("xid", "-", line) for line in XID_LINES)]
+    (check,) = health.check_xid(snapshot_of(*records))
+    assert check.verdict == Verdict.DIFFERS
+    assert check.actual == "Xid 79 on 0000:1b:00 (x2); Xid 48 on 0000:43:00"
+    assert "docs.nvidia.com/deploy/xid-errors" in check.reason
+
+
+@pytest.mark.parametrize(
+    ("count", "verdict"), [("0", Verdict.OK), ("!unavailable", Verdict.NOT_APPLICABLE)]
+)
+def test_no_xid_is_healthy_and_an_unreadable_log_is_not_judged(
+    count: str, verdict: Verdict
+) -> None:
+    (check,) = health.check_xid(snapshot_of(("xid", "count", count)))
+    assert check.verdict == verdict
+
+
+def test_no_xid_section_no_check() -> None:
+    assert health.check_xid(snapshot_of(("meta", "uid", "0"))) == []
