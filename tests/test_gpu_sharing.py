@@ -48,6 +48,7 @@ def test_the_mps_unit_runs_the_daemon_after_the_gpu_unit_before_the_workloads(
     text = files[MPS_UNIT_FILE][0].decode()
     assert f"ExecStart={layout.MPS_CONTROL} -d\n" in text
     assert "Type=forking\n" in text
+    assert "RuntimeDirectoryMode=1777\n" in text  # servers run with each client's UID
     assert f"CUDA_MPS_PIPE_DIRECTORY={layout.MPS_PIPE_DIR} " in text
     assert f"CUDA_MPS_LOG_DIRECTORY={layout.MPS_LOG_DIR}\n" in text
     (after,) = re.findall(r"^After=(.*)$", text, re.MULTILINE)
