@@ -11,8 +11,9 @@ missing, or not applicable here with the reason. What a kind measures:
 - ``udev``: the scheduler of every disk of that kind that the bundle's rules match;
 - ``tuned``: the active profile, the live value where tuned's option has one, else
   ``tuned-adm verify``;
-- ``gpu``: ``nvidia-smi --query-gpu``; ``irq``: smp_affinity_list of the interface's MSI IRQs;
-- ``service``: ``systemctl is-enabled``;
+- ``gpu``: ``nvidia-smi --query-gpu``, and ``nvidia-smi mig -lgi`` for a MIG layout; ``irq``:
+  smp_affinity_list of the interface's MSI IRQs;
+- ``service``: ``systemctl is-enabled``, and ``is-active`` for a daemon of the bundle's own;
 - ``unit-dropin``: ``systemctl show`` of the runtime's unit, then its process's /proc/<pid>/limits;
   ``containerd``: ``containerd config dump``; ``docker``: ``docker info``'s default runtime;
   ``kubelet``: kubelet started with ``--config-dir`` on the drop-in directory.
