@@ -12,8 +12,8 @@ is the user's input (exit 2), a bad value from a rule is a goldtune bug (exit 1)
 from __future__ import annotations
 
 import difflib
-from collections import Counter
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import NamedTuple
 
