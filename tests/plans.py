@@ -78,6 +78,7 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("service", "goldtune-gpu.service", "enable", "gpu.boot-unit"),
     setting("service", "goldtune-irq-affinity.service", "enable", "irq.pin-nics"),
     setting("service", "nvidia-persistenced.service", "enable", "gpu.persistence"),
+    setting("service", "goldtune-cuda-mps.service", "enable", "gpu.mps"),
     setting("service", "irqbalance.service", "disable", "irq.irqbalance"),
     setting("service", "bluetooth.service", "mask", "hygiene.services"),
     setting(

@@ -93,6 +93,30 @@ BAD = [
         "expected int",
     ),
     (
+        "MIG layout with a name that is no MIG profile",
+        {"a.yaml": 'intent: training\ngpu_mig_layout: {"3g.40gb; reboot": 1}\n'},
+        "a.yaml",
+        "gpu_mig_layout",
+        "",
+    ),
+    (
+        "MIG layout with a count above 7",
+        {"a.yaml": 'intent: training\ngpu_mig_layout: {"1g.10gb": 8}\n'},
+        "a.yaml",
+        "gpu_mig_layout",
+        "invalid value 8: expected less than or equal to 7",
+    ),
+    (
+        "MIG layout while a parent turns MIG off",
+        {
+            "a.yaml": 'extends: b.yaml\ngpu_mig_layout: {"7g.80gb": 1}\n',
+            "b.yaml": "intent: training\ngpu_mig: disable\n",
+        },
+        "a.yaml",
+        "gpu_mig_layout",
+        "gpu_mig is disable (set by b)",
+    ),
+    (
         "override without reason",
         {"a.yaml": "intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: 1}]\n"},
         "a.yaml",

@@ -234,7 +234,7 @@ def test_services_disable_and_mask_come_before_enable(full: dict[str, str]) -> N
     order = [
         m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))
     ]
-    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 3
+    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 4
 
 
 def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:

@@ -136,6 +136,10 @@ def test_bad_snapshots_are_bad_input(text, needle):
 
 # --- one table per kind: setting, what the collector saw, verdict ---------------------------
 
+H100_MIG = (
+    "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, "
+    "1980, 1980, {mig}, {mig}"
+)
 CASES = [
     # sysctl: /proc/sys, whitespace as the kernel prints it
     (("sysctl", "vm.swappiness", "1"), [("sysctl", "vm.swappiness", "1")], OK),
@@ -334,6 +338,23 @@ CASES = [
         [("unit-enabled", "goldtune-gpu.service", "enabled")],
         OK,
     ),
+    # the MPS unit starts a daemon: enabled but not running is a failure
+    (
+        ("service", "goldtune-cuda-mps.service", "enable"),
+        [
+            ("unit-enabled", "goldtune-cuda-mps.service", "enabled"),
+            ("unit-active", "goldtune-cuda-mps.service", "active"),
+        ],
+        OK,
+    ),
+    (
+        ("service", "goldtune-cuda-mps.service", "enable"),
+        [
+            ("unit-enabled", "goldtune-cuda-mps.service", "enabled"),
+            ("unit-active", "goldtune-cuda-mps.service", "inactive"),
+        ],
+        DIFFERS,
+    ),
     (
         ("service", "ctrl-alt-del.target", "mask"),
         [("unit-enabled", "ctrl-alt-del.target", "!absent")],
@@ -346,6 +367,26 @@ CASES = [
     ),
     # gpu
     (("gpu", "persistence", "on"), [("gpu", "tool", "!absent")], NA),
+    # MIG layout: the live instances, as many of each profile as planned
+    *(
+        (
+            ("gpu", "mig-layout", "3g.40gb,2g.20gb,1g.10gb,1g.10gb"),
+            [("gpu", "tool", "ok"), ("gpu", "0", H100_MIG.format(mig="Enabled")), *instances],
+            verdict,
+        )
+        for instances, verdict in (
+            ([("gpu-mig", "0", "1g.10gb,3g.40gb,1g.10gb,2g.20gb")], OK),
+            ([("gpu-mig", "0", "3g.40gb,2g.20gb,1g.10gb")], DIFFERS),
+            ([("gpu-mig", "0", "none")], DIFFERS),
+            ([("gpu-mig", "0", "!failed Insufficient Permissions")], DIFFERS),
+            ([], DIFFERS),
+        )
+    ),
+    (  # MIG mode still off (a reset pending): not the plan
+        ("gpu", "mig-layout", "7g.80gb"),
+        [("gpu", "tool", "ok"), ("gpu", "0", H100_MIG.format(mig="Disabled"))],
+        DIFFERS,
+    ),
     (
         ("gpu", "persistence", "on"),
         [

@@ -20,10 +20,12 @@ from generator.inputs import schema as validation
 from generator.inputs.catalog_cache import cached
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
+from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
 from generator.paths import hardware_db_dir
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
 PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
+MigProfile = Annotated[str, StringConstraints(pattern=rf"^{MIG_PROFILE_NAME}$")]
 Sources = Annotated[list[Annotated[str, StringConstraints(min_length=3)]], Field(min_length=1)]
 
 
@@ -51,6 +53,9 @@ class GpuModel(StrictModel):
     max_graphics_clock_mhz: Annotated[int, Field(gt=0, le=10000)] | None = None
     max_memory_clock_mhz: Annotated[int, Field(gt=0, le=20000)] | None = None
     mig_max_instances: Annotated[int, Field(ge=0, le=7)] | None = None  # 0: no MIG
+    # The MIG GPU instance profiles and how many of each fit one GPU (NVIDIA MIG user guide,
+    # "Supported MIG Profiles"; mig-parted's per-model configs); empty: not known here.
+    mig_profiles: dict[MigProfile, Annotated[int, Field(ge=1, le=7)]] = {}  # noqa: RUF012 -- pydantic copies field defaults
     nvlink_generation: Annotated[int, Field(ge=0, le=9)] | None = None  # 0: no NVLink
     nvswitch_baseboard: bool = False  # its 8-GPU HGX/DGX baseboard connects GPUs through NVSwitch
     # Its NVLink domain spans trays through external NVLink switch trays (NVL72), which run the

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
+from generator.inputs.catalog import MigProfile
 from generator.inputs.hardware import BundleName, find_input
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
@@ -52,6 +53,17 @@ class Knobs(StrictModel):
     gpu_power_limit_percent: Annotated[int, Field(ge=10, le=100)] | None = None
     gpu_ecc: Literal["enable", "leave"] | None = None
     gpu_mig: Literal["disable", "leave"] | None = None
+    # true: the CUDA MPS control daemon runs (a bool: YAML 1.1 reads a bare on/off as one)
+    gpu_mps: bool | None = None
+    # A MIG layout for every MIG-capable GPU: instances per GPU instance profile, as NVIDIA's
+    # mig-parted writes mig-devices ({"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}); checked
+    # against each GPU model's profiles in hardware_db. Implies MIG mode on.
+    gpu_mig_layout: (
+        Annotated[
+            dict[MigProfile, Annotated[int, Field(ge=1, le=7)]], Field(min_length=1, max_length=7)
+        ]
+        | None
+    ) = None
     irq: Literal["pin", "irqbalance"] | None = None
     headless: bool | None = None
     multinode: bool | None = None
@@ -80,6 +92,8 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "gpu_power_limit_percent": None,
     "gpu_ecc": "enable",
     "gpu_mig": "leave",
+    "gpu_mps": False,
+    "gpu_mig_layout": None,
     "irq": "pin",
     "headless": True,
     "multinode": False,
@@ -145,6 +159,15 @@ class Profile:
     @property
     def gpu_mig(self) -> str:
         return str(self.knobs["gpu_mig"])
+
+    @property
+    def gpu_mps(self) -> bool:
+        return bool(self.knobs["gpu_mps"])
+
+    @property
+    def gpu_mig_layout(self) -> dict[str, int] | None:
+        value = self.knobs["gpu_mig_layout"]
+        return None if value is None else {str(name): int(n) for name, n in value.items()}
 
     @property
     def irq(self) -> str:
@@ -231,6 +254,15 @@ def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, P
                 str(leaf_path),
                 "intent",
                 "required: inference or training (here or in a profile it extends)",
+            )
+        )
+    if knobs["gpu_mig"] == "disable" and knobs["gpu_mig_layout"] is not None:
+        raise InputError(
+            Problem(
+                str(leaf_path),
+                "gpu_mig_layout",
+                f"a MIG layout needs MIG on, but gpu_mig is disable (set by "
+                f"{origins['gpu_mig']}); drop one of the two",
             )
         )
     assert leaf.name is not None

@@ -36,6 +36,7 @@ from types import MappingProxyType
 
 from generator.model import layout
 from generator.model.layout import in_overlay
+from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
 
 
 class Kind(StrEnum):
@@ -65,6 +66,7 @@ class GpuAction(StrEnum):
     PERSISTENCE = "persistence"
     ECC = "ecc"
     MIG = "mig"
+    MIG_LAYOUT = "mig-layout"  # GPU instances (with their default compute instance), after mig on
     COMPUTE_MODE = "compute-mode"
     CLOCKS = "clocks"
     POWER_LIMIT = "power-limit"
@@ -290,6 +292,8 @@ KINDS: tuple[KindSpec, ...] = (
                 GpuAction.CLOCKS: "max|reset|[1-9][0-9]{1,4}",
                 GpuAction.POWER_LIMIT: "[1-9][0-9]{0,3}|(?:[1-9][0-9]?|100)%",
                 GpuAction.MIG: "on|off",
+                # the instances in nvidia-smi mig -cgi order: profile names, comma-separated
+                GpuAction.MIG_LAYOUT: rf"{MIG_PROFILE_NAME}(?:,{MIG_PROFILE_NAME}){{0,6}}",
             }
         ),
         shape=f"one of the GPU actions {', '.join(GpuAction)}",

@@ -76,6 +76,13 @@ GPU_UNIT = f"{TOOL}-gpu.service"
 IRQ_UNIT = f"{TOOL}-irq-affinity.service"
 GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
 IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
+# The CUDA MPS control daemon (nvidia-cuda-mps-control -d), when the profile asks for MPS. The
+# driver packages ship the binary but no unit; clients must use the same pipe directory
+# (NVIDIA MPS docs, CUDA_MPS_PIPE_DIRECTORY; the default /tmp/nvidia-mps is not per-boot).
+MPS_UNIT = f"{TOOL}-cuda-mps.service"
+MPS_CONTROL = "/usr/bin/nvidia-cuda-mps-control"
+MPS_PIPE_DIR = "/run/nvidia-mps"
+MPS_LOG_DIR = "/var/log/nvidia-mps"
 CONTAINERD_UNIT = "containerd.service"
 DOCKER_UNIT = "docker.service"
 KUBELET_UNIT = "kubelet.service"

@@ -12,10 +12,12 @@ is the user's input (exit 2), a bad value from a rule is a goldtune bug (exit 1)
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from typing import NamedTuple
 
 from generator.inputs.facts import Facts
+from generator.model import mig
 from generator.model.kinds import KIND_SPECS, Kind
 from generator.model.setting import PlanWarning, Setting
 from generator.plan.distro import key_available
@@ -257,6 +259,27 @@ def check_hugepages(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
     return []
 
 
+def check_mig_layout(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
+    """The profile's MIG layout fits each MIG-capable GPU model here (generator.model.mig)."""
+    layout = next((s for s in settings if s.kind == Kind.GPU and s.key == "mig-layout"), None)
+    if layout is None:
+        return []
+    counts = dict(Counter(layout.value.split(",")))
+    findings = []
+    for model in {group.model.key: group.model for group in facts.gpus}.values():
+        if not model.supports_mig:
+            continue
+        if not model.mig_profiles:
+            problem = "its MIG profiles are not in hardware_db, so the layout cannot be checked"
+        else:
+            problem = mig.layout_problem(counts, model.mig_profiles) or ""
+        if problem:
+            findings.append(
+                Finding(layout, f"gpu_mig_layout on {model.key}: {problem}", plan_wide=True)
+            )
+    return findings
+
+
 def kernel_cmdline(settings: Iterable[Setting]) -> str:
     return " ".join(
         s.key if s.value == "" else f"{s.key}={s.value}"
@@ -325,7 +348,7 @@ def check_plan(
     wrong = {finding.setting for finding in findings if finding.setting is not None}
     fitting = tuple(setting for setting in settings if setting not in wrong)
     findings += check_nofile(fitting) + check_hugepages(fitting, facts)
-    findings += check_tuned_overlap(fitting)
+    findings += check_tuned_overlap(fitting) + check_mig_layout(fitting, facts)
     cmdline = check_cmdline(fitting, facts)
     warnings = [
         PlanWarning(

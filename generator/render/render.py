@@ -61,7 +61,15 @@ from generator.render.formats import (
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
 MANIFEST_FORMAT = f"{TOOL}-bundle/1"
-GPU_ACTION_ORDER = ("persistence", "ecc", "mig", "compute-mode", "clocks", "power-limit")
+GPU_ACTION_ORDER = (
+    "persistence",
+    "ecc",
+    "mig",
+    "mig-layout",
+    "compute-mode",
+    "clocks",
+    "power-limit",
+)
 
 
 class Output(NamedTuple):
@@ -73,6 +81,7 @@ class Output(NamedTuple):
     kinds: tuple[str, ...] = ()  # rendered when the plan has a setting of one of these; () = always
     verbatim: bool = False  # copied byte for byte: the same file in every bundle
     unit: str = ""  # a per-unit file ({unit} of the kind's file): the unit whose drop-in it is
+    service: str = ""  # an optional unit of the bundle's own: rendered when the plan enables it
 
     def bundle_path(self, plan: Plan) -> str:
         return self.path.format(profile=plan.profile_name)
@@ -82,6 +91,8 @@ class Output(NamedTuple):
             return bool(kernel_modules(plan))
         if self.unit:  # one drop-in per runtime unit that has settings
             return bool(dropins_of(plan, self.unit))
+        if self.service:
+            return any(s.key == self.service for s in plan.of_kind("service"))
         return not self.kinds or any(plan.of_kind(kind) for kind in self.kinds)
 
 
@@ -122,6 +133,12 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     _script(layout.IRQ_SCRIPT, ("irq",)),
     Output(
         in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)
+    ),
+    Output(
+        in_overlay(layout.unit_file(layout.MPS_UNIT)),
+        "cuda-mps.service.j2",
+        0o644,
+        service=layout.MPS_UNIT,
     ),
     # re-pins when a pinned NIC's interface (and its interrupts) is created again after boot
     Output(in_overlay(layout.IRQ_UDEV_FILE), "irq-affinity.rules.j2", 0o644, ("irq",)),
@@ -319,6 +336,9 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "gpu_data_file": layout.GPU_DATA,
         "gpu_log_tag": layout.GPU_LOG_TAG,
         "irq_unit": layout.IRQ_UNIT,
+        "mps_control": layout.MPS_CONTROL,
+        "mps_pipe_dir": layout.MPS_PIPE_DIR,
+        "mps_log_dir": layout.MPS_LOG_DIR,
         "irq_script": layout.IRQ_SCRIPT,
         "irq_data_file": layout.IRQ_DATA,
         "irq_log_tag": layout.IRQ_LOG_TAG,

@@ -43,6 +43,7 @@ REGISTRY: tuple[Rule, ...] = (
     gpu.clocks,
     gpu.power_limit,
     gpu.mig,
+    gpu.mps,
     gpu.fabric_manager,
     gpu.nvlink_subnet_manager,
     gpu.imex,

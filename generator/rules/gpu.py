@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
 from generator.inputs.profile import Profile
-from generator.model.layout import GPU_UNIT
+from generator.model import mig as mig_layouts
+from generator.model.layout import GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT
 from generator.rules.base import (
     Output,
     blacklist,
@@ -188,15 +189,76 @@ def power_limit(facts: Facts, profile: Profile) -> Output:
 
 @rule("gpu.mig")
 def mig(facts: Facts, profile: Profile) -> Output:
-    """Turn MIG off at boot only when the profile asks and a GPU supports it."""
-    if profile.gpu_mig != "disable":
+    """MIG off, or a MIG layout, at boot: only when the profile asks and a GPU supports MIG.
+
+    A layout (knob gpu_mig_layout) turns MIG mode on and creates the GPU instances, each with its
+    default compute instance (nvidia-smi mig -cgi <profiles> -C), on every MIG-capable GPU.
+    GPU instances do not survive a reboot or a driver reload, so the boot unit creates them each
+    boot (NVIDIA MIG user guide, "Getting Started with MIG": MIG mode persists, instances do
+    not). The plan checks the layout against each model's profiles in hardware_db.
+    """
+    layout = profile.gpu_mig_layout
+    if profile.gpu_mig != "disable" and layout is None:
         return
-    if not any(group.model.supports_mig for group in facts.gpus):
-        yield note("MIG off requested, but no GPU here supports MIG")
+    capable = [group.model.key for group in facts.gpus if group.model.supports_mig]
+    if not capable:
+        yield note(f"MIG {'layout' if layout else 'off'} requested, but no GPU here supports MIG")
+        return
+    if layout is None:
+        yield gpu_action(
+            "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
+        )
         return
     yield gpu_action(
-        "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
+        "mig",
+        "on",
+        f"the profile's MIG layout needs MIG mode on {', '.join(capable)}; where the card "
+        "reports the change as pending, the boot unit says a GPU reset or reboot is needed",
     )
+    yield gpu_action(
+        "mig-layout",
+        ",".join(mig_layouts.expanded(layout)),
+        "the profile's MIG layout ("
+        + ", ".join(f"{name} x{count}" for name, count in layout.items())
+        + "), created at every boot (instances do not survive a reboot), largest first; a "
+        "GPU that already has other instances is left as it is and reported",
+    )
+
+
+@rule("gpu.mps")
+def mps(facts: Facts, profile: Profile) -> Output:
+    """Run the CUDA MPS control daemon when the profile asks (knob gpu_mps, default false).
+
+    Who wants it: inference servers that run several small processes per GPU (several Triton
+    model instances or workers, each too small to fill an H100), and MPI codes with more ranks
+    than GPUs; kernels of different processes then run concurrently instead of time-sliced.
+    Off by default: a fatal GPU fault in one client ends the other clients sharing that GPU
+    (NVIDIA MPS guide, "Error Containment"), and clients need CUDA_MPS_PIPE_DIRECTORY set.
+    NVIDIA's MPS guide ("Starting MPS control daemon", multi-user setup) sets the GPU to
+    EXCLUSIVE_PROCESS first, so that only the MPS server holds a context; the compute mode stays
+    the profile's choice (gpu.compute-mode) and a note says when it is DEFAULT.
+    """
+    if not profile.gpu_mps:
+        return
+    if not facts.has_gpus:
+        yield note("MPS requested, but there is no GPU here: no MPS daemon")
+        return
+    yield service(
+        MPS_UNIT,
+        "enable",
+        "the profile asks for MPS: CUDA processes share each GPU through one MPS server, "
+        f"so their kernels run concurrently; clients must set CUDA_MPS_PIPE_DIRECTORY="
+        f"{MPS_PIPE_DIR}; started after {GPU_UNIT} (compute mode set first), before the "
+        "container runtimes, kubelet and slurmd",
+    )
+    if profile.gpu_compute_mode != "exclusive-process":
+        yield note(
+            "MPS with compute mode DEFAULT: a process that does not reach the MPS daemon (no "
+            f"CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR} in its environment) opens its own "
+            "context beside the MPS server and is time-sliced with it; NVIDIA's MPS guide sets "
+            "EXCLUSIVE_PROCESS so that only the server holds each GPU "
+            "(gpu_compute_mode: exclusive-process)"
+        )
 
 
 def _multi_node_nvlink(facts: Facts) -> str:

@@ -8,7 +8,11 @@
   (messages that only say something was slow, such as udevd's "is taking a long time", are
   load, not configuration, and are not counted);
 - every file of the bundle's overlay is installed with its content and mode (when the collector
-  listed files).
+  listed files);
+- no NVIDIA Xid event in this boot's kernel log (when the collector read the GPUs): an Xid is
+  the driver reporting a GPU, memory or driver fault, so the node tells the fleet it is not
+  healthy; the check names each Xid and the GPU's PCI address, and NVIDIA's Xid catalog
+  (docs.nvidia.com/deploy/xid-errors) gives each one's immediate action.
 """
 
 from __future__ import annotations
@@ -193,12 +197,55 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
     return checks
 
 
+XID_CATALOG = "NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors"
+# "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus."
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+)")
+
+
+def xid_events(lines: list[str]) -> list[str]:
+    """``Xid 79 on 0000:1b:00 (x2)`` for each (Xid, GPU) of the lines, in the order first seen."""
+    seen: dict[tuple[str, str], int] = {}
+    for line in lines:
+        if found := _XID.search(line):
+            key = (found.group(2), found.group(1).lower())
+            seen[key] = seen.get(key, 0) + 1
+    return [
+        f"Xid {xid} on {bus}" + (f" (x{count})" if count > 1 else "")
+        for (xid, bus), count in seen.items()
+    ]
+
+
+def check_xid(snapshot: Snapshot) -> list[Check]:
+    count = snapshot.value("xid", "count")
+    if count is None:
+        return []
+    if count.startswith("!"):
+        return [
+            Check("gpu", "xid", "none this boot", "kernel log unavailable", Verdict.NOT_APPLICABLE)
+        ]
+    if count == "0":
+        return [Check("gpu", "xid", "none this boot", "none", OK)]
+    events = xid_events(snapshot.values("xid", "-")) or ["unparsed"]
+    return [
+        Check(
+            "gpu",
+            "xid",
+            "none this boot",
+            "; ".join(events),
+            DIFFERS,
+            f"{count} NVIDIA Xid events in this boot's kernel log (at most the last 20 named): "
+            f"a GPU, its memory or the driver failed; {XID_CATALOG} gives each one's action",
+        )
+    ]
+
+
 def check_health(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
     return (
         check_files(bundle, snapshot)
         + check_own_units(snapshot)
         + check_system(snapshot)
         + check_journal(snapshot)
+        + check_xid(snapshot)
     )
 
 

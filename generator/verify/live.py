@@ -11,8 +11,9 @@ missing, or not applicable here with the reason. What a kind measures:
 - ``udev``: the scheduler of every disk of that kind that the bundle's rules match;
 - ``tuned``: the active profile, the live value where tuned's option has one, else
   ``tuned-adm verify``;
-- ``gpu``: ``nvidia-smi --query-gpu``; ``irq``: smp_affinity_list of the interface's MSI IRQs;
-- ``service``: ``systemctl is-enabled``;
+- ``gpu``: ``nvidia-smi --query-gpu``, and ``nvidia-smi mig -lgi`` for a MIG layout; ``irq``:
+  smp_affinity_list of the interface's MSI IRQs;
+- ``service``: ``systemctl is-enabled``, and ``is-active`` for a daemon of the bundle's own;
 - ``unit-dropin``: ``systemctl show`` of the runtime's unit, then its process's /proc/<pid>/limits;
   ``containerd``: ``containerd config dump``; ``docker``: ``docker info``'s default runtime;
   ``kubelet``: kubelet started with ``--config-dir`` on the drop-in directory, then the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -31,7 +33,7 @@ import yaml
 
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
-from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT
+from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT, MPS_UNIT
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
 from generator.model.setting import Setting
 from generator.verify.snapshot import Snapshot
@@ -470,6 +472,35 @@ def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]
     return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
 
 
+def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
+    """One GPU against the planned MIG instances: (what it has, whether that is the plan)."""
+    mode = row["mig.mode.current"]
+    if mode != "Enabled":
+        return f"MIG {mode}", "N/A" in mode or "Supported" in mode
+    found = live.snapshot.value("gpu-mig", row["index"])
+    if found is None:
+        return "instances not collected", False
+    if found.startswith("!"):
+        return found[1:], False
+    names = Counter() if found == "none" else Counter(found.split(","))
+    return found, names == planned
+
+
+def check_mig_layout(setting: Setting, live: Live) -> Check:
+    """Each MIG-capable GPU has exactly the planned GPU instances (GPUs without MIG: skipped)."""
+    planned = Counter(setting.value.split(","))
+    rows = gpu_rows(live)
+    results = [(row["index"], *mig_layout_actual(row, live, planned)) for row in rows]
+    text = "; ".join(f"GPU {index}: {actual}" for index, actual, _ in results)
+    if not results:
+        return check_of(setting, "no GPU rows", MISSING, NOT_COLLECTED)
+    if all(ok for _, _, ok in results):
+        return check_of(setting, text, OK)
+    return check_of(
+        setting, text, DIFFERS, f"{GPU_UNIT}'s log says why (a pending MIG mode, other instances)"
+    )
+
+
 def check_gpu(setting: Setting, live: Live) -> Check:
     tool = live.snapshot.value("gpu", "tool")
     if tool is None:
@@ -480,6 +511,8 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         )
     if tool.startswith("!"):
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
+    if setting.key == "mig-layout":
+        return check_mig_layout(setting, live)
     results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
     if setting.key == "clocks":
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
@@ -530,6 +563,10 @@ def check_irq(setting: Setting, live: Live) -> Check:
     return check_of(setting, f"{setting.value} ({len(pairs)} IRQs)", OK)
 
 
+# The bundle's own units that start a daemon: enabled is not enough, it must be running.
+DAEMON_UNITS = frozenset({MPS_UNIT})
+
+
 def check_service(setting: Setting, live: Live) -> Check:
     state = live.snapshot.value("unit-enabled", setting.key)
     if state is None:
@@ -546,6 +583,14 @@ def check_service(setting: Setting, live: Live) -> Check:
         "disable": {"disabled", "masked", "masked-runtime"},
         "mask": {"masked", "masked-runtime"},
     }[setting.value]
+    if state in good and setting.value == "enable" and setting.key in DAEMON_UNITS:
+        running = active == "active"
+        return check_of(
+            setting,
+            f"{state}, {active}",
+            OK if running else DIFFERS,
+            "" if running else "the daemon this unit starts is not running",
+        )
     return check_of(setting, f"{state}, {active}", OK if state in good else DIFFERS)
 
 

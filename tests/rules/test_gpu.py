@@ -39,6 +39,7 @@ B200X8 = {"model": "B200", "count": 8}  # no clock in hardware_db
 GB200X4 = {"model": "GB200", "count": 4}  # one NVL72 compute tray
 GB200_TRAY = {**GRACE, "cpu": {**GRACE["cpu"], "sockets": 2}, "gpus": [GB200X4]}
 IB_UMAD = {("module-load", "ib_umad", "")}
+MPS = {("service", "goldtune-cuda-mps.service", "enable")}
 IMEX = {("service", "nvidia-imex.service", "enable")}
 NO_GPU_KNOBS = {
     "gpu_clocks": "lock-max",
@@ -184,6 +185,40 @@ CASES: tuple[Case, ...] = (
         knobs={"gpu_mig": "disable"},
         note="supports MIG",
     ),
+    # a MIG layout: MIG on, then the instances largest first; nothing on GPUs without MIG
+    Case(
+        "mig-layout-h100",
+        gpu.mig,
+        {("gpu", "mig", "on"), ("gpu", "mig-layout", "3g.40gb,2g.20gb,1g.10gb,1g.10gb")},
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_mig_layout": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}},
+    ),
+    Case(
+        "mig-layout-l4",
+        gpu.mig,
+        set(),
+        hw={"gpus": [L4X1]},
+        knobs={"gpu_mig_layout": {"1g.10gb": 1}},
+        note="MIG layout requested, but no GPU here supports MIG",
+    ),
+    # MPS: only on request; the unit after the GPU unit; DEFAULT compute mode gets a note
+    Case("mps-off-default", gpu.mps, set(), hw={"gpus": [H100X8]}),
+    Case(
+        "mps-on-compute-default",
+        gpu.mps,
+        MPS,
+        hw={"gpus": [L4X1]},
+        knobs={"gpu_mps": True},
+        note="NVIDIA's MPS guide sets EXCLUSIVE_PROCESS",
+    ),
+    Case(
+        "mps-on-exclusive",
+        gpu.mps,
+        MPS,
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_mps": True, "gpu_compute_mode": "exclusive-process"},
+    ),
+    Case("mps-on-no-gpu", gpu.mps, set(), knobs={"gpu_mps": True}, note="no GPU"),
     # fabric manager: NVSwitch only (stated, or the 8-GPU baseboard default)
     Case(
         "fabric-nvswitch-stated",

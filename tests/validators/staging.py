@@ -25,6 +25,7 @@ DRIVER_TOOLS = {
     "nv-hostengine",
     "nv-fabricmanager",
     "nvidia-modprobe",
+    "nvidia-cuda-mps-control",  # the MPS control daemon (driver utils package)
 }
 EXEC_LINE = re.compile(r"^\s*Exec[A-Za-z]*\s*=\s*(.*)$")
 EXEC_PREFIXES = "@-:+!|"
