@@ -79,7 +79,7 @@ def test_the_deb_holds_the_overlay_the_bundle_and_a_postinst(packages, bundle):
     assert f"Version: {manifest_version(bundle)}\n" in info
     assert "Depends" not in info  # nothing sourced: left out
     postinst = tool_output("dpkg-deb", "-I", str(packages["deb"]), "postinst")
-    assert f'"${{DPKG_ROOT:-}}{HOME}/install.sh" --root "${{DPKG_ROOT:-/}}"' in postinst
+    assert f'"${{DPKG_ROOT:-}}{HOME}/install.sh" --image-build --root "${{DPKG_ROOT:-/}}"' in postinst
 
 
 def test_the_rpm_lists_the_same_files_and_runs_install_sh_in_post(packages, bundle):
@@ -94,7 +94,7 @@ def test_the_rpm_lists_the_same_files_and_runs_install_sh_in_post(packages, bund
     }
     assert set(listed) == deb_files
     scripts = tool_output("rpm", "-qp", "--scripts", str(packages["rpm"]))
-    assert f'"{HOME}/install.sh" --root "/"' in scripts
+    assert f'"{HOME}/install.sh" --image-build --root "/"' in scripts
     query = tool_output("rpm", "-qp", "--qf", "%{NAME} %{VERSION} %{ARCH}", str(packages["rpm"]))
     assert query == f"{NAME} {manifest_version(bundle)} noarch"
 
