@@ -49,17 +49,21 @@ SCRIPTS_DIR = "scripts"  # under templates/: the fixed scripts, copied verbatim
 GPU_SCRIPT = f"{LIBEXEC}/gpu-setup"
 IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
 COLLECT_SCRIPT = f"{LIBEXEC}/collect"
+ACS_SCRIPT = f"{LIBEXEC}/pcie-acs"
 DATA_DIR = f"/etc/{TOOL}"
 GPU_DATA = f"{DATA_DIR}/gpu.conf"
 IRQ_DATA = f"{DATA_DIR}/irq.conf"
 COLLECT_DATA = f"{DATA_DIR}/collect.conf"
+ACS_DATA = f"{DATA_DIR}/pcie-acs.conf"
 INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed last time
 
 # --- units ------------------------------------------------------------------------------------
 GPU_UNIT = f"{TOOL}-gpu.service"
 IRQ_UNIT = f"{TOOL}-irq-affinity.service"
+ACS_UNIT = f"{TOOL}-pcie-acs.service"
 GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
 IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
+ACS_LOG_TAG = f"{TOOL}-pcie-acs"
 CONTAINERD_UNIT = "containerd.service"
 DOCKER_UNIT = "docker.service"
 KUBELET_UNIT = "kubelet.service"

@@ -65,13 +65,18 @@ def boot_timeout_s(delivery: str) -> int:
 NOT_APPLICABLE_IN_VM = {
     "gpu": "no NVIDIA GPU",
     "irq": "no interface",
+    "pcie-acs": "wrote nothing here, on purpose",  # pcie-acs: ACS isolates a guest's devices
     "service": "is not installed here",
     "module-load": "its driver is not in this image",
     "sysfs": "no such sysfs file",  # cpufreq governor: no cpufreq driver under QEMU
     "tuned": "no such sysfs file",  # tuned's [cpu] governor, same reason
     "kubelet": "kubelet is not running here",  # the image has containerd, not kubelet
 }
-OWN_UNITS = ("goldtune-gpu.service", "goldtune-irq-affinity.service")
+OWN_UNITS = (
+    "goldtune-gpu.service",
+    "goldtune-irq-affinity.service",
+    "goldtune-pcie-acs.service",
+)
 
 
 def in_ci() -> bool:
