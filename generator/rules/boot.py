@@ -75,7 +75,10 @@ def acs(facts: Facts, profile: Profile) -> Output:
                 else f"{profile.intent} keeps each job on its own GPU: little peer-to-peer "
                 "traffic to gain (pcie_acs: disable-p2p turns it off)"
             )
-            yield note(f"PCIe ACS left on: {why}")
+            yield note(
+                f"PCIe ACS left on (NVIDIA's nvidia-acs-disable profile, pci=disable_acs_redir=, "
+                f"turns it off under every h100/gb200 profile): {why}"
+            )
         return
     nics = _compute_rdma_nics(facts)
     origin = (
