@@ -43,10 +43,12 @@ def init_on_alloc(facts: Facts, profile: Profile) -> Output:
 
 def acs_wanted(facts: Facts, profile: Profile) -> bool:
     """ACS off: as the pcie_acs knob says, else for training on a multi-GPU machine, whose
-    collectives move GPU<->GPU and GPU<->NIC traffic through the PCIe switches."""
+    collectives move GPU<->GPU and GPU<->NIC traffic through the PCIe switches. Not by default
+    on Grace: NVIDIA's gb200 profiles include nvidia-base, not nvidia-acs-disable (its GPUs
+    reach each other over NVLink and their CPU over NVLink-C2C, not through PCIe switches)."""
     if profile.pcie_acs is not None:
         return profile.pcie_acs == "disable-p2p" and facts.has_gpus
-    return profile.intent == "training" and facts.gpu_count > 1
+    return profile.intent == "training" and facts.gpu_count > 1 and not facts.cpu.is_grace
 
 
 def _compute_rdma_nics(facts: Facts) -> list[str]:
@@ -69,12 +71,19 @@ def acs(facts: Facts, profile: Profile) -> Output:
     """
     if not acs_wanted(facts, profile):
         if facts.gpu_count > 1:
-            why = (
-                "the profile says pcie_acs: keep"
-                if profile.pcie_acs == "keep"
-                else f"{profile.intent} keeps each job on its own GPU: little peer-to-peer "
-                "traffic to gain (pcie_acs: disable-p2p turns it off)"
-            )
+            if profile.pcie_acs == "keep":
+                why = "the profile says pcie_acs: keep"
+            elif facts.cpu.is_grace:
+                why = (
+                    "NVIDIA's Grace profiles (gb200) do not include it either: GPUs talk over "
+                    "NVLink and NVLink-C2C, not through PCIe switches (pcie_acs: disable-p2p "
+                    "turns it off)"
+                )
+            else:
+                why = (
+                    f"{profile.intent} keeps each job on its own GPU: little peer-to-peer "
+                    "traffic to gain (pcie_acs: disable-p2p turns it off)"
+                )
             yield note(
                 f"PCIe ACS left on (NVIDIA's nvidia-acs-disable profile, pci=disable_acs_redir=, "
                 f"turns it off under every h100/gb200 profile): {why}"
@@ -89,12 +98,16 @@ def acs(facts: Facts, profile: Profile) -> Output:
     why = (
         f"{origin}: with ACS on, PCIe switches redirect GPU peer-to-peer traffic through the "
         "root complex (NCCL troubleshooting guide); pcie-acs clears ACS on the root and "
-        "downstream ports above them, on bare metal only, where the IOMMU is off or in "
-        "passthrough"
+        "downstream ports above every NVIDIA GPU, on bare metal only, where the IOMMU is off "
+        "or in passthrough"
     )
-    yield acs_off("gpus", f"{why} (above every NVIDIA GPU)")
+    yield acs_off("gpus", why)
     for name in nics:
-        yield acs_off(f"nic {name}", f"{why} (above {name}: GPUDirect RDMA to the GPUs)")
+        yield acs_off(
+            f"nic {name}",
+            f"GPUDirect RDMA between {name} and the GPUs crosses the same PCIe switches: "
+            "ACS off on the ports above it too",
+        )
     yield service(ACS_UNIT, "enable", "turns PCIe ACS off at boot, before the workloads start")
     yield note(
         "pci=disable_acs_redir= (NVIDIA's nvidia-acs-disable profile) is not used: it names "

@@ -129,6 +129,22 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [H100X8], "nics": [rdma_compute()]},
     ),
     Case("acs-training-single-gpu", boot.acs, set(), intent="training", hw={"gpus": [L4X1]}),
+    # NVIDIA's gb200 profiles leave ACS alone (nvidia-base, not nvidia-acs-disable)
+    Case(
+        "acs-training-grace-keeps-it",
+        boot.acs,
+        set(),
+        intent="training",
+        hw={**GRACE, "gpus": [{"model": "GB200", "count": 4}], "nics": [rdma_compute()]},
+        note="NVIDIA's Grace profiles",
+    ),
+    Case(
+        "acs-knob-disable-grace",
+        boot.acs,
+        ACS_GPUS,
+        knobs={"pcie_acs": "disable-p2p"},
+        hw={**GRACE, "gpus": [{"model": "GB200", "count": 4}]},
+    ),
     Case(
         "acs-knob-disable-no-gpu",
         boot.acs,
