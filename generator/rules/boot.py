@@ -75,7 +75,7 @@ def acs(facts: Facts, profile: Profile) -> Output:
                 why = "the profile says pcie_acs: keep"
             elif facts.cpu.is_grace:
                 why = (
-                    "NVIDIA's Grace profiles (gb200) do not include it either: GPUs talk over "
+                    "NVIDIA's Grace profiles (gb200) leave it on too, as the GPUs talk over "
                     "NVLink and NVLink-C2C, not through PCIe switches (pcie_acs: disable-p2p "
                     "turns it off)"
                 )
@@ -85,8 +85,8 @@ def acs(facts: Facts, profile: Profile) -> Output:
                     "traffic to gain (pcie_acs: disable-p2p turns it off)"
                 )
             yield note(
-                f"PCIe ACS left on (NVIDIA's nvidia-acs-disable profile, pci=disable_acs_redir=, "
-                f"turns it off under every h100/gb200 profile): {why}"
+                f"PCIe ACS left on: {why}; NVIDIA's h100 profiles turn it off "
+                "(nvidia-acs-disable, pci=disable_acs_redir=)"
             )
         return
     nics = _compute_rdma_nics(facts)
