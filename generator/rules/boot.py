@@ -81,8 +81,9 @@ def acs(facts: Facts, profile: Profile) -> Output:
                 )
             else:
                 why = (
-                    f"{profile.intent} keeps each job on its own GPU: little peer-to-peer "
-                    "traffic to gain (pcie_acs: disable-p2p turns it off)"
+                    "the default turns it off for training only, whose collectives move data "
+                    "between every GPU and NIC; serving with tensor parallelism across GPUs "
+                    "gains too: pcie_acs: disable-p2p turns it off"
                 )
             yield note(
                 f"PCIe ACS left on: {why}; NVIDIA's h100 profiles turn it off "
