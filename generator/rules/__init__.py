@@ -60,8 +60,6 @@ REGISTRY: tuple[Rule, ...] = (
     network.somaxconn,
     network.multirail_arp,
     network.bbr,
-    network.nccl,
-    network.gpu_numa_hints,
     irq.pin_nics,
     irq.irqbalance,
     limits.nofile,

@@ -26,11 +26,9 @@ from .checks_runtime import (
     CONTAINERD_PATTERNS,
     DOCKER_PATTERNS,
     KUBELET_PATTERNS,
-    NCCL_PATTERNS,
     check_containerd,
     check_docker,
     check_kubelet,
-    check_nccl,
 )
 from .checks_system import (
     LIMITS_PATTERNS,
@@ -82,7 +80,6 @@ __all__ = [
     "check_limits",
     "check_modprobe",
     "check_modules_load",
-    "check_nccl",
     "check_scripts",
     "check_scripts_many",
     "check_sysctl",
@@ -171,7 +168,6 @@ VALIDATORS: tuple[Validator, ...] = (
         KUBELET_PATTERNS,
         check_kubelet,
     ),
-    Validator("nccl", "NCCL's setEnvFile reading (nccl_conf.py)", NCCL_PATTERNS, check_nccl),
 )
 
 
