@@ -79,7 +79,9 @@ def test_the_deb_holds_the_overlay_the_bundle_and_a_postinst(packages, bundle):
     assert f"Version: {manifest_version(bundle)}\n" in info
     assert "Depends" not in info  # nothing sourced: left out
     postinst = tool_output("dpkg-deb", "-I", str(packages["deb"]), "postinst")
-    assert f'"${{DPKG_ROOT:-}}{HOME}/install.sh" --image-build --root "${{DPKG_ROOT:-/}}"' in postinst
+    assert (
+        f'"${{DPKG_ROOT:-}}{HOME}/install.sh" --image-build --root "${{DPKG_ROOT:-/}}"' in postinst
+    )
 
 
 def test_the_rpm_lists_the_same_files_and_runs_install_sh_in_post(packages, bundle):

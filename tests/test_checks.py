@@ -44,6 +44,9 @@ DO_NOT_FIT = [
     ("gpu", "fan", "on"),
     ("irq", "eth0;reboot", "1-3"),
     ("irq", "eth0", "١-٣"),
+    ("pcie-acs", "gpus", "on"),
+    ("pcie-acs", "nic ../x", "off"),
+    ("pcie-acs", "nic eth0\tboot", "off"),
     ("service", "x.service; reboot", "enable"),
     ("systemd-manager", "DefaultLimitNOFILE", "1 2"),
     ("unit-dropin", "containerd.service ExecStart", "/bin/sh"),
@@ -68,6 +71,7 @@ FITS = [
     ("limit", "@GPU-users hard memlock", "unlimited"),
     ("gpu", "power-limit", "80%"),
     ("irq", "ibp24s0", "1-27,57-83"),
+    ("pcie-acs", "nic ibp24s0", "off"),
     ("unit-dropin", "docker.service LimitNOFILE", "1024:524288"),
     (
         "containerd",

@@ -142,6 +142,7 @@ def test_services_use_systemctl_root_and_missing_units_are_skipped(tmp_path: Pat
         f"--root={root} --quiet enable goldtune-gpu.service",
         f"--root={root} --quiet enable goldtune-irq-affinity.service",
         f"--root={root} --quiet enable goldtune-cuda-mps.service",  # shipped by the bundle
+        f"--root={root} --quiet enable goldtune-pcie-acs.service",
     ]
     assert (
         f"nvidia-persistenced.service is not installed in {root}: enable skipped" in result.stdout
@@ -169,6 +170,7 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
         "goldtune-cuda-mps.service",
         "goldtune-gpu.service",
         "goldtune-irq-affinity.service",
+        "goldtune-pcie-acs.service",
     ]
     assert os.readlink(root / "etc/systemd/system/bluetooth.service") == "/dev/null"
 

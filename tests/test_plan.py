@@ -985,6 +985,7 @@ def test_explain_json_vocabulary_is_the_fixed_one() -> None:
         "tuned",
         "gpu",
         "irq",
+        "pcie-acs",  # issue 18: PCIe ACS off at boot
         "service",
         "unit-dropin",
         "containerd",

@@ -280,6 +280,7 @@ KNOBS = {
     "gpu_ecc": st.sampled_from(["enable", "leave"]),
     "gpu_mig": st.sampled_from(["disable", "leave"]),
     "irq": st.sampled_from(["pin", "irqbalance"]),
+    "pcie_acs": st.sampled_from(["keep", "disable-p2p"]),
     "headless": st.booleans(),
     "multinode": st.booleans(),
 }

@@ -38,6 +38,9 @@ GPU_DATA = "rootfs/etc/goldtune/gpu.conf"
 IRQ_DATA = "rootfs/etc/goldtune/irq.conf"
 COLLECT_DATA = "rootfs/etc/goldtune/collect.conf"
 IRQ_UNIT = "rootfs/etc/systemd/system/goldtune-irq-affinity.service"
+ACS_SCRIPT = "rootfs/usr/local/libexec/goldtune/pcie-acs"
+ACS_DATA = "rootfs/etc/goldtune/pcie-acs.conf"
+ACS_UNIT = "rootfs/etc/systemd/system/goldtune-pcie-acs.service"
 DELIVERY = {
     "install.sh",
     "install.list",
@@ -50,7 +53,7 @@ DELIVERY = {
     "plan.json",
 }
 COMMENTED = [SYSCTL, LIMITS, MANAGER, MODPROBE, MODULES, TMPFILES, UDEV, TUNED]
-DATA_FILES = [GPU_DATA, IRQ_DATA, COLLECT_DATA, "install.list"]
+DATA_FILES = [GPU_DATA, IRQ_DATA, ACS_DATA, COLLECT_DATA, "install.list"]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +87,7 @@ def test_files_without_settings_of_their_kind_are_not_rendered() -> None:
 def test_modes_are_fixed() -> None:
     files = render_bundle(full_plan())
     executables = {path for path, (_, mode) in files.items() if mode == 0o755}
-    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT, COLLECTOR}
+    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, COLLECTOR}
     assert {mode for _, mode in files.values()} == {0o644, 0o755}
 
 
@@ -169,7 +172,7 @@ def test_tuned_profile_has_main_first(full: dict[str, str]) -> None:
 
 
 def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
-    for unit in (GPU_UNIT, IRQ_UNIT):
+    for unit in (GPU_UNIT, IRQ_UNIT, ACS_UNIT):
         text = full[unit]
         assert "Type=oneshot\n" in text and "RemainAfterExit=yes\n" in text
         assert re.search(r"^TimeoutStartSec=\d+$", text, flags=re.MULTILINE)
@@ -197,6 +200,15 @@ def test_every_data_line_has_its_reason_on_the_line_above(full: dict[str, str], 
         ), lines[index - 1]
 
 
+def test_acs_targets_reach_the_script_as_data(full: dict[str, str]) -> None:
+    targets = [line for line in full[ACS_DATA].splitlines() if line.startswith("acs-off\t")]
+    assert targets == ["acs-off\tgpus", "acs-off\tnic\tibp24s0"]
+    assert (
+        "ExecStart=/usr/local/libexec/goldtune/pcie-acs /etc/goldtune/pcie-acs.conf\n"
+        in (full[ACS_UNIT])
+    )
+
+
 def test_units_name_their_script_and_its_data(full: dict[str, str]) -> None:
     assert (
         "ExecStart=/usr/local/libexec/goldtune/gpu-setup /etc/goldtune/gpu.conf\n" in full[GPU_UNIT]
@@ -208,8 +220,9 @@ def test_units_name_their_script_and_its_data(full: dict[str, str]) -> None:
 
 
 def test_unit_and_script_exist_only_with_settings_of_their_kind() -> None:
-    files = render_bundle(plan_without("gpu", "irq"))
+    files = render_bundle(plan_without("gpu", "irq", "pcie-acs"))
     assert not {GPU_SCRIPT, GPU_UNIT, GPU_DATA, IRQ_SCRIPT, IRQ_UNIT, IRQ_DATA} & set(files)
+    assert not {ACS_SCRIPT, ACS_UNIT, ACS_DATA} & set(files)
 
 
 def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:

@@ -430,12 +430,166 @@ def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: st
     assert (tree / "proc/irq/40/smp_affinity_list").read_text() == "0-127\n"
 
 
+# --- pcie-acs, against a fake /sys and a fake setpci -------------------------------------------
+
+FAKE_SETPCI = """[ "$1" = -s ] || exit 1
+bdf=$2
+register=$3
+case $register in
+    *=*)
+        name=${register%%=*}
+        [ -f "$FAKE_PCI/$bdf/$name" ] || exit 1
+        printf '%s\\n' "${register#*=}" >"$FAKE_PCI/$bdf/$name"
+        printf '%s\\n' "$bdf $register" >>"$FAKE_PCI/writes"
+        exit 0
+        ;;
+esac
+[ -f "$FAKE_PCI/$bdf/$register" ] || { echo "setpci: capability not found" >&2; exit 1; }
+cat "$FAKE_PCI/$bdf/$register"
+"""
+# root port -> switch upstream port -> two downstream ports -> a GPU and a NIC (ib0); a second
+# GPU under a root port without ACS; a NIC that is not NVIDIA's display class stays unlisted.
+ROOT_PORT, UPSTREAM, DOWN_GPU, DOWN_NIC, BARE_ROOT = (
+    "0000:00:01.0",
+    "0000:01:00.0",
+    "0000:02:00.0",
+    "0000:02:01.0",
+    "0000:00:02.0",
+)
+GPU0, NIC0, GPU1 = "0000:03:00.0", "0000:04:00.0", "0000:05:00.0"
+PORTS = {  # bridge -> (PCI Express capabilities register, ACS control or None: no capability)
+    ROOT_PORT: ("0042", "001d"),
+    UPSTREAM: ("0052", "001d"),  # type 5, an upstream port: never written
+    DOWN_GPU: ("0062", "001d"),
+    DOWN_NIC: ("0062", "0000"),  # already off
+    BARE_ROOT: ("0042", None),
+}
+PATHS = {
+    GPU0: [ROOT_PORT, UPSTREAM, DOWN_GPU],
+    NIC0: [ROOT_PORT, UPSTREAM, DOWN_NIC],
+    GPU1: [BARE_ROOT],
+}
+
+
+def pci_machine(root: Path, iommu_type: str | None = None) -> tuple[Path, Path]:
+    """The fake tree and the fake config space (FAKE_PCI) of the machine above."""
+    pci = root / "pci"
+    devices = root / "sys/bus/pci/devices"
+    devices.mkdir(parents=True)
+    classes = {GPU0: "0x030200", GPU1: "0x030000", NIC0: "0x020700"}
+    vendors = {GPU0: "0x10de", GPU1: "0x10de", NIC0: "0x15b3"}
+    for device, bridges in PATHS.items():
+        directory = root / "sys/devices/pci0000:00" / "/".join([*bridges, device])
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "class").write_text(classes[device] + "\n")
+        (directory / "vendor").write_text(vendors[device] + "\n")
+        if iommu_type is not None:
+            (directory / "iommu_group").mkdir()
+            (directory / "iommu_group/type").write_text(iommu_type + "\n")
+        (devices / device).symlink_to(directory)
+        for depth, bridge in enumerate(bridges):
+            port = root / "sys/devices/pci0000:00" / "/".join(bridges[: depth + 1])
+            (port / "class").write_text("0x060400\n")
+            if not (devices / bridge).exists():
+                (devices / bridge).symlink_to(port)
+    (root / "sys/class/net/ib0").mkdir(parents=True)
+    (root / "sys/class/net/ib0/device").symlink_to(devices / NIC0)
+    for bridge, (flags, control) in PORTS.items():
+        (pci / bridge).mkdir(parents=True)
+        (pci / bridge / "CAP_EXP+0x2.w").write_text(flags + "\n")
+        if control is not None:
+            (pci / bridge / "ECAP_ACS+0x6.w").write_text(control + "\n")
+    return root, pci
+
+
+def run_acs(
+    tmp_path: Path, tree: Path, pci: Path, stubs: dict[str, str], data: str
+) -> subprocess.CompletedProcess[str]:
+    conf = tmp_path / "pcie-acs.conf"
+    conf.write_text(data)
+    path = make_bin(tmp_path, stubs)
+    for tool in ("readlink", "grep", "cat"):
+        if not (path / tool).exists():
+            (path / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    return subprocess.run(
+        [str(SCRIPTS / "pcie-acs"), str(conf)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "FAKE_PCI": str(pci), "LC_ALL": "C"},
+    )
+
+
+BARE_METAL = {"systemd-detect-virt": "echo none\nexit 1\n", "setpci": FAKE_SETPCI}
+ACS_DATA = "# layout\nlog-as\tgt-acs\n# boot.acs: r\nacs-off\tgpus\nacs-off\tnic\tib0\n"
+
+
+def writes(pci: Path) -> list[str]:
+    log = pci / "writes"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.parametrize("iommu", [None, "identity"], ids=["iommu-off", "iommu-passthrough"])
+def test_pcie_acs_clears_the_root_and_downstream_ports_above_gpus_and_nics(
+    tmp_path: Path, iommu: str | None
+) -> None:
+    tree, pci = pci_machine(tmp_path / "tree", iommu)
+    result = run_acs(tmp_path, tree, pci, BARE_METAL, ACS_DATA)
+    assert result.returncode == 0, result.stdout
+    # the root port once (two devices below it), the GPU's downstream port; never the upstream
+    # port, the port already off, or the root port without an ACS capability
+    assert sorted(writes(pci)) == [
+        f"{ROOT_PORT} ECAP_ACS+0x6.w=0000",
+        f"{DOWN_GPU} ECAP_ACS+0x6.w=0000",
+    ]
+    assert (pci / UPSTREAM / "ECAP_ACS+0x6.w").read_text() == "001d\n"
+    assert f"gt-acs: {ROOT_PORT}: ACS control 001d -> 0000" in result.stdout
+    assert f"gt-acs: {DOWN_NIC}: ACS already off" in result.stdout
+    assert f"gt-acs: {BARE_ROOT}: no ACS capability" in result.stdout
+    assert "gt-acs: 2 ports had ACS turned off" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("stubs", "iommu", "said"),
+    [
+        (
+            {"systemd-detect-virt": "echo kvm\n", "setpci": FAKE_SETPCI},
+            None,
+            "virtual machine (kvm)",
+        ),
+        ({"systemd-detect-virt": "echo none\nexit 1\n"}, None, "setpci (pciutils) is not"),
+        (BARE_METAL, "DMA-FQ", "the IOMMU translates its DMA (group type DMA-FQ)"),
+    ],
+    ids=["vm", "no-setpci", "iommu-translates"],
+)
+def test_pcie_acs_writes_nothing_where_acs_isolates_devices(
+    tmp_path: Path, stubs: dict[str, str], iommu: str | None, said: str
+) -> None:
+    tree, pci = pci_machine(tmp_path / "tree", iommu)
+    result = run_acs(tmp_path, tree, pci, stubs, ACS_DATA)
+    assert result.returncode == 0, result.stdout
+    assert said in result.stdout
+    assert writes(pci) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["acs-off\tgpus; reboot", "acs-off\tnic\t../../x", "acs-off\tnic", "acs-on\tgpus"],
+)
+def test_pcie_acs_refuses_bad_data_and_writes_nothing(tmp_path: Path, line: str) -> None:
+    tree, pci = pci_machine(tmp_path / "tree")
+    result = run_acs(tmp_path, tree, pci, BARE_METAL, f"acs-off\tgpus\n{line}\n")
+    assert result.returncode == 2
+    assert "line 2" in result.stdout
+    assert writes(pci) == []
+
+
 # --- the units and the udev hook ------------------------------------------------------------------
 
 WORKLOADS = ("kubelet.service", "containerd.service", "docker.service", "slurmd.service")
 
 
-@pytest.mark.parametrize("unit", [layout.GPU_UNIT, layout.IRQ_UNIT])
+@pytest.mark.parametrize("unit", [layout.GPU_UNIT, layout.IRQ_UNIT, layout.ACS_UNIT])
 def test_boot_units_run_before_the_workloads(unit: str) -> None:
     files = rendered("dgx-h100", "training")
     text = files[in_overlay(layout.unit_file(unit))][0].decode()

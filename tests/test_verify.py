@@ -73,6 +73,9 @@ def make_bundle(
     return bundle
 
 
+ACS = "goldtune-pcie-acs.service"
+
+
 def snapshot_text(*records: tuple[str, str, str], noise: bool = False) -> str:
     lines = [
         "goldtune-snapshot\tbegin\t1",
@@ -321,6 +324,31 @@ CASES = [
     (("irq", "ib0", "1-3,8"), [("irq", "ib0", "120 1-3,8"), ("irq", "ib0", "121 1,2,3,8")], OK),
     (("irq", "ib0", "1-3"), [("irq", "ib0", "120 1-3"), ("irq", "ib0", "121 0-63")], DIFFERS),
     (("irq", "ib0", "1-3"), [("irq", "ib0", "!absent")], NA),
+    # pcie-acs: judged by the run of its boot unit and what it logged
+    (
+        ("pcie-acs", "gpus", "off"),
+        [
+            ("own-unit", ACS, "ActiveState=active"),
+            ("own-unit", ACS, "Result=success"),
+            ("own-unit-log", ACS, "goldtune-pcie-acs: 6 ports had ACS turned off"),
+        ],
+        OK,
+    ),
+    (
+        ("pcie-acs", "gpus", "off"),
+        [("own-unit", ACS, "ActiveState=failed"), ("own-unit", ACS, "Result=exit-code")],
+        DIFFERS,
+    ),
+    (
+        ("pcie-acs", "nic ib0", "off"),
+        [
+            ("own-unit", ACS, "ActiveState=active"),
+            ("own-unit", ACS, "Result=success"),
+            ("own-unit-log", ACS, "goldtune-pcie-acs: virtual machine (kvm): ACS is what ..."),
+        ],
+        NA,
+    ),
+    (("pcie-acs", "gpus", "off"), [("sysctl", "vm.swappiness", "1")], MISSING),
     # service
     (
         ("service", "irqbalance.service", "disable"),

@@ -65,6 +65,8 @@ class Knobs(StrictModel):
         | None
     ) = None
     irq: Literal["pin", "irqbalance"] | None = None
+    # PCIe ACS on the ports above GPUs and NICs; unset: from the intent (boot.acs)
+    pcie_acs: Literal["keep", "disable-p2p"] | None = None
     headless: bool | None = None
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
@@ -95,6 +97,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "gpu_mps": False,
     "gpu_mig_layout": None,
     "irq": "pin",
+    "pcie_acs": None,
     "headless": True,
     "multinode": False,
     "containers": "none",
@@ -172,6 +175,12 @@ class Profile:
     @property
     def irq(self) -> str:
         return str(self.knobs["irq"])
+
+    @property
+    def pcie_acs(self) -> str | None:
+        """keep | disable-p2p, or None: decided from the intent and the machine (boot.acs)."""
+        value = self.knobs["pcie_acs"]
+        return None if value is None else str(value)
 
     @property
     def headless(self) -> bool:

@@ -53,6 +53,7 @@ class Kind(StrEnum):
     TUNED = "tuned"
     GPU = "gpu"
     IRQ = "irq"
+    PCIE_ACS = "pcie-acs"
     SERVICE = "service"
     UNIT_DROPIN = "unit-dropin"
     CONTAINERD = "containerd"
@@ -314,6 +315,19 @@ KINDS: tuple[KindSpec, ...] = (
         live_check="irq",
         image_check="boot-unit",
         applied_at_boot_by=layout.IRQ_UNIT,
+    ),
+    KindSpec(
+        Kind.PCIE_ACS,
+        "PCIe ACS turned off at boot (GPU peer-to-peer)",
+        key=rf"gpus|nic {IFNAME}",
+        value="off",
+        shape="gpus (every NVIDIA GPU) or 'nic <interface>', with off: ACS of the PCIe root and "
+        "downstream ports above them",
+        file=in_overlay(layout.ACS_DATA),
+        template="pcie-acs.conf.j2",
+        live_check="pcie-acs",
+        image_check="boot-unit",
+        applied_at_boot_by=layout.ACS_UNIT,
     ),
     KindSpec(
         Kind.SERVICE,

@@ -55,10 +55,12 @@ SCRIPTS_DIR = "scripts"  # under templates/: the fixed scripts, copied verbatim
 GPU_SCRIPT = f"{LIBEXEC}/gpu-setup"
 IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
 COLLECT_SCRIPT = f"{LIBEXEC}/collect"
+ACS_SCRIPT = f"{LIBEXEC}/pcie-acs"
 DATA_DIR = f"/etc/{TOOL}"
 GPU_DATA = f"{DATA_DIR}/gpu.conf"
 IRQ_DATA = f"{DATA_DIR}/irq.conf"
 COLLECT_DATA = f"{DATA_DIR}/collect.conf"
+ACS_DATA = f"{DATA_DIR}/pcie-acs.conf"
 INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed last time
 # Verify-side tooling, not tuning: `gen verify BUNDLE` runs the package's own copy of the
 # collector with the data file read from the bundle, so neither has to be on the machine.
@@ -74,6 +76,7 @@ REBOOT_MARKER = f"/run/{TOOL}/kernel-args-pending"
 # --- units ------------------------------------------------------------------------------------
 GPU_UNIT = f"{TOOL}-gpu.service"
 IRQ_UNIT = f"{TOOL}-irq-affinity.service"
+ACS_UNIT = f"{TOOL}-pcie-acs.service"
 GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
 IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
 # The CUDA MPS control daemon (nvidia-cuda-mps-control -d), when the profile asks for MPS. The
@@ -83,6 +86,7 @@ MPS_UNIT = f"{TOOL}-cuda-mps.service"
 MPS_CONTROL = "/usr/bin/nvidia-cuda-mps-control"
 MPS_PIPE_DIR = "/run/nvidia-mps"
 MPS_LOG_DIR = "/var/log/nvidia-mps"
+ACS_LOG_TAG = f"{TOOL}-pcie-acs"
 CONTAINERD_UNIT = "containerd.service"
 DOCKER_UNIT = "docker.service"
 KUBELET_UNIT = "kubelet.service"

@@ -22,6 +22,7 @@ SettingKind = Literal[
     "tuned",
     "gpu",
     "irq",
+    "pcie-acs",
     "service",
     "unit-dropin",
     "containerd",

@@ -142,6 +142,10 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     ),
     # re-pins when a pinned NIC's interface (and its interrupts) is created again after boot
     Output(in_overlay(layout.IRQ_UDEV_FILE), "irq-affinity.rules.j2", 0o644, ("irq",)),
+    _script(layout.ACS_SCRIPT, ("pcie-acs",)),
+    Output(
+        in_overlay(layout.unit_file(layout.ACS_UNIT)), "pcie-acs.service.j2", 0o644, ("pcie-acs",)
+    ),
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),
@@ -343,6 +347,10 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "irq_data_file": layout.IRQ_DATA,
         "irq_log_tag": layout.IRQ_LOG_TAG,
         "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
+        "acs_unit": layout.ACS_UNIT,
+        "acs_script": layout.ACS_SCRIPT,
+        "acs_data_file": layout.ACS_DATA,
+        "acs_log_tag": layout.ACS_LOG_TAG,
         "collect_script": layout.COLLECT_SCRIPT,
         # what the boot units run before (ordering only; absent units are ignored)
         "container_units": " ".join((*layout.RUNTIME_UNITS, layout.KUBELET_UNIT)),
@@ -355,6 +363,7 @@ def data_context(plan: Plan) -> dict[str, list[DataLine]]:
     return {
         "gpu_data": gpu_lines(plan),
         "irq_data": irq_lines(plan),
+        "acs_data": acs_lines(plan),
         "collect_data": collect_lines(plan),
     }
 
@@ -377,6 +386,16 @@ def irq_lines(plan: Plan) -> list[DataLine]:
             f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
         ),
         *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
+    ]
+
+
+def acs_lines(plan: Plan) -> list[DataLine]:
+    """pcie-acs's data: its message tag, then ``acs-off gpus`` / ``acs-off nic <interface>``."""
+    return [
+        fixed_line(
+            f"layout: messages are tagged {layout.ACS_LOG_TAG}", ("log-as", layout.ACS_LOG_TAG)
+        ),
+        *(setting_line(s, ("acs-off", *s.key.split(" "))) for s in plan.of_kind("pcie-acs")),
     ]
 
 

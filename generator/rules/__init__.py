@@ -35,6 +35,7 @@ REGISTRY: tuple[Rule, ...] = (
     cpu.energy_preference,
     cpu.cstates,
     cpu.smt,
+    cpu.cfs_tunables,
     gpu.nouveau,
     gpu.persistence,
     gpu.boot_unit,

@@ -99,6 +99,11 @@ def irq_pin(interface: str, cpulist: str, reason: str) -> Setting:
     return Setting("irq", interface, cpulist, reason)
 
 
+def acs_off(target: str, reason: str) -> Setting:
+    """PCIe ACS off above ``target``: ``gpus`` (every NVIDIA GPU) or ``nic <interface>``."""
+    return Setting("pcie-acs", target, "off", reason)
+
+
 def service(unit: str, action: str, reason: str) -> Setting:
     return Setting("service", unit, action, reason)
 

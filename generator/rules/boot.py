@@ -1,10 +1,12 @@
-"""Boot arguments that are not owned by another area: IOMMU mode, page zeroing."""
+"""Boot arguments that are not owned by another area (IOMMU mode, page zeroing) and the PCIe
+ACS state set at boot."""
 
 from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.rules.base import Output, kernel_arg, note, rule
+from generator.model.layout import ACS_UNIT
+from generator.rules.base import Output, acs_off, kernel_arg, note, rule, service
 
 
 @rule("boot.iommu-passthrough")
@@ -39,14 +41,80 @@ def init_on_alloc(facts: Facts, profile: Profile) -> Output:
     )
 
 
+def acs_wanted(facts: Facts, profile: Profile) -> bool:
+    """ACS off: as the pcie_acs knob says, else for training on a multi-GPU machine, whose
+    collectives move GPU<->GPU and GPU<->NIC traffic through the PCIe switches. Not by default
+    on Grace: NVIDIA's gb200 profiles include nvidia-base, not nvidia-acs-disable (its GPUs
+    reach each other over NVLink and their CPU over NVLink-C2C, not through PCIe switches)."""
+    if profile.pcie_acs is not None:
+        return profile.pcie_acs == "disable-p2p" and facts.has_gpus
+    return profile.intent == "training" and facts.gpu_count > 1 and not facts.cpu.is_grace
+
+
+def _compute_rdma_nics(facts: Facts) -> list[str]:
+    return [nic.name for nic in facts.rdma_nics if nic.role == "compute"]
+
+
 @rule("boot.acs")
 def acs(facts: Facts, profile: Profile) -> Output:
-    """Say why PCIe ACS is left alone even though it slows GPU peer-to-peer traffic."""
-    if facts.gpu_count > 1 and facts.rdma_nics:
-        yield note(
-            "PCIe ACS redirect is left enabled: the pci=disable_acs_redir= device list is "
-            "firmware- and slot-specific; set it per platform after measuring all-reduce bandwidth"
+    """PCIe ACS off above GPUs and compute RDMA NICs, at boot, for GPU peer-to-peer traffic.
+
+    With ACS source validation and P2P request redirect on, a switch sends every peer-to-peer
+    transfer up to the root complex: NCCL's troubleshooting guide ("PCI Access Control Services
+    (ACS)", docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html) says P2P then
+    "hangs or is much slower" and to disable ACS on bare metal (``setpci -s BDF
+    ECAP_ACS+0x6.w=0000``); NVIDIA ships it as the nvidia-acs-disable TuneD profile and DGX OS
+    package (peer-systems.md 2.3, 2.6); OCI measured all-reduce bus bandwidth 360 -> 426 GB/s
+    after correcting ACS. The fixed script pcie-acs finds the ports on the machine (the hardware
+    description has no PCI paths) and writes nothing in a VM, where ACS isolates passed-through
+    devices, nor above a device the IOMMU translates for.
+    """
+    if not acs_wanted(facts, profile):
+        if facts.gpu_count > 1:
+            if profile.pcie_acs == "keep":
+                why = "the profile says pcie_acs: keep"
+            elif facts.cpu.is_grace:
+                why = (
+                    "NVIDIA's Grace profiles (gb200) leave it on too, as the GPUs talk over "
+                    "NVLink and NVLink-C2C, not through PCIe switches (pcie_acs: disable-p2p "
+                    "turns it off)"
+                )
+            else:
+                why = (
+                    "the default turns it off for training only, whose collectives move data "
+                    "between every GPU and NIC; serving with tensor parallelism across GPUs "
+                    "gains too: pcie_acs: disable-p2p turns it off"
+                )
+            yield note(
+                f"PCIe ACS left on: {why}; NVIDIA's h100 profiles turn it off "
+                "(nvidia-acs-disable, pci=disable_acs_redir=)"
+            )
+        return
+    nics = _compute_rdma_nics(facts)
+    origin = (
+        "the profile says pcie_acs: disable-p2p"
+        if profile.pcie_acs
+        else f"{profile.intent} on {facts.gpu_count} GPUs"
+    )
+    why = (
+        f"{origin}: with ACS on, PCIe switches redirect GPU peer-to-peer traffic through the "
+        "root complex (NCCL troubleshooting guide); pcie-acs clears ACS on the root and "
+        "downstream ports above every NVIDIA GPU, on bare metal only, where the IOMMU is off "
+        "or in passthrough"
+    )
+    yield acs_off("gpus", why)
+    for name in nics:
+        yield acs_off(
+            f"nic {name}",
+            f"GPUDirect RDMA between {name} and the GPUs crosses the same PCIe switches: "
+            "ACS off on the ports above it too",
         )
+    yield service(ACS_UNIT, "enable", "turns PCIe ACS off at boot, before the workloads start")
+    yield note(
+        "pci=disable_acs_redir= (NVIDIA's nvidia-acs-disable profile) is not used: it names "
+        "devices by PCI address, which the hardware description does not have, and clears only "
+        "the redirect bits; the boot script finds the ports on the machine instead"
+    )
 
 
 @rule("boot.acpi-power-meter")

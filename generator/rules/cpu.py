@@ -110,3 +110,24 @@ def smt(facts: Facts, profile: Profile) -> Output:
         "the profile trades half the hardware threads for less jitter from "
         "sibling threads sharing a core",
     )
+
+
+@rule("cpu.cfs-tunables")
+def cfs_tunables(facts: Facts, profile: Profile) -> Output:
+    """Say why the CFS granularity sysctls of NVIDIA's inference profile are not set.
+
+    nvidia-h100-inference (skyhook-packages 3f9169b) sets kernel.sched_latency_ns=1000000 and
+    kernel.sched_min_granularity_ns=100000; NVIDIA's own newer revision drops them ("removed in
+    kernel 6.8+ (EEVDF replaced CFS)", research/peer-systems.md 2.3). Linux 5.13 had already
+    moved them from /proc/sys/kernel to debugfs (/sys/kernel/debug/sched/, commit 8a99b6833c88
+    "sched: Move SCHED_DEBUG sysctl to debugfs"), which is why TuneD's scheduler plugin writes
+    them there.
+    """
+    if not facts.has_gpus:
+        return
+    yield note(
+        "kernel.sched_latency_ns and kernel.sched_min_granularity_ns (NVIDIA's h100-inference: "
+        "1000000/100000) not set: since Linux 5.13 they are debugfs files, not sysctls, so "
+        "sysctl.d cannot set them, and EEVDF (Linux 6.6) removed the granularity they tune; "
+        "NVIDIA's newer profiles drop them too"
+    )

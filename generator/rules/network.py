@@ -51,7 +51,9 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
         missing = f" (no speed_gbps known for {', '.join(unknown)})" if unknown else ""
         yield note(
             f"no NIC of a known 10 Gbit/s or more carries TCP{missing}: "
-            "socket buffer defaults are kept"
+            "socket buffer defaults are kept (net.core.rmem_max, net.core.wmem_max, "
+            "net.ipv4.tcp_rmem and net.ipv4.tcp_wmem: NVIDIA's multiNodeTraining profiles "
+            "raise them to 512 MiB whatever the NIC)"
         )
         return
     assert fastest.speed_gbps is not None
@@ -78,6 +80,12 @@ def backlog(facts: Facts, profile: Profile) -> Output:
     """Deepen the per-CPU receive backlog for NICs of 100 Gbit/s and more."""
     fastest = _fastest(facts.tcp_nics)
     if fastest is None or (fastest.speed_gbps or 0) < FAST_NIC_GBPS:
+        if facts.has_gpus and facts.tcp_nics:
+            yield note(
+                "net.core.netdev_max_backlog left at the default (NVIDIA's generic and "
+                "multiNodeTraining profiles set 10000): no TCP NIC of a known 100 Gbit/s or "
+                "more delivers bursts that overflow it"
+            )
         return
     yield sysctl(
         "net.core.netdev_max_backlog",
@@ -118,6 +126,11 @@ def multirail_arp(facts: Facts, profile: Profile) -> Output:
     )
     yield sysctl("net.ipv4.conf.all.arp_announce", 2, why)
     yield sysctl("net.ipv4.conf.all.arp_ignore", 1, why)
+    yield note(
+        "net.ipv4.conf.default.arp_announce/arp_ignore (NVIDIA's nvidia-base sets them too) "
+        "not set: the kernel applies the larger of conf.all and the interface's own value "
+        "(Documentation/networking/ip-sysctl.rst), so conf.all already covers every interface"
+    )
 
 
 @rule("network.bbr")
@@ -140,3 +153,9 @@ def bbr(facts: Facts, profile: Profile) -> Output:
     yield load_module("tcp_bbr", why + " (loaded before sysctl.d selects it)")
     yield sysctl("net.core.default_qdisc", "fq", why + "; BBR paces through the fq qdisc")
     yield sysctl("net.ipv4.tcp_congestion_control", "bbr", why)
+    yield note(
+        "net.ipv4.tcp_max_syn_backlog (NVIDIA's multiNodeTraining: 8192) not set: the kernel "
+        "sizes it from the TCP hash table, max(128, established-hash size / 128) "
+        "(net/ipv4/tcp_ipv4.c, tcp_sk_init), thousands on servers with this much memory, and "
+        "training opens few, long-lived connections"
+    )

@@ -33,7 +33,13 @@ import yaml
 
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
-from generator.model.layout import GPU_UNIT, KUBELET_DROPIN_DIR, KUBELET_UNIT, MPS_UNIT
+from generator.model.layout import (
+    ACS_UNIT,
+    GPU_UNIT,
+    KUBELET_DROPIN_DIR,
+    KUBELET_UNIT,
+    MPS_UNIT,
+)
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
 from generator.model.setting import Setting
 from generator.verify.snapshot import Snapshot
@@ -566,6 +572,26 @@ def check_irq(setting: Setting, live: Live) -> Check:
 # The bundle's own units that start a daemon: enabled is not enough, it must be running.
 DAEMON_UNITS = frozenset({MPS_UNIT})
 
+# What pcie-acs logs when it wrote nothing on purpose (templates/scripts/pcie-acs).
+ACS_SKIPPED = ("virtual machine", "setpci (pciutils) is not installed", "no NVIDIA GPU on the PCI")
+
+
+def check_pcie_acs(setting: Setting, live: Live) -> Check:
+    """The ACS unit's run, from its result and what it logged: the ACS control registers are
+    read through setpci as root, which the collector does not run."""
+    props = own_unit_props(live, ACS_UNIT)
+    if not props:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    log = live.snapshot.values("own-unit-log", ACS_UNIT)
+    skipped = next((line for line in log for why in ACS_SKIPPED if why in line), None)
+    if skipped is not None:
+        return check_of(setting, skipped, NA, f"{ACS_UNIT} wrote nothing here, on purpose")
+    if props.get("Result") != "success" or props.get("ActiveState") != "active":
+        state = f"{props.get('ActiveState', '?')}, result {props.get('Result', '?')}"
+        return check_of(setting, f"{ACS_UNIT} {state}", DIFFERS, "the ACS unit did not succeed")
+    summary = next((line for line in reversed(log) if "had ACS turned off" in line), "ran")
+    return check_of(setting, f"{ACS_UNIT}: {summary}", OK)
+
 
 def check_service(setting: Setting, live: Live) -> Check:
     state = live.snapshot.value("unit-enabled", setting.key)
@@ -873,6 +899,7 @@ CHECKS: dict[str, Callable[[Setting, Live], Check]] = {
     "tuned": check_tuned,
     "gpu": check_gpu,
     "irq": check_irq,
+    "pcie-acs": check_pcie_acs,
     "service": check_service,
     "unit-dropin": check_unit_dropin,
     "containerd": check_containerd,

@@ -78,6 +78,7 @@ def boot_timeout_s(delivery: str) -> int:
 NOT_APPLICABLE_IN_VM = {
     "gpu": "no NVIDIA GPU",
     "irq": "no interface",
+    "pcie-acs": "wrote nothing here, on purpose",  # pcie-acs: ACS isolates a guest's devices
     "service": "is not installed here",
     "module-load": "its driver is not in this image",
     "sysfs": "no such sysfs file",  # cpufreq governor: no cpufreq driver under QEMU
@@ -95,7 +96,11 @@ runcmd:
   - [ sh, -c, "test -f /etc/team-boottest.conf && echo team-part-applied >/dev/ttyS1" ]
 """
 TEAM_MARK = "team-part-applied"
-OWN_UNITS = ("goldtune-gpu.service", "goldtune-irq-affinity.service")
+OWN_UNITS = (
+    "goldtune-gpu.service",
+    "goldtune-irq-affinity.service",
+    "goldtune-pcie-acs.service",
+)
 
 
 def in_ci() -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from generator.model.layout import ACS_UNIT
 from generator.rules import boot
 
 from .helpers import (
@@ -26,6 +27,8 @@ GRAVITON = {"cpu": {"vendor": "other", "arch": "aarch64", "sockets": 1, "cores_p
 A100X1 = {"model": "A100-PCIe-80GB", "count": 1}
 INTEL_PT = {("kernel-arg", "iommu", "pt"), ("kernel-arg", "intel_iommu", "on")}
 TCP_ONLY = [nic("eth0", "frontend", 100)]
+ACS_UNIT_ON = ("service", ACS_UNIT, "enable")
+ACS_GPUS = {("pcie-acs", "gpus", "off"), ACS_UNIT_ON}
 POWER_METER = {("kernel-arg", "acpi_power_meter.force_cap_on", "y")}
 
 CASES: tuple[Case, ...] = (
@@ -85,16 +88,70 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [L4X1]},
     ),
     Case("init-on-alloc-no-gpu", boot.init_on_alloc, set()),
-    # ACS: never a setting (the device list is platform-specific), a note where it would matter
+    # ACS off above GPUs (and the compute RDMA NICs) for training on multi-GPU machines, applied
+    # by the pcie-acs boot unit; the knob decides either way
     Case(
-        "acs-multi-gpu-rdma",
+        "acs-training-multi-gpu-rdma",
+        boot.acs,
+        ACS_GPUS | {("pcie-acs", "nic ib0", "off"), ACS_UNIT_ON},
+        intent="training",
+        hw={"gpus": [H100X8], "nics": [rdma_compute(), nic("stor0", "storage", 200, rdma=True)]},
+        note="pci=disable_acs_redir",
+    ),
+    Case(
+        "acs-training-multi-gpu-no-rdma",
+        boot.acs,
+        ACS_GPUS,
+        intent="training",
+        hw={"gpus": [H100X8], "nics": TCP_ONLY},
+    ),
+    Case(
+        "acs-inference-keeps-it",
         boot.acs,
         set(),
         hw={"gpus": [H100X8], "nics": [rdma_compute()]},
-        note="ACS",
+        note="pcie_acs: disable-p2p turns it off",
     ),
-    Case("acs-single-gpu", boot.acs, set(), hw={"gpus": [L4X1], "nics": [rdma_compute()]}),
-    Case("acs-no-rdma", boot.acs, set(), hw={"gpus": [H100X8], "nics": TCP_ONLY}),
+    Case(
+        "acs-knob-keep",
+        boot.acs,
+        set(),
+        intent="training",
+        knobs={"pcie_acs": "keep"},
+        hw={"gpus": [H100X8], "nics": [rdma_compute()]},
+        note="pcie_acs: keep",
+    ),
+    Case(
+        "acs-knob-disable-inference",
+        boot.acs,
+        ACS_GPUS | {("pcie-acs", "nic ib0", "off"), ACS_UNIT_ON},
+        knobs={"pcie_acs": "disable-p2p"},
+        hw={"gpus": [H100X8], "nics": [rdma_compute()]},
+    ),
+    Case("acs-training-single-gpu", boot.acs, set(), intent="training", hw={"gpus": [L4X1]}),
+    # NVIDIA's gb200 profiles leave ACS alone (nvidia-base, not nvidia-acs-disable)
+    Case(
+        "acs-training-grace-keeps-it",
+        boot.acs,
+        set(),
+        intent="training",
+        hw={**GRACE, "gpus": [{"model": "GB200", "count": 4}], "nics": [rdma_compute()]},
+        note="NVIDIA's Grace profiles",
+    ),
+    Case(
+        "acs-knob-disable-grace",
+        boot.acs,
+        ACS_GPUS,
+        knobs={"pcie_acs": "disable-p2p"},
+        hw={**GRACE, "gpus": [{"model": "GB200", "count": 4}]},
+    ),
+    Case(
+        "acs-knob-disable-no-gpu",
+        boot.acs,
+        set(),
+        knobs={"pcie_acs": "disable-p2p"},
+        hw={"nics": [rdma_compute()]},
+    ),
     # Grace (NVIDIA's Grace guide): the ACPI power meter's cap, on every Grace platform
     Case("power-meter-grace", boot.acpi_power_meter, POWER_METER, hw=GRACE),
     Case("power-meter-gh200", boot.acpi_power_meter, POWER_METER, hw={**GRACE, "gpus": [GH200X1]}),
@@ -113,3 +170,9 @@ def test_boot_rule(case: Case) -> None:
 
 def test_single_gpu_acs_is_silent() -> None:
     assert Case("x", boot.acs, set(), hw={"gpus": [L4X1], "nics": [rdma_compute()]}).run() == []
+
+
+def test_acs_off_enables_its_boot_unit() -> None:
+    machine = Case("x", boot.acs, set(), intent="training", hw={"gpus": [H100X8]})
+    services = [item for item in machine.run() if getattr(item, "kind", "") == "service"]
+    assert [(s.key, s.value) for s in services] == [(ACS_UNIT, "enable")]

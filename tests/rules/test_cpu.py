@@ -174,6 +174,15 @@ CASES: tuple[Case, ...] = (
         hw={"cpu": {"model": "Xeon-8570", "cores_per_socket": 60, "threads_per_core": None}},
         knobs={"smt": "disable"},
     ),
+    # NVIDIA's h100-inference CFS sysctls: gone from /proc/sys since 5.13, said so on GPU hosts
+    Case(
+        "cfs-tunables-gpu",
+        cpu.cfs_tunables,
+        set(),
+        hw={"gpus": [{"model": "H100-SXM5-80GB", "count": 8}]},
+        note="debugfs files, not sysctls",
+    ),
+    Case("cfs-tunables-no-gpu", cpu.cfs_tunables, set()),
 )
 
 

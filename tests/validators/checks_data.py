@@ -16,6 +16,7 @@ from .run import copy_readable, run, scratch, unprivileged
 DATA_READERS = {
     f"{ROOTFS}/etc/goldtune/gpu.conf": f"{ROOTFS}/usr/local/libexec/goldtune/gpu-setup",
     f"{ROOTFS}/etc/goldtune/irq.conf": f"{ROOTFS}/usr/local/libexec/goldtune/irq-affinity",
+    f"{ROOTFS}/etc/goldtune/pcie-acs.conf": f"{ROOTFS}/usr/local/libexec/goldtune/pcie-acs",
     f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/local/libexec/goldtune/collect",
 }
 DATA_PATTERNS = (*DATA_READERS, INSTALL_LIST)
