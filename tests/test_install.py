@@ -141,8 +141,8 @@ def test_services_use_systemctl_root_and_missing_units_are_skipped(tmp_path: Pat
         f"--root={root} --quiet mask bluetooth.service",
         f"--root={root} --quiet enable goldtune-gpu.service",
         f"--root={root} --quiet enable goldtune-irq-affinity.service",
-        f"--root={root} --quiet enable goldtune-cuda-mps.service",  # shipped by the bundle
         f"--root={root} --quiet enable goldtune-pcie-acs.service",
+        f"--root={root} --quiet enable goldtune-cuda-mps.service",  # shipped by the bundle
     ]
     assert (
         f"nvidia-persistenced.service is not installed in {root}: enable skipped" in result.stdout
@@ -783,7 +783,9 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet mask bluetooth.service",
         "systemctl --quiet enable goldtune-gpu.service",
         "systemctl --quiet enable goldtune-irq-affinity.service",
+        "systemctl --quiet enable goldtune-pcie-acs.service",
         "systemctl --quiet enable nvidia-persistenced.service",
+        "systemctl --quiet enable goldtune-cuda-mps.service",
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
     assert not [c for c in calls if c.startswith("tuned-adm")]
@@ -794,7 +796,8 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "apply I/O scheduler rules, apply the container runtime and kubelet files, "
         "tuned loads goldtune-inference, "
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
-        "start goldtune-gpu.service, goldtune-irq-affinity.service, nvidia-persistenced.service"
+        "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
+        "nvidia-persistenced.service, goldtune-cuda-mps.service"
     )
 
 

@@ -16,7 +16,9 @@ from conftest import missing_tool
 from plans import DIGESTS, full_plan, minimal_plan, plan_without
 
 from generator.errors import GenerationError
+from generator.model.layout import COMPACT_IN_USER_DATA, target_of
 from generator.model.setting import Setting
+from generator.model.shellform import without_comment_lines
 from generator.render.render import OUTPUTS, make_environment, render_bundle
 
 SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"
@@ -233,8 +235,12 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
     written = {entry["path"]: entry for entry in data["write_files"]}
     for path, content in full.items():
         if path.startswith("rootfs/") and path not in (COLLECTOR, COLLECT_DATA):
-            entry = written["/" + path.removeprefix("rootfs/")]
-            assert entry["content"] == content
+            target = "/" + path.removeprefix("rootfs/")
+            entry = written[target]
+            if target in COMPACT_IN_USER_DATA:  # the fixed scripts without their comment lines
+                assert entry["content"] == without_comment_lines(content) != content
+            else:
+                assert entry["content"] == content
             assert entry["permissions"] in {"0644", "0755"}
     assert written["/etc/tuned/active_profile"]["content"] == "goldtune-inference\n"
     assert all(isinstance(command, str) for command in data["runcmd"])
@@ -247,7 +253,7 @@ def test_services_disable_and_mask_come_before_enable(full: dict[str, str]) -> N
     order = [
         m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))
     ]
-    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 4
+    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 5
 
 
 def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
@@ -261,6 +267,11 @@ def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
         content, mode = files[entry["path"]]
         assert entry["sha256"] == hashlib.sha256(content).hexdigest()
         assert entry["mode"] == f"{mode:04o}"
+        if target_of(entry["path"]) in COMPACT_IN_USER_DATA:
+            compact = without_comment_lines(content.decode()).encode()
+            assert entry["first_boot_sha256"] == hashlib.sha256(compact).hexdigest()
+        else:
+            assert "first_boot_sha256" not in entry
     assert not re.search(r"20\d\d-\d\d-\d\d", files["manifest.json"][0].decode())
 
 

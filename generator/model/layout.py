@@ -68,6 +68,9 @@ INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed
 # the cloud-init delivery leaves them out (about 15 KB, issue 13). verify judges them only when
 # they are installed: absent is not-applicable, installed but not the bundle's still differs.
 VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
+# Fixed scripts the cloud-init user-data carries without their comment lines, to fit the
+# providers' size limits (generator/model/shellform.py); manifest.json records both digests.
+COMPACT_IN_USER_DATA = frozenset({GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT})
 # Written at first boot by the cloud-init bootloader step when the boot loader took the bundle's
 # kernel arguments and the running kernel lacks one: power_state's condition (tmpfs, so it is
 # gone after the reboot it asks for).

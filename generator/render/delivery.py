@@ -26,6 +26,7 @@ from generator.model import layout
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
+from generator.model.shellform import without_comment_lines
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.formats import kernel_arg_text, sh_quote
 
@@ -344,8 +345,15 @@ MIME_BOUNDARY = f"=={TOOL}-user-data=="
 
 def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
     """The overlay files the user-data writes: all but the verify-side collector and its data
-    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs."""
-    return [item for item in overlay if item.target not in layout.VERIFY_ONLY_TARGETS]
+    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs; the fixed scripts of
+    layout.COMPACT_IN_USER_DATA without their comment lines (EC2's 16 KB)."""
+    return [
+        item._replace(text=without_comment_lines(item.text))
+        if item.target in layout.COMPACT_IN_USER_DATA
+        else item
+        for item in overlay
+        if item.target not in layout.VERIFY_ONLY_TARGETS
+    ]
 
 
 def compressed_user_data(user_data: bytes) -> bytes:

@@ -26,9 +26,16 @@ from generator.errors import GenerationError
 from generator.model import layout
 from generator.model.jsontext import dumps_indented
 from generator.model.kinds import KINDS, Kind, KindSpec
-from generator.model.layout import MANIFEST, PLAN_FILE, in_overlay, target_of
+from generator.model.layout import (
+    COMPACT_IN_USER_DATA,
+    MANIFEST,
+    PLAN_FILE,
+    in_overlay,
+    target_of,
+)
 from generator.model.planio import plan_to_json
 from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
+from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropins_of
@@ -463,6 +470,16 @@ def kind_files(plan: Plan) -> dict[str, str]:
     }
 
 
+def manifest_entry(path: str, content: bytes, mode: int) -> dict[str, str]:
+    """A file's manifest entry; a script the user-data carries without its comments also has the
+    digest of that form (``first_boot_sha256``), which gen verify accepts on the machine."""
+    entry = {"path": path, "sha256": hashlib.sha256(content).hexdigest(), "mode": f"{mode:04o}"}
+    if target_of(path) in COMPACT_IN_USER_DATA:
+        compact = without_comment_lines(content.decode("utf-8")).encode("utf-8")
+        entry["first_boot_sha256"] = hashlib.sha256(compact).hexdigest()
+    return entry
+
+
 def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions) -> bytes:
     """Tool, inputs' digests and every other file with its sha256 and mode; no timestamps."""
     data = {
@@ -474,8 +491,7 @@ def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions)
         # each cloud-init form's size and the providers whose user-data limit it fits
         "user_data": delivery_sizes(files, options),
         "files": [
-            {"path": path, "sha256": hashlib.sha256(content).hexdigest(), "mode": f"{mode:04o}"}
-            for path, (content, mode) in sorted(files.items())
+            manifest_entry(path, content, mode) for path, (content, mode) in sorted(files.items())
         ],
     }
     return (dumps_indented(data) + "\n").encode("utf-8")  # json.dumps(indent=2, sort_keys=True)

@@ -183,7 +183,7 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
             continue
         digest, _, mode = found.partition(" ")
         actual = f"sha256 {digest[:12]}…, mode {int(mode or '0', 8):04o}"
-        good = digest == item.sha256 and int(mode or "0", 8) == item.mode
+        good = item.is_bundles(digest) and int(mode or "0", 8) == item.mode
         checks.append(
             Check(
                 "file",

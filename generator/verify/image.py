@@ -41,7 +41,14 @@ from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.live import arg_name, parse_cmdline, toml_lookup, toml_value
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
-from generator.verify.verdicts import Bundle, Check, Verdict, check_of, file_not_installed
+from generator.verify.verdicts import (
+    Bundle,
+    Check,
+    ManifestFile,
+    Verdict,
+    check_of,
+    file_not_installed,
+)
 
 # A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
 MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
@@ -515,7 +522,8 @@ def merged_daemon_json(item_target: str, content: bytes) -> bool:
         return False
 
 
-def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
+def check_file(item: ManifestFile, image: Image) -> Check:
+    item_target, sha256, mode = item.target or "", item.sha256, item.mode
     expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
     host = image.resolve(item_target)
     content = image.read_bytes(item_target) if image.link_target(item_target) is None else None
@@ -523,7 +531,7 @@ def check_file(item_target: str, sha256: str, mode: int, image: Image) -> Check:
         return file_not_installed(item_target, expected)
     digest = hashlib.sha256(content).hexdigest()
     actual_mode = os.lstat(host).st_mode & 0o7777
-    good = digest == sha256 and actual_mode == mode
+    good = item.is_bundles(digest) and actual_mode == mode
     if not good and actual_mode == mode and merged_daemon_json(item_target, content):
         return Check(
             "file",
@@ -739,7 +747,5 @@ def check_in_image(setting: Setting, image: Image, bundle: Bundle) -> Check:
 
 def check_root(bundle: Bundle, root: Path) -> list[Check]:
     image = Image(root)
-    checks = [
-        check_file(f.target, f.sha256, f.mode, image) for f in bundle.overlay_files() if f.target
-    ]
+    checks = [check_file(f, image) for f in bundle.overlay_files() if f.target]
     return checks + [check_in_image(setting, image, bundle) for setting in bundle.plan.settings]

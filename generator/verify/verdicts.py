@@ -91,6 +91,14 @@ class ManifestFile:
     path: str  # in the bundle: rootfs/etc/sysctl.d/90-goldtune.conf
     sha256: str
     mode: int
+    # a fixed script's digest as the cloud-init user-data writes it, without its comment lines
+    # (layout.COMPACT_IN_USER_DATA); either form is the bundle's file
+    first_boot_sha256: str | None = None
+
+    def is_bundles(self, digest: str) -> bool:
+        return digest == self.sha256 or (
+            self.first_boot_sha256 is not None and digest == self.first_boot_sha256
+        )
 
     @property
     def target(self) -> str | None:
@@ -120,8 +128,14 @@ def load_manifest(bundle_dir: Path) -> tuple[ManifestFile, ...]:
     files = []
     for i, entry in enumerate(entries):
         try:
+            first_boot = entry.get("first_boot_sha256")
             files.append(
-                ManifestFile(str(entry["path"]), str(entry["sha256"]), int(str(entry["mode"]), 8))
+                ManifestFile(
+                    str(entry["path"]),
+                    str(entry["sha256"]),
+                    int(str(entry["mode"]), 8),
+                    None if first_boot is None else str(first_boot),
+                )
             )
         except (TypeError, KeyError, ValueError):
             raise InputError(

@@ -1,0 +1,69 @@
+"""The first-boot form of goldtune's fixed shell scripts: the same code without comment lines.
+
+cloud-init user-data has a hard size limit (EC2: 16 KB, issue 13) and the fixed scripts
+(``templates/scripts/``) are mostly comments, which explain the why to a reader of the
+repository and do nothing on the machine. The user-data carries each script with its full-line
+comments left out; the bundle's copy, which install.sh installs and reviewers read, keeps them.
+``manifest.json`` records the digest of both forms, so ``gen verify`` accepts either.
+
+The scan is conservative: a line is dropped only when it is a comment at the top level of the
+script, never inside a here-document or a quoted string spanning lines (where a ``#`` line is
+data), and the shebang and ``# shellcheck`` directives are kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def _open_quote(line: str, quote: str | None) -> str | None:
+    """The quote still open after ``line`` (None when none), given the one open before it."""
+    escaped = False
+    previous = " "
+    for char in line:
+        at_word_start, previous = previous in " \t;&|(", char
+        if quote == "'":
+            if char == "'":
+                quote = None
+            continue
+        if escaped:
+            escaped = False
+            continue
+        if char == "\\":
+            escaped = True
+        elif quote == '"':
+            if char == '"':
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and at_word_start:
+            break  # the rest of the line is a comment (sh: '#' starts one only at a word's start)
+    return quote
+
+
+def without_comment_lines(text: str) -> str:
+    """``text`` with its top-level full-line comments and blank lines left out."""
+    kept: list[str] = []
+    quote: str | None = None
+    heredoc: str | None = None
+    for number, line in enumerate(text.splitlines(keepends=True)):
+        stripped = line.strip()
+        if heredoc is not None:
+            kept.append(line)
+            if line.rstrip("\n").lstrip("\t") == heredoc:
+                heredoc = None
+            continue
+        if quote is None and number > 0 and not stripped:
+            continue
+        comment = stripped.startswith("#") and "shellcheck" not in stripped
+        if quote is None and number > 0 and comment:
+            continue
+        kept.append(line)
+        if quote is None:
+            found = _HEREDOC.search(line.split(" #", 1)[0])
+            if found:
+                heredoc = found.group(2)
+        quote = _open_quote(line, quote)
+    return "".join(kept)
