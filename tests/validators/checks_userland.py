@@ -218,9 +218,11 @@ def check_tuned(bundle: Path) -> list[str]:
 
 def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
     """tuned_check.py with tuned's own Loader (includes resolved against /usr/lib/tuned), as
-    nobody, one process for all bundles; then no [sysctl] key of a profile, includes merged, may
-    be one that sysctl.d sets: tuned's reapply_sysctl lets sysctl.d win and `tuned-adm verify`
-    then fails on every boot. Not covered: values (tuned judges them only on a running system)."""
+    nobody, one process for all bundles; then every [sysctl] key of a profile, includes merged,
+    alone and layered on the bases install.sh may find selected (tuned_check.LAYERED_ON), that
+    sysctl.d also sets must have sysctl.d's value: tuned's reapply_sysctl lets sysctl.d win, so
+    another value makes `tuned-adm verify` fail on every boot. Not covered: values sysctl.d does
+    not set (tuned judges them only on a running system)."""
     results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
     jobs = [
         (bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)])
@@ -244,17 +246,21 @@ def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
             }
         reports = json.loads(result.stdout)
     for index, (bundle, names) in enumerate(jobs):
-        sysctl_d = {assignment.key for assignment in sysctl_assignments(bundle)[0]}
+        sysctl_d = {a.key: a.value for a in sysctl_assignments(bundle)[0]}
         for name in names:
             report = reports[f"{tmp}/{index}:{name}"]
             results[bundle] += [
                 f"tuned: {problem}".replace(f"{tmp}/{index}", f"{ROOTFS}/etc/tuned")
                 for problem in report["problems"]
             ]
+            merged = {"": report["sysctl"], **report["layered"]}
             results[bundle] += [
-                f"tuned: profile {name} sets sysctl {key}, which sysctl.d also sets "
-                "(sysctl.d wins and `tuned-adm verify` fails)"
-                for key in sorted(set(report["sysctl"]) & sysctl_d)
+                f"tuned: profile {name}{f' layered on {base}' if base else ''} sets sysctl "
+                f"{key}={value}, but sysctl.d sets {sysctl_d[key]} (sysctl.d wins and "
+                "`tuned-adm verify` fails)"
+                for base, values in merged.items()
+                for key, value in sorted(values.items())
+                if key in sysctl_d and " ".join(value.split()) != " ".join(sysctl_d[key].split())
             ]
     return results
 
