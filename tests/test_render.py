@@ -195,10 +195,18 @@ def test_tuned_profile_restates_only_keys_a_shipped_profile_sets() -> None:
             setting("tuned", "cpu.governor", "performance", "cpu.governor"),
             setting("sysctl", "kernel.keys.maxkeys", "2000", "test.keys"),
             setting("sysctl", "vm.swappiness", "1", "memory.swappiness"),
+            setting("sysctl", "vm.dirty_bytes", "8589934592", "memory.dirty-bytes"),
         )
     )
     options = tuned_options(render_bundle(plan)[TUNED][0].decode())
-    assert options == {"cpu.governor": ["performance"], "sysctl.vm.swappiness": ["1"]}
+    assert options == {
+        "cpu.governor": ["performance"],
+        "sysctl.vm.swappiness": ["1"],
+        # postgresql sets dirty_bytes: restated; throughput-performance's dirty_ratio=40 would
+        # replace the bytes limit (the pair is one limit), so the ratio is restated as 0
+        "sysctl.vm.dirty_bytes": ["8589934592"],
+        "sysctl.vm.dirty_ratio": ["0"],
+    }
 
 
 def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:

@@ -528,10 +528,19 @@ CASES = [
     ),
     Case(
         "tuned",
+        "ratio-over-bytes-through-layering",
+        {TUNED: "[cpu]\ngovernor=performance\n", SYSCTL: "vm.dirty_bytes = 8589934592\n"},
+        "layered on throughput-performance sets sysctl vm.dirty_ratio=40, but sysctl.d sets "
+        "vm.dirty_bytes",
+    ),
+    Case(
+        "tuned",
         "restated-through-layering",
         {
-            TUNED: "[sysctl]\nvm.swappiness=1\nnet.ipv4.tcp_rmem=4096 87380 268435456\n",
-            SYSCTL: "vm.swappiness = 1\nnet.ipv4.tcp_rmem = 4096  87380 268435456\n",
+            TUNED: "[sysctl]\nvm.swappiness=1\nnet.ipv4.tcp_rmem=4096 87380 268435456\n"
+            "vm.dirty_ratio=0\n",
+            SYSCTL: "vm.swappiness = 1\nnet.ipv4.tcp_rmem = 4096  87380 268435456\n"
+            "vm.dirty_bytes = 8589934592\n",
         },
         "",
     ),

@@ -29,6 +29,16 @@ from generator.render.formats import unique_in_order
 # argument the plan sets it with (tuned skips it when the command line sets THP: plugin_vm.py)
 TUNED_THP_OPTION = "transparent_hugepages"
 THP_KERNEL_ARG = "transparent_hugepage"
+# A bytes limit and its ratio are one limit: writing one makes the other read 0
+# (Documentation/admin-guide/sysctl/vm.rst, dirty_bytes and dirty_background_bytes). A base's
+# vm.dirty_ratio=40 would replace the plan's vm.dirty_bytes at every tuned start, and verify
+# would then expect 40 where sysctl.d's bytes leave 0: the ratio is restated as 0, which
+# changes nothing while the bytes limit is set. (A plan ratio against a base's bytes is not
+# restated: dirty_bytes refuses 0.)
+RATIO_OF_BYTES = {
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+}
 
 
 def profiles_file() -> Path:
@@ -72,6 +82,23 @@ def restated(plan: Plan) -> list[Setting]:
             "one of them inherits it; tuned-adm verify checks the merged value"
         )
         lines.append(Setting("tuned", f"{section}.{option}", source.value, reason, source.rule))
+    return lines + _ratios_of_bytes(plan, shipped)
+
+
+def _ratios_of_bytes(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]]) -> list[Setting]:
+    lines = []
+    planned = {s.key for s in plan.of_kind("sysctl")}
+    for s in plan.of_kind("sysctl"):
+        ratio = RATIO_OF_BYTES.get(s.key)
+        profiles = shipped.get(("sysctl", ratio)) if ratio else None
+        if ratio is None or profiles is None or ratio in planned:
+            continue
+        reason = (
+            f"sysctl.d sets {s.key}, so {ratio} reads 0 (vm.rst: one of the pair at a time); "
+            f"tuned's shipped {_named(profiles)} set {ratio}, which would replace the bytes "
+            "limit: 0 here keeps it and agrees with tuned-adm verify"
+        )
+        lines.append(Setting("tuned", f"sysctl.{ratio}", "0", reason, s.rule))
     return lines
 
 

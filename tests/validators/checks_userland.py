@@ -210,6 +210,11 @@ def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
 # --- tuned ---------------------------------------------------------------------------------------
 
 TUNED_PATTERNS = (f"{ROOTFS}/etc/tuned/*/tuned.conf",)
+# writing one of a pair makes the other read 0 (Documentation/admin-guide/sysctl/vm.rst)
+RATIO_OF_BYTES = {
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+}
 
 
 def check_tuned(bundle: Path) -> list[str]:
@@ -261,6 +266,14 @@ def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
                 for base, values in merged.items()
                 for key, value in sorted(values.items())
                 if key in sysctl_d and " ".join(value.split()) != " ".join(sysctl_d[key].split())
+            ]
+            # a bytes limit makes its ratio read 0 (vm.rst): a ratio the profile sets replaces it
+            results[bundle] += [
+                f"tuned: profile {name}{f' layered on {base}' if base else ''} sets sysctl "
+                f"{ratio}={values[ratio]}, but sysctl.d sets {bytes_key} (its ratio reads 0)"
+                for base, values in merged.items()
+                for bytes_key, ratio in RATIO_OF_BYTES.items()
+                if bytes_key in sysctl_d and values.get(ratio, "0").strip() != "0"
             ]
     return results
 
