@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from generator.inputs.yamlio import read_yaml_file
+import yaml
+
 from generator.model.setting import Plan, Setting
 from generator.paths import hardware_db_dir
 from generator.render.formats import unique_in_order
@@ -48,7 +49,8 @@ def profiles_file() -> Path:
 @functools.cache
 def shipped_options() -> dict[tuple[str, str], tuple[str, ...]]:
     """``(section, option)`` -> the shipped profiles that set it, from the tuned table."""
-    table = read_yaml_file(profiles_file())
+    # shipped data, not an input: render does not import generator.inputs (test_architecture)
+    table = yaml.safe_load(profiles_file().read_text(encoding="utf-8"))
     found: dict[tuple[str, str], list[str]] = {}
     for name, profile in sorted(table["profiles"].items()):
         for section in ("sysctl", "vm", "cpu"):
