@@ -336,14 +336,22 @@ def test_gpu_setup_without_driver_or_gpu_does_nothing_and_exits_0(
     assert calls == []
 
 
-def test_gpu_setup_leaves_persistence_to_persistenced_when_active(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("modes", "pm_calls"), [(("Enabled", "Enabled"), 0), (("Enabled", "Disabled"), 1)]
+)
+def test_gpu_setup_leaves_persistence_alone_only_when_every_gpu_reports_it_on(
+    tmp_path: Path, modes: tuple[str, str], pm_calls: int
+) -> None:
+    """An active nvidia-persistenced is not enough: Ubuntu's runs --no-persistence-mode."""
     bundle = bundle_for(tmp_path, full_plan())
     log = tmp_path / "smi.log"
     log.touch()
-    path = make_bin(tmp_path, {"systemctl": "exit 0\n", "nvidia-smi": fake_smi(INVENTORY)})
+    rows = [f"{row}, {mode}" for row, mode in zip(INVENTORY.splitlines(), modes, strict=True)]
+    inventory = "".join(row + "\n" for row in rows)
+    path = make_bin(tmp_path, {"systemctl": "exit 0\n", "nvidia-smi": fake_smi(inventory)})
     result = run(bundle / GPU_SETUP, str(bundle / GPU_DATA), path=path, log=log)
-    assert "persistence: nvidia-persistenced is active" in result.stdout
-    assert "-pm 1" not in log.read_text()
+    assert "(nvidia-persistenced active)" in result.stdout
+    assert log.read_text().splitlines().count("-pm 1") == pm_calls, result.stdout
 
 
 # --- the IRQ boot script ---------------------------------------------------------------------

@@ -7,13 +7,14 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import jinja2
 import pytest
 import yaml
 from conftest import missing_tool
-from plans import DIGESTS, full_plan, minimal_plan, plan_without
+from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
 
 from generator.errors import GenerationError
 from generator.model.layout import COMPACT_IN_USER_DATA, target_of
@@ -169,8 +170,56 @@ def test_udev_rules_match_kernel_name_and_rotational(full: dict[str, str]) -> No
 
 def test_tuned_profile_has_main_first(full: dict[str, str]) -> None:
     sections = re.findall(r"^\[(\w+)\]$", full[TUNED], flags=re.MULTILINE)
-    assert sections == ["main", "cpu", "vm"]
+    assert sections == ["main", "cpu", "vm", "sysctl"]
     assert "\nsummary=goldtune test profile\n" in full[TUNED]
+
+
+def tuned_options(text: str) -> dict[str, list[str]]:
+    """``section.option`` -> every value the tuned.conf assigns it (a repeat is a bug)."""
+    found: dict[str, list[str]] = {}
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif line and not line.startswith("#"):
+            option, _, value = line.partition("=")
+            found.setdefault(f"{section}.{option}", []).append(value)
+    return found
+
+
+def test_tuned_profile_restates_the_plans_values_for_keys_shipped_profiles_set(
+    full: dict[str, str],
+) -> None:
+    """throughput-performance's [sysctl] vm.swappiness=10 (and mssql's vm.max_map_count, the
+    network profiles' tcp_rmem) would be merged into a profile layered on them: the bundle's
+    tuned.conf carries sysctl.d's values for them, the override's value too."""
+    options = tuned_options(full[TUNED])
+    assert options["sysctl.vm.swappiness"] == ["1"]
+    assert options["sysctl.vm.max_map_count"] == ["2097152"]
+    assert options["sysctl.net.ipv4.tcp_rmem"] == ["4096 87380 268435456"]
+    # the plan's own [vm] option is written once, not restated beside itself
+    assert options["vm.transparent_hugepages"] == ["madvise"]
+    assert "throughput-performance" in full[TUNED]
+
+
+def test_tuned_profile_restates_only_keys_a_shipped_profile_sets() -> None:
+    plan = full_plan(
+        settings=(
+            setting("tuned", "cpu.governor", "performance", "cpu.governor"),
+            setting("sysctl", "kernel.keys.maxkeys", "2000", "test.keys"),
+            setting("sysctl", "vm.swappiness", "1", "memory.swappiness"),
+            setting("sysctl", "vm.dirty_bytes", "8589934592", "memory.dirty-bytes"),
+        )
+    )
+    options = tuned_options(render_bundle(plan)[TUNED][0].decode())
+    assert options == {
+        "cpu.governor": ["performance"],
+        "sysctl.vm.swappiness": ["1"],
+        # postgresql sets dirty_bytes: restated; throughput-performance's dirty_ratio=40 would
+        # replace the bytes limit (the pair is one limit), so the ratio is restated as 0
+        "sysctl.vm.dirty_bytes": ["8589934592"],
+        "sysctl.vm.dirty_ratio": ["0"],
+    }
 
 
 def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
@@ -355,3 +404,21 @@ def test_driver_modules_are_loaded_by_the_gpu_unit_not_modules_load(full: dict[s
     assert "tcp_bbr" in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
     assert "nvidia-peermem" not in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
     assert "\nmodule\tnvidia-peermem\n" in full[GPU_DATA]
+
+
+@pytest.mark.skipif(
+    not Path("/usr/lib/tuned/throughput-performance/tuned.conf").is_file(), reason="no tuned here"
+)
+def test_the_tuned_table_is_what_its_script_reads_from_the_installed_tuned() -> None:
+    """hardware_db/tuned/profiles.yaml is made by a script: the installed profiles still match."""
+    root = Path(__file__).resolve().parent.parent
+    table = root / "hardware_db" / "tuned" / "profiles.yaml"
+    package = yaml.safe_load(table.read_text())["source"].split(" /usr/lib/tuned", 1)[0]
+    script = root / "tests/validators/make_tuned_profiles.py"
+    made = subprocess.run(
+        [sys.executable, str(script), "/usr/lib/tuned", package],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert made.stdout == table.read_text()

@@ -144,14 +144,16 @@ NO_DEFAULT = "0, NVIDIA A10, 1695, [N/A], [N/A], [N/A], Enabled, [N/A]"
 
 
 def run_fake_gpus(
-    tmp_path: Path, data: str, inventory: list[str], **env: str
+    tmp_path: Path, data: str, inventory: list[str], daemon_active: bool = False, **env: str
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """gpu-setup with DATA against fake GPUs; its output and the nvidia-smi calls it made."""
+    """gpu-setup with DATA against fake GPUs; its output and the nvidia-smi calls it made
+    (``daemon_active``: systemctl says nvidia-persistenced.service is active)."""
     (tmp_path / "gpu.conf").write_text(f"log-as\tgt-gpu\n{data}")
     (tmp_path / "inventory").write_text("".join(row + "\n" for row in inventory))
     log = tmp_path / "smi.log"
     log.touch()
-    path = make_bin(tmp_path, {"nvidia-smi": FAKE_SMI, "systemctl": "exit 1\n"})
+    systemctl = "exit 0\n" if daemon_active else "exit 1\n"
+    path = make_bin(tmp_path, {"nvidia-smi": FAKE_SMI, "systemctl": systemctl})
     for tool in ("timeout", "date", "sleep"):
         (path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
     result = subprocess.run(
@@ -192,6 +194,30 @@ def test_gpu_setup_power_percent_is_of_each_cards_own_default(
     assert made == calls, result.stdout
     if not calls:
         assert "gt-gpu: GPU 0: default power limit unknown; power limit unchanged" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("daemon_active", "modes", "calls"),
+    [
+        # Ubuntu: the daemon is active but runs --no-persistence-mode, so the GPUs report it off
+        (True, ["Disabled", "Disabled"], ["-pm 1"]),
+        (True, ["Enabled", "Disabled"], ["-pm 1"]),
+        # the daemon keeps persistence on: nothing to do
+        (True, ["Enabled", "Enabled"], []),
+        # no daemon, persistence already on (set earlier, or by the driver): nothing to do
+        (False, ["Enabled", "Enabled"], []),
+        (False, ["Disabled", "Disabled"], ["-pm 1"]),
+    ],
+)
+def test_gpu_setup_persistence_follows_what_the_gpus_report_not_the_daemon(
+    tmp_path: Path, daemon_active: bool, modes: list[str], calls: list[str]
+) -> None:
+    inventory = [f"{row}, {mode}" for row, mode in zip([A100_500W, A100_400W], modes, strict=True)]
+    result, made = run_fake_gpus(tmp_path, "persistence\ton\n", inventory, daemon_active)
+    assert result.returncode == 0, result.stdout
+    assert made == calls, result.stdout
+    state = "active" if daemon_active else "not active"
+    assert f"(nvidia-persistenced {state})" in result.stdout
 
 
 def test_gpu_setup_reset_undoes_a_clock_lock_on_every_card(tmp_path: Path) -> None:

@@ -510,13 +510,39 @@ CASES = [
         "tuned",
         "sysctl-overlap",
         {TUNED: "[sysctl]\nvm.swappiness=10\n", SYSCTL: "vm.swappiness = 1\n"},
-        "sets sysctl vm.swappiness, which sysctl.d also sets",
+        "sets sysctl vm.swappiness=10, but sysctl.d sets 1",
     ),
     Case(
         "tuned",
         "overlap-through-include",
         {TUNED: "[main]\ninclude=throughput-performance\n", SYSCTL: "vm.dirty_ratio = 7\n"},
-        "sets sysctl vm.dirty_ratio, which sysctl.d also sets",
+        "sets sysctl vm.dirty_ratio=40, but sysctl.d sets 7",
+    ),
+    # install.sh selects "<base> <bundle profile>": throughput-performance's swappiness=10 is
+    # merged in unless the bundle's profile restates sysctl.d's value (issue 16)
+    Case(
+        "tuned",
+        "overlap-through-layering",
+        {TUNED: "[cpu]\ngovernor=performance\n", SYSCTL: "vm.swappiness = 1\n"},
+        "layered on throughput-performance sets sysctl vm.swappiness=10, but sysctl.d sets 1",
+    ),
+    Case(
+        "tuned",
+        "ratio-over-bytes-through-layering",
+        {TUNED: "[cpu]\ngovernor=performance\n", SYSCTL: "vm.dirty_bytes = 8589934592\n"},
+        "layered on throughput-performance sets sysctl vm.dirty_ratio=40, but sysctl.d sets "
+        "vm.dirty_bytes",
+    ),
+    Case(
+        "tuned",
+        "restated-through-layering",
+        {
+            TUNED: "[sysctl]\nvm.swappiness=1\nnet.ipv4.tcp_rmem=4096 87380 268435456\n"
+            "vm.dirty_ratio=0\n",
+            SYSCTL: "vm.swappiness = 1\nnet.ipv4.tcp_rmem = 4096  87380 268435456\n"
+            "vm.dirty_bytes = 8589934592\n",
+        },
+        "",
     ),
     Case("grub", "good", {GRUB: GRUB_GOOD, "kernel-cmdline": "iommu=pt\n"}, ""),
     Case(

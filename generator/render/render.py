@@ -64,6 +64,7 @@ from generator.render.formats import (
     tmpfiles_field,
     unique_in_order,
 )
+from generator.render.tuned import tuned_sections
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
@@ -341,7 +342,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "sysfs": plan.of_kind("sysfs"),
         "udev": plan.of_kind("udev"),
         "tuned_profile": layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else "",
-        "tuned_sections": group_tuned(plan.of_kind("tuned")),
+        "tuned_sections": tuned_sections(plan),
         "gpu_unit": layout.GPU_UNIT,
         "gpu_script": layout.GPU_SCRIPT,
         "gpu_data_file": layout.GPU_DATA,
@@ -423,16 +424,6 @@ def group_modprobe(settings: tuple[Setting, ...]) -> list[ModprobeLine]:
         params = " ".join(f"{s.key.split()[2]}={s.value}" for s in mine)
         lines.append(ModprobeLine(f"options {module} {params}", mine))
     return lines
-
-
-def group_tuned(settings: tuple[Setting, ...]) -> list[tuple[str, list[tuple[str, Setting]]]]:
-    """``[(section, [(option, setting)…])…]`` with [main] first, then sections in plan order."""
-    sections = unique_in_order(s.key.split(".", 1)[0] for s in settings)
-    sections.sort(key=lambda name: name != "main")
-    return [
-        (name, [(s.key.split(".", 1)[1], s) for s in settings if s.key.split(".", 1)[0] == name])
-        for name in sections
-    ]
 
 
 def order_gpu_actions(settings: tuple[Setting, ...]) -> dict[str, Setting]:

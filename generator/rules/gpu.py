@@ -45,17 +45,18 @@ def persistence(facts: Facts, profile: Profile) -> Output:
     yield gpu_action(
         "persistence",
         "on",
-        why + "; the boot unit runs nvidia-smi -pm 1 only when nvidia-persistenced is not active",
+        why + "; the boot unit runs nvidia-smi -pm 1 when a GPU reports persistence mode off "
+        "(an active nvidia-persistenced may run with --no-persistence-mode)",
     )
     packaged = facts.os.distro.nvidia.persistenced if facts.os.distro else None
     if packaged is not None and packaged.persistence_mode is False:
         # hardware_db/distros/: Ubuntu's unit is static and runs --no-persistence-mode, so the
         # enable above does nothing and the boot unit, seeing the daemon active, skips -pm 1.
         yield note(
-            f"persistence stays OFF on {facts.os.distro.key if facts.os.distro else ''}: its "
-            f"{packaged.unit} runs '{packaged.exec_start}' and is "
-            f"{'static' if packaged.static else 'packaged'}; goldtune writes no drop-in for "
-            "it yet, so set persistence mode in the image (a drop-in overriding ExecStart)"
+            f"{facts.os.distro.key if facts.os.distro else ''}'s {packaged.unit} runs "
+            f"'{packaged.exec_start}' and is {'static' if packaged.static else 'packaged'}: "
+            "the daemon leaves persistence off, so the boot unit sets it with nvidia-smi -pm 1 "
+            "(legacy persistence mode); goldtune writes no drop-in overriding ExecStart yet"
         )
 
 

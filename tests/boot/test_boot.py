@@ -406,13 +406,6 @@ def test_a_tampered_image_fails_verify(
     assert kubelet and all(NOT_APPLICABLE_IN_VM["kubelet"] in c["reason"] for c in kubelet)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured 2026-12-01: layered and every value live, but `tuned-adm verify` fails "
-    "(\"'vm.swappiness' = '1', expected '10'\"): throughput-performance's [sysctl] is merged "
-    "in and the bundle's tuned.conf does not restate the plan's sysctl values (render side, "
-    "issue 16); strict, so the fix makes this test fail until the mark is removed",
-)
 def test_tuned_on_throughput_performance_is_layered_and_the_bundle_stays_live(
     bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any
 ) -> None:

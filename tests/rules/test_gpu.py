@@ -58,7 +58,7 @@ CASES: tuple[Case, ...] = (
         gpu.persistence,
         PERSISTENCE,
         hw={"gpus": [L4X1], "os": {"distro": "ubuntu-24.04"}},
-        note="persistence stays OFF on ubuntu-24.04",
+        note="the daemon leaves persistence off, so the boot unit sets it with nvidia-smi -pm 1",
     ),
     Case(
         "persistence-rhel-9-daemon-persists",

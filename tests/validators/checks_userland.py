@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 import gzip
+import hashlib
 import json
 import os
 import shlex
@@ -122,6 +123,24 @@ def check_other_forms(bundle: Path) -> list[str]:
     return problems
 
 
+def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
+    """``delivered`` is the shell script ``original`` with only whole comment lines and blank
+    lines left out (the shebang kept), and manifest.json names that form's digest."""
+    if not original.read_bytes().startswith(b"#!/bin/sh\n"):
+        return False
+    kept = iter(delivered.decode().splitlines())
+    wanted = next(kept, None)
+    for line in original.read_text().splitlines():
+        if line == wanted:
+            wanted = next(kept, None)
+        elif line.strip() and not line.strip().startswith("#"):
+            return False  # a line of code is missing
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    digest = hashlib.sha256(delivered).hexdigest()
+    listed = {entry["path"]: entry.get("first_boot_sha256") for entry in manifest["files"]}
+    return wanted is None and listed.get(str(original.relative_to(bundle))) == digest
+
+
 def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> list[str]:
     overlay = {
         "/" + relative(bundle / ROOTFS, path): path for path in files(bundle, f"{ROOTFS}/**/*")
@@ -142,7 +161,10 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
                 "covers it)"
             )
             continue
-        if (written / path.lstrip("/")).read_bytes() != overlay[path].read_bytes():
+        delivered = (written / path.lstrip("/")).read_bytes()
+        if delivered != overlay[path].read_bytes() and not comments_left_out(
+            bundle, overlay[path], delivered
+        ):
             problems.append(f"{USER_DATA}: write_files content of {path} differs from rootfs{path}")
         actual = overlay[path].stat().st_mode & 0o7777
         if int(mode, 8) != actual:
@@ -246,6 +268,11 @@ def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
 # --- tuned ---------------------------------------------------------------------------------------
 
 TUNED_PATTERNS = (f"{ROOTFS}/etc/tuned/*/tuned.conf",)
+# writing one of a pair makes the other read 0 (Documentation/admin-guide/sysctl/vm.rst)
+RATIO_OF_BYTES = {
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+}
 
 
 def check_tuned(bundle: Path) -> list[str]:
@@ -254,9 +281,11 @@ def check_tuned(bundle: Path) -> list[str]:
 
 def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
     """tuned_check.py with tuned's own Loader (includes resolved against /usr/lib/tuned), as
-    nobody, one process for all bundles; then no [sysctl] key of a profile, includes merged, may
-    be one that sysctl.d sets: tuned's reapply_sysctl lets sysctl.d win and `tuned-adm verify`
-    then fails on every boot. Not covered: values (tuned judges them only on a running system)."""
+    nobody, one process for all bundles; then every [sysctl] key of a profile, includes merged,
+    alone and layered on the bases install.sh may find selected (tuned_check.LAYERED_ON), that
+    sysctl.d also sets must have sysctl.d's value: tuned's reapply_sysctl lets sysctl.d win, so
+    another value makes `tuned-adm verify` fail on every boot. Not covered: values sysctl.d does
+    not set (tuned judges them only on a running system)."""
     results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
     jobs = [
         (bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)])
@@ -280,17 +309,29 @@ def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
             }
         reports = json.loads(result.stdout)
     for index, (bundle, names) in enumerate(jobs):
-        sysctl_d = {assignment.key for assignment in sysctl_assignments(bundle)[0]}
+        sysctl_d = {a.key: a.value for a in sysctl_assignments(bundle)[0]}
         for name in names:
             report = reports[f"{tmp}/{index}:{name}"]
             results[bundle] += [
                 f"tuned: {problem}".replace(f"{tmp}/{index}", f"{ROOTFS}/etc/tuned")
                 for problem in report["problems"]
             ]
+            merged = {"": report["sysctl"], **report["layered"]}
             results[bundle] += [
-                f"tuned: profile {name} sets sysctl {key}, which sysctl.d also sets "
-                "(sysctl.d wins and `tuned-adm verify` fails)"
-                for key in sorted(set(report["sysctl"]) & sysctl_d)
+                f"tuned: profile {name}{f' layered on {base}' if base else ''} sets sysctl "
+                f"{key}={value}, but sysctl.d sets {sysctl_d[key]} (sysctl.d wins and "
+                "`tuned-adm verify` fails)"
+                for base, values in merged.items()
+                for key, value in sorted(values.items())
+                if key in sysctl_d and " ".join(value.split()) != " ".join(sysctl_d[key].split())
+            ]
+            # a bytes limit makes its ratio read 0 (vm.rst): a ratio the profile sets replaces it
+            results[bundle] += [
+                f"tuned: profile {name}{f' layered on {base}' if base else ''} sets sysctl "
+                f"{ratio}={values[ratio]}, but sysctl.d sets {bytes_key} (its ratio reads 0)"
+                for base, values in merged.items()
+                for bytes_key, ratio in RATIO_OF_BYTES.items()
+                if bytes_key in sysctl_d and values.get(ratio, "0").strip() != "0"
             ]
     return results
 

@@ -8,7 +8,9 @@ For each profile this uses the daemon's code path up to the plugins: tuned.profi
 type must be a real plugin) and each plugin's option table (``_get_config_options``, the table the
 daemon warns "Unknown option" from). Plugins with dynamic options (sysctl, sysfs, ...) accept any
 name, as in the daemon; bootloader ``cmdline*`` keys likewise. Prints one JSON object:
-{"ETC_TUNED:PROFILE": {"problems": [...], "sysctl": [keys of [sysctl] units, includes merged]}}.
+{"ETC_TUNED:PROFILE": {"problems": [...], "sysctl": {key: value of [sysctl] units, includes
+merged}, "layered": {BASE: {key: value}}}}: "layered" is the profile loaded after each of
+LAYERED_ON, as install.sh selects it (active_profile "BASE PROFILE"; the later one wins).
 Profile expansion can run ${f:exec:...}: the caller runs this as nobody.
 """
 
@@ -30,6 +32,9 @@ from tuned.profiles.variables import Variables
 from tuned.utils.global_config import GlobalConfig
 
 SYSTEM_PROFILES = "/usr/lib/tuned"
+# Bases an image may have selected before install.sh layers the bundle on them: RHEL's server
+# default and the shipped profiles whose [sysctl] or [vm] a GPU server is likely to run.
+LAYERED_ON = ("throughput-performance", "latency-performance", "hpc-compute", "virtual-guest")
 
 
 def plugin_class(name: str) -> type[tuned.plugins.base.Plugin] | None:
@@ -61,33 +66,56 @@ def unit_problems(profile_name: str, unit_name: str, unit) -> list[str]:
     ]
 
 
-def check_profile(etc_tuned: str, name: str) -> tuple[list[str], list[str]]:
+def load(etc_tuned: str, names: list[str]):
     locator = Locator([SYSTEM_PROFILES, etc_tuned])
     loader = Loader(locator, Factory(), Merger(), GlobalConfig(), Variables())
+    return loader.load(names)
+
+
+def sysctl_values(profile) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for unit in profile.units.values():
+        if unit.type == "sysctl" and unit.enabled:
+            values |= {key: str(value) for key, value in unit.options.items()}
+    return values
+
+
+def check_profile(etc_tuned: str, name: str) -> tuple[list[str], dict[str, str]]:
     try:
-        profile = loader.load([name])
+        profile = load(etc_tuned, [name])
     except InvalidProfileException as error:
-        return [f"{name}: tuned: InvalidProfileException: {error}"], []
+        return [f"{name}: tuned: InvalidProfileException: {error}"], {}
     problems: list[str] = []
-    sysctl_keys: list[str] = []
     for unit_name, unit in profile.units.items():
         problems += unit_problems(name, unit_name, unit)
-        if unit.type == "sysctl" and unit.enabled:
-            sysctl_keys += list(unit.options)
     unknown_main = set(profile.options) - {"summary", "description"}
     problems += [
         f"{name}: [{consts.PLUGIN_MAIN_UNIT_NAME}]: unknown option '{option}'"
         for option in sorted(unknown_main)
     ]
-    return problems, sysctl_keys
+    return problems, sysctl_values(profile)
+
+
+def layered(etc_tuned: str, name: str) -> dict[str, dict[str, str]]:
+    found = {}
+    for base in LAYERED_ON:
+        try:
+            found[base] = sysctl_values(load(etc_tuned, [base, name]))
+        except InvalidProfileException:
+            continue  # not shipped by this tuned
+    return found
 
 
 def main(argv: list[str]) -> int:
     report = {}
     for argument in argv[1:]:
         etc_tuned, name = argument.rsplit(":", 1)
-        problems, keys = check_profile(etc_tuned, name)
-        report[argument] = {"problems": problems, "sysctl": keys}
+        problems, values = check_profile(etc_tuned, name)
+        report[argument] = {
+            "problems": problems,
+            "sysctl": values,
+            "layered": layered(etc_tuned, name) if not problems else {},
+        }
     print(json.dumps(report))
     return 0
 

@@ -1,0 +1,115 @@
+"""The bundle's tuned profile: the plan's tuned settings, and the plan's values restated for
+every key a shipped tuned profile sets.
+
+install.sh layers the bundle's profile on whatever the image already selected (RHEL's
+throughput-performance, a vendor profile), and tuned merges an included or earlier profile's
+sections into the later one option by option (redhat-performance/tuned, tuned/profiles/
+merger.py). So a base's ``[sysctl] vm.swappiness=10`` stays in the merged profile: tuned writes
+it at every start, ``reapply_sysctl`` then writes sysctl.d's value back, and ``tuned-adm verify``
+compares the live value with the base's and fails. Restating the plan's value under the same
+key makes the merged profile agree with sysctl.d.
+
+Which base is selected is known only when install.sh runs in the image, so the restated keys are
+those of every profile tuned ships (``hardware_db/tuned/profiles.yaml``, read from the tuned
+package by tests/validators/make_tuned_profiles.py): the bundle stays one file for every base.
+A vendor profile outside that table (NVIDIA's) is not known here; EXPLAIN's tuned line says so.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import yaml
+
+from generator.model.setting import Plan, Setting
+from generator.paths import hardware_db_dir
+from generator.render.formats import unique_in_order
+
+# tuned's vm plugin option for /sys/kernel/mm/transparent_hugepage/enabled, and the kernel
+# argument the plan sets it with (tuned skips it when the command line sets THP: plugin_vm.py)
+TUNED_THP_OPTION = "transparent_hugepages"
+THP_KERNEL_ARG = "transparent_hugepage"
+# A bytes limit and its ratio are one limit: writing one makes the other read 0
+# (Documentation/admin-guide/sysctl/vm.rst, dirty_bytes and dirty_background_bytes). A base's
+# vm.dirty_ratio=40 would replace the plan's vm.dirty_bytes at every tuned start, and verify
+# would then expect 40 where sysctl.d's bytes leave 0: the ratio is restated as 0, which
+# changes nothing while the bytes limit is set. (A plan ratio against a base's bytes is not
+# restated: dirty_bytes refuses 0.)
+RATIO_OF_BYTES = {
+    "vm.dirty_bytes": "vm.dirty_ratio",
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+}
+
+
+def profiles_file() -> Path:
+    return hardware_db_dir() / "tuned" / "profiles.yaml"
+
+
+@functools.cache
+def shipped_options() -> dict[tuple[str, str], tuple[str, ...]]:
+    """``(section, option)`` -> the shipped profiles that set it, from the tuned table."""
+    # shipped data, not an input: render does not import generator.inputs (test_architecture)
+    table = yaml.safe_load(profiles_file().read_text(encoding="utf-8"))
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, profile in sorted(table["profiles"].items()):
+        for section in ("sysctl", "vm", "cpu"):
+            for option in (profile or {}).get(section) or {}:
+                found.setdefault((section, str(option)), []).append(str(name))
+    return {key: tuple(names) for key, names in found.items()}
+
+
+def _named(profiles: tuple[str, ...]) -> str:
+    return ("profile " if len(profiles) == 1 else "profiles ") + ", ".join(profiles)
+
+
+def restated(plan: Plan) -> list[Setting]:
+    """The plan's values for the options a shipped tuned profile sets and the plan's own tuned
+    settings do not: sysctl.d's values in [sysctl], the THP boot argument's in [vm]."""
+    shipped = shipped_options()
+    own = {s.key for s in plan.of_kind("tuned")}
+    wanted = [("sysctl", s.key, s) for s in plan.of_kind("sysctl")]
+    wanted += [
+        ("vm", TUNED_THP_OPTION, s) for s in plan.of_kind("kernel-arg") if s.key == THP_KERNEL_ARG
+    ]
+    lines = []
+    for section, option, source in wanted:
+        profiles = shipped.get((section, option))
+        if profiles is None or f"{section}.{option}" in own:
+            continue
+        where = "sysctl.d" if section == "sysctl" else "the kernel command line"
+        reason = (
+            f"restates {where}'s value: tuned's shipped {_named(profiles)} "
+            f"{'sets' if len(profiles) == 1 else 'set'} {option}, and a profile layered on "
+            "one of them inherits it; tuned-adm verify checks the merged value"
+        )
+        lines.append(Setting("tuned", f"{section}.{option}", source.value, reason, source.rule))
+    return lines + _ratios_of_bytes(plan, shipped)
+
+
+def _ratios_of_bytes(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]]) -> list[Setting]:
+    lines = []
+    planned = {s.key for s in plan.of_kind("sysctl")}
+    for s in plan.of_kind("sysctl"):
+        ratio = RATIO_OF_BYTES.get(s.key)
+        profiles = shipped.get(("sysctl", ratio)) if ratio else None
+        if ratio is None or profiles is None or ratio in planned:
+            continue
+        reason = (
+            f"sysctl.d sets {s.key}, so {ratio} reads 0 (vm.rst: one of the pair at a time); "
+            f"tuned's shipped {_named(profiles)} set {ratio}, which would replace the bytes "
+            "limit: 0 here keeps it and agrees with tuned-adm verify"
+        )
+        lines.append(Setting("tuned", f"sysctl.{ratio}", "0", reason, s.rule))
+    return lines
+
+
+def tuned_sections(plan: Plan) -> list[tuple[str, list[tuple[str, Setting]]]]:
+    """``[(section, [(option, setting)…])…]`` with [main] first, then sections in plan order."""
+    settings = [*plan.of_kind("tuned"), *restated(plan)]
+    sections = unique_in_order(s.key.split(".", 1)[0] for s in settings)
+    sections.sort(key=lambda name: name != "main")
+    return [
+        (name, [(s.key.split(".", 1)[1], s) for s in settings if s.key.split(".", 1)[0] == name])
+        for name in sections
+    ]
