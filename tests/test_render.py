@@ -17,7 +17,8 @@ from conftest import missing_tool
 from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
 
 from generator.errors import GenerationError
-from generator.model.layout import COMPACT_IN_USER_DATA, target_of
+from generator.model.layout import VERIFY_ONLY_TARGETS as VERIFY_ONLY
+from generator.model.layout import compact_in_user_data, target_of
 from generator.model.setting import Setting
 from generator.model.shellform import without_comment_lines
 from generator.render.render import OUTPUTS, make_environment, render_bundle
@@ -286,8 +287,9 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
         if path.startswith("rootfs/") and path not in (COLLECTOR, COLLECT_DATA):
             target = "/" + path.removeprefix("rootfs/")
             entry = written[target]
-            if target in COMPACT_IN_USER_DATA:  # the fixed scripts without their comment lines
-                assert entry["content"] == without_comment_lines(content) != content
+            assert compact_in_user_data(target) or target.endswith(".json")
+            if compact_in_user_data(target):  # without their comment lines
+                assert entry["content"] == without_comment_lines(content)
             else:
                 assert entry["content"] == content
             assert entry["permissions"] in {"0644", "0755"}
@@ -316,8 +318,12 @@ def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
         content, mode = files[entry["path"]]
         assert entry["sha256"] == hashlib.sha256(content).hexdigest()
         assert entry["mode"] == f"{mode:04o}"
-        if target_of(entry["path"]) in COMPACT_IN_USER_DATA:
-            compact = without_comment_lines(content.decode()).encode()
+        target = target_of(entry["path"])
+        if target is None:  # delivery files (install.sh, user-data forms): one digest
+            assert "first_boot_sha256" not in entry
+            continue
+        compact = without_comment_lines(content.decode()).encode()
+        if compact_in_user_data(target) and compact != content and target not in VERIFY_ONLY:
             assert entry["first_boot_sha256"] == hashlib.sha256(compact).hexdigest()
         else:
             assert "first_boot_sha256" not in entry

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.model.layout import COMPACT_IN_USER_DATA, LIBEXEC
+from generator.model.layout import FIXED_SCRIPTS, LIBEXEC
 from generator.model.shellform import without_comment_lines
 from tests.conftest import REPO
 
-SCRIPTS = sorted(target.removeprefix(f"{LIBEXEC}/") for target in COMPACT_IN_USER_DATA)
+SCRIPTS = sorted(target.removeprefix(f"{LIBEXEC}/") for target in FIXED_SCRIPTS)
 
 
 def test_comment_lines_go_and_code_stays() -> None:
@@ -71,3 +71,23 @@ def test_the_first_boot_form_passes_shellcheck(name: str, tmp_path: Path) -> Non
         ["shellcheck", "-s", "sh", str(compact)], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_structured_files_mean_the_same_without_their_comment_lines(tmp_path: Path) -> None:
+    """YAML (kubelet) and TOML (containerd) parse to the same data in both forms: no block scalar
+    or multi-line string of theirs holds a line that looks like a comment."""
+    import tomllib
+
+    import yaml
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    bundle = tmp_path / "bundle"
+    args = ["--hw", "dgx-h100", "--profile", "training-k8s", "-o", str(bundle)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    kubelet = next((bundle / "rootfs/etc/kubernetes").rglob("*.conf")).read_text()
+    containerd = next((bundle / "rootfs/etc/containerd").rglob("*.toml")).read_text()
+    assert without_comment_lines(kubelet) != kubelet
+    assert yaml.safe_load(without_comment_lines(kubelet)) == yaml.safe_load(kubelet)
+    assert tomllib.loads(without_comment_lines(containerd)) == tomllib.loads(containerd)

@@ -68,9 +68,18 @@ INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed
 # the cloud-init delivery leaves them out (about 15 KB, issue 13). verify judges them only when
 # they are installed: absent is not-applicable, installed but not the bundle's still differs.
 VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
-# Fixed scripts the cloud-init user-data carries without their comment lines, to fit the
-# providers' size limits (generator/model/shellform.py); manifest.json records both digests.
-COMPACT_IN_USER_DATA = frozenset({GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT})
+# The fixed scripts (templates/scripts/): comments explaining the code, not the plan.
+FIXED_SCRIPTS = frozenset({GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT})
+
+
+def compact_in_user_data(target: str) -> bool:
+    """Whether the cloud-init user-data carries ``target`` without its comment lines, to fit the
+    providers' size limits (generator/model/shellform.py): every overlay file but JSON, which has
+    no comments. A config file's comments are the reasons EXPLAIN.md lists; manifest.json
+    records the digest of both forms."""
+    return not target.endswith(".json")
+
+
 # Written at first boot by the cloud-init bootloader step when the boot loader took the bundle's
 # kernel arguments and the running kernel lacks one: power_state's condition (tmpfs, so it is
 # gone after the reboot it asks for).

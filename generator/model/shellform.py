@@ -1,10 +1,15 @@
-"""The first-boot form of goldtune's fixed shell scripts: the same code without comment lines.
+"""The first-boot form of a bundle's files: the same lines without the comment lines.
 
-cloud-init user-data has a hard size limit (EC2: 16 KB, issue 13) and the fixed scripts
-(``templates/scripts/``) are mostly comments, which explain the why to a reader of the
-repository and do nothing on the machine. The user-data carries each script with its full-line
-comments left out; the bundle's copy, which install.sh installs and reviewers read, keeps them.
-``manifest.json`` records the digest of both forms, so ``gen verify`` accepts either.
+cloud-init user-data has a hard size limit (EC2: 16 KB, issue 13). Most of a bundle's bytes are
+comments: each setting's reason (which EXPLAIN.md lists too) and the fixed scripts' explanations
+(``templates/scripts/``), which do nothing on the machine. The user-data carries each file with
+its full-line comments and blank lines left out (``layout.compact_in_user_data``); the bundle's
+copy, which install.sh installs and reviewers read, keeps them. ``manifest.json`` records the
+digest of both forms, so ``gen verify`` accepts either.
+
+Every format goldtune writes that has comments takes ``#`` at a line's start as one (sh, sysctl.d,
+limits.d, modprobe.d, systemd units, udev rules, tuned's INI, TOML, and YAML outside block
+scalars, which goldtune's templates do not use).
 
 The scan is conservative: a line is dropped only when it is a comment at the top level of the
 script, never inside a here-document or a quoted string spanning lines (where a ``#`` line is

@@ -345,11 +345,11 @@ MIME_BOUNDARY = f"=={TOOL}-user-data=="
 
 def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
     """The overlay files the user-data writes: all but the verify-side collector and its data
-    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs; the fixed scripts of
-    layout.COMPACT_IN_USER_DATA without their comment lines (EC2's 16 KB)."""
+    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs; each without its comment
+    lines where layout.compact_in_user_data says so (EC2's 16 KB)."""
     return [
         item._replace(text=without_comment_lines(item.text))
-        if item.target in layout.COMPACT_IN_USER_DATA
+        if layout.compact_in_user_data(item.target)
         else item
         for item in overlay
         if item.target not in layout.VERIFY_ONLY_TARGETS

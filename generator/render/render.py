@@ -27,9 +27,9 @@ from generator.model import layout
 from generator.model.jsontext import dumps_indented
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import (
-    COMPACT_IN_USER_DATA,
     MANIFEST,
     PLAN_FILE,
+    compact_in_user_data,
     in_overlay,
     target_of,
 )
@@ -462,12 +462,18 @@ def kind_files(plan: Plan) -> dict[str, str]:
 
 
 def manifest_entry(path: str, content: bytes, mode: int) -> dict[str, str]:
-    """A file's manifest entry; a script the user-data carries without its comments also has the
-    digest of that form (``first_boot_sha256``), which gen verify accepts on the machine."""
+    """A file's manifest entry; a file the user-data carries without its comment lines also has
+    the digest of that form (``first_boot_sha256``), which gen verify accepts on the machine."""
     entry = {"path": path, "sha256": hashlib.sha256(content).hexdigest(), "mode": f"{mode:04o}"}
-    if target_of(path) in COMPACT_IN_USER_DATA:
+    target = target_of(path)
+    if (
+        target is not None
+        and target not in layout.VERIFY_ONLY_TARGETS
+        and compact_in_user_data(target)
+    ):
         compact = without_comment_lines(content.decode("utf-8")).encode("utf-8")
-        entry["first_boot_sha256"] = hashlib.sha256(compact).hexdigest()
+        if compact != content:
+            entry["first_boot_sha256"] = hashlib.sha256(compact).hexdigest()
     return entry
 
 

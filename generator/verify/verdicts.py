@@ -91,8 +91,8 @@ class ManifestFile:
     path: str  # in the bundle: rootfs/etc/sysctl.d/90-goldtune.conf
     sha256: str
     mode: int
-    # a fixed script's digest as the cloud-init user-data writes it, without its comment lines
-    # (layout.COMPACT_IN_USER_DATA); either form is the bundle's file
+    # the file's digest as the cloud-init user-data writes it, without its comment lines
+    # (layout.compact_in_user_data); either form is the bundle's file
     first_boot_sha256: str | None = None
 
     def is_bundles(self, digest: str) -> bool:
