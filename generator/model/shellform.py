@@ -18,6 +18,7 @@ data), and the shebang and ``# shellcheck`` directives are kept.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -48,6 +49,9 @@ def _open_quote(line: str, quote: str | None) -> str | None:
     return quote
 
 
+# Asked twice per file and bundle (the user-data, the manifest's digest), and the fixed scripts are
+# the same in every bundle of a matrix run.
+@functools.lru_cache(maxsize=256)
 def without_comment_lines(text: str) -> str:
     """``text`` with its top-level full-line comments and blank lines left out."""
     kept: list[str] = []
@@ -66,9 +70,10 @@ def without_comment_lines(text: str) -> str:
         if quote is None and number > 0 and comment:
             continue
         kept.append(line)
-        if quote is None:
+        if quote is None and "<<" in line:
             found = _HEREDOC.search(line.split(" #", 1)[0])
             if found:
                 heredoc = found.group(2)
-        quote = _open_quote(line, quote)
+        if quote is not None or "'" in line or '"' in line:  # else no quote opens or closes
+            quote = _open_quote(line, quote)
     return "".join(kept)
