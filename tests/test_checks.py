@@ -58,6 +58,9 @@ DO_NOT_FIT = [
     ("docker", "hosts", '"tcp://0.0.0.0:2375" ,"x"'),
     ("docker", "runtimes.nvidia.args", "[]"),
     ("kubelet", "staticPodURL", "http://x y"),
+    ("nccl", "LD_PRELOAD", "/tmp/x.so"),
+    ("nccl", "NCCL_SOCKET_IFNAME", "=eth0 # x"),
+    ("nccl", "NCCL_IB_HCA", "=mlx5_0\nNCCL_DEBUG=INFO"),
     ("kubelet", "evictionHard/memory.available", "1Gi\nauthentication: {}"),
 ]
 
@@ -80,6 +83,8 @@ FITS = [
     ),
     ("docker", "default-ulimits.memlock.Soft", "-1"),
     ("kubelet", "reservedSystemCPUs", "0,112"),
+    ("nccl", "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"),
+    ("nccl", "NCCL_SOCKET_IFNAME", "^docker,lo"),
 ]
 
 

@@ -991,6 +991,7 @@ def test_explain_json_vocabulary_is_the_fixed_one() -> None:
         "containerd",
         "docker",
         "kubelet",
+        "nccl",  # issue 18: /etc/nccl.conf
     }
     data = explain_json("--hw", "dgx-h100", "--profile", "inference")
     by_kind: dict[str, list[dict[str, Any]]] = {}

@@ -65,7 +65,12 @@ TABLES = (
 )
 # Rules that only ever explain why nothing is set
 # (TUNING.md: "say so instead of emitting settings").
-NOTE_ONLY = {"network.rdma-paths", "gpu.vendor-profiles", "cpu.cfs-tunables"}
+NOTE_ONLY = {
+    "network.rdma-paths",
+    "gpu.vendor-profiles",
+    "cpu.cfs-tunables",
+    "network.gpu-numa-hints",
+}
 # Imports a rule module may use: no I/O, no environment, no clock.
 ALLOWED_IMPORTS = re.compile(
     r"^(__future__|collections\.abc|typing|dataclasses|generator(\.[a-z_.]+)?)$"

@@ -116,6 +116,7 @@ DAEMON_JSON = "rootfs/etc/docker/daemon.json"
 KUBELET = "rootfs/etc/kubernetes/kubelet.conf.d/90-test.conf"
 KUBELET_HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 RUNTIME_DROPIN = "rootfs/etc/systemd/system/containerd.service.d/90-test.conf"
+NCCL_CONF = "rootfs/etc/nccl.conf"
 
 CASES = [
     Case("units", "good", unit(""), ""),
@@ -178,6 +179,12 @@ CASES = [
         "neither runc nor in runtimes",
     ),
     Case("docker", "not-json", {DAEMON_JSON: '{"debug": true,}'}, "not JSON"),
+    Case("nccl", "good", {NCCL_CONF: "# why: a reason\n\nNCCL_SOCKET_IFNAME==eth0\n"}, ""),
+    Case("nccl", "comment-with-equals", {NCCL_CONF: "# iommu=pt\nNCCL_DEBUG=WARN\n"}, "older"),
+    Case("nccl", "spaces", {NCCL_CONF: "NCCL_SOCKET_IFNAME = eth0\n"}, "not an NCCL_"),
+    Case("nccl", "trailing-blank", {NCCL_CONF: "NCCL_DEBUG=WARN \n"}, "blanks at its ends"),
+    Case("nccl", "twice", {NCCL_CONF: "NCCL_DEBUG=WARN\nNCCL_DEBUG=INFO\n"}, "keeps the first"),
+    Case("nccl", "no-equals", {NCCL_CONF: "NCCL_DEBUG WARN\n"}, "NCCL skips it"),
     Case(
         "kubelet",
         "good",

@@ -59,6 +59,7 @@ class Kind(StrEnum):
     CONTAINERD = "containerd"
     DOCKER = "docker"
     KUBELET = "kubelet"
+    NCCL = "nccl"
 
 
 class GpuAction(StrEnum):
@@ -392,6 +393,17 @@ KINDS: tuple[KindSpec, ...] = (
         live_step="runtime",
         live_check="kubelet",
         image_check="kubelet",
+    ),
+    KindSpec(
+        Kind.NCCL,
+        "NCCL defaults (/etc/nccl.conf)",
+        key=r"NCCL_[A-Z0-9_]+",
+        value=r"[A-Za-z0-9_.,:=^+/-]+",
+        shape="an NCCL_* variable (NCCL_SOCKET_IFNAME) with a value without spaces, quotes or '#'",
+        file=in_overlay(layout.NCCL_CONF),
+        template="nccl.conf.j2",
+        live_check="nccl",
+        image_check="nccl",
     ),
 )
 

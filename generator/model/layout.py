@@ -48,6 +48,8 @@ CONTAINERD_CONFIG = "/etc/containerd/config.toml"  # the image's own; 1.x import
 DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"  # a whole file: dockerd reads no drop-ins
 KUBELET_DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"  # kubelet --config-dir (>= 1.28)
 KUBELET_DROPIN = f"{KUBELET_DROPIN_DIR}/{DROP_IN}.conf"
+# NCCL reads ~/.nccl.conf, then /etc/nccl.conf, at its first call; the environment wins over both
+NCCL_CONF = "/etc/nccl.conf"
 
 # --- the fixed scripts and the data files they read -------------------------------------------
 LIBEXEC = f"/usr/local/libexec/{TOOL}"

@@ -28,6 +28,7 @@ SettingKind = Literal[
     "containerd",
     "docker",
     "kubelet",
+    "nccl",
 ]
 assert get_args(SettingKind) == SETTING_KINDS, (
     "SettingKind lists generator.model.kinds.KINDS in order"

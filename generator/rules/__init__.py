@@ -61,6 +61,8 @@ REGISTRY: tuple[Rule, ...] = (
     network.somaxconn,
     network.multirail_arp,
     network.bbr,
+    network.nccl,
+    network.gpu_numa_hints,
     irq.pin_nics,
     irq.irqbalance,
     limits.nofile,

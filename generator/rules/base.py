@@ -104,6 +104,11 @@ def acs_off(target: str, reason: str) -> Setting:
     return Setting("pcie-acs", target, "off", reason)
 
 
+def nccl_default(variable: str, value: object, reason: str) -> Setting:
+    """One ``NCCL_X=value`` line of /etc/nccl.conf (a job's environment still wins over it)."""
+    return Setting("nccl", variable, _text(value), reason)
+
+
 def service(unit: str, action: str, reason: str) -> Setting:
     return Setting("service", unit, action, reason)
 

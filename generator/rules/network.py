@@ -1,10 +1,12 @@
-"""Network: socket buffers sized to the NICs that carry TCP, backlogs, multi-rail ARP, BBR."""
+"""Network: socket buffers sized to the NICs that carry TCP, backlogs, multi-rail ARP, BBR, and
+the NCCL defaults and NUMA hints drawn from the NICs and GPUs the hardware file describes."""
 
 from __future__ import annotations
 
 from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
-from generator.rules.base import MIB, Output, load_module, note, rule, sysctl
+from generator.model.cpulist import compress_cpus
+from generator.rules.base import MIB, Output, load_module, nccl_default, note, rule, sysctl
 
 # Round-trip times the socket buffers are sized for: a serving front end sees clients across a
 # region; training side paths (checkpoints, datasets) cross a cluster and its storage.
@@ -159,3 +161,105 @@ def bbr(facts: Facts, profile: Profile) -> Output:
         "(net/ipv4/tcp_ipv4.c, tcp_sk_init), thousands on servers with this much memory, and "
         "training opens few, long-lived connections"
     )
+
+
+# The roles NCCL's bootstrap and socket transport may use, in the order preferred: never a
+# compute fabric port (RDMA carries the collectives) or a storage port.
+SOCKET_ROLES = ("frontend", "management")
+
+
+def _socket_interfaces(facts: Facts) -> tuple[str, list[str]] | None:
+    """(role, names) of the NICs NCCL's sockets should use: the frontend ones, else management."""
+    for role in SOCKET_ROLES:
+        names = [nic.name for nic in facts.nics if nic.role == role]
+        if names:
+            return role, names
+    return None
+
+
+@rule("network.nccl")
+def nccl(facts: Facts, profile: Profile) -> Output:
+    """NCCL defaults in /etc/nccl.conf for training on compute RDMA fabrics.
+
+    NCCL reads NCCL_* variables from ~/.nccl.conf and /etc/nccl.conf as KEY=VALUE lines, a job's
+    environment winning (NCCL User Guide, "Environment Variables"; src/misc/param.cc
+    setEnvFile/initEnv). NCCL_SOCKET_IFNAME takes a list of interface-name prefixes, exact names
+    when it starts with "=" (same page). NCCL_IB_HCA takes RDMA device names (mlx5_0), which the
+    hardware description does not have (it names interfaces), so it is not written.
+    """
+    compute = [nic.name for nic in facts.rdma_nics if nic.role == "compute"]
+    if profile.intent != "training" or not compute:
+        return
+    sockets = _socket_interfaces(facts)
+    others = sorted({nic.role for nic in facts.nics if nic.role in ("storage", "management")})
+    if sockets is None:
+        yield note(
+            "NCCL_SOCKET_IFNAME not written: the hardware file names no frontend or management "
+            "NIC for NCCL's bootstrap sockets"
+        )
+    else:
+        role, names = sockets
+        avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
+        yield nccl_default(
+            "NCCL_SOCKET_IFNAME",
+            "=" + ",".join(names),
+            f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
+            f"(the leading equals sign), not whichever interface it finds first{avoided}; "
+            "the compute ports carry the collectives over RDMA",
+        )
+    storage_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
+    yield note(
+        f"NCCL_IB_HCA not written: it takes RDMA device names (mlx5_0), and the hardware file "
+        f"names interfaces ({', '.join(compute)}); "
+        + (
+            f"NCCL would also use the RDMA ports of {', '.join(storage_rdma)}: name the compute "
+            "HCAs with a profile override (kind nccl, key NCCL_IB_HCA, value: an equals sign, "
+            "then mlx5_0,...)"
+            if storage_rdma
+            else "every RDMA port here is a compute port, which NCCL uses on its own"
+        )
+    )
+
+
+def _nodes_of_gpus(facts: Facts) -> dict[int, list[int]]:
+    """NUMA node -> the GPU indexes on it (PCI order, as gpus[].numa_nodes lists them)."""
+    nodes: dict[int, list[int]] = {}
+    index = 0
+    for group in facts.gpus:
+        for offset in range(group.count):
+            if group.numa_nodes is not None:
+                nodes.setdefault(group.numa_nodes[offset], []).append(index + offset)
+        index += group.count
+    return nodes
+
+
+@rule("network.gpu-numa-hints")
+def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
+    """Say which NUMA node each GPU is on, for the affinity of serving units and NCCL.
+
+    gpus[].numa_nodes of the hardware file gives one node per GPU in PCI order (nvidia-smi's
+    order). A process that runs away from its GPU's node pays a socket hop on every host<->GPU
+    copy; NCCL binds its own threads to the GPU's local CPUs (NCCL_IGNORE_CPU_AFFINITY, NCCL
+    User Guide), a serving process must be told. Nothing is set: goldtune writes no serving unit.
+    """
+    if not facts.has_gpus:
+        return
+    nodes = _nodes_of_gpus(facts)
+    if not nodes:
+        yield note(
+            "no gpus[].numa_nodes in the hardware file: no NUMA affinity hint for serving units"
+        )
+        return
+    places = "; ".join(
+        f"GPU {compress_cpus(set(gpus))} on node {node} (CPUs {facts.cpulist_of_node(node)})"
+        if node < facts.numa_nodes and facts.cpu.threads_known
+        else f"GPU {compress_cpus(set(gpus))} on node {node}"
+        for node, gpus in sorted(nodes.items())
+    )
+    who = (
+        "bind each serving process to its GPU's node (numactl --cpunodebind=N --membind=N, or "
+        "NUMAPolicy=bind, NUMAMask=N and CPUAffinity= in its systemd unit)"
+        if profile.intent == "inference"
+        else "NCCL binds its threads to each GPU's local CPUs itself; pin data loaders the same"
+    )
+    yield note(f"NUMA affinity hint: {places}: {who}")

@@ -36,6 +36,7 @@ from generator.model.layout import (
     GPU_DATA,
     GPU_SCRIPT,
     KUBELET_DROPIN_DIR,
+    NCCL_CONF,
 )
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
@@ -664,6 +665,32 @@ def check_docker(setting: Setting, image: Image) -> Check:
     )
 
 
+def nccl_assignments(text: str) -> dict[str, str]:
+    """The variables NCCL takes from an nccl.conf, as its setEnvFile reads it (src/misc/param.cc):
+    '#' lines and lines without '=' are skipped, the value is the rest of the line, and the
+    first assignment wins (setenv without overwrite)."""
+    found: dict[str, str] = {}
+    for line in text.split("\n"):
+        name, equals, value = line.removesuffix("\r").partition("=")
+        if line.startswith("#") or not equals:
+            continue
+        found.setdefault(name, value)
+    return found
+
+
+def check_nccl(setting: Setting, image: Image) -> Check:
+    text = image.read(NCCL_CONF)
+    if text is None:
+        return check_of(setting, "no nccl.conf", MISSING, f"the image has no {NCCL_CONF}")
+    actual = nccl_assignments(text).get(setting.key)
+    if actual is None:
+        return check_of(setting, "not set", MISSING, f"{NCCL_CONF} does not set {setting.key}")
+    good = actual == setting.value
+    return check_of(
+        setting, actual, OK if good else DIFFERS, "" if good else f"{NCCL_CONF} has another value"
+    )
+
+
 def kubelet_reads_dropins(image: Image) -> bool:
     files = unit_files(image, "kubelet.service")
     files += [(path, image.read(path) or "") for path in KUBELET_FLAG_FILES]
@@ -732,6 +759,7 @@ CHECKS: dict[str, ImageCheck] = {
     "containerd": lambda s, image, _: check_containerd(s, image),
     "docker": lambda s, image, _: check_docker(s, image),
     "kubelet": lambda s, image, _: check_kubelet(s, image),
+    "nccl": lambda s, image, _: check_nccl(s, image),
 }
 
 

@@ -264,6 +264,71 @@ CASES: tuple[Case, ...] = (
         intent="training",
         knobs={"multinode": True},
     ),
+    # /etc/nccl.conf: training on compute RDMA fabrics; sockets on the frontend, else management
+    Case(
+        "nccl-training-frontend",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        intent="training",
+        hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("mgmt0", "management", 1)]},
+        note="NCCL_IB_HCA not written",
+    ),
+    Case(
+        "nccl-training-management-only",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=mgmt0,mgmt1")},
+        intent="training",
+        hw={"nics": [*RDMA_FABRIC, nic("mgmt0", "management", 1), nic("mgmt1", "management")]},
+    ),
+    Case(
+        "nccl-storage-rdma-says-override",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        intent="training",
+        hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("stor0", "storage", 200, rdma=True)]},
+        note="NCCL would also use the RDMA ports of stor0",
+    ),
+    Case(
+        "nccl-no-socket-nic",
+        network.nccl,
+        set(),
+        intent="training",
+        hw={"nics": RDMA_FABRIC},
+        note="NCCL_SOCKET_IFNAME not written",
+    ),
+    Case("nccl-inference", network.nccl, set(), hw={"nics": [*RDMA_FABRIC, FRONT_100]}),
+    Case("nccl-no-rdma", network.nccl, set(), intent="training", hw={"nics": [FRONT_100]}),
+    # NUMA hints from gpus[].numa_nodes: said, never set
+    Case(
+        "numa-hints-inference",
+        network.gpu_numa_hints,
+        set(),
+        hw={
+            "gpus": [{"model": "H100-SXM5-80GB", "count": 4, "numa_nodes": [0, 0, 1, 1]}],
+            "numa_nodes": 2,
+            "cpu": {"sockets": 2, "cores_per_socket": 8, "threads_per_core": 1},
+        },
+        note="GPU 0-1 on node 0 (CPUs 0-7); GPU 2-3 on node 1 (CPUs 8-15): bind each serving",
+    ),
+    Case(
+        "numa-hints-training",
+        network.gpu_numa_hints,
+        set(),
+        intent="training",
+        hw={
+            "gpus": [{"model": "H100-SXM5-80GB", "count": 2, "numa_nodes": [0, 1]}],
+            "numa_nodes": 2,
+        },
+        note="NCCL binds its threads",
+    ),
+    Case(
+        "numa-hints-unknown",
+        network.gpu_numa_hints,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1}]},
+        note="no gpus[].numa_nodes",
+    ),
+    Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
 )
 
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import yaml
 
-from . import docker_keys, kubelet_fields
+from . import docker_keys, kubelet_fields, nccl_conf
 from .layout import ROOTFS, files, output_problems, relative
 from .run import copy_readable, find_tool, run, scratch, unprivileged
 
 CONTAINERD_PATTERNS = (f"{ROOTFS}/etc/containerd/conf.d/*.toml",)
 DOCKER_PATTERNS = (f"{ROOTFS}/etc/docker/daemon.json",)
 KUBELET_PATTERNS = (f"{ROOTFS}/etc/kubernetes/kubelet.conf.d/*.conf",)
+NCCL_PATTERNS = (f"{ROOTFS}/etc/nccl.conf",)
 TOML_SEGMENT = re.compile(r'"[^"]*"|[^.]+')
 
 
@@ -171,4 +172,16 @@ def check_kubelet(bundle: Path) -> list[str]:
             problems.append(f"{label}: not YAML: {' '.join(str(error).split())}")
             continue
         problems += [f"{label}: {problem}" for problem in check_kubelet_document(data)]
+    return problems
+
+
+# --- nccl ----------------------------------------------------------------------------------------
+
+
+def check_nccl(bundle: Path) -> list[str]:
+    """Each nccl.conf as NCCL's setEnvFile reads it (nccl_conf.py)."""
+    problems: list[str] = []
+    for path in files(bundle, *NCCL_PATTERNS):
+        label = relative(bundle, path)
+        problems += [f"{label}: {problem}" for problem in nccl_conf.problems_of(path.read_text())]
     return problems

@@ -26,9 +26,11 @@ from .checks_runtime import (
     CONTAINERD_PATTERNS,
     DOCKER_PATTERNS,
     KUBELET_PATTERNS,
+    NCCL_PATTERNS,
     check_containerd,
     check_docker,
     check_kubelet,
+    check_nccl,
 )
 from .checks_system import (
     LIMITS_PATTERNS,
@@ -88,6 +90,7 @@ __all__ = [
     "check_limits",
     "check_modprobe",
     "check_modules_load",
+    "check_nccl",
     "check_scripts",
     "check_scripts_many",
     "check_sysctl",
@@ -176,6 +179,7 @@ VALIDATORS: tuple[Validator, ...] = (
         KUBELET_PATTERNS,
         check_kubelet,
     ),
+    Validator("nccl", "NCCL's setEnvFile reading (nccl_conf.py)", NCCL_PATTERNS, check_nccl),
 )
 
 
