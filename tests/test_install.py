@@ -1067,3 +1067,25 @@ def test_daemon_json_without_one_in_place_is_the_bundles(tmp_path: Path) -> None
     assert (root / "etc/docker/daemon.json").read_bytes() == (
         bundle / "rootfs/etc/docker/daemon.json"
     ).read_bytes()
+
+
+def test_an_nccl_conf_a_newer_bundle_drops_is_removed(tmp_path: Path) -> None:
+    """/etc/nccl.conf cannot carry the tool's name (NCCL reads that one path): install.sh must
+    still take it back when a bundle no longer writes it, not refuse its own record line."""
+    root = tmp_path / "image"
+    root.mkdir()
+    path = make_bin(tmp_path, {})
+    first = run(
+        bundle_for(tmp_path, full_plan(), "old") / "install.sh", "--root", str(root), path=path
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (root / layout.NCCL_CONF.lstrip("/")).is_file()
+    result = run(
+        bundle_for(tmp_path, plan_without("nccl"), "new") / "install.sh",
+        "--root",
+        str(root),
+        path=path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"removed {layout.NCCL_CONF} (no longer in the bundle)" in result.stdout
+    assert not (root / layout.NCCL_CONF.lstrip("/")).exists()

@@ -294,6 +294,8 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
                 assert entry["content"] == content
             assert entry["permissions"] in {"0644", "0755"}
     assert written["/etc/tuned/active_profile"]["content"] == "goldtune-inference\n"
+    # issue 18: a file whose path has no tool name travels like the others
+    assert written["/etc/nccl.conf"]["content"].endswith("\nNCCL_SOCKET_IFNAME==ens1f0np0\n")
     assert all(isinstance(command, str) for command in data["runcmd"])
     assert data["runcmd"][0].startswith("echo 'goldtune: reload systemd units'")
     assert any("systemctl mask --now 'bluetooth.service'" in command for command in data["runcmd"])

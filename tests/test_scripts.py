@@ -17,12 +17,13 @@ from plans import full_plan
 from test_install import bundle_for, make_bin, run
 from validators.run import MissingTool, find_udevadm
 
+from generator import TOOL
 from generator.commands.generate import plan_for, render_for
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.paths import templates_dir
 from generator.render.delivery import STEP_COMMANDS, STEP_SUMMARIES
-from generator.render.render import FIXED_SCRIPTS, RenderedFiles
+from generator.render.render import FIXED_SCRIPTS, RenderedFiles, render_bundle
 
 SCRIPTS = templates_dir() / layout.SCRIPTS_DIR
 SCRIPT_NAMES = sorted(path.name for path in SCRIPTS.iterdir())
@@ -796,9 +797,17 @@ def test_install_sh_refuses_a_bad_install_list_and_writes_nothing(
     assert tree_of(root) == []
 
 
-def test_install_sh_may_remove_the_daemon_json_it_installed() -> None:
-    """daemon.json is the one overlay file without the tool's name in its path: install.sh's
-    stale_candidate names it, or a bundle that drops containers: docker fails on its record."""
+def test_install_sh_may_remove_every_overlay_file_it_installed() -> None:
+    """install.sh takes back a file from its record only where stale_candidate says the tool
+    could have installed it: /etc/*<tool>*, its libexec, and layout.UNNAMED_TARGETS (the files
+    whose fixed paths cannot carry the tool's name). Every overlay file of a plan with every
+    kind is one of those, or a bundle that drops it fails on its own record."""
+    overlay = [path for path in render_bundle(full_plan()) if path.startswith(layout.OVERLAY)]
+    targets = {"/" + path.removeprefix(layout.OVERLAY) for path in overlay}
+    unnamed = {target for target in targets if TOOL not in target}
+    assert unnamed == layout.UNNAMED_TARGETS
     install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
     candidates = install_sh.split("stale_candidate() {", 1)[1].split("\n}\n", 1)[0]
-    assert f"{layout.DOCKER_DAEMON_JSON})" in candidates
+    patterns = re.findall(r"^\s*([^#\s][^)]*)\) return 0 ;;$", candidates, re.MULTILINE)
+    listed = {word.strip() for pattern in patterns for word in pattern.split("|")}
+    assert layout.UNNAMED_TARGETS.issubset(listed)

@@ -532,9 +532,9 @@ stale_candidate() { # path
     is_path "$1" || return 1
     case $1 in
         /etc/*"$tool"* | /usr/local/libexec/"$tool"/*) return 0 ;;
-        # the one file whose name cannot carry the tool's: dockerd reads only this path, no
-        # drop-ins (layout.DOCKER_DAEMON_JSON; containers: docker)
-        /etc/docker/daemon.json) return 0 ;;
+        # the files whose names cannot carry the tool's, each read at one fixed path by its
+        # consumer (layout.UNNAMED_TARGETS): dockerd's daemon.json, NCCL's nccl.conf
+        /etc/docker/daemon.json | /etc/nccl.conf) return 0 ;;
     esac
     return 1
 }
