@@ -209,11 +209,14 @@ def dgx_h100() -> FakeMachine:
     for index in range(4):
         box.pci(f"0000:0{index + 5}:00.0", "10de", "22a3", "0x068000", node=index // 2)
     ib_buses = ["18", "40", "4f", "5e", "9a", "c0", "ce", "dc"]
+    # the RDMA device of each port as Table 6 of the DGX H100 User Guide gives it ("Default
+    # RDMA"; mlx5_1, 2, 7 and 8 are the storage adapters this tree leaves out)
+    rdma_numbers = [0, 3, 4, 5, 6, 9, 10, 11]
     for index, bus in enumerate(ib_buses):
         address = f"0000:{bus}:00.1" if bus in gpu_buses else f"0000:{bus}:00.0"
         box.pci(address, "15b3", "1021", "0x020700", node=index // 4)
         box.nic(f"ibp{int(bus, 16)}s0", address, speed=400000, link_type=32)
-        box.rdma(f"mlx5_{index}", address)
+        box.rdma(f"mlx5_{rdma_numbers[index]}", address)
     box.pci("0000:a0:00.0", "8086", "1593", "0x020000", node=1)
     box.nic("ens3f0np0", "0000:a0:00.0", speed=100000)
     box.pci("0000:a1:00.0", "8086", "1533", "0x020000", node=1)

@@ -66,9 +66,20 @@ def test_dgx_h100(tmp_path: Path):
             "numa_node": nic["numa_node"],
             "role": "compute",
             "rdma": True,
+            "rdma_device": nic["rdma_device"],
         }
         for nic in compute
     )
+    assert {nic["name"]: nic["rdma_device"] for nic in compute} == {
+        "ibp24s0": "mlx5_0",
+        "ibp64s0": "mlx5_3",
+        "ibp79s0": "mlx5_4",
+        "ibp94s0": "mlx5_5",  # "Default RDMA" of the
+        "ibp154s0": "mlx5_6",
+        "ibp192s0": "mlx5_9",
+        "ibp206s0": "mlx5_10",
+        "ibp220s0": "mlx5_11",
+    }  # DGX H100 User Guide's Table 6
     assert {nic["name"]: nic["numa_node"] for nic in compute} == {
         "ibp24s0": 0,
         "ibp64s0": 0,
@@ -281,3 +292,27 @@ def test_the_detect_package_imports_only_the_model_inputs_and_leaf_modules():
             )
             for name in (n for n in names if n.split(".")[0] == "generator"):
                 assert name == "generator" or name.startswith(ALLOWED_IMPORTS), (module.name, name)
+
+
+def test_an_rdma_device_two_interfaces_share_is_named_for_neither(tmp_path: Path):
+    """A dual-port adapter with one RDMA device for both ports (mlx4): naming it for one
+    interface would be wrong, for both a duplicate the hardware format refuses."""
+    machine = trees.epyc_nps4()
+    machine.nic("ens1np1", "0000:41:00.0", speed=200000)
+    data, text = detected(machine, tmp_path)
+    by_name = {nic["name"]: nic for nic in data["nics"]}
+    assert "rdma_device" not in by_name["ens1np0"] and "rdma_device" not in by_name["ens1np1"]
+    assert "rdma_device: left out, mlx5_0 is on another interface's function too" in text
+    assert by_name["ens2np0"]["rdma_device"] == "mlx5_1"
+    status, output = check(text, tmp_path, "training")
+    assert status == 0, output
+
+
+def test_an_rdma_device_name_the_format_refuses_is_left_out(tmp_path: Path):
+    machine = trees.gh200()
+    del machine.entries["sys/class/infiniband/mlx5_0"]
+    machine.rdma("mlx5_0,mlx5_9", "0000:01:00.0")  # a list smuggled into NCCL_IB_HCA
+    data, text = detected(machine, tmp_path)
+    ib0 = next(nic for nic in data["nics"] if nic["name"] == "ib0")
+    assert ib0["rdma"] is True and "rdma_device" not in ib0
+    assert "is not a name the format takes" in text

@@ -105,6 +105,7 @@ GOOD = [
     ("overlay: remove a disk", "system: dgx-h100\ndisks: {nvme9n1: {remove: true}}"),
     ("overlay: cpu without sockets", "system: dgx-h100\ncpu: {model: Xeon-8480C}"),
     ("overlay: nics as a list", "system: dgx-h100\nnics: [{name: ib0, role: compute}]"),
+    ("overlay: an rdma device", "system: dgx-a100\nnics: {ib0: {rdma_device: mlx5_0}}"),
     ("whole file", "cpu: {vendor: ampere, sockets: 1, cores_per_socket: 128}\nmemory_gib: 512"),
     (
         "whole file, other arm",
@@ -119,6 +120,7 @@ BAD = [
     ("overlay: edit with an unknown field", "system: dgx-h100\nnics: {ib0: {speed: 1}}"),
     ("overlay: remove false", "system: dgx-h100\nnics: {ib0: {remove: false}}"),
     ("overlay: bad name", "system: dgx-h100\nnics: {'eth0;reboot': {speed_gbps: 1}}"),
+    ("overlay: an rdma device list", "system: dgx-a100\nnics: {ib0: {rdma_device: 'a,b'}}"),
     ("arm64 is not an arch", "system: dgx-h100\ncpu: {arch: arm64}"),
 ]
 

@@ -22,6 +22,7 @@ from generator.inputs.catalog import Catalog, GpuModel, NicModel
 
 INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")  # as inputs/hardware.py
 DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}$")
+RDMA_DEVICE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")  # fullmatch, as hardware.py
 KIB_PER_GIB = 1024 * 1024
 FAST_PORT_MBPS = 25000
 NVIDIA_ID = devices.NVIDIA_VENDOR
@@ -305,12 +306,26 @@ def nic_lines(
     if not usable:
         return [*lines, field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
     lines.append("nics:")
+    shared = _shared_rdma_devices(usable)
     for nic in usable:
-        lines += _nic(nic, routes, numa, catalog)
+        lines += _nic(nic, routes, numa, catalog, shared)
     return lines
 
 
-def _nic(nic: Nic, routes: set[str], numa: cpus.NumaLayout, catalog: Catalog) -> list[str]:
+def _shared_rdma_devices(nics: list[Nic]) -> set[str]:
+    """RDMA devices on the PCI function of more than one interface (a dual-port mlx4 adapter
+    is one device with two ports): no interface owns them, so none gets their name."""
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for nic in nics:
+        for name in nic.rdma_devices:
+            (shared if name in seen else seen).add(name)
+    return shared
+
+
+def _nic(
+    nic: Nic, routes: set[str], numa: cpus.NumaLayout, catalog: Catalog, shared: set[str]
+) -> list[str]:
     model = find_nic(catalog, nic.pci.pci_id) if nic.pci else None
     lines = [
         field(
@@ -340,7 +355,7 @@ def _nic(nic: Nic, routes: set[str], numa: cpus.NumaLayout, catalog: Catalog) ->
     )
     role, why = guess_role(nic, routes)
     lines.append(field(4, "role", role, f"GUESS: {why}"))
-    lines += _nic_rdma(nic, model)
+    lines += _nic_rdma(nic, model, shared)
     return lines
 
 
@@ -374,7 +389,7 @@ def guess_role(nic: Nic, routes: set[str]) -> tuple[str, str]:
     return "storage", "a fast port without RDMA, off the default route"
 
 
-def _nic_rdma(nic: Nic, model: NicModel | None) -> list[str]:
+def _nic_rdma(nic: Nic, model: NicModel | None, shared: set[str]) -> list[str]:
     if not nic.rdma_devices:
         return [
             comment(
@@ -389,7 +404,26 @@ def _nic_rdma(nic: Nic, model: NicModel | None) -> list[str]:
                 f"rdma: left out, RDMA device {names} seen but the catalog's {model.key} has none",
             )
         ]
-    return [field(4, "rdma", True, f"RDMA device {names} on its PCI function")]
+    return [
+        field(4, "rdma", True, f"RDMA device {names} on its PCI function"),
+        _nic_rdma_device(nic, shared),
+    ]
+
+
+def _nic_rdma_device(nic: Nic, shared: set[str]) -> str:
+    """The RDMA device NCCL_IB_HCA names for this port: the one on its PCI function
+    (/sys/class/net/<name>/device/infiniband/<device>), when it is this interface's alone."""
+    if len(nic.rdma_devices) > 1:
+        names = ", ".join(shown(name) for name in nic.rdma_devices)
+        return comment(4, f"rdma_device: left out, its PCI function has several ({names})")
+    device = nic.rdma_devices[0]
+    if device in shared:
+        return comment(
+            4, f"rdma_device: left out, {shown(device)} is on another interface's function too"
+        )
+    if not RDMA_DEVICE_NAME.fullmatch(device):
+        return comment(4, f"rdma_device: left out, {shown(device)} is not a name the format takes")
+    return field(4, "rdma_device", device, "/sys/class/infiniband, on the same PCI function")
 
 
 def disk_lines(tree: Tree) -> list[str]:

@@ -58,6 +58,7 @@ class NicFacts(NamedTuple):
     numa_node: int | None
     role: str  # compute | storage | frontend | management
     rdma: bool
+    rdma_device: str | None = None  # mlx5_0; None: not given
 
     @property
     def carries_tcp(self) -> bool:

@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # the distribution tables' models are built only when a bundl
 # Linux accepts up to IFNAMSIZ-1 = 15 bytes and forbids '/', ':' and whitespace; we also forbid
 # every shell and udev metacharacter because names reach scripts and rules.
 InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")]
+# An RDMA device as the kernel names it (/sys/class/infiniband: mlx5_0, mlx5_bond_0, irdma0,
+# bnxt_re0): at most IB_DEVICE_NAME_MAX-1 = 63 bytes (include/rdma/ib_verbs.h). Never ',' or ':'
+# (NCCL_IB_HCA separates devices and ports with them) nor a shell or udev metacharacter.
+RdmaDeviceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")]
 DiskName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]{0,31}$")]
 BundleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 NumaNode = Annotated[int, Field(ge=0, le=63)]
@@ -116,6 +120,13 @@ class NicSpec(StrictModel):
     ]
     rdma: Annotated[
         bool | None, _doc("RDMA in use; defaults to the model's capability on compute/storage")
+    ] = None
+    rdma_device: Annotated[
+        RdmaDeviceName | None,
+        _doc(
+            "the RDMA device the kernel gives this port (mlx5_0: /sys/class/net/<name>/device/"
+            "infiniband/); names the compute HCAs in NCCL_IB_HCA"
+        ),
     ] = None
 
 
@@ -476,19 +487,29 @@ def _resolve_nic(
         if nic.rdma is not None
         else bool(model and model.rdma and nic.role in {"compute", "storage"})
     )
-    return NicFacts(nic.name, model, speed, nic.numa_node, nic.role, rdma), problems
+    if nic.rdma_device is not None and not rdma:
+        message = "names an RDMA device, but the NIC does not use RDMA"
+        hint = "set rdma: true, or leave rdma_device out"
+        problems.append(Problem(source, f"{where}.rdma_device", message, hint))
+    facts = NicFacts(nic.name, model, speed, nic.numa_node, nic.role, rdma, nic.rdma_device)
+    return facts, problems
 
 
-def _check_unique(names: list[str], field: str, source: str) -> list[Problem]:
+def _check_unique(
+    names: list[str | None], field: str, source: str, key: str = "name"
+) -> list[Problem]:
+    """Each name once in the list (None: not given, never a duplicate)."""
     problems = []
     seen: dict[str, int] = {}
     for index, name in enumerate(names):
+        if name is None:
+            continue
         if name in seen:
             problems.append(
                 Problem(
                     source,
-                    f"{field}[{index}].name",
-                    f"duplicate name {name!r} (also {field}[{seen[name]}])",
+                    f"{field}[{index}].{key}",
+                    f"duplicate {key.replace('_', ' ')} {name!r} (also {field}[{seen[name]}])",
                 )
             )
         seen.setdefault(name, index)
@@ -563,6 +584,9 @@ def resolve_facts(
         nics.append(nic)
         problems += nic_problems
     problems += _check_unique([nic.name for nic in spec.nics], "nics", source)
+    problems += _check_unique(
+        [nic.rdma_device for nic in spec.nics], "nics", source, key="rdma_device"
+    )
     problems += _check_unique([disk.name for disk in spec.disks], "disks", source)
     distro: Distro | None = None
     try:
