@@ -177,6 +177,13 @@ def _socket_interfaces(facts: Facts) -> tuple[str, list[str]] | None:
     return None
 
 
+# NCCL keeps at most MAX_IB_DEVS entries of NCCL_IB_HCA (32 in current releases, 16 in older
+# ones; src/transport/net_ib.cc) and reads a value of at most 1023 bytes from nccl.conf
+# (src/misc/param.cc setEnvFile, envValue[1024]): a longer list would be cut without a word.
+IB_HCA_MAX_DEVICES = 16
+NCCL_CONF_MAX_VALUE = 1023
+
+
 @rule("network.nccl")
 def nccl(facts: Facts, profile: Profile) -> Output:
     """NCCL defaults in /etc/nccl.conf for training on compute RDMA fabrics.
@@ -184,12 +191,20 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     NCCL reads NCCL_* variables from ~/.nccl.conf and /etc/nccl.conf as KEY=VALUE lines, a job's
     environment winning (NCCL User Guide, "Environment Variables"; src/misc/param.cc
     setEnvFile/initEnv). NCCL_SOCKET_IFNAME takes a list of interface-name prefixes, exact names
-    when it starts with "=" (same page). NCCL_IB_HCA takes RDMA device names (mlx5_0), which the
-    hardware description does not have (it names interfaces), so it is not written.
+    when it starts with "=" (same page). NCCL_IB_HCA takes RDMA device names (mlx5_0), prefixes
+    too unless the list starts with "=" (src/transport/net_ib.cc ncclIbInit: searchExact;
+    src/misc/utils.cc matchIf compares the whole name then): without it mlx5_1 also selects
+    mlx5_10. It is written from nics[].rdma_device when every compute RDMA NIC has one, so NCCL
+    never runs collectives over a storage or front-end HCA; else a note says how to add them.
     """
-    compute = [nic.name for nic in facts.rdma_nics if nic.role == "compute"]
+    compute = [nic for nic in facts.rdma_nics if nic.role == "compute"]
     if profile.intent != "training" or not compute:
         return
+    yield from _socket_ifname(facts)
+    yield from _ib_hca(facts, compute)
+
+
+def _socket_ifname(facts: Facts) -> Output:
     sockets = _socket_interfaces(facts)
     others = sorted({nic.role for nic in facts.nics if nic.role in ("storage", "management")})
     if sockets is None:
@@ -197,27 +212,48 @@ def nccl(facts: Facts, profile: Profile) -> Output:
             "NCCL_SOCKET_IFNAME not written: the hardware file names no frontend or management "
             "NIC for NCCL's bootstrap sockets"
         )
-    else:
-        role, names = sockets
-        avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
-        yield nccl_default(
-            "NCCL_SOCKET_IFNAME",
-            "=" + ",".join(names),
-            f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
-            f"(the leading equals sign), not whichever interface it finds first{avoided}; "
-            "the compute ports carry the collectives over RDMA",
+        return
+    role, names = sockets
+    avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
+    yield nccl_default(
+        "NCCL_SOCKET_IFNAME",
+        "=" + ",".join(names),
+        f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
+        f"(the leading equals sign), not whichever interface it finds first{avoided}; "
+        "the compute ports carry the collectives over RDMA",
+    )
+
+
+def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
+    other_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
+    also = f"NCCL would also use the RDMA ports of {', '.join(other_rdma)}" if other_rdma else ""
+    unnamed = [nic.name for nic in compute if nic.rdma_device is None]
+    if unnamed:
+        how = (
+            "give each compute NIC its rdma_device, the name under "
+            "/sys/class/net/<interface>/device/infiniband/ (gen detect fills it)"
         )
-    storage_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
-    yield note(
-        f"NCCL_IB_HCA not written: it takes RDMA device names (mlx5_0), and the hardware file "
-        f"names interfaces ({', '.join(compute)}); "
-        + (
-            f"NCCL would also use the RDMA ports of {', '.join(storage_rdma)}: name the compute "
-            "HCAs with a profile override (kind nccl, key NCCL_IB_HCA, value: an equals sign, "
-            "then mlx5_0,...)"
-            if storage_rdma
-            else "every RDMA port here is a compute port, which NCCL uses on its own"
+        why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
+        yield note(
+            f"NCCL_IB_HCA not written: no rdma_device for {', '.join(unnamed)}; {why}; "
+            f"to name them, {how}"
         )
+        return
+    devices = [nic.rdma_device for nic in compute if nic.rdma_device is not None]
+    value = "=" + ",".join(devices)
+    if len(devices) > IB_HCA_MAX_DEVICES or len(value) > NCCL_CONF_MAX_VALUE:
+        yield note(
+            f"NCCL_IB_HCA not written: {len(devices)} compute HCAs are more than NCCL keeps "
+            f"in one list ({IB_HCA_MAX_DEVICES} in older releases, {NCCL_CONF_MAX_VALUE} bytes "
+            "in nccl.conf)"
+        )
+        return
+    avoided = f"; {also} otherwise" if also else ""
+    yield nccl_default(
+        "NCCL_IB_HCA",
+        value,
+        "NCCL's RDMA transport uses exactly the compute HCAs (the leading equals sign: whole "
+        f"names, so mlx5_1 never also selects mlx5_10){avoided}",
     )
 
 

@@ -36,6 +36,12 @@ def buffers(size_mib: int, intent: str) -> set[tuple[str, str, str]]:
 
 RDMA_FABRIC = [rdma_compute(f"ib{i}", numa=None) for i in range(4)]
 FRONT_100 = nic("ens3", "frontend", 100)
+# mlx5_1 and mlx5_10 side by side: a prefix list would let mlx5_1 select mlx5_10 too
+NAMED_FABRIC = [
+    {**rdma_compute(f"ib{i}", numa=None), "rdma_device": device}
+    for i, device in enumerate(("mlx5_1", "mlx5_10", "mlx5_0", "mlx5_11"))
+]
+STORAGE_RDMA_NAMED = {**nic("stor0", "storage", 200, rdma=True), "rdma_device": "mlx5_2"}
 NO_BUFFERS = "no NIC of a known 10 Gbit/s or more carries TCP"
 ARP = {
     ("sysctl", "net.ipv4.conf.all.arp_announce", "2"),
@@ -271,7 +277,39 @@ CASES: tuple[Case, ...] = (
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
         hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("mgmt0", "management", 1)]},
-        note="NCCL_IB_HCA not written",
+        note="NCCL_IB_HCA not written: no rdma_device for ib0, ib1, ib2, ib3; every RDMA port",
+    ),
+    # NCCL_IB_HCA: exact names (=), only the compute HCAs, in the file's order
+    Case(
+        "nccl-ib-hca-exact-compute-only",
+        network.nccl,
+        {
+            ("nccl", "NCCL_SOCKET_IFNAME", "=ens3"),
+            ("nccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11"),
+        },
+        intent="training",
+        hw={"nics": [*NAMED_FABRIC, FRONT_100, STORAGE_RDMA_NAMED]},
+    ),
+    Case(
+        "nccl-ib-hca-one-unknown",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        intent="training",
+        hw={"nics": [*NAMED_FABRIC[:3], rdma_compute("ib3"), FRONT_100, STORAGE_RDMA_NAMED]},
+        note="no rdma_device for ib3; NCCL would also use the RDMA ports of stor0; to name",
+    ),
+    Case(
+        "nccl-ib-hca-too-many",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        intent="training",
+        hw={
+            "nics": [
+                {**rdma_compute(f"ib{i}", numa=None), "rdma_device": f"mlx5_{i}"} for i in range(17)
+            ]
+            + [FRONT_100]
+        },
+        note="17 compute HCAs are more than NCCL keeps",
     ),
     Case(
         "nccl-training-management-only",
