@@ -42,6 +42,7 @@ LIST_SECTIONS = (
     "irq",
     "units",
     "runtimes",  # container runtime and kubelet units (issue 14)
+    "confs",  # files the plan writes at paths without the tool's name: /etc/nccl.conf (issue 18)
 )
 WHOLE_SECTIONS = ("block", "gpu", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label

@@ -40,7 +40,13 @@ from generator.model.layout import (
 )
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
-from generator.verify.live import arg_name, parse_cmdline, toml_lookup, toml_value
+from generator.verify.live import (
+    arg_name,
+    nccl_assignments,
+    parse_cmdline,
+    toml_lookup,
+    toml_value,
+)
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import (
     Bundle,
@@ -663,19 +669,6 @@ def check_docker(setting: Setting, image: Image) -> Check:
         OK if good else DIFFERS,
         "" if good else "/etc/docker/daemon.json has another value",
     )
-
-
-def nccl_assignments(text: str) -> dict[str, str]:
-    """The variables NCCL takes from an nccl.conf, as its setEnvFile reads it (src/misc/param.cc):
-    '#' lines and lines without '=' are skipped, the value is the rest of the line, and the
-    first assignment wins (setenv without overwrite)."""
-    found: dict[str, str] = {}
-    for line in text.split("\n"):
-        name, equals, value = line.removesuffix("\r").partition("=")
-        if line.startswith("#") or not equals:
-            continue
-        found.setdefault(name, value)
-    return found
 
 
 def check_nccl(setting: Setting, image: Image) -> Check:

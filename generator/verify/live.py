@@ -39,6 +39,7 @@ from generator.model.layout import (
     KUBELET_DROPIN_DIR,
     KUBELET_UNIT,
     MPS_UNIT,
+    NCCL_CONF,
 )
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
 from generator.model.setting import Setting
@@ -593,13 +594,34 @@ def check_pcie_acs(setting: Setting, live: Live) -> Check:
     return check_of(setting, f"{ACS_UNIT}: {summary}", OK)
 
 
+def nccl_assignments(text: str) -> dict[str, str]:
+    """The variables NCCL takes from an nccl.conf, as its setEnvFile reads it (src/misc/param.cc):
+    '#' lines and lines without '=' are skipped, the value is the rest of the line, and the
+    first assignment wins (setenv without overwrite)."""
+    found: dict[str, str] = {}
+    for line in text.split("\n"):
+        name, equals, value = line.removesuffix("\r").partition("=")
+        if line.startswith("#") or not equals:
+            continue
+        found.setdefault(name, value)
+    return found
+
+
 def check_nccl(setting: Setting, live: Live) -> Check:
-    """NCCL reads /etc/nccl.conf in each job, not a service: nothing live holds the value."""
+    """/etc/nccl.conf as NCCL reads it when a job starts (the collector's conf-line records);
+    NCCL_CONF_FILE or ~/.nccl.conf, read first, and a job's environment still win over it."""
+    state = live.snapshot.value("conf", NCCL_CONF)
+    if state is None:
+        return check_of(setting, "-", NA, f"the snapshot has no {NCCL_CONF} record")
+    if state != "present":
+        return check_of(setting, state.removeprefix("!"), MISSING, f"{NCCL_CONF}: {state[1:]}")
+    text = "\n".join(live.snapshot.values("conf-line", NCCL_CONF))
+    actual = nccl_assignments(text).get(setting.key)
+    if actual is None:
+        return check_of(setting, "not set", MISSING, f"{NCCL_CONF} does not set {setting.key}")
+    good = actual == setting.value
     return check_of(
-        setting,
-        "-",
-        NA,
-        "NCCL reads /etc/nccl.conf when a job starts; `gen verify --root` reads it",
+        setting, actual, OK if good else DIFFERS, "" if good else f"{NCCL_CONF} has another value"
     )
 
 

@@ -6,7 +6,8 @@ Three boots of one bundle (tests/boot/boot.sh does the work; see its header):
 2. ``cloud-init``: the image carries a NoCloud seed with the compressed, composed form
    (cloud-init/user-data.mime.gz of a bundle made with a small team cloud-config part and
    --cloud-init-reboot): the form a user hands to EC2;
-3. ``tampered``: as 1, then one sysctl value is changed in the installed file: verify must fail.
+3. ``tampered``: as 1, then one sysctl value is changed in the installed file and an earlier
+   NCCL_IB_HCA line shadows the bundle's in /etc/nccl.conf: verify must fail on those two.
 
 Each boot ends with the bundle's collector writing a snapshot to ttyS1; ``gen verify --snapshot``
 compares it with the plan. Slow (about 1.5 min per boot under TCG, plus about 1.5 min once to build
@@ -31,6 +32,7 @@ import pytest
 from generator.model.layout import (
     COLLECT_SCRIPT,
     CONTAINERD_UNIT,
+    NCCL_CONF,
     USER_DATA_MIME_GZ,
     VERIFY_ONLY_TARGETS,
     in_overlay,
@@ -366,7 +368,9 @@ def runtime_checks(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, An
 def test_a_tampered_image_fails_verify(
     out_dir: Path, k8s_bundle: Path, verify_snapshot: Any
 ) -> None:
-    """One sysctl changed in the installed file: verify fails on it and on nothing else. The
+    """One sysctl changed in the installed file, and an NCCL_IB_HCA line put before the bundle's
+    in /etc/nccl.conf (NCCL keeps the first, issue 18): verify fails on them and nothing else,
+    and reads the rest of nccl.conf live through the collector as NCCL does. The
     bundle is the Kubernetes node's (issue 14), so the same boot proves the runtime layer live:
     the running containerd's /proc/<pid>/limits carry the drop-in's LimitMEMLOCK and LimitNOFILE,
     and `containerd config dump` (its own parser, imports merged) has the NVIDIA runtime as the
@@ -388,11 +392,16 @@ def test_a_tampered_image_fails_verify(
         if s["kind"] == "sysctl" and s["key"] not in restated
     )
     tampered = str(int(value) + 7) if value.isdigit() else "7"
+    nccl = {s["key"]: s["value"] for s in plan["settings"] if s["kind"] == "nccl"}
+    assert set(nccl) == {"NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"}, nccl
+    nccl_conf = f'"$1{NCCL_CONF}"'
     hook = out_dir / "tamper.sh"
     hook.write_text(
         f"#!/bin/sh\nset -eu\nsed -i 's/^{key} *=.*/{key} = {tampered}/' "
         '"$1/etc/sysctl.d/90-goldtune.conf"\n'
         f"grep -q '^{key} = {tampered}$' \"$1/etc/sysctl.d/90-goldtune.conf\"\n"
+        f"sed -i '1i NCCL_IB_HCA=mlx5' {nccl_conf}\n"
+        f"grep -q '^NCCL_IB_HCA=mlx5$' {nccl_conf}\n"
     )
     hook.chmod(0o755)
     collector = bundle / in_overlay(COLLECT_SCRIPT)
@@ -405,7 +414,17 @@ def test_a_tampered_image_fails_verify(
     assert found[("file", "/etc/sysctl.d/90-goldtune.conf")] == "differs"
     failing = {(c["kind"], c["key"]) for c in report["checks"] if c["verdict"] != "ok"}
     failing -= {(c["kind"], c["key"]) for c in report["checks"] if c["verdict"] == "not-applicable"}
-    assert failing == {("sysctl", key), ("file", "/etc/sysctl.d/90-goldtune.conf")}, failing
+    assert found[("nccl", "NCCL_IB_HCA")] == "differs"
+    assert found[("nccl", "NCCL_SOCKET_IFNAME")] == "ok"
+    assert found[("file", NCCL_CONF)] == "differs"
+    assert failing == {
+        ("sysctl", key),
+        ("file", "/etc/sysctl.d/90-goldtune.conf"),
+        ("nccl", "NCCL_IB_HCA"),
+        ("file", NCCL_CONF),
+    }, failing
+    shadowed = next(c for c in report["checks"] if c["key"] == "NCCL_IB_HCA")
+    assert shadowed["actual"] == "mlx5", shadowed
     runtime = runtime_checks(report)
     for option in ("LimitMEMLOCK", "LimitNOFILE"):
         check = runtime[("unit-dropin", f"{CONTAINERD_UNIT} {option}")]
