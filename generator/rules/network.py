@@ -274,11 +274,16 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
     """Say which NUMA node each GPU is on, for the affinity of serving units and NCCL.
 
     gpus[].numa_nodes of the hardware file gives one node per GPU in PCI order (nvidia-smi's
-    order). A process that runs away from its GPU's node pays a socket hop on every host<->GPU
+    index). A process that runs away from its GPU's node pays a socket hop on every host<->GPU
     copy; NCCL binds its own threads to the GPU's local CPUs (NCCL_IGNORE_CPU_AFFINITY, NCCL
     User Guide), a serving process must be told. Nothing is set: goldtune writes no serving unit.
+    The node's CPUs are named by the kernel's list (/sys/devices/system/node/node<N>/cpulist),
+    not computed here: numactl and systemd take the node number itself.
     """
     if not facts.has_gpus:
+        return
+    if not facts.is_numa:
+        yield note("one NUMA node: every process is local to the GPUs; no affinity hint")
         return
     nodes = _nodes_of_gpus(facts)
     if not nodes:
@@ -287,15 +292,13 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
         )
         return
     places = "; ".join(
-        f"GPU {compress_cpus(set(gpus))} on node {node} (CPUs {facts.cpulist_of_node(node)})"
-        if node < facts.numa_nodes and facts.cpu.threads_known
-        else f"GPU {compress_cpus(set(gpus))} on node {node}"
-        for node, gpus in sorted(nodes.items())
+        f"GPU {compress_cpus(set(gpus))} on node {node}" for node, gpus in sorted(nodes.items())
     )
     who = (
         "bind each serving process to its GPU's node (numactl --cpunodebind=N --membind=N, or "
-        "NUMAPolicy=bind, NUMAMask=N and CPUAffinity= in its systemd unit)"
+        "NUMAPolicy=bind and NUMAMask=N in its systemd unit; the node's CPUs are in "
+        "/sys/devices/system/node/nodeN/cpulist)"
         if profile.intent == "inference"
         else "NCCL binds its threads to each GPU's local CPUs itself; pin data loaders the same"
     )
-    yield note(f"NUMA affinity hint: {places}: {who}")
+    yield note(f"NUMA affinity hint (nvidia-smi's GPU index): {places}: {who}")

@@ -346,7 +346,7 @@ CASES: tuple[Case, ...] = (
             "numa_nodes": 2,
             "cpu": {"sockets": 2, "cores_per_socket": 8, "threads_per_core": 1},
         },
-        note="GPU 0-1 on node 0 (CPUs 0-7); GPU 2-3 on node 1 (CPUs 8-15): bind each serving",
+        note="GPU 0-1 on node 0; GPU 2-3 on node 1: bind each serving process",
     ),
     Case(
         "numa-hints-training",
@@ -363,8 +363,15 @@ CASES: tuple[Case, ...] = (
         "numa-hints-unknown",
         network.gpu_numa_hints,
         set(),
-        hw={"gpus": [{"model": "L4", "count": 1}]},
+        hw={"gpus": [{"model": "L4", "count": 2}], "numa_nodes": 2},
         note="no gpus[].numa_nodes",
+    ),
+    Case(
+        "numa-hints-one-node",
+        network.gpu_numa_hints,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1, "numa_nodes": [0]}], "numa_nodes": 1},
+        note="one NUMA node: every process is local to the GPUs",
     ),
     Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
 )
