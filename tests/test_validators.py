@@ -185,6 +185,14 @@ CASES = [
     Case("nccl", "trailing-blank", {NCCL_CONF: "NCCL_DEBUG=WARN \n"}, "blanks at its ends"),
     Case("nccl", "twice", {NCCL_CONF: "NCCL_DEBUG=WARN\nNCCL_DEBUG=INFO\n"}, "keeps the first"),
     Case("nccl", "no-equals", {NCCL_CONF: "NCCL_DEBUG WARN\n"}, "NCCL skips it"),
+    Case("nccl", "hca-good", {NCCL_CONF: "NCCL_IB_HCA==mlx5_0:1,mlx5_10\n"}, ""),
+    Case(
+        "nccl",
+        "hca-too-many",
+        {NCCL_CONF: "NCCL_IB_HCA==" + ",".join(f"mlx5_{i}" for i in range(17)) + "\n"},
+        "older NCCL keeps the first 16",
+    ),
+    Case("nccl", "hca-port", {NCCL_CONF: "NCCL_IB_HCA=mlx5_0:x\n"}, "is not a number"),
     Case(
         "kubelet",
         "good",

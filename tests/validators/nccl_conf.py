@@ -13,6 +13,26 @@ import re
 
 NAME = re.compile(r"NCCL_[A-Z0-9_]+")
 MAX_FIELD = 1023  # envVar[1024] / envValue[1024]: longer names and values are cut
+# NCCL_IB_HCA as src/transport/net_ib.cc and src/misc/utils.cc parseStringList read it: an
+# optional '^' then '=', then entries split on ',', each NAME[:port]; NAME lands in a 64-byte
+# prefix (63 kept) and entries past MAX_IB_DEVS (32 now, 16 in older releases) are dropped.
+MAX_IB_DEVS = 16
+MAX_PREFIX = 63
+
+
+def hca_problems(value: str) -> list[str]:
+    """What NCCL would cut or misread in an NCCL_IB_HCA list."""
+    entries = [entry for entry in value.removeprefix("^").removeprefix("=").split(",") if entry]
+    problems = []
+    if len(entries) > MAX_IB_DEVS:
+        problems.append(f"{len(entries)} devices: older NCCL keeps the first {MAX_IB_DEVS}")
+    for entry in entries:
+        device, _, port = entry.partition(":")
+        if not device or len(device) > MAX_PREFIX:
+            problems.append(f"device {device!r} is empty or longer than {MAX_PREFIX} bytes")
+        if port and not port.isdigit():
+            problems.append(f"port {port!r} of {device} is not a number")
+    return problems
 
 
 def problems_of(text: str) -> list[str]:
@@ -38,4 +58,6 @@ def problems_of(text: str) -> list[str]:
             problems.append(f"line {number}: {name}'s value is empty or has blanks at its ends")
         if len(name) > MAX_FIELD or len(value) > MAX_FIELD:
             problems.append(f"line {number}: longer than NCCL's {MAX_FIELD}-byte fields")
+        if name == "NCCL_IB_HCA":
+            problems += [f"line {number}: NCCL_IB_HCA: {p}" for p in hca_problems(value)]
     return problems
