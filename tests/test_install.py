@@ -1089,3 +1089,39 @@ def test_an_nccl_conf_a_newer_bundle_drops_is_removed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"removed {layout.NCCL_CONF} (no longer in the bundle)" in result.stdout
     assert not (root / layout.NCCL_CONF.lstrip("/")).exists()
+
+
+def test_a_unit_directory_link_out_of_the_image_does_not_count(tmp_path: Path) -> None:
+    """tuned.service on this host, reached through an absolute /etc/systemd/system link, is not
+    the image's: unit lookups resolve their directories inside the root, as writes do."""
+    host_units = tmp_path / "host-units"
+    host_units.mkdir()
+    (host_units / "tuned.service").write_text("[Service]\nExecStart=/bin/true\n")
+    needs = tuple(unit for unit in FULL_PLAN_NEEDS if unit != "tuned.service")
+    root = image_with(tmp_path / "image", needs, ("nvidia-smi",))
+    (root / "etc/systemd").mkdir(parents=True)
+    (root / "etc/systemd/system").symlink_to(host_units)
+    result = run(
+        bundle_for(tmp_path, full_plan()) / "install.sh",
+        "--root",
+        str(root),
+        "--strict",
+        path=make_bin(tmp_path, {"systemctl": RECORDING_SYSTEMCTL}),
+    )
+    assert result.returncode == 1
+    assert "lacks what the plan needs: unit tuned.service" in result.stderr
+
+
+def test_a_unit_file_link_counts_as_present_and_is_not_followed(tmp_path: Path) -> None:
+    """A masked or aliased unit is a link (to /dev/null, or to a file elsewhere): present."""
+    needs = tuple(unit for unit in FULL_PLAN_NEEDS if unit != "tuned.service")
+    root = image_with(tmp_path / "image", needs, ("nvidia-smi",))
+    (root / "usr/lib/systemd/system/tuned.service").symlink_to("/nonexistent/tuned.service")
+    result = run(
+        bundle_for(tmp_path, full_plan()) / "install.sh",
+        "--root",
+        str(root),
+        "--strict",
+        path=make_bin(tmp_path, {"systemctl": RECORDING_SYSTEMCTL}),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

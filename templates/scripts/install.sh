@@ -350,12 +350,19 @@ write_text() { # path-in-root text (one line or more, without the final newline)
 
 # --- services -----------------------------------------------------------------------------------
 
+# unit_in_image UNIT: a unit directory of the target has UNIT (or its template). The directories
+# are resolved inside the root like every path (a directory link that leaves it ends only this
+# lookup); a unit file that is a link counts as present and is never followed (systemd's own
+# links, /dev/null masks and aliases, may point anywhere, in the image or out of it).
 unit_in_image() { # unit
     template=$(printf '%s' "$1" | sed 's/@[^.]*\./@./')
     for unit_dir in /etc/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system; do
-        if [ -e "$root$unit_dir/$1" ] || [ -e "$root$unit_dir/$template" ]; then
-            return 0
-        fi
+        found_dir=$( (resolve_dir "$unit_dir" existing && printf '%s' "$dir") 2>/dev/null) || continue
+        for unit_file in "$found_dir/$1" "$found_dir/$template"; do
+            if [ -L "$unit_file" ] || [ -f "$unit_file" ]; then
+                return 0
+            fi
+        done
     done
     return 1
 }
