@@ -308,3 +308,57 @@ def test_image_kubelet_dropin_and_its_flag(tmp_path: Path) -> None:
     local = OURS.replace("90-goldtune", "95-local")
     later = tree(tmp_path / "c", {OURS: KUBELET, **FLAGS, local: "cpuManagerPolicy: none\n"})
     assert image.check_kubelet(POLICY, later).verdict == Verdict.DIFFERS
+
+
+# --- daemon.json live: dockerd reads no drop-ins, install.sh merges the bundle's keys in -------
+
+DAEMON_JSON = "/etc/docker/daemon.json"
+MERGED = '{\n  "data-root": "/data/docker",\n  "default-shm-size": "8G"\n}'
+
+
+def daemon_json_rows(text: str, state: str = "present") -> Rows:
+    lines = [(DAEMON_JSON, line) for line in text.splitlines()] if state == "present" else []
+    return {"conf": [(DAEMON_JSON, state)], "conf_line": lines}
+
+
+def test_live_docker_keys_dockerd_does_not_report_are_read_from_daemon_json() -> None:
+    assert live.check_docker(SHM, snapshot(**daemon_json_rows(MERGED))).verdict == Verdict.OK
+    other = MERGED.replace('"8G"', '"64M"')
+    found = live.check_docker(SHM, snapshot(**daemon_json_rows(other)))
+    assert (found.verdict, found.actual) == (Verdict.DIFFERS, '"64M"')
+    broken = live.check_docker(SHM, snapshot(**daemon_json_rows("{ not json")))
+    assert (broken.verdict, broken.actual) == (Verdict.DIFFERS, "not JSON")
+    absent = live.check_docker(SHM, snapshot(**daemon_json_rows("", state="!absent")))
+    assert absent.verdict == Verdict.MISSING
+    older = live.check_docker(SHM, snapshot())  # a collector before the conf records
+    assert older.verdict == Verdict.NOT_APPLICABLE
+
+
+def test_live_file_check_accepts_a_daemon_json_merged_in_place() -> None:
+    from generator.verify.health import check_files
+    from generator.verify.verdicts import ManifestFile
+
+    ours = ManifestFile("rootfs/etc/docker/daemon.json", "a" * 64, 0o644)
+    bundle = Bundle(Path("/nonexistent"), BUNDLE.plan, (ours,))
+
+    def verdict(rows: Rows, mode: str = "644") -> Verdict:
+        files = {"file": [(DAEMON_JSON, f"{'b' * 64} {mode}")]}
+        (check,) = check_files(bundle, Snapshot(records=sections({**rows, **files})))
+        return check.verdict
+
+    assert verdict(daemon_json_rows(MERGED)) == Verdict.OK
+    assert verdict(daemon_json_rows("[1, 2]")) == Verdict.DIFFERS  # JSON, not an object
+    assert verdict(daemon_json_rows(MERGED), mode="600") == Verdict.DIFFERS
+    assert verdict({}) == Verdict.DIFFERS  # no conf record: the bytes alone decide
+
+
+def sections(rows: Rows) -> dict[str, list[tuple[str, str]]]:
+    return {name.replace("_", "-"): list(values) for name, values in rows.items()}
+
+
+def test_the_collector_reads_daemon_json_for_a_plan_with_docker_settings() -> None:
+    from generator.render.collector import collect_lines
+
+    docker = Plan("box", "docker", (SHM,))
+    assert ("confs", DAEMON_JSON) in [line.fields for line in collect_lines(docker)]
+    assert ("confs", DAEMON_JSON) not in [line.fields for line in collect_lines(BUNDLE.plan)]

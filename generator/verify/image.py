@@ -17,7 +17,6 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import hashlib
-import json
 import os
 import re
 import tomllib
@@ -42,6 +41,8 @@ from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.live import (
     arg_name,
+    check_daemon_json,
+    daemon_json_object,
     nccl_assignments,
     parse_cmdline,
     toml_lookup,
@@ -523,10 +524,7 @@ def merged_daemon_json(item_target: str, content: bytes) -> bool:
     bundle's by design; the docker settings say whether the bundle's values are in it."""
     if item_target != DOCKER_DAEMON_JSON:
         return False
-    try:
-        return isinstance(json.loads(content), dict)
-    except ValueError:
-        return False
+    return daemon_json_object(content.decode("utf-8", "replace")) is not None
 
 
 def check_file(item: ManifestFile, image: Image) -> Check:
@@ -656,19 +654,7 @@ def check_docker(setting: Setting, image: Image) -> Check:
         return check_of(
             setting, "no daemon.json", MISSING, "the image has no /etc/docker/daemon.json"
         )
-    try:
-        node: object = json.loads(text)
-    except ValueError:
-        return check_of(setting, "not JSON", DIFFERS, "dockerd refuses to start with it")
-    for name in setting.key.split("."):
-        node = node.get(name) if isinstance(node, dict) else None
-    good = node == json.loads(setting.value)
-    return check_of(
-        setting,
-        json.dumps(node),
-        OK if good else DIFFERS,
-        "" if good else "/etc/docker/daemon.json has another value",
-    )
+    return check_daemon_json(setting, text, DOCKER_DAEMON_JSON)
 
 
 def check_nccl(setting: Setting, image: Image) -> Check:

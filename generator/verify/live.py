@@ -22,6 +22,7 @@ missing, or not applicable here with the reason. What a kind measures:
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections import Counter
@@ -35,6 +36,7 @@ from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
 from generator.model.layout import (
     ACS_UNIT,
+    DOCKER_DAEMON_JSON,
     GPU_UNIT,
     KUBELET_DROPIN_DIR,
     KUBELET_UNIT,
@@ -760,12 +762,51 @@ def check_containerd(setting: Setting, live: Live) -> Check:
     )
 
 
+def daemon_json_object(text: str) -> dict[str, object] | None:
+    """daemon.json's top-level object; None when the text is not a JSON object (dockerd refuses
+    to start with it)."""
+    try:
+        node: object = json.loads(text)
+    except ValueError:
+        return None
+    return node if isinstance(node, dict) else None
+
+
+def daemon_json_value(config: dict[str, object], key: str) -> object:
+    """The value of a dotted daemon.json key (``log-opts.max-size``); None when absent."""
+    node: object = config
+    for name in key.split("."):
+        node = node.get(name) if isinstance(node, dict) else None
+    return node
+
+
+def check_daemon_json(setting: Setting, text: str, where: str) -> Check:
+    config = daemon_json_object(text)
+    if config is None:
+        return check_of(setting, "not JSON", DIFFERS, "dockerd refuses to start with it")
+    node = daemon_json_value(config, setting.key)
+    good = node == json.loads(setting.value)
+    return check_of(
+        setting,
+        json.dumps(node),
+        OK if good else DIFFERS,
+        "" if good else f"{where} has another value",
+    )
+
+
 def check_docker(setting: Setting, live: Live) -> Check:
-    """What the running dockerd reports; the daemon.json keys it does not report: in the image."""
+    """What the running dockerd reports (its default runtime); the other daemon.json keys as the
+    file on the machine says, which dockerd read when it started (it reads no drop-ins)."""
     if setting.key != "default-runtime":
-        return check_of(
-            setting, "-", NA, "dockerd does not report it; `gen verify --root` reads daemon.json"
-        )
+        state = live.snapshot.value("conf", DOCKER_DAEMON_JSON)
+        if state is None:
+            return check_of(setting, "-", NA, f"the snapshot has no {DOCKER_DAEMON_JSON} record")
+        if state != "present":
+            return check_of(
+                setting, state.removeprefix("!"), MISSING, f"{DOCKER_DAEMON_JSON}: {state[1:]}"
+            )
+        text = "\n".join(live.snapshot.values("conf-line", DOCKER_DAEMON_JSON))
+        return check_daemon_json(setting, text, DOCKER_DAEMON_JSON)
     actual = live.snapshot.value("docker-info", "DefaultRuntime")
     if actual is None:
         return check_of(setting, "-", NA, "docker is not installed here")
