@@ -9,8 +9,9 @@
 #                  `apt-get download linux-image-5.10.0-46-amd64` from bullseye-security); it is
 #                  unpacked into a copy of the root and gets an initrd made there by the root's own
 #                  mkinitramfs (MODULES=list: virtio_pci, virtio_blk, ext4). Given again, more
-#                  packages unpacked with it: Debian's kernels from 6.16 on ship their modules
-#                  in linux-modules-<release>. The first linux-image-* package is the kernel.
+#                  packages unpacked with it: Debian's kernels from 6.16 on are split into
+#                  linux-image-, linux-binary- (vmlinuz), linux-base- (config) and
+#                  linux-modules-<release>. The first linux-image-* package names the kernel.
 #                  Without --deb, the root's own kernel (bookworm's linux-image-amd64) boots.
 #   --suite TEXT   the archive suite the package came from, written into the list's header
 #   --out FILE     where the list goes (tests/validators/sysctl-keys-<major>.<minor>.txt)
@@ -69,6 +70,13 @@ if [ -n "$debs" ]; then
     [ -n "$package" ] || die "no linux-image-* package among --deb" 2
     release=${package#linux-image-}
     [ -d "$root/lib/modules/$release" ] || die "the packages have no /lib/modules/$release"
+    # from 6.16 on the kernel and its config ship in /usr/lib/modules/<release>/ (linux-binary-*,
+    # linux-base-*), copied to /boot by their maintainer scripts, which are not run here
+    for file in vmlinuz config System.map; do
+        if [ -f "$root/lib/modules/$release/$file" ] && [ ! -e "$root/boot/$file-$release" ]; then
+            cp "$root/lib/modules/$release/$file" "$root/boot/$file-$release"
+        fi
+    done
     # depmod and mkinitramfs of the root, for the unpacked kernel; mounts die with the namespace
     # shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
     unshare -m sh -eu -c '
