@@ -86,6 +86,7 @@ TMPFILES = "rootfs/etc/tmpfiles.d/90-test.conf"
 MODPROBE = "rootfs/etc/modprobe.d/90-test.conf"
 MODULES_LOAD = "rootfs/etc/modules-load.d/90-test.conf"
 SYSCTL = "rootfs/etc/sysctl.d/90-test.conf"
+PLAN = "plan.json"
 LIMITS = "rootfs/etc/security/limits.d/90-test.conf"
 UDEV = "rootfs/etc/udev/rules.d/60-test.rules"
 USER_DATA = "cloud-init/user-data"
@@ -318,6 +319,40 @@ CASES = [
         "unknown-key",
         {SYSCTL: "vm.swapiness = 10\n"},
         "vm.swapiness does not exist on the reference kernel",
+    ),
+    # net.core.skb_defer_max is new in mainline 5.19: Debian 12's 6.1 has it, RHEL 9 (judged by
+    # the keys 5.10 and 6.1 both have, hardware_db/distros/rhel-9.yaml) is refused it
+    Case(
+        "sysctl",
+        "newer-key-for-an-older-distribution",
+        {PLAN: '{"distro": "rhel-9"}\n', SYSCTL: "net.core.skb_defer_max = 64\n"},
+        "net.core.skb_defer_max does not exist on the reference kernel (sysctl-keys-5.10.txt)",
+    ),
+    Case(
+        "sysctl",
+        "newer-key-for-its-distribution",
+        {PLAN: '{"distro": "debian-12"}\n', SYSCTL: "net.core.skb_defer_max = 64\n"},
+        "",
+    ),
+    Case(
+        "sysctl",
+        "newer-key-portable",
+        {PLAN: '{"distro": ""}\n', SYSCTL: "net.core.skb_defer_max = 64\n"},
+        "net.core.skb_defer_max does not exist on the reference kernel (sysctl-keys-5.10.txt)",
+    ),
+    # removed in 5.13 (moved to debugfs): the 5.10 list has it, RHEL 9 is judged by 6.1 too
+    Case(
+        "sysctl",
+        "removed-key-for-a-later-distribution",
+        {PLAN: '{"distro": "rhel-9"}\n', SYSCTL: "kernel.sched_min_granularity_ns = 3000000\n"},
+        "kernel.sched_min_granularity_ns does not exist on the reference kernel "
+        "(sysctl-keys-6.1.txt)",
+    ),
+    Case(
+        "sysctl",
+        "unknown-distribution",
+        {PLAN: '{"distro": "beos-5"}\n', SYSCTL: "vm.swappiness = 1\n"},
+        "plan.json: distro 'beos-5' has no table in hardware_db/distros/",
     ),
     Case(
         "sysctl", "not-an-assignment", {SYSCTL: "vm.max_map_count 1048576\n"}, "not 'key = value'"
