@@ -8,6 +8,7 @@ the bundle of every shipped system x profile. A missing tool skips locally and f
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -822,3 +823,49 @@ def test_docker_bundle_is_accepted(validator: str, tmp_path: Path) -> None:
     assert (bundle / "rootfs/etc/systemd/system/docker.service.d/90-goldtune.conf").is_file()
     assert judged(BY_NAME[validator].check, bundle) == []
     assert tools.unclaimed_files(bundle) == []
+
+
+# --- RHEL 9's own tuned (its code and profiles at the upstream tag it ships) ---------------------
+
+# a clone of github.com/redhat-performance/tuned; the tags of hardware_db/tuned/rhel-9-*.yaml
+TUNED_GIT = Path(os.environ.get("GOLDTUNE_TUNED_GIT", "/nonexistent"))
+RHEL_9_TUNED_TAGS = ("v2.24.0", "v2.25.1", "v2.27.0")
+
+
+def tuned_tree(tag: str, target: Path) -> Path:
+    """tuned/ and profiles/ of ``tag``, unpacked with git archive (nothing is checked out)."""
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(TUNED_GIT), "archive", tag, "tuned", "profiles"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True, timeout=120)
+    return target
+
+
+@pytest.mark.skipif(not TUNED_GIT.is_dir(), reason="GOLDTUNE_TUNED_GIT names no tuned git tree")
+@pytest.mark.parametrize("tag", RHEL_9_TUNED_TAGS)
+def test_a_dirty_bytes_bundle_layered_on_rhel_9s_tuned_keeps_sysctl_ds_limits(
+    tag: str, tmp_path: Path
+) -> None:
+    """tuned 2.25+ sets throughput-performance's dirty limits in [vm] (dirty_ratio = 40, then
+    dirty_bytes = 40%): layered on it with RHEL's own tuned code, the training bundle (dirty
+    bytes in sysctl.d) drops them; without its [vm] drop= line the base's ratio wins."""
+    result = generate("dgx-h100", "training", tmp_path / "bundle")
+    assert result.exit_code == 0, result.output
+    bundle = tmp_path / "bundle"
+    tree = tuned_tree(tag, tmp_path / "tuned")
+    assert judged(lambda b: tools.check_tuned_many([b], tree)[b], bundle) == []
+    (conf,) = bundle.glob("rootfs/etc/tuned/*/tuned.conf")
+    conf.write_text(
+        "".join(line for line in conf.read_text().splitlines(True) if "drop=" not in line)
+    )
+    problems = tools.check_tuned_many([bundle], tree)[bundle]
+    if tag == "v2.24.0":  # before 155f232 the dirty limits were [sysctl] keys, restated
+        assert problems == []
+    else:
+        assert any(
+            "layered on throughput-performance sets sysctl vm.dirty_ratio=40" in p for p in problems
+        ), problems
