@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from generator.model.layout import compact_in_user_data, target_of
 from generator.model.setting import Setting
 from generator.model.shellform import without_comment_lines
 from generator.render.render import OUTPUTS, make_environment, render_bundle
+from generator.render.tuned import profiles_files
 
 SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"
 GRUB = "rootfs/etc/default/grub.d/90-goldtune.cfg"
@@ -220,7 +222,28 @@ def test_tuned_profile_restates_only_keys_a_shipped_profile_sets() -> None:
         # replace the bytes limit (the pair is one limit), so the ratio is restated as 0
         "sysctl.vm.dirty_bytes": ["8589934592"],
         "sysctl.vm.dirty_ratio": ["0"],
+        # RHEL 9's tuned 2.25+ sets the same limit in [vm] (throughput-performance's
+        # dirty_ratio = 40, 2.26+: dirty_bytes = 40%): dropped from the base, not restated
+        "vm.drop": ["dirty_bytes,dirty_ratio"],
     }
+
+
+def test_tuned_profile_restates_the_keys_of_rhel_9s_tuned_versions() -> None:
+    """tuned 2.27 (RHEL 9.8) adds tcp_slow_start_after_idle to a shipped [sysctl] (Debian's
+    2.20 has none): a plan that sets it restates it; the tables name the upstream tag."""
+    plan = full_plan(
+        settings=(
+            setting("tuned", "cpu.governor", "performance", "cpu.governor"),
+            setting("sysctl", "net.ipv4.tcp_slow_start_after_idle", "0", "network.x"),
+        )
+    )
+    options = tuned_options(render_bundle(plan)[TUNED][0].decode())
+    assert options == {
+        "cpu.governor": ["performance"],
+        "sysctl.net.ipv4.tcp_slow_start_after_idle": ["0"],
+    }
+    sources = [yaml.safe_load(path.read_text())["source"] for path in profiles_files()]
+    assert any("redhat-performance/tuned v2.27.0 (38d4414a" in source for source in sources)
 
 
 def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
@@ -412,6 +435,57 @@ def test_driver_modules_are_loaded_by_the_gpu_unit_not_modules_load(full: dict[s
     assert "tcp_bbr" in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
     assert "nvidia-peermem" not in full["rootfs/etc/modules-load.d/90-goldtune.conf"]
     assert "\nmodule\tnvidia-peermem\n" in full[GPU_DATA]
+
+
+# a clone of github.com/redhat-performance/tuned (any clone: the tags are what is read)
+TUNED_GIT = Path(os.environ.get("GOLDTUNE_TUNED_GIT", "/nonexistent"))
+
+
+@pytest.mark.skipif(not TUNED_GIT.is_dir(), reason="GOLDTUNE_TUNED_GIT names no tuned git tree")
+@pytest.mark.parametrize(
+    "path",
+    sorted(Path(__file__).resolve().parent.parent.glob("hardware_db/tuned/rhel-*.yaml")),
+    ids=lambda p: p.stem,
+)
+def test_the_rhel_tuned_tables_are_what_their_script_reads_from_the_tagged_tree(path: Path) -> None:
+    """hardware_db/tuned/rhel-9-*.yaml: each remade from its tag (GOLDTUNE_TUNED_GIT, a clone of
+    github.com/redhat-performance/tuned) is the committed table."""
+    source = yaml.safe_load(path.read_text())["source"]
+    package, where = source.split(": redhat-performance/tuned ", 1)
+    tag = where.split()[0]
+    script = Path(__file__).resolve().parent.parent / "tests/validators/make_tuned_profiles.py"
+    made = subprocess.run(
+        [sys.executable, str(script), "--git", str(TUNED_GIT), tag, package],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert made.stdout == path.read_text()
+
+
+def test_the_tuned_table_maker_reads_a_tag_as_it_reads_an_installed_tree(tmp_path: Path) -> None:
+    """The --git reader and the directory reader give the same table for the same files."""
+    tree = tmp_path / "tree"
+    for name, text in {
+        "base": "[main]\nsummary=b\n[sysctl]\nvm.swappiness=10\n[vm]\ndirty_ratio = 40\n",
+        "top": "[main]\ninclude=base\n[bootloader]\ncmdline=+skew_tick=1\n",
+    }.items():
+        (tree / "profiles" / name).mkdir(parents=True)
+        (tree / "profiles" / name / "tuned.conf").write_text(text)
+    (tree / "profiles" / "functions").write_text("not a profile\n")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "p"], check=True)
+    subprocess.run([*git, "tag", "v1"], check=True)
+    script = Path(__file__).resolve().parent.parent / "tests/validators/make_tuned_profiles.py"
+    run = [sys.executable, str(script)]
+    tagged = subprocess.run([*run, "--git", str(tree), "v1", "t"], capture_output=True, text=True)
+    plain = subprocess.run([*run, str(tree / "profiles"), "t"], capture_output=True, text=True)
+    assert tagged.returncode == 0 and plain.returncode == 0, tagged.stderr + plain.stderr
+    body = tagged.stdout.split("\nprofiles:\n", 1)[1]
+    assert body == plain.stdout.split("\nprofiles:\n", 1)[1]
+    assert '      "dirty_ratio": "40"' in body and '      "cmdline": "+skew_tick=1"' in body
 
 
 @pytest.mark.skipif(

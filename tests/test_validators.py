@@ -8,6 +8,7 @@ the bundle of every shipped system x profile. A missing tool skips locally and f
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ TMPFILES = "rootfs/etc/tmpfiles.d/90-test.conf"
 MODPROBE = "rootfs/etc/modprobe.d/90-test.conf"
 MODULES_LOAD = "rootfs/etc/modules-load.d/90-test.conf"
 SYSCTL = "rootfs/etc/sysctl.d/90-test.conf"
+PLAN = "plan.json"
 LIMITS = "rootfs/etc/security/limits.d/90-test.conf"
 UDEV = "rootfs/etc/udev/rules.d/60-test.rules"
 USER_DATA = "cloud-init/user-data"
@@ -333,6 +335,40 @@ CASES = [
         "unknown-key",
         {SYSCTL: "vm.swapiness = 10\n"},
         "vm.swapiness does not exist on the reference kernel",
+    ),
+    # net.core.skb_defer_max is new in mainline 5.19: Debian 12's 6.1 has it, RHEL 9 (judged by
+    # the keys 5.10 and 6.1 both have, hardware_db/distros/rhel-9.yaml) is refused it
+    Case(
+        "sysctl",
+        "newer-key-for-an-older-distribution",
+        {PLAN: '{"distro": "rhel-9"}\n', SYSCTL: "net.core.skb_defer_max = 64\n"},
+        "net.core.skb_defer_max does not exist on the reference kernel (sysctl-keys-5.10.txt)",
+    ),
+    Case(
+        "sysctl",
+        "newer-key-for-its-distribution",
+        {PLAN: '{"distro": "debian-12"}\n', SYSCTL: "net.core.skb_defer_max = 64\n"},
+        "",
+    ),
+    Case(
+        "sysctl",
+        "newer-key-portable",
+        {PLAN: '{"distro": ""}\n', SYSCTL: "net.core.skb_defer_max = 64\n"},
+        "net.core.skb_defer_max does not exist on the reference kernel (sysctl-keys-5.10.txt)",
+    ),
+    # removed in 5.13 (moved to debugfs): the 5.10 list has it, RHEL 9 is judged by 6.1 too
+    Case(
+        "sysctl",
+        "removed-key-for-a-later-distribution",
+        {PLAN: '{"distro": "rhel-9"}\n', SYSCTL: "kernel.sched_min_granularity_ns = 3000000\n"},
+        "kernel.sched_min_granularity_ns does not exist on the reference kernel "
+        "(sysctl-keys-6.1.txt)",
+    ),
+    Case(
+        "sysctl",
+        "unknown-distribution",
+        {PLAN: '{"distro": "beos-5"}\n', SYSCTL: "vm.swappiness = 1\n"},
+        "plan.json: distro 'beos-5' has no table in hardware_db/distros/",
     ),
     Case(
         "sysctl", "not-an-assignment", {SYSCTL: "vm.max_map_count 1048576\n"}, "not 'key = value'"
@@ -802,3 +838,49 @@ def test_docker_bundle_is_accepted(validator: str, tmp_path: Path) -> None:
     assert (bundle / "rootfs/etc/systemd/system/docker.service.d/90-goldtune.conf").is_file()
     assert judged(BY_NAME[validator].check, bundle) == []
     assert tools.unclaimed_files(bundle) == []
+
+
+# --- RHEL 9's own tuned (its code and profiles at the upstream tag it ships) ---------------------
+
+# a clone of github.com/redhat-performance/tuned; the tags of hardware_db/tuned/rhel-9-*.yaml
+TUNED_GIT = Path(os.environ.get("GOLDTUNE_TUNED_GIT", "/nonexistent"))
+RHEL_9_TUNED_TAGS = ("v2.24.0", "v2.25.1", "v2.27.0")
+
+
+def tuned_tree(tag: str, target: Path) -> Path:
+    """tuned/ and profiles/ of ``tag``, unpacked with git archive (nothing is checked out)."""
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(TUNED_GIT), "archive", tag, "tuned", "profiles"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True, timeout=120)
+    return target
+
+
+@pytest.mark.skipif(not TUNED_GIT.is_dir(), reason="GOLDTUNE_TUNED_GIT names no tuned git tree")
+@pytest.mark.parametrize("tag", RHEL_9_TUNED_TAGS)
+def test_a_dirty_bytes_bundle_layered_on_rhel_9s_tuned_keeps_sysctl_ds_limits(
+    tag: str, tmp_path: Path
+) -> None:
+    """tuned 2.25+ sets throughput-performance's dirty limits in [vm] (dirty_ratio = 40, then
+    dirty_bytes = 40%): layered on it with RHEL's own tuned code, the training bundle (dirty
+    bytes in sysctl.d) drops them; without its [vm] drop= line the base's ratio wins."""
+    result = generate("dgx-h100", "training", tmp_path / "bundle")
+    assert result.exit_code == 0, result.output
+    bundle = tmp_path / "bundle"
+    tree = tuned_tree(tag, tmp_path / "tuned")
+    assert judged(lambda b: tools.check_tuned_many([b], tree)[b], bundle) == []
+    (conf,) = bundle.glob("rootfs/etc/tuned/*/tuned.conf")
+    conf.write_text(
+        "".join(line for line in conf.read_text().splitlines(True) if "drop=" not in line)
+    )
+    problems = tools.check_tuned_many([bundle], tree)[bundle]
+    if tag == "v2.24.0":  # before 155f232 the dirty limits were [sysctl] keys, restated
+        assert problems == []
+    else:
+        assert any(
+            "layered on throughput-performance sets sysctl vm.dirty_ratio=40" in p for p in problems
+        ), problems

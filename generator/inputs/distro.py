@@ -47,6 +47,12 @@ class Kernel(StrictModel):
     version: KernelVersion  # the mainline version it is based on
     package: PackageName | None = None  # the meta package that installs it
     source: Source
+    # The reference key lists (tests/validators/sysctl-keys-<version>.txt, read from a booted
+    # kernel) a bundle for this kernel is checked against: a key must be in every one. The list
+    # of the same kernel where one was booted, else the nearest older and newer lists, whose
+    # common keys the kernel between them has; sysctl_keys_note says which, and why.
+    sysctl_keys: list[KernelVersion] = []  # noqa: RUF012 -- pydantic copies field defaults
+    sysctl_keys_note: Line | None = None
 
 
 class Systemd(StrictModel):

@@ -10,9 +10,18 @@ compares the live value with the base's and fails. Restating the plan's value un
 key makes the merged profile agree with sysctl.d.
 
 Which base is selected is known only when install.sh runs in the image, so the restated keys are
-those of every profile tuned ships (``hardware_db/tuned/profiles.yaml``, read from the tuned
-package by tests/validators/make_tuned_profiles.py): the bundle stays one file for every base.
-A vendor profile outside that table (NVIDIA's) is not known here; EXPLAIN's tuned line says so.
+those of every profile tuned ships, in every tuned version a target distribution ships
+(``hardware_db/tuned/*.yaml``: Debian 12's tuned 2.20 package, and the upstream tags RHEL 9's
+minor releases ship, each read by tests/validators/make_tuned_profiles.py): the bundle stays one
+file for every base. A vendor profile outside those tables (NVIDIA's) is not known here;
+EXPLAIN's tuned line says so.
+
+From tuned 2.25 (RHEL 9.6 on) the shipped profiles set the dirty limits in ``[vm]``
+(``dirty_ratio = 40``; from 2.26 ``dirty_bytes = 40%``), options the vm plugin writes to the same
+/proc/sys/vm files as sysctl.d. Those options do not exist in older tuned (2.20's vm plugin would
+warn "Unknown option"), so they are not restated: the bundle's ``[vm]`` drops them
+(``drop=``, tuned/profiles/unit.py and merger.py since 2.13) wherever the plan sets that limit,
+and sysctl.d's value, restated in ``[sysctl]``, is the one left.
 """
 
 from __future__ import annotations
@@ -42,21 +51,33 @@ RATIO_OF_BYTES = {
 }
 
 
-def profiles_file() -> Path:
-    return hardware_db_dir() / "tuned" / "profiles.yaml"
+# The vm plugin's options for one dirty limit (tuned 2.25+, plugin_vm.py), by the sysctl pair they
+# write: either option of a pair replaces the plan's value of either key.
+VM_DIRTY_OPTIONS = {
+    "vm.dirty_ratio": ("dirty_bytes", "dirty_ratio"),
+    "vm.dirty_bytes": ("dirty_bytes", "dirty_ratio"),
+    "vm.dirty_background_ratio": ("dirty_background_bytes", "dirty_background_ratio"),
+    "vm.dirty_background_bytes": ("dirty_background_bytes", "dirty_background_ratio"),
+}
+
+
+def profiles_files() -> list[Path]:
+    """Every tuned version's table: hardware_db/tuned/*.yaml."""
+    return sorted((hardware_db_dir() / "tuned").glob("*.yaml"))
 
 
 @functools.cache
 def shipped_options() -> dict[tuple[str, str], tuple[str, ...]]:
-    """``(section, option)`` -> the shipped profiles that set it, from the tuned table."""
-    # shipped data, not an input: render does not import generator.inputs (test_architecture)
-    table = yaml.safe_load(profiles_file().read_text(encoding="utf-8"))
-    found: dict[tuple[str, str], list[str]] = {}
-    for name, profile in sorted(table["profiles"].items()):
-        for section in ("sysctl", "vm", "cpu"):
-            for option in (profile or {}).get(section) or {}:
-                found.setdefault((section, str(option)), []).append(str(name))
-    return {key: tuple(names) for key, names in found.items()}
+    """``(section, option)`` -> the shipped profiles that set it, in any tuned table."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for path in profiles_files():
+        # shipped data, not an input: render does not import generator.inputs (test_architecture)
+        table = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for name, profile in table["profiles"].items():
+            for section in ("sysctl", "vm", "cpu"):
+                for option in (profile or {}).get(section) or {}:
+                    found.setdefault((section, str(option)), set()).add(str(name))
+    return {key: tuple(sorted(names)) for key, names in sorted(found.items())}
 
 
 def _named(profiles: tuple[str, ...]) -> str:
@@ -84,7 +105,29 @@ def restated(plan: Plan) -> list[Setting]:
             "one of them inherits it; tuned-adm verify checks the merged value"
         )
         lines.append(Setting("tuned", f"{section}.{option}", source.value, reason, source.rule))
-    return lines + _ratios_of_bytes(plan, shipped)
+    return lines + _ratios_of_bytes(plan, shipped) + _vm_dirty_drops(plan, shipped)
+
+
+def _vm_dirty_drops(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]]) -> list[Setting]:
+    """``[vm] drop=`` of the base's dirty-limit options for each limit the plan sets."""
+    dropped: list[str] = []
+    profiles: set[str] = set()
+    first: Setting | None = None
+    for s in plan.of_kind("sysctl"):
+        for option in VM_DIRTY_OPTIONS.get(s.key, ()):
+            by = shipped.get(("vm", option))
+            if by and option not in dropped:
+                dropped.append(option)
+                profiles.update(by)
+                first = first or s
+    if first is None:
+        return []
+    reason = (
+        f"sysctl.d sets the dirty limits; tuned 2.25+'s shipped {_named(tuple(sorted(profiles)))} "
+        "set them in [vm], which would replace sysctl.d's at every tuned start: a profile "
+        "layered on one of them drops those options (older tuned has none to drop)"
+    )
+    return [Setting("tuned", "vm.drop", ",".join(sorted(dropped)), reason, first.rule)]
 
 
 def _ratios_of_bytes(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]]) -> list[Setting]:

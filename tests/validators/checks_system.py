@@ -3,6 +3,7 @@ tmpfiles.d, modprobe.d, modules-load.d, sysctl.d, limits.d and udev rules (see t
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -246,16 +247,40 @@ def run_systemd_sysctl(configs: list[Path], keys: list[str]) -> list[str]:
     return [f"systemd-sysctl: {line}" for line in lines]
 
 
+PLAN_JSON = "plan.json"
+
+
+def bundle_distro(bundle: Path) -> str:
+    """The distribution the bundle was made for (plan.json's ``distro``); "" = portable."""
+    plan = bundle / PLAN_JSON
+    if not plan.is_file():
+        return ""
+    try:
+        distro = json.loads(plan.read_text(encoding="utf-8")).get("distro", "")
+    except (ValueError, AttributeError):
+        return ""  # the json validator reports a plan.json that does not parse
+    return distro if isinstance(distro, str) else ""
+
+
 def check_sysctl(bundle: Path) -> list[str]:
-    """Every key exists on every reference kernel (committed sysctl-keys-*.txt lists) and its
-    value has the shape that kernel reads (one integer, N integers, text); no key set twice;
-    then systemd-sysctl itself parses the files as nobody. Not covered: value ranges (the
-    kernel's EINVAL shows only at boot) and keys of modules loaded later."""
+    """Every key exists on each reference kernel of the bundle's distribution (plan.json's
+    ``distro``; a portable bundle: of every distribution), as listed in the committed
+    sysctl-keys-*.txt lists (sysctl.lists_for), and its value has the shape that kernel reads
+    (one integer, N integers, text); no key set twice; then systemd-sysctl itself parses the
+    files as nobody. Not covered: value ranges (the kernel's EINVAL shows only at boot) and keys
+    of modules loaded later."""
     configs = files(bundle, *SYSCTL_PATTERNS)
     if not configs:
         return []
     assignments, problems = sysctl_assignments(bundle)
-    for reference in sysctl.reference_lists():
+    distro = bundle_distro(bundle)
+    references = sysctl.lists_for(distro)
+    if references is None:
+        return [f"{PLAN_JSON}: distro {distro!r:.40} has no table in hardware_db/distros/"]
+    for reference in references:
+        if not reference.is_file():
+            problems.append(f"{reference.name}: named for {distro or 'a distribution'}, missing")
+            continue
         kernel = sysctl.load_reference(reference)
         for assignment in assignments:
             problems += sysctl.check_assignment(assignment, kernel)

@@ -277,13 +277,14 @@ def check_tuned(bundle: Path) -> list[str]:
     return check_tuned_many([bundle])[bundle]
 
 
-def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
+def check_tuned_many(bundles: list[Path], tree: Path | None = None) -> dict[Path, list[str]]:
     """tuned_check.py with tuned's own Loader (includes resolved against /usr/lib/tuned), as
     nobody, one process for all bundles; then every [sysctl] key of a profile, includes merged,
     alone and layered on the bases install.sh may find selected (tuned_check.LAYERED_ON), that
     sysctl.d also sets must have sysctl.d's value: tuned's reapply_sysctl lets sysctl.d win, so
     another value makes `tuned-adm verify` fail on every boot. Not covered: values sysctl.d does
-    not set (tuned judges them only on a running system)."""
+    not set (tuned judges them only on a running system). ``tree``: another tuned's source tree
+    (tuned/ and profiles/ of a tag) whose code and profiles stand in for the installed ones."""
     results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
     jobs = [
         (bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)])
@@ -296,6 +297,8 @@ def check_tuned_many(bundles: list[Path]) -> dict[Path, list[str]]:
     with scratch("tuned") as tmp:
         helper = copy_readable(HERE / "tuned_check.py", tmp / "tuned_check.py")
         arguments = []
+        if tree is not None:
+            arguments += ["--tree", str(copy_readable(tree, tmp / "tuned-tree"))]
         for index, (bundle, names) in enumerate(jobs):
             etc_tuned = copy_readable(bundle / ROOTFS / "etc/tuned", tmp / str(index))
             arguments += [f"{etc_tuned}:{name}" for name in names]

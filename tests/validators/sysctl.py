@@ -3,7 +3,13 @@
 The parser follows systemd 252's ``parse_file`` (src/sysctl/sysctl.c) and sysctl.d(5): ``#`` and
 ``;`` start comments, ``key = value`` with optional spaces, a leading ``-`` ignores a failure,
 ``/`` or ``.`` separate the parts of a key (whichever comes first), and keys may be globs.
-Reference kernels are the committed ``sysctl-keys-*.txt`` lists (see make_sysctl_keys.py).
+Reference kernels are the committed ``sysctl-keys-*.txt`` lists (see make_sysctl_keys.py), each
+read from a booted kernel. Which of them judge a bundle is the distribution it was made for
+(``plan.json``'s ``distro``, from ``--os``): every list its kernel lines name in
+``hardware_db/distros/<distro>.yaml`` (``sysctl_keys``; where no kernel of that version was
+booted, the nearer older and newer lists, whose common keys the kernel between them has). A
+portable bundle may meet any distribution's kernel, so it is judged by every list any
+distribution names. The table is read as plain YAML: nothing here imports goldtune.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path
+
+import yaml
 
 HERE = Path(__file__).resolve().parent
 PER_INTERFACE = re.compile(r"^(net\.(?:ipv4|ipv6|mpls)\.(?:conf|neigh)\.)([^.*?\[]+)(\..+)$")
@@ -34,8 +42,41 @@ class ReferenceKernel:
     shapes: dict[str, str]  # key -> int | int*N | text | -
 
 
+DISTROS = HERE.parents[1] / "hardware_db" / "distros"
+
+
 def reference_lists() -> tuple[Path, ...]:
+    """Every committed list."""
     return tuple(sorted(HERE.glob("sysctl-keys-*.txt")))
+
+
+def list_path(version: str) -> Path:
+    return HERE / f"sysctl-keys-{version}.txt"
+
+
+@cache
+def distro_lists() -> dict[str, tuple[str, ...]]:
+    """Distribution key -> the list versions its kernel lines name, in table order."""
+    found: dict[str, tuple[str, ...]] = {}
+    for path in sorted(DISTROS.glob("*.yaml")):
+        table = yaml.safe_load(path.read_text(encoding="utf-8"))
+        versions = [str(v) for kernel in table["kernels"] for v in kernel.get("sysctl_keys", [])]
+        found[str(table["key"])] = tuple(dict.fromkeys(versions))
+    return found
+
+
+def lists_for(distro: str) -> tuple[Path, ...] | None:
+    """The lists that judge a bundle for ``distro`` ("" = portable: every distribution's);
+    None for a distribution the table does not know."""
+    table = distro_lists()
+    if distro and distro not in table:
+        return None
+    chosen = table[distro] if distro else tuple(v for vs in table.values() for v in vs)
+    return tuple(list_path(version) for version in sorted(set(chosen), key=_version_order))
+
+
+def _version_order(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
 
 
 @cache

@@ -1,8 +1,11 @@
 """Load tuned profiles with tuned's own loader, without the daemon (run by /usr/bin/python3).
 
-    /usr/bin/python3 tuned_check.py ETC_TUNED:PROFILE...
+    /usr/bin/python3 tuned_check.py [--tree TUNED_TREE] ETC_TUNED:PROFILE...
 
 ETC_TUNED stands in for /etc/tuned (a bundle's profiles); /usr/lib/tuned resolves include=.
+With ``--tree``, another tuned's own code and profiles are used instead of the installed ones: a
+source tree of github.com/redhat-performance/tuned at a tag (its tuned/ and profiles/), so a
+bundle is judged by the tuned a distribution ships (RHEL 9.8: 2.27) and not only Debian's 2.20.
 For each profile this uses the daemon's code path up to the plugins: tuned.profiles.Loader
 (INI parsing, include= resolution, merging, variable expansion), the plugin repository (a unit's
 type must be a real plugin) and each plugin's option table (``_get_config_options``, the table the
@@ -16,32 +19,56 @@ Profile expansion can run ${f:exec:...}: the caller runs this as nobody.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import sys
 
-import tuned.plugins.base
-from tuned import consts
-from tuned.plugins.repository import Repository
-from tuned.profiles.exceptions import InvalidProfileException
-from tuned.profiles.factory import Factory
-from tuned.profiles.loader import Loader
-from tuned.profiles.locator import Locator
-from tuned.profiles.merger import Merger
-from tuned.profiles.variables import Variables
-from tuned.utils.global_config import GlobalConfig
-
 SYSTEM_PROFILES = "/usr/lib/tuned"
+if sys.argv[1:2] == ["--tree"]:  # before tuned is imported: that tree's code, not the package's
+    sys.path.insert(0, sys.argv[2])
+    SYSTEM_PROFILES = f"{sys.argv[2]}/profiles"
+    del sys.argv[1:3]
+
+import tuned.plugins.base  # noqa: E402
+from tuned import consts  # noqa: E402
+from tuned.plugins.repository import Repository  # noqa: E402
+from tuned.profiles.exceptions import InvalidProfileException  # noqa: E402
+from tuned.profiles.factory import Factory  # noqa: E402
+from tuned.profiles.loader import Loader  # noqa: E402
+from tuned.profiles.locator import Locator  # noqa: E402
+from tuned.profiles.merger import Merger  # noqa: E402
+from tuned.profiles.variables import Variables  # noqa: E402
+from tuned.utils.global_config import GlobalConfig  # noqa: E402
+
+# The vm plugin's dirty-limit options (tuned 2.25+, plugin_vm.py) write these sysctls; a
+# bytes option given in % writes the ratio (2.26+).
+VM_DIRTY = {
+    "dirty_ratio": "vm.dirty_ratio",
+    "dirty_background_ratio": "vm.dirty_background_ratio",
+    "dirty_bytes": "vm.dirty_bytes",
+    "dirty_background_bytes": "vm.dirty_background_bytes",
+}
 # Bases an image may have selected before install.sh layers the bundle on them: RHEL's server
 # default and the shipped profiles whose [sysctl] or [vm] a GPU server is likely to run.
 LAYERED_ON = ("throughput-performance", "latency-performance", "hpc-compute", "virtual-guest")
 
 
 def plugin_class(name: str) -> type[tuned.plugins.base.Plugin] | None:
+    repository = Repository(None, None, None, None, None, None, None, None)
     try:
-        return Repository(None, None, None, None, None, None, None, None).load_plugin(name)
+        if hasattr(repository, "load_plugin"):  # tuned 2.20
+            return repository.load_plugin(name)
+        # later tuned: the class of tuned/plugins/plugin_<name>.py
+        module = importlib.import_module(f"tuned.plugins.plugin_{name}")
     except ImportError:
         return None
+    found = [
+        cls
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, tuned.plugins.base.Plugin) and cls.__module__ == module.__name__
+    ]
+    return found[0] if found else None
 
 
 def has_dynamic_options(cls: type[tuned.plugins.base.Plugin]) -> bool:
@@ -73,10 +100,21 @@ def load(etc_tuned: str, names: list[str]):
 
 
 def sysctl_values(profile) -> dict[str, str]:
+    """The sysctls the profile writes: its [sysctl] units, then its [vm] dirty-limit options,
+    which win where both set a key (tuned-adm verify checks both; a [vm] value is the one the
+    bundle cannot restate, so it is the one to judge)."""
     values: dict[str, str] = {}
     for unit in profile.units.values():
         if unit.type == "sysctl" and unit.enabled:
             values |= {key: str(value) for key, value in unit.options.items()}
+    for unit in profile.units.values():
+        if unit.type == "vm" and unit.enabled:
+            for option, value in unit.options.items():
+                text = str(value).strip()
+                if option in VM_DIRTY and text.endswith("%"):
+                    values[VM_DIRTY[option.replace("bytes", "ratio")]] = text.rstrip("%")
+                elif option in VM_DIRTY:
+                    values[VM_DIRTY[option]] = text
     return values
 
 
