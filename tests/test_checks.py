@@ -188,9 +188,29 @@ def test_tuned_sysctl_that_sysctl_d_also_sets_is_refused() -> None:
         "reason": "tuned sets it",
     }
     with pytest.raises(
-        InputError, match=r"tuned sysctl\.vm\.swappiness and sysctl\.d both set vm\.swappiness"
+        InputError,
+        match=r"tuned sysctl\.vm\.swappiness=10 and sysctl\.d vm\.swappiness=1 differ: the "
+        r"live value is sysctl\.d's and tuned-adm verify fails",
     ):
         plan.build_plan(facts(), profile("inference", overrides=[entry]))
+
+
+def test_a_tuned_sysctl_restating_sysctl_d_s_value_is_accepted() -> None:
+    """The same value in both (what tuned.conf restates on purpose) breaks no verify."""
+    entry = {
+        "kind": "tuned",
+        "key": "sysctl.vm.swappiness",
+        "value": "1",
+        "reason": "restated",
+    }
+    built = plan.build_plan(facts(), profile("inference", overrides=[entry]))
+    assert built.get("tuned", "sysctl.vm.swappiness") is not None
+    assert built.get("sysctl", "vm.swappiness") is not None
+
+
+def test_sysctl_values_compare_by_words() -> None:
+    assert checks.same_sysctl_value("4096  87380\t16777216", "4096 87380 16777216")
+    assert not checks.same_sysctl_value("4096 87380", "4096 87381")
 
 
 def test_a_tuned_sysctl_key_alone_is_accepted() -> None:

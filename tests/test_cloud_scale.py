@@ -264,67 +264,8 @@ def test_power_state_passes_cloud_init_schema(tmp_path: Path) -> None:
     assert result.returncode != 0  # the schema does judge power_state
 
 
-def bootloader_step(bundle: Path) -> str:
-    config = yaml.safe_load((bundle / layout.USER_DATA).read_text())
-    return next(c for c in config["runcmd"] if "refresh the boot loader" in c)
-
-
-@pytest.mark.parametrize(
-    ("running", "pending"),
-    [("root=/dev/vda ro", True), ("root=/dev/vda ro {args}", False)],
-)
-def test_the_bootloader_step_reports_kernel_arguments_the_running_kernel_lacks(
-    bundle: Path, tmp_path: Path, running: str, pending: bool
-) -> None:
-    """The step as cloud-init runs it, with update-grub stubbed and /proc/cmdline and /run
-    pointed into tmp_path: the marker power_state tests exists only when an argument is
-    missing from the running kernel's command line."""
-    args = (bundle / layout.KERNEL_CMDLINE).read_text().strip()
-    cmdline = tmp_path / "cmdline"
-    cmdline.write_text(running.format(args=args) + "\n")
-    marker = tmp_path / "run" / "marker"
-    stubs = tmp_path / "bin"
-    stubs.mkdir()
-    (stubs / "update-grub").write_text("#!/bin/sh\nexit 0\n")
-    (stubs / "update-grub").chmod(0o755)
-    command = (
-        bootloader_step(bundle)
-        .replace("/proc/cmdline", str(cmdline))
-        .replace(layout.REBOOT_MARKER, str(marker))
-        .replace(layout.REBOOT_MARKER.rsplit("/", 1)[0], str(marker.parent))
-    )
-    result = subprocess.run(
-        ["sh", "-c", command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": f"{stubs}:/usr/bin:/bin"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert marker.exists() is pending, result.stdout
-
-
-def test_no_marker_when_the_boot_loader_was_not_updated(bundle: Path, tmp_path: Path) -> None:
-    """No update-grub and no grubby: a reboot would not bring the arguments in."""
-    marker = tmp_path / "run" / "marker"
-    command = (
-        bootloader_step(bundle)
-        .replace(layout.REBOOT_MARKER, str(marker))
-        .replace(layout.REBOOT_MARKER.rsplit("/", 1)[0], str(marker.parent))
-    )
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    for tool in ("sh", "cat", "mkdir"):
-        (empty / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
-    result = subprocess.run(
-        [str(empty / "sh"), "-c", command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": str(empty)},
-    )
-    assert "no update-grub or grubby" in result.stdout
-    assert not marker.exists()
+# The bootloader marker (power_state's condition) is tested where the first-boot script runs in
+# a root of its own: tests/test_first_boot.py.
 
 
 # --- gen --cloud-init-part: the composed delivery ------------------------------------------

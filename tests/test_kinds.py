@@ -142,10 +142,8 @@ def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) 
                 f"kind {spec.kind}: live step {spec.live_step!r}: add step_{spec.live_step}() "
                 "to templates/scripts/install.sh"
             )
-        if (
-            spec.live_step not in delivery.STEP_COMMANDS
-            or spec.live_step not in delivery.STEP_SUMMARIES
-        ):
+        commands = {*delivery.STEP_COMMANDS, *delivery.INSTALL_SH_PHASES}
+        if spec.live_step not in commands or spec.live_step not in delivery.STEP_SUMMARIES:
             problems.append(
                 f"kind {spec.kind}: live step {spec.live_step!r}: add it to "
                 "generator/render/delivery.py STEP_SUMMARIES and STEP_COMMANDS"

@@ -7,6 +7,7 @@ file checks what the plan does with them, and that a plan for no distribution is
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,10 @@ from generator.plan.distro import (
     portable_notes,
     release_numbers,
 )
+from generator.render.render import render_bundle
 
 MAP_COUNT = ("sysctl", "vm.max_map_count")
+SYSTEM_PYTHON = "/usr/bin/python3"  # tuned lives in Debian's Python (tests/validators/run.py)
 ONDEMAND = ("service", "ondemand.service")
 
 
@@ -191,7 +194,9 @@ def test_diff_of_two_distributions_shows_what_each_changes() -> None:
     assert data["old"] == "dgx-h100/inference on debian-12"
     assert data["new"] == "dgx-h100/inference on ubuntu-24.04"
     changes = {(c["kind"], c["key"]): c["status"] for c in data["changes"]}
-    assert changes == {MAP_COUNT: "removed", ONDEMAND: "added"}
+    # left to Ubuntu's own 10-map-count.conf, restated in the tuned profile
+    restated = ("tuned", "sysctl.vm.max_map_count")
+    assert changes == {MAP_COUNT: "removed", restated: "added", ONDEMAND: "added"}
 
 
 def test_diff_refuses_two_sides_given_twice() -> None:
@@ -217,6 +222,63 @@ def test_a_ceiling_the_distribution_already_raises_is_not_emitted() -> None:
     # 22.04's procps has no 10-map-count.conf: the bundle still raises it there
     assert MAP_COUNT in targets(plan_of("dgx-h100", "inference", "ubuntu-22.04"))
     assert MAP_COUNT in targets(plan_of("dgx-h100", "inference"))
+
+
+def test_a_ceiling_left_to_the_distribution_is_restated_in_the_tuned_profile() -> None:
+    """A base tuned profile layered under the bundle's (tuned's openshift sets vm.max_map_count
+    to 262144) would replace the distribution's value: the bundle's profile restates it."""
+    ubuntu = plan_of("dgx-h100", "inference", "ubuntu-24.04")
+    restated = ubuntu.get("tuned", "sysctl.vm.max_map_count")
+    assert restated is not None and restated.value == "1048576"
+    assert "/etc/sysctl.d/10-map-count.conf" in restated.reason
+    assert any("the tuned profile restates that value" in n.text for n in ubuntu.notes)
+    tuned_conf = render_bundle(ubuntu)["rootfs/etc/tuned/goldtune-inference/tuned.conf"][0]
+    assert b"\nvm.max_map_count=1048576\n" in tuned_conf
+    # where the bundle raises it itself, sysctl.d carries it and tuned.conf restates that
+    assert plan_of("dgx-h100", "inference", "ubuntu-22.04").get("tuned", MAP_COUNT[1]) is None
+
+
+def test_without_a_tuned_profile_nothing_is_restated() -> None:
+    ubuntu = load_distros()["ubuntu-24.04"]
+    ceiling = _sysctl("vm.max_map_count", "262144")
+    governor = Setting("tuned", "cpu.governor", "performance", "test", rule="test.rule")
+    assert apply_distro_defaults([ceiling], ubuntu)[0] == []
+    kept, _, _ = apply_distro_defaults([ceiling, governor], ubuntu)
+    assert [(s.kind, s.key, s.value) for s in kept] == [
+        ("tuned", "sysctl.vm.max_map_count", "1048576"),
+        ("tuned", "cpu.governor", "performance"),
+    ]
+
+
+@pytest.mark.skipif(
+    not Path(SYSTEM_PYTHON).exists() or not Path("/usr/lib/tuned/openshift/tuned.conf").exists(),
+    reason="tuned is not installed",
+)
+def test_tuned_layered_on_a_base_that_sets_the_key_keeps_the_distributions_value(
+    tmp_path: Path,
+) -> None:
+    """tuned's own loader, as tuned_check.py runs it: "openshift goldtune-inference" (install.sh
+    and the first-boot script layer the bundle's profile last) merges to Ubuntu 24.04's value."""
+    files = render_bundle(plan_of("dgx-h100", "inference", "ubuntu-24.04"))
+    profile_dir = tmp_path / "etc-tuned" / "goldtune-inference"
+    profile_dir.mkdir(parents=True)
+    tuned_conf = files["rootfs/etc/tuned/goldtune-inference/tuned.conf"][0]
+    (profile_dir / "tuned.conf").write_bytes(tuned_conf)
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import tuned_check; "
+        "print(json.dumps(tuned_check.sysctl_values(tuned_check.load(sys.argv[2], "
+        "['openshift', 'goldtune-inference']))))"
+    )
+    validators = str(Path(__file__).parent / "validators")
+    result = subprocess.run(
+        [SYSTEM_PYTHON, "-c", code, validators, str(tmp_path / "etc-tuned")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["vm.max_map_count"] == "1048576"
 
 
 def _sysctl(key: str, value: str, override: bool = False) -> Setting:

@@ -316,9 +316,12 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
             else:
                 assert entry["content"] == content
             assert entry["permissions"] in {"0644", "0755"}
-    assert written["/etc/tuned/active_profile"]["content"] == "goldtune-inference\n"
     # issue 18: a file whose path has no tool name travels like the others
     assert written["/etc/nccl.conf"]["content"].endswith("\nNCCL_SOCKET_IFNAME==ens1f0np0\n")
+    # the selection is layered on the image's by the first-boot script, not replaced
+    assert "/etc/tuned/active_profile" not in written
+    assert "tuned_profile='goldtune-inference'" in written["/run/goldtune/first-boot"]["content"]
+    assert "sh /run/goldtune/first-boot" in data["runcmd"][-1]
     assert all(isinstance(command, str) for command in data["runcmd"])
     assert data["runcmd"][0].startswith("echo 'goldtune: reload systemd units'")
     assert any("systemctl mask --now 'bluetooth.service'" in command for command in data["runcmd"])

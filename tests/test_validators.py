@@ -112,6 +112,21 @@ GOOD_USER_DATA = (
     "    content: |\n      vm.swappiness = 1\nruncmd:\n  - [sysctl, --system]\n"
 )
 
+FIRST_BOOT_MAIN = "# --- goldtune first boot: install.sh's phase 5, on this live system"
+
+
+def first_boot(main: str, code: str = "set -eu") -> dict[str, str]:
+    """A user-data whose first-boot script is install.sh's lines (``code``) and ``main``."""
+    script = f"#!/bin/sh\n{code}\n{FIRST_BOOT_MAIN}\n{main}\n"
+    entry = "  - path: /run/goldtune/first-boot\n    content: |\n" + "".join(
+        f"      {line}\n" for line in script.splitlines()
+    )
+    return {
+        **user_data(GOOD_USER_DATA.replace("runcmd:", entry + "runcmd:")),
+        "install.sh": GOOD_SCRIPT,
+    }
+
+
 CONTAINERD = "rootfs/etc/containerd/conf.d/90-test.toml"
 CRI_TABLE = '[plugins."io.containerd.grpc.v1.cri".containerd]'
 DAEMON_JSON = "rootfs/etc/docker/daemon.json"
@@ -491,16 +506,24 @@ CASES = [
         {**user_data(GOOD_USER_DATA), LIMITS: "* - nofile 1024\n"},
         "write_files lacks /etc/security/limits.d/90-test.conf",
     ),
+    Case("cloud-init", "first-boot-good", first_boot('printf "%s\\n" "ok"'), ""),
     Case(
         "cloud-init",
-        "unknown-tuned-profile",
-        user_data(
-            GOOD_USER_DATA.replace(
-                "runcmd:",
-                "  - path: /etc/tuned/active_profile\n    content: goldtune-missing\nruncmd:",
-            )
-        ),
-        "names tuned profile 'goldtune-missing', which neither the bundle nor tuned has",
+        "first-boot-not-install-sh",
+        first_boot('printf "%s\\n" "ok"', code="rm -f /etc/x"),
+        "a line that is not install.sh's, in its order: 'rm -f /etc/x'",
+    ),
+    Case(
+        "cloud-init",
+        "first-boot-unknown-profile",
+        first_boot("tuned_profile='goldtune-missing'"),
+        "selects 'goldtune-missing', not the bundle's",
+    ),
+    Case(
+        "cloud-init",
+        "first-boot-shellcheck",
+        first_boot("echo $HOME/*"),
+        "SC2086",
     ),
     Case(
         "cloud-init",

@@ -85,7 +85,11 @@ def compact_in_user_data(target: str) -> bool:
     return not target.endswith(".json")
 
 
-# Written at first boot by the cloud-init bootloader step when the boot loader took the bundle's
+# The script cloud-init's runcmd runs last at first boot: install.sh's tuned and boot-argument
+# functions (generator/render/firstboot.py). On tmpfs: it has done its work after that boot, and
+# gen verify has nothing of it to judge.
+FIRST_BOOT_SCRIPT = f"/run/{TOOL}/first-boot"
+# Written at first boot by the cloud-init first-boot script when the boot loader took the bundle's
 # kernel arguments and the running kernel lacks one: power_state's condition (tmpfs, so it is
 # gone after the reboot it asks for).
 REBOOT_MARKER = f"/run/{TOOL}/kernel-args-pending"

@@ -318,21 +318,36 @@ def check_cmdline(settings: Iterable[Setting], facts: Facts) -> PlanChecks:
     return PlanChecks([], [])
 
 
+def same_sysctl_value(first: str, second: str) -> bool:
+    """Two sysctl values the kernel reads alike: the same words (tcp_rmem's "4096  87380" and
+    "4096 87380" are one value; sysctl(8) writes the line as given)."""
+    return first.split() == second.split()
+
+
 def check_tuned_overlap(settings: Iterable[Setting]) -> list[Finding]:
-    """A tuned [sysctl] key that sysctl.d also sets makes `tuned-adm verify` fail on every boot."""
+    """A tuned [sysctl] key that sysctl.d sets to another value: tuned writes its value at every
+    start and ``reapply_sysctl`` writes sysctl.d's back, so the live value is sysctl.d's and
+    `tuned-adm verify` fails on every boot. The same value in both is the restatement tuned.conf
+    makes on purpose (render/tuned.py) and breaks nothing."""
     settings = list(settings)
-    sysctl_keys = {s.key for s in settings if s.kind == Kind.SYSCTL}
-    return [
-        Finding(
-            s,
-            f"tuned {s.key} and sysctl.d both set {s.key.removeprefix('sysctl.')}; keep one",
-            plan_wide=True,
+    sysctl_values = {s.key: s.value for s in settings if s.kind == Kind.SYSCTL}
+    findings = []
+    for s in settings:
+        key = s.key.removeprefix("sysctl.")
+        if s.kind != Kind.TUNED or not s.key.startswith("sysctl.") or key not in sysctl_values:
+            continue
+        if same_sysctl_value(s.value, sysctl_values[key]):
+            continue
+        findings.append(
+            Finding(
+                s,
+                f"tuned {s.key}={s.value} and sysctl.d {key}={sysctl_values[key]} differ: the "
+                "live value is sysctl.d's and tuned-adm verify fails on every boot; set one "
+                "value",
+                plan_wide=True,
+            )
         )
-        for s in settings
-        if s.kind == Kind.TUNED
-        and s.key.startswith("sysctl.")
-        and s.key.removeprefix("sysctl.") in sysctl_keys
-    ]
+    return findings
 
 
 def check_plan(

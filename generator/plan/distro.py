@@ -52,10 +52,34 @@ def _source(default: SysctlDefault) -> str:
     return f"{default.file}{package}"
 
 
+def restated_in_tuned(setting: Setting, default: SysctlDefault, distro: Distro) -> Setting:
+    """The distribution's own value of a sysctl left out, for the bundle's tuned profile.
+
+    The bundle's profile is layered on the image's selection, and tuned merges a base's
+    [sysctl] into it (render/tuned.py). A base that sets the key (tuned's openshift:
+    vm.max_map_count=262144; mssql, sap-netweaver; vendor profiles, NVIDIA's among them) would
+    write its value at every tuned start, below the distribution's where ``reapply_sysctl`` is
+    off, and `tuned-adm verify` would fail on every boot where it is on. Restating the value the
+    distribution's sysctl.d sets keeps the merged profile equal to the live value: render's
+    restatement covers sysctl.d's keys, and this key is no longer in sysctl.d."""
+    return Setting(
+        Kind.TUNED,
+        f"sysctl.{setting.key}",
+        default.value,
+        f"restates {distro.key}'s value, set in {_source(default)} and at least as high as "
+        f"the bundle's {setting.value}: a base tuned profile layered under this one may set "
+        f"{setting.key}, and tuned-adm verify checks the merged value",
+        setting.rule,
+    )
+
+
 def apply_distro_defaults(
     settings: Iterable[Setting], distro: Distro | None
 ) -> tuple[list[Setting], list[Note], list[PlanWarning]]:
-    """Leave out what the distribution already raises; warn where an override lowers it."""
+    """Leave out what the distribution already raises (restated in the bundle's tuned profile,
+    when it has one); warn where an override lowers it."""
+    settings = list(settings)
+    tuned_keys = {s.key for s in settings if s.kind == Kind.TUNED}
     kept: list[Setting] = []
     notes: list[Note] = []
     warnings: list[PlanWarning] = []
@@ -65,13 +89,17 @@ def apply_distro_defaults(
             kept.append(setting)
             continue
         if _raised_already(setting, default):
+            restate = bool(tuned_keys) and f"sysctl.{setting.key}" not in tuned_keys
             notes.append(
                 Note(
                     f"sysctl {setting.key} = {setting.value} not emitted: {distro.key} already "
-                    f"sets {default.value} at boot in {_source(default)}, at least as high",
+                    f"sets {default.value} at boot in {_source(default)}, at least as high"
+                    + ("; the tuned profile restates that value" if restate else ""),
                     rule=setting.rule,
                 )
             )
+            if restate:
+                kept.append(restated_in_tuned(setting, default, distro))
             continue
         if _lowered(setting, default):
             warnings.append(

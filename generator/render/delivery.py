@@ -5,9 +5,11 @@ installs and runs is its data file, ``install.list`` (``install_lines``): the ov
 the tuned selection, the services, and the activation steps by name (``step sysctl``…), each of
 which is one function of install.sh. cloud-init's ``runcmd`` runs the same steps at first boot,
 as the fixed commands of ``STEP_COMMANDS``; the only words put into them are plan words of the
-safe alphabet, quoted once. install.list also says what the target must already carry
-(``require`` lines, ``image_requirements``): an image build with ``install.sh --strict`` fails
-naming each one it lacks.
+safe alphabet, quoted once. install.sh's own phases (tuned layered on the selection found, boot
+arguments added and removed per mechanism, with their records) run at first boot as install.sh's
+own functions (firstboot.py, ``first_boot_text``), not as a second copy. install.list also
+says what the target must already carry (``require`` lines, ``image_requirements``): an image
+build with ``install.sh --strict`` fails naming each one it lacks.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
 from generator.render.datafile import DataLine, fixed_line, setting_line
+from generator.render.firstboot import first_boot_script, first_boot_words
 from generator.render.formats import kernel_arg_text, sh_quote
 
 
@@ -58,9 +61,7 @@ class Step(NamedTuple):
 
     @property
     def command(self) -> str:
-        return STEP_COMMANDS[self.name].format(
-            word=sh_quote(self.word), tool=TOOL, pending=pending_command(self.word)
-        )
+        return STEP_COMMANDS[self.name].format(word=sh_quote(self.word), tool=TOOL)
 
     @property
     def guarded(self) -> str:
@@ -83,7 +84,9 @@ STEP_SUMMARIES = {
     "bootloader": "refresh the boot loader configuration",
 }
 # Steps install.sh runs as its own phases, live and offline, from the list's ``tuned`` and
-# ``kernel-arg`` lines (layering tuned, adding and removing boot arguments per mechanism).
+# ``kernel-arg`` lines (layering tuned, adding and removing boot arguments per mechanism);
+# cloud-init runs the same functions of install.sh at first boot (firstboot.py), not a command
+# of STEP_COMMANDS.
 INSTALL_SH_PHASES = ("tuned", "bootloader")
 STEP_COMMANDS = {
     "reload": "systemctl daemon-reload",
@@ -91,9 +94,6 @@ STEP_COMMANDS = {
     "tmpfiles": "systemd-tmpfiles --create {word}",
     "modules": "systemctl restart systemd-modules-load.service",
     "udev": "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
-    "tuned": "if systemctl is-active --quiet tuned.service; then tuned-adm profile {word}; "
-    "else echo '{tool}: tuned is not running; it loads the profile when it starts'; fi",
-    # {word}: the parts the plan configures (containerd,docker,kubelet); see runtime_parts
     "runtime": "parts={word}; "
     'case ",$parts," in *,containerd,*) systemctl try-restart containerd.service;; esac; '
     'case ",$parts," in *,docker,*) '
@@ -101,16 +101,6 @@ STEP_COMMANDS = {
     'case ",$parts," in *,kubelet,*) echo '
     "'{tool}: kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and "
     "memory_manager_state, restart kubelet';; esac",
-    # Debian/Ubuntu read /etc/default/grub.d (update-grub); RHEL-like systems keep the arguments
-    # in BLS entries, which grubby edits; anything else is told what to add.
-    # Once the boot loader took them, {pending} reports (REBOOT_MARKER) that the running
-    # kernel lacks one of them: what an opt-in power_state reboots on (power_state()).
-    "bootloader": "written=no; if command -v update-grub >/dev/null 2>&1; then "
-    "update-grub && written=yes; elif command -v grubby >/dev/null 2>&1; then "
-    "grubby --update-kernel=ALL --args={word} && written=yes; "
-    "else echo '{tool}: no update-grub or grubby; add to the kernel command line:' "
-    "{word}; fi; if [ $written = yes ]; then {pending}; fi; "
-    "echo '{tool}: kernel arguments take effect at the next boot'",
     # services: enable/disable skip a unit the machine lacks; mask needs no unit file
     "enable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl enable --now {word}; "
     "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
@@ -120,13 +110,12 @@ STEP_COMMANDS = {
 }
 
 
-def pending_command(kernel_args: str) -> str:
-    """Write REBOOT_MARKER when /proc/cmdline lacks one of ``kernel_args`` (in a subshell: the
-    ``set -f`` must not reach the later runcmd lines)."""
+def pending_command() -> str:
+    """Write REBOOT_MARKER when /proc/cmdline lacks one of ``$kernel_args`` (the first-boot
+    script's words; in a subshell: the ``set -f`` must not reach the lines after it)."""
     marker = layout.REBOOT_MARKER
     return (
-        f'( set -f; args={sh_quote(kernel_args)}; running=" $(cat /proc/cmdline) "; '
-        "for arg in $args; do "
+        '( set -f; running=" $(cat /proc/cmdline) "; for arg in $kernel_args; do '
         'case $running in *" $arg "*) ;; *) '
         f"mkdir -p {sh_quote(marker.rsplit('/', 1)[0])} && : >{sh_quote(marker)};; esac; done )"
     )
@@ -140,19 +129,30 @@ def overlay_files(files: Mapping[str, tuple[bytes, int]]) -> list[OverlayFile]:
     ]
 
 
-def tuned_selection(plan: Plan) -> list[tuple[str, str]]:
-    """The files that make tuned load our profile, offline too: (path, content)."""
-    if not plan.of_kind("tuned"):
-        return []
-    return [
-        (layout.TUNED_ACTIVE, layout.tuned_profile(plan.profile_name) + "\n"),
-        (layout.TUNED_MODE, "manual\n"),
-    ]
-
-
 def install_steps(plan: Plan) -> list[Step]:
-    """What a live system runs after the files are in place, in order (cloud-init's runcmd)."""
-    return [Step("reload"), *service_steps(plan), *activation_steps(plan)]
+    """What a live system runs after the files are in place, in order (cloud-init's runcmd),
+    before install.sh's own phases (first_boot_command)."""
+    steps = [Step("reload"), *service_steps(plan), *activation_steps(plan)]
+    return [step for step in steps if step.name not in INSTALL_SH_PHASES]
+
+
+FIRST_BOOT_SUMMARY = "layer tuned, add and remove kernel arguments"
+
+
+def first_boot_command() -> str:
+    """runcmd's last line: the first-boot script (firstboot.py), announced, a failure reported."""
+    return (
+        f"echo {sh_quote(f'{TOOL}: {FIRST_BOOT_SUMMARY}')}; sh {layout.FIRST_BOOT_SCRIPT} "
+        f"|| echo {sh_quote(f'{TOOL}: {FIRST_BOOT_SUMMARY}: failed')}"
+    )
+
+
+def first_boot_text(plan: Plan, install_sh: str) -> str:
+    """The first-boot script of this plan: install.sh's functions and the plan's words."""
+    tuned = layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else ""
+    cmdline = kernel_cmdline(plan)
+    words = first_boot_words(cmdline, tuned)
+    return first_boot_script(install_sh, words, pending_command() if cmdline else "")
 
 
 def service_steps(plan: Plan) -> list[Step]:
@@ -187,8 +187,6 @@ def runtime_parts(plan: Plan) -> str:
 # The word a live step acts on, for the steps that take one.
 STEP_WORDS: dict[str, Callable[[Plan], str]] = {
     "tmpfiles": lambda plan: layout.TMPFILES_FILE,
-    "tuned": lambda plan: layout.tuned_profile(plan.profile_name),
-    "bootloader": kernel_cmdline,
     "runtime": runtime_parts,
 }
 
@@ -434,7 +432,7 @@ def mime_user_data(user_data: bytes, before: tuple[bytes, ...] = ()) -> bytes:
 
 def power_state(plan: Plan, reboot: bool) -> dict[str, Any] | None:
     """cloud-init's power_state for ``gen --cloud-init-reboot``: reboot once the first boot's
-    modules are done, only when the bootloader step reported (REBOOT_MARKER) that the running
+    modules are done, only when the first-boot script reported (REBOOT_MARKER) that the running
     kernel lacks one of the plan's kernel arguments. cloud-init runs the condition after its own
     process exits and reboots only on exit 0 (cc_power_state_change.check_condition); the module
     runs once per instance. None when not asked for or the plan has no kernel argument."""

@@ -46,13 +46,14 @@ from generator.render.delivery import (
     check_user_data,
     compressed_user_data,
     delivery_sizes,
+    first_boot_command,
     first_boot_files,
+    first_boot_text,
     install_lines,
     install_steps,
     mime_user_data,
     overlay_files,
     power_state,
-    tuned_selection,
 )
 from generator.render.formats import (
     comment_text,
@@ -442,7 +443,11 @@ def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions
         "reboot_asked": options.reboot,
         "steps": install_steps(plan),
         "install_data": install_lines(plan, overlay),
-        "tuned_files": tuned_selection(plan),
+        "first_boot_path": layout.FIRST_BOOT_SCRIPT,
+        "first_boot_script": first_boot_text(
+            plan, fixed_script(f"{layout.SCRIPTS_DIR}/install.sh").decode("utf-8")
+        ),
+        "first_boot_command": first_boot_command(),
         "kind_files": kind_files(plan),
         "kind_titles": KIND_TITLES,
         "digests": dict(sorted(plan.inputs.items())),

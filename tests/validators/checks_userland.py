@@ -40,9 +40,10 @@ HERE = Path(__file__).resolve().parent
 SHELLS = {"sh", "bash", "dash", "ksh"}
 COMMAND_LINE_SIZE = 2048  # arch/x86/include/asm/setup.h and arch/arm64/include/uapi/asm/setup.h
 SHELLCHECK_BATCH = 4
-SYSTEM_TUNED_PROFILES = Path("/usr/lib/tuned")
-# write_files entries that are not in rootfs/ (install.sh writes them too), with their own check
-TUNED_SELECTION = {"/etc/tuned/active_profile", "/etc/tuned/profile_mode"}
+# The one write_files entry that is not in rootfs/: install.sh's own functions for its tuned and
+# boot-argument phase, then a main (generator/render/firstboot.py), checked on its own
+FIRST_BOOT_SCRIPT = "/run/goldtune/first-boot"
+FIRST_BOOT_MAIN = "# --- goldtune first boot: install.sh's phase 5, on this live system\n"
 # rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
 VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
 
@@ -96,6 +97,9 @@ def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
                     bundle, out / str(index) / "files", report["files"]
                 )
             scripts.update({Path(script): bundle for script in report["scripts"]})
+            first_boot = out / str(index) / "files" / FIRST_BOOT_SCRIPT.lstrip("/")
+            if report["files"] is not None and first_boot.is_file():
+                scripts[first_boot] = bundle
             results[bundle] += check_other_forms(bundle)
         for script, findings in shellcheck_many(list(scripts)).items():
             label = f"{USER_DATA} ({script.stem} as cloud-init writes it)"
@@ -148,10 +152,8 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
         for path in sorted(set(overlay) - set(modes) - VERIFY_ONLY)
     ]
     for path, mode in sorted(modes.items()):
-        if path in TUNED_SELECTION:
-            problems += check_tuned_selection(
-                bundle, path, (written / path.lstrip("/")).read_text().strip()
-            )
+        if path == FIRST_BOOT_SCRIPT:
+            problems += check_first_boot_script(bundle, (written / path.lstrip("/")).read_text())
             continue
         if path not in overlay:
             problems.append(
@@ -173,23 +175,34 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
     return problems
 
 
-def check_tuned_selection(bundle: Path, path: str, value: str) -> list[str]:
-    """The profile tuned starts with exists (bundle or tuned's own); the mode is a tuned word."""
-    if path.endswith("profile_mode"):
-        return (
-            []
-            if value in {"manual", "auto"}
-            else [f"{USER_DATA}: {path} is {value!r}, not manual or auto"]
-        )
-    names = value.split()
-    known = {p.parent.name for p in files(bundle, *TUNED_PATTERNS)} | {
-        p.name for p in SYSTEM_TUNED_PROFILES.glob("*")
-    }
-    return [
-        f"{USER_DATA}: {path} names tuned profile {name!r}, which neither the bundle nor tuned has"
-        for name in names or [""]
-        if name not in known
+def check_first_boot_script(bundle: Path, text: str) -> list[str]:
+    """Before its main, the first-boot script is lines of the bundle's install.sh, in its order
+    (its functions, not a second copy); its main names only the bundle's tuned profile."""
+    code, marker, main = text.partition(FIRST_BOOT_MAIN)
+    if not marker:
+        return [f"{USER_DATA}: {FIRST_BOOT_SCRIPT} has no main line {FIRST_BOOT_MAIN.strip()!r}"]
+    install_lines = iter((bundle / INSTALL_SH).read_text().splitlines())
+    foreign = [
+        line
+        for line in code.splitlines()[1:]  # after its #! line
+        if line not in {"set -eu", "umask 022", "LC_ALL=C", "export LC_ALL"}
+        and not any(line == theirs for theirs in install_lines)
     ]
+    problems = []
+    if foreign:
+        problems.append(
+            f"{USER_DATA}: {FIRST_BOOT_SCRIPT}: a line that is not install.sh's, in its order: "
+            f"{foreign[0][:80]!r}"
+        )
+    profiles = {p.parent.name for p in files(bundle, *TUNED_PATTERNS)}
+    for line in main.splitlines():
+        if line.startswith("tuned_profile="):
+            name = line.split("=", 1)[1].strip("'")
+            if name and name not in profiles:
+                problems.append(
+                    f"{USER_DATA}: {FIRST_BOOT_SCRIPT} selects {name!r}, not the bundle's"
+                )
+    return problems
 
 
 # --- shell scripts -------------------------------------------------------------------------------

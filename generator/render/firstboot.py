@@ -1,0 +1,167 @@
+"""The first-boot script: install.sh's own tuned and boot-argument phases, for cloud-init.
+
+install.sh layers tuned on the selection it finds (the previous one recorded once, to restore)
+and adds and removes the bundle's boot arguments per mechanism (GRUB drop-in + update-grub;
+BLS: grubby --args/--remove-args and /etc/kernel/cmdline), remembering what it added. cloud-init
+must do the same at first boot, and the bookkeeping must be the same files, so that an image
+baked with install.sh and booted with another bundle's user-data (or the reverse) removes what
+the earlier one added.
+
+One implementation: the user-data carries a script made of install.sh's own functions, copied
+line for line from the bundle's fixed install.sh (the functions ``tuned_layer`` and
+``boot_arguments`` need, found by name, in install.sh's order), and a short main that sets the
+plan's words and calls them as install.sh does on a live system. The whole install.sh does not
+fit EC2's 16 KB next to the overlay (about 7.5 KB compressed); these functions are about half
+its code (4 KB compressed). The main is data and calls, not logic: tests/test_first_boot.py runs
+the script in a RHEL-like and a Debian-like root.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from generator import TOOL
+from generator.errors import GenerationError
+from generator.model import layout
+from generator.model.shellform import without_comment_lines
+from generator.render.formats import sh_quote
+
+# What install.sh runs on a live system after its files and steps (its "5." phase); run_step
+# calls step_<name> through a variable, so those two are named too.
+ENTRY_FUNCTIONS = ("tuned_layer", "boot_arguments", "step_tuned", "step_bootloader")
+# The line after which the script is the main: what comes before it is install.sh's text.
+MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
+
+_FUNCTION_START = re.compile(r"^([a-z_][a-z0-9_]*)\(\) \{")
+_ASSIGNMENT = re.compile(r"^([a-z_][a-z0-9_]*)=")
+# A word where a command starts: not part of a longer word, a unit name (tuned.service), an
+# option (--args=), a path or a variable.
+_COMMAND_WORD = re.compile(r"(?<![\w.$/=-])([a-z_][a-z0-9_]*)(?![\w.=/-])")
+
+
+class Piece(NamedTuple):
+    """A top-level function definition or variable assignment of install.sh."""
+
+    name: str
+    text: str
+    function: bool
+
+
+def _one_line_function(line: str) -> bool:
+    """``name() { ...; }`` on one line (a trailing ``# comment`` allowed)."""
+    code = line.split(" # ", 1)[0].rstrip()
+    return code.endswith("}") and not code.endswith("{")
+
+
+def top_level_pieces(script: str) -> list[Piece]:
+    """install.sh's top-level functions (from ``name() {`` to the ``}`` at column 0) and simple
+    assignments, in the script's order."""
+    pieces: list[Piece] = []
+    lines = script.splitlines(keepends=True)
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        start = _FUNCTION_START.match(line)
+        if start and _one_line_function(line):
+            pieces.append(Piece(start.group(1), line, function=True))
+        elif start:
+            end = index
+            while end < len(lines) and lines[end].rstrip("\n") != "}":
+                end += 1
+            pieces.append(Piece(start.group(1), "".join(lines[index : end + 1]), function=True))
+            index = end
+        elif assigned := _ASSIGNMENT.match(line):
+            pieces.append(Piece(assigned.group(1), line, function=False))
+        index += 1
+    return pieces
+
+
+def needed_pieces(
+    pieces: Iterable[Piece], entries: tuple[str, ...], own: Iterable[str]
+) -> list[Piece]:
+    """The functions ``entries`` reach, and the assignments of the variables they read that the
+    main (``own``) does not set, in the script's order."""
+    functions = {piece.name: piece for piece in pieces if piece.function}
+    missing = [name for name in entries if name not in functions]
+    if missing:
+        raise GenerationError(f"install.sh has no function {missing[0]} (firstboot.py)")
+    assignments = {piece.name: piece for piece in pieces if not piece.function}
+    wanted: set[str] = set()
+    todo = list(entries)
+    while todo:
+        name = todo.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        todo += [w for w in _COMMAND_WORD.findall(functions[name].text) if w in functions]
+    read = {
+        word
+        for name in wanted
+        for word in re.findall(r"\$\{?([a-z_][a-z0-9_]*)", functions[name].text)
+    }
+    variables = (read & set(assignments)) - set(own)
+    return [
+        piece
+        for piece in pieces
+        if (piece.function and piece.name in wanted)
+        or (not piece.function and piece.name in variables)
+    ]
+
+
+def main_lines(words: Mapping[str, str], pending: str) -> list[str]:
+    """The main: install.sh's globals for a live run on /, the plan's words, the two phases.
+
+    ``pending`` (delivery.pending_command) writes the marker power_state reboots on, when the
+    boot loader took the arguments: the run of boot_arguments failed nothing and the tool of
+    its mechanism is here (install.sh's step_bootloader says, not fails, without update-grub)."""
+    lines = [f"{name}={sh_quote(value)}" for name, value in words.items()]
+    lines += [
+        "tuned_layer",
+        "failed_before_boot=$failed",
+        "boot_arguments",
+    ]
+    if pending:
+        lines += [
+            "case ${mechanism:-} in bls) loader=grubby ;; *) loader=update-grub ;; esac",
+            'if [ -n "$kernel_args" ] && [ "$failed" -eq "$failed_before_boot" ] &&',
+            '    command -v "$loader" >/dev/null 2>&1; then',
+            f"    {pending}",
+            "fi",
+        ]
+    lines += [
+        'say "done: $installed written, $unchanged unchanged, $failed failed"',
+        '[ "$failed" -eq 0 ]',
+    ]
+    return [line + "\n" for line in lines]
+
+
+def first_boot_script(install_sh: str, words: Mapping[str, str], pending: str) -> str:
+    """The script cloud-init runs after its other steps: install.sh's pieces without their
+    comment lines (the user-data's size), then the main."""
+    code = without_comment_lines(install_sh).splitlines(keepends=True)
+    header = code[:1] if code and code[0].startswith("#!") else []
+    prologue = ["set -eu\n", "umask 022\n", "LC_ALL=C\n", "export LC_ALL\n"]
+    pieces = needed_pieces(top_level_pieces("".join(code)), ENTRY_FUNCTIONS, words)
+    body = "".join(piece.text for piece in pieces)
+    return (
+        "".join(header + prologue) + body + MAIN_MARKER + "\n" + "".join(main_lines(words, pending))
+    )
+
+
+def first_boot_words(kernel_args: str, tuned_profile: str) -> dict[str, str]:
+    """install.sh's globals as its read_list, option parsing and counters leave them for a live
+    run on / (the words are the plan's, of install.list's alphabet)."""
+    return {
+        "tool": TOOL,
+        "root": "/",
+        "live": "yes",
+        "record": layout.INSTALL_RECORD,
+        "kernel_args": kernel_args,
+        "tuned_profile": tuned_profile,
+        "installed": "0",
+        "unchanged": "0",
+        "failed": "0",
+        "deferred": "",
+    }

@@ -1,0 +1,213 @@
+"""The cloud-init path does what install.sh does (issue 16): tuned layered on the image's
+selection with the previous one recorded, boot arguments added and removed per mechanism with
+install.sh's own record, /etc/kernel/cmdline for kernels installed later.
+
+The user-data's last runcmd line runs its first-boot script (generator/render/firstboot.py),
+made of install.sh's functions. Here both run as cloud-init runs them, in a root of their own
+(chroot, private mount namespace, the host's /usr read-only), with recording stubs for the live
+tools: nothing touches this host's boot loader, units or tuned.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from test_install import (
+    INFERENCE,
+    RHEL_OPTIONS,
+    TRAINING,
+    entry_options,
+    in_chroot,
+    make_bin,
+    needs_chroot,
+    rhel_root,
+    run,
+    stub,
+)
+
+from generator.bundle.write import write_bundle
+from generator.model import layout
+from generator.model.setting import Plan
+from generator.render.delivery import kernel_cmdline
+from generator.render.firstboot import (
+    ENTRY_FUNCTIONS,
+    first_boot_script,
+    first_boot_words,
+    needed_pieces,
+    top_level_pieces,
+)
+from generator.render.render import render_bundle
+
+INSTALL_SH = Path(__file__).resolve().parent.parent / "templates/scripts/install.sh"
+
+
+def user_data(plan: Plan) -> dict:
+    return yaml.safe_load(render_bundle(plan)["cloud-init/user-data"][0])
+
+
+def first_boot(root: Path, plan: Plan) -> str:
+    """Write the user-data's first-boot script where cloud-init writes it and run its runcmd
+    line in ``root``; the output."""
+    config = user_data(plan)
+    (entry,) = [e for e in config["write_files"] if e["path"] == layout.FIRST_BOOT_SCRIPT]
+    script = root / layout.FIRST_BOOT_SCRIPT.lstrip("/")
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(entry["content"])
+    command = config["runcmd"][-1]
+    assert layout.FIRST_BOOT_SCRIPT in command
+    return in_chroot(root, command)
+
+
+def live_root(root: Path, tuned_running: bool = True) -> Path:
+    """A root that looks live to install.sh's functions, its live tools recording stubs."""
+    (root / "run/systemd/system").mkdir(parents=True, exist_ok=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    for name in ("grubby", "tuned-adm", "update-grub"):
+        stub(root, name)
+    active = 0 if tuned_running else 3
+    stub(
+        root,
+        "systemctl",
+        f'case "$*" in *"is-active --quiet tuned.service") exit {active} ;; esac\nexit 0\n',
+    )
+    (root / "proc").mkdir(exist_ok=True)
+    (root / "proc/cmdline").write_text("root=/dev/vda1 ro\n")  # no procfs in the chroot
+    return root
+
+
+def calls(root: Path, tool: str) -> list[str]:
+    log = root / "stub.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line for line in lines if line.startswith(f"{tool} ")]
+
+
+@needs_chroot
+def test_cloud_init_adds_and_removes_bls_arguments_and_layers_tuned(tmp_path: Path) -> None:
+    """RHEL 9 (BLS, tuned on throughput-performance), inference -> training -> inference, each
+    first boot by the user-data alone: grubby is asked to remove what the previous bundle added,
+    /etc/kernel/cmdline follows, tuned is layered and the selection before us is recorded."""
+    root = live_root(rhel_root(tmp_path / "rhel", with_tuned_files=False))
+    for plan in (INFERENCE, TRAINING, INFERENCE):
+        out = first_boot(root, plan)
+        assert "done:" in out and " 0 failed" in out, out
+        assert (root / "etc/tuned/active_profile").read_text() == (
+            f"throughput-performance goldtune-{plan.profile_name}\n"
+        )
+    inference, training = kernel_cmdline(INFERENCE), kernel_cmdline(TRAINING)
+    assert calls(root, "grubby") == [
+        f"grubby --update-kernel=ALL --args={inference}",
+        f"grubby --update-kernel=ALL --args={training} --remove-args=intel_idle.max_cstate=1",
+        f"grubby --update-kernel=ALL --args={inference} --remove-args=iommu=pt",
+    ]
+    assert calls(root, "tuned-adm") == [
+        f"tuned-adm profile throughput-performance goldtune-{name}"
+        for name in ("inference", "training", "inference")
+    ]
+    assert not calls(root, "update-grub")
+    assert (root / "etc/kernel/cmdline").read_text() == f"{RHEL_OPTIONS} {inference}\n"
+    assert (root / "var/lib/goldtune/kernel-args").read_text().split() == inference.split()
+    assert (root / "var/lib/goldtune/tuned-previous").read_text() == "throughput-performance\n"
+    assert (root / "etc/tuned/profile_mode").read_text() == "manual\n"
+
+
+@needs_chroot
+def test_first_boot_removes_what_the_image_build_added(tmp_path: Path) -> None:
+    """One record for both paths: an image baked by install.sh with the inference bundle, first
+    booted with the training bundle's user-data, loses inference's C-state argument."""
+    root = rhel_root(tmp_path / "rhel", with_tuned_files=False)
+    bundle = write_bundle(render_bundle(INFERENCE), tmp_path / "inference")
+    baked = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert baked.returncode == 0, baked.stdout + baked.stderr
+    assert "intel_idle.max_cstate=1" in entry_options(root)[0]
+    out = first_boot(live_root(root), TRAINING)
+    assert "remove 'intel_idle.max_cstate=1'" in out, out
+    assert calls(root, "grubby") == [
+        f"grubby --update-kernel=ALL --args={kernel_cmdline(TRAINING)} "
+        "--remove-args=intel_idle.max_cstate=1"
+    ]
+    assert (root / "etc/kernel/cmdline").read_text() == (
+        f"{RHEL_OPTIONS} {kernel_cmdline(TRAINING)}\n"
+    )
+    assert (root / "etc/tuned/active_profile").read_text() == (
+        "throughput-performance goldtune-training\n"
+    )
+
+
+@needs_chroot
+def test_a_vendor_selection_is_kept_under_ours_when_tuned_is_not_running(tmp_path: Path) -> None:
+    """Debian-like (GRUB drop-in): an image with NVIDIA's profile selected and tuned not yet
+    started keeps it as the base; tuned loads the layered selection when it starts."""
+    root = tmp_path / "debian"
+    (root / "etc/tuned").mkdir(parents=True)
+    (root / "etc/tuned/active_profile").write_text("nvidia-h100-inference\n")
+    (root / "etc/tuned/profile_mode").write_text("auto\n")
+    live_root(root, tuned_running=False)
+    out = first_boot(root, INFERENCE)
+    assert "tuned is not running; it loads the profiles when it starts" in out, out
+    assert (root / "etc/tuned/active_profile").read_text() == (
+        "nvidia-h100-inference goldtune-inference\n"
+    )
+    assert (root / "var/lib/goldtune/tuned-previous").read_text() == "nvidia-h100-inference\n"
+    assert not calls(root, "tuned-adm") and not calls(root, "grubby")
+    assert calls(root, "update-grub") == ["update-grub "]
+
+
+@needs_chroot
+@pytest.mark.parametrize(("running", "pending"), [("", True), (" {args}", False)])
+def test_the_marker_says_when_the_running_kernel_lacks_an_argument(
+    tmp_path: Path, running: str, pending: bool
+) -> None:
+    """power_state (gen --cloud-init-reboot) reboots on the marker: written once the boot loader
+    took the arguments and /proc/cmdline lacks one of them."""
+    root = live_root(tmp_path / "debian")
+    args = kernel_cmdline(INFERENCE)
+    (root / "proc/cmdline").write_text(f"root=/dev/vda1 ro{running.format(args=args)}\n")
+    first_boot(root, INFERENCE)
+    assert (root / layout.REBOOT_MARKER.lstrip("/")).exists() is pending
+
+
+@needs_chroot
+def test_no_marker_when_no_boot_loader_took_the_arguments(tmp_path: Path) -> None:
+    """BLS without grubby: a reboot would not bring the arguments in; the failure is said."""
+    root = live_root(rhel_root(tmp_path / "rhel", with_tuned_files=False))
+    (root / "stub/grubby").unlink()
+    out = first_boot(root, INFERENCE)
+    assert "there is no grubby" in out and " 1 failed" in out, out
+    assert "layer tuned, add and remove kernel arguments: failed" in out
+    assert not (root / layout.REBOOT_MARKER.lstrip("/")).exists()
+
+
+# --- the script is install.sh's functions -----------------------------------------------------
+
+
+def test_the_script_is_install_sh_lines_then_its_main() -> None:
+    text = INSTALL_SH.read_text()
+    words = first_boot_words("iommu=pt", "goldtune-inference")
+    script = first_boot_script(text, words, "")
+    code, _, main = script.partition("\n# --- goldtune first boot")
+    theirs = iter(text.splitlines())
+    assert all(any(line == other for other in theirs) for line in code.splitlines()[5:])
+    assert "kernel_args='iommu=pt'" in main and "tuned_profile='goldtune-inference'" in main
+    assert re.search(r"^tuned_layer\nfailed_before_boot=\$failed\nboot_arguments$", main, re.M)
+
+
+def test_every_function_the_phases_call_is_carried() -> None:
+    """The functions tuned_layer and boot_arguments reach, and no unrelated one (the size)."""
+    pieces = top_level_pieces(INSTALL_SH.read_text())
+    names = {p.name for p in needed_pieces(pieces, ENTRY_FUNCTIONS, first_boot_words("", ""))}
+    assert {"tuned_layer", "boot_arguments", "edit_kernel_cmdline", "run_step", "put"} <= names
+    assert {"tuned_active", "tuned_mode"} <= names  # install.sh's globals they read
+    assert not {"install_file", "service_live", "read_list", "merge_daemon_json"} & names
+    assert not {"tool", "failed", "root"} & names  # the main sets these
+
+
+def test_a_function_is_found_through_the_one_that_calls_it() -> None:
+    script = (
+        "#!/bin/sh\nhelper() {\n    echo x\n}\nunused() { echo y; }\n"
+        "entry() { # calls helper\n    helper\n}\nsetting=1\n"
+    )
+    names = [p.name for p in needed_pieces(top_level_pieces(script), ("entry",), ())]
+    assert names == ["helper", "entry"]
