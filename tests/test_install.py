@@ -793,6 +793,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable goldtune-irq-affinity.service",
         "systemctl --quiet enable goldtune-pcie-acs.service",
         "systemctl --quiet enable nvidia-persistenced.service",
+        "systemctl is-enabled -- nvidia-persistenced.service",  # a static unit is not enabled
         "systemctl --quiet enable goldtune-cuda-mps.service",
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
@@ -801,7 +802,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
     (deferred,) = [line for line in out.splitlines() if "deferred to first boot:" in line]
     assert deferred == (
         "goldtune: deferred to first boot: apply sysctl.d, write sysfs values, load modules, "
-        "apply I/O scheduler rules, apply the container runtime and kubelet files, "
+        "apply I/O scheduler rules, apply the unit drop-ins, container runtime and kubelet files, "
         "tuned loads goldtune-inference, "
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
