@@ -92,6 +92,18 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     ),
     setting("unit-dropin", "docker.service TasksMax", "infinity", "containers.runtime-limits"),
     setting(
+        "unit-dropin",
+        "nvidia-persistenced.service ExecStart",
+        "/usr/bin/nvidia-persistenced --persistence-mode --verbose",
+        "gpu.persistence",
+    ),
+    setting(
+        "unit-dropin",
+        "nvidia-persistenced.service WantedBy",
+        "multi-user.target",
+        "gpu.persistence",
+    ),
+    setting(
         "containerd",
         'plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name',
         '"nvidia"',

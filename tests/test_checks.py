@@ -52,6 +52,20 @@ DO_NOT_FIT = [
     ("unit-dropin", "containerd.service ExecStart", "/bin/sh"),
     ("unit-dropin", "containerd.service LimitNOFILE", "1\nExecStartPre=/bin/sh"),
     ("unit-dropin", "sshd.service LimitNOFILE", "1024"),
+    # the daemon's ExecStart: its own program, options as words, nothing systemd expands
+    ("unit-dropin", "nvidia-persistenced.service ExecStart", "/bin/sh -c reboot"),
+    ("unit-dropin", "nvidia-persistenced.service ExecStart", "-/usr/bin/nvidia-persistenced"),
+    ("unit-dropin", "nvidia-persistenced.service ExecStart", "nvidia-persistenced --user $USER"),
+    ("unit-dropin", "nvidia-persistenced.service ExecStart", "nvidia-persistenced --user %u"),
+    ("unit-dropin", "nvidia-persistenced.service ExecStart", "/tmp/../nvidia-persistenced"),
+    (
+        "unit-dropin",
+        "nvidia-persistenced.service ExecStart",
+        "nvidia-persistenced\nExecStartPre=/bin/sh",
+    ),
+    ("unit-dropin", "nvidia-persistenced.service ExecStartPre", "/usr/bin/nvidia-persistenced"),
+    ("unit-dropin", "nvidia-persistenced.service LimitNOFILE", "1024"),
+    ("unit-dropin", "nvidia-persistenced.service WantedBy", "multi-user.target reboot.target"),
     ("containerd", 'plugins."cri".x', '"a"\n[plugins.evil]'),
     ("containerd", "version", "2"),
     ("containerd", "plugins.cri.x", "bare-word"),
@@ -76,6 +90,12 @@ FITS = [
     ("irq", "ibp24s0", "1-27,57-83"),
     ("pcie-acs", "nic ibp24s0", "off"),
     ("unit-dropin", "docker.service LimitNOFILE", "1024:524288"),
+    (
+        "unit-dropin",
+        "nvidia-persistenced.service ExecStart",
+        "/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose",
+    ),
+    ("unit-dropin", "nvidia-persistenced.service WantedBy", "multi-user.target"),
     (
         "containerd",
         'plugins."io.containerd.grpc.v1.cri".containerd.default_runtime_name',

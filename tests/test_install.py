@@ -337,20 +337,27 @@ def test_gpu_setup_without_driver_or_gpu_does_nothing_and_exits_0(
 
 
 @pytest.mark.parametrize(
-    ("modes", "pm_calls"), [(("Enabled", "Enabled"), 0), (("Enabled", "Disabled"), 1)]
+    ("daemon", "modes", "pm_calls"),
+    [
+        ("exit 1", ("Enabled", "Enabled"), 0),
+        ("exit 1", ("Enabled", "Disabled"), 1),
+        # a running daemon decides persistence: a GPU it left off is reported, not forced
+        ("exit 0", ("Enabled", "Disabled"), 0),
+    ],
 )
-def test_gpu_setup_leaves_persistence_alone_only_when_every_gpu_reports_it_on(
-    tmp_path: Path, modes: tuple[str, str], pm_calls: int
+def test_gpu_setup_sets_legacy_persistence_only_without_a_daemon_and_a_gpu_off(
+    tmp_path: Path, daemon: str, modes: tuple[str, str], pm_calls: int
 ) -> None:
-    """An active nvidia-persistenced is not enough: Ubuntu's runs --no-persistence-mode."""
+    """The bundle's own gpu-setup and data file: -pm 1 is the fallback where no daemon runs."""
     bundle = bundle_for(tmp_path, full_plan())
     log = tmp_path / "smi.log"
     log.touch()
     rows = [f"{row}, {mode}" for row, mode in zip(INVENTORY.splitlines(), modes, strict=True)]
     inventory = "".join(row + "\n" for row in rows)
-    path = make_bin(tmp_path, {"systemctl": "exit 0\n", "nvidia-smi": fake_smi(inventory)})
+    path = make_bin(tmp_path, {"systemctl": f"{daemon}\n", "nvidia-smi": fake_smi(inventory)})
     result = run(bundle / GPU_SETUP, str(bundle / GPU_DATA), path=path, log=log)
-    assert "(nvidia-persistenced active)" in result.stdout
+    state = "active" if daemon == "exit 0" else "not active"
+    assert f"(nvidia-persistenced {state})" in result.stdout
     assert log.read_text().splitlines().count("-pm 1") == pm_calls, result.stdout
 
 
@@ -793,6 +800,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable goldtune-irq-affinity.service",
         "systemctl --quiet enable goldtune-pcie-acs.service",
         "systemctl --quiet enable nvidia-persistenced.service",
+        "systemctl is-enabled -- nvidia-persistenced.service",  # a static unit is not enabled
         "systemctl --quiet enable goldtune-cuda-mps.service",
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
@@ -801,7 +809,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
     (deferred,) = [line for line in out.splitlines() if "deferred to first boot:" in line]
     assert deferred == (
         "goldtune: deferred to first boot: apply sysctl.d, write sysfs values, load modules, "
-        "apply I/O scheduler rules, apply the container runtime and kubelet files, "
+        "apply I/O scheduler rules, apply the unit drop-ins, container runtime and kubelet files, "
         "tuned loads goldtune-inference, "
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "

@@ -172,7 +172,9 @@ def test_explain_without_a_distribution_says_what_was_not_applied() -> None:
     assert len(lines) == len({d.key for d in load_distros().values()})
     ubuntu = next(line for line in lines if "ubuntu-24.04's knowledge" in line)
     assert "vm.max_map_count=1048576" in ubuntu and "ondemand.service" in ubuntu
-    assert "nvidia-persistenced.service runs without persistence mode" in ubuntu
+    # the portable drop-in runs the daemon in persistence mode everywhere, but as root
+    assert "nvidia-persistenced.service as its packaged user nvidia-persistenced" in ubuntu
+    assert "runs without persistence mode" not in ubuntu
     targeted = gen("explain", "--hw", "dgx-h100", "--profile", "inference", "--os", "debian-12")
     assert "no distribution named" not in targeted.output
 
@@ -196,7 +198,14 @@ def test_diff_of_two_distributions_shows_what_each_changes() -> None:
     changes = {(c["kind"], c["key"]): c["status"] for c in data["changes"]}
     # left to Ubuntu's own 10-map-count.conf, restated in the tuned profile
     restated = ("tuned", "sysctl.vm.max_map_count")
-    assert changes == {MAP_COUNT: "removed", restated: "added", ONDEMAND: "added"}
+    # Debian's package runs the daemon as nvpd, Ubuntu's as nvidia-persistenced
+    persistenced = ("unit-dropin", "nvidia-persistenced.service ExecStart")
+    assert changes == {
+        MAP_COUNT: "removed",
+        restated: "added",
+        ONDEMAND: "added",
+        persistenced: "changed",
+    }
 
 
 def test_diff_refuses_two_sides_given_twice() -> None:

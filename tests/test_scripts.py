@@ -202,9 +202,10 @@ def test_gpu_setup_power_percent_is_of_each_cards_own_default(
 @pytest.mark.parametrize(
     ("daemon_active", "modes", "calls"),
     [
-        # Ubuntu: the daemon is active but runs --no-persistence-mode, so the GPUs report it off
-        (True, ["Disabled", "Disabled"], ["-pm 1"]),
-        (True, ["Enabled", "Disabled"], ["-pm 1"]),
+        # the daemon runs but left GPUs off (Ubuntu's packaged --no-persistence-mode, where the
+        # bundle's drop-in did not take): reported and left to the daemon, never legacy -pm
+        (True, ["Disabled", "Disabled"], []),
+        (True, ["Enabled", "Disabled"], []),
         # the daemon keeps persistence on: nothing to do
         (True, ["Enabled", "Enabled"], []),
         # no daemon, persistence already on (set earlier, or by the driver): nothing to do
@@ -212,7 +213,7 @@ def test_gpu_setup_power_percent_is_of_each_cards_own_default(
         (False, ["Disabled", "Disabled"], ["-pm 1"]),
     ],
 )
-def test_gpu_setup_persistence_follows_what_the_gpus_report_not_the_daemon(
+def test_gpu_setup_uses_legacy_persistence_only_where_no_daemon_runs(
     tmp_path: Path, daemon_active: bool, modes: list[str], calls: list[str]
 ) -> None:
     inventory = [f"{row}, {mode}" for row, mode in zip([A100_500W, A100_400W], modes, strict=True)]
@@ -221,6 +222,8 @@ def test_gpu_setup_persistence_follows_what_the_gpus_report_not_the_daemon(
     assert made == calls, result.stdout
     state = "active" if daemon_active else "not active"
     assert f"(nvidia-persistenced {state})" in result.stdout
+    if daemon_active and "Disabled" in modes:
+        assert "left to the daemon, not forced with nvidia-smi -pm" in result.stdout
 
 
 def test_gpu_setup_reset_undoes_a_clock_lock_on_every_card(tmp_path: Path) -> None:

@@ -273,6 +273,29 @@ CASES = [
         },
         "Unknown key 'Restartt'",
     ),
+    # staged against Ubuntu's packaged unit (Type=forking, its own ExecStart): a drop-in that
+    # does not reset ExecStart= first gives the service two, which systemd refuses
+    Case(
+        "units",
+        "dropin-execstart-without-reset",
+        {
+            "rootfs/etc/systemd/system/nvidia-persistenced.service.d/90-goldtune.conf": (
+                "[Service]\nExecStart=/usr/bin/nvidia-persistenced --persistence-mode\n"
+            )
+        },
+        "more than one ExecStart=",
+    ),
+    Case(
+        "units",
+        "dropin-execstart-reset",
+        {
+            "rootfs/etc/systemd/system/nvidia-persistenced.service.d/90-goldtune.conf": (
+                "[Service]\nExecStart=\nExecStart=/usr/bin/nvidia-persistenced --persistence-mode\n"
+                "\n[Install]\nWantedBy=multi-user.target\n"
+            )
+        },
+        "",
+    ),
     Case(
         "system-conf",
         "good",
@@ -727,7 +750,7 @@ CASES = [
             "install.list": INSTALL_LIST + "step\truntime\tcontainerd,podman\n",
             "rootfs/etc/x.conf": "x\n",
         },
-        "step runtime needs containerd, docker or kubelet",
+        "step runtime needs containerd, docker, kubelet or persistenced",
     ),
     Case("json", "good", {"manifest.json": '{"files": []}'}, ""),
     Case("json", "broken", {"manifest.json": '{"files": [}'}, "manifest.json: Expecting value"),

@@ -136,6 +136,22 @@ class NvidiaUnit(StrictModel):
     persistence_mode: bool | None = None  # whether the packaged command leaves persistence on
     source: Sources
 
+    @property
+    def program(self) -> str | None:
+        """The packaged command's program (its first word), when the command is known."""
+        return self.exec_start.split()[0] if self.exec_start else None
+
+    @property
+    def user(self) -> str | None:
+        """The user the packaged command names with --user (-u); None: it names none (root)."""
+        words = (self.exec_start or "").split()
+        for index, word in enumerate(words):
+            if word.startswith("--user="):
+                return word.removeprefix("--user=")
+            if word in ("--user", "-u") and index + 1 < len(words):
+                return words[index + 1]
+        return None
+
 
 class Nvidia(StrictModel):
     driver_packages: list[Line] = []  # noqa: RUF012 -- pydantic copies field defaults

@@ -125,6 +125,30 @@ IFNAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}"
 CPULIST = r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*"
 # The container runtimes whose units get a limits drop-in (issue 14).
 RUNTIME_UNITS = layout.RUNTIME_UNITS
+PERSISTENCED_UNIT = layout.PERSISTENCED_UNIT
+# What a unit-dropin key may name: each unit with the options the bundle may set in it (an
+# allow-list per unit, so a plan cannot write ExecStart into containerd's unit).
+DROPIN_OPTIONS: Mapping[tuple[str, ...], str] = MappingProxyType(
+    {
+        RUNTIME_UNITS: r"Limit[A-Z]+|TasksMax",
+        (PERSISTENCED_UNIT,): r"ExecStart|WantedBy",
+    }
+)
+# The section of the unit file an option belongs to (systemd.unit(5), systemd.service(5)).
+INSTALL_OPTIONS = ("WantedBy",)
+# Options whose assignments add to a list: the drop-in first assigns the empty value, which
+# resets what the packaged unit set (systemd.service(5), ExecStart=), then its own value.
+RESET_OPTIONS = ("ExecStart",)
+# no segment starts with a dot: the program is named, never reached through ".."
+_PERSISTENCED_PROGRAM = r"(?:/(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*)?nvidia-persistenced"
+_ARGUMENT = r"[A-Za-z0-9_.=-]+"
+
+
+def dropin_section(option: str) -> str:
+    """The unit file section a drop-in option is written under."""
+    return "Install" if option in INSTALL_OPTIONS else "Service"
+
+
 # A TOML key path: bare or double-quoted segments joined by dots (containerd's plugin ids are
 # quoted: plugins."io.containerd.grpc.v1.cri"); the last segment is the key of its table.
 _TOML_SEGMENT = r'(?:[A-Za-z0-9_-]+|"[A-Za-z0-9_.-]+")'
@@ -151,6 +175,8 @@ class KindSpec:
     live_step: str | None = None
     values: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     applied_at_boot_by: str | None = None
+    # a per-key value in words, where ``values`` holds a pattern rather than a list of words
+    value_shapes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def key_fits(self, key: str) -> bool:
         return re.fullmatch(self.key, key, re.ASCII) is not None
@@ -169,6 +195,8 @@ class KindSpec:
 
     def value_shape(self, key: str) -> str:
         """What a value of this key may be, in words (the pattern itself for per-key words)."""
+        if key in self.value_shapes:
+            return self.value_shapes[key]
         if key in self.values:
             return f"one of {self.values[key].replace('|', ', ')}"
         return self.shape
@@ -343,11 +371,29 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     KindSpec(
         Kind.UNIT_DROPIN,
-        "Container runtime unit drop-ins (systemd)",
-        key=rf"(?:{_one_of(RUNTIME_UNITS)}) (?:Limit[A-Z]+|TasksMax)",
+        "Unit drop-ins for packaged units (systemd)",
+        key="|".join(
+            rf"(?:{_one_of(units)}) (?:{options})" for units, options in DROPIN_OPTIONS.items()
+        ),
         value=r"infinity|[0-9]+(?::(?:[0-9]+|infinity))?|[0-9]+%",
+        values=MappingProxyType(
+            {
+                # the program (absolute, or a bare name systemd >= 239 looks up in its own
+                # search path) and its options: words, never a quote, '$', '%', ';' or '\\'
+                f"{PERSISTENCED_UNIT} ExecStart": rf"{_PERSISTENCED_PROGRAM}(?: {_ARGUMENT})*",
+                f"{PERSISTENCED_UNIT} WantedBy": _UNIT,
+            }
+        ),
+        value_shapes=MappingProxyType(
+            {
+                f"{PERSISTENCED_UNIT} ExecStart": "nvidia-persistenced (or its absolute path) "
+                "followed by options of letters, digits, '_', '.', '=' and '-'",
+                f"{PERSISTENCED_UNIT} WantedBy": "one unit name",
+            }
+        ),
         shape=f"'<unit> <LimitX|TasksMax>' for {' or '.join(RUNTIME_UNITS)} with a number, "
-        "soft:hard or infinity",
+        f"soft:hard or infinity; '{PERSISTENCED_UNIT} ExecStart' with the daemon's command "
+        f"line, or '{PERSISTENCED_UNIT} WantedBy' with a unit",
         # one file per unit: {unit} is the unit the key names (the renderer writes each)
         file=in_overlay(layout.unit_dropin("{unit}")),
         template="unit-dropin.conf.j2",

@@ -114,6 +114,10 @@ KUBELET_UNIT = "kubelet.service"
 # The container runtimes whose units get a limits drop-in; the boot units run before these and
 # kubelet (Before= of gpu.service.j2 and irq-affinity.service.j2).
 RUNTIME_UNITS = (CONTAINERD_UNIT, DOCKER_UNIT)
+# The packaged NVIDIA persistence daemon, which gets a drop-in for its command line (issue 16).
+PERSISTENCED_UNIT = "nvidia-persistenced.service"
+# Every packaged unit the bundle may write a drop-in for (one file each).
+DROPIN_UNITS = (*RUNTIME_UNITS, PERSISTENCED_UNIT)
 
 
 def tuned_profile(profile_name: str) -> str:

@@ -162,9 +162,14 @@ def portable_notes(distros: dict[str, Distro] | None = None) -> tuple[Note, ...]
                 for b in distro.kernel_backports
             ),
         ]
+        # the portable drop-in runs the daemon in persistence mode on every distribution, but
+        # cannot know the packaged user (gpu.persistence): it runs it as root
         persistenced = distro.nvidia.persistenced
-        if persistenced is not None and persistenced.persistence_mode is False:
-            known.append(f"{persistenced.unit} runs without persistence mode")
+        if persistenced is not None and persistenced.user not in (None, "root"):
+            known.append(
+                f"{persistenced.unit} as its packaged user {persistenced.user} "
+                "(the portable drop-in runs the daemon as root)"
+            )
         if known:
             notes.append(
                 Note(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from generator.model.kinds import TOML_KEY_SEGMENT
+from generator.model.kinds import RESET_OPTIONS, TOML_KEY_SEGMENT, dropin_section
 from generator.model.setting import Plan, Setting
 
 KUBELET_LIST_FIELDS = {"reservedMemory"}
@@ -19,6 +19,23 @@ def dropins_of(plan: Plan, unit: str) -> list[tuple[str, Setting]]:
     """(option, setting) of one unit's drop-in, in plan order."""
     split = [(s.key.split(" ", 1), s) for s in plan.of_kind("unit-dropin")]
     return [(option, s) for (name, option), s in split if name == unit]
+
+
+class DropinLine(NamedTuple):
+    """One option of a unit drop-in; ``reset``: an empty assignment goes first (ExecStart=)."""
+
+    option: str
+    setting: Setting
+    reset: bool
+
+
+def dropin_sections(plan: Plan, unit: str) -> list[tuple[str, list[DropinLine]]]:
+    """One unit's drop-in as ``[(section, lines)…]``: [Service] before [Install], plan order
+    within each (systemd reads [Install] from drop-ins since v236, NEWS)."""
+    sections: dict[str, list[DropinLine]] = {"Service": [], "Install": []}
+    for option, s in dropins_of(plan, unit):
+        sections[dropin_section(option)].append(DropinLine(option, s, option in RESET_OPTIONS))
+    return [(name, lines) for name, lines in sections.items() if lines]
 
 
 def toml_segments(path: str) -> list[str]:

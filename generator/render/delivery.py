@@ -80,7 +80,7 @@ STEP_SUMMARIES = {
     "modules": "load modules",
     "udev": "apply I/O scheduler rules",
     "tuned": "switch tuned to the profile",
-    "runtime": "apply the container runtime and kubelet files",
+    "runtime": "apply the unit drop-ins, container runtime and kubelet files",
     "bootloader": "refresh the boot loader configuration",
 }
 # Steps install.sh runs as its own phases, live and offline, from the list's ``tuned`` and
@@ -94,8 +94,12 @@ STEP_COMMANDS = {
     "tmpfiles": "systemd-tmpfiles --create {word}",
     "modules": "systemctl restart systemd-modules-load.service",
     "udev": "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
+    # {word}: the parts the plan configures (containerd,docker,kubelet,persistenced); see
+    # runtime_parts
     "runtime": "parts={word}; "
     'case ",$parts," in *,containerd,*) systemctl try-restart containerd.service;; esac; '
+    'case ",$parts," in *,persistenced,*) '
+    "systemctl try-restart nvidia-persistenced.service;; esac; "
     'case ",$parts," in *,docker,*) '
     "echo '{tool}: restart docker.service when its containers may stop';; esac; "
     'case ",$parts," in *,kubelet,*) echo '
@@ -172,7 +176,9 @@ def runtime_parts(plan: Plan) -> str:
     """What the runtime step acts on: ``containerd`` is restarted only if running (its shims keep
     the containers alive); ``docker`` and ``kubelet`` are never restarted, the step says what to
     do: dockerd stops its containers unless live-restore is on, and kubelet refuses to start with
-    a new CPU or memory manager policy while its old checkpoint files are there."""
+    a new CPU or memory manager policy while its old checkpoint files are there.
+    ``persistenced`` (the daemon's drop-in) is restarted only if running: a daemon started with
+    the packaged --no-persistence-mode keeps persistence off until it restarts."""
     units = {s.key.split(" ", 1)[0] for s in plan.of_kind("unit-dropin")}
     parts = []
     if layout.CONTAINERD_UNIT in units or plan.of_kind("containerd"):
@@ -181,6 +187,8 @@ def runtime_parts(plan: Plan) -> str:
         parts.append("docker")
     if plan.of_kind("kubelet"):
         parts.append("kubelet")
+    if layout.PERSISTENCED_UNIT in units:
+        parts.append("persistenced")
     return ",".join(parts)
 
 
@@ -220,6 +228,7 @@ RUNTIME_PART_UNITS = {
     "containerd": layout.CONTAINERD_UNIT,
     "docker": layout.DOCKER_UNIT,
     "kubelet": layout.KUBELET_UNIT,
+    "persistenced": layout.PERSISTENCED_UNIT,
 }
 
 

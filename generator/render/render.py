@@ -38,7 +38,7 @@ from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
 from generator.render.collector import collect_lines
-from generator.render.containers import containers_context, dropins_of
+from generator.render.containers import containers_context, dropin_sections
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.delivery import (
     MERGE_HOW,
@@ -98,8 +98,8 @@ class Output(NamedTuple):
     def applies_to(self, plan: Plan) -> bool:
         if self.template == "modules-load.conf.j2":
             return bool(kernel_modules(plan))
-        if self.unit:  # one drop-in per runtime unit that has settings
-            return bool(dropins_of(plan, self.unit))
+        if self.unit:  # one drop-in per packaged unit that has settings
+            return bool(dropin_sections(plan, self.unit))
         if self.service:
             return any(s.key == self.service for s in plan.of_kind("service"))
         return not self.kinds or any(plan.of_kind(kind) for kind in self.kinds)
@@ -123,12 +123,12 @@ def _script(target: str, kinds: tuple[str, ...] = ()) -> Output:
 
 def _kind_outputs(spec: KindSpec) -> tuple[Output, ...]:
     """The file that carries a kind, as its row in generator.model.kinds names it; a ``{unit}``
-    file is one output per runtime unit (the units a unit-dropin key may name)."""
+    file is one output per packaged unit a unit-dropin key may name."""
     if "{unit}" not in spec.file:
         return (Output(spec.file, spec.template, 0o644, (spec.kind,)),)
     return tuple(
         Output(spec.file.replace("{unit}", unit), spec.template, 0o644, (spec.kind,), unit=unit)
-        for unit in layout.RUNTIME_UNITS
+        for unit in layout.DROPIN_UNITS
     )
 
 
@@ -304,7 +304,7 @@ def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[
         return context
     own: dict[str, Any] = {"settings": plan.of_kind(output.kinds[0])}
     if output.unit:  # a unit's drop-in: the (option, setting) pairs of that unit
-        own |= {"unit": output.unit, "unit_dropins": dropins_of(plan, output.unit)}
+        own |= {"unit": output.unit, "dropin_sections": dropin_sections(plan, output.unit)}
     return context | own
 
 

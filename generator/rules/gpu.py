@@ -5,7 +5,7 @@ from __future__ import annotations
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
 from generator.inputs.profile import Profile
 from generator.model import mig as mig_layouts
-from generator.model.layout import GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT
+from generator.model.layout import GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT, PERSISTENCED_UNIT
 from generator.rules.base import (
     Output,
     blacklist,
@@ -16,7 +16,9 @@ from generator.rules.base import (
     note,
     rule,
     service,
+    unit_dropin,
 )
+from generator.rules.memory import coherent_gpu_models
 
 
 def _models(facts: Facts) -> str:
@@ -35,28 +37,91 @@ def nouveau(facts: Facts, profile: Profile) -> Output:
     yield kernel_arg("rd.driver.blacklist", "nouveau", why + "; applies inside a dracut initramfs")
 
 
+# Where every shipped distribution's package installs the daemon (hardware_db/distros/*.yaml
+# exec_start: Debian 12, Ubuntu 22.04/24.04 and NVIDIA's RHEL 9 package all use /usr/bin), so a
+# bundle for no named distribution starts the same program.
+PORTABLE_PERSISTENCED = "/usr/bin/nvidia-persistenced"
+PERSISTENCED_OPTIONS = ("--persistence-mode", "--verbose")
+PERSISTENCED_WANTED_BY = "multi-user.target"
+
+
+def persistenced_user(facts: Facts) -> tuple[str | None, str]:
+    """The user the daemon runs as (None: no --user, so root), and why."""
+    if superchips := coherent_gpu_models(facts):
+        return "root", (
+            f"as root on {superchips}: the daemon onlines the GPU memory's NUMA node and writes "
+            "/sys/devices/system/memory/auto_online_blocks, which fails as another user "
+            "(NVIDIA/nvidia-persistenced#11)"
+        )
+    distro = facts.os.distro
+    packaged = distro.nvidia.persistenced if distro else None
+    if distro is None or packaged is None or packaged.exec_start is None:
+        return None, (
+            "as root: the packaged user differs between distributions (Debian nvpd, Ubuntu "
+            "nvidia-persistenced, NVIDIA's RHEL package none), so only --os keeps it"
+        )
+    if packaged.user is None:
+        return None, f"as root, as {distro.key}'s package runs it"
+    return packaged.user, f"as {packaged.user}, the user {distro.key}'s package runs it as"
+
+
+def persistenced_command(facts: Facts) -> tuple[str, str]:
+    """The daemon's command line for the drop-in's ExecStart, and why it is this one."""
+    distro = facts.os.distro
+    packaged = distro.nvidia.persistenced if distro else None
+    program = (packaged.program if packaged else None) or PORTABLE_PERSISTENCED
+    user, why_user = persistenced_user(facts)
+    words = [program, *(("--user", user) if user else ()), *PERSISTENCED_OPTIONS]
+    return " ".join(words), why_user
+
+
 @rule("gpu.persistence")
 def persistence(facts: Facts, profile: Profile) -> Output:
-    """Keep the driver initialised between CUDA processes (nvidia-persistenced)."""
+    """Keep the driver initialised between CUDA processes: nvidia-persistenced in persistence mode.
+
+    The daemon is started at boot.
+
+    The daemon starts with persistence mode on unless given --no-persistence-mode
+    (NVIDIA/nvidia-persistenced option-table.h), which Ubuntu's packaged unit passes; that unit
+    is also static (no [Install]), so enabling it does nothing (hardware_db/distros/ubuntu-*.yaml).
+    The drop-in resets ExecStart and adds [Install] WantedBy=, which systemctl enable honours in
+    drop-ins since systemd 236 (NEWS; every target distribution ships 249 or later). NVIDIA
+    deprecates legacy persistence mode (nvidia-smi -pm) in favour of the daemon, so the boot
+    unit uses -pm only where no daemon runs.
+    """
     if not facts.has_gpus:
         return
     why = "avoids 1-2 s of driver initialisation on every CUDA start"
-    yield service("nvidia-persistenced.service", "enable", why)
+    command, why_user = persistenced_command(facts)
+    yield service(PERSISTENCED_UNIT, "enable", why)
+    yield unit_dropin(
+        PERSISTENCED_UNIT,
+        "ExecStart",
+        command,
+        f"{why}: the daemon in persistence mode, replacing the packaged command (Ubuntu's "
+        f"passes --no-persistence-mode), {why_user}",
+    )
+    yield unit_dropin(
+        PERSISTENCED_UNIT,
+        "WantedBy",
+        PERSISTENCED_WANTED_BY,
+        f"{why}: started at boot; Ubuntu's packaged unit has no [Install] section, so without "
+        "this systemctl enable does nothing (systemd >= 236 reads [Install] from drop-ins)",
+    )
     yield gpu_action(
         "persistence",
         "on",
-        why + "; the boot unit runs nvidia-smi -pm 1 when a GPU reports persistence mode off "
-        "(an active nvidia-persistenced may run with --no-persistence-mode)",
+        why + "; the boot unit checks what each GPU reports and runs nvidia-smi -pm 1 (legacy "
+        "persistence mode) only where nvidia-persistenced is not running",
     )
     packaged = facts.os.distro.nvidia.persistenced if facts.os.distro else None
-    if packaged is not None and packaged.persistence_mode is False:
-        # hardware_db/distros/: Ubuntu's unit is static and runs --no-persistence-mode, so the
-        # enable above does nothing and the boot unit, seeing the daemon active, skips -pm 1.
+    if facts.os.distro and packaged is not None and packaged.persistence_mode is False:
+        # hardware_db/distros/: Ubuntu's unit is static and runs --no-persistence-mode
         yield note(
-            f"{facts.os.distro.key if facts.os.distro else ''}'s {packaged.unit} runs "
-            f"'{packaged.exec_start}' and is {'static' if packaged.static else 'packaged'}: "
-            "the daemon leaves persistence off, so the boot unit sets it with nvidia-smi -pm 1 "
-            "(legacy persistence mode); goldtune writes no drop-in overriding ExecStart yet"
+            f"{facts.os.distro.key}'s {packaged.unit} runs '{packaged.exec_start}' and is "
+            f"{'static' if packaged.static else 'packaged'}: the bundle's drop-in replaces "
+            f"ExecStart with '{command}' and adds WantedBy={PERSISTENCED_WANTED_BY}, so "
+            "persistence mode is on from boot"
         )
 
 

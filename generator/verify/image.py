@@ -27,7 +27,7 @@ import yaml
 
 from generator.errors import InputError
 from generator.foreign import TooManyLinksError, read_foreign, resolve_within
-from generator.model.kinds import KIND_SPECS
+from generator.model.kinds import KIND_SPECS, dropin_section
 from generator.model.layout import (
     CONTAINERD_CONFIG,
     CONTAINERD_DROPIN,
@@ -590,7 +590,7 @@ def check_unit_dropin(setting: Setting, image: Image) -> Check:
     files = unit_files(image, unit)
     if not files or not files[0][0].endswith(f"/{unit}"):
         return check_of(setting, "not installed", NA, f"the image has no {unit}")
-    return verdict_of(setting, ini_value(files, "Service", option))
+    return verdict_of(setting, ini_value(files, dropin_section(option), option))
 
 
 def glob_matches(pattern: str, path: str) -> bool:

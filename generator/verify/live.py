@@ -15,6 +15,8 @@ missing, or not applicable here with the reason. What a kind measures:
   smp_affinity_list of the interface's MSI IRQs;
 - ``service``: ``systemctl is-enabled``, and ``is-active`` for a daemon of the bundle's own;
 - ``unit-dropin``: ``systemctl show`` of the runtime's unit, then its process's /proc/<pid>/limits;
+  a daemon's ExecStart: the arguments of its running process (/proc/<pid>/cmdline); WantedBy:
+  ``systemctl is-enabled``;
   ``containerd``: ``containerd config dump``; ``docker``: ``docker info``'s default runtime;
   ``kubelet``: kubelet started with ``--config-dir`` on the drop-in directory, then the
   configuration it merged from the files it read and its flags (its /configz, rebuilt).
@@ -684,9 +686,73 @@ def process_limit(live: Live, unit: str, option: str) -> tuple[str, str] | None:
     return None
 
 
+def check_daemon_command(setting: Setting, live: Live) -> Check:
+    """The drop-in's ExecStart against the arguments of the unit's running process
+    (/proc/<MainPID>/cmdline): a daemon started with the packaged --no-persistence-mode, or
+    before the drop-in, keeps persistence off whatever the unit file now says."""
+    unit = setting.key.split(" ", 1)[0]
+    state = unit_prop(live, unit, "ActiveState")
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if state.startswith("!"):
+        return check_of(setting, "-", NA, "systemd is not the service manager here")
+    if unit_prop(live, unit, "LoadState") == "not-found":
+        return check_of(setting, "no such unit", NA, f"{unit} is not installed here")
+    running = live.snapshot.values("runtime-cmdline", unit)
+    if not running:
+        return check_of(
+            setting, f"not running ({state})", DIFFERS, "no daemon keeps persistence mode on"
+        )
+    words = running[0].split()
+    planned = setting.value.split()
+    if "--no-persistence-mode" in words:
+        return check_of(
+            setting,
+            running[0].strip(),
+            DIFFERS,
+            f"the daemon runs with --no-persistence-mode: it was started before the drop-in "
+            f"or a later drop-in wins (systemctl cat {unit}; then restart it)",
+        )
+    same_program = bool(words) and words[0].rsplit("/", 1)[-1] == planned[0].rsplit("/", 1)[-1]
+    if not same_program or words[1:] != planned[1:]:
+        return check_of(
+            setting,
+            running[0].strip(),
+            DIFFERS,
+            f"the running daemon has other options: started before the drop-in, or a later "
+            f"drop-in wins (systemctl cat {unit}; then restart it)",
+        )
+    return check_of(setting, f"{setting.value} (running process)", OK)
+
+
+def check_wanted_by(setting: Setting, live: Live) -> Check:
+    """[Install] WantedBy= of the drop-in took effect when systemctl enable made the unit
+    enabled; a unit without [Install] anywhere stays static and starts only when wanted."""
+    unit = setting.key.split(" ", 1)[0]
+    state = live.snapshot.value("unit-enabled", unit)
+    if state is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if state == "!unavailable":
+        return check_of(setting, "-", NA, "systemd is not the service manager here")
+    if state == "!absent":
+        return check_of(setting, "not installed", NA, f"{unit} is not installed here")
+    good = state in ("enabled", "enabled-runtime")
+    return check_of(
+        setting,
+        state,
+        OK if good else DIFFERS,
+        "" if good else f"{unit} is not enabled: the boot does not start it (systemctl enable)",
+    )
+
+
 def check_unit_dropin(setting: Setting, live: Live) -> Check:
-    """The unit's configured limit (systemctl show), then the limit its running process has."""
+    """The unit's configured limit (systemctl show), then the limit its running process has;
+    a daemon's command line and [Install] by their own checks."""
     unit, option = setting.key.split(" ", 1)
+    if option == "ExecStart":
+        return check_daemon_command(setting, live)
+    if option == "WantedBy":
+        return check_wanted_by(setting, live)
     state = unit_prop(live, unit, "ActiveState")
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)

@@ -170,7 +170,7 @@ read_line() { # the fields after the key
             case $1 in
                 sysctl | modules | udev) [ $# -eq 1 ] || bad_data "$number" "step $1 takes no word" ;;
                 tmpfiles) { [ $# -eq 2 ] && is_path "$2"; } || bad_data "$number" "step tmpfiles needs a path" ;;
-                runtime) { [ $# -eq 2 ] && is_runtime_parts "$2"; } || bad_data "$number" "step runtime needs containerd, docker or kubelet" ;;
+                runtime) { [ $# -eq 2 ] && is_runtime_parts "$2"; } || bad_data "$number" "step runtime needs containerd, docker, kubelet or persistenced" ;;
                 *) bad_data "$number" "unknown step" ;;
             esac
             steps="$steps$1 ${2:-}$newline"
@@ -367,6 +367,19 @@ unit_in_image() { # unit
     return 1
 }
 
+# is_static [--root=DIR] UNIT: a packaged unit with no [Install] section in it or any drop-in,
+# so `systemctl enable` changes nothing and still exits 0 (Ubuntu's nvidia-persistenced.service
+# without the bundle's drop-in is started by udev only). The tool's own units have [Install].
+is_static() {
+    case $2 in "$tool"-*) return 1 ;; esac
+    [ "$(systemctl ${1:+"$1"} is-enabled -- "$2" 2>/dev/null </dev/null)" = static ]
+}
+
+static_unit() { # unit what-happened
+    say "enable $1: the unit is static (no [Install] section in it or a drop-in): $2; only another unit, a socket, a timer or udev starts it"
+    failed=$((failed + 1))
+}
+
 # An image build: the unit is enabled, disabled or masked in the target's unit files and is not
 # started or stopped (no --now). On / (a build VM, a chroot) systemctl talks to the manager when
 # one runs, else edits the files itself; with --root it edits the files of DIR.
@@ -384,6 +397,10 @@ service_offline() { # action unit
     root_option=--root=$root
     [ "$root" != / ] || root_option=''
     if systemctl ${root_option:+"$root_option"} --quiet "$1" "$2" </dev/null; then
+        if [ "$1" = enable ] && is_static "$root_option" "$2"; then
+            static_unit "$2" "nothing was enabled"
+            return 0
+        fi
         say "$1 $2"
         [ "$1" != enable ] || deferred_units="${deferred_units:+$deferred_units, }$2"
     else
@@ -399,6 +416,10 @@ service_live() { # action unit
         return 0
     fi
     if systemctl --quiet "$1" --now -- "$2" </dev/null; then
+        if [ "$1" = enable ] && is_static '' "$2"; then
+            static_unit "$2" "started now, not enabled for the next boot"
+            return 0
+        fi
         say "$1 $2"
     else
         say "$1 $2 failed"
@@ -428,12 +449,12 @@ step_tuned() { # profiles: the selection, left to right (tuned-adm takes several
     fi
 }
 
-# is_runtime_parts WORD: a comma-separated list of containerd, docker and kubelet.
+# is_runtime_parts WORD: a comma-separated list of containerd, docker, kubelet and persistenced.
 is_runtime_parts() {
     case ,$1, in *,,*) return 1 ;; esac
     parts_left=$1
     while [ -n "$parts_left" ]; do
-        case ${parts_left%%,*} in containerd | docker | kubelet) ;; *) return 1 ;; esac
+        case ${parts_left%%,*} in containerd | docker | kubelet | persistenced) ;; *) return 1 ;; esac
         case $parts_left in *,*) parts_left=${parts_left#*,} ;; *) parts_left= ;; esac
     done
 }
@@ -442,8 +463,11 @@ is_runtime_parts() {
 # restarted only if it runs (its shims keep the containers alive; a stopped one reads the files
 # when it starts). dockerd stops its containers unless live-restore is on, and kubelet refuses a
 # new CPU or memory manager policy while its old checkpoints are there: neither is restarted.
-step_runtime() { # containerd,docker,kubelet (the parts the plan configures)
+# nvidia-persistenced is restarted only if it runs: one started with Ubuntu's packaged
+# --no-persistence-mode keeps persistence off until it restarts with the bundle's drop-in.
+step_runtime() { # containerd,docker,kubelet,persistenced (the parts the plan configures)
     case ,$1, in *,containerd,*) systemctl try-restart containerd.service ;; esac
+    case ,$1, in *,persistenced,*) systemctl try-restart nvidia-persistenced.service ;; esac
     case ,$1, in *,docker,*) say "restart docker.service when its containers may stop" ;; esac
     case ,$1, in *,kubelet,*)
         say "kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and memory_manager_state, restart kubelet"
@@ -474,7 +498,7 @@ summary_of() { # step name
         modules) printf '%s' "load modules" ;;
         udev) printf '%s' "apply I/O scheduler rules" ;;
         tuned) printf '%s' "switch tuned to the profile" ;;
-        runtime) printf '%s' "apply the container runtime and kubelet files" ;;
+        runtime) printf '%s' "apply the unit drop-ins, container runtime and kubelet files" ;;
         bootloader) printf '%s' "refresh the boot loader configuration" ;;
     esac
 }

@@ -29,7 +29,22 @@ NOUVEAU = {
     ("kernel-arg", "modprobe.blacklist", "nouveau"),
     ("kernel-arg", "rd.driver.blacklist", "nouveau"),
 }
-PERSISTENCE = {("service", "nvidia-persistenced.service", "enable"), ("gpu", "persistence", "on")}
+PERSISTENCED = "nvidia-persistenced.service"
+
+
+def persistence(command: str) -> set[tuple[str, str, str]]:
+    """What gpu.persistence proposes: the daemon enabled and wanted at boot, running COMMAND."""
+    return {
+        ("service", PERSISTENCED, "enable"),
+        ("unit-dropin", f"{PERSISTENCED} ExecStart", command),
+        ("unit-dropin", f"{PERSISTENCED} WantedBy", "multi-user.target"),
+        ("gpu", "persistence", "on"),
+    }
+
+
+DAEMON = "/usr/bin/nvidia-persistenced"
+MODE = "--persistence-mode --verbose"
+GH200X1 = {"model": "GH200", "count": 1}
 LOCK = {"gpu_clocks": "lock-max"}
 FABRIC = {("service", "nvidia-fabricmanager.service", "enable")}
 PEERMEM = {("module-load", "nvidia-peermem", "")}
@@ -50,21 +65,44 @@ NO_GPU_KNOBS = {
 CASES: tuple[Case, ...] = (
     Case("nouveau-gpus", gpu.nouveau, NOUVEAU, hw={"gpus": [H100X8]}),
     Case("nouveau-no-gpu", gpu.nouveau, set()),
-    Case("persistence-gpus", gpu.persistence, PERSISTENCE, hw={"gpus": [L4X1]}),
+    # no distribution named: the program every table ships, and no --user (the packaged users
+    # differ: Debian nvpd, Ubuntu nvidia-persistenced, NVIDIA's RHEL package none)
+    Case("persistence-gpus", gpu.persistence, persistence(f"{DAEMON} {MODE}"), hw={"gpus": [L4X1]}),
     Case("persistence-no-gpu", gpu.persistence, set()),
-    # the distribution table says the packaged daemon leaves persistence off (Ubuntu): a note
+    # Ubuntu's packaged unit is static and passes --no-persistence-mode: the drop-in replaces it
+    # and keeps the packaged user
     Case(
-        "persistence-ubuntu-24.04-no-persistence-mode",
+        "persistence-ubuntu-24.04-drop-in-replaces-no-persistence-mode",
         gpu.persistence,
-        PERSISTENCE,
+        persistence(f"{DAEMON} --user nvidia-persistenced {MODE}"),
         hw={"gpus": [L4X1], "os": {"distro": "ubuntu-24.04"}},
-        note="the daemon leaves persistence off, so the boot unit sets it with nvidia-smi -pm 1",
+        note="the bundle's drop-in replaces ExecStart",
     ),
     Case(
-        "persistence-rhel-9-daemon-persists",
+        "persistence-debian-12-packaged-user-nvpd",
         gpu.persistence,
-        PERSISTENCE,
+        persistence(f"{DAEMON} --user nvpd {MODE}"),
+        hw={"gpus": [L4X1], "os": {"distro": "debian-12"}},
+    ),
+    # NVIDIA's RHEL package runs the daemon as root (no --user)
+    Case(
+        "persistence-rhel-9-as-packaged",
+        gpu.persistence,
+        persistence(f"{DAEMON} {MODE}"),
         hw={"gpus": [L4X1], "os": {"distro": "rhel-9"}},
+    ),
+    # a Grace superchip: root, whatever the distribution's package names (nvidia-persistenced#11)
+    Case(
+        "persistence-gh200-root",
+        gpu.persistence,
+        persistence(f"{DAEMON} --user root {MODE}"),
+        hw={**GRACE, "gpus": [GH200X1], "os": {"distro": "ubuntu-24.04"}},
+    ),
+    Case(
+        "persistence-gb200-root-portable",
+        gpu.persistence,
+        persistence(f"{DAEMON} --user root {MODE}"),
+        hw=GB200_TRAY,
     ),
     Case(
         "boot-unit-gpus",

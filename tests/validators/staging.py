@@ -17,6 +17,8 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from tests.packaged_units import PERSISTENCED, UBUNTU_PERSISTENCED
+
 HOST_UNITS = Path("/usr/lib/systemd/system")
 # Provided on a GPU node by the NVIDIA driver, DCGM or Fabric Manager packages, never by the bundle.
 DRIVER_TOOLS = {
@@ -66,9 +68,15 @@ def add_stub(root: Path, program: str) -> None:
     target.chmod(0o755)
 
 
+# Units the target's packages install, staged as they ship (tests/packaged_units.py) so verify
+# judges a drop-in against the unit it extends: Ubuntu's persistenced is Type=forking and has
+# its own ExecStart=, which the drop-in must reset.
+PACKAGED_UNITS = {PERSISTENCED: UBUNTU_PERSISTENCED}
+
+
 def stub_missing_units(root: Path, units: list[Path]) -> None:
-    """A drop-in for a unit the target installs (nvidia-persistenced.service.d/) gets a minimal
-    unit to extend, so verify judges the drop-in itself."""
+    """A drop-in for a unit the target installs (nvidia-persistenced.service.d/) gets that unit
+    as its package ships it, or else a minimal unit to extend, so verify judges the drop-in."""
     for unit in units:
         if unit.suffix == ".conf" and unit.parent.name.endswith(".d"):
             name = unit.parent.name[:-2]
@@ -79,6 +87,11 @@ def stub_missing_units(root: Path, units: list[Path]) -> None:
                     add_stub(root, program)
             if not any(path.exists() for path in packaged):
                 stub = root / "usr/lib/systemd/system" / name
+                if name in PACKAGED_UNITS:
+                    stub.write_text(PACKAGED_UNITS[name])
+                    for program in executables(stub):
+                        add_stub(root, program)
+                    continue
                 stub.write_text(
                     "[Service]\nExecStart=/usr/bin/true\n"
                     if name.endswith(".service")
