@@ -1,0 +1,203 @@
+"""GPU health and boot-time robustness (issue 18): Xid classes, bounded nvidia-smi calls in the
+collector, ACS read back from the registers, MPS with containers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator.errors import InputError
+from generator.inputs.xids import load_xid_table, read_xid_table, xids_path
+from generator.model import layout
+from generator.model.layout import in_overlay
+from generator.model.setting import Plan, Setting
+from generator.model.xids import APPLICATION, HARDWARE
+from generator.render.render import render_bundle
+from generator.verify import health
+from generator.verify.run import collector_script, exit_status
+from generator.verify.snapshot import Snapshot, parse_snapshot
+from generator.verify.verdicts import Verdict
+
+
+def snapshot_of(*records: tuple[str, str, str]) -> Snapshot:
+    lines = ["goldtune-snapshot\tbegin\t1", *("\t".join(r) for r in records)]
+    return parse_snapshot("\n".join([*lines, "goldtune-snapshot\tend\t1", ""]))
+
+
+def xid_line(xid: int, bus: str = "0000:1b:00", what: str = "...") -> str:
+    return f"NVRM: Xid (PCI:{bus}): {xid}, pid=1896, {what}"
+
+
+def xid_snapshot(*lines: str) -> Snapshot:
+    return snapshot_of(("xid", "count", str(len(lines))), *(("xid", "-", line) for line in lines))
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def test_the_xid_table_classes_what_the_issue_names_each_row_with_its_source() -> None:
+    table = load_xid_table()
+    for xid in (13, 31, 43, 45):
+        assert table[xid].klass == APPLICATION, xid
+    for xid in (48, 63, 64, 74, 79, 92, 94, 95, 119, 120):
+        assert table[xid].klass == HARDWARE, xid
+    assert all(len(row.source) >= 10 and row.name for row in table.values())
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("class: application", "class: app", "xids[0].class: invalid value 'app'"),
+        ("xid: 31", "xid: 13", "Xid 13 is classed twice"),
+        ("source: \"k8s-device-plugin health.go ignoredXids: '31", 'nosource: "x', "xids[1]"),
+    ],
+)
+def test_a_bad_xid_table_is_one_clear_line(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    path = tmp_path / "xids.yaml"
+    text = xids_path().read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InputError) as error:
+        read_xid_table(path)
+    assert message in str(error.value) and str(path) in str(error.value)
+
+
+# --- the verdicts --------------------------------------------------------------------------------
+
+
+def test_an_application_xid_is_a_warning_and_passes() -> None:
+    checks = health.check_xid(
+        xid_snapshot(xid_line(13), xid_line(13), xid_line(31)), load_xid_table()
+    )
+    (check,) = checks
+    assert check.verdict == Verdict.WARNING and not check.verdict.fails()
+    assert check.actual == (
+        "Xid 13 (Graphics Engine Exception) on 0000:1b:00 (x2); "
+        "Xid 31 (GPU memory page fault) on 0000:1b:00"
+    )
+    assert exit_status(checks) == 0
+
+
+def test_a_hardware_xid_fails_beside_an_application_warning() -> None:
+    snap = xid_snapshot(
+        xid_line(13, "0000:43:00"), xid_line(79, what="GPU has fallen off the bus.")
+    )
+    failing, warned = health.check_xid(snap, load_xid_table())
+    assert failing.verdict == Verdict.DIFFERS
+    assert failing.actual == "Xid 79 (GPU has fallen off the bus) on 0000:1b:00"
+    assert warned.verdict == Verdict.WARNING and "Xid 13" in warned.actual
+    assert exit_status([failing, warned]) == 1
+
+
+def test_an_unknown_xid_fails_and_says_it_is_unknown() -> None:
+    (check,) = health.check_xid(xid_snapshot(xid_line(250)), load_xid_table())
+    assert check.verdict == Verdict.DIFFERS
+    assert check.actual == "Xid 250 (unknown: no source classes it) on 0000:1b:00"
+    assert "Xid 250: unknown" in check.reason
+
+
+def test_without_a_table_every_xid_fails() -> None:
+    (check,) = health.check_xid(xid_snapshot(xid_line(13)), {})
+    assert check.verdict == Verdict.DIFFERS
+
+
+def test_an_xid_of_a_mig_instance_is_read_with_its_gpu() -> None:
+    line = "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9)."
+    (check,) = health.check_xid(xid_snapshot(line), load_xid_table())
+    assert check.verdict == Verdict.DIFFERS
+    assert check.actual == "Xid 94 (Contained ECC error) on 0000:01:00"
+
+
+def test_the_counted_events_win_over_the_last_lines_kept() -> None:
+    # 1 Xid 79 early in the boot, then 25 Xid 13: the kept lines show only Xid 13.
+    kept = [xid_line(13)] * 20
+    snap = snapshot_of(
+        ("xid", "count", "26"),
+        *(("xid", "-", line) for line in kept),
+        ("xid-event", "13", "0000:1b:00 25"),
+        ("xid-event", "79", "0000:3b:00 1"),
+    )
+    checks = health.check_xid(snap, load_xid_table())
+    assert [c.verdict for c in checks] == [Verdict.DIFFERS, Verdict.WARNING]
+    assert checks[0].actual == "Xid 79 (GPU has fallen off the bus) on 0000:3b:00"
+
+
+# --- the collector against a fake journalctl -----------------------------------------------------
+
+GPU_PLAN = Plan("x", "y", (Setting("gpu", "persistence", "on", "gpu.persistence"),))
+FAKE_JOURNALCTL = """\
+case "$*" in
+    *"-k"*) printf '%s\\n' "usb 1-1: new device"; cat "$FAKE_XIDS" ;;
+esac
+"""
+SMI_ROW = "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, "
+FAKE_SMI = f'echo "{SMI_ROW}1980, 1980, Disabled, Disabled"\n'
+
+
+def run_collector(
+    tmp_path: Path, stubs: dict[str, str], plan: Plan = GPU_PLAN, **env: str
+) -> subprocess.CompletedProcess[str]:
+    data = tmp_path / "collect.conf"
+    data.write_bytes(render_bundle(plan)[in_overlay(layout.COLLECT_DATA)][0])
+    fake = tmp_path / "fake"
+    fake.mkdir(exist_ok=True)
+    for name, body in stubs.items():
+        (fake / name).write_text("#!/bin/sh\n" + body)
+        (fake / name).chmod(0o755)
+    return subprocess.run(
+        ["sh", str(collector_script()), str(data)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", **env},
+    )
+
+
+def test_the_collector_counts_each_xid_and_gpu_of_every_line_it_scans(tmp_path: Path) -> None:
+    lines = [
+        xid_line(79, "0000:3b:00"),
+        *[xid_line(13)] * 25,
+        "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9).",
+    ]
+    (tmp_path / "xids").write_text("\n".join(lines) + "\n")
+    result = run_collector(
+        tmp_path,
+        {"journalctl": FAKE_JOURNALCTL, "nvidia-smi": FAKE_SMI},
+        FAKE_XIDS=str(tmp_path / "xids"),
+    )
+    assert result.returncode == 0, result.stderr
+    snap = parse_snapshot(result.stdout)
+    assert snap.value("xid", "count") == "27"
+    assert len(snap.values("xid", "-")) == 20  # the last lines kept: no Xid 79 among them
+    assert sorted(snap.section("xid-event")) == [
+        ("13", "0000:1b:00 25"),
+        ("79", "0000:3b:00 1"),
+        ("94", "0000:01:00 1"),
+    ]
+    checks = health.check_xid(snap, load_xid_table())
+    assert checks[0].verdict == Verdict.DIFFERS
+    assert "Xid 79" in checks[0].actual and "Xid 94" in checks[0].actual
+
+
+def test_gen_verify_passes_a_node_with_only_an_application_xid_and_says_so(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from test_verify import make_bundle, write_snapshot
+
+    from generator.cli import main
+
+    bundle = make_bundle(tmp_path, [("sysctl", "vm.swappiness", "1")])
+    records = [("sysctl", "vm.swappiness", "1"), ("xid", "count", "1"), ("xid", "-", xid_line(13))]
+    snap = write_snapshot(tmp_path, *records)
+    result = CliRunner().invoke(main, ["verify", str(bundle), "--snapshot", str(snap)])
+    assert result.exit_code == 0, result.output
+    assert ", 1 warning" in result.output.splitlines()[-1]
+    records[-1] = ("xid", "-", xid_line(79))
+    snap = write_snapshot(tmp_path, *records)
+    result = CliRunner().invoke(main, ["verify", str(bundle), "--snapshot", str(snap)])
+    assert result.exit_code == 1, result.output
