@@ -201,3 +201,55 @@ def test_gen_verify_passes_a_node_with_only_an_application_xid_and_says_so(tmp_p
     snap = write_snapshot(tmp_path, *records)
     result = CliRunner().invoke(main, ["verify", str(bundle), "--snapshot", str(snap)])
     assert result.exit_code == 1, result.output
+
+
+# --- the collector's nvidia-smi calls are bounded ------------------------------------------------
+
+# A wedged GPU: every nvidia-smi call hangs (each call is logged in $STUB_LOG).
+SLEEPING_SMI = 'echo "$*" >>"$STUB_LOG"\nexec sleep 60\n'
+MIG_SMI_THEN_HANG = f"""\
+echo "$*" >>"$STUB_LOG"
+case "$*" in
+    --query-gpu=*)
+        echo "{SMI_ROW}1980, 1980, Enabled, Enabled"
+        echo "{SMI_ROW.replace("0, 0000", "1, 0000", 1)}1980, 1980, Enabled, Enabled" ;;
+    *) exec sleep 60 ;;
+esac
+"""
+MIG_PLAN = Plan("x", "y", (Setting("gpu", "mig-layout", "3g.40gb", "gpu.mig"),))
+
+
+def test_a_wedged_gpu_is_reported_not_a_hang(tmp_path: Path) -> None:
+    import time
+
+    log = tmp_path / "calls"
+    started = time.monotonic()
+    result = run_collector(
+        tmp_path, {"nvidia-smi": SLEEPING_SMI}, TEST_SMI_LIMIT="1", STUB_LOG=str(log)
+    )
+    assert time.monotonic() - started < 30, "the call was not bounded"
+    assert result.returncode == 0, result.stderr
+    snap = parse_snapshot(result.stdout)
+    tool = snap.value("gpu", "tool") or ""
+    assert tool.startswith("!timed-out nvidia-smi did not answer within 1 s"), tool
+    (check,) = health.check_nvidia_smi(snap)
+    assert check.verdict == Verdict.DIFFERS and "inventory: timed-out" in check.actual
+
+
+def test_after_one_call_timed_out_no_further_nvidia_smi_call_is_made(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    result = run_collector(
+        tmp_path, {"nvidia-smi": MIG_SMI_THEN_HANG}, MIG_PLAN, TEST_SMI_LIMIT="1", STUB_LOG=str(log)
+    )
+    assert result.returncode == 0, result.stderr
+    snap = parse_snapshot(result.stdout)
+    assert snap.value("gpu", "tool") == "ok"
+    assert (snap.value("gpu-mig", "0") or "").startswith("!timed-out nvidia-smi did not answer")
+    assert (snap.value("gpu-mig", "1") or "").startswith("!timed-out not run")
+    assert log.read_text().count("mig -i") == 1  # GPU 1's listing was never started
+    (check,) = health.check_nvidia_smi(snap)
+    assert "GPU 0: timed-out" in check.actual and "GPU 1: timed-out not run" in check.actual
+
+
+def test_a_snapshot_whose_nvidia_smi_answered_has_no_such_finding() -> None:
+    assert health.check_nvidia_smi(snapshot_of(("gpu", "tool", "ok"))) == []

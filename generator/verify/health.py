@@ -14,7 +14,8 @@
   node tells the fleet it is not healthy; the check names each Xid and the GPU's PCI address,
   and NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) gives each one's immediate action.
   The classes are ``hardware_db/health/xids.yaml``'s, passed in by the command: an application's
-  Xid (13, 31, 43…) is a warning, and an Xid the table does not class fails as unknown.
+  Xid (13, 31, 43…) is a warning, and an Xid the table does not class fails as unknown;
+- every nvidia-smi call of the collector answered within its bound (a wedged GPU is a finding).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from generator import TOOL
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
-from generator.verify.snapshot import Snapshot
+from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict, file_not_installed
 
 OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING
@@ -309,6 +310,30 @@ def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
     return checks
 
 
+def check_nvidia_smi(snapshot: Snapshot) -> list[Check]:
+    """A wedged GPU or driver: the collector's nvidia-smi call did not answer within its bound
+    (it is bounded so that `gen verify` reports this instead of hanging)."""
+    hung = [
+        (f"GPU {key}" if key != "tool" else "inventory", value[1:])
+        for section in ("gpu", "gpu-mig")
+        for key, value in snapshot.section(section)
+        if value.startswith(TIMED_OUT)
+    ]
+    if not hung:
+        return []
+    what = "; ".join(f"{call}: {why}" for call, why in hung)
+    return [
+        Check(
+            "gpu",
+            "nvidia-smi",
+            "answers",
+            what,
+            DIFFERS,
+            "a GPU or the driver is wedged: reset the GPU or reboot the node",
+        )
+    ]
+
+
 def check_health(bundle: Bundle, snapshot: Snapshot, xids: XidTable) -> list[Check]:
     return (
         check_files(bundle, snapshot)
@@ -316,6 +341,7 @@ def check_health(bundle: Bundle, snapshot: Snapshot, xids: XidTable) -> list[Che
         + check_system(snapshot)
         + check_journal(snapshot)
         + check_xid(snapshot, xids)
+        + check_nvidia_smi(snapshot)
     )
 
 

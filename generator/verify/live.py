@@ -42,7 +42,7 @@ from generator.model.layout import (
 )
 from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
 from generator.model.setting import Setting
-from generator.verify.snapshot import Snapshot
+from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 
@@ -515,6 +515,8 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         return check_of(
             setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)"
         )
+    if tool.startswith(TIMED_OUT):
+        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi hung: nothing could be read")
     if tool.startswith("!"):
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
     if setting.key == "mig-layout":
