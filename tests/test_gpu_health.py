@@ -19,7 +19,7 @@ from generator.render.render import render_bundle
 from generator.verify import health
 from generator.verify.run import collector_script, exit_status
 from generator.verify.snapshot import Snapshot, parse_snapshot
-from generator.verify.verdicts import Verdict
+from generator.verify.verdicts import Check, Verdict
 
 
 def snapshot_of(*records: tuple[str, str, str]) -> Snapshot:
@@ -253,3 +253,117 @@ def test_after_one_call_timed_out_no_further_nvidia_smi_call_is_made(tmp_path: P
 
 def test_a_snapshot_whose_nvidia_smi_answered_has_no_such_finding() -> None:
     assert health.check_nvidia_smi(snapshot_of(("gpu", "tool", "ok"))) == []
+
+
+# --- ACS read back from the ports' config space --------------------------------------------------
+
+ACS_PLAN = Plan(
+    "x",
+    "y",
+    (
+        Setting("pcie-acs", "gpus", "off", "boot.acs"),
+        Setting("pcie-acs", "nic ib0", "off", "boot.acs"),
+    ),
+)
+
+
+def config_space(port_type: int | None, acs_control: int | None, size: int = 4096) -> bytes:
+    """A port's config space: a PCI Express capability of that port type at 0x40 (from the
+    capabilities pointer at 0x34), then AER at 0x100 and, when given, ACS at 0x148."""
+    space = bytearray(size)
+    if size < 0x150:
+        return bytes(space)
+    space[0x34] = 0x40
+    if port_type is not None:
+        space[0x40:0x44] = bytes([0x10, 0x00]) + ((port_type << 4) | 2).to_bytes(2, "little")
+    next_cap = 0x148 if acs_control is not None else 0
+    space[0x100:0x104] = (0x0001 | 1 << 16 | next_cap << 20).to_bytes(4, "little")
+    if acs_control is not None:
+        space[0x148:0x14C] = (0x000D | 1 << 16).to_bytes(4, "little")
+        space[0x14C:0x14E] = (0x005F).to_bytes(2, "little")  # the ACS capability register
+        space[0x14E:0x150] = acs_control.to_bytes(2, "little")
+    return bytes(space)
+
+
+def acs_machine(
+    tmp_path: Path, controls: dict[str, int | None], iommu: str | None = None, size: int = 4096
+) -> Path:
+    """test_scripts' PCI tree (root port, switch, GPU, ib0, a bare root port), with a config file
+    in each port: its type from the test's PCI Express flags, its ACS control from CONTROLS."""
+    from test_scripts import PATHS, PORTS, pci_machine
+
+    tree, _ = pci_machine(tmp_path / "tree", iommu)
+    for bridges in PATHS.values():
+        for depth, bridge in enumerate(bridges):
+            port = tree / "sys/devices/pci0000:00" / "/".join(bridges[: depth + 1])
+            port_type = int(PORTS[bridge][0], 16) >> 4 & 15
+            (port / "config").write_bytes(config_space(port_type, controls[bridge], size))
+    return tree
+
+
+def acs_checks(tmp_path: Path, tree: Path) -> tuple[Snapshot, list[Check]]:
+    from generator.verify.live import Live, check_pcie_acs
+    from generator.verify.verdicts import Bundle
+
+    result = run_collector(tmp_path, {}, ACS_PLAN, TEST_SYSROOT=str(tree))
+    assert result.returncode == 0, result.stderr
+    snap = parse_snapshot(result.stdout)
+    live = Live.of(snap, Bundle(tmp_path, ACS_PLAN))
+    return snap, [check_pcie_acs(setting, live) for setting in ACS_PLAN.settings]
+
+
+def after_boot() -> dict[str, int | None]:
+    from test_scripts import BARE_ROOT, DOWN_GPU, DOWN_NIC, ROOT_PORT, UPSTREAM
+
+    # what pcie-acs leaves: root and downstream ports 0000, the upstream port untouched
+    return {ROOT_PORT: 0, UPSTREAM: 0x1D, DOWN_GPU: 0, DOWN_NIC: 0, BARE_ROOT: None}
+
+
+def test_the_collector_reads_acs_control_of_each_root_and_downstream_port(tmp_path: Path) -> None:
+    from test_scripts import BARE_ROOT, DOWN_GPU, DOWN_NIC, ROOT_PORT
+
+    snap, checks = acs_checks(tmp_path, acs_machine(tmp_path, after_boot()))
+    assert sorted(snap.values("acs", "gpus")) == sorted(
+        [f"{ROOT_PORT} root 0000", f"{DOWN_GPU} downstream 0000", f"{BARE_ROOT} !no-acs"]
+    )  # the switch's upstream port is not pcie-acs's: no record
+    assert sorted(snap.values("acs", "nic:ib0")) == [
+        f"{ROOT_PORT} root 0000",
+        f"{DOWN_NIC} downstream 0000",
+    ]
+    assert [c.verdict for c in checks] == [Verdict.OK, Verdict.OK]
+    assert checks[0].actual == "ACS control 0000 on 2 ports (read from config space)"
+
+
+def test_acs_on_again_after_boot_differs_naming_the_port_and_bits(tmp_path: Path) -> None:
+    from test_scripts import DOWN_GPU
+
+    controls = {**after_boot(), DOWN_GPU: 0x001D}
+    _, (gpus, nic) = acs_checks(tmp_path, acs_machine(tmp_path, controls))
+    assert gpus.verdict == Verdict.DIFFERS
+    assert gpus.actual == (
+        f"{DOWN_GPU}: 001d (source validation, P2P request redirect, P2P completion redirect, "
+        "upstream forwarding)"
+    )
+    assert nic.verdict == Verdict.OK
+
+
+def test_an_unprivileged_read_of_config_space_is_not_judged(tmp_path: Path) -> None:
+    # the kernel gives a reader without CAP_SYS_ADMIN the first 64 bytes only
+    _, checks = acs_checks(tmp_path, acs_machine(tmp_path, after_boot(), size=64))
+    assert {c.verdict for c in checks} == {Verdict.NOT_JUDGED}
+    assert "only root" in checks[0].reason
+
+
+def test_acs_left_on_where_the_iommu_translates_is_not_applicable(tmp_path: Path) -> None:
+    from test_scripts import GPU0
+
+    controls = dict.fromkeys(after_boot(), 0x001D)
+    snap, checks = acs_checks(tmp_path, acs_machine(tmp_path, controls, iommu="DMA-FQ"))
+    assert f"!iommu {GPU0} DMA-FQ" in snap.values("acs", "gpus")
+    assert {c.verdict for c in checks} == {Verdict.NOT_APPLICABLE}
+    assert "the IOMMU translates its DMA" in checks[0].reason
+
+
+def test_no_such_device_is_not_applicable(tmp_path: Path) -> None:
+    _, checks = acs_checks(tmp_path, tmp_path / "empty")
+    assert {c.verdict for c in checks} == {Verdict.NOT_APPLICABLE}

@@ -19,6 +19,7 @@ from generator.model.probes import (
     LIST_SECTIONS,
     SAFE_WORD,
     WHOLE_SECTIONS,
+    acs_word,
     limit_user,
     module_param,
 )
@@ -65,6 +66,7 @@ def _items(plan: Plan) -> dict[str, Sequence[tuple[str, Setting | None]]]:
         "irq": [(s.key, s) for s in plan.of_kind("irq")],
         "units": [(s.key, s) for s in plan.of_kind("service")],
         "runtimes": runtime_units(plan),
+        "acs": [(acs_word(s.key), s) for s in plan.of_kind("pcie-acs")],
     }
 
 
