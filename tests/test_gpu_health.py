@@ -367,3 +367,35 @@ def test_acs_left_on_where_the_iommu_translates_is_not_applicable(tmp_path: Path
 def test_no_such_device_is_not_applicable(tmp_path: Path) -> None:
     _, checks = acs_checks(tmp_path, tmp_path / "empty")
     assert {c.verdict for c in checks} == {Verdict.NOT_APPLICABLE}
+
+
+# --- MPS with containers ------------------------------------------------------------------------
+
+
+def mps_profile(tmp_path: Path, extends: str, extra: str = "") -> str:
+    path = tmp_path / "mps.yaml"
+    path.write_text(f"description: test\nextends: {extends}\ngpu_mps: true\n{extra}")
+    return str(path)
+
+
+def test_on_a_kubernetes_node_mps_is_the_device_plugins_and_explain_says_so(tmp_path: Path) -> None:
+    from generator.commands.generate import render_for
+
+    files = render_for("dgx-h100", mps_profile(tmp_path, "training-k8s"))
+    assert in_overlay(layout.unit_file(layout.MPS_UNIT)) not in files
+    assert layout.MPS_UNIT.encode() not in files["install.list"][0]
+    explain = files["EXPLAIN.md"][0].decode()
+    assert "sharing.mps" in explain and "/run/nvidia/mps/<resource>/pipe" in explain
+
+
+def test_with_docker_the_host_daemon_runs_and_explain_says_what_to_pass(tmp_path: Path) -> None:
+    from generator.commands.generate import render_for
+
+    profile = mps_profile(tmp_path, "inference", "containers: docker\n")
+    files = render_for("dgx-h100", profile)
+    assert in_overlay(layout.unit_file(layout.MPS_UNIT)) in files
+    explain = " ".join(files["EXPLAIN.md"][0].decode().split())
+    assert (
+        f"--ipc=host -v {layout.MPS_PIPE_DIR}:{layout.MPS_PIPE_DIR} "
+        f"-e CUDA_MPS_PIPE_DIRECTORY={layout.MPS_PIPE_DIR}" in explain
+    )
