@@ -399,3 +399,55 @@ def test_with_docker_the_host_daemon_runs_and_explain_says_what_to_pass(tmp_path
         f"--ipc=host -v {layout.MPS_PIPE_DIR}:{layout.MPS_PIPE_DIR} "
         f"-e CUDA_MPS_PIPE_DIRECTORY={layout.MPS_PIPE_DIR}" in explain
     )
+
+
+# --- optional units: a field of the setting, not a list in the renderer -------------------------
+
+
+def requires(plan: Plan) -> list[str]:
+    text = render_bundle(plan)["install.list"][0].decode()
+    return [line for line in text.splitlines() if line.startswith("require\t")]
+
+
+def test_an_optional_unit_is_enabled_but_never_required() -> None:
+    plan = Plan(
+        "x",
+        "y",
+        (
+            Setting("service", "site-agent.service", "enable", "r", "t.a", optional=True),
+            Setting("service", "nvidia-persistenced.service", "enable", "r", "t.b"),
+        ),
+    )
+    assert requires(plan) == ["require\tunit\tnvidia-persistenced.service"]
+    listing = render_bundle(plan)["install.list"][0].decode()
+    assert "service\tenable\tsite-agent.service" in listing
+
+
+def test_dcgm_is_optional_in_the_plan_and_survives_plan_json() -> None:
+    from generator.commands.generate import plan_for
+    from generator.model.planio import plan_from_data, plan_to_data
+
+    plan = plan_for("dgx-h100", "training")
+    (dcgm,) = [s for s in plan.of_kind("service") if s.key == "nvidia-dcgm.service"]
+    assert dcgm.optional
+    assert [s.optional for s in plan_from_data(plan_to_data(plan)).settings] == [
+        s.optional for s in plan.settings
+    ]
+    assert not any("nvidia-dcgm" in line for line in requires(plan))
+
+
+def test_verify_says_an_absent_optional_unit_is_optional() -> None:
+    from generator.verify.live import Live, check_service
+    from generator.verify.verdicts import Bundle
+
+    snap = snapshot_of(("unit-enabled", "nvidia-dcgm.service", "!absent"))
+    dcgm = Setting("service", "nvidia-dcgm.service", "enable", "r", "gpu.dcgm", optional=True)
+    check = check_service(dcgm, Live.of(snap, Bundle(Path("."), Plan("x", "y", (dcgm,)))))
+    assert check.verdict == Verdict.NOT_APPLICABLE and "optional" in check.reason
+
+
+def test_a_plan_json_optional_that_is_not_a_boolean_is_refused() -> None:
+    from generator.bundle.read import check_plan_shape
+
+    with pytest.raises(ValueError, match="'optional' is not true or false"):
+        check_plan_shape({"settings": [{"kind": "service", "optional": "yes"}]})

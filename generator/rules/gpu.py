@@ -399,6 +399,7 @@ def dcgm(facts: Facts, profile: Profile) -> Output:
         "nvidia-dcgm.service",
         "enable",
         "GPU health checks, Xid error reporting and metrics; skipped where DCGM is not installed",
+        optional=True,  # DCGM is a separate package (datacenter-gpu-manager), not the driver's
     )
 
 

@@ -675,6 +675,13 @@ def check_service(setting: Setting, live: Live) -> Check:
     if state == "!absent":
         if setting.value == "mask":
             return check_of(setting, "not masked", MISSING, "no unit and no mask")
+        if setting.optional:
+            return check_of(
+                setting,
+                "not installed",
+                NA,
+                f"{setting.key} is optional (enabled where the image has it); not installed here",
+            )
         return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
     active = live.snapshot.value("unit-active", setting.key) or "?"
     good = {
