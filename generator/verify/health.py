@@ -246,6 +246,11 @@ def xid_text(event: XidEvent, row: XidClass | None) -> str:
     )
 
 
+def fails_node(row: XidClass | None) -> bool:
+    """A hardware Xid, or one that no source classes (failed, to be safe)."""
+    return row is None or row.klass == HARDWARE
+
+
 def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
     """This boot's Xids by class: a hardware or unknown Xid fails, naming the Xid and the GPU;
     an application's Xid is a warning (the GPU is still usable, as NVIDIA's device plugin
@@ -273,11 +278,12 @@ def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
             )
         ]
     rows = {event.xid: xid_class(table, event.xid) for event in events}
-    failing = [e for e in events if (row := rows[e.xid]) is None or row.klass == HARDWARE]
-    warned = [e for e in events if e not in failing]
+    failing = [e for e in events if fails_node(rows[e.xid])]
+    warned = [e for e in events if not fails_node(rows[e.xid])]
     checks = []
     if failing:
-        unknown = sorted({e.xid for e in failing if rows[e.xid] is None})
+        unknown = sorted({str(e.xid) for e in failing if rows[e.xid] is None})
+        unknown_note = f" (Xid {', '.join(unknown)}: unknown, so failed)" if unknown else ""
         checks.append(
             Check(
                 "gpu",
@@ -285,14 +291,9 @@ def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
                 "none this boot",
                 "; ".join(xid_text(e, rows[e.xid]) for e in failing),
                 DIFFERS,
-                f"{count} NVIDIA Xid events in this boot's kernel log: a GPU, its memory, a link "
-                f"or the driver failed"
-                + (
-                    f" (Xid {', '.join(map(str, unknown))}: unknown, failed to be safe)"
-                    if unknown
-                    else ""
-                )
-                + f"; {XID_CATALOG} gives each one's action",
+                f"{sum(e.count for e in failing)} NVIDIA Xid events in this boot's kernel log: a "
+                f"GPU, its memory, a link or the driver failed{unknown_note}; {XID_CATALOG} gives "
+                "each one's action",
             )
         )
     if warned:
