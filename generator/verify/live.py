@@ -634,15 +634,19 @@ def check_acs_registers(setting: Setting, rows: list[str]) -> Check:
             f"{len(wrong)} of {len(ports)} ports have ACS on again (set after {ACS_UNIT} ran: a "
             "hot-plug, a reset of the port, firmware?)",
         )
-    note = (
-        f"; ACS left on above {', '.join(left_on)}: the IOMMU translates its DMA" if left_on else ""
+    left_on_note = (
+        f"ACS left on above {', '.join(left_on)}: the IOMMU translates its DMA" if left_on else ""
     )
     if not ports:
+        why = "no root or downstream port above it has ACS"
         return check_of(
-            setting, "no port with ACS", NA, "no root or downstream port above it has ACS" + note
+            setting, "no port with ACS", NA, "; ".join(filter(None, [why, left_on_note]))
         )
     return check_of(
-        setting, f"ACS control 0000 on {len(ports)} ports (read from config space)", OK, note[2:]
+        setting,
+        f"ACS control 0000 on {len(ports)} ports (read from config space)",
+        OK,
+        left_on_note,
     )
 
 
