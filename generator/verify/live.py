@@ -684,7 +684,7 @@ def check_service(setting: Setting, live: Live) -> Check:
                 setting,
                 "not installed",
                 NA,
-                f"{setting.key} is optional (enabled where the image has it); not installed here",
+                f"{setting.key} is not installed here (optional: enabled where the image has it)",
             )
         return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
     active = live.snapshot.value("unit-active", setting.key) or "?"
