@@ -457,14 +457,17 @@ def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool
       gen verify out/dgx-h100-inference --snapshot state.txt
 
     Per setting: expected, actual and a verdict (ok, differs, missing, not-applicable with the
-    reason). Run it as root on a live machine: limits are measured through a PAM session.
+    reason; warning: reported, not failed, such as an application's Xid). Run it as root on a
+    live machine: limits are measured through a PAM session.
 
     Exit status: 0 every applicable setting is in effect, 1 something differs or is missing,
     2 bad input.
     """
+    from generator.inputs.xids import load_xid_table
     from generator.verify.run import run_verify
 
-    sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json))
+    xids = load_xid_table() if root is None else None  # an image has no kernel log to class
+    sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json, xids=xids))
 
 
 @main.command()

@@ -15,6 +15,7 @@ from validators.checks_system import check_units
 
 from generator.commands.generate import render_for
 from generator.inputs.catalog import GpuModel, load_catalog
+from generator.inputs.xids import load_xid_table
 from generator.model import layout, mig
 from generator.model.layout import in_overlay
 from generator.model.setting import Plan, Setting
@@ -382,9 +383,12 @@ def snapshot_of(*records: tuple[str, str, str]) -> Snapshot:
 
 def test_xid_events_fail_the_health_check_naming_each_xid_and_gpu() -> None:
     records = [("xid", "count", "3"), *(("xid", "-", line) for line in XID_LINES)]
-    (check,) = health.check_xid(snapshot_of(*records))
+    (check,) = health.check_xid(snapshot_of(*records), load_xid_table())
     assert check.verdict == Verdict.DIFFERS
-    assert check.actual == "Xid 79 on 0000:1b:00 (x2); Xid 48 on 0000:43:00"
+    assert check.actual == (
+        "Xid 79 (GPU has fallen off the bus) on 0000:1b:00 (x2); "
+        "Xid 48 (DBE (double bit error) ECC error) on 0000:43:00"
+    )
     assert "docs.nvidia.com/deploy/xid-errors" in check.reason
 
 
@@ -394,9 +398,9 @@ def test_xid_events_fail_the_health_check_naming_each_xid_and_gpu() -> None:
 def test_no_xid_is_healthy_and_an_unreadable_log_is_not_judged(
     count: str, verdict: Verdict
 ) -> None:
-    (check,) = health.check_xid(snapshot_of(("xid", "count", count)))
+    (check,) = health.check_xid(snapshot_of(("xid", "count", count)), load_xid_table())
     assert check.verdict == verdict
 
 
 def test_no_xid_section_no_check() -> None:
-    assert health.check_xid(snapshot_of(("meta", "uid", "0"))) == []
+    assert health.check_xid(snapshot_of(("meta", "uid", "0")), load_xid_table()) == []

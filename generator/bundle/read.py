@@ -80,6 +80,8 @@ def check_plan_shape(data: Any) -> None:
         for optional in ("original_value", "original_rule"):
             if item.get(optional) is not None and not isinstance(item[optional], str):
                 raise ValueError(f"setting field {optional!r} is not a string")
+        if not isinstance(item.get("optional", False), bool):
+            raise ValueError("setting field 'optional' is not true or false")
 
 
 def load_plan(root: Path) -> Plan:

@@ -46,6 +46,7 @@ def _setting_from(item: dict[str, Any]) -> Setting:
         override=bool(item.get("override", False)),
         original_value=item.get("original_value"),
         original_rule=item.get("original_rule"),
+        optional=item.get("optional") is True,
     )
 
 

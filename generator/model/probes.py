@@ -43,9 +43,15 @@ LIST_SECTIONS = (
     "units",
     "runtimes",  # container runtime and kubelet units (issue 14)
     "confs",  # files the plan writes at paths without the tool's name: /etc/nccl.conf (issue 18)
+    "acs",  # the devices pcie-acs clears ACS above: gpus, nic:<interface> (issue 18)
 )
 WHOLE_SECTIONS = ("block", "gpu", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
+
+
+def acs_word(key: str) -> str:
+    """A pcie-acs setting's key as one collector word: ``gpus``; ``nic ib0`` -> ``nic:ib0``."""
+    return key.replace(" ", ":", 1)
 
 
 def module_param(key: str) -> str | None:

@@ -71,6 +71,10 @@ class Setting(NamedTuple):
     override: bool = False
     original_value: str | None = None  # the rule's value when a profile override won
     original_rule: str | None = None
+    # A service the rule enables only where the image has it (DCGM, a separate package): no
+    # install.list "require" line, so install.sh --strict does not fail without it, and verify
+    # says the unit is optional when it is absent.
+    optional: bool = False
 
     @property
     def target(self) -> tuple[str, str]:
@@ -88,6 +92,8 @@ class Setting(NamedTuple):
             data["override"] = True
             data["original_value"] = self.original_value
             data["original_rule"] = self.original_rule
+        if self.optional:
+            data["optional"] = True
         return data
 
 

@@ -79,6 +79,7 @@ def _override_setting(override: Override, current: Setting | None, profile: Prof
         override=True,
         original_value=current.value,
         original_rule=current.rule,
+        optional=current.optional,
     )
 
 

@@ -19,6 +19,7 @@ from generator.model.probes import (
     LIST_SECTIONS,
     SAFE_WORD,
     WHOLE_SECTIONS,
+    acs_word,
     limit_user,
     module_param,
 )
@@ -68,6 +69,7 @@ def _items(plan: Plan) -> dict[str, Sequence[tuple[str, Setting | None]]]:
         # collect_files finds the files with the tool's name; NCCL and dockerd read fixed paths
         "confs": [(layout.NCCL_CONF, s) for s in plan.of_kind("nccl")[:1]]
         + [(layout.DOCKER_DAEMON_JSON, s) for s in plan.of_kind("docker")[:1]],
+        "acs": [(acs_word(s.key), s) for s in plan.of_kind("pcie-acs")],
     }
 
 

@@ -232,11 +232,6 @@ RUNTIME_PART_UNITS = {
 }
 
 
-# Units a rule enables only where the image has them: not required (gpu.dcgm: "Run DCGM where it
-# is installed"; DCGM is a separate, optional package).
-OPTIONAL_UNITS = frozenset({"nvidia-dcgm.service"})
-
-
 def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
     """install.list's ``require`` lines: what the target must already carry for the plan to take
     effect. ``install.sh --strict`` fails naming each one it lacks, so an image pipeline that runs
@@ -246,7 +241,8 @@ def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]
     lines = [
         setting_line(s, ("require", "unit", s.key))
         for s in ordered_services(plan)
-        if s.value == "enable" and s.key not in own_units and s.key not in OPTIONAL_UNITS
+        # an optional unit (Setting.optional: DCGM) is enabled where it is, required nowhere
+        if s.value == "enable" and s.key not in own_units and not s.optional
     ]
     if plan.of_kind("gpu"):
         lines.append(

@@ -32,7 +32,7 @@ class Rule(NamedTuple):
         stamped: list[Setting | Note] = []
         for item in self.func(facts, profile):
             if isinstance(item, Setting):
-                stamped.append(Setting(item.kind, item.key, item.value, item.reason, rule=self.id))
+                stamped.append(item._replace(rule=self.id))
             else:
                 stamped.append(Note(item.text, rule=self.id))
         return stamped
@@ -109,8 +109,9 @@ def nccl_default(variable: str, value: object, reason: str) -> Setting:
     return Setting("nccl", variable, _text(value), reason)
 
 
-def service(unit: str, action: str, reason: str) -> Setting:
-    return Setting("service", unit, action, reason)
+def service(unit: str, action: str, reason: str, optional: bool = False) -> Setting:
+    """A unit enabled, disabled or masked; ``optional``: enabled only where the image has it."""
+    return Setting("service", unit, action, reason, optional=optional)
 
 
 def unit_dropin(unit: str, option: str, value: object, reason: str) -> Setting:

@@ -303,12 +303,29 @@ def mps(facts: Facts, profile: Profile) -> Output:
     NVIDIA's MPS guide ("Starting MPS control daemon", multi-user setup) sets the GPU to
     EXCLUSIVE_PROCESS first, so that only the MPS server holds a context; the compute mode stays
     the profile's choice (gpu.compute-mode) and a note says when it is DEFAULT.
+
+    Containers: the NVIDIA container toolkit does not wire MPS into a container, that is the
+    user's or a higher layer's job (NVIDIA/nvidia-container-toolkit#714, a maintainer,
+    2025-11-17); a container reaches a host daemon with the host's IPC namespace and the pipe
+    directory (NVIDIA/nvidia-docker#419, a maintainer: "run the MPS server on the host and use
+    --ipc=host"), so EXPLAIN.md says what to pass. Kubernetes: NVIDIA's device plugin runs MPS
+    itself when its config has ``sharing.mps`` (README "With CUDA MPS"): its own control daemon
+    per resource, which sets EXCLUSIVE_PROCESS on its GPUs and starts
+    ``nvidia-cuda-mps-control -d`` with its pipes under /run/nvidia/mps/<resource>/pipe
+    (cmd/mps-control-daemon/mps/daemon.go, root.go; docs/mps.md), and hands each pod the
+    environment and mounts. A host daemon beside it would be a second server competing for the
+    same EXCLUSIVE_PROCESS GPUs, and pods cannot see it anyway: no unit, and a note says so.
     """
     if not profile.gpu_mps:
         return
     if not facts.has_gpus:
         yield note("MPS requested, but there is no GPU here: no MPS daemon")
         return
+    if profile.kubernetes:
+        yield note(MPS_UNDER_KUBERNETES)
+        return
+    if profile.containers != "none":
+        yield note(mps_in_containers(profile.containers))
     yield service(
         MPS_UNIT,
         "enable",
@@ -325,6 +342,29 @@ def mps(facts: Facts, profile: Profile) -> Output:
             "EXCLUSIVE_PROCESS so that only the server holds each GPU "
             "(gpu_compute_mode: exclusive-process)"
         )
+
+
+MPS_UNDER_KUBERNETES = (
+    "MPS requested on a Kubernetes node: no host MPS daemon. NVIDIA's device plugin runs MPS for "
+    "pods when its config has sharing.mps (k8s-device-plugin README, 'With CUDA MPS'): its "
+    "daemon sets EXCLUSIVE_PROCESS, keeps its pipes under /run/nvidia/mps/<resource>/pipe and "
+    "gives each pod CUDA_MPS_PIPE_DIRECTORY and the mounts; a host daemon would compete with it "
+    "for the same GPUs (k8s-device-plugin cmd/mps-control-daemon/mps/daemon.go). Configure "
+    "sharing.mps in the device plugin instead"
+)
+
+
+def mps_in_containers(runtime: str) -> str:
+    """What a container must be given to reach the host's MPS daemon (the rule's sources)."""
+    return (
+        f"MPS with {runtime} containers: the NVIDIA container toolkit does not pass MPS into a "
+        "container (NVIDIA/nvidia-container-toolkit#714). A container reaches this daemon only "
+        f"with the host's IPC namespace, the pipe directory mounted at the same path and "
+        f"CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR} (NVIDIA/nvidia-docker#419): docker run "
+        f"--ipc=host -v {MPS_PIPE_DIR}:{MPS_PIPE_DIR} -e CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR}, "
+        "(nerdctl run takes the same flags); without them its CUDA processes miss the daemon and "
+        "open their own context (compute mode DEFAULT) or find the GPU busy (EXCLUSIVE_PROCESS)"
+    )
 
 
 def _multi_node_nvlink(facts: Facts) -> str:
@@ -424,6 +464,7 @@ def dcgm(facts: Facts, profile: Profile) -> Output:
         "nvidia-dcgm.service",
         "enable",
         "GPU health checks, Xid error reporting and metrics; skipped where DCGM is not installed",
+        optional=True,  # DCGM is a separate package (datacenter-gpu-manager), not the driver's
     )
 
 

@@ -9,10 +9,13 @@
   load, not configuration, and are not counted);
 - every file of the bundle's overlay is installed with its content and mode (when the collector
   listed files);
-- no NVIDIA Xid event in this boot's kernel log (when the collector read the GPUs): an Xid is
-  the driver reporting a GPU, memory or driver fault, so the node tells the fleet it is not
-  healthy; the check names each Xid and the GPU's PCI address, and NVIDIA's Xid catalog
-  (docs.nvidia.com/deploy/xid-errors) gives each one's immediate action.
+- no NVIDIA Xid event of the hardware class in this boot's kernel log (when the collector read
+  the GPUs): such an Xid is the driver reporting a GPU, memory, link or firmware fault, so the
+  node tells the fleet it is not healthy; the check names each Xid and the GPU's PCI address,
+  and NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) gives each one's immediate action.
+  The classes are ``hardware_db/health/xids.yaml``'s, passed in by the command: an application's
+  Xid (13, 31, 43…) is a warning, and an Xid the table does not class fails as unknown;
+- every nvidia-smi call of the collector answered within its bound (a wedged GPU is a finding).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from dataclasses import dataclass
 
 from generator import TOOL
 from generator.model.layout import DOCKER_DAEMON_JSON
-from generator.verify.snapshot import Snapshot
+from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
+from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict, file_not_installed
 
 OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING
@@ -225,24 +229,59 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
 
 
 XID_CATALOG = "NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors"
-# "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus."
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+)")
+# "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus."; with MIG on, the
+# parentheses also name the GPU instance: "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, ...".
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)[^)]*\): (\d+)")
+_EVENT = re.compile(r"([0-9A-Fa-f:.]+) (\d+)")
 
 
-def xid_events(lines: list[str]) -> list[str]:
-    """``Xid 79 on 0000:1b:00 (x2)`` for each (Xid, GPU) of the lines, in the order first seen."""
-    seen: dict[tuple[str, str], int] = {}
+@dataclass(frozen=True)
+class XidEvent:
+    """One Xid on one GPU (its PCI address) this boot, and how often it was logged."""
+
+    xid: int
+    bus: str
+    count: int
+
+
+def xid_events_of_lines(lines: list[str]) -> list[XidEvent]:
+    """The (Xid, GPU) pairs of kernel log lines, in the order first seen, with their counts."""
+    seen: dict[tuple[int, str], int] = {}
     for line in lines:
         if found := _XID.search(line):
-            key = (found.group(2), found.group(1).lower())
+            key = (int(found.group(2)), found.group(1).lower())
             seen[key] = seen.get(key, 0) + 1
-    return [
-        f"Xid {xid} on {bus}" + (f" (x{count})" if count > 1 else "")
-        for (xid, bus), count in seen.items()
-    ]
+    return [XidEvent(xid, bus, count) for (xid, bus), count in seen.items()]
 
 
-def check_xid(snapshot: Snapshot) -> list[Check]:
+def xid_events(snapshot: Snapshot) -> list[XidEvent]:
+    """Every (Xid, GPU) of this boot: the collector's ``xid-event`` records count all the lines it
+    scanned; a snapshot without them (an older collector) has only the last lines it kept."""
+    events = []
+    for key, value in snapshot.section("xid-event"):
+        found = _EVENT.fullmatch(value)
+        if key.isdigit() and found:
+            events.append(XidEvent(int(key), found.group(1).lower(), int(found.group(2))))
+    return events or xid_events_of_lines(snapshot.values("xid", "-"))
+
+
+def xid_text(event: XidEvent, row: XidClass | None) -> str:
+    """``Xid 79 (GPU has fallen off the bus) on 0000:1b:00 (x2)``."""
+    name = row.name if row else "unknown: no source classes it"
+    return f"Xid {event.xid} ({name}) on {event.bus}" + (
+        f" (x{event.count})" if event.count > 1 else ""
+    )
+
+
+def fails_node(row: XidClass | None) -> bool:
+    """A hardware Xid, or one that no source classes (failed, to be safe)."""
+    return row is None or row.klass == HARDWARE
+
+
+def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
+    """This boot's Xids by class: a hardware or unknown Xid fails, naming the Xid and the GPU;
+    an application's Xid is a warning (the GPU is still usable, as NVIDIA's device plugin
+    judges it), so a job's own fault does not take the node out of the fleet."""
     count = snapshot.value("xid", "count")
     if count is None:
         return []
@@ -252,27 +291,85 @@ def check_xid(snapshot: Snapshot) -> list[Check]:
         ]
     if count == "0":
         return [Check("gpu", "xid", "none this boot", "none", OK)]
-    events = xid_events(snapshot.values("xid", "-")) or ["unparsed"]
+    events = xid_events(snapshot)
+    if not events:
+        return [
+            Check(
+                "gpu",
+                "xid",
+                "none this boot",
+                "unparsed",
+                DIFFERS,
+                f"{count} NVIDIA Xid lines in this boot's kernel log, none readable: "
+                f"{XID_CATALOG} gives each one's action",
+            )
+        ]
+    rows = {event.xid: xid_class(table, event.xid) for event in events}
+    failing = [e for e in events if fails_node(rows[e.xid])]
+    warned = [e for e in events if not fails_node(rows[e.xid])]
+    checks = []
+    if failing:
+        unknown = sorted({str(e.xid) for e in failing if rows[e.xid] is None})
+        unknown_note = f" (Xid {', '.join(unknown)}: unknown, so failed)" if unknown else ""
+        checks.append(
+            Check(
+                "gpu",
+                "xid",
+                "none this boot",
+                "; ".join(xid_text(e, rows[e.xid]) for e in failing),
+                DIFFERS,
+                f"{sum(e.count for e in failing)} NVIDIA Xid events in this boot's kernel log: a "
+                f"GPU, its memory, a link or the driver failed{unknown_note}; {XID_CATALOG} gives "
+                "each one's action",
+            )
+        )
+    if warned:
+        checks.append(
+            Check(
+                "gpu",
+                "xid-application",
+                "none this boot",
+                "; ".join(xid_text(e, rows[e.xid]) for e in warned),
+                Verdict.WARNING,
+                "an application's fault, not the GPU's (hardware_db/health/xids.yaml): the node "
+                "stays healthy; look at the job that ran",
+            )
+        )
+    return checks
+
+
+def check_nvidia_smi(snapshot: Snapshot) -> list[Check]:
+    """A wedged GPU or driver: the collector's nvidia-smi call did not answer within its bound
+    (it is bounded so that `gen verify` reports this instead of hanging)."""
+    hung = [
+        (f"GPU {key}" if key != "tool" else "inventory", value[1:])
+        for section in ("gpu", "gpu-mig")
+        for key, value in snapshot.section(section)
+        if value.startswith(TIMED_OUT)
+    ]
+    if not hung:
+        return []
+    what = "; ".join(f"{call}: {why}" for call, why in hung)
     return [
         Check(
             "gpu",
-            "xid",
-            "none this boot",
-            "; ".join(events),
+            "nvidia-smi",
+            "answers",
+            what,
             DIFFERS,
-            f"{count} NVIDIA Xid events in this boot's kernel log (at most the last 20 named): "
-            f"a GPU, its memory or the driver failed; {XID_CATALOG} gives each one's action",
+            "a GPU or the driver is wedged: reset the GPU or reboot the node",
         )
     ]
 
 
-def check_health(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
+def check_health(bundle: Bundle, snapshot: Snapshot, xids: XidTable) -> list[Check]:
     return (
         check_files(bundle, snapshot)
         + check_own_units(snapshot)
         + check_system(snapshot)
         + check_journal(snapshot)
-        + check_xid(snapshot)
+        + check_xid(snapshot, xids)
+        + check_nvidia_smi(snapshot)
     )
 
 

@@ -45,13 +45,21 @@ from generator.model.layout import (
     MPS_UNIT,
     NCCL_CONF,
 )
-from generator.model.probes import GOVERNOR, THP_DEFRAG, THP_ENABLED, limit_user, module_param
+from generator.model.probes import (
+    GOVERNOR,
+    THP_DEFRAG,
+    THP_ENABLED,
+    acs_word,
+    limit_user,
+    module_param,
+)
 from generator.model.setting import Setting
-from generator.verify.snapshot import Snapshot
+from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
+NOT_JUDGED = Verdict.NOT_JUDGED
 NOT_COLLECTED = "not in the snapshot (was it collected with this bundle's collector?)"
 
 # limits.conf item -> (/proc/self/limits row, units of limits.conf per unit of /proc)
@@ -520,6 +528,8 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         return check_of(
             setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)"
         )
+    if tool.startswith(TIMED_OUT):
+        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi hung: nothing could be read")
     if tool.startswith("!"):
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
     if setting.key == "mig-layout":
@@ -579,18 +589,85 @@ DAEMON_UNITS = frozenset({MPS_UNIT})
 
 # What pcie-acs logs when it wrote nothing on purpose (templates/scripts/pcie-acs).
 ACS_SKIPPED = ("virtual machine", "setpci (pciutils) is not installed", "no NVIDIA GPU on the PCI")
+# The ACS Control register's bits (PCIe base spec 7.7.11.3); pcie-acs clears them all (0000).
+ACS_CONTROL_BITS = (
+    "source validation",
+    "translation blocking",
+    "P2P request redirect",
+    "P2P completion redirect",
+    "upstream forwarding",
+    "P2P egress control",
+    "direct translated P2P",
+)
+_ACS_PORT = re.compile(
+    r"([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) (root|downstream) ([0-9a-f]{4})"
+)
+
+
+def acs_bits(control: int) -> str:
+    """``0x001d`` -> ``source validation, P2P request redirect, …``: the ACS controls on."""
+    named = [name for bit, name in enumerate(ACS_CONTROL_BITS) if control >> bit & 1]
+    return ", ".join(named + (["other bits"] if control >> len(ACS_CONTROL_BITS) else []))
+
+
+def check_acs_registers(setting: Setting, rows: list[str]) -> Check:
+    """The ACS Control register of each root and downstream port above the setting's devices,
+    as the collector read it from config space: every bit pcie-acs cleared must still be clear."""
+    if rows == ["!absent"]:
+        return check_of(setting, "no such device", NA, f"no {setting.key} on this machine")
+    if any(row.endswith("!unreadable") for row in rows):
+        return check_of(
+            setting,
+            "config space unreadable",
+            NOT_JUDGED,
+            "the ACS registers lie beyond the first 64 bytes of a port's config space, which "
+            "only root may read: run the collector as root",
+        )
+    ports = [found.groups() for row in rows if (found := _ACS_PORT.fullmatch(row))]
+    # devices whose DMA the IOMMU translates: pcie-acs leaves ACS on above them, on purpose
+    left_on = [row.split()[1] for row in rows if row.startswith("!iommu ") and len(row.split()) > 1]
+    wrong = [
+        f"{port}: {control} ({acs_bits(int(control, 16))})"
+        for port, _, control in ports
+        if int(control, 16)
+    ]
+    if wrong:
+        return check_of(
+            setting,
+            "; ".join(wrong[:4]),
+            DIFFERS,
+            f"{len(wrong)} of {len(ports)} ports have ACS on again (set after {ACS_UNIT} ran: a "
+            "hot-plug, a reset of the port, firmware?)",
+        )
+    left_on_note = (
+        f"ACS left on above {', '.join(left_on)}: the IOMMU translates its DMA" if left_on else ""
+    )
+    if not ports:
+        why = "no root or downstream port above it has ACS"
+        return check_of(
+            setting, "no port with ACS", NA, "; ".join(filter(None, [why, left_on_note]))
+        )
+    return check_of(
+        setting,
+        f"ACS control 0000 on {len(ports)} ports (read from config space)",
+        OK,
+        left_on_note,
+    )
 
 
 def check_pcie_acs(setting: Setting, live: Live) -> Check:
-    """The ACS unit's run, from its result and what it logged: the ACS control registers are
-    read through setpci as root, which the collector does not run."""
+    """ACS off above the devices: the ACS Control registers the collector read from each port's
+    config space; with an older collector, the ACS unit's run (its result and what it logged)."""
     props = own_unit_props(live, ACS_UNIT)
-    if not props:
+    rows = live.snapshot.values("acs", acs_word(setting.key))
+    if not props and not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     log = live.snapshot.values("own-unit-log", ACS_UNIT)
     skipped = next((line for line in log for why in ACS_SKIPPED if why in line), None)
     if skipped is not None:
         return check_of(setting, skipped, NA, f"{ACS_UNIT} wrote nothing here, on purpose")
+    if rows:
+        return check_acs_registers(setting, rows)
     if props.get("Result") != "success" or props.get("ActiveState") != "active":
         state = f"{props.get('ActiveState', '?')}, result {props.get('Result', '?')}"
         return check_of(setting, f"{ACS_UNIT} {state}", DIFFERS, "the ACS unit did not succeed")
@@ -638,6 +715,13 @@ def check_service(setting: Setting, live: Live) -> Check:
     if state == "!absent":
         if setting.value == "mask":
             return check_of(setting, "not masked", MISSING, "no unit and no mask")
+        if setting.optional:
+            return check_of(
+                setting,
+                "not installed",
+                NA,
+                f"{setting.key} is not installed here (optional: enabled where the image has it)",
+            )
         return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
     active = live.snapshot.value("unit-active", setting.key) or "?"
     good = {

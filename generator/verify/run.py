@@ -13,9 +13,11 @@ Three sources, one comparison per planned setting (expected, actual, verdict):
   on the machine), units enabled or masked, boot arguments in the GRUB configuration.
 
 Verdicts: ok, differs, missing, not-applicable (always with the reason: no GPU, no such interface,
-tuned not installed…). Live and snapshot checks add the health of the boot (system state, failed
-units, the bundle's own units, configuration warnings in the journal). Exit status 0 when every
-applicable check is ok, 1 when one differs or is missing, 2 on bad input.
+tuned not installed…), warning (reported, not failed: an application's Xid). Live and snapshot
+checks add the health of the boot (system state, failed units, the bundle's own units,
+configuration warnings in the journal, NVIDIA Xid events classed by ``hardware_db/health/
+xids.yaml``, which the command passes in). Exit status 0 when every applicable check is ok or a
+warning, 1 when one differs or is missing, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, SCRIPTS_DIR, in_overlay
 from generator.model.probes import check_collect_data
+from generator.model.xids import XidTable
 from generator.paths import templates_dir
 from generator.table import format_table
 from generator.textsafe import printable
@@ -94,7 +97,7 @@ def read_snapshot(path: Path) -> str:
 
 
 def verify_checks(
-    bundle: Bundle, root: Path | None, snapshot: Path | None
+    bundle: Bundle, root: Path | None, snapshot: Path | None, xids: XidTable | None = None
 ) -> tuple[list[Check], dict[str, Any]]:
     """Every check for one source, and what the report says about that source."""
     if root is not None:
@@ -111,7 +114,7 @@ def verify_checks(
     source["host"] = parsed.value("meta", "hostname") or "?"
     source["kernel"] = parsed.value("meta", "kernel") or "?"
     source["boot"] = boot_timing(parsed)
-    return check_settings(bundle, parsed) + check_health(bundle, parsed), source
+    return check_settings(bundle, parsed) + check_health(bundle, parsed, xids or {}), source
 
 
 def summary(checks: list[Check]) -> dict[str, int]:
@@ -149,6 +152,8 @@ def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -
         f"{counts['ok']} ok, {counts['differs']} differ, {counts['missing']} missing, "
         f"{counts['not-applicable']} not applicable"
         + (f", {counts['not-judged']} not judged" if counts["not-judged"] else "")
+        + (f", {counts['warning']} warning" if counts["warning"] else "")
+        + ("s" if counts["warning"] > 1 else "")
     )
     return "\n".join(lines)
 
@@ -167,13 +172,19 @@ def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> 
 
 
 def run_verify(
-    bundle_dir: Path, root: Path | None = None, snapshot: Path | None = None, as_json: bool = False
+    bundle_dir: Path,
+    root: Path | None = None,
+    snapshot: Path | None = None,
+    as_json: bool = False,
+    xids: XidTable | None = None,
 ) -> int:
-    """`gen verify`: print the report and return the exit status (0 ok, 1 something differs)."""
+    """`gen verify`: print the report and return the exit status (0 ok, 1 something differs).
+
+    ``xids`` classes the Xid events of the snapshot; without it every Xid is unknown and fails."""
     if root is not None and snapshot is not None:
         raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
     bundle = load_bundle(bundle_dir)
-    checks, source = verify_checks(bundle, root, snapshot)
+    checks, source = verify_checks(bundle, root, snapshot, xids)
     click.echo(
         report_json(bundle, checks, source) if as_json else format_report(bundle, checks, source)
     )

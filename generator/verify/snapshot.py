@@ -15,6 +15,9 @@ from generator.errors import InputError, Problem
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END
 
+# The value of a record whose call did not answer within the collector's bound (nvidia-smi).
+TIMED_OUT = "!timed-out"
+
 
 @dataclass
 class Snapshot:

@@ -38,6 +38,9 @@ class Verdict(StrEnum):
     # The source cannot be judged without running foreign code (an image's GRUB file with a
     # command substitution): not proven in effect, so it fails, with the reason.
     NOT_JUDGED = "not-judged"
+    # A finding that does not fail the node: reported, with the reason, and the exit status stays
+    # 0 (an application's Xid: the application faulted, the GPU is still usable).
+    WARNING = "warning"
 
     def fails(self) -> bool:
         return self in (Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_JUDGED)

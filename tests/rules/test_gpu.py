@@ -257,6 +257,24 @@ CASES: tuple[Case, ...] = (
         knobs={"gpu_mps": True, "gpu_compute_mode": "exclusive-process"},
     ),
     Case("mps-on-no-gpu", gpu.mps, set(), knobs={"gpu_mps": True}, note="no GPU"),
+    # MPS with containers: the host daemon, and EXPLAIN says what a container must be given;
+    # under Kubernetes the device plugin's own MPS daemon, never a second one on the host
+    Case(
+        "mps-on-docker",
+        gpu.mps,
+        MPS,
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_mps": True, "gpu_compute_mode": "exclusive-process", "containers": "docker"},
+        note="--ipc=host -v /run/nvidia-mps:/run/nvidia-mps -e CUDA_MPS_PIPE_DIRECTORY=",
+    ),
+    Case(
+        "mps-on-kubernetes",
+        gpu.mps,
+        set(),
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_mps": True, "containers": "containerd", "kubernetes": True},
+        note="Configure sharing.mps in the device plugin",
+    ),
     # fabric manager: NVSwitch only (stated, or the 8-GPU baseboard default)
     Case(
         "fabric-nvswitch-stated",
