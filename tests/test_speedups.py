@@ -8,12 +8,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.bundle.write import bundle_entries
 from generator.model.jsontext import dumps_indented
 from generator.model.setting import Plan
+from generator.render import tuned
 from generator.render.formats import comment_text
 from tests.plans import FULL_SETTINGS, setting
 
@@ -125,3 +127,10 @@ def test_bundle_entries_lists_what_os_walk_listed(tmp_path: Path) -> None:
     assert "rootfs/etc/linked-folder" in bundle_entries(tree)
     assert not any("secret" in path for path in bundle_entries(tree))
     assert bundle_entries(tmp_path / "missing") == walked_entries(tmp_path / "missing") == set()
+
+
+def test_tuned_table_reads_the_same_with_libyaml() -> None:
+    assert tuned.TABLE_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    pure = tuned.shipped_options.__wrapped__(yaml.SafeLoader)
+    assert pure  # the table is read at all
+    assert tuned.shipped_options() == pure
