@@ -13,10 +13,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.bundle.write import bundle_entries
+from generator.commands.generate import plan_for
+from generator.errors import GenerationError
 from generator.model.jsontext import dumps_indented
 from generator.model.setting import Plan
-from generator.render import tuned
+from generator.render import delivery, tuned
+from generator.render.delivery import (
+    MERGE_HOW,
+    OverlayFile,
+    check_user_data,
+    first_boot_files,
+    overlay_files,
+    reads_back_verbatim,
+)
 from generator.render.formats import comment_text
+from generator.render.render import make_environment, render_bundle
 from tests.plans import FULL_SETTINGS, setting
 
 SCALARS = (
@@ -134,3 +145,69 @@ def test_tuned_table_reads_the_same_with_libyaml() -> None:
     pure = tuned.shipped_options.__wrapped__(yaml.SafeLoader)
     assert pure  # the table is read at all
     assert tuned.shipped_options() == pure
+
+
+def user_data_with(item: OverlayFile) -> bytes:
+    """user-data.j2 rendered with ``item`` as its only file, as render_bundle renders it."""
+    context = {
+        "header": "test",
+        "tool": "goldtune",
+        "merge_how": MERGE_HOW,
+        "first_boot_overlay": [item],
+        "tuned_files": [],
+        "steps": [],
+        "power_state": None,
+    }
+    return make_environment().get_template("user-data.j2").render(context).encode("utf-8")
+
+
+def parses_back(item: OverlayFile) -> bool:
+    try:
+        check_user_data(user_data_with(item), [item])
+    except GenerationError:
+        return False
+    return True
+
+
+LINE_TEXT = st.text(st.characters(codec="utf-8"), max_size=30)
+FILE_TEXTS = st.lists(LINE_TEXT, min_size=1, max_size=5).map("\n".join) | st.sampled_from(
+    ["a\n", "a\n\n", "\n", "", " a\n", "\ta\n", "a\rb\n", "a\x85b\n", "a\u2028\n", "\ufeffa\n"]
+)
+
+
+@given(
+    FILE_TEXTS,
+    st.sampled_from(["/etc/x.conf", "/usr/local/sbin/x-y_z", "/etc/a b", '/etc/"q"']),
+    st.sampled_from(["0644", "0755", "644", "0o644"]),
+)
+def test_a_file_said_to_read_back_verbatim_does(text: str, target: str, mode: str) -> None:
+    """reads_back_verbatim may say False of a file that parses back, never True of one that
+    does not: check_user_data's parse of the real template is the judge."""
+    item = OverlayFile(f"rootfs{target}", target, mode, text)
+    if reads_back_verbatim(item):
+        assert parses_back(item)
+
+
+def test_shipped_files_read_back_verbatim() -> None:
+    # the shortcut is taken for the bundles gen writes (else it would save nothing)
+    files = render_bundle(plan_for("dgx-h100", "training-k8s"))
+    overlay = [item for item in overlay_files(files) if item.text]
+    assert overlay
+    assert all(reads_back_verbatim(item) for item in first_boot_files(overlay))
+
+
+def test_the_first_user_data_of_a_process_is_parsed_whole_and_any_odd_file_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(delivery._WholeParse, "done", False)
+    good = OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "x = 1\n")
+    with pytest.raises(GenerationError, match="round-trip"):
+        delivery.check_rendered_user_data(b"#cloud-config\nwrite_files: []\n", [good])
+    delivery.check_rendered_user_data(user_data_with(good), [good])
+    assert delivery._WholeParse.done
+    odd = good._replace(text="  leading spaces\n\n\n")
+    broken = user_data_with(good)  # not odd's text: only a parse can tell
+    with pytest.raises(GenerationError, match="round-trip"):
+        delivery.check_rendered_user_data(broken, [odd])
+    with pytest.raises(GenerationError, match="not valid YAML"):
+        delivery.check_rendered_user_data(user_data_with(good) + b"x: \x7f\n", [good])

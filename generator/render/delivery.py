@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -331,6 +332,62 @@ def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
             raise GenerationError(
                 f"cloud-init/user-data: {item.target} does not round-trip through YAML"
             )
+
+
+# What a line of a literal block scalar can hold and PyYAML reads back as it is: its printable
+# set (yaml/reader.py, NON_PRINTABLE) less what it reads as a line break (\r, \x85, \u2028,
+# \u2029) and the byte-order mark; Jinja's indent filter also splits lines at \v, \f and
+# \x1c-\x1e (str.splitlines), all below \x20.
+_LITERAL_LINE_TEXT = re.compile(
+    "[\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
+)
+# Every character PyYAML's reader accepts (yaml/reader.py, NON_PRINTABLE), for the document.
+_YAML_TEXT = re.compile("[\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+_PLAIN_TARGET = re.compile(r"/[A-Za-z0-9._/-]+")
+_MODE = re.compile(r"0[0-7]{3}")
+
+
+def reads_back_verbatim(item: OverlayFile) -> bool:
+    """True when user-data.j2's entry for ``item`` reads back as ``item``, whatever the file says:
+    a plain path in quotes, a quoted octal mode, and a text that a literal block scalar six spaces
+    in (``content: |`` and ``indent(6)``) keeps byte for byte: one final newline (the block's
+    clip chomping keeps exactly one), a first line that sets the indentation (no leading blank
+    or space), and only characters a block line holds as they are. False only means "parse it"."""
+    text = item.text
+    return (
+        _PLAIN_TARGET.fullmatch(item.target) is not None
+        and _MODE.fullmatch(item.mode) is not None
+        and text.endswith("\n")
+        and not text.endswith("\n\n")
+        and not text.startswith((" ", "\t", "\n"))
+        and all(_LITERAL_LINE_TEXT.fullmatch(line) for line in text[:-1].split("\n"))
+    )
+
+
+class _WholeParse:
+    """Whether this process has parsed a whole user-data that render_bundle rendered."""
+
+    done = False
+
+
+def check_rendered_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
+    """check_user_data for the user-data render_bundle rendered from user-data.j2 and ``overlay``.
+
+    The first of a process is parsed whole: the template's own lines and the quoted scalars
+    around the files. After that, a bundle whose every file reads back verbatim (shown for any
+    text by tests/test_speedups.py, against the parse) and whose characters YAML's reader takes
+    is not parsed again: the parse was ~1 ms of a matrix bundle's ~5 ms of CPU, and what differs
+    from one bundle to the next is only the files, how many there are and scalars quoted by
+    yaml_string (JSON's escaping, which no text can break out of). Any other file: parsed whole.
+    """
+    if (
+        _WholeParse.done
+        and all(reads_back_verbatim(item) for item in overlay)
+        and _YAML_TEXT.fullmatch(content.decode("utf-8"))  # else the reader would refuse it
+    ):
+        return
+    check_user_data(content, overlay)
+    _WholeParse.done = True
 
 
 # --- cloud-init at cloud scale (issue 13) -------------------------------------------------------

@@ -43,7 +43,7 @@ from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.delivery import (
     MERGE_HOW,
     CloudInitOptions,
-    check_user_data,
+    check_rendered_user_data,
     compressed_user_data,
     delivery_sizes,
     first_boot_command,
@@ -287,7 +287,7 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
             text = render_text(env, output, output_context(output, plan, context))
             files[output.bundle_path(plan)] = (text, output.mode)
     user_data = files[layout.USER_DATA][0]
-    check_user_data(user_data, context["first_boot_overlay"])
+    check_rendered_user_data(user_data, context["first_boot_overlay"])
     files[layout.USER_DATA_GZ] = (compressed_user_data(user_data), 0o644)
     mime = mime_user_data(user_data, options.parts)
     files[layout.USER_DATA_MIME] = (mime, 0o644)
