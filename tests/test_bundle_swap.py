@@ -172,6 +172,63 @@ def test_gen_removes_the_replaced_bundle_in_the_background(tmp_path: Path) -> No
     assert os.listdir(tmp_path) == ["bundle"]
 
 
+def test_the_old_tree_is_removed_by_a_spawned_process_not_a_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forked child shares the exiting process's pages copy-on-write: every page the exit
+    writes is then copied (~4,000 faults, ~12 ms of CPU). The remover is spawned instead, in
+    its own session, with none of the caller's descriptors."""
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(full_plan()), target)
+    write_bundle(render_bundle(minimal_plan()), target)
+    (old,) = hidden_entries(tmp_path)
+    spawned: list[tuple[str, list[str], dict[str, object]]] = []
+
+    def spawn(path: str, argv: list[str], env: object, **options: object) -> int:
+        spawned.append((path, argv, options))
+        return 0
+
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    caller_pipe = os.pipe()
+    os.set_inheritable(caller_pipe[1], True)  # as a caller's pipe may be
+    monkeypatch.setattr(os, "posix_spawn", spawn)
+    monkeypatch.setattr(os, "fork", no_fork)
+    try:
+        bundle._remove_replaced_detached()
+    finally:
+        os.close(caller_pipe[0])
+        os.close(caller_pipe[1])
+    monkeypatch.undo()
+    ((executable, argv, options),) = spawned
+    assert executable == sys.executable
+    assert argv == [sys.executable, "-I", "-S", "-c", bundle.REMOVER, str(tmp_path / old)]
+    assert options["setsid"] is True
+    actions = options["file_actions"]
+    assert isinstance(actions, list)
+    assert (os.POSIX_SPAWN_CLOSE, caller_pipe[1]) in actions
+    assert [a[2] for a in actions if a[0] == os.POSIX_SPAWN_DUP2] == [0, 1, 2]
+    assert (tmp_path / old).is_dir()  # left to the spawned process: run what it would run
+    subprocess.run(argv, check=True)
+    assert os.listdir(tmp_path) == ["bundle"]
+
+
+def test_where_no_process_can_be_spawned_the_old_tree_is_removed_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(full_plan()), target)
+    write_bundle(render_bundle(minimal_plan()), target)
+
+    def refuse(*args: object, **options: object) -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    bundle._remove_replaced_detached()
+    assert os.listdir(tmp_path) == ["bundle"]
+
+
 def killed_while_writing(target: Path, after_files: int) -> None:
     """Write a bundle in a child that SIGKILLs itself after ``after_files`` files (0: at the
     flush, after the last file)."""
