@@ -314,7 +314,7 @@ def table(results: list[Figures], jobs: int) -> list[str]:
 
     def replace_goal(f: Figures) -> str:
         new, old = median(f.samples["gen_new"], "wall"), median(f.samples["gen_replace"], "wall")
-        return f"{old / new:.2f}× wall, {verdict(old <= new)}"
+        return f"{ratio_cell(f, 'gen_replace', 'gen_new')}, {verdict(old <= new)} (on wall)"
 
     def wall_goal(f: Figures) -> str:
         limit = 2.0 if "tmpfs" in f.where else 4.0
