@@ -466,6 +466,37 @@ def test_the_rhel_tuned_tables_are_what_their_script_reads_from_the_tagged_tree(
     assert made.stdout == path.read_text()
 
 
+TUNED_TREES = (
+    Path(os.environ.get("GOLDTUNE_TOOLS_DIR", "/usr/local/lib/goldtune-tools")) / "tuned-trees"
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(Path(__file__).resolve().parent.parent.glob("hardware_db/tuned/rhel-*.yaml")),
+    ids=lambda p: p.stem,
+)
+def test_the_rhel_tuned_tables_hold_what_debians_package_of_that_release_ships(
+    path: Path,
+) -> None:
+    """The same release's profiles as Debian packages them (trixie 2.25.1, forky 2.27.0,
+    unpacked by tests/tools/install-tools.sh) give the committed table's profiles: a check that
+    needs no clone of the tuned repository."""
+    committed = yaml.safe_load(path.read_text())
+    tag = committed["source"].split(": redhat-performance/tuned ", 1)[1].split()[0]
+    profiles = TUNED_TREES / tag.removeprefix("v") / "profiles"
+    if not profiles.is_dir():
+        pytest.skip(f"no Debian package of tuned {tag} unpacked (install-tools.sh)")
+    script = Path(__file__).resolve().parent.parent / "tests/validators/make_tuned_profiles.py"
+    made = subprocess.run(
+        [sys.executable, str(script), str(profiles), f"tuned {tag} (Debian)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert yaml.safe_load(made.stdout)["profiles"] == committed["profiles"]
+
+
 def test_the_tuned_table_maker_reads_a_tag_as_it_reads_an_installed_tree(tmp_path: Path) -> None:
     """The --git reader and the directory reader give the same table for the same files."""
     tree = tmp_path / "tree"

@@ -888,13 +888,25 @@ def test_docker_bundle_is_accepted(validator: str, tmp_path: Path) -> None:
 
 # --- RHEL 9's own tuned (its code and profiles at the upstream tag it ships) ---------------------
 
-# a clone of github.com/redhat-performance/tuned; the tags of hardware_db/tuned/rhel-9-*.yaml
+# RHEL 9's tuned releases (hardware_db/tuned/rhel-9-*.yaml), each as a tree of its own code and
+# profiles (tuned/, profiles/): Debian's trixie and forky packages of 2.25.1 and 2.27.0, unpacked
+# by tests/tools/install-tools.sh (CI has them), or any tag of a clone of
+# github.com/redhat-performance/tuned named by GOLDTUNE_TUNED_GIT (2.24.0 has no Debian package).
 TUNED_GIT = Path(os.environ.get("GOLDTUNE_TUNED_GIT", "/nonexistent"))
+TUNED_TREES = (
+    Path(os.environ.get("GOLDTUNE_TOOLS_DIR", "/usr/local/lib/goldtune-tools")) / "tuned-trees"
+)
 RHEL_9_TUNED_TAGS = ("v2.24.0", "v2.25.1", "v2.27.0")
 
 
 def tuned_tree(tag: str, target: Path) -> Path:
-    """tuned/ and profiles/ of ``tag``, unpacked with git archive (nothing is checked out)."""
+    """tuned/ and profiles/ of ``tag``: the unpacked Debian package of that release, else the
+    tag of the clone, unpacked with git archive (nothing is checked out); skipped with neither."""
+    unpacked = TUNED_TREES / tag.removeprefix("v")
+    if (unpacked / "tuned").is_dir() and (unpacked / "profiles").is_dir():
+        return unpacked
+    if not TUNED_GIT.is_dir():
+        pytest.skip(f"tuned {tag}: not unpacked by install-tools.sh and no GOLDTUNE_TUNED_GIT")
     target.mkdir(parents=True)
     archive = subprocess.run(
         ["git", "-C", str(TUNED_GIT), "archive", tag, "tuned", "profiles"],
@@ -906,7 +918,6 @@ def tuned_tree(tag: str, target: Path) -> Path:
     return target
 
 
-@pytest.mark.skipif(not TUNED_GIT.is_dir(), reason="GOLDTUNE_TUNED_GIT names no tuned git tree")
 @pytest.mark.parametrize("tag", RHEL_9_TUNED_TAGS)
 def test_a_dirty_bytes_bundle_layered_on_rhel_9s_tuned_keeps_sysctl_ds_limits(
     tag: str, tmp_path: Path

@@ -25,12 +25,22 @@
 # bookworm-backports is downloaded with a private apt state (the system's sources stay untouched)
 # and only unpacked under $UDEV_DIR: its udevadm runs on bookworm's libraries and nothing of it is
 # installed as a package. tests/validators/tools.py looks there (or at $GOLDTUNE_UDEVADM).
+#
+# RHEL 9 ships newer tuned releases than bookworm's 2.20 (hardware_db/tuned/rhel-9-tuned-*.yaml:
+# 2.24, 2.25, 2.27), whose throughput-performance sets the dirty limits in [vm]. Debian's trixie
+# and forky carry tuned 2.25.1 and 2.27.0 (upstream's code and profiles): their .debs are
+# downloaded the same way and only unpacked, as $TUNED_TREES/<version>/{tuned,profiles}, the
+# layout of an upstream tag; tests/test_validators.py loads the bundles' profiles with each
+# (tests/validators/tuned_check.py --tree). Nothing of them is installed as a package.
 set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
     grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs packer qemu-utils
     openssh-client)
-UDEV_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}/udev
+TOOLS_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}
+UDEV_DIR=$TOOLS_DIR/udev
+TUNED_TREES=$TOOLS_DIR/tuned-trees
+TUNED_SUITES=(trixie forky) # tuned 2.25.1, 2.27.0
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -45,27 +55,63 @@ has_verify() { # udevadm
     [ -x "$1" ] && "$1" verify --help >/dev/null 2>&1
 }
 
-if has_verify "$(command -v udevadm || true)" || has_verify "$UDEV_DIR/bin/udevadm"; then
-    exit 0
-fi
+state=''
+states=''
+apt_private=()
+private_apt() { # suite...: a private apt state that knows only these suites of the mirror
+    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    state=$(mktemp -d)
+    states="$states $state"
+    # shellcheck disable=SC2086 # $states: mktemp's names, without blanks
+    trap 'rm -rf $states' EXIT
+    mkdir -p "$state/parts" "$state/lists/partial" "$state/archives/partial"
+    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        "$mirror" "$*" >"$state/parts/private.sources"
+    apt_private=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$state/parts"
+        -o "Dir::State::Lists=$state/lists" -o "Dir::Cache::Archives=$state/archives"
+        -o APT::Sandbox::User=root)
+    apt-get "${apt_private[@]}" update -qq
+}
 
-mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-mirror=${mirror:-http://deb.debian.org/debian}
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
-mkdir -p "$state/parts" "$state/lists/partial" "$state/archives/partial"
-printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "$mirror" >"$state/parts/backports.sources"
-apt_private=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$state/parts"
-    -o "Dir::State::Lists=$state/lists" -o "Dir::Cache::Archives=$state/archives"
-    -o APT::Sandbox::User=root)
-apt-get "${apt_private[@]}" update -qq
-(cd "$state" && apt-get "${apt_private[@]}" download -qq udev/bookworm-backports)
-rm -rf "$UDEV_DIR.new"
-mkdir -p "$UDEV_DIR.new"
-dpkg-deb -x "$state"/udev_*.deb "$UDEV_DIR.new"
-dpkg-deb -f "$state"/udev_*.deb Version >"$UDEV_DIR.new/VERSION"
-has_verify "$UDEV_DIR.new/bin/udevadm" || { echo "install-tools: the backports udevadm has no verify" >&2; exit 1; }
-rm -rf "$UDEV_DIR"
-mv "$UDEV_DIR.new" "$UDEV_DIR"
-echo "install-tools: udevadm $(cat "$UDEV_DIR/VERSION") unpacked in $UDEV_DIR"
+install_udev() {
+    private_apt bookworm-backports
+    (cd "$state" && apt-get "${apt_private[@]}" download -qq udev/bookworm-backports)
+    rm -rf "$UDEV_DIR.new"
+    mkdir -p "$UDEV_DIR.new"
+    dpkg-deb -x "$state"/udev_*.deb "$UDEV_DIR.new"
+    dpkg-deb -f "$state"/udev_*.deb Version >"$UDEV_DIR.new/VERSION"
+    has_verify "$UDEV_DIR.new/bin/udevadm" || { echo "install-tools: the backports udevadm has no verify" >&2; exit 1; }
+    rm -rf "$UDEV_DIR"
+    mv "$UDEV_DIR.new" "$UDEV_DIR"
+    echo "install-tools: udevadm $(cat "$UDEV_DIR/VERSION") unpacked in $UDEV_DIR"
+}
+
+install_tuned_trees() {
+    [ ! -f "$TUNED_TREES/SUITES" ] || [ "$(cat "$TUNED_TREES/SUITES")" != "${TUNED_SUITES[*]}" ] || return 0
+    private_apt "${TUNED_SUITES[@]}"
+    rm -rf "$TUNED_TREES.new"
+    mkdir -p "$TUNED_TREES.new"
+    for suite in "${TUNED_SUITES[@]}"; do
+        rm -f "$state"/tuned_*.deb
+        (cd "$state" && apt-get "${apt_private[@]}" download -qq "tuned/$suite")
+        deb=$(echo "$state"/tuned_*.deb)
+        version=$(dpkg-deb -f "$deb" Version)
+        upstream=${version%-*}
+        unpacked=$state/unpacked-$suite
+        dpkg-deb -x "$deb" "$unpacked"
+        mkdir -p "$TUNED_TREES.new/$upstream"
+        cp -r "$unpacked/usr/lib/python3/dist-packages/tuned" "$TUNED_TREES.new/$upstream/tuned"
+        cp -r "$unpacked/usr/lib/tuned/profiles" "$TUNED_TREES.new/$upstream/profiles"
+        echo "tuned $version ($suite)" >"$TUNED_TREES.new/$upstream/VERSION"
+    done
+    echo "${TUNED_SUITES[*]}" >"$TUNED_TREES.new/SUITES"
+    rm -rf "$TUNED_TREES"
+    mv "$TUNED_TREES.new" "$TUNED_TREES"
+    echo "install-tools: $(cat "$TUNED_TREES"/*/VERSION | tr '\n' ' ')unpacked in $TUNED_TREES"
+}
+
+if ! has_verify "$(command -v udevadm || true)" && ! has_verify "$UDEV_DIR/bin/udevadm"; then
+    install_udev
+fi
+install_tuned_trees
