@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
 from generator.errors import GenerationError
+from generator.model import layout
 from generator.model.jsontext import dumps_indented
 from generator.model.setting import Plan
 from generator.render import delivery, tuned
@@ -22,6 +23,7 @@ from generator.render.delivery import (
     MERGE_HOW,
     OverlayFile,
     check_user_data,
+    first_boot_command,
     first_boot_files,
     overlay_files,
     reads_back_verbatim,
@@ -157,6 +159,10 @@ def user_data_with(item: OverlayFile) -> bytes:
         "tuned_files": [],
         "steps": [],
         "power_state": None,
+        # the first-boot entry user-data.j2 writes after the overlay (issue 16)
+        "first_boot_path": layout.FIRST_BOOT_SCRIPT,
+        "first_boot_script": "#!/bin/sh\nset -eu\n",
+        "first_boot_command": first_boot_command(),
     }
     return make_environment().get_template("user-data.j2").render(context).encode("utf-8")
 
