@@ -236,6 +236,21 @@ def test_a_wedged_gpu_is_reported_not_a_hang(tmp_path: Path) -> None:
     assert check.verdict == Verdict.DIFFERS and "inventory: timed-out" in check.actual
 
 
+# A timeout that says how it was asked to bound the call, then reports it timed out.
+LOGGING_TIMEOUT = 'echo "$*" >>"$STUB_LOG"\nexit 124\n'
+
+
+@pytest.mark.parametrize("limit", ["0", "00", "", "abc", "-1", "1.5"])
+def test_a_test_limit_that_bounds_nothing_keeps_the_default(tmp_path: Path, limit: str) -> None:
+    # `timeout 0` would run nvidia-smi unbounded: the "never a hang" above undone by a variable
+    log = tmp_path / "calls"
+    stubs = {"nvidia-smi": SLEEPING_SMI, "timeout": LOGGING_TIMEOUT}
+    result = run_collector(tmp_path, stubs, TEST_SMI_LIMIT=limit, STUB_LOG=str(log))
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    assert calls and calls[0].startswith("-k 5 15 nvidia-smi "), calls
+
+
 def test_after_one_call_timed_out_no_further_nvidia_smi_call_is_made(tmp_path: Path) -> None:
     log = tmp_path / "calls"
     result = run_collector(
