@@ -159,6 +159,29 @@ def run_collector(
     )
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("\u00b2", "0000:01:00 1"),  # str.isdigit says yes, int() refuses it
+        ("\u0667\u0669", "0000:01:00 1"),  # Arabic-Indic 79: not an Xid the collector writes
+        ("9" * 5000, "0000:01:00 1"),  # more digits than int() converts
+        ("79", "0000:01:00 " + "1" * 5000),
+        ("79", "0000:01:00 \u0661"),
+    ],
+)
+def test_a_foreign_xid_record_fails_the_check_not_the_run(key: str, value: str) -> None:
+    # a hostile or damaged snapshot: the record is not read, and the Xid count still fails
+    snap = snapshot_of(("xid", "count", "1"), ("xid-event", key, value))
+    (check,) = health.check_xid(snap, load_xid_table())
+    assert check.verdict == Verdict.DIFFERS and check.actual == "unparsed", check
+
+
+def test_an_xid_line_with_a_number_too_long_to_read_is_reported_unparsed() -> None:
+    snap = xid_snapshot(f"NVRM: Xid (PCI:0000:1b:00): {'7' * 5000}, pid=1896, ...")
+    (check,) = health.check_xid(snap, load_xid_table())
+    assert check.verdict == Verdict.DIFFERS and check.actual == "unparsed", check
+
+
 def test_the_collector_counts_each_xid_and_gpu_of_every_line_it_scans(tmp_path: Path) -> None:
     lines = [
         xid_line(79, "0000:3b:00"),
