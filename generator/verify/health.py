@@ -182,7 +182,7 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
         return False
     try:
         config = json.loads("\n".join(snapshot.values("conf-line", target)))
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting past the parser's stack, too
         return False
     return isinstance(config, dict)
 
