@@ -159,6 +159,29 @@ def run_collector(
     )
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("\u00b2", "0000:01:00 1"),  # str.isdigit says yes, int() refuses it
+        ("\u0667\u0669", "0000:01:00 1"),  # Arabic-Indic 79: not an Xid the collector writes
+        ("9" * 5000, "0000:01:00 1"),  # more digits than int() converts
+        ("79", "0000:01:00 " + "1" * 5000),
+        ("79", "0000:01:00 \u0661"),
+    ],
+)
+def test_a_foreign_xid_record_fails_the_check_not_the_run(key: str, value: str) -> None:
+    # a hostile or damaged snapshot: the record is not read, and the Xid count still fails
+    snap = snapshot_of(("xid", "count", "1"), ("xid-event", key, value))
+    (check,) = health.check_xid(snap, load_xid_table())
+    assert check.verdict == Verdict.DIFFERS and check.actual == "unparsed", check
+
+
+def test_an_xid_line_with_a_number_too_long_to_read_is_reported_unparsed() -> None:
+    snap = xid_snapshot(f"NVRM: Xid (PCI:0000:1b:00): {'7' * 5000}, pid=1896, ...")
+    (check,) = health.check_xid(snap, load_xid_table())
+    assert check.verdict == Verdict.DIFFERS and check.actual == "unparsed", check
+
+
 def test_the_collector_counts_each_xid_and_gpu_of_every_line_it_scans(tmp_path: Path) -> None:
     lines = [
         xid_line(79, "0000:3b:00"),
@@ -234,6 +257,21 @@ def test_a_wedged_gpu_is_reported_not_a_hang(tmp_path: Path) -> None:
     assert tool.startswith("!timed-out nvidia-smi did not answer within 1 s"), tool
     (check,) = health.check_nvidia_smi(snap)
     assert check.verdict == Verdict.DIFFERS and "inventory: timed-out" in check.actual
+
+
+# A timeout that says how it was asked to bound the call, then reports it timed out.
+LOGGING_TIMEOUT = 'echo "$*" >>"$STUB_LOG"\nexit 124\n'
+
+
+@pytest.mark.parametrize("limit", ["0", "00", "", "abc", "-1", "1.5"])
+def test_a_test_limit_that_bounds_nothing_keeps_the_default(tmp_path: Path, limit: str) -> None:
+    # `timeout 0` would run nvidia-smi unbounded: the "never a hang" above undone by a variable
+    log = tmp_path / "calls"
+    stubs = {"nvidia-smi": SLEEPING_SMI, "timeout": LOGGING_TIMEOUT}
+    result = run_collector(tmp_path, stubs, TEST_SMI_LIMIT=limit, STUB_LOG=str(log))
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    assert calls and calls[0].startswith("-k 5 15 nvidia-smi "), calls
 
 
 def test_after_one_call_timed_out_no_further_nvidia_smi_call_is_made(tmp_path: Path) -> None:

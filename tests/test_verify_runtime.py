@@ -334,6 +334,17 @@ def test_live_docker_keys_dockerd_does_not_report_are_read_from_daemon_json() ->
     assert older.verdict == Verdict.NOT_APPLICABLE
 
 
+def test_a_daemon_json_nested_past_the_parser_is_not_json_not_a_traceback(tmp_path: Path) -> None:
+    from generator.verify.health import merged_in_place
+
+    nested = "[" * 65536  # what the collector's 64 KiB of conf-line can carry
+    found = live.check_docker(SHM, snapshot(**daemon_json_rows(nested)))
+    assert (found.verdict, found.actual) == (Verdict.DIFFERS, "not JSON")
+    assert not merged_in_place(DAEMON_JSON, snapshot(**daemon_json_rows(nested)).snapshot)
+    image_tree = tree(tmp_path, {DAEMON_JSON: nested})
+    assert image.check_docker(SHM, image_tree).actual == "not JSON"
+
+
 def test_live_file_check_accepts_a_daemon_json_merged_in_place() -> None:
     from generator.verify.health import check_files
     from generator.verify.verdicts import ManifestFile

@@ -182,7 +182,7 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
         return False
     try:
         config = json.loads("\n".join(snapshot.values("conf-line", target)))
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting past the parser's stack, too
         return False
     return isinstance(config, dict)
 
@@ -231,8 +231,13 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
 XID_CATALOG = "NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors"
 # "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus."; with MIG on, the
 # parentheses also name the GPU instance: "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, ...".
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)[^)]*\): (\d+)")
-_EVENT = re.compile(r"([0-9A-Fa-f:.]+) (\d+)")
+# Numbers in ASCII digits, at most 9 (an Xid or a count from a foreign snapshot: \d and
+# str.isdigit take other scripts' digits, which int() refuses or reads, and int() refuses more
+# than 4300 digits); a longer one is not read, and an unread Xid line is still reported.
+_NUMBER = "([0-9]{1,9})(?![0-9])"
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)[^)]*\): " + _NUMBER)
+_EVENT = re.compile(r"([0-9A-Fa-f:.]+) " + _NUMBER)
+_XID_KEY = re.compile(_NUMBER)
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,7 @@ def xid_events(snapshot: Snapshot) -> list[XidEvent]:
     events = []
     for key, value in snapshot.section("xid-event"):
         found = _EVENT.fullmatch(value)
-        if key.isdigit() and found:
+        if _XID_KEY.fullmatch(key) and found:
             events.append(XidEvent(int(key), found.group(1).lower(), int(found.group(2))))
     return events or xid_events_of_lines(snapshot.values("xid", "-"))
 

@@ -917,7 +917,7 @@ def daemon_json_object(text: str) -> dict[str, object] | None:
     to start with it)."""
     try:
         node: object = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a 5,000-digit number; nesting past the parser's stack
         return None
     return node if isinstance(node, dict) else None
 
