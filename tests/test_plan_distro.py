@@ -409,3 +409,20 @@ def test_the_plan_checks_accept_a_backported_override(kernel: str, refused: bool
     else:
         built = build_plan(machine, pstate)
         assert built.get("kernel-arg", "amd_pstate") is not None
+
+
+@pytest.mark.parametrize("os_name", ["rhel-9", "debian-12", "ubuntu-24.04"])
+def test_the_persistenced_reasons_speak_of_the_target_distributions_packaging(
+    os_name: str,
+) -> None:
+    """A --os bundle explains the drop-in by that distribution's packaged unit (its command,
+    static or not), never by another distribution's; a portable one names Ubuntu's, the
+    packaging the drop-in must fix."""
+    dropins = plan_of("l4-inference", "inference", os_name).settings
+    reasons = " ".join(s.reason for s in dropins if s.key.startswith("nvidia-persistenced"))
+    assert f"{os_name}'s packaged" in reasons
+    assert "Ubuntu's" not in reasons
+    static = "static, so without this systemctl enable does nothing"
+    assert (static in reasons) == (os_name == "ubuntu-24.04")
+    portable = plan_of("l4-inference", "inference").settings
+    assert "Ubuntu's packaged unit has no [Install]" in " ".join(s.reason for s in portable)

@@ -75,6 +75,31 @@ def persistenced_command(facts: Facts) -> tuple[str, str]:
     return " ".join(words), why_user
 
 
+def persistenced_reasons(facts: Facts) -> tuple[str, str]:
+    """Why the drop-in replaces ExecStart and adds WantedBy=, said of the target distribution's
+    packaged unit (hardware_db/distros/); a portable bundle names the packaging it must fix."""
+    distro = facts.os.distro
+    packaged = distro.nvidia.persistenced if distro else None
+    if distro is None or packaged is None or packaged.exec_start is None:
+        return (
+            "the packaged command (Ubuntu's passes --no-persistence-mode)",
+            "Ubuntu's packaged unit has no [Install] section, so without this systemctl "
+            "enable does nothing",
+        )
+    off = " (persistence mode off)" if packaged.persistence_mode is False else ""
+    replaced = f"{distro.key}'s packaged '{packaged.exec_start}'{off}"
+    if packaged.static:
+        wanted = (
+            f"{distro.key}'s packaged unit is static, so without this systemctl enable does nothing"
+        )
+    else:
+        wanted = (
+            f"{distro.key}'s packaged unit has its own [Install] section; restated so that "
+            "the drop-in alone enables it"
+        )
+    return replaced, wanted
+
+
 @rule("gpu.persistence")
 def persistence(facts: Facts, profile: Profile) -> Output:
     """Keep the driver initialised between CUDA processes: nvidia-persistenced in persistence mode.
@@ -93,20 +118,19 @@ def persistence(facts: Facts, profile: Profile) -> Output:
         return
     why = "avoids 1-2 s of driver initialisation on every CUDA start"
     command, why_user = persistenced_command(facts)
+    replaced, wanted = persistenced_reasons(facts)
     yield service(PERSISTENCED_UNIT, "enable", why)
     yield unit_dropin(
         PERSISTENCED_UNIT,
         "ExecStart",
         command,
-        f"{why}: the daemon in persistence mode, replacing the packaged command (Ubuntu's "
-        f"passes --no-persistence-mode), {why_user}",
+        f"{why}: the daemon in persistence mode, replacing {replaced}, {why_user}",
     )
     yield unit_dropin(
         PERSISTENCED_UNIT,
         "WantedBy",
         PERSISTENCED_WANTED_BY,
-        f"{why}: started at boot; Ubuntu's packaged unit has no [Install] section, so without "
-        "this systemctl enable does nothing (systemd >= 236 reads [Install] from drop-ins)",
+        f"{why}: started at boot; {wanted} (systemd >= 236 reads [Install] from drop-ins)",
     )
     yield gpu_action(
         "persistence",
