@@ -484,6 +484,93 @@ def test_verify_says_an_absent_optional_unit_is_optional() -> None:
     assert check.verdict == Verdict.NOT_APPLICABLE and "optional" in check.reason
 
 
+# --- an absent required unit: missing where the plan's GPUs are, not applicable elsewhere ------
+
+FABRIC = "nvidia-fabricmanager.service"
+ON_A_GPU_MACHINE = {
+    "nvidia-smi": [("gpu", "tool", "ok"), ("gpu", "0", SMI_ROW + "1980, 1980, Disabled, Disabled")],
+    "pci, no driver": [("gpu", "tool", "!absent"), ("gpu-pci", "count", "8")],
+    "acs read": [("gpu", "tool", "!absent"), ("acs", "gpus", "0000:00:01.0 root 0000")],
+}
+WITHOUT_GPUS = {
+    "vm": [("gpu", "tool", "!absent"), ("gpu-pci", "count", "0"), ("acs", "gpus", "!absent")],
+    "older collector": [("gpu", "tool", "!absent")],
+    "nvidia-smi, no GPU": [("gpu", "tool", "!failed No devices were found")],
+}
+
+
+def service_check(unit: str, records: list[tuple[str, str, str]], distro: str = "") -> Check:
+    from generator.verify.live import Live, check_service
+    from generator.verify.verdicts import Bundle
+
+    setting = Setting("service", unit, "enable", "r", "gpu.fabric")
+    snap = snapshot_of(("unit-enabled", unit, "!absent"), *records)
+    return check_service(
+        setting, Live.of(snap, Bundle(Path("."), Plan("x", "y", (setting,), distro=distro)))
+    )
+
+
+@pytest.mark.parametrize("records", ON_A_GPU_MACHINE.values(), ids=ON_A_GPU_MACHINE.keys())
+def test_an_absent_required_unit_on_a_gpu_machine_is_missing(
+    records: list[tuple[str, str, str]],
+) -> None:
+    check = service_check(FABRIC, records, "ubuntu-24.04")
+    assert check.verdict == Verdict.MISSING, check
+    # the package the distro table names for the unit (hardware_db/distros/ubuntu-24.04.yaml)
+    assert "nvidia-fabricmanager-580 580.178.04" in check.reason, check.reason
+
+
+@pytest.mark.parametrize(
+    ("unit", "distro", "says"),
+    [
+        ("nvidia-imex.service", "ubuntu-24.04", "ubuntu-24.04.yaml names no package"),
+        (FABRIC, "debian-12", "debian-12.yaml names no package"),  # Debian does not package it
+        (FABRIC, "", "a portable bundle names none"),
+        (FABRIC, "../../../etc/passwd", "no distro table names a package"),  # a forged plan.json
+        (FABRIC, "no-such-os", "no-such-os.yaml names no package"),
+        ("nvidia-persistenced.service", "rhel-9", "rhel-9 packages it in nvidia-persistenced"),
+    ],
+)
+def test_a_missing_unit_names_its_package_only_where_the_distro_table_knows_it(
+    unit: str, distro: str, says: str
+) -> None:
+    check = service_check(unit, ON_A_GPU_MACHINE["pci, no driver"], distro)
+    assert check.verdict == Verdict.MISSING and says in check.reason, check.reason
+
+
+def test_an_absent_own_unit_on_a_gpu_machine_is_missing_the_bundle() -> None:
+    from generator.verify.live import Live, check_service
+    from generator.verify.verdicts import Bundle
+
+    setting = Setting("service", layout.GPU_UNIT, "enable", "r", "gpu.unit")
+    snap = snapshot_of(("unit-enabled", layout.GPU_UNIT, "!absent"), ("gpu-pci", "count", "8"))
+    bundle = Bundle(Path("."), Plan("x", "y", (setting,)), units={layout.GPU_UNIT: "[Unit]\n"})
+    check = check_service(setting, Live.of(snap, bundle))
+    assert check.verdict == Verdict.MISSING and "install the bundle" in check.reason, check
+
+
+@pytest.mark.parametrize("records", WITHOUT_GPUS.values(), ids=WITHOUT_GPUS.keys())
+def test_an_absent_required_unit_without_gpus_is_not_applicable_saying_why(
+    records: list[tuple[str, str, str]],
+) -> None:
+    check = service_check(FABRIC, records, "ubuntu-24.04")
+    assert check.verdict == Verdict.NOT_APPLICABLE, check
+    # the boot test's VM allowance (tests/boot/test_boot.py NOT_APPLICABLE_IN_VM) reads this
+    assert "is not installed here" in check.reason and "no NVIDIA GPU here" in check.reason
+
+
+def test_the_collector_counts_the_nvidia_gpus_on_the_pci_bus(tmp_path: Path) -> None:
+    from test_scripts import pci_machine
+
+    tree, _ = pci_machine(tmp_path / "tree")  # two NVIDIA GPUs (3D and VGA class), a Mellanox NIC
+    result = run_collector(tmp_path, {}, TEST_SYSROOT=str(tree))
+    assert result.returncode == 0, result.stderr
+    assert parse_snapshot(result.stdout).value("gpu-pci", "count") == "2"
+    (tmp_path / "bare/sys/bus/pci/devices").mkdir(parents=True)
+    result = run_collector(tmp_path, {}, TEST_SYSROOT=str(tmp_path / "bare"))
+    assert parse_snapshot(result.stdout).value("gpu-pci", "count") == "0"
+
+
 def test_a_plan_json_optional_that_is_not_a_boolean_is_refused() -> None:
     from generator.bundle.read import check_plan_shape
 

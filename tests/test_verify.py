@@ -1034,6 +1034,28 @@ def test_root_finds_what_overrides_or_is_missing(tmp_path):
     assert verdicts[("file", "/etc/modules-load.d/90-goldtune.conf")] == MISSING
 
 
+def test_root_a_required_unit_the_image_lacks_names_the_contract_and_its_package(tmp_path):
+    """The build host has no GPU to tell a GPU image by: install.list's require lines
+    (install.sh --strict) are the image-side contract, and the reason says so."""
+    from generator.verify.image import Image, check_service
+    from generator.verify.verdicts import Bundle
+
+    fabric = Setting("service", "nvidia-fabricmanager.service", "enable", "r", "gpu.fabric")
+    dcgm = Setting("service", "nvidia-dcgm.service", "enable", "r", "gpu.dcgm", optional=True)
+    bundle = Bundle(tmp_path, Plan("x", "y", (fabric, dcgm), distro="ubuntu-22.04"))
+    image = Image(image_tree(tmp_path / "image", {"/etc/hostname": "x\n"}))
+    absent = check_service(fabric, image, bundle)
+    assert absent.verdict == NA, absent
+    assert "install.list require line" in absent.reason, absent.reason
+    assert "nvidia-fabricmanager-580 580.178.04" in absent.reason, absent.reason
+    optional = check_service(dcgm, image, bundle)
+    assert optional.verdict == NA and "optional" in optional.reason, optional
+    unit = "/usr/lib/systemd/system/nvidia-fabricmanager.service"
+    wants = "/etc/systemd/system/multi-user.target.wants/nvidia-fabricmanager.service"
+    image = Image(image_tree(tmp_path / "image2", {unit: "[Service]\n"}, {wants: unit}))
+    assert check_service(fabric, image, bundle).verdict == OK
+
+
 def test_root_without_the_collector_verifies_and_a_missing_tuning_file_fails(tmp_path):
     """As a cloud-init first boot leaves a machine: no collector (verify-side tooling)."""
     overlay = {f"rootfs{path}": (text, 0o644) for path, text in ROOT_FILES.items()}

@@ -45,6 +45,7 @@ from generator.verify.live import (
     daemon_json_object,
     nccl_assignments,
     parse_cmdline,
+    provider_of,
     toml_lookup,
     toml_value,
 )
@@ -492,12 +493,22 @@ def unit_enabled(image: Image, unit: str) -> bool:
     )
 
 
-def check_service(setting: Setting, image: Image) -> Check:
+def check_service(setting: Setting, image: Image, bundle: Bundle) -> Check:
+    """A unit the image lacks is not applicable: ``--root`` judges whether the bundle took
+    effect in the image, and the build host has no GPU to tell a GPU image by. For a unit the
+    plan requires the reason names the contract that does decide it, install.list's require
+    line (install.sh --strict refuses an image without the unit), and where the unit comes from."""
     masked = image.link_target(f"/etc/systemd/system/{setting.key}") == "/dev/null"
     if setting.value == "mask":
         return check_of(setting, "masked" if masked else "not masked", OK if masked else MISSING)
     if not unit_exists(image, setting.key):
-        return check_of(setting, "not installed", NA, f"the image has no {setting.key}")
+        if setting.optional:
+            why = " (optional: enabled where the image has it)"
+        elif setting.value == "enable":
+            why = f": {provider_of(setting.key, bundle)}"
+        else:
+            why = ""
+        return check_of(setting, "not installed", NA, f"the image has no {setting.key}{why}")
     enabled = unit_enabled(image, setting.key)
     state = "masked" if masked else "enabled" if enabled else "disabled"
     good = enabled and not masked if setting.value == "enable" else not enabled
@@ -731,7 +742,7 @@ CHECKS: dict[str, ImageCheck] = {
     "module-load": lambda s, image, _: check_module_load(s, image),
     "sysfs": lambda s, image, _: check_sysfs(s, image),
     "udev": lambda s, image, _: check_udev(s, image),
-    "service": lambda s, image, _: check_service(s, image),
+    "service": check_service,
     "tuned": lambda s, image, bundle: check_tuned(s, image, bundle.tuned_profile),
     "boot-unit": check_boot_applied,
     "unit-dropin": lambda s, image, _: check_unit_dropin(s, image),

@@ -31,9 +31,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
+from functools import cache
 
 import yaml
 
+from generator.errors import InputError
+from generator.foreign import read_foreign
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
 from generator.model.layout import (
@@ -54,6 +57,7 @@ from generator.model.probes import (
     module_param,
 )
 from generator.model.setting import Setting
+from generator.paths import hardware_db_dir
 from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
@@ -706,6 +710,91 @@ def check_nccl(setting: Setting, live: Live) -> Check:
     )
 
 
+def gpu_evidence(live: Live) -> str | None:
+    """What in the snapshot shows an NVIDIA GPU on this machine, or None when nothing does.
+
+    Facts the collector recorded, never a hostname or a SKU: nvidia-smi's rows; the NVIDIA
+    display/3D functions on the PCI bus (``gpu-pci``: also without a driver, which is when the
+    NVIDIA packages are most likely absent); the PCI ports above the GPUs that the ACS read found.
+    """
+    rows = gpu_rows(live) if live.snapshot.value("gpu", "tool") == "ok" else []
+    if rows:
+        return f"nvidia-smi lists {len(rows)} GPU{'' if len(rows) == 1 else 's'}"
+    on_pci = live.snapshot.value("gpu-pci", "count") or ""
+    if on_pci.isdigit() and int(on_pci) > 0:
+        return f"{on_pci} NVIDIA GPU{'' if on_pci == '1' else 's'} on the PCI bus"
+    acs_rows = live.snapshot.values("acs", acs_word("gpus"))
+    if acs_rows and acs_rows != ["!absent"]:
+        return "NVIDIA GPUs on the PCI bus (the ACS read found them)"
+    return None
+
+
+# The NVIDIA units a distro table names with their package (hardware_db/distros/*.yaml nvidia).
+PACKAGED_NVIDIA_UNITS = ("persistenced", "fabricmanager")
+DISTRO_KEY = re.compile(r"[a-z0-9][a-z0-9.-]{0,39}")
+
+
+@cache
+def distro_packages(distro_key: str) -> dict[str, str]:
+    """Packaged NVIDIA unit -> the package that provides it, from the shipped distro table
+    (hardware_db/distros/<key>.yaml ``nvidia``); empty for a portable bundle or a key the table
+    lacks. Read as data with the safe loader: verify loads no inputs layer
+    (tests/test_architecture.py), and the key comes from a foreign plan.json."""
+    if not DISTRO_KEY.fullmatch(distro_key):
+        return {}
+    try:
+        raw = read_foreign(hardware_db_dir() / "distros" / f"{distro_key}.yaml", 1 << 20)
+        table = yaml.load(raw, Loader=SAFE_YAML)  # noqa: S506 -- a safe loader
+    except (InputError, yaml.YAMLError):
+        return {}
+    nvidia = table.get("nvidia") if isinstance(table, dict) else None
+    found: dict[str, str] = {}
+    for name in PACKAGED_NVIDIA_UNITS:
+        item = nvidia.get(name) if isinstance(nvidia, dict) else None
+        if isinstance(item, dict) and isinstance(item.get("unit"), str) and item.get("package"):
+            found[item["unit"]] = str(item["package"])
+    return found
+
+
+def check_required_absent(setting: Setting, live: Live) -> Check:
+    """An absent unit the plan enables and install.list requires: missing on the machine the
+    plan is for (its GPUs are here: without nvidia-fabricmanager NVLink does not come up),
+    not applicable on a machine without them (a VM, a build host)."""
+    seen = gpu_evidence(live)
+    if seen is None:
+        return check_of(
+            setting,
+            "not installed",
+            NA,
+            f"{setting.key} is not installed here: no NVIDIA GPU here (nvidia-smi lists none and "
+            "the snapshot shows none on the PCI bus), so not the machine the plan is for",
+        )
+    return check_of(
+        setting,
+        "not installed",
+        MISSING,
+        f"{setting.key} is not installed, but {seen}: {provider_of(setting.key, live.bundle)}",
+    )
+
+
+def provider_of(unit: str, bundle: Bundle) -> str:
+    """Where an absent unit the plan enables comes from: the bundle itself, or the package the
+    distro table names (install.list requires it: install.sh --strict refuses a target without)."""
+    if unit in bundle.units:
+        return "the bundle's own unit: install the bundle (install.sh)"
+    distro = bundle.plan.distro
+    package = distro_packages(distro).get(unit)
+    if package:
+        where = f"{distro} packages it in {package}"
+    elif DISTRO_KEY.fullmatch(distro):
+        where = f"hardware_db/distros/{distro}.yaml names no package that provides it"
+    elif distro:
+        where = "no distro table names a package that provides it"
+    else:
+        where = "install the package that provides it (a portable bundle names none)"
+    return f"the plan requires it (install.list require line); {where}"
+
+
 def check_service(setting: Setting, live: Live) -> Check:
     state = live.snapshot.value("unit-enabled", setting.key)
     if state is None:
@@ -722,6 +811,8 @@ def check_service(setting: Setting, live: Live) -> Check:
                 NA,
                 f"{setting.key} is not installed here (optional: enabled where the image has it)",
             )
+        if setting.value == "enable":
+            return check_required_absent(setting, live)
         return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
     active = live.snapshot.value("unit-active", setting.key) or "?"
     good = {
