@@ -486,6 +486,19 @@ def invalid_inputs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], str
         "cpu.model",
     )
 )  # found by this property; see below
+@example(
+    inputs=(
+        {
+            "cpu": {"model": "Xeon-9999X", "sockets": 1},
+            "memory_gib": 1,
+            "gpus": [],
+            "os": {"page_size_kib": 16},  # valid on the arm64 model the mutation replaced
+        },
+        {"intent": "inference"},
+        "hw",
+        "cpu.model",
+    )
+)  # found by this property: an unresolved CPU's x86_64 fallback judged the page size
 def test_invalid_input_exits_2_with_one_line_and_writes_nothing(
     inputs: tuple[dict[str, Any], dict[str, Any], str, str],
 ) -> None:

@@ -558,6 +558,7 @@ def resolve_facts(
     ``os_name`` (the ``--os`` option) names the target distribution instead of ``os.distro``.
     """
     cpu, problems = _resolve_cpu(spec.cpu, catalog, source)
+    cpu_resolved = not problems  # else cpu.arch is a fallback, not a fact to judge others by
     numa_nodes = spec.numa_nodes or spec.cpu.sockets
     if numa_nodes % spec.cpu.sockets:
         problems.append(
@@ -575,7 +576,8 @@ def resolve_facts(
                 f"{numa_nodes} nodes do not split {cpu.cores_per_socket} cores per socket evenly",
             )
         )
-    problems += _check_page_size(spec.os, cpu.arch, source)
+    if cpu_resolved:
+        problems += _check_page_size(spec.os, cpu.arch, source)
     gpus, gpu_problems = _resolve_gpus(spec, catalog, numa_nodes, source)
     problems += gpu_problems
     nics: list[NicFacts] = []
