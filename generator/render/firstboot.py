@@ -174,6 +174,8 @@ def first_boot_script(
     comment lines (the user-data's size), then the main. install_file (and merge_daemon_json,
     which it calls) only when the main installs a file: they are 1 KB compressed."""
     installed = list(installed)
+    if installed:  # install_file's source is $bundle/rootfs<path>
+        words = {**words, "bundle": layout.FIRST_BOOT_BUNDLE}
     code = without_comment_lines(install_sh).splitlines(keepends=True)
     header = code[:1] if code and code[0].startswith("#!") else []
     prologue = ["set -eu\n", "umask 022\n", "LC_ALL=C\n", "export LC_ALL\n"]
@@ -194,7 +196,6 @@ def first_boot_words(
         "installed_paths": "\n".join(installed_paths),
         "tool": TOOL,
         "root": "/",
-        "bundle": layout.FIRST_BOOT_BUNDLE,
         "live": "yes",
         "record": layout.INSTALL_RECORD,
         "kernel_args": kernel_args,
