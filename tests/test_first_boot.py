@@ -1,4 +1,5 @@
-"""The cloud-init path does what install.sh does (issue 16): tuned layered on the image's
+"""The cloud-init path does what install.sh does (issue 16): what an earlier bundle installed and
+this one lacks removed with install.sh's record, tuned layered on the image's
 selection with the previous one recorded, boot arguments added and removed per mechanism with
 install.sh's own record, /etc/kernel/cmdline for kernels installed later.
 
@@ -10,6 +11,7 @@ tools: nothing touches this host's boot loader, units or tuned.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import yaml
 from test_install import (
     INFERENCE,
     RHEL_OPTIONS,
+    THEIRS,
     TRAINING,
     entry_options,
     in_chroot,
@@ -31,7 +34,7 @@ from test_install import (
 from generator.bundle.write import write_bundle
 from generator.model import layout
 from generator.model.setting import Plan
-from generator.render.delivery import kernel_cmdline
+from generator.render.delivery import kernel_cmdline, overlay_files
 from generator.render.firstboot import (
     ENTRY_FUNCTIONS,
     first_boot_script,
@@ -52,10 +55,13 @@ def first_boot(root: Path, plan: Plan) -> str:
     """Write the user-data's first-boot script where cloud-init writes it and run its runcmd
     line in ``root``; the output."""
     config = user_data(plan)
-    (entry,) = [e for e in config["write_files"] if e["path"] == layout.FIRST_BOOT_SCRIPT]
-    script = root / layout.FIRST_BOOT_SCRIPT.lstrip("/")
-    script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text(entry["content"])
+    # the script and the files it installs (layout.FIRST_BOOT_BUNDLE), as write_files leaves them
+    ours = [e for e in config["write_files"] if e["path"].startswith(layout.FIRST_BOOT_BUNDLE)]
+    assert layout.FIRST_BOOT_SCRIPT in [entry["path"] for entry in ours]
+    for entry in ours:
+        written = root / entry["path"].lstrip("/")
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(entry["content"])
     command = config["runcmd"][-1]
     assert layout.FIRST_BOOT_SCRIPT in command
     return in_chroot(root, command)
@@ -136,6 +142,61 @@ def test_first_boot_removes_what_the_image_build_added(tmp_path: Path) -> None:
     )
 
 
+def record_of(plan: Plan) -> str:
+    """The install record install.sh writes for this plan's bundle: its overlay's targets."""
+    return "".join(f"{item.target}\n" for item in overlay_files(render_bundle(plan)))
+
+
+@needs_chroot
+def test_first_boot_removes_the_files_an_earlier_bundle_installed(tmp_path: Path) -> None:
+    """An image baked by install.sh with the inference bundle, first booted with the training
+    bundle's user-data: inference's tuned profile and a unit only an earlier bundle had are
+    removed (the unit disabled first), the record becomes training's, and a later install.sh of
+    training agrees (removes nothing, rewrites no record)."""
+    root = rhel_root(tmp_path / "rhel", with_tuned_files=False)
+    inference = write_bundle(render_bundle(INFERENCE), tmp_path / "inference")
+    baked = run(inference / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert baked.returncode == 0, baked.stdout + baked.stderr
+    stale_profile = root / "etc/tuned/goldtune-inference/tuned.conf"
+    assert stale_profile.is_file()
+    record = root / layout.INSTALL_RECORD.lstrip("/")
+    old_unit = "/etc/systemd/system/goldtune-old.service"
+    (root / old_unit.lstrip("/")).write_text("[Service]\nExecStart=/bin/true\n")
+    record.write_text(record.read_text() + old_unit + "\n")
+    out = first_boot(live_root(root), TRAINING)
+    assert "removed /etc/tuned/goldtune-inference/tuned.conf (no longer in the bundle)" in out, out
+    assert not stale_profile.exists() and not (root / old_unit.lstrip("/")).exists()
+    systemctl = calls(root, "systemctl")
+    assert "systemctl --quiet disable --now -- goldtune-old.service" in systemctl
+    assert systemctl.index("systemctl daemon-reload") > systemctl.index(
+        "systemctl --quiet disable --now -- goldtune-old.service"
+    )
+    assert record.read_text() == record_of(TRAINING)
+    training = write_bundle(render_bundle(TRAINING), tmp_path / "training")
+    again = run(training / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}, "bin2"))
+    assert "removed " not in again.stdout, again.stdout
+    assert f"unchanged {layout.INSTALL_RECORD}" in again.stdout, again.stdout
+
+
+@needs_chroot
+def test_first_boot_merges_daemon_json_into_the_one_in_place(tmp_path: Path) -> None:
+    """write_files puts the bundle's daemon.json beside the script; the script merges it into
+    the image's with install.sh's install_file (the bundle's keys win, the image's others stay);
+    nothing else writes /etc/docker/daemon.json."""
+    root = live_root(tmp_path / "debian")
+    (root / "etc/docker").mkdir(parents=True)
+    (root / "etc/docker/daemon.json").write_text(json.dumps(THEIRS))
+    assert layout.DOCKER_DAEMON_JSON not in [e["path"] for e in user_data(INFERENCE)["write_files"]]
+    out = first_boot(root, INFERENCE)
+    assert "merging the bundle's keys into /etc/docker/daemon.json" in out, out
+    merged = json.loads((root / "etc/docker/daemon.json").read_text())
+    assert merged["default-runtime"] == "nvidia"
+    assert merged["log-driver"] == "journald"
+    assert merged["registry-mirrors"] == THEIRS["registry-mirrors"]
+    assert merged["runtimes"]["kata"] == THEIRS["runtimes"]["kata"]
+    assert " 0 failed" in out, out
+
+
 @needs_chroot
 def test_a_vendor_selection_is_kept_under_ours_when_tuned_is_not_running(tmp_path: Path) -> None:
     """Debian-like (GRUB drop-in): an image with NVIDIA's profile selected and tuned not yet
@@ -176,7 +237,7 @@ def test_no_marker_when_no_boot_loader_took_the_arguments(tmp_path: Path) -> Non
     (root / "stub/grubby").unlink()
     out = first_boot(root, INFERENCE)
     assert "there is no grubby" in out and " 1 failed" in out, out
-    assert "layer tuned, add and remove kernel arguments: failed" in out
+    assert "remove stale files, layer tuned, add and remove kernel arguments: failed" in out
     assert not (root / layout.REBOOT_MARKER.lstrip("/")).exists()
 
 
@@ -195,12 +256,14 @@ def test_the_script_is_install_sh_lines_then_its_main() -> None:
 
 
 def test_every_function_the_phases_call_is_carried() -> None:
-    """The functions tuned_layer and boot_arguments reach, and no unrelated one (the size)."""
+    """The functions the phases reach (stale files, tuned, boot arguments), and no unrelated one
+    (the size)."""
     pieces = top_level_pieces(INSTALL_SH.read_text())
     names = {p.name for p in needed_pieces(pieces, ENTRY_FUNCTIONS, first_boot_words("", ""))}
     assert {"tuned_layer", "boot_arguments", "edit_kernel_cmdline", "run_step", "put"} <= names
+    assert {"remove_stale_files", "stale_candidate", "service_live"} <= names
     assert {"tuned_active", "tuned_mode"} <= names  # install.sh's globals they read
-    assert not {"install_file", "service_live", "read_list", "merge_daemon_json"} & names
+    assert not {"install_file", "read_list", "merge_daemon_json", "check_needs"} & names
     assert not {"tool", "failed", "root"} & names  # the main sets these
 
 

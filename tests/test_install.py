@@ -175,6 +175,34 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
     assert os.readlink(root / "etc/systemd/system/bluetooth.service") == "/dev/null"
 
 
+@pytest.mark.skipif(shutil.which("systemctl") is None, reason="systemctl not installed")
+def test_a_dropped_install_section_takes_its_wants_link_along(tmp_path: Path) -> None:
+    """The persistenced drop-in carries [Install] WantedBy=multi-user.target, which enables the
+    packaged (static) unit; a later bundle without GPUs removes the drop-in and, with real
+    `systemctl --root`, the multi-user.target.wants link it made (disabled before removal)."""
+    root = tmp_path / "image"
+    packaged = root / "usr/lib/systemd/system/nvidia-persistenced.service"
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text("[Service]\nExecStart=/usr/bin/nvidia-persistenced\n")  # Ubuntu's: static
+    env_path = f"{make_bin(tmp_path, {})}:{os.path.dirname(shutil.which('systemctl') or '')}"
+    link = root / "etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service"
+    without_gpus = full_plan(
+        settings=tuple(s for s in FULL_SETTINGS if "nvidia-persistenced" not in s.key)
+    )
+    for name, plan in (("gpus", full_plan()), ("no-gpus", without_gpus)):
+        result = subprocess.run(
+            [str(bundle_for(tmp_path, plan, name) / "install.sh"), "--root", str(root)],
+            capture_output=True,
+            text=True,
+            env={"PATH": env_path, "LC_ALL": "C"},
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert link.is_symlink() is (name == "gpus"), result.stdout
+    assert "disable nvidia-persistenced.service" in result.stdout
+    assert not list((root / "etc/systemd/system/nvidia-persistenced.service.d").glob("*.conf"))
+
+
 def test_files_a_newer_bundle_drops_are_removed(tmp_path: Path) -> None:
     root = tmp_path / "image"
     root.mkdir()

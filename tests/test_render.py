@@ -19,7 +19,7 @@ from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
 
 from generator.errors import GenerationError
 from generator.model.layout import VERIFY_ONLY_TARGETS as VERIFY_ONLY
-from generator.model.layout import compact_in_user_data, target_of
+from generator.model.layout import compact_in_user_data, first_boot_staged, target_of
 from generator.model.setting import Setting
 from generator.model.shellform import without_comment_lines
 from generator.render.render import OUTPUTS, make_environment, render_bundle
@@ -309,7 +309,8 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
     for path, content in full.items():
         if path.startswith("rootfs/") and path not in (COLLECTOR, COLLECT_DATA):
             target = "/" + path.removeprefix("rootfs/")
-            entry = written[target]
+            # daemon.json: written beside the first-boot script, which merges it (issue 16)
+            entry = written.get(target) or written[first_boot_staged(target)]
             assert compact_in_user_data(target) or target.endswith(".json")
             if compact_in_user_data(target):  # without their comment lines
                 assert entry["content"] == without_comment_lines(content)

@@ -89,6 +89,19 @@ def compact_in_user_data(target: str) -> bool:
 # functions (generator/render/firstboot.py). On tmpfs: it has done its work after that boot, and
 # gen verify has nothing of it to judge.
 FIRST_BOOT_SCRIPT = f"/run/{TOOL}/first-boot"
+# Files the user-data writes under FIRST_BOOT_BUNDLE's rootfs/, not at their target, for the
+# first-boot script to install with install.sh's install_file (bundle=FIRST_BOOT_BUNDLE): it
+# merges daemon.json into the one in place (merge_daemon_json), where write_files would replace it
+# whole (dockerd reads this one file; an image's registry mirrors, log options, data root).
+FIRST_BOOT_BUNDLE = f"/run/{TOOL}"
+INSTALLED_AT_FIRST_BOOT = frozenset({DOCKER_DAEMON_JSON})
+
+
+def first_boot_staged(target: str) -> str:
+    """Where the user-data writes a file of INSTALLED_AT_FIRST_BOOT (install_file's source)."""
+    return f"{FIRST_BOOT_BUNDLE}/rootfs{target}"
+
+
 # Written at first boot by the cloud-init first-boot script when the boot loader took the bundle's
 # kernel arguments and the running kernel lacks one: power_state's condition (tmpfs, so it is
 # gone after the reboot it asks for).

@@ -141,7 +141,7 @@ def install_steps(plan: Plan) -> list[Step]:
     return [step for step in steps if step.name not in INSTALL_SH_PHASES]
 
 
-FIRST_BOOT_SUMMARY = "layer tuned, add and remove kernel arguments"
+FIRST_BOOT_SUMMARY = "remove stale files, layer tuned, add and remove kernel arguments"
 
 
 def first_boot_command() -> str:
@@ -152,12 +152,19 @@ def first_boot_command() -> str:
     )
 
 
-def first_boot_text(plan: Plan, install_sh: str) -> str:
-    """The first-boot script of this plan: install.sh's functions and the plan's words."""
+def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> str:
+    """The first-boot script of this plan: install.sh's functions and the plan's words; the
+    install record it keeps is install.sh's for this bundle (install.list's file lines, all of
+    the overlay), so that either path removes what the other installed and this one lacks."""
     tuned = layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else ""
     cmdline = kernel_cmdline(plan)
-    words = first_boot_words(cmdline, tuned)
-    return first_boot_script(install_sh, words, pending_command() if cmdline else "")
+    words = first_boot_words(cmdline, tuned, [item.target for item in overlay])
+    merged = [
+        (item.mode, item.target)
+        for item in overlay
+        if item.target in layout.INSTALLED_AT_FIRST_BOOT
+    ]
+    return first_boot_script(install_sh, words, pending_command() if cmdline else "", merged)
 
 
 def service_steps(plan: Plan) -> list[Step]:
@@ -411,12 +418,22 @@ def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
     (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs; each without its comment
     lines where layout.compact_in_user_data says so (EC2's 16 KB)."""
     return [
-        item._replace(text=without_comment_lines(item.text))
-        if layout.compact_in_user_data(item.target)
-        else item
+        staged_at_first_boot(
+            item._replace(text=without_comment_lines(item.text))
+            if layout.compact_in_user_data(item.target)
+            else item
+        )
         for item in overlay
         if item.target not in layout.VERIFY_ONLY_TARGETS
     ]
+
+
+def staged_at_first_boot(item: OverlayFile) -> OverlayFile:
+    """A file the first-boot script installs (layout.INSTALLED_AT_FIRST_BOOT: daemon.json, merged)
+    is written where the script reads it, not at its target."""
+    if item.target in layout.INSTALLED_AT_FIRST_BOOT:
+        return item._replace(target=layout.first_boot_staged(item.target))
+    return item
 
 
 def compressed_user_data(user_data: bytes) -> bytes:

@@ -1,19 +1,27 @@
-"""The first-boot script: install.sh's own tuned and boot-argument phases, for cloud-init.
+"""The first-boot script: install.sh's own stale-file, tuned and boot-argument phases, for
+cloud-init.
 
-install.sh layers tuned on the selection it finds (the previous one recorded once, to restore)
-and adds and removes the bundle's boot arguments per mechanism (GRUB drop-in + update-grub;
-BLS: grubby --args/--remove-args and /etc/kernel/cmdline), remembering what it added. cloud-init
-must do the same at first boot, and the bookkeeping must be the same files, so that an image
-baked with install.sh and booted with another bundle's user-data (or the reverse) removes what
-the earlier one added.
+install.sh removes the files its install record says an earlier bundle installed and this one
+does not carry, then writes the record; layers tuned on the selection it finds (the previous one
+recorded once, to restore) and adds and removes the bundle's boot arguments per mechanism (GRUB
+drop-in + update-grub; BLS: grubby --args/--remove-args and /etc/kernel/cmdline), remembering
+what it added. cloud-init must do the same at first boot, and the bookkeeping must be the same
+files, so that an image baked with install.sh and booted with another bundle's user-data (or the
+reverse) removes what the earlier one installed and added. The record written here is the one
+install.sh writes for the same bundle (install.list's file lines), so a later install.sh agrees.
 
 One implementation: the user-data carries a script made of install.sh's own functions, copied
-line for line from the bundle's fixed install.sh (the functions ``tuned_layer`` and
-``boot_arguments`` need, found by name, in install.sh's order), and a short main that sets the
-plan's words and calls them as install.sh does on a live system. The whole install.sh does not
-fit EC2's 16 KB next to the overlay (about 7.5 KB compressed); these functions are about half
-its code (4 KB compressed). The main is data and calls, not logic: tests/test_first_boot.py runs
-the script in a RHEL-like and a Debian-like root.
+line for line from the bundle's fixed install.sh (the functions ``remove_stale_files``,
+``write_text``, ``tuned_layer`` and ``boot_arguments`` need, found by name, in install.sh's
+order), and a short main that sets the plan's words and calls them as install.sh does on a live
+system. The whole install.sh does not fit EC2's 16 KB next to the overlay (about 7.5 KB
+compressed); these functions are about two thirds of its code. The main is data and calls, not
+logic: tests/test_first_boot.py runs the script in a RHEL-like and a Debian-like root.
+
+The stale files are removed after cloud-init's other runcmd steps (this script runs last): an
+image's earlier files were already read by this boot's early units (systemd-sysctl, udev,
+modules-load) before cloud-init ran, so their removal takes effect at the next boot either way,
+as the kernel arguments do; a stale unit is disabled with --now (install.sh's remove_stale).
 """
 
 from __future__ import annotations
@@ -28,9 +36,17 @@ from generator.model import layout
 from generator.model.shellform import without_comment_lines
 from generator.render.formats import sh_quote
 
-# What install.sh runs on a live system after its files and steps (its "5." phase); run_step
-# calls step_<name> through a variable, so those two are named too.
-ENTRY_FUNCTIONS = ("tuned_layer", "boot_arguments", "step_tuned", "step_bootloader")
+# What install.sh runs on a live system besides its files and steps (its "2." stale files and
+# record, its "5." phase); run_step calls step_<name> through a variable, so those are named.
+ENTRY_FUNCTIONS = (
+    "remove_stale_files",
+    "write_text",
+    "step_reload",
+    "tuned_layer",
+    "boot_arguments",
+    "step_tuned",
+    "step_bootloader",
+)
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 
@@ -110,14 +126,25 @@ def needed_pieces(
     ]
 
 
-def main_lines(words: Mapping[str, str], pending: str) -> list[str]:
+def main_lines(
+    words: Mapping[str, str], pending: str, installed: Iterable[tuple[str, str]] = ()
+) -> list[str]:
     """The main: install.sh's globals for a live run on /, the plan's words, the two phases.
 
     ``pending`` (delivery.pending_command) writes the marker power_state reboots on, when the
     boot loader took the arguments: the run of boot_arguments failed nothing and the tool of
-    its mechanism is here (install.sh's step_bootloader says, not fails, without update-grub)."""
+    its mechanism is here (install.sh's step_bootloader says, not fails, without update-grub).
+    ``installed``: (mode, target) of the files install.sh's install_file installs from
+    ``$bundle/rootfs`` (layout.INSTALLED_AT_FIRST_BOOT), as its phase 1 does."""
     lines = [f"{name}={sh_quote(value)}" for name, value in words.items()]
+    lines += [f"install_file {mode} {sh_quote(target)}" for mode, target in installed]
     lines += [
+        # install.sh's phase 2: what the record says an earlier bundle (this image's install.sh
+        # or an earlier user-data) installed and this one does not carry, then the new record
+        'remove_stale_files "$installed_paths"',
+        'write_text "$record" "$installed_paths"',
+        # runcmd's daemon-reload ran before this script: systemd reads what was removed again
+        "run_step reload",
         "tuned_layer",
         "failed_before_boot=$failed",
         "boot_arguments",
@@ -137,23 +164,36 @@ def main_lines(words: Mapping[str, str], pending: str) -> list[str]:
     return [line + "\n" for line in lines]
 
 
-def first_boot_script(install_sh: str, words: Mapping[str, str], pending: str) -> str:
+def first_boot_script(
+    install_sh: str,
+    words: Mapping[str, str],
+    pending: str,
+    installed: Iterable[tuple[str, str]] = (),
+) -> str:
     """The script cloud-init runs after its other steps: install.sh's pieces without their
-    comment lines (the user-data's size), then the main."""
+    comment lines (the user-data's size), then the main. install_file (and merge_daemon_json,
+    which it calls) only when the main installs a file: they are 1 KB compressed."""
+    installed = list(installed)
+    if installed:  # install_file's source is $bundle/rootfs<path>
+        words = {**words, "bundle": layout.FIRST_BOOT_BUNDLE}
     code = without_comment_lines(install_sh).splitlines(keepends=True)
     header = code[:1] if code and code[0].startswith("#!") else []
     prologue = ["set -eu\n", "umask 022\n", "LC_ALL=C\n", "export LC_ALL\n"]
-    pieces = needed_pieces(top_level_pieces("".join(code)), ENTRY_FUNCTIONS, words)
+    entries = ENTRY_FUNCTIONS + (("install_file",) if installed else ())
+    pieces = needed_pieces(top_level_pieces("".join(code)), entries, words)
     body = "".join(piece.text for piece in pieces)
-    return (
-        "".join(header + prologue) + body + MAIN_MARKER + "\n" + "".join(main_lines(words, pending))
-    )
+    main = "".join(main_lines(words, pending, installed))
+    return "".join(header + prologue) + body + MAIN_MARKER + "\n" + main
 
 
-def first_boot_words(kernel_args: str, tuned_profile: str) -> dict[str, str]:
+def first_boot_words(
+    kernel_args: str, tuned_profile: str, installed_paths: Iterable[str] = ()
+) -> dict[str, str]:
     """install.sh's globals as its read_list, option parsing and counters leave them for a live
-    run on / (the words are the plan's, of install.list's alphabet)."""
+    run on / (the words are the plan's, of install.list's alphabet). ``installed_paths``: the
+    targets of install.list's file lines, the record install.sh writes for this bundle."""
     return {
+        "installed_paths": "\n".join(installed_paths),
         "tool": TOOL,
         "root": "/",
         "live": "yes",
@@ -162,6 +202,7 @@ def first_boot_words(kernel_args: str, tuned_profile: str) -> dict[str, str]:
         "tuned_profile": tuned_profile,
         "installed": "0",
         "unchanged": "0",
+        "skipped": "0",
         "failed": "0",
         "deferred": "",
     }

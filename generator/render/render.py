@@ -445,7 +445,7 @@ def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions
         "install_data": install_lines(plan, overlay),
         "first_boot_path": layout.FIRST_BOOT_SCRIPT,
         "first_boot_script": first_boot_text(
-            plan, fixed_script(f"{layout.SCRIPTS_DIR}/install.sh").decode("utf-8")
+            plan, fixed_script(f"{layout.SCRIPTS_DIR}/install.sh").decode("utf-8"), overlay
         ),
         "first_boot_command": first_boot_command(),
         "kind_files": kind_files(plan),

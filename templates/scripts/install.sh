@@ -575,6 +575,16 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
     [ -e "$target" ] || [ -L "$target" ] || return 0
     case $1 in
         /etc/systemd/system/*.service) service disable "${1##*/}" ;;
+        # A drop-in with an [Install] section (nvidia-persistenced's WantedBy): the unit is
+        # disabled while the drop-in is still there, so that the links its [Install] made go too
+        # (systemctl disable removes the links the unit's [Install], drop-ins included, names).
+        /etc/systemd/system/*.service.d/*.conf)
+            if contents_of "$1" && printf '%s\n' "$contents" | grep -q '^\[Install\]'; then
+                unit_of_dropin=${1%/*}
+                unit_of_dropin=${unit_of_dropin##*/}
+                service disable "${unit_of_dropin%.d}"
+            fi
+            ;;
     esac
     rm -f -- "$target"
     say "removed $1 (no longer in the bundle)"

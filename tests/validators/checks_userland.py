@@ -46,6 +46,9 @@ FIRST_BOOT_SCRIPT = "/run/goldtune/first-boot"
 FIRST_BOOT_MAIN = "# --- goldtune first boot: install.sh's phase 5, on this live system\n"
 # rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
 VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
+# rootfs/ files the user-data writes beside the first-boot script, which installs them with
+# install.sh's install_file (daemon.json: merged into the one in place, not replaced)
+STAGED_AT_FIRST_BOOT = {"/run/goldtune/rootfs/etc/docker/daemon.json": "/etc/docker/daemon.json"}
 
 
 # --- cloud-init ----------------------------------------------------------------------------------
@@ -147,6 +150,8 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
     overlay = {
         "/" + relative(bundle / ROOTFS, path): path for path in files(bundle, f"{ROOTFS}/**/*")
     }
+    at = {STAGED_AT_FIRST_BOOT.get(path, path): path for path in modes}  # target: written at
+    modes = {STAGED_AT_FIRST_BOOT.get(path, path): mode for path, mode in modes.items()}
     problems = [
         f"{USER_DATA}: write_files lacks {path} (in rootfs/)"
         for path in sorted(set(overlay) - set(modes) - VERIFY_ONLY)
@@ -155,13 +160,17 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
         if path == FIRST_BOOT_SCRIPT:
             problems += check_first_boot_script(bundle, (written / path.lstrip("/")).read_text())
             continue
+        if path in STAGED_AT_FIRST_BOOT.values() and at[path] == path:
+            problems.append(
+                f"{USER_DATA}: write_files replaces {path}, which the first-boot script merges"
+            )
         if path not in overlay:
             problems.append(
                 f"{USER_DATA}: write_files delivers {path}, which is not in rootfs/ (no check "
                 "covers it)"
             )
             continue
-        delivered = (written / path.lstrip("/")).read_bytes()
+        delivered = (written / at[path].lstrip("/")).read_bytes()
         if delivered != overlay[path].read_bytes() and not comments_left_out(
             bundle, overlay[path], delivered
         ):
