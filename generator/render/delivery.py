@@ -441,12 +441,12 @@ def compressed_user_data(user_data: bytes) -> bytes:
 
     cloud-init inflates gzip-compressed user-data before reading it ("Gzip compressed content",
     cloud-init's User-Data Formats documentation; ``util.decomp_gzip`` in user_data.py).
-    Level 6 (zlib's default), not 9: on the largest shipped user-data (dgx-h100 training-k8s,
-    ~14 KB compressed) 9 saves 126 bytes (0.9 %) and costs 3.5x the CPU (1.2 against 4.3 ms,
-    twice per bundle: the largest per-bundle cost of a matrix); EC2's 16 KB cap is guarded by
-    the provider size check and its test.
+    Level 9: the first-boot script (install.sh's own functions) brought the largest shipped
+    user-data to ~15.4 KB compressed and a docker + Kubernetes one to ~16.0 KB, against EC2's
+    16 KB; level 6 would cost ~1 % more bytes (126 on 14 KB) for ~3 ms less CPU per bundle.
+    Here the bytes matter more than a matrix's CPU.
     """
-    return gzip.compress(user_data, compresslevel=6, mtime=0)
+    return gzip.compress(user_data, compresslevel=9, mtime=0)
 
 
 class CloudInitOptions(NamedTuple):
