@@ -527,6 +527,20 @@ def merged_daemon_json(item_target: str, content: bytes) -> bool:
     return daemon_json_object(content.decode("utf-8", "replace")) is not None
 
 
+# The line install.sh's merge_nccl_conf writes between the bundle's nccl.conf and the image's own
+# lines it keeps after them (templates/scripts/install.sh; tests/test_install.py ties the two).
+NCCL_MERGE_MARK = b"\n\n# The image's own lines, kept by "
+
+
+def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
+    """nccl.conf whose first lines are the bundle's file, then install.sh's mark and the image's
+    own lines: NCCL takes a name's first value, so ours win; each setting is judged by itself."""
+    if item.target != NCCL_CONF:
+        return False
+    ours, mark, _ = content.partition(NCCL_MERGE_MARK)
+    return bool(mark) and item.is_bundles(hashlib.sha256(ours + b"\n").hexdigest())
+
+
 def check_file(item: ManifestFile, image: Image) -> Check:
     item_target, sha256, mode = item.target or "", item.sha256, item.mode
     expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
@@ -545,6 +559,16 @@ def check_file(item: ManifestFile, image: Image) -> Check:
             "merged into the daemon.json in place",
             OK,
             "install.sh merges the bundle's keys into it; each docker setting is judged by itself",
+        )
+    if not good and actual_mode == mode and merged_nccl_conf(item, content):
+        return Check(
+            "file",
+            item_target,
+            expected,
+            "merged: the image's lines kept after the bundle's",
+            OK,
+            "NCCL takes a name's first value, so the bundle's win; each NCCL setting is judged "
+            "by itself",
         )
     return Check(
         "file",

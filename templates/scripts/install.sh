@@ -314,6 +314,107 @@ with open(sys.argv[1]) as there, open(sys.argv[2]) as ours:
     source=$merged
 }
 
+# merge_nccl_conf: NCCL reads this one path (after ~/.nccl.conf) and an image may carry its own:
+# Azure's NDv5 images set NCCL_TOPO_FILE and NCCL_IB_PCI_RELAXED_ORDERING there, and losing
+# them gives NCCL the wrong topology. So the image's own lines are kept after the bundle's: NCCL
+# takes a name's first assignment (src/misc/param.cc setEnvFile, setenv without overwrite), so
+# ours win; the image's lines for a name the bundle sets are dropped all the same (a reader of
+# the file sees one value). The image's file is kept once, before the first install, at
+# <record dir>/nccl.conf.image, and every later install merges from it (never from a merged
+# file); a later bundle without NCCL settings puts it back (restore_nccl_conf). It is read as
+# data: a regular file only (a link or FIFO is replaced as any target is), at most
+# $nccl_conf_limit bytes (a larger one is left as it is), never run; a line with a byte other
+# than printable ASCII or a tab (a CR may end it) is dropped from the merged file, never echoed,
+# and stays in the kept original. $source becomes the merged file.
+nccl_conf_limit=65536
+nccl_conf_image() { printf '%s' "${record%/*}/nccl.conf.image"; }
+
+recorded_earlier() { # path: the install record in place lists it (so the file there is ours)
+    contents_of "$record" || return 1
+    printf '%s\n' "$contents" | grep -qxF -- "$1"
+}
+
+# keep_nccl_conf_image PATH KEPT: the image's PATH copied to KEPT (mode kept); 1 when it is larger
+# than the bound or cannot be read (nothing kept).
+keep_nccl_conf_image() {
+    target_of "$1" create
+    image_file=$target
+    target_of "$2" create
+    temporary=$(mktemp -- "$dir/.${target##*/}.XXXXXX") || die "cannot create a temporary file in $dir"
+    if ! head -c $((nccl_conf_limit + 1)) -- "$image_file" >"$temporary" ||
+        [ "$(stat -c %s -- "$temporary")" -gt "$nccl_conf_limit" ] ||
+        ! chmod "$(stat -c %a -- "$image_file")" "$temporary"; then
+        rm -f -- "$temporary"
+        return 1
+    fi
+    mv -f -- "$temporary" "$target"
+}
+
+merge_nccl_conf() { # path-in-root
+    kept=$(nccl_conf_image)
+    status=0
+    contents_of "$kept" || status=$?
+    if [ "$status" -eq 1 ]; then
+        # none kept yet: the file in place is the image's unless an earlier install wrote it
+        target_of "$1" create
+        { [ -f "$target" ] && [ ! -L "$target" ]; } || return 0
+        if recorded_earlier "$1"; then
+            target_of "$1" create
+            return 0
+        fi
+        if ! keep_nccl_conf_image "$1" "$kept"; then
+            target_of "$1" create
+            say "$1: the image's nccl.conf is larger than $nccl_conf_limit bytes or unreadable: left as it is, the bundle's NCCL settings not installed"
+            failed=$((failed + 1))
+            return 1
+        fi
+        say "kept the image's own $1 at $kept (put back when a bundle no longer sets NCCL variables)"
+    elif [ "$status" -eq 2 ]; then
+        target_of "$1" create
+        say "$kept is not a plain file; it was not used: the bundle's $1 installed alone"
+        failed=$((failed + 1))
+        return 0
+    fi
+    target_of "$kept" existing
+    # NUL becomes \001 so that grep reads text and the line is dropped as unusual
+    plain=$(mktemp) || die "cannot create a temporary file"
+    cr=$(printf '\r')
+    head -c "$nccl_conf_limit" -- "$target" | tr '\000' '\001' >"$plain"
+    total=$(grep -a -c '' -- "$plain") || true
+    lines=$(grep -a -E -x "[	 -~]*$cr?" -- "$plain") || true
+    names=$(sed -n 's/^\([A-Za-z0-9_][A-Za-z0-9_]*\)=.*/\1/p' -- "$source" | tr '\n' ' ')
+    set -f
+    for name in $names; do
+        lines=$(printf '%s\n' "$lines" | grep -a -v -e "^$name=") || true
+    done
+    set +f
+    rm -f -- "$plain"
+    merged=$(mktemp) || die "cannot create a temporary file"
+    {
+        cat -- "$source"
+        printf '\n%s\n' "# The image's own lines, kept by $tool after the bundle's: NCCL takes a name's first value"
+        [ -z "$lines" ] || printf '%s\n' "$lines"
+    } >"$merged"
+    kept_lines=0
+    [ -z "$lines" ] || kept_lines=$(printf '%s\n' "$lines" | grep -a -c '')
+    target_of "$1" create
+    say "merging the image's own $1 after the bundle's lines: $kept_lines of its $total lines kept; dropped: its lines for the names the bundle sets (${names% }) and any with bytes other than printable ASCII"
+    source=$merged
+}
+
+# restore_nccl_conf: a bundle without NCCL settings puts the image's own file back, byte for
+# byte with its mode; 1 when none was kept (the bundle's file is then removed).
+restore_nccl_conf() { # path-in-root
+    kept=$(nccl_conf_image)
+    target_of "$kept" existing || return 1
+    { [ -f "$target" ] && [ ! -L "$target" ]; } || return 1
+    kept_file=$target
+    target_of "$1" create
+    put "$kept_file" "$(stat -c %a -- "$kept_file")"
+    rm -f -- "$kept_file"
+    say "restored the image's own $1 (the bundle no longer sets NCCL variables)"
+}
+
 install_file() { # mode path-in-root
     source="$bundle/rootfs$2"
     if [ ! -f "$source" ] || [ -L "$source" ]; then
@@ -321,6 +422,7 @@ install_file() { # mode path-in-root
     fi
     target_of "$2" create
     [ "$2" != /etc/docker/daemon.json ] || merge_daemon_json "$2" || return 0
+    [ "$2" != /etc/nccl.conf ] || merge_nccl_conf "$2" || return 0
     if same_file "$source" "$target" "$1"; then
         [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
         say "unchanged $2"
@@ -571,6 +673,8 @@ stale_candidate() { # path
 }
 
 remove_stale() { # path-in-root of a file an earlier bundle installed
+    # the image's own nccl.conf, kept by merge_nccl_conf, goes back instead
+    [ "$1" != /etc/nccl.conf ] || ! restore_nccl_conf "$1" || return 0
     target_of "$1" existing || return 0
     [ -e "$target" ] || [ -L "$target" ] || return 0
     case $1 in
