@@ -56,6 +56,7 @@ from generator.verify.verdicts import (
     Verdict,
     check_of,
     file_not_installed,
+    merged_nccl_conf,
 )
 
 # A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
@@ -525,20 +526,6 @@ def merged_daemon_json(item_target: str, content: bytes) -> bool:
     if item_target != DOCKER_DAEMON_JSON:
         return False
     return daemon_json_object(content.decode("utf-8", "replace")) is not None
-
-
-# The line install.sh's merge_nccl_conf writes between the bundle's nccl.conf and the image's own
-# lines it keeps after them (templates/scripts/install.sh; tests/test_install.py ties the two).
-NCCL_MERGE_MARK = b"\n\n# The image's own lines, kept by "
-
-
-def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
-    """nccl.conf whose first lines are the bundle's file, then install.sh's mark and the image's
-    own lines: NCCL takes a name's first value, so ours win; each setting is judged by itself."""
-    if item.target != NCCL_CONF:
-        return False
-    ours, mark, _ = content.partition(NCCL_MERGE_MARK)
-    return bool(mark) and item.is_bundles(hashlib.sha256(ours + b"\n").hexdigest())
 
 
 def check_file(item: ManifestFile, image: Image) -> Check:
