@@ -1158,6 +1158,16 @@ def test_the_images_nccl_conf_lines_are_kept_after_the_bundles(tmp_path: Path) -
     assert f"unchanged {layout.NCCL_CONF}" in again.stdout
 
 
+def test_an_nccl_conf_with_crlf_lines_keeps_them_verbatim(tmp_path: Path) -> None:
+    """A file written on Windows: NCCL drops the CR (newer releases), so the lines are kept."""
+    root = image_with_nccl_conf(tmp_path, NDV5_KEPT.replace(b"\n", b"\r\n"))
+    bundle = bundle_for(tmp_path, full_plan())
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    merged = (root / "etc/nccl.conf").read_bytes()
+    assert merged.endswith(b" value\n" + NDV5_KEPT.replace(b"\n", b"\r\n"))
+
+
 def test_a_bundle_without_nccl_puts_the_images_nccl_conf_back(tmp_path: Path) -> None:
     root = image_with_nccl_conf(tmp_path)
     path = make_bin(tmp_path, {})
