@@ -1199,6 +1199,14 @@ def test_an_nccl_conf_too_large_to_merge_is_left_as_it_is(tmp_path: Path) -> Non
     assert "larger than 65536 bytes" in result.stdout
     assert (root / "etc/nccl.conf").read_bytes() == huge
     assert not (root / "var/lib/goldtune/nccl.conf.image").exists()
+    # the record lists nccl.conf now: a later install neither takes it for ours nor removes it
+    path = make_bin(tmp_path, {}, "bin2")
+    for plan in (full_plan(), plan_without("nccl")):
+        again = run(
+            bundle_for(tmp_path, plan, "later") / "install.sh", "--root", str(root), path=path
+        )
+        assert (root / "etc/nccl.conf").read_bytes() == huge, again.stdout
+        shutil.rmtree(tmp_path / "later")
 
 
 def test_a_fifo_or_link_at_nccl_conf_is_replaced_not_read(tmp_path: Path) -> None:
