@@ -1125,6 +1125,142 @@ def test_an_nccl_conf_a_newer_bundle_drops_is_removed(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"removed {layout.NCCL_CONF} (no longer in the bundle)" in result.stdout
     assert not (root / layout.NCCL_CONF.lstrip("/")).exists()
+    assert not (root / "var/lib/goldtune/nccl.conf.image").exists()
+
+
+# --- nccl.conf: the image's own lines kept after the bundle's (NCCL takes a name's first value) ---
+
+# Azure NDv5 images ship these (shared/research/peer-systems.md); the third is a name the bundle
+# sets, dropped from the merged file; the last holds a byte that is not printable ASCII.
+NDV5_NCCL_CONF = (
+    b"NCCL_TOPO_FILE=/opt/microsoft/ndv5/topo.xml\n"
+    b"NCCL_IB_PCI_RELAXED_ORDERING=1\n"
+    b"NCCL_SOCKET_IFNAME=eth0\n"
+    b"NCCL_DEBUG=\x1b[2JWARN\n"
+)
+NDV5_KEPT = b"NCCL_TOPO_FILE=/opt/microsoft/ndv5/topo.xml\nNCCL_IB_PCI_RELAXED_ORDERING=1\n"
+
+
+def nccl_plan(interface: str) -> Plan:
+    """The full plan with another NCCL_SOCKET_IFNAME value: a changed bundle."""
+    return full_plan(
+        settings=tuple(
+            setting("nccl", s.key, interface, s.rule) if s.key == "NCCL_SOCKET_IFNAME" else s
+            for s in FULL_SETTINGS
+        )
+    )
+
+
+def image_with_nccl_conf(tmp_path: Path, content: bytes = NDV5_NCCL_CONF) -> Path:
+    root = tmp_path / "image"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/nccl.conf").write_bytes(content)
+    (root / "etc/nccl.conf").chmod(0o640)
+    return root
+
+
+def test_the_images_nccl_conf_lines_are_kept_after_the_bundles(tmp_path: Path) -> None:
+    """Ours first (NCCL keeps a name's first value), then the image's other lines, once, after
+    a re-install of a changed bundle too; verify --root judges the merged file OK."""
+    root = image_with_nccl_conf(tmp_path)
+    path = make_bin(tmp_path, {})
+    conf = root / "etc/nccl.conf"
+    for name, interface in (("first", "=ens1f0np0"), ("changed", "=ens2f0np0")):
+        bundle = bundle_for(tmp_path, nccl_plan(interface), name)
+        result = run(bundle / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        ours = (bundle / "rootfs/etc/nccl.conf").read_bytes()
+        merged = conf.read_bytes()
+        assert merged.startswith(ours), merged
+        image_part = merged[len(ours) :].split(b"\n", 2)[2]
+        assert image_part == NDV5_KEPT
+        assert "2 of its 4 lines kept" in result.stdout
+        assert b"\x1b" not in result.stdout.encode()
+        checks, _ = verify_checks(load_bundle(bundle), root, None)
+        nccl = [c for c in checks if c.kind == "nccl" or c.key == layout.NCCL_CONF]
+        assert nccl and all(c.verdict == Verdict.OK for c in nccl), nccl
+        assert any("merged" in c.actual for c in nccl if c.kind == "file")
+    kept = root / "var/lib/goldtune/nccl.conf.image"
+    assert kept.read_bytes() == NDV5_NCCL_CONF
+    again = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert f"unchanged {layout.NCCL_CONF}" in again.stdout
+
+
+def test_an_nccl_conf_with_crlf_lines_keeps_them_verbatim(tmp_path: Path) -> None:
+    """A file written on Windows: NCCL drops the CR (newer releases), so the lines are kept."""
+    root = image_with_nccl_conf(tmp_path, NDV5_KEPT.replace(b"\n", b"\r\n"))
+    bundle = bundle_for(tmp_path, full_plan())
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    merged = (root / "etc/nccl.conf").read_bytes()
+    assert merged.endswith(b" value\n" + NDV5_KEPT.replace(b"\n", b"\r\n"))
+
+
+def test_a_bundle_without_nccl_puts_the_images_nccl_conf_back(tmp_path: Path) -> None:
+    root = image_with_nccl_conf(tmp_path)
+    path = make_bin(tmp_path, {})
+    run(bundle_for(tmp_path, full_plan(), "old") / "install.sh", "--root", str(root), path=path)
+    result = run(
+        bundle_for(tmp_path, plan_without("nccl"), "new") / "install.sh",
+        "--root",
+        str(root),
+        path=path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"restored the image's own {layout.NCCL_CONF}" in result.stdout
+    conf = root / "etc/nccl.conf"
+    assert conf.read_bytes() == NDV5_NCCL_CONF
+    assert conf.stat().st_mode & 0o7777 == 0o640
+    assert not (root / "var/lib/goldtune/nccl.conf.image").exists()
+
+
+def test_an_nccl_conf_too_large_to_merge_is_left_as_it_is(tmp_path: Path) -> None:
+    huge = b"# padding\n" * 7000 + NDV5_NCCL_CONF
+    root = image_with_nccl_conf(tmp_path, huge)
+    result = run(
+        bundle_for(tmp_path, full_plan()) / "install.sh",
+        "--root",
+        str(root),
+        path=make_bin(tmp_path, {}),
+    )
+    assert result.returncode == 1
+    assert "larger than 65536 bytes" in result.stdout
+    assert (root / "etc/nccl.conf").read_bytes() == huge
+    assert not (root / "var/lib/goldtune/nccl.conf.image").exists()
+    # the record lists nccl.conf now: a later install neither takes it for ours nor removes it
+    path = make_bin(tmp_path, {}, "bin2")
+    for plan in (full_plan(), plan_without("nccl")):
+        again = run(
+            bundle_for(tmp_path, plan, "later") / "install.sh", "--root", str(root), path=path
+        )
+        assert (root / "etc/nccl.conf").read_bytes() == huge, again.stdout
+        shutil.rmtree(tmp_path / "later")
+
+
+def test_a_fifo_or_link_at_nccl_conf_is_replaced_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.conf"
+    outside.write_bytes(NDV5_NCCL_CONF)
+    for plant in ("fifo", "link"):
+        root = tmp_path / plant / "image"
+        (root / "etc").mkdir(parents=True)
+        if plant == "fifo":
+            os.mkfifo(root / "etc/nccl.conf")
+        else:
+            (root / "etc/nccl.conf").symlink_to(outside)
+        bundle = bundle_for(tmp_path / plant, full_plan())
+        result = subprocess.run(
+            [str(bundle / "install.sh"), "--root", str(root)],
+            capture_output=True,
+            text=True,
+            env={"PATH": str(make_bin(tmp_path / plant, {})), "LC_ALL": "C"},
+            check=False,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        conf = root / "etc/nccl.conf"
+        assert not conf.is_symlink()
+        assert conf.read_bytes() == (bundle / "rootfs/etc/nccl.conf").read_bytes()
+        assert outside.read_bytes() == NDV5_NCCL_CONF
 
 
 def test_a_unit_directory_link_out_of_the_image_does_not_count(tmp_path: Path) -> None:

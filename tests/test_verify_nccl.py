@@ -3,6 +3,7 @@ NAME=value of a name wins), live from the collector's records and in an image ro
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -11,9 +12,9 @@ from test_verify_runtime import collector_functions
 
 from generator.model.layout import NCCL_CONF
 from generator.model.setting import Plan, Setting
-from generator.verify import image, live
+from generator.verify import health, image, live
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Verdict
+from generator.verify.verdicts import Bundle, Check, ManifestFile, Verdict
 
 IFNAME = Setting("nccl", "NCCL_SOCKET_IFNAME", "=ens3", "because", rule="network.nccl")
 HCA = Setting("nccl", "NCCL_IB_HCA", "=mlx5_0,mlx5_10", "because", rule="network.nccl")
@@ -93,3 +94,48 @@ def test_the_collector_records_a_conf_file_line_by_line_and_reads_no_fifo_or_lin
     files = [(key, value) for section, key, value in records if section == "file"]
     assert len(files) == 1 and files[0][0] == str(conf)
     assert files[0][1].endswith(f" {conf.stat().st_mode & 0o777:o}")
+
+
+# --- a merged nccl.conf: the bundle's file, then install.sh's mark and the image's own lines ---
+
+OURS = GOOD.encode()
+OURS_FILE = ManifestFile("rootfs/etc/nccl.conf", hashlib.sha256(OURS).hexdigest(), 0o644)
+MERGED_BUNDLE = Bundle(Path("/nonexistent"), BUNDLE.plan, files=(OURS_FILE,))
+# what templates/scripts/install.sh's merge_nccl_conf writes after the bundle's lines
+IMAGE_PART = (
+    b"\n# The image's own lines, kept by goldtune after the bundle's: NCCL takes a name's first"
+    b" value\nNCCL_TOPO_FILE=/opt/microsoft/ndv5/topo.xml\n"
+)
+# the image's lines first, then ours: NCCL would take the image's NCCL_SOCKET_IFNAME
+NOT_OURS_FIRST = b"NCCL_SOCKET_IFNAME=eth0\n" + OURS + IMAGE_PART
+
+
+def live_file_check(content: bytes) -> Check:
+    digest = hashlib.sha256(content).hexdigest()
+    records = {
+        "file": [(NCCL_CONF, f"{digest} 644")],
+        "conf": [(NCCL_CONF, "present")],
+        "conf-line": [(NCCL_CONF, line) for line in content.decode().splitlines()],
+    }
+    [check] = health.check_files(MERGED_BUNDLE, Snapshot(records=records))
+    return check
+
+
+def image_file_check(tmp_path: Path, content: bytes) -> Check:
+    (tmp_path / "etc").mkdir(exist_ok=True)
+    conf = tmp_path / NCCL_CONF.lstrip("/")
+    conf.write_bytes(content)
+    conf.chmod(0o644)
+    return image.check_file(OURS_FILE, image.Image(tmp_path))
+
+
+def test_a_merged_nccl_conf_is_the_bundles_file_live_and_in_an_image(tmp_path: Path) -> None:
+    for check in (
+        live_file_check(OURS + IMAGE_PART),
+        image_file_check(tmp_path, OURS + IMAGE_PART),
+    ):
+        assert check.verdict == Verdict.OK, check
+        assert check.actual == "merged: the image's lines kept after the bundle's"
+    for wrong in (NOT_OURS_FIRST, OURS.replace(b"ens3", b"ens4") + IMAGE_PART, OURS + b"x=1\n"):
+        for check in (live_file_check(wrong), image_file_check(tmp_path, wrong)):
+            assert check.verdict == Verdict.DIFFERS, (wrong, check)

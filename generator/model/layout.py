@@ -51,7 +51,8 @@ KUBELET_DROPIN = f"{KUBELET_DROPIN_DIR}/{DROP_IN}.conf"
 # NCCL reads ~/.nccl.conf, then /etc/nccl.conf, at its first call; the environment wins over both
 NCCL_CONF = "/etc/nccl.conf"
 # The overlay files whose paths cannot carry the tool's name (their consumers read one fixed
-# path): install.sh's stale_candidate lists them, so a bundle that drops one removes it.
+# path): install.sh's stale_candidate lists them, so a bundle that drops one removes it (an
+# image's own nccl.conf, kept by install.sh's merge_nccl_conf, is put back instead).
 UNNAMED_TARGETS = frozenset({DOCKER_DAEMON_JSON, NCCL_CONF})
 
 # --- the fixed scripts and the data files they read -------------------------------------------

@@ -25,10 +25,17 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
-from generator.model.layout import DOCKER_DAEMON_JSON
+from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.snapshot import TIMED_OUT, Snapshot
-from generator.verify.verdicts import Bundle, Check, Verdict, file_not_installed
+from generator.verify.verdicts import (
+    Bundle,
+    Check,
+    ManifestFile,
+    Verdict,
+    file_not_installed,
+    merged_nccl_conf,
+)
 
 OK, DIFFERS, MISSING = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING
 CONSUMERS = re.compile(
@@ -187,6 +194,15 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
     return isinstance(config, dict)
 
 
+def merged_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
+    """nccl.conf as the collector read it line by line: the bundle's file, then install.sh's
+    mark and the image's own lines (verdicts.merged_nccl_conf)."""
+    if item.target != NCCL_CONF or snapshot.value("conf", NCCL_CONF) != "present":
+        return False
+    text = "\n".join(snapshot.values("conf-line", NCCL_CONF))
+    return merged_nccl_conf(item, text.encode("utf-8", "surrogateescape"))
+
+
 def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
     if not snapshot.has("file"):
         return []
@@ -212,6 +228,19 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
                     OK,
                     "install.sh merges the bundle's keys into it; each docker setting is judged "
                     "by itself",
+                )
+            )
+            continue
+        if not good and int(mode or "0", 8) == item.mode and merged_nccl_in_place(item, snapshot):
+            checks.append(
+                Check(
+                    "file",
+                    item.target,
+                    expected,
+                    "merged: the image's lines kept after the bundle's",
+                    OK,
+                    "NCCL takes a name's first value, so the bundle's win; each NCCL setting is "
+                    "judged by itself",
                 )
             )
             continue

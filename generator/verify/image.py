@@ -57,6 +57,7 @@ from generator.verify.verdicts import (
     Verdict,
     check_of,
     file_not_installed,
+    merged_nccl_conf,
 )
 
 # A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
@@ -556,6 +557,16 @@ def check_file(item: ManifestFile, image: Image) -> Check:
             "merged into the daemon.json in place",
             OK,
             "install.sh merges the bundle's keys into it; each docker setting is judged by itself",
+        )
+    if not good and actual_mode == mode and merged_nccl_conf(item, content):
+        return Check(
+            "file",
+            item_target,
+            expected,
+            "merged: the image's lines kept after the bundle's",
+            OK,
+            "NCCL takes a name's first value, so the bundle's win; each NCCL setting is judged "
+            "by itself",
         )
     return Check(
         "file",

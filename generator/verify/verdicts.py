@@ -9,6 +9,7 @@ followed, only regular files are read, each with a size cap (``generator.bundle.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import (
     MANIFEST,
+    NCCL_CONF,
     TUNED_DIR,
     UDEV_FILE,
     UNIT_DIR,
@@ -107,6 +109,20 @@ class ManifestFile:
     def target(self) -> str | None:
         """Where the file lands on the machine, or None for a delivery file (install.sh…)."""
         return target_of(self.path)
+
+
+# The line install.sh's merge_nccl_conf writes between the bundle's nccl.conf and the image's own
+# lines it keeps after them (templates/scripts/install.sh; tests/test_install.py ties the two).
+NCCL_MERGE_MARK = b"\n\n# The image's own lines, kept by "
+
+
+def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
+    """nccl.conf whose first lines are the bundle's file, then install.sh's mark and the image's
+    own lines: NCCL takes a name's first value, so ours win; each setting is judged by itself."""
+    if item.target != NCCL_CONF:
+        return False
+    ours, mark, _ = content.partition(NCCL_MERGE_MARK)
+    return bool(mark) and item.is_bundles(hashlib.sha256(ours + b"\n").hexdigest())
 
 
 @dataclass(frozen=True)
