@@ -274,3 +274,22 @@ def test_a_function_is_found_through_the_one_that_calls_it() -> None:
     )
     names = [p.name for p in needed_pieces(top_level_pieces(script), ("entry",), ())]
     assert names == ["helper", "entry"]
+
+
+def test_the_first_boot_carries_install_file_without_its_nccl_branch() -> None:
+    """install_file comes along for daemon.json only: merge_nccl_conf (which only its nccl.conf
+    branch calls) stays out, remove_stale's nccl.conf restore stays in, and asking the first
+    boot to stage nccl.conf is refused rather than run without its merge."""
+    from generator.errors import GenerationError
+    from generator.paths import templates_dir
+    from generator.render.firstboot import first_boot_script
+
+    install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
+    words = {"kernel_args": "", "tuned_profile": "", "installed_paths": ""}
+    script = first_boot_script(install_sh, words, "", [("0644", layout.DOCKER_DAEMON_JSON)])
+    assert "\ninstall_file() {" in script
+    assert "\nmerge_daemon_json() {" in script
+    assert "\nmerge_nccl_conf() {" not in script
+    assert "\nrestore_nccl_conf() {" in script  # a stale nccl.conf is put back at first boot too
+    with pytest.raises(GenerationError, match=r"nccl\.conf"):
+        first_boot_script(install_sh, words, "", [("0644", layout.NCCL_CONF)])

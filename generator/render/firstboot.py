@@ -47,6 +47,11 @@ ENTRY_FUNCTIONS = (
     "step_tuned",
     "step_bootloader",
 )
+# Functions the first boot never reaches although a carried function names them: install_file
+# is carried only for the files the user-data stages (layout.INSTALLED_AT_FIRST_BOOT, daemon.json),
+# so its nccl.conf branch (merge_nccl_conf, ~0.9 KB compressed) never runs there: the user-data
+# writes nccl.conf itself. first_boot_script refuses a staged nccl.conf rather than carry less.
+NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf"})
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 
@@ -95,10 +100,14 @@ def top_level_pieces(script: str) -> list[Piece]:
 
 
 def needed_pieces(
-    pieces: Iterable[Piece], entries: tuple[str, ...], own: Iterable[str]
+    pieces: Iterable[Piece],
+    entries: tuple[str, ...],
+    own: Iterable[str],
+    not_reached: frozenset[str] = frozenset(),
 ) -> list[Piece]:
-    """The functions ``entries`` reach, and the assignments of the variables they read that the
-    main (``own``) does not set, in the script's order."""
+    """The functions ``entries`` reach (``not_reached``: names never called on this path), and the
+    assignments of the variables they read that the main (``own``) does not set, in the
+    script's order."""
     functions = {piece.name: piece for piece in pieces if piece.function}
     missing = [name for name in entries if name not in functions]
     if missing:
@@ -111,7 +120,11 @@ def needed_pieces(
         if name in wanted:
             continue
         wanted.add(name)
-        todo += [w for w in _COMMAND_WORD.findall(functions[name].text) if w in functions]
+        todo += [
+            word
+            for word in _COMMAND_WORD.findall(functions[name].text)
+            if word in functions and word not in not_reached
+        ]
     read = {
         word
         for name in wanted
@@ -179,8 +192,12 @@ def first_boot_script(
     code = without_comment_lines(install_sh).splitlines(keepends=True)
     header = code[:1] if code and code[0].startswith("#!") else []
     prologue = ["set -eu\n", "umask 022\n", "LC_ALL=C\n", "export LC_ALL\n"]
+    if any(target == layout.NCCL_CONF for _, target in installed):
+        raise GenerationError("the first boot does not stage nccl.conf (firstboot.py)")
     entries = ENTRY_FUNCTIONS + (("install_file",) if installed else ())
-    pieces = needed_pieces(top_level_pieces("".join(code)), entries, words)
+    pieces = needed_pieces(
+        top_level_pieces("".join(code)), entries, words, NOT_REACHED_AT_FIRST_BOOT
+    )
     body = "".join(piece.text for piece in pieces)
     main = "".join(main_lines(words, pending, installed))
     return "".join(header + prologue) + body + MAIN_MARKER + "\n" + main
