@@ -34,6 +34,7 @@ from generator.verify.verdicts import (
     ManifestFile,
     Verdict,
     file_not_installed,
+    merged_file_check,
     merged_nccl_conf,
 )
 
@@ -217,32 +218,14 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
             continue
         digest, _, mode = found.partition(" ")
         actual = f"sha256 {digest[:12]}…, mode {int(mode or '0', 8):04o}"
-        good = item.is_bundles(digest) and int(mode or "0", 8) == item.mode
-        if not good and int(mode or "0", 8) == item.mode and merged_in_place(item.target, snapshot):
-            checks.append(
-                Check(
-                    "file",
-                    item.target,
-                    expected,
-                    "merged into the daemon.json in place",
-                    OK,
-                    "install.sh merges the bundle's keys into it; each docker setting is judged "
-                    "by itself",
-                )
-            )
-            continue
-        if not good and int(mode or "0", 8) == item.mode and merged_nccl_in_place(item, snapshot):
-            checks.append(
-                Check(
-                    "file",
-                    item.target,
-                    expected,
-                    "merged: the image's lines kept after the bundle's",
-                    OK,
-                    "NCCL takes a name's first value, so the bundle's win; each NCCL setting is "
-                    "judged by itself",
-                )
-            )
+        same_mode = int(mode or "0", 8) == item.mode
+        good = item.is_bundles(digest) and same_mode
+        if (
+            not good
+            and same_mode
+            and (merged_in_place(item.target, snapshot) or merged_nccl_in_place(item, snapshot))
+        ):
+            checks.append(merged_file_check(item.target, expected))
             continue
         checks.append(
             Check(

@@ -42,8 +42,8 @@ from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.live import (
     arg_name,
     check_daemon_json,
+    check_nccl_text,
     daemon_json_object,
-    nccl_assignments,
     parse_cmdline,
     provider_of,
     toml_lookup,
@@ -57,6 +57,7 @@ from generator.verify.verdicts import (
     Verdict,
     check_of,
     file_not_installed,
+    merged_file_check,
     merged_nccl_conf,
 )
 
@@ -549,25 +550,12 @@ def check_file(item: ManifestFile, image: Image) -> Check:
     digest = hashlib.sha256(content).hexdigest()
     actual_mode = os.lstat(host).st_mode & 0o7777
     good = item.is_bundles(digest) and actual_mode == mode
-    if not good and actual_mode == mode and merged_daemon_json(item_target, content):
-        return Check(
-            "file",
-            item_target,
-            expected,
-            "merged into the daemon.json in place",
-            OK,
-            "install.sh merges the bundle's keys into it; each docker setting is judged by itself",
-        )
-    if not good and actual_mode == mode and merged_nccl_conf(item, content):
-        return Check(
-            "file",
-            item_target,
-            expected,
-            "merged: the image's lines kept after the bundle's",
-            OK,
-            "NCCL takes a name's first value, so the bundle's win; each NCCL setting is judged "
-            "by itself",
-        )
+    if (
+        not good
+        and actual_mode == mode
+        and (merged_daemon_json(item_target, content) or merged_nccl_conf(item, content))
+    ):
+        return merged_file_check(item_target, expected)
     return Check(
         "file",
         item_target,
@@ -683,13 +671,7 @@ def check_nccl(setting: Setting, image: Image) -> Check:
     text = image.read(NCCL_CONF)
     if text is None:
         return check_of(setting, "no nccl.conf", MISSING, f"the image has no {NCCL_CONF}")
-    actual = nccl_assignments(text).get(setting.key)
-    if actual is None:
-        return check_of(setting, "not set", MISSING, f"{NCCL_CONF} does not set {setting.key}")
-    good = actual == setting.value
-    return check_of(
-        setting, actual, OK if good else DIFFERS, "" if good else f"{NCCL_CONF} has another value"
-    )
+    return check_nccl_text(setting, text)
 
 
 def kubelet_reads_dropins(image: Image) -> bool:

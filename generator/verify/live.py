@@ -700,7 +700,11 @@ def check_nccl(setting: Setting, live: Live) -> Check:
         return check_of(setting, "-", NA, f"the snapshot has no {NCCL_CONF} record")
     if state != "present":
         return check_of(setting, state.removeprefix("!"), MISSING, f"{NCCL_CONF}: {state[1:]}")
-    text = "\n".join(live.snapshot.values("conf-line", NCCL_CONF))
+    return check_nccl_text(setting, "\n".join(live.snapshot.values("conf-line", NCCL_CONF)))
+
+
+def check_nccl_text(setting: Setting, text: str) -> Check:
+    """One NCCL setting judged by nccl.conf's text: the first assignment of its name wins."""
     actual = nccl_assignments(text).get(setting.key)
     if actual is None:
         return check_of(setting, "not set", MISSING, f"{NCCL_CONF} does not set {setting.key}")

@@ -20,6 +20,7 @@ from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, load_bundle_json, load_
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import (
+    DOCKER_DAEMON_JSON,
     MANIFEST,
     NCCL_CONF,
     TUNED_DIR,
@@ -123,6 +124,27 @@ def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
         return False
     ours, mark, _ = content.partition(NCCL_MERGE_MARK)
     return bool(mark) and item.is_bundles(hashlib.sha256(ours + b"\n").hexdigest())
+
+
+# The files install.sh merges with the image's own instead of replacing: what the file check says
+# of one found merged, and why that is the bundle's file (each setting is judged by itself).
+MERGED_IN_PLACE = {
+    DOCKER_DAEMON_JSON: (
+        "merged into the daemon.json in place",
+        "install.sh merges the bundle's keys into it; each docker setting is judged by itself",
+    ),
+    NCCL_CONF: (
+        "merged: the image's lines kept after the bundle's",
+        "NCCL takes a name's first value, so the bundle's win; each NCCL setting is judged "
+        "by itself",
+    ),
+}
+
+
+def merged_file_check(target: str, expected: str) -> Check:
+    """The file check of a file install.sh merged in place (a key of MERGED_IN_PLACE)."""
+    actual, note = MERGED_IN_PLACE[target]
+    return Check("file", target, expected, actual, Verdict.OK, note)
 
 
 @dataclass(frozen=True)
