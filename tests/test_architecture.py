@@ -155,3 +155,40 @@ def test_verify_at_run_time_loads_neither_the_renderer_nor_jinja() -> None:
 )
 def test_the_checker_sees_a_back_edge(module: str, target: str) -> None:
     assert wrong_imports(module, {target}) == [target]
+
+
+# What a plain `gen --hw … --profile … -o DIR` (a portable bundle) never uses, so never loads:
+# each is imported inside the function that needs it (the cold run's CPU is issue 17's goal).
+NOT_LOADED_BY_THE_MAIN_JOB = (
+    "click.shell_completion",  # only when a shell asks for completions
+    "generator.table",  # the tables of list, explain, rules and matrix
+    "generator.inputs.distro",  # a portable bundle reads no distribution's tables
+    "generator.commands.diff",
+    "generator.commands.matrix",
+    "generator.verify",
+    "generator.detect",
+)
+
+
+def loaded_by_the_main_job(out: Path) -> set[str]:
+    """The modules a fresh interpreter holds after writing a portable bundle to ``out``."""
+    code = (
+        "import sys\n"
+        "from generator.cli import main\n"
+        f"sys.argv = ['gen', '--hw', 'dgx-h100', '--profile', 'inference', '-o', {str(out)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(done.stdout.splitlines()[-1].split())
+
+
+def test_the_main_job_loads_nothing_only_other_commands_use(tmp_path: Path) -> None:
+    loaded = loaded_by_the_main_job(tmp_path / "bundle")
+    assert "generator.render.render" in loaded  # it did run
+    eager = [
+        name
+        for name in NOT_LOADED_BY_THE_MAIN_JOB
+        if any(m == name or m.startswith(f"{name}.") for m in loaded)
+    ]
+    assert eager == []

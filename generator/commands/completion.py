@@ -12,11 +12,14 @@ read: nothing is parsed, so a completion stays instant.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from click.shell_completion import CompletionItem
 
 from generator.paths import hardware_db_dir, profiles_dir
+
+if TYPE_CHECKING:  # imported when the shell asks: every other run of `gen` spares its 0.5 ms
+    from click.shell_completion import CompletionItem
 
 YAML_ENDINGS = (".yaml", ".yml")
 
@@ -34,6 +37,8 @@ def looks_like_a_path(incomplete: str) -> bool:
 
 
 def name_or_file(names: list[str], incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
     file_item = CompletionItem(incomplete, type="file")
     if looks_like_a_path(incomplete):
         return [file_item]

@@ -10,7 +10,6 @@ from typing import IO, Any, Literal
 import click
 
 from generator import TOOL
-from generator.table import format_table
 from generator.textsafe import printable
 
 # Each command imports what it needs when it runs: `gen diff` of two bundles never builds the
@@ -115,6 +114,8 @@ def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
 
 
 def run_list(as_json: bool) -> None:
+    from generator.table import format_table
+
     inventory = shipped_inventory()
     if as_json:
         click.echo(json.dumps(inventory, indent=2, sort_keys=True))
@@ -176,6 +177,7 @@ def run_explain(
     from generator.inputs.load import load_inputs
     from generator.plan.build import build_plan
     from generator.plan.distro import portable_notes
+    from generator.table import format_table
 
     inputs = load_inputs(hardware, profile, os_name=os_name)
     plan = build_plan(inputs.facts, inputs.profile)
@@ -219,6 +221,7 @@ def stream_is_terminal(name: Literal["stdout", "stderr"]) -> bool:
 
 def run_rules(as_json: bool) -> None:
     from generator.rules import REGISTRY
+    from generator.table import format_table
 
     rows: list[dict[str, Any]] = [
         {"id": r.id, "area": r.area, "summary": r.summary, "overrides": list(r.overrides)}
@@ -342,6 +345,7 @@ def run_matrix(
 ) -> int:
     from generator.commands.matrix import default_jobs, generate_matrix, run_with_progress
     from generator.inputs.catalog import load_catalog
+    from generator.table import format_table
 
     _known_distro(os_name)
     catalog = load_catalog()

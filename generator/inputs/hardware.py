@@ -382,8 +382,9 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
     return facts, problems
 
 
-# A PCI id as lspci -nn prints it (10de:2330) or as sysfs does (0x2330).
-PCI_ID = re.compile(r"(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{4}|0x[0-9a-fA-F]{4})", re.ASCII)
+# A PCI id as lspci -nn prints it (10de:2330) or as sysfs does (0x2330). A pattern: only an
+# unknown model name is matched against it, so a run with none never compiles it.
+PCI_ID = r"(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{4}|0x[0-9a-fA-F]{4})"
 CATALOG_FOLDERS = {
     "GPU": "hardware_db/gpus/ (pci_device_ids)",
     "NIC": "hardware_db/nics/ (pci_ids)",
@@ -402,7 +403,7 @@ def _find_model(
         return None, [Problem(source, where, message, "name one of them by its key")]
     if entry is None:
         message = f"unknown {index.kind} model {name!r}"
-        if PCI_ID.fullmatch(name.strip()):
+        if re.fullmatch(PCI_ID, name.strip(), re.ASCII):
             # What `gen detect` writes for hardware the catalog lacks: the fix is a catalog
             # entry, not a different name, so no list of known names.
             folder = CATALOG_FOLDERS.get(index.kind, "hardware_db/")
