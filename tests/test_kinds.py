@@ -9,7 +9,6 @@ that names something that does not exist fails here with a message saying where 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -64,12 +63,12 @@ def test_every_kind_has_a_live_and_an_image_check() -> None:
 
 
 def test_a_kind_without_a_check_fails_with_where_to_add_it() -> None:
-    broken = dataclasses.replace(KINDS[0], live_check="no-such-check", image_check="no-such-check")
+    broken = KINDS[0]._replace(live_check="no-such-check", image_check="no-such-check")
     problems = missing_checks([broken], live.CHECKS, image.CHECKS)
     assert len(problems) == 2
     assert "generator/verify/live.py CHECKS" in problems[0]
     assert "generator/verify/image.py CHECKS" in problems[1]
-    unnamed = dataclasses.replace(KIND_SPECS[Kind.GPU], applied_at_boot_by=None)
+    unnamed = KIND_SPECS[Kind.GPU]._replace(applied_at_boot_by=None)
     assert "name the unit" in missing_checks([unnamed], live.CHECKS, image.CHECKS)[0]
 
 
@@ -156,7 +155,7 @@ def test_every_kind_has_its_template_and_live_step() -> None:
 
 
 def test_a_kind_without_template_or_step_fails_with_where_to_add_it() -> None:
-    broken = dataclasses.replace(KINDS[0], template="no-such.conf.j2", live_step="no_such")
+    broken = KINDS[0]._replace(template="no-such.conf.j2", live_step="no_such")
     problems = missing_pieces([broken], TEMPLATES, INSTALL_SH.read_text())
     assert len(problems) == 3
     assert "add templates/no-such.conf.j2" in problems[0]

@@ -8,10 +8,9 @@ empty number as "unknown" and leave the decision to the boot-time unit, which qu
 # No `from __future__ import annotations` here: pydantic would have to eval every annotation
 # string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, NamedTuple, TypeVar
 
 from pydantic import Field, StringConstraints
 
@@ -129,14 +128,17 @@ def names_of(entry: Any) -> list[str]:
     return names
 
 
-@dataclass(frozen=True)
-class Index(Generic[EntryT]):
+class Index(NamedTuple, Generic[EntryT]):
     """Entries of one kind, found by exact key, name, alias (case, spaces and '_' aside) or PCI
-    id. Never by substring (L4 is not L40S); a name two entries share finds neither."""
+    id. Never by substring (L4 is not L40S); a name two entries share finds neither.
+
+    A NamedTuple and Catalog a plain class: frozen dataclasses compile their methods at import,
+    about 0.7 ms each of every run."""
 
     kind: str
     entries: tuple[EntryT, ...]
-    _by_name: dict[str, tuple[EntryT, ...]] = field(default_factory=dict, repr=False)
+    # every spelling, normalised, with the entries that answer to it: built by ``build``
+    by_name: dict[str, tuple[EntryT, ...]]
 
     @classmethod
     def build(cls, kind: str, entries: list[Any]) -> "Index[Any]":
@@ -150,7 +152,7 @@ class Index(Generic[EntryT]):
 
     def find(self, name: str) -> EntryT | None:
         """The one entry ``name`` means, None if none; AmbiguousNameError if several share it."""
-        found = self._by_name.get(_normalise(name), ())
+        found = self.by_name.get(_normalise(name), ())
         if len(found) > 1:
             raise AmbiguousNameError(name, [entry.key for entry in found])
         return found[0] if found else None
@@ -160,7 +162,7 @@ class Index(Generic[EntryT]):
         """Names that more than one entry answers to, with those entries' keys."""
         return {
             name: [entry.key for entry in found]
-            for name, found in self._by_name.items()
+            for name, found in self.by_name.items()
             if len(found) > 1
         }
 
@@ -193,11 +195,13 @@ def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
     return cached(folder, (Path(__file__), Path(validation.__file__)), load)
 
 
-@dataclass(frozen=True)
 class Catalog:
-    """Everything in ``hardware_db/``; systems stay raw mappings until a hardware file uses one."""
+    """Everything in ``hardware_db/``; systems stay raw mappings until a hardware file uses one.
 
-    root: Path
+    Each kind is read (from the cache, or validated) the first time something asks for it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
 
     @cached_property
     def gpus(self) -> Index[GpuModel]:
