@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import yaml
 
@@ -453,3 +456,17 @@ def test_edits_by_name_need_a_reference_system(write):
         load_facts(hw_with(write, {"nics": {"eth0": {"speed_gbps": 10}}}), CATALOG)
     assert [p.path for p in caught.value.problems] == ["nics"]
     assert "edits a reference system's list" in str(caught.value)
+
+
+def test_the_default_os_builds_no_validator_of_its_own():
+    """A file without ``os:`` gets OsSpec's defaults without building OsSpec's validator: one
+    schema build per input model and run (the cold run's CPU, issue 17)."""
+    code = (
+        "from generator.inputs.catalog import load_catalog\n"
+        "from generator.inputs.hardware import OsSpec, load_facts\n"
+        "facts, _ = load_facts('dgx-h100', load_catalog())\n"
+        "assert (facts.os.page_size_kib, facts.os.distro, facts.os.kernel) == (4, None, None)\n"
+        "print(OsSpec.__pydantic_complete__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]

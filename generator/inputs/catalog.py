@@ -48,7 +48,7 @@ class GpuModel(StrictModel):
     memory_gib: Annotated[float, Field(gt=0)] | None = None
     # GDDR keeps ECC inline, in the same DRAM (about 1/16 of capacity); HBM has dedicated ECC bits.
     memory_type: Literal["hbm", "gddr"] | None = None
-    power: PowerLimits = Field(default_factory=PowerLimits)
+    power: PowerLimits = Field(default_factory=PowerLimits.model_construct)
     max_graphics_clock_mhz: Annotated[int, Field(gt=0, le=10000)] | None = None
     max_memory_clock_mhz: Annotated[int, Field(gt=0, le=20000)] | None = None
     mig_max_instances: Annotated[int, Field(ge=0, le=7)] | None = None  # 0: no MIG

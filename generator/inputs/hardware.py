@@ -192,7 +192,9 @@ class HardwareSpec(StrictModel):
     ] = None
     nics: Annotated[list[NicSpec], Field(max_length=64, description="network interfaces")] = []  # noqa: RUF012 -- pydantic copies field defaults
     disks: Annotated[list[DiskSpec], Field(max_length=256, description="block devices")] = []  # noqa: RUF012 -- pydantic copies field defaults
-    os: Annotated[OsSpec, Field(default_factory=OsSpec, description="the target OS")]
+    os: Annotated[
+        OsSpec, Field(default_factory=OsSpec.model_construct, description="the target OS")
+    ]
 
 
 # Lists of named items an overlay can edit by name instead of restating the whole list.

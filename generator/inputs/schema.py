@@ -17,7 +17,9 @@ class StrictModel(BaseModel):
     """Frozen, unknown keys forbidden, no silent coercion of strings into numbers.
 
     Validators are built on first use (defer_build), so a run pays only for the models it
-    validates against; defaults that are models use ``default_factory`` to keep it that way.
+    validates against. A default that is a model comes from ``default_factory=M.model_construct``:
+    its defaults need no validating, and ``M()`` would build M's own validator besides the one
+    of the model holding it (0.4 ms of every run for the hardware file's ``os``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
