@@ -6,7 +6,8 @@ import atexit
 import gc
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +30,27 @@ PATH = click.Path(path_type=Path)
 # Everything a run creates lives until the process ends. Freezing it at exit spares the
 # interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
 atexit.register(gc.freeze)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for one run of the main job, as it was afterwards.
+
+    What the run creates is kept until it ends anyway: the 70 passes the collector made over it
+    (the pipeline's imports, validators, plan, templates) cost about 20 ms of a cold run's CPU
+    and freed some 500 objects; without them a run peaks 0.8 MB higher. Afterwards the objects
+    are frozen (left out of later passes) before the collector is on again: else its first
+    pass, due at once, would walk all of them (25 ms).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
 
 HW_HELP = (
     "Hardware description: a file (a value with a / or ending in .yaml/.yml), or else "
@@ -156,9 +178,10 @@ def main(
             click.echo("\nerror: the main job needs both --hw and --profile", err=True)
             sys.exit(2)
         return
-    from generator.commands.inspect import run_generate
+    with collector_paused():
+        from generator.commands.inspect import run_generate
 
-    run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
+        run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
 
 
 @main.command()

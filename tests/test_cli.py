@@ -136,3 +136,33 @@ def test_schema_is_json_schema(which, field):
 def test_main_job_needs_both_inputs():
     result = gen("--hw", "dgx-h100")
     assert result.returncode == 2 and "needs both --hw and --profile" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("hardware", "status"), [("dgx-h100", 0), ("no-such-system", 2)], ids=["written", "bad-input"]
+)
+def test_the_main_job_runs_with_the_collector_off_and_turns_it_back_on(
+    tmp_path, monkeypatch, hardware, status
+):
+    """The collector's passes over a run that keeps everything it makes cost ~20 ms of a cold
+    run; the main job pauses it, and an in-process caller gets it back on, even after an error."""
+    import gc
+
+    from click.testing import CliRunner
+
+    from generator import cli
+    from generator.commands import inspect
+
+    seen = []
+    run = inspect.run_generate
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(inspect, "run_generate", watched)
+    assert gc.isenabled()
+    args = ["--hw", hardware, "--profile", "inference", "-o", str(tmp_path / "bundle")]
+    done = CliRunner().invoke(cli.main, args)
+    assert (done.exit_code, seen) == (status, [False]), done.output
+    assert gc.isenabled()
