@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -305,3 +306,22 @@ def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
         assert "\ninstall_file() {" in body(install_sh, words, daemon)
         assert "\ntuned_mode=" in body(install_sh, words, [])
         assert "\ntuned_mode=" not in body(install_sh, own_mode, [])
+
+
+@pytest.mark.parametrize(
+    ("characters", "ascii_allowed"),
+    [
+        (delivery._NOT_YAML_TEXT, delivery._YAML_TEXT_ASCII),
+        (delivery._NOT_IN_LITERAL_LINE, delivery._LITERAL_LINE_ASCII),
+    ],
+)
+def test_the_ascii_shortcut_refuses_what_the_class_refuses(
+    characters: str, ascii_allowed: bytes
+) -> None:
+    for code in range(128):
+        text = f"a{chr(code)}b"
+        by_class = re.search(characters, text) is None
+        assert delivery.has_none_of(text.encode(), characters, ascii_allowed) == by_class, code
+    # beyond ASCII the class itself is searched
+    assert delivery.has_none_of("é\n".encode(), characters, ascii_allowed)
+    assert not delivery.has_none_of("é\ufffe".encode(), characters, ascii_allowed)
