@@ -147,7 +147,7 @@ def test_bundle_entries_lists_what_os_walk_listed(tmp_path: Path) -> None:
 
 def test_tuned_table_reads_the_same_with_libyaml() -> None:
     assert tuned.TABLE_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    pure = tuned.shipped_options.__wrapped__(yaml.SafeLoader)
+    pure = tuned.parsed_options(tuned.profiles_files(), yaml.SafeLoader)
     assert pure  # the table is read at all
     assert tuned.shipped_options() == pure
 
