@@ -97,3 +97,15 @@ def test_cached_shipped_entries_equal_freshly_validated_ones() -> None:
     fresh = sorted(_load_entries(hardware_db_dir() / "gpus", GpuModel), key=lambda entry: entry.key)
     assert list(cached_entries) == fresh
     assert cached_entries[0].power == fresh[0].power
+
+
+def test_a_cache_file_reached_through_a_link_is_not_read(folder: Path, tmp_path: Path) -> None:
+    code = (folder.parent / "model.py",)
+    calls: list[str] = []
+    catalog_cache.cached(folder, code, loader(calls, "first"))
+    planted = tmp_path / "planted.pickle"
+    (catalog_cache.CACHE_DIR / "gpus.pickle").rename(planted)  # a valid entry, elsewhere
+    (catalog_cache.CACHE_DIR / "gpus.pickle").symlink_to(planted)
+    assert catalog_cache.cached(folder, code, loader(calls, "again")) == "again"
+    assert calls == ["first", "again"]
+    assert not (catalog_cache.CACHE_DIR / "gpus.pickle").is_symlink()  # replaced, not followed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -15,9 +16,10 @@ from hypothesis import strategies as st
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
 from generator.errors import GenerationError
-from generator.model import layout
+from generator.model import layout, shellform
 from generator.model.jsontext import dumps_indented
 from generator.model.setting import Plan
+from generator.paths import templates_dir
 from generator.render import delivery, tuned
 from generator.render.delivery import (
     MERGE_HOW,
@@ -28,6 +30,7 @@ from generator.render.delivery import (
     overlay_files,
     reads_back_verbatim,
 )
+from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
 from generator.render.formats import comment_text
 from generator.render.render import make_environment, render_bundle
 from tests.plans import FULL_SETTINGS, setting
@@ -144,7 +147,7 @@ def test_bundle_entries_lists_what_os_walk_listed(tmp_path: Path) -> None:
 
 def test_tuned_table_reads_the_same_with_libyaml() -> None:
     assert tuned.TABLE_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    pure = tuned.shipped_options.__wrapped__(yaml.SafeLoader)
+    pure = tuned.parsed_options(tuned.profiles_files(), yaml.SafeLoader)
     assert pure  # the table is read at all
     assert tuned.shipped_options() == pure
 
@@ -226,3 +229,99 @@ def test_the_first_user_data_of_a_process_is_parsed_whole_and_any_odd_file_again
         delivery.check_rendered_user_data(broken, [odd])
     with pytest.raises(GenerationError, match="not valid YAML"):
         delivery.check_rendered_user_data(user_data_with(good) + b"x: \x7f\n", [good])
+
+
+def open_quote_by_character(line: str, quote: str | None) -> str | None:
+    """shellform._open_quote as it was: one character at a time."""
+    escaped = False
+    previous = " "
+    for char in line:
+        at_word_start, previous = previous in " \t;&|(", char
+        if quote == "'":
+            if char == "'":
+                quote = None
+            continue
+        if escaped:
+            escaped = False
+            continue
+        if char == "\\":
+            escaped = True
+        elif quote == '"':
+            if char == '"':
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and at_word_start:
+            break
+    return quote
+
+
+SHELL_LINES = st.text(st.sampled_from(list("'\"\\# \t;&|(a$x\n")), max_size=24)
+
+
+@given(SHELL_LINES, st.sampled_from([None, "'", '"']))
+def test_the_quote_scan_jumps_to_what_the_character_scan_finds(
+    line: str, quote: str | None
+) -> None:
+    assert shellform._open_quote(line, quote) == open_quote_by_character(line, quote)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["a # 'x\n", "a#'x\n", "(#'\n", "\\#'\n", "\\\\#'\n", "'#'\"\n", '"\\"\'\n', "x\\", '|#"\n'],
+)
+@pytest.mark.parametrize("quote", [None, "'", '"'])
+def test_each_known_quote_case_is_scanned_every_run(line: str, quote: str | None) -> None:
+    assert shellform._open_quote(line, quote) == open_quote_by_character(line, quote)
+
+
+def test_the_shipped_scripts_lose_the_same_lines_as_by_the_character_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for script in sorted((templates_dir() / layout.SCRIPTS_DIR).iterdir()):
+        text = script.read_text()
+        fast = shellform.without_comment_lines.__wrapped__(text)
+        with monkeypatch.context() as patched:
+            patched.setattr(shellform, "_open_quote", open_quote_by_character)
+            assert shellform.without_comment_lines.__wrapped__(text) == fast, script.name
+
+
+def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
+    """The body is cached (firstboot.first_boot_body): another install.sh, the install_file
+    entry, or a global the main sets each give their own body, in any order."""
+    install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
+    changed = install_sh.replace("tuned_layer() {\n", "tuned_layer() {\n    echo changed\n", 1)
+    assert changed != install_sh
+    words = first_boot_words("", "")
+    daemon = [("0644", layout.DOCKER_DAEMON_JSON)]
+    own_mode = {**words, "tuned_mode": "/etc/tuned/profile_mode"}
+
+    def body(script: str, main_words: dict[str, str], installed: list[tuple[str, str]]) -> str:
+        return first_boot_script(script, main_words, "", installed).partition(MAIN_MARKER)[0]
+
+    for _ in range(2):
+        assert "echo changed" not in body(install_sh, words, [])
+        assert "echo changed" in body(changed, words, [])
+        assert "\ninstall_file() {" not in body(install_sh, words, [])
+        assert "\ninstall_file() {" in body(install_sh, words, daemon)
+        assert "\ntuned_mode=" in body(install_sh, words, [])
+        assert "\ntuned_mode=" not in body(install_sh, own_mode, [])
+
+
+@pytest.mark.parametrize(
+    ("characters", "ascii_allowed"),
+    [
+        (delivery._NOT_YAML_TEXT, delivery._YAML_TEXT_ASCII),
+        (delivery._NOT_IN_LITERAL_LINE, delivery._LITERAL_LINE_ASCII),
+    ],
+)
+def test_the_ascii_shortcut_refuses_what_the_class_refuses(
+    characters: str, ascii_allowed: bytes
+) -> None:
+    for code in range(128):
+        text = f"a{chr(code)}b"
+        by_class = re.search(characters, text) is None
+        assert delivery.has_none_of(text.encode(), characters, ascii_allowed) == by_class, code
+    # beyond ASCII the class itself is searched
+    assert delivery.has_none_of("é\n".encode(), characters, ascii_allowed)
+    assert not delivery.has_none_of("é\ufffe".encode(), characters, ascii_allowed)

@@ -5,16 +5,15 @@ with the catalog. The validated entries of one folder are pickled under
 ``generator/__catalog_cache__/`` together with a key: the digest of every file's name and bytes
 in the folder, of the source files that define and validate the entries, and the versions of
 goldtune, pydantic and Python. A changed, added or removed file, or a changed model, changes the
-key, and the folder is validated again. A cache that cannot be read is ignored; a read-only
-install simply validates every time. Files are 0644 and the folder 0755, so that a cache root
-filled serves every user. Like ``__pycache__``, whoever can write the package can change what it
-runs.
+key, and the folder is validated again. A cache that cannot be read, or is reached through a
+link, is ignored (generator/cache.py reads and stores the entries); a read-only install simply
+validates every time. Files are 0644 and the folder 0755, so that a cache root filled serves
+every user. Like ``__pycache__``, whoever can write the package can change what it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import pickle
 import sys
 from collections.abc import Callable
@@ -24,7 +23,8 @@ from typing import TypeVar
 import pydantic
 
 from generator import __version__
-from generator.paths import cache_dir, make_cache_dir, write_cache_file
+from generator.cache import files_key, read_entry, store_entry
+from generator.paths import cache_dir
 
 CACHE_DIR = cache_dir("__catalog_cache__")
 FORMAT = 1
@@ -33,11 +33,8 @@ T = TypeVar("T")
 
 
 def cache_key(folder: Path, code: tuple[Path, ...]) -> str:
-    digest = hashlib.sha256(f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{sys.version}".encode())
-    for path in [*code, *sorted(folder.glob("*.yaml"))]:
-        digest.update(f"\0{path.name}\0".encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    salt = f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{sys.version}"
+    return files_key(salt, [*code, *sorted(folder.glob("*.yaml"))])
 
 
 def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
@@ -45,20 +42,15 @@ def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:
     nor the ``code`` files that define its models changed since it was stored."""
     key = cache_key(folder, code)
     path = CACHE_DIR / f"{folder.name}.pickle"
-    try:
-        stored_key, value = pickle.loads(path.read_bytes())
-        if stored_key == key:
-            return value  # type: ignore[no-any-return]
-    except Exception:  # noqa: S110 -- an unreadable or foreign cache is ignored: validated again
-        pass
+    stored = read_entry(path)
+    if stored is not None:
+        try:
+            stored_key, value = pickle.loads(stored)
+            if stored_key == key:
+                return value  # type: ignore[no-any-return]
+        except Exception:  # noqa: S110 -- an unreadable or foreign cache is ignored: validated again
+            pass
     value = load()
-    _store(path, (key, value))
+    with contextlib.suppress(pickle.PicklingError):
+        store_entry(path, pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL))
     return value
-
-
-def _store(path: Path, entry: object) -> None:
-    if not make_cache_dir(CACHE_DIR):
-        return
-    # Not writable here (a read-only install): validated again next time.
-    with contextlib.suppress(OSError, pickle.PicklingError):
-        write_cache_file(path, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))

@@ -24,29 +24,35 @@ import re
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
+# Where a line's scan changes state, by the quote open before it: in plain text a quote, a
+# backslash or a '#' at a word's start (sh starts a comment only there: after a blank, ; & | (
+# or at the line's start); in double quotes the closing quote or a backslash; in single quotes
+# only the closing quote. Jumping from one to the next, not stepping through every character,
+# took without_comment_lines of install.sh (46 KB) from ~2.5 ms to ~1.5 ms of CPU.
+_PLAIN_STOP = re.compile(r"""['"\\]|(?<![^ \t;&|(])#""")
+_DOUBLE_QUOTED_STOP = re.compile(r'["\\]')
+
+
 def _open_quote(line: str, quote: str | None) -> str | None:
     """The quote still open after ``line`` (None when none), given the one open before it."""
-    escaped = False
-    previous = " "
-    for char in line:
-        at_word_start, previous = previous in " \t;&|(", char
+    at = 0
+    while True:
         if quote == "'":
-            if char == "'":
-                quote = None
+            end = line.find("'", at)
+            if end < 0:
+                return quote
+            quote, at = None, end + 1
             continue
-        if escaped:
-            escaped = False
-            continue
+        found = (_DOUBLE_QUOTED_STOP if quote == '"' else _PLAIN_STOP).search(line, at)
+        if found is None:
+            return quote
+        char, at = found.group(), found.end()
         if char == "\\":
-            escaped = True
-        elif quote == '"':
-            if char == '"':
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and at_word_start:
-            break  # the rest of the line is a comment (sh: '#' starts one only at a word's start)
-    return quote
+            at += 1  # the next character is escaped
+        elif char == "#":
+            return None  # the rest of the line is a comment
+        else:  # a double quote closes, or a quote opens
+            quote = None if quote == '"' else char
 
 
 # Asked twice per file and bundle (the user-data, the manifest's digest), and the fixed scripts are

@@ -27,12 +27,16 @@ and sysctl.d's value, restated in ``[sysctl]``, is the one left.
 from __future__ import annotations
 
 import functools
+import json
+import sys
 from pathlib import Path
 
 import yaml
 
+from generator import __version__
+from generator.cache import files_key, read_entry, store_entry
 from generator.model.setting import Plan, Setting
-from generator.paths import hardware_db_dir
+from generator.paths import cache_dir, hardware_db_dir
 from generator.render.formats import unique_in_order
 
 # tuned's vm plugin option for /sys/kernel/mm/transparent_hugepage/enabled, and the kernel
@@ -71,11 +75,20 @@ def profiles_files() -> list[Path]:
 TABLE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@functools.cache
-def shipped_options(loader: type = TABLE_LOADER) -> dict[tuple[str, str], tuple[str, ...]]:
-    """``(section, option)`` -> the shipped profiles that set it, in any tuned table."""
+# ``(section, option)`` -> the shipped profiles that set it
+Options = dict[tuple[str, str], tuple[str, ...]]
+
+# Parsing the four tables (38 KB of YAML) took ~8.5 ms of every cold gen's CPU, with libyaml;
+# their result is kept beside the validated catalog (generator/cache.py) as JSON: ~0.7 ms with
+# the key's digest of the tables, and, unlike a pickle, loading it runs nothing someone else wrote.
+CACHE_PATH = cache_dir("__catalog_cache__") / "tuned.json"
+CACHE_FORMAT = 1
+
+
+def parsed_options(files: list[Path], loader: type = TABLE_LOADER) -> Options:
+    """``(section, option)`` -> the shipped profiles that set it, in any of the tables ``files``."""
     found: dict[tuple[str, str], set[str]] = {}
-    for path in profiles_files():
+    for path in files:
         # shipped data, not an input: render does not import generator.inputs (test_architecture)
         text = path.read_text(encoding="utf-8")
         table = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader (SafeLoader or libyaml's)
@@ -84,6 +97,56 @@ def shipped_options(loader: type = TABLE_LOADER) -> dict[tuple[str, str], tuple[
                 for option in (profile or {}).get(section) or {}:
                     found.setdefault((section, str(option)), set()).add(str(name))
     return {key: tuple(sorted(names)) for key, names in sorted(found.items())}
+
+
+def options_key(files: list[Path]) -> str:
+    """The tables' names and bytes, this module (which reads them) and the versions involved."""
+    salt = f"{CACHE_FORMAT}\0{__version__}\0{yaml.__version__}\0{sys.version}"
+    return files_key(salt, [Path(__file__), *files])
+
+
+def cached_options(files: list[Path], cache: Path) -> Options:
+    """parsed_options(files), from ``cache`` when it was stored for these tables and this code."""
+    key = options_key(files)
+    stored = options_from_entry(read_entry(cache), key)
+    if stored is not None:
+        return stored
+    options = parsed_options(files)
+    rows = [[section, option, list(names)] for (section, option), names in options.items()]
+    store_entry(cache, json.dumps({"key": key, "options": rows}).encode())
+    return options
+
+
+def options_from_entry(entry: bytes | None, key: str) -> Options | None:
+    """The options a cache entry holds, or None: none, another key, or not what we write (a
+    list of [section, option, [profile...]] rows of text)."""
+    try:
+        stored = json.loads(entry) if entry is not None else None
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond the parser
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key:
+        return None
+    rows = stored.get("options")
+    if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
+        return None
+    return {(section, option): tuple(names) for section, option, names in rows}
+
+
+def _is_row(row: object) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 3
+        and isinstance(row[0], str)
+        and isinstance(row[1], str)
+        and isinstance(row[2], list)
+        and all(isinstance(name, str) for name in row[2])
+    )
+
+
+@functools.cache
+def shipped_options() -> Options:
+    """``(section, option)`` -> the shipped profiles that set it, in any tuned table."""
+    return cached_options(profiles_files(), CACHE_PATH)
 
 
 def _named(profiles: tuple[str, ...]) -> str:
@@ -114,7 +177,7 @@ def restated(plan: Plan) -> list[Setting]:
     return lines + _ratios_of_bytes(plan, shipped) + _vm_dirty_drops(plan, shipped)
 
 
-def _vm_dirty_drops(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]]) -> list[Setting]:
+def _vm_dirty_drops(plan: Plan, shipped: Options) -> list[Setting]:
     """``[vm] drop=`` of the base's dirty-limit options for each limit the plan sets."""
     dropped: list[str] = []
     profiles: set[str] = set()
@@ -136,7 +199,7 @@ def _vm_dirty_drops(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]])
     return [Setting("tuned", "vm.drop", ",".join(sorted(dropped)), reason, first.rule)]
 
 
-def _ratios_of_bytes(plan: Plan, shipped: dict[tuple[str, str], tuple[str, ...]]) -> list[Setting]:
+def _ratios_of_bytes(plan: Plan, shipped: Options) -> list[Setting]:
     lines = []
     planned = {s.key for s in plan.of_kind("sysctl")}
     for s in plan.of_kind("sysctl"):

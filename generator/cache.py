@@ -1,0 +1,71 @@
+"""Results derived from shipped files, kept between runs beside the package, as ``__pycache__``
+keeps compiled modules (the validated catalog: inputs/catalog_cache.py; the tuned table:
+render/tuned.py).
+
+What is generic: the key (a digest of a salt, the caller's format and versions, and every file's
+name and bytes: the data files and the source files that derive the result from them), reading
+an entry, and storing one. An entry is opened without following a link, neither its folder nor
+itself, and only as a regular file; anything that cannot be read so is no entry, and the caller
+derives the result again. Storing is best effort: a read-only install derives every time. Files
+are 0644 and the folder 0755 (paths.py), so that a cache root filled serves every user. What an
+entry holds and how far it is trusted is the caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from generator.paths import make_cache_dir, write_cache_file
+
+# A cache entry is small (the largest, the GPU catalog's pickle, is ~30 KB): a larger file is
+# not one of ours.
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+
+
+def files_key(salt: str, files: Iterable[Path]) -> str:
+    """The digest of ``salt`` and of each file's name and bytes, in the order given."""
+    digest = hashlib.sha256(salt.encode())
+    for path in files:
+        digest.update(f"\0{path.name}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def read_entry(path: Path) -> bytes | None:
+    """The bytes of the cache entry ``path``, or None: missing, unreadable, a link (the entry or
+    its folder), not a regular file, or too large."""
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        folder = os.open(path.parent, nofollow | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fd = os.open(path.name, nofollow | os.O_NONBLOCK, dir_fd=folder)  # a FIFO does not block
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            return stream.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def store_entry(path: Path, content: bytes) -> None:
+    """Write the cache entry ``path`` (atomically, 0644, its folder 0755), or nothing where the
+    cache cannot be written."""
+    if not make_cache_dir(path.parent):
+        return
+    with contextlib.suppress(OSError):
+        write_cache_file(path, content)
