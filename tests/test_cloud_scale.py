@@ -113,7 +113,8 @@ def test_the_compressed_form_is_the_user_data_and_reproducible(bundle: Path) -> 
     plain = (bundle / layout.USER_DATA).read_bytes()
     packed = (bundle / layout.USER_DATA_GZ).read_bytes()
     assert gzip.decompress(packed) == plain
-    assert packed == delivery.compressed_user_data(plain)  # no timestamp in the header
+    mime = (bundle / layout.USER_DATA_MIME).read_bytes()
+    assert packed == delivery.compressed_forms(plain, mime)[0]  # no timestamp in the header
     assert packed[4:8] == b"\0\0\0\0"
 
 

@@ -44,7 +44,7 @@ from generator.render.delivery import (
     MERGE_HOW,
     CloudInitOptions,
     check_rendered_user_data,
-    compressed_user_data,
+    compressed_forms,
     delivery_sizes,
     first_boot_command,
     first_boot_files,
@@ -288,10 +288,11 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
             files[output.bundle_path(plan)] = (text, output.mode)
     user_data = files[layout.USER_DATA][0]
     check_rendered_user_data(user_data, context["first_boot_overlay"])
-    files[layout.USER_DATA_GZ] = (compressed_user_data(user_data), 0o644)
     mime = mime_user_data(user_data, options.parts)
     files[layout.USER_DATA_MIME] = (mime, 0o644)
-    files[layout.USER_DATA_MIME_GZ] = (compressed_user_data(mime), 0o644)
+    plain_gz, mime_gz = compressed_forms(user_data, mime)
+    files[layout.USER_DATA_GZ] = (plain_gz, 0o644)
+    files[layout.USER_DATA_MIME_GZ] = (mime_gz, 0o644)
     files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
     files[MANIFEST] = (render_manifest(plan, files, options), 0o644)
     return dict(sorted(files.items()))
