@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path, PurePosixPath
@@ -29,7 +30,14 @@ from generator.render.delivery import (
     reads_back_verbatim,
 )
 from generator.render.formats import comment_text
-from generator.render.render import make_environment, render_bundle
+from generator.render.render import (
+    FIXED_SCRIPTS,
+    file_digests,
+    fixed_script,
+    make_environment,
+    manifest_entry,
+    render_bundle,
+)
 from tests.plans import FULL_SETTINGS, setting
 
 SCALARS = (
@@ -260,3 +268,16 @@ def test_the_first_user_data_of_a_process_is_parsed_whole_and_any_odd_file_again
         delivery.check_rendered_user_data(broken, [odd])
     with pytest.raises(GenerationError, match="not valid YAML"):
         delivery.check_rendered_user_data(user_data_with(good) + b"x: \x7f\n", [good])
+
+
+@pytest.mark.parametrize("script", FIXED_SCRIPTS, ids=lambda output: output.path)
+def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> None:
+    """The fixed scripts' manifest digests are kept (render.fixed_file_digests); other bytes at
+    a fixed script's path, before and after the shipped ones, are digested as they are."""
+    shipped = fixed_script(script.template)
+    changed = shipped.replace(b"\n", b"\n# changed\n", 1)
+    copy = bytes(bytearray(shipped))  # equal, another object
+    for content in (changed, shipped, shipped, changed, copy):
+        entry = manifest_entry(script.path, content, script.mode)
+        assert entry == {"path": script.path, "mode": "0755", **file_digests(script.path, content)}
+        assert entry["sha256"] == hashlib.sha256(content).hexdigest()
