@@ -7,7 +7,8 @@ an id and an area by ``@rule`` and listed once in ``generator.rules.REGISTRY``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import NamedTuple, TypeVar
 
 from generator.inputs.facts import Facts
@@ -17,6 +18,8 @@ from generator.model.setting import Note, Setting
 Output = Iterable[Setting | Note]
 RuleFunc = Callable[[Facts, Profile], Output]
 Derived = TypeVar("Derived")
+Key = TypeVar("Key")
+Value = TypeVar("Value")
 
 
 class Rule(NamedTuple):
@@ -57,7 +60,7 @@ def per_plan(
     The rules of one plan are all given the same facts and profile objects, both immutable, so
     the answer for the pair asked last is kept and matched by identity. One entry, held (so
     neither id can be reused while it is): plans are built one after another. ``derive``
-    must return something its callers cannot change (a tuple, a MappingProxyType).
+    must return something its callers cannot change (a tuple, ``read_only``).
     """
     last: list[tuple[Facts, Profile, Derived]] = []
 
@@ -71,6 +74,11 @@ def per_plan(
         return derived
 
     return once_per_plan
+
+
+def read_only(mapping: dict[Key, Value]) -> Mapping[Key, Value]:
+    """A view of ``mapping`` no caller can change (what ``per_plan`` hands to several rules)."""
+    return MappingProxyType(mapping)
 
 
 def _text(value: object) -> str:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 
 from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
 from generator.model.layout import IRQ_UNIT
-from generator.rules.base import Output, irq_pin, note, per_plan, rule, service
+from generator.rules.base import Output, irq_pin, note, per_plan, read_only, rule, service
 
 PIN_MIN_GBPS = 100
 
@@ -100,12 +99,12 @@ def pin_assignments(facts: Facts, profile: Profile) -> Mapping[str, str]:
     is there).
     """
     if profile.irq != "pin":
-        return MappingProxyType({})
+        return read_only({})
     node_cpus = node_cpus_once(facts, profile)
     assignments = {
         nic.name: _pin_value(facts, nic, node_cpus) for nic in facts.nics if _wants_pinning(nic)
     }
-    return MappingProxyType(assignments if all(assignments.values()) else {})
+    return read_only(assignments if all(assignments.values()) else {})
 
 
 def _first_core(facts: Facts) -> str:
