@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -10,13 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
 from generator.errors import GenerationError
-from generator.model import layout, shellform
+from generator.model import jsontext, layout, shellform
 from generator.model.jsontext import dumps_indented
 from generator.model.setting import Plan
 from generator.paths import templates_dir
@@ -32,7 +33,14 @@ from generator.render.delivery import (
 )
 from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
 from generator.render.formats import comment_text
-from generator.render.render import make_environment, render_bundle
+from generator.render.render import (
+    FIXED_SCRIPTS,
+    file_digests,
+    fixed_script,
+    make_environment,
+    manifest_entry,
+    render_bundle,
+)
 from tests.plans import FULL_SETTINGS, setting
 
 SCALARS = (
@@ -56,6 +64,40 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES)
 def test_indented_json_is_json_dumps_byte_for_byte(value: Any) -> None:
     assert dumps_indented(value) == json.dumps(value, indent=2, sort_keys=True)
+
+
+# Lists of flat objects, the shape jsontext hands to the C encoder whole (plan.json's settings):
+# texts with the brackets, commas and newlines its splice looks for, and now and then an empty
+# object or a nested one, which keep the list off that path.
+RECORD_TEXT = st.text(alphabet=st.sampled_from('{}[],:" \n\t\\ab\x00\u00e9\U0001f600'), max_size=8)
+RECORD = st.dictionaries(RECORD_TEXT, SCALARS | RECORD_TEXT, min_size=1, max_size=5)
+RECORDS = st.lists(RECORD, min_size=1, max_size=5)
+# The texts a splice on the wrong separator would cut: json's compact separators, a record
+# boundary as the compact text has it, and one with the newline its separator has here.
+SPLICE_TRAPS = ['a, "b": c', '"}, {"', "}, {", '"},\n    {"', "}\n{", "{}", "[]"]
+
+
+@settings(max_examples=200)  # pure and cheap: more than the profile's dozen
+@given(st.lists(RECORD | st.just({}) | st.just({"a": [1]}), max_size=5), st.integers(0, 3))
+def test_indented_lists_of_records_are_json_dumps_byte_for_byte(
+    records: list[Any], depth: int
+) -> None:
+    value: Any = records
+    for _ in range(depth):
+        value = {"records": value}
+    assert dumps_indented(value) == json.dumps(value, indent=2, sort_keys=True)
+
+
+@settings(max_examples=200)
+@given(RECORDS, st.sampled_from(["\n", "\n  ", "\n    "]))
+@example(
+    [{"reason": trap, "key": trap} for trap in SPLICE_TRAPS] + [dict.fromkeys(SPLICE_TRAPS, 1)],
+    "\n  ",
+)
+def test_records_from_the_c_encoder_are_the_indented_text(records: Any, newline: str) -> None:
+    # the splice itself, at each depth: json.dumps's lines of the list, indented as if nested
+    expected = json.dumps(records, indent=2, sort_keys=True).replace("\n", newline)
+    assert jsontext._records_text(records, newline) == expected
 
 
 @pytest.mark.parametrize(
@@ -325,3 +367,16 @@ def test_the_ascii_shortcut_refuses_what_the_class_refuses(
     # beyond ASCII the class itself is searched
     assert delivery.has_none_of("é\n".encode(), characters, ascii_allowed)
     assert not delivery.has_none_of("é\ufffe".encode(), characters, ascii_allowed)
+
+
+@pytest.mark.parametrize("script", FIXED_SCRIPTS, ids=lambda output: output.path)
+def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> None:
+    """The fixed scripts' manifest digests are kept (render.fixed_file_digests); other bytes at
+    a fixed script's path, before and after the shipped ones, are digested as they are."""
+    shipped = fixed_script(script.template)
+    changed = shipped.replace(b"\n", b"\n# changed\n", 1)
+    copy = bytes(bytearray(shipped))  # equal, another object
+    for content in (changed, shipped, shipped, changed, copy):
+        entry = manifest_entry(script.path, content, script.mode)
+        assert entry == {"path": script.path, "mode": "0755", **file_digests(script.path, content)}
+        assert entry["sha256"] == hashlib.sha256(content).hexdigest()

@@ -186,16 +186,23 @@ def _int_limit(value: str) -> int | None:
     return int(value) if re.fullmatch(r"[0-9]+", value) else None
 
 
+NR_OPEN_TARGET = (str(Kind.SYSCTL), "fs.nr_open")
+# fs.nr_open and the nofile limits: the only settings check_nofile reads (a dict entry for each
+# of a plan's other ninety-odd settings was 0.04 ms a plan)
+NOFILE_READS = (NR_OPEN_TARGET, (str(Kind.SYSTEMD_MANAGER), "DefaultLimitNOFILE"))
+
+
+def _reads_nofile(setting: Setting) -> bool:
+    if setting.kind == Kind.LIMIT:
+        return setting.key.endswith(" nofile")
+    return setting.target in NOFILE_READS
+
+
 def check_nofile(settings: Iterable[Setting]) -> list[Finding]:
-    by_target = {s.target: s for s in settings}
-    nr_open_setting = by_target.get((Kind.SYSCTL, "fs.nr_open"))
+    by_target = {s.target: s for s in settings if _reads_nofile(s)}
+    nr_open_setting = by_target.pop(NR_OPEN_TARGET, None)
     nr_open = (_int_limit(nr_open_setting.value) if nr_open_setting else None) or NR_OPEN_DEFAULT
-    nofile = [
-        s
-        for s in by_target.values()
-        if (s.kind == Kind.LIMIT and s.key.endswith(" nofile"))
-        or s.target == (Kind.SYSTEMD_MANAGER, "DefaultLimitNOFILE")
-    ]
+    nofile = list(by_target.values())
     findings = []
     for setting in nofile:
         values = [_int_limit(part) for part in setting.value.split(":")]
@@ -361,7 +368,7 @@ def check_plan(
     ]
     # The plan-wide checks read values, so only those the grammar has accepted.
     wrong = {finding.setting for finding in findings if finding.setting is not None}
-    fitting = tuple(setting for setting in settings if setting not in wrong)
+    fitting = tuple(setting for setting in settings if setting not in wrong) if wrong else settings
     findings += check_nofile(fitting) + check_hugepages(fitting, facts)
     findings += check_tuned_overlap(fitting) + check_mig_layout(fitting, facts)
     cmdline = check_cmdline(fitting, facts)

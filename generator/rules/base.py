@@ -6,8 +6,10 @@ an id and an area by ``@rule`` and listed once in ``generator.rules.REGISTRY``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import NamedTuple
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple, TypeVar
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
@@ -15,6 +17,9 @@ from generator.model.setting import Note, Setting
 
 Output = Iterable[Setting | Note]
 RuleFunc = Callable[[Facts, Profile], Output]
+Derived = TypeVar("Derived")
+Key = TypeVar("Key")
+Value = TypeVar("Value")
 
 
 class Rule(NamedTuple):
@@ -45,6 +50,35 @@ def rule(rule_id: str, overrides: tuple[str, ...] = ()) -> Callable[[RuleFunc], 
         return Rule(rule_id, rule_id.split(".", 1)[0], func, overrides)
 
     return wrap
+
+
+def per_plan(
+    derive: Callable[[Facts, Profile], Derived],
+) -> Callable[[Facts, Profile], Derived]:
+    """``derive`` computed once for the plan being built, however many rules ask for it.
+
+    The rules of one plan are all given the same facts and profile objects, both immutable, so
+    the answer for the pair asked last is kept and matched by identity. One entry, held (so
+    neither id can be reused while it is): plans are built one after another. ``derive``
+    must return something its callers cannot change (a tuple, ``read_only``).
+    """
+    last: list[tuple[Facts, Profile, Derived]] = []
+
+    @functools.wraps(derive)
+    def once_per_plan(facts: Facts, profile: Profile) -> Derived:
+        entry = last[0] if last else None  # one read: another thread may replace it
+        if entry is not None and entry[0] is facts and entry[1] is profile:
+            return entry[2]
+        derived = derive(facts, profile)
+        last[:] = [(facts, profile, derived)]
+        return derived
+
+    return once_per_plan
+
+
+def read_only(mapping: dict[Key, Value]) -> Mapping[Key, Value]:
+    """A view of ``mapping`` no caller can change (what ``per_plan`` hands to several rules)."""
+    return MappingProxyType(mapping)
 
 
 def _text(value: object) -> str:

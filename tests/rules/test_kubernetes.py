@@ -161,6 +161,16 @@ def test_eks_cpu_tiers(cpus: int, milli: float) -> None:
     assert kubernetes.reserved_cpu_milli(cpus) == milli
 
 
+def test_eks_cpu_tiers_are_each_cpus_rate_summed() -> None:
+    """Per tier, as the rule computes it, is per CPU, as EKS states it, for every count."""
+
+    def rate(cpu: int) -> float:
+        return next(milli for start, milli in kubernetes.CPU_TIERS_MILLI if cpu >= start)
+
+    for cpus in [*range(300), 1024, 2048]:
+        assert kubernetes.reserved_cpu_milli(cpus) == sum(map(rate, range(cpus))), cpus
+
+
 def test_reserved_cpus_grow_by_whole_cores_when_the_tiers_need_more() -> None:
     big = facts(cpu={"sockets": 8, "cores_per_socket": 128, "threads_per_core": 2})  # 2048 CPUs
     cpus = kubernetes.reserved_cpus(big)
