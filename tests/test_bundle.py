@@ -45,6 +45,42 @@ def test_writes_exactly_the_rendered_files_with_their_modes(tmp_path: Path) -> N
     assert os.listdir(tmp_path) == ["bundle"]  # nothing beside the target
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o027, 0o002, 0o000])
+def test_modes_are_exact_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    files = render_bundle(full_plan())
+    previous = os.umask(umask)
+    try:
+        target = write_bundle(files, tmp_path / "bundle")
+    finally:
+        os.umask(previous)
+    written = tree(target)
+    assert {path: mode for path, (mode, _) in written.items() if path in files} == {
+        path: f"{mode:04o}" for path, (_, mode) in files.items()
+    }
+    assert {mode for mode, kind in written.values() if kind == "dir"} == {"0755"}
+    assert os.stat(target).st_mode & 0o7777 == 0o755
+
+
+def test_under_the_usual_umask_modes_are_set_at_creation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the staging directory (made 0700 by mkdtemp) is changed afterwards: a chmod per
+    entry is a journaled inode change on ext4."""
+    changed: list[object] = []
+    real_chmod, real_fchmod = os.chmod, os.fchmod
+    monkeypatch.setattr(
+        os, "chmod", lambda path, mode: changed.append(path) or real_chmod(path, mode)
+    )
+    monkeypatch.setattr(os, "fchmod", lambda fd, mode: changed.append(fd) or real_fchmod(fd, mode))
+    previous = os.umask(0o022)
+    try:
+        target = write_bundle(render_bundle(full_plan()), tmp_path / "bundle")
+    finally:
+        os.umask(previous)
+    assert len(changed) == 1
+    assert (target / "manifest.json").is_file()
+
+
 def test_replaces_a_previous_bundle_completely(tmp_path: Path) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(full_plan()), target)
@@ -76,11 +112,13 @@ def test_failure_mid_write_leaves_the_previous_bundle_intact(
     real_write_file = bundle.write_file
     calls = []
 
-    def failing_write_file(root: Path, path: str, content: bytes, mode: int) -> None:
+    def failing_write_file(
+        root: Path, path: str, content: bytes, mode: int, umask: int = 0o777
+    ) -> None:
         calls.append(path)
         if len(calls) == 4:
             raise OSError(28, "No space left on device")
-        real_write_file(root, path, content, mode)
+        real_write_file(root, path, content, mode, umask)
 
     monkeypatch.setattr(bundle, "write_file", failing_write_file)
     with pytest.raises(GenerationError, match="No space left on device"):

@@ -270,14 +270,29 @@ def check_bundle_paths(files: Mapping[str, tuple[bytes, int]]) -> None:
 def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
     """Write ``files`` below the new, empty ``root``, each directory created once."""
     os.chmod(root, DIR_MODE)
-    write_file(root, STAGING_MARKER, b"", 0o600)
+    umask = current_umask()
+    write_file(root, STAGING_MARKER, b"", 0o600, umask)
     base = os.fspath(root)  # plain strings: ~70 paths a bundle, a Path join each cost more
     for directory in bundle_directories(files):
         os.mkdir(f"{base}/{directory}", DIR_MODE)
-        os.chmod(f"{base}/{directory}", DIR_MODE)  # exactly, whatever the umask
+        if DIR_MODE & umask:  # exactly, whatever the umask
+            os.chmod(f"{base}/{directory}", DIR_MODE)
     for path, (content, mode) in sorted(files.items()):
-        write_file(root, path, content, mode)
+        write_file(root, path, content, mode, umask)
     os.unlink(root / STAGING_MARKER)
+
+
+def current_umask() -> int:
+    """The process's umask. Reading it means setting one: the strictest (0o077) for that instant,
+    so a file another thread creates meanwhile is private, never more open than it asked.
+
+    A file or directory is created with its final mode, and changed with chmod only when the
+    umask takes bits from it: under the usual 022 that saves ~55 chmod calls a bundle (writing
+    one on tmpfs: 1.06 -> 0.95 ms CPU).
+    """
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
 
 
 def bundle_directories(files: Mapping[str, tuple[bytes, int]]) -> list[str]:
@@ -289,16 +304,18 @@ def bundle_directories(files: Mapping[str, tuple[bytes, int]]) -> list[str]:
     return sorted(needed, key=lambda directory: (directory.count("/"), directory))
 
 
-def write_file(root: Path, path: str, content: bytes, mode: int) -> None:
-    """Create one new file (never through a symlink) with exactly ``mode``."""
+def write_file(root: Path, path: str, content: bytes, mode: int, umask: int = 0o777) -> None:
+    """Create one new file (never through a symlink) with exactly ``mode``; ``umask`` is the
+    process's (``current_umask``), unknown by default."""
     fd = os.open(
-        f"{root}/{path}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        f"{root}/{path}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode
     )
     try:
         view = memoryview(content)
         while view:
             view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
+        if mode & umask:  # the umask took bits from it
+            os.fchmod(fd, mode)
     finally:
         os.close(fd)
 
