@@ -57,9 +57,9 @@ from generator.render.delivery import (
 )
 from generator.render.formats import (
     comment_text,
+    explain_row,
     kernel_arg_text,
     md_cell,
-    md_code,
     reason_comment,
     sh_quote,
     tmpfiles_field,
@@ -247,7 +247,7 @@ def make_environment() -> jinja2.Environment:
         sh=sh_quote,
         tmpfiles=tmpfiles_field,
         md=md_cell,
-        md_code=md_code,
+        explain_row=explain_row,
         karg=kernel_arg_text,
         yaml_str=yaml_string,
     )
@@ -262,9 +262,14 @@ def preload_templates() -> None:
             env.get_template(output.template)
 
 
+# json.dumps(text, ensure_ascii=False) makes this encoder anew at every call: 1.2 us against 0.3
+# (~45 calls a bundle).
+_json_text = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def yaml_string(text: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
-    return json.dumps(text, ensure_ascii=False)
+    return _json_text(text)
 
 
 def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> RenderedFiles:
