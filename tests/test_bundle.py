@@ -286,6 +286,50 @@ def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
     assert sorted(os.listdir(tmp_path)) == ["a", "b", "notes"]  # no staging directory left
 
 
+def test_a_batch_syncs_each_parent_once_after_its_last_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str]] = []
+    real_rename, real_fsync_directory = os.rename, bundle.fsync_directory
+    monkeypatch.setattr(bundle, "exchange", lambda first, second: False)  # renames only
+    monkeypatch.setattr(
+        os, "rename", lambda a, b: events.append(("rename", Path(b).name)) or real_rename(a, b)
+    )
+    monkeypatch.setattr(
+        bundle,
+        "fsync_directory",
+        lambda d: events.append(("fsync", Path(d).name)) or real_fsync_directory(d),
+    )
+    files = render_bundle(minimal_plan())
+    (tmp_path / "p").mkdir()
+    write_bundle(files, tmp_path / "p" / "a")  # replaced below: three renames
+    events.clear()
+    targets = [tmp_path / "p" / "a", tmp_path / "p" / "b", tmp_path / "q" / "c"]
+    assert bundle.write_bundles([(files, target) for target in targets]) == targets
+    renames = [name for event, name in events if event == "rename"]
+    assert len(renames) == 4 and renames[1:] == ["a", "b", "c"]
+    assert events[len(renames) :] == [("fsync", "p"), ("fsync", "q")]
+
+
+def test_a_parent_that_cannot_be_synced_fails_only_its_bundles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fsync_directory = bundle.fsync_directory
+
+    def failing(directory: Path) -> None:
+        if Path(directory).name == "p":
+            raise OSError(5, "Input/output error")
+        real_fsync_directory(directory)
+
+    monkeypatch.setattr(bundle, "fsync_directory", failing)
+    files = render_bundle(minimal_plan())
+    targets = [tmp_path / "p" / "a", tmp_path / "q" / "b", tmp_path / "p" / "c"]
+    results = bundle.write_bundles([(files, target) for target in targets])
+    assert results[1] == targets[1]
+    for failed in (results[0], results[2]):
+        assert isinstance(failed, GenerationError) and "Input/output error" in str(failed)
+
+
 def test_interrupted_batch_leaves_no_staging_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
