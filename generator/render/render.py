@@ -39,7 +39,7 @@ from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
-from generator.render.datafile import DataLine, fixed_line, setting_line
+from generator.render.datafile import DataLine, data_text, fixed_line, setting_line
 from generator.render.delivery import (
     MERGE_HOW,
     CloudInitOptions,
@@ -58,6 +58,7 @@ from generator.render.delivery import (
 from generator.render.formats import (
     comment_text,
     explain_row,
+    file_header,
     kernel_arg_text,
     md_cell,
     reason_comment,
@@ -248,6 +249,7 @@ def make_environment() -> jinja2.Environment:
         tmpfiles=tmpfiles_field,
         md=md_cell,
         explain_row=explain_row,
+        data_lines=data_text,
         karg=kernel_arg_text,
         yaml_str=yaml_string,
     )
@@ -331,12 +333,15 @@ def render_text(env: jinja2.Environment, output: Output, context: Mapping[str, A
 
 def plan_context(plan: Plan) -> dict[str, Any]:
     """What the templates print: the plan's settings, grouped per file."""
+    header = (
+        f"{TOOL} bundle for {comment_text(plan.hardware_name)} / {comment_text(plan.profile_name)}"
+    )
     return {
         "tool": TOOL,
         "version": __version__,
         "plan": plan,
-        "header": f"{TOOL} bundle for {comment_text(plan.hardware_name)} "
-        f"/ {comment_text(plan.profile_name)}",
+        "header": header,
+        "file_header": functools.partial(file_header, header),
         "sysctl": plan.of_kind("sysctl"),
         "kernel_args": plan.of_kind("kernel-arg"),
         "cmdline": " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg")),
