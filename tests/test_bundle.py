@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,27 @@ def test_modes_are_exact_whatever_the_umask(tmp_path: Path, umask: int) -> None:
     }
     assert {mode for mode, kind in written.values() if kind == "dir"} == {"0755"}
     assert os.stat(target).st_mode & 0o7777 == 0o755
+
+
+def test_modes_are_exact_below_a_default_acl(tmp_path: Path) -> None:
+    """A default ACL (setfacl -d) on the output's parent replaces the umask for what is created
+    below it: user rwx, group and others nothing would make every file 0600 without a chmod."""
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    entries = [(0x01, 7), (0x04, 0), (0x20, 0)]  # user::rwx group::--- other::--- (acl(5))
+    acl = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, 0xFFFFFFFF) for tag, perm in entries
+    )
+    try:
+        os.setxattr(parent, "system.posix_acl_default", acl)
+    except (OSError, AttributeError):
+        pytest.skip("no POSIX ACLs on this file system")
+    files = render_bundle(full_plan())
+    written = tree(write_bundle(files, parent / "bundle"))
+    assert {path: mode for path, (mode, _) in written.items() if path in files} == {
+        path: f"{mode:04o}" for path, (_, mode) in files.items()
+    }
+    assert {mode for mode, kind in written.values() if kind == "dir"} == {"0755"}
 
 
 def test_under_the_usual_umask_modes_are_set_at_creation(

@@ -43,6 +43,7 @@ from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
 
 DIR_MODE = 0o755
+DEFAULT_ACL = "system.posix_acl_default"  # the xattr of a directory's default ACL (acl(5))
 # NAME_MAX of Linux file systems. The hidden staging and aside names are keyed by a digest of the
 # target's name, so every legal name can be written and replaced.
 MAX_NAME_BYTES = 255
@@ -301,7 +302,7 @@ def check_bundle_paths(files: Mapping[str, tuple[bytes, int]]) -> None:
 def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
     """Write ``files`` below the new, empty ``root``, each directory created once."""
     os.chmod(root, DIR_MODE)
-    umask = current_umask()
+    umask = creation_mask(root)
     write_file(root, STAGING_MARKER, b"", 0o600, umask)
     base = os.fspath(root)  # plain strings: ~70 paths a bundle, a Path join each cost more
     for directory in bundle_directories(files):
@@ -311,6 +312,20 @@ def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
     for path, (content, mode) in sorted(files.items()):
         write_file(root, path, content, mode, umask)
     os.unlink(root / STAGING_MARKER)
+
+
+def creation_mask(root: Path) -> int:
+    """The mode bits that creating an entry below the new ``root`` may take away: the umask, or
+    all of them (0o777: every mode set with chmod afterwards) where ``root`` has a default ACL,
+    inherited from the output's parent, which the kernel applies instead of the umask."""
+    if not hasattr(os, "getxattr"):  # not Linux
+        return 0o777
+    try:
+        os.getxattr(root, DEFAULT_ACL, follow_symlinks=False)
+    except OSError as error:
+        if error.errno in (errno.ENODATA, errno.EOPNOTSUPP):  # no default ACL, or no ACLs here
+            return current_umask()
+    return 0o777
 
 
 def current_umask() -> int:
