@@ -43,7 +43,9 @@ from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
 
 DIR_MODE = 0o755
-DEFAULT_ACL = "system.posix_acl_default"  # the xattr of a directory's default ACL (acl(5))
+# The xattrs of ACLs that, where present, decide a new entry's mode instead of the umask: a
+# directory's POSIX default ACL (acl(5)), an NFSv4 ACL (nfs4_acl(5)).
+INHERITED_ACLS = ("system.posix_acl_default", "system.nfs4_acl")
 # NAME_MAX of Linux file systems. The hidden staging and aside names are keyed by a digest of the
 # target's name, so every legal name can be written and replaced.
 MAX_NAME_BYTES = 255
@@ -316,16 +318,18 @@ def write_tree(root: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
 
 def creation_mask(root: Path) -> int:
     """The mode bits that creating an entry below the new ``root`` may take away: the umask, or
-    all of them (0o777: every mode set with chmod afterwards) where ``root`` has a default ACL,
-    inherited from the output's parent, which the kernel applies instead of the umask."""
+    all of them (0o777: every mode set with chmod afterwards) where an ACL may decide the mode
+    instead: ``root``'s default ACL (inherited from the output's parent), or NFSv4's ACLs."""
     if not hasattr(os, "getxattr"):  # not Linux
         return 0o777
-    try:
-        os.getxattr(root, DEFAULT_ACL, follow_symlinks=False)
-    except OSError as error:
-        if error.errno in (errno.ENODATA, errno.EOPNOTSUPP):  # no default ACL, or no ACLs here
-            return current_umask()
-    return 0o777
+    for acl in INHERITED_ACLS:
+        try:
+            os.getxattr(root, acl, follow_symlinks=False)
+        except OSError as error:
+            if error.errno in (errno.ENODATA, errno.EOPNOTSUPP):  # none, or none on this system
+                continue
+        return 0o777
+    return current_umask()
 
 
 def current_umask() -> int:
