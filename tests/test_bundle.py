@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,63 @@ def test_writes_exactly_the_rendered_files_with_their_modes(tmp_path: Path) -> N
     assert os.listdir(tmp_path) == ["bundle"]  # nothing beside the target
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o027, 0o002, 0o000])
+def test_modes_are_exact_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    files = render_bundle(full_plan())
+    previous = os.umask(umask)
+    try:
+        target = write_bundle(files, tmp_path / "bundle")
+    finally:
+        os.umask(previous)
+    written = tree(target)
+    assert {path: mode for path, (mode, _) in written.items() if path in files} == {
+        path: f"{mode:04o}" for path, (_, mode) in files.items()
+    }
+    assert {mode for mode, kind in written.values() if kind == "dir"} == {"0755"}
+    assert os.stat(target).st_mode & 0o7777 == 0o755
+
+
+def test_modes_are_exact_below_a_default_acl(tmp_path: Path) -> None:
+    """A default ACL (setfacl -d) on the output's parent replaces the umask for what is created
+    below it: user rwx, group and others nothing would make every file 0600 without a chmod."""
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    entries = [(0x01, 7), (0x04, 0), (0x20, 0)]  # user::rwx group::--- other::--- (acl(5))
+    acl = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, 0xFFFFFFFF) for tag, perm in entries
+    )
+    try:
+        os.setxattr(parent, "system.posix_acl_default", acl)
+    except (OSError, AttributeError):
+        pytest.skip("no POSIX ACLs on this file system")
+    files = render_bundle(full_plan())
+    written = tree(write_bundle(files, parent / "bundle"))
+    assert {path: mode for path, (mode, _) in written.items() if path in files} == {
+        path: f"{mode:04o}" for path, (_, mode) in files.items()
+    }
+    assert {mode for mode, kind in written.values() if kind == "dir"} == {"0755"}
+
+
+def test_under_the_usual_umask_modes_are_set_at_creation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the staging directory (made 0700 by mkdtemp) is changed afterwards: a chmod per
+    entry is a journaled inode change on ext4."""
+    changed: list[object] = []
+    real_chmod, real_fchmod = os.chmod, os.fchmod
+    monkeypatch.setattr(
+        os, "chmod", lambda path, mode: changed.append(path) or real_chmod(path, mode)
+    )
+    monkeypatch.setattr(os, "fchmod", lambda fd, mode: changed.append(fd) or real_fchmod(fd, mode))
+    previous = os.umask(0o022)
+    try:
+        target = write_bundle(render_bundle(full_plan()), tmp_path / "bundle")
+    finally:
+        os.umask(previous)
+    assert len(changed) == 1
+    assert (target / "manifest.json").is_file()
+
+
 def test_replaces_a_previous_bundle_completely(tmp_path: Path) -> None:
     target = tmp_path / "bundle"
     write_bundle(render_bundle(full_plan()), target)
@@ -76,11 +134,13 @@ def test_failure_mid_write_leaves_the_previous_bundle_intact(
     real_write_file = bundle.write_file
     calls = []
 
-    def failing_write_file(root: Path, path: str, content: bytes, mode: int) -> None:
+    def failing_write_file(
+        root: Path, path: str, content: bytes, mode: int, umask: int = 0o777
+    ) -> None:
         calls.append(path)
         if len(calls) == 4:
             raise OSError(28, "No space left on device")
-        real_write_file(root, path, content, mode)
+        real_write_file(root, path, content, mode, umask)
 
     monkeypatch.setattr(bundle, "write_file", failing_write_file)
     with pytest.raises(GenerationError, match="No space left on device"):
@@ -246,6 +306,50 @@ def test_a_batch_is_flushed_once_and_a_refused_bundle_does_not_stop_the_others(
     assert tree(tmp_path / "a") == tree(tmp_path / "b")
     assert tree(foreign) == {"todo.txt": ("0644", b"important")}
     assert sorted(os.listdir(tmp_path)) == ["a", "b", "notes"]  # no staging directory left
+
+
+def test_a_batch_syncs_each_parent_once_after_its_last_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str]] = []
+    real_rename, real_fsync_directory = os.rename, bundle.fsync_directory
+    monkeypatch.setattr(bundle, "exchange", lambda first, second: False)  # renames only
+    monkeypatch.setattr(
+        os, "rename", lambda a, b: events.append(("rename", Path(b).name)) or real_rename(a, b)
+    )
+    monkeypatch.setattr(
+        bundle,
+        "fsync_directory",
+        lambda d: events.append(("fsync", Path(d).name)) or real_fsync_directory(d),
+    )
+    files = render_bundle(minimal_plan())
+    (tmp_path / "p").mkdir()
+    write_bundle(files, tmp_path / "p" / "a")  # replaced below: three renames
+    events.clear()
+    targets = [tmp_path / "p" / "a", tmp_path / "p" / "b", tmp_path / "q" / "c"]
+    assert bundle.write_bundles([(files, target) for target in targets]) == targets
+    renames = [name for event, name in events if event == "rename"]
+    assert len(renames) == 4 and renames[1:] == ["a", "b", "c"]
+    assert events[len(renames) :] == [("fsync", "p"), ("fsync", "q")]
+
+
+def test_a_parent_that_cannot_be_synced_fails_only_its_bundles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fsync_directory = bundle.fsync_directory
+
+    def failing(directory: Path) -> None:
+        if Path(directory).name == "p":
+            raise OSError(5, "Input/output error")
+        real_fsync_directory(directory)
+
+    monkeypatch.setattr(bundle, "fsync_directory", failing)
+    files = render_bundle(minimal_plan())
+    targets = [tmp_path / "p" / "a", tmp_path / "q" / "b", tmp_path / "p" / "c"]
+    results = bundle.write_bundles([(files, target) for target in targets])
+    assert results[1] == targets[1]
+    for failed in (results[0], results[2]):
+        assert isinstance(failed, GenerationError) and "Input/output error" in str(failed)
 
 
 def test_interrupted_batch_leaves_no_staging_directory(

@@ -238,8 +238,10 @@ def killed_while_writing(target: Path, after_files: int) -> None:
             written = []
             real_write_file = bundle.write_file
 
-            def write_then_die(root: Path, path: str, content: bytes, mode: int) -> None:
-                real_write_file(root, path, content, mode)
+            def write_then_die(
+                root: Path, path: str, content: bytes, mode: int, umask: int = 0o777
+            ) -> None:
+                real_write_file(root, path, content, mode, umask)
                 written.append(path)
                 if len(written) == after_files:
                     os.kill(os.getpid(), signal.SIGKILL)

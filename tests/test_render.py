@@ -377,6 +377,32 @@ def test_explain_lists_every_setting_with_rule_and_reason(full: dict[str, str]) 
     assert "huge pages take 40% of RAM" in text and "GPUDirect RDMA does not apply" in text
 
 
+@pytest.mark.parametrize(
+    ("override", "row"),
+    [
+        ({}, "| `vm.x` | `a\\|b` | `r.one` | why \\| not |"),
+        (
+            {"override": True, "original_value": "7", "original_rule": "r.two"},
+            "| `vm.x` | `a\\|b` | `r.one` (profile override; rule value `7`) | why \\| not |",
+        ),
+        (
+            {"override": True, "original_value": ""},
+            '| `vm.x` | `a\\|b` | `r.one` (profile override; rule value `""`) | why \\| not |',
+        ),
+        (
+            {"override": True, "original_value": None},
+            "| `vm.x` | `a\\|b` | `r.one` (profile override; rule value `none`) | why \\| not |",
+        ),
+    ],
+    ids=["rule", "override", "override-of-empty", "override-of-nothing"],
+)
+def test_explain_row_of_each_kind_of_setting(override: dict[str, object], row: str) -> None:
+    """No shipped plan has an override: this is the only check of those rows' bytes."""
+    s = Setting("sysctl", "vm.x", "a|b", "why\n| not", rule="r.one", **override)  # type: ignore[arg-type]
+    text = render_bundle(full_plan(settings=(s,)))["EXPLAIN.md"][0].decode()
+    assert f"| --- | --- | --- | --- |\n{row}\n" in text
+
+
 def test_reasons_cannot_break_out_of_a_comment() -> None:
     hostile = Setting(
         "sysctl",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from generator.model.setting import Setting
@@ -24,3 +25,9 @@ def setting_line(setting: Setting, fields: tuple[str, ...]) -> DataLine:
 
 def fixed_line(why: str, fields: tuple[str, ...]) -> DataLine:
     return DataLine(comment_text(why), fields)
+
+
+def data_text(lines: Sequence[DataLine]) -> str:
+    """The lines of a data file, each after a blank line and its comment. One string, not five
+    template pieces and two lookups a line (~180 lines a bundle)."""
+    return "".join([f"\n# {line.comment}\n{line.text}\n" for line in lines])
