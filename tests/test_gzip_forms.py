@@ -53,9 +53,9 @@ def forms_of(user_data: bytes, parts: tuple[bytes, ...] = ()) -> dict[str, tuple
     return {"plain": (plain_gz, user_data), "mime": (mime_gz, mime)}
 
 
-def shared_segment(user_data: bytes) -> bytes:
+def shared_segment(user_data: bytes, level: int = delivery.FAST_LEVEL) -> bytes:
     """What the MIME form reuses of the plain form's deflate: all but its first block."""
-    return delivery._deflated_user_data(user_data)[1]
+    return delivery._deflated_user_data(user_data, level)[1]
 
 
 def assert_one_member_of(packed: bytes, text: bytes) -> None:
@@ -99,7 +99,9 @@ def test_a_non_ascii_user_data_is_deflated_whole() -> None:
     for packed, text in forms.values():
         assert_one_member_of(packed, text)
     mime = forms["mime"][1]
-    assert forms["mime"][0] == gzip.compress(mime, compresslevel=9, mtime=0)
+    # base64 hides the text's repetitions: the MIME form is over EC2's limit at the fast level
+    levels = (delivery.FAST_LEVEL, delivery.SMALLEST_LEVEL)
+    assert forms["mime"][0] in [gzip.compress(mime, compresslevel=x, mtime=0) for x in levels]
 
 
 @pytest.mark.parametrize(
@@ -137,7 +139,7 @@ def test_the_forms_are_the_same_run_to_run(non_ascii: bool) -> None:
     first, second = forms_of(user_data), forms_of(bytes(user_data))
     assert first == second
     for packed, _ in first.values():
-        assert packed[:10] == delivery.GZIP_HEADER
+        assert packed[:10] in (delivery.gzip_header(6), delivery.gzip_header(9))
         assert packed[4:8] == b"\0\0\0\0"  # mtime
         assert packed[3] == 0  # flags: no name, no comment, no extra field
 
@@ -172,3 +174,48 @@ def test_cloud_init_inflates_both_forms(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [hashlib.sha256(text).hexdigest() for text in written.values()]
+
+
+# --- the level: 6 unless a form would not fit the smallest gzip-taking limit (EC2's) ------------
+
+
+def test_a_shipped_bundle_far_from_the_limit_is_deflated_at_the_fast_level() -> None:
+    user_data = shipped_user_data()
+    mime = mime_user_data(user_data)
+    forms = compressed_forms(user_data, mime)
+    assert forms == delivery._compressed_forms(user_data, mime, delivery.FAST_LEVEL)
+    assert max(map(len, forms)) <= delivery.gzip_forms_limit() == 16 * 1024
+
+
+@pytest.mark.parametrize("parts", [(), (TEAM,)], ids=["alone", "team-part"])
+def test_forms_over_the_limit_at_the_fast_level_are_deflated_at_9(
+    monkeypatch: pytest.MonkeyPatch, parts: tuple[bytes, ...]
+) -> None:
+    user_data = shipped_user_data()
+    mime = mime_user_data(user_data, parts)
+    fast = delivery._compressed_forms(user_data, mime, delivery.FAST_LEVEL)
+    smallest = delivery._compressed_forms(user_data, mime, delivery.SMALLEST_LEVEL)
+    # the larger fast form one byte over the limit: both forms go to level 9
+    monkeypatch.setattr(delivery, "gzip_forms_limit", lambda: max(map(len, fast)) - 1)
+    assert compressed_forms(user_data, mime) == smallest
+    assert [form[:10] for form in smallest] == [delivery.gzip_header(9)] * 2
+    for packed, text in zip(smallest, (user_data, mime), strict=True):
+        assert_one_member_of(packed, text)
+    # exactly at the limit: the fast forms
+    monkeypatch.setattr(delivery, "gzip_forms_limit", lambda: max(map(len, fast)))
+    assert compressed_forms(user_data, mime) == fast
+
+
+def test_every_form_fits_a_limit_it_would_fit_at_level_9(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For any limit between the two levels' sizes, the forms written fit wherever the level-9
+    forms would: choosing the fast level never costs a delivery."""
+    user_data = shipped_user_data() + b"# and a part of its own\n"
+    mime = mime_user_data(user_data, (TEAM,))
+    fast = delivery._compressed_forms(user_data, mime, delivery.FAST_LEVEL)
+    smallest = delivery._compressed_forms(user_data, mime, delivery.SMALLEST_LEVEL)
+    sizes = sorted({*map(len, fast), *map(len, smallest)})
+    for limit in range(sizes[0] - 2, sizes[-1] + 3):
+        monkeypatch.setattr(delivery, "gzip_forms_limit", lambda limit=limit: limit)
+        written = compressed_forms(user_data, mime)
+        for ours, level_9 in zip(written, smallest, strict=True):
+            assert len(ours) <= limit or len(level_9) > limit, limit

@@ -456,9 +456,19 @@ def staged_at_first_boot(item: OverlayFile) -> OverlayFile:
 
 # --- the gzip forms: the user-data deflated once for both ---------------------------------------
 
-# gzip's member header (RFC 1952, 2.3): deflate, no flags, mtime 0 (byte-identical run to run),
-# XFL 2 (level 9), OS 3 (Unix): what gzip.compress(..., mtime=0) writes through zlib.
-GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03"
+# zlib's default level, and its smallest output (see compressed_forms).
+FAST_LEVEL = 6
+SMALLEST_LEVEL = 9
+
+
+def gzip_header(level: int) -> bytes:
+    """gzip's member header (RFC 1952, 2.3): deflate, no flags, mtime 0 (byte-identical run to
+    run), XFL 2 at level 9 ("maximum compression") and 0 at the levels between, OS 3 (Unix): what
+    gzip.compress(..., mtime=0) writes through zlib."""
+    extra_flags = b"\x02" if level == SMALLEST_LEVEL else b"\x00"
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + extra_flags + b"\x03"
+
+
 # How far back a deflate match reaches (RFC 1951, 2.2: distances up to 32768 bytes).
 WINDOW = 32 * 1024
 # The user-data's first bytes get a deflate block of their own, which the MIME form deflates
@@ -478,57 +488,76 @@ def compressed_forms(user_data: bytes, mime: bytes) -> tuple[bytes, bytes]:
 
     cloud-init inflates gzip-compressed user-data before reading it ("Gzip compressed content",
     cloud-init's User-Data Formats documentation; ``util.decomp_gzip`` in user_data.py).
-    Level 9: the first-boot script (install.sh's own functions) brought the largest shipped
-    user-data to ~15.4 KB compressed and a docker + Kubernetes one to ~16.0 KB, against EC2's
-    16 KB; level 6 would cost ~1 % more bytes (126 on 14 KB) for ~3 ms less CPU per bundle,
-    level 8 7-22 more on every bundle for ~1.7 ms. Here the bytes matter more than a matrix's CPU.
 
-    A MIME form carrying the user-data verbatim (ASCII: `_mime_part`'s 7bit) reuses the
-    user-data's deflate from its second block on, as pigz joins blocks compressed apart: the
-    two forms cost 4.8 ms of CPU per shipped bundle, not 8.5 as two whole deflates. Any other
-    MIME form (base64) is deflated whole.
+    The level: zlib's default (FAST_LEVEL), unless a form would then be larger than the smallest
+    limit of a provider that takes the gzip forms (EC2's 16 KB, PROVIDER_LIMITS); then both are
+    deflated again at SMALLEST_LEVEL. So a form fits every provider it would fit if it were
+    always deflated at 9 (where the fast forms fit they are kept; where they do not, the level-9
+    forms are written), and only bundles near that limit pay for the last bytes: on a shipped
+    user-data (dgx-h100 inference, 58 KB) level 9 is 0.9 % smaller (117 bytes of 13.6 KB) and
+    takes three times the CPU (4.3 against 1.4 ms for both forms). Of the 267 shipped system x
+    profile x distro and docker bundles, the 8 docker + Kubernetes ones on 8-GPU systems get 9.
     """
-    first, rest = _deflated_user_data(user_data)
-    plain = _gzip_member((first, rest, FINAL_EMPTY_BLOCK), user_data)
+    forms = _compressed_forms(user_data, mime, FAST_LEVEL)
+    if max(len(form) for form in forms) > gzip_forms_limit():
+        forms = _compressed_forms(user_data, mime, SMALLEST_LEVEL)
+    return forms
+
+
+def gzip_forms_limit() -> int:
+    """The smallest user-data limit of a provider whose field takes the gzip forms (bytes)."""
+    return min(limit.limit_bytes for limit in PROVIDER_LIMITS if limit.takes_bytes)
+
+
+def _compressed_forms(user_data: bytes, mime: bytes, level: int) -> tuple[bytes, bytes]:
+    """Both gzip forms at ``level``. A MIME form carrying the user-data verbatim (ASCII:
+    `_mime_part`'s 7bit) reuses the user-data's deflate from its second block on, as pigz joins
+    blocks compressed apart: the two forms cost one deflate of the user-data (4.8 ms of CPU per
+    shipped bundle at level 9, not 8.5 as two whole deflates). Any other MIME form (base64) is
+    deflated whole."""
+    first, rest = _deflated_user_data(user_data, level)
+    plain = _gzip_member((first, rest, FINAL_EMPTY_BLOCK), user_data, level)
     at = mime.rfind(user_data)
     if at < 0:
-        return plain, gzip.compress(mime, compresslevel=9, mtime=0)
+        return plain, gzip.compress(mime, compresslevel=level, mtime=0)
     end = at + len(user_data)
     # what comes before the user-data (the MIME head, any team parts), then its first bytes
-    mime_first = _deflated(_deflater(), mime[:at] + user_data[:FIRST_BLOCK], zlib.Z_SYNC_FLUSH)
+    head = mime[:at] + user_data[:FIRST_BLOCK]
+    mime_first = _deflated(_deflater(level), head, zlib.Z_SYNC_FLUSH)
     # the closing boundary may match what the decoder's window holds: the bytes just before it
-    tail = _deflated(_deflater(mime[max(0, end - WINDOW) : end]), mime[end:], zlib.Z_FINISH)
-    return plain, _gzip_member((mime_first, rest, tail), mime)
+    window = mime[max(0, end - WINDOW) : end]
+    tail = _deflated(_deflater(level, window), mime[end:], zlib.Z_FINISH)
+    return plain, _gzip_member((mime_first, rest, tail), mime, level)
 
 
-def _deflated_user_data(user_data: bytes) -> tuple[bytes, bytes]:
+def _deflated_user_data(user_data: bytes, level: int) -> tuple[bytes, bytes]:
     """The user-data's raw deflate in two segments, each ending in a sync flush (the block ends,
     then an empty stored block: byte-aligned, not final; RFC 1951, 3.2.3-3.2.4): its first
     FIRST_BLOCK bytes, and the rest. The rest's matches reach no further back than the
     user-data's first byte, so it goes on any stream whose output so far ends with those first
     bytes: the plain form's, or the MIME form's (its head, then the same first bytes)."""
-    deflater = _deflater()
+    deflater = _deflater(level)
     first = _deflated(deflater, user_data[:FIRST_BLOCK], zlib.Z_SYNC_FLUSH)
     return first, _deflated(deflater, user_data[FIRST_BLOCK:], zlib.Z_SYNC_FLUSH)
 
 
-def _deflater(window: bytes = b"") -> zlib._Compress:
-    """Raw deflate (no zlib wrapper), level 9, zlib's default memory level as gzip.compress has
-    it; ``window``: the output before this segment, which its matches may refer to."""
+def _deflater(level: int, window: bytes = b"") -> zlib._Compress:
+    """Raw deflate (no zlib wrapper) at ``level``, zlib's default memory level as gzip.compress
+    has it; ``window``: the output before this segment, which its matches may refer to."""
     if window:
-        return zlib.compressobj(9, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, window)
-    return zlib.compressobj(9, zlib.DEFLATED, -15)
+        return zlib.compressobj(level, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY, window)
+    return zlib.compressobj(level, zlib.DEFLATED, -15)
 
 
 def _deflated(deflater: zlib._Compress, data: bytes, flush: int) -> bytes:
     return deflater.compress(data) + deflater.flush(flush)
 
 
-def _gzip_member(segments: tuple[bytes, ...], content: bytes) -> bytes:
+def _gzip_member(segments: tuple[bytes, ...], content: bytes, level: int) -> bytes:
     """One gzip member of a deflate stream given in segments, the last one final: the header,
     the stream, then CRC-32 and ISIZE (the length modulo 2**32), little-endian (RFC 1952, 2.3.1)."""
     trailer = struct.pack("<II", zlib.crc32(content), len(content) & 0xFFFFFFFF)
-    return GZIP_HEADER + b"".join(segments) + trailer
+    return gzip_header(level) + b"".join(segments) + trailer
 
 
 class CloudInitOptions(NamedTuple):
