@@ -121,12 +121,15 @@ def unit_runs_on(unit, machine: dict[str, str | None]) -> bool:
     )
 
 
-def sysctl_values(profile, machine: dict[str, str | None]) -> dict[str, str]:
-    """The sysctls the profile writes on ``machine``: its [sysctl] units, then its [vm]
-    dirty-limit options, which win where both set a key (tuned-adm verify checks both; a [vm]
-    value is the one the bundle cannot restate, so it is the one to judge)."""
+def sysctl_values(profile, machine: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The sysctls the profile writes on ``machine`` (None: not known, every unit counts): its
+    [sysctl] units, then its [vm] dirty-limit options, which win where both set a key
+    (tuned-adm verify checks both; a [vm] value is the one the bundle cannot restate, so it is
+    the one to judge)."""
     units = [
-        unit for unit in profile.units.values() if unit.enabled and unit_runs_on(unit, machine)
+        unit
+        for unit in profile.units.values()
+        if unit.enabled and unit_runs_on(unit, machine or {})
     ]
     values: dict[str, str] = {}
     for unit in units:
