@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import PROFILES, SYSTEMS, missing_tool
 from tests.generate import generate
 from tests.validators import tools
+from tests.validators.checks_userland import TunedMachine, tuned_machine
 from tests.validators.run import MissingTool, find_tool, run
 
 pytestmark = pytest.mark.validators
@@ -916,6 +917,52 @@ def tuned_tree(tag: str, target: Path) -> Path:
     )
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True, timeout=120)
     return target
+
+
+# Whether throughput-performance's [sysctl.thunderx] (uname_regex=aarch64, cpuinfo_regex of the
+# ThunderX parts: kernel.numa_balancing=0) counts on a machine: tuned creates it only on a match.
+THUNDERX_GATE: dict[str, tuple[TunedMachine | None, bool]] = {
+    "ThunderX (Cavium 0x43, part 0x0a1)": (tuned_machine("aarch64", "0x43", "0x0a1"), True),
+    "ThunderX2 (Cavium 0x43, part 0x0af)": (tuned_machine("aarch64", "0x43", "0x0af"), True),
+    "Neoverse N1 (Altra, Graviton2)": (tuned_machine("aarch64", "0x41", "0xd0c"), False),
+    "Neoverse V2 (Grace)": (tuned_machine("aarch64", "0x41", "0xd4f"), False),
+    "x86_64": (tuned_machine("x86_64", None, None), False),
+    "aarch64, part not known": (tuned_machine("aarch64", "0xc0", None), True),
+    "machine not known": (None, True),
+}
+NUMA_BALANCING_ON = {
+    TUNED: "[sysctl]\nkernel.numa_balancing=1\n",
+    SYSCTL: "kernel.numa_balancing = 1\n",
+}
+
+
+@pytest.mark.parametrize("tag", ["installed", "v2.27.0"])
+def test_a_thunderx_unit_counts_only_on_the_machines_tuned_creates_it_on(
+    tag: str, tmp_path: Path
+) -> None:
+    """A bundle setting kernel.numa_balancing=1, layered on throughput-performance: its ThunderX
+    unit's 0 is a conflict on a ThunderX and where the machine or its CPU part is not known
+    (the conservative judgement), and none on an Arm Neoverse or an x86_64 machine."""
+    tree = None if tag == "installed" else tuned_tree(tag, tmp_path / "tuned")
+    bundles = {
+        name: make_bundle(tmp_path / str(index), NUMA_BALANCING_ON)
+        for index, name in enumerate(THUNDERX_GATE)
+    }
+    machines = {
+        bundles[name]: machine
+        for name, (machine, _) in THUNDERX_GATE.items()
+        if machine is not None
+    }
+    try:
+        results = tools.check_tuned_many(list(bundles.values()), tree, machines)
+    except MissingTool as missing:
+        missing_tool(missing)
+        raise
+    conflict = (
+        "layered on throughput-performance sets sysctl kernel.numa_balancing=0, but sysctl.d sets 1"
+    )
+    counted = {name: any(conflict in p for p in results[bundles[name]]) for name in bundles}
+    assert counted == {name: expected for name, (_, expected) in THUNDERX_GATE.items()}
 
 
 @pytest.mark.parametrize("tag", RHEL_9_TUNED_TAGS)

@@ -97,6 +97,10 @@ class CpuModel(StrictModel):
     threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None
     cpufreq_driver: str | None = None
     idle_driver: str | None = None
+    # arm64 only: the MIDR fields as /proc/cpuinfo prints them ("CPU implementer\t: 0x41",
+    # "CPU part\t: 0xd0c"; arch/arm64/kernel/cpuinfo.c), which tuned's cpuinfo_regex units match
+    arm_cpu_implementer: Annotated[str, Field(pattern=r"^0x[0-9a-f]{2}$")] | None = None
+    arm_cpu_part: Annotated[str, Field(pattern=r"^0x[0-9a-f]{3}$")] | None = None
     notes: str = ""
     source: Sources
 

@@ -9,8 +9,10 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from .checks_system import sysctl_assignments
 from .layout import (
@@ -295,18 +297,52 @@ RATIO_OF_BYTES = {
 }
 
 
+class TunedMachine(NamedTuple):
+    """What tuned's unit gates read on the machine a bundle is for (tuned_check.unit_runs_on):
+    uname_regex is searched in " ".join(os.uname()), cpuinfo_regex in /proc/cpuinfo. The bundle
+    does not record its machine (plan.json names the hardware file, not its CPU), so the caller
+    that knows it says so; None: not known."""
+
+    # os.uname().machine alone (x86_64, aarch64): node name, release and version are the
+    # image's; every uname_regex of tuned 2.20, 2.25.1 and 2.27.0's profiles is "aarch64"
+    uname: str | None
+    cpuinfo: str | None  # the CPU's identification lines, as /proc/cpuinfo prints them
+
+
+def tuned_machine(arch: str, implementer: str | None, part: str | None) -> TunedMachine:
+    """The machine of a CPU of ``arch`` whose arm64 MIDR implementer and part are known or not.
+    arm64's /proc/cpuinfo names a CPU only by "CPU implementer", "CPU architecture", "CPU
+    variant", "CPU part" and "CPU revision" (arch/arm64/kernel/cpuinfo.c c_show): the lines
+    written here, without variant and revision (a stepping, not a model). Without both facts
+    the cpuinfo is not known: a gated unit then counts. x86_64 needs none: no tuned profile
+    gates an x86 unit on cpuinfo alone (every cpuinfo_regex unit also has uname_regex=aarch64
+    in tuned 2.20, 2.25.1 and 2.27.0)."""
+    if arch != "aarch64" or implementer is None or part is None:
+        return TunedMachine(arch, None)
+    lines = (f"CPU implementer\t: {implementer}", "CPU architecture: 8", f"CPU part\t: {part}")
+    return TunedMachine(arch, "".join(f"{line}\n" for line in lines))
+
+
 def check_tuned(bundle: Path) -> list[str]:
     return check_tuned_many([bundle])[bundle]
 
 
-def check_tuned_many(bundles: list[Path], tree: Path | None = None) -> dict[Path, list[str]]:
+def check_tuned_many(
+    bundles: list[Path],
+    tree: Path | None = None,
+    machines: Mapping[Path, TunedMachine] | None = None,
+) -> dict[Path, list[str]]:
     """tuned_check.py with tuned's own Loader (includes resolved against /usr/lib/tuned), as
     nobody, one process for all bundles; then every [sysctl] key of a profile, includes merged,
     alone and layered on the bases install.sh may find selected (tuned_check.LAYERED_ON), that
     sysctl.d also sets must have sysctl.d's value: tuned's reapply_sysctl lets sysctl.d win, so
     another value makes `tuned-adm verify` fail on every boot. Not covered: values sysctl.d does
     not set (tuned judges them only on a running system). ``tree``: another tuned's source tree
-    (tuned/ and profiles/ of a tag) whose code and profiles stand in for the installed ones."""
+    (tuned/ and profiles/ of a tag) whose code and profiles stand in for the installed ones.
+    ``machines``: the machine each bundle is for; a unit gated on uname_regex/cpuinfo_regex
+    (throughput-performance's [sysctl.thunderx]: kernel.numa_balancing=0 on ThunderX) counts
+    only where tuned would create it there. A bundle without one, or a fact its machine lacks,
+    keeps the conservative judgement: every gated unit counts, as if the machine matched."""
     results: dict[Path, list[str]] = {bundle: [] for bundle in bundles}
     jobs = [
         (bundle, [path.parent.name for path in files(bundle, *TUNED_PATTERNS)])
@@ -321,6 +357,13 @@ def check_tuned_many(bundles: list[Path], tree: Path | None = None) -> dict[Path
         arguments = []
         if tree is not None:
             arguments += ["--tree", str(copy_readable(tree, tmp / "tuned-tree"))]
+        known = {
+            str(tmp / str(index)): machines[bundle]._asdict()
+            for index, (bundle, _) in enumerate(jobs)
+            if machines and bundle in machines
+        }
+        if known:
+            arguments += ["--machines", json.dumps(known)]
         for index, (bundle, names) in enumerate(jobs):
             etc_tuned = copy_readable(bundle / ROOTFS / "etc/tuned", tmp / str(index))
             arguments += [f"{etc_tuned}:{name}" for name in names]

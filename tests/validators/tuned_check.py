@@ -1,6 +1,6 @@
 """Load tuned profiles with tuned's own loader, without the daemon (run by /usr/bin/python3).
 
-    /usr/bin/python3 tuned_check.py [--tree TUNED_TREE] ETC_TUNED:PROFILE...
+    /usr/bin/python3 tuned_check.py [--tree TUNED_TREE] [--machines JSON] ETC_TUNED:PROFILE...
 
 ETC_TUNED stands in for /etc/tuned (a bundle's profiles); /usr/lib/tuned resolves include=.
 With ``--tree``, another tuned's own code and profiles are used instead of the installed ones: a
@@ -14,7 +14,9 @@ name, as in the daemon; bootloader ``cmdline*`` keys likewise. Prints one JSON o
 {"ETC_TUNED:PROFILE": {"problems": [...], "sysctl": {key: value of [sysctl] units, includes
 merged}, "layered": {BASE: {key: value}}}}: "layered" is the profile loaded after each of
 LAYERED_ON, as install.sh selects it (active_profile "BASE PROFILE"; the later one wins).
-Profile expansion can run ${f:exec:...}: the caller runs this as nobody.
+``--machines``: {ETC_TUNED: {"uname": TEXT, "cpuinfo": TEXT}} for the machine each bundle is
+for, a value null where it is not known; the values are of the units tuned would create there
+(unit_runs_on). Profile expansion can run ${f:exec:...}: the caller runs this as nobody.
 """
 
 from __future__ import annotations
@@ -22,12 +24,17 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 import sys
 
 SYSTEM_PROFILES = "/usr/lib/tuned"
 if sys.argv[1:2] == ["--tree"]:  # before tuned is imported: that tree's code, not the package's
     sys.path.insert(0, sys.argv[2])
     SYSTEM_PROFILES = f"{sys.argv[2]}/profiles"
+    del sys.argv[1:3]
+MACHINES: dict[str, dict[str, str | None]] = {}
+if sys.argv[1:2] == ["--machines"]:
+    MACHINES = json.loads(sys.argv[2])
     del sys.argv[1:3]
 
 import tuned.plugins.base  # noqa: E402
@@ -99,16 +106,37 @@ def load(etc_tuned: str, names: list[str]):
     return loader.load(names)
 
 
-def sysctl_values(profile) -> dict[str, str]:
-    """The sysctls the profile writes: its [sysctl] units, then its [vm] dirty-limit options,
-    which win where both set a key (tuned-adm verify checks both; a [vm] value is the one the
-    bundle cannot restate, so it is the one to judge)."""
+def unit_runs_on(unit, machine: dict[str, str | None]) -> bool:
+    """Whether tuned creates this unit's instance on ``machine``, as tuned/units/manager.py
+    create() decides it (2.20, 2.25.1, 2.27.0 alike): a unit with a cpuinfo_regex or
+    uname_regex (throughput-performance's [sysctl.thunderx]) runs only where re.search(regex,
+    text, re.MULTILINE) finds it in /proc/cpuinfo and in " ".join(os.uname()). A text the
+    caller does not know (null) keeps the conservative judgement: that gate counts as passed."""
+    gates = (("cpuinfo", unit.cpuinfo_regex), ("uname", unit.uname_regex))
+    return all(
+        regex is None
+        or machine.get(text) is None
+        or re.search(regex, machine[text], re.MULTILINE) is not None
+        for text, regex in gates
+    )
+
+
+def sysctl_values(profile, machine: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The sysctls the profile writes on ``machine`` (None: not known, every unit counts): its
+    [sysctl] units, then its [vm] dirty-limit options, which win where both set a key
+    (tuned-adm verify checks both; a [vm] value is the one the bundle cannot restate, so it is
+    the one to judge)."""
+    units = [
+        unit
+        for unit in profile.units.values()
+        if unit.enabled and unit_runs_on(unit, machine or {})
+    ]
     values: dict[str, str] = {}
-    for unit in profile.units.values():
-        if unit.type == "sysctl" and unit.enabled:
+    for unit in units:
+        if unit.type == "sysctl":
             values |= {key: str(value) for key, value in unit.options.items()}
-    for unit in profile.units.values():
-        if unit.type == "vm" and unit.enabled:
+    for unit in units:
+        if unit.type == "vm":
             for option, value in unit.options.items():
                 text = str(value).strip()
                 if option in VM_DIRTY and text.endswith("%"):
@@ -118,7 +146,9 @@ def sysctl_values(profile) -> dict[str, str]:
     return values
 
 
-def check_profile(etc_tuned: str, name: str) -> tuple[list[str], dict[str, str]]:
+def check_profile(
+    etc_tuned: str, name: str, machine: dict[str, str | None]
+) -> tuple[list[str], dict[str, str]]:
     try:
         profile = load(etc_tuned, [name])
     except InvalidProfileException as error:
@@ -131,14 +161,14 @@ def check_profile(etc_tuned: str, name: str) -> tuple[list[str], dict[str, str]]
         f"{name}: [{consts.PLUGIN_MAIN_UNIT_NAME}]: unknown option '{option}'"
         for option in sorted(unknown_main)
     ]
-    return problems, sysctl_values(profile)
+    return problems, sysctl_values(profile, machine)
 
 
-def layered(etc_tuned: str, name: str) -> dict[str, dict[str, str]]:
+def layered(etc_tuned: str, name: str, machine: dict[str, str | None]) -> dict[str, dict[str, str]]:
     found = {}
     for base in LAYERED_ON:
         try:
-            found[base] = sysctl_values(load(etc_tuned, [base, name]))
+            found[base] = sysctl_values(load(etc_tuned, [base, name]), machine)
         except InvalidProfileException:
             continue  # not shipped by this tuned
     return found
@@ -148,11 +178,12 @@ def main(argv: list[str]) -> int:
     report = {}
     for argument in argv[1:]:
         etc_tuned, name = argument.rsplit(":", 1)
-        problems, values = check_profile(etc_tuned, name)
+        machine = MACHINES.get(etc_tuned, {})
+        problems, values = check_profile(etc_tuned, name, machine)
         report[argument] = {
             "problems": problems,
             "sysctl": values,
-            "layered": layered(etc_tuned, name) if not problems else {},
+            "layered": layered(etc_tuned, name, machine) if not problems else {},
         }
     print(json.dumps(report))
     return 0
