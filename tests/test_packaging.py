@@ -81,6 +81,7 @@ def test_caches_are_not_shipped_but_built_where_installed(installed: Path, tmp_p
         "cpus.pickle",
         "gpus.pickle",
         "nics.pickle",
+        "scripts.json",
         "tuned.json",
     ]
     second = run_installed(
