@@ -1,9 +1,11 @@
 """Results derived from shipped files, kept between runs beside the package, as ``__pycache__``
 keeps compiled modules (the validated catalog: inputs/catalog_cache.py; the tuned table:
-render/tuned.py).
+render/tuned.py; the fixed scripts' compact forms: model/shellform.py; the first-boot script's
+body: render/firstboot.py).
 
 What is generic: the key (a digest of a salt, the caller's format and versions, and every file's
-name and bytes: the data files and the source files that derive the result from them), reading
+name and bytes: the data files and the source files that derive the result from them; or of
+bytes the caller has read already), reading
 an entry, and storing one. An entry is opened without following a link, neither its folder nor
 itself, and only as a regular file; anything that cannot be read so is no entry, and the caller
 derives the result again. Storing is best effort: a read-only install derives every time. Files
@@ -29,10 +31,16 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 def files_key(salt: str, files: Iterable[Path]) -> str:
     """The digest of ``salt`` and of each file's name and bytes, in the order given."""
+    return contents_key(salt, ((path.name, path.read_bytes()) for path in files))
+
+
+def contents_key(salt: str, contents: Iterable[tuple[str, bytes]]) -> str:
+    """files_key of ``(name, bytes)`` pairs the caller holds already (a file it has read): the
+    same digest as files_key's of files with those names and bytes."""
     digest = hashlib.sha256(salt.encode())
-    for path in files:
-        digest.update(f"\0{path.name}\0".encode())
-        digest.update(path.read_bytes())
+    for name, content in contents:
+        digest.update(f"\0{name}\0".encode())
+        digest.update(content)
     return digest.hexdigest()
 
 

@@ -322,10 +322,10 @@ def test_the_shipped_scripts_lose_the_same_lines_as_by_the_character_scan(
 ) -> None:
     for script in sorted((templates_dir() / layout.SCRIPTS_DIR).iterdir()):
         text = script.read_text()
-        fast = shellform.without_comment_lines.__wrapped__(text)
+        fast = shellform.derived_without_comment_lines(text)
         with monkeypatch.context() as patched:
             patched.setattr(shellform, "_open_quote", open_quote_by_character)
-            assert shellform.without_comment_lines.__wrapped__(text) == fast, script.name
+            assert shellform.derived_without_comment_lines(text) == fast, script.name
 
 
 def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
