@@ -217,10 +217,11 @@ def test_a_later_part_without_merge_how_replaces_ours(bundle: Path, tmp_path: Pa
 
 @needs_cloud_init
 def test_a_composed_compressed_delivery_fits_ec2(bundle: Path, tmp_path: Path) -> None:
-    """Our 7bit MIME form plus a team part, gzip-compressed: under 16 KB; make-mime's base64
-    of the same text, compressed, is not (why the MIME form is not base64)."""
+    """Our 7bit MIME form, as shipped gzip-compressed: under 16 KB; make-mime's base64 of the
+    same text with a team part, compressed, is larger even at level 9 (why the MIME form is not
+    base64)."""
+    assert (bundle / layout.USER_DATA_MIME_GZ).stat().st_size <= EC2_LIMIT
     ours = (bundle / layout.USER_DATA_MIME).read_bytes()
-    assert len(gzip.compress(ours, 9)) <= EC2_LIMIT
     team = tmp_path / "team.yaml"
     team.write_text(TEAM_MERGING)
     theirs = make_mime(tmp_path / "base64", team, bundle / layout.USER_DATA).read_bytes()
