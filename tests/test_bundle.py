@@ -333,6 +333,35 @@ def test_a_batch_syncs_each_parent_once_after_its_last_rename(
     assert events[len(renames) :] == [("fsync", "p"), ("fsync", "q")]
 
 
+def test_a_batch_stopped_between_swaps_still_syncs_the_renames_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT, or SIGTERM in a matrix worker (SystemExit), after the first swap: that bundle is
+    in place, so its rename is made durable before the exception goes on."""
+    synced: list[str] = []
+    real_fsync_directory, real_swap_in = bundle.fsync_directory, bundle.swap_in
+    monkeypatch.setattr(
+        bundle,
+        "fsync_directory",
+        lambda d: synced.append(Path(d).name) or real_fsync_directory(d),
+    )
+    swaps: list[Path] = []
+
+    def stopped_at_the_second(staging: Path, target: Path) -> Path | None:
+        swaps.append(target)
+        if len(swaps) == 2:
+            raise SystemExit(143)
+        return real_swap_in(staging, target)
+
+    monkeypatch.setattr(bundle, "swap_in", stopped_at_the_second)
+    files = render_bundle(minimal_plan())
+    (tmp_path / "p").mkdir()
+    with pytest.raises(SystemExit):
+        bundle.write_bundles([(files, tmp_path / "p" / "a"), (files, tmp_path / "p" / "b")])
+    assert (tmp_path / "p" / "a" / "EXPLAIN.md").is_file()
+    assert synced == ["p"]
+
+
 def test_a_parent_that_cannot_be_synced_fails_only_its_bundles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -109,3 +109,28 @@ def test_a_cache_file_reached_through_a_link_is_not_read(folder: Path, tmp_path:
     assert catalog_cache.cached(folder, code, loader(calls, "again")) == "again"
     assert calls == ["first", "again"]
     assert not (catalog_cache.CACHE_DIR / "gpus.pickle").is_symlink()  # replaced, not followed
+
+
+def test_the_key_covers_the_code_and_versions_that_shape_the_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a validated entry is also depends on how its YAML is read (yamlio.py, PyYAML) and on
+    the MIG profile-name pattern its model checks (model/mig.py): a change there must validate
+    again, not serve entries the new code would refuse or read otherwise."""
+    import yaml
+
+    from generator.inputs import catalog, yamlio
+    from generator.model import mig
+
+    seen: list[tuple[Path, ...]] = []
+
+    def record(folder: Path, code: tuple[Path, ...], load):  # type: ignore[no-untyped-def]
+        seen.append(code)
+        return load()
+
+    monkeypatch.setattr(catalog, "cached", record)
+    catalog._load_index(hardware_db_dir() / "gpus", "GPU", GpuModel)
+    assert {Path(mig.__file__), Path(yamlio.__file__)} <= set(seen[0])
+    versions = catalog_cache.cache_key(hardware_db_dir() / "gpus", seen[0])
+    monkeypatch.setattr(yaml, "__version__", yaml.__version__ + ".other")
+    assert catalog_cache.cache_key(hardware_db_dir() / "gpus", seen[0]) != versions

@@ -98,9 +98,13 @@ def write_bundles(
             if not isinstance(item, GoldtuneError):
                 shutil.rmtree(item[0], ignore_errors=True)
         raise
-    swapped = [
-        item if isinstance(item, GoldtuneError) else _swap_or_error(*item) for item in staged
-    ]
+    swapped: list[Path | GoldtuneError] = []
+    try:
+        for item in staged:
+            swapped.append(item if isinstance(item, GoldtuneError) else _swap_or_error(*item))
+    except BaseException:  # SIGINT, or a worker's SIGTERM: the bundles swapped in stay durable
+        settle_renames(swapped)
+        raise
     return settle_renames(swapped)
 
 

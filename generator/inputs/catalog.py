@@ -16,9 +16,11 @@ from pydantic import Field, StringConstraints
 
 from generator.errors import InputError, Problem
 from generator.inputs import schema as validation
+from generator.inputs import yamlio
 from generator.inputs.catalog_cache import cached
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
+from generator.model import mig
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
 from generator.paths import hardware_db_dir
 
@@ -196,7 +198,10 @@ def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
     # Only the shipped catalog is cached: it is the same on every run of one installation.
     if folder.parent != hardware_db_dir():
         return load()
-    return cached(folder, (Path(__file__), Path(validation.__file__)), load)
+    # the code an entry's validation runs: the models, their checks, how the YAML is read, and
+    # the MIG profile-name pattern the GPU model checks against
+    code = (Path(__file__), Path(validation.__file__), Path(yamlio.__file__), Path(mig.__file__))
+    return cached(folder, code, load)
 
 
 class Catalog:

@@ -3,12 +3,12 @@
 Reading and validating the shipped ``hardware_db/`` files is a fixed cost of every run that grows
 with the catalog. The validated entries of one folder are pickled under
 ``generator/__catalog_cache__/`` together with a key: the digest of every file's name and bytes
-in the folder, of the source files that define and validate the entries, and the versions of
-goldtune, pydantic and Python. A changed, added or removed file, or a changed model, changes the
-key, and the folder is validated again. A cache that cannot be read, or is reached through a
-link, is ignored (generator/cache.py reads and stores the entries); a read-only install simply
-validates every time. Files are 0644 and the folder 0755, so that a cache root filled serves
-every user. Like ``__pycache__``, whoever can write the package can change what it runs.
+in the folder, of the source files that define, read and validate the entries, and the versions
+of goldtune, pydantic, PyYAML and Python. A changed, added or removed file, or a changed model,
+changes the key, and the folder is validated again. A cache that cannot be read, or is reached
+through a link, is ignored (generator/cache.py reads and stores the entries); a read-only install
+simply validates every time. Files are 0644 and the folder 0755, so that a cache root filled
+serves every user. Like ``__pycache__``, whoever can write the package can change what it runs.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pydantic
+import yaml
 
 from generator import __version__
 from generator.cache import files_key, read_entry, store_entry
@@ -33,7 +34,7 @@ T = TypeVar("T")
 
 
 def cache_key(folder: Path, code: tuple[Path, ...]) -> str:
-    salt = f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{sys.version}"
+    salt = f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{yaml.__version__}\0{sys.version}"
     return files_key(salt, [*code, *sorted(folder.glob("*.yaml"))])
 
 
