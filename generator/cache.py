@@ -5,12 +5,15 @@ body: render/firstboot.py).
 
 What is generic: the key (a digest of a salt, the caller's format and versions, and every file's
 name and bytes: the data files and the source files that derive the result from them; or of
-bytes the caller has read already), reading
-an entry, and storing one. An entry is opened without following a link, neither its folder nor
-itself, and only as a regular file; anything that cannot be read so is no entry, and the caller
-derives the result again. Storing is best effort: a read-only install derives every time. Files
-are 0644 and the folder 0755 (paths.py), so that a cache root filled serves every user. What an
-entry holds and how far it is trusted is the caller's.
+bytes the caller has read already), reading an entry, and storing one. An entry is opened
+without following a link, neither its folder nor itself, and only as a regular file, and it is
+used only when it and its folder could have been written by nobody but root, this user or the
+owner of the package folder (who can change the code anyway): owned by one of them, not
+writable by group or others. A pickle or marshal entry runs code when loaded, so a cache more
+writable than the package would be a way around it. Anything that cannot be read so is no
+entry, and the caller derives the result again. Storing is best effort: a read-only install
+derives every time. Files are 0644 and the folder 0755 (paths.py), so that a cache root filled
+serves every user. What an entry holds and how far it is trusted is the caller's.
 """
 
 from __future__ import annotations
@@ -46,13 +49,15 @@ def contents_key(salt: str, contents: Iterable[tuple[str, bytes]]) -> str:
 
 def read_entry(path: Path) -> bytes | None:
     """The bytes of the cache entry ``path``, or None: missing, unreadable, a link (the entry or
-    its folder), not a regular file, or too large."""
+    its folder), not a regular file, too large, or not written by someone trusted (trusted())."""
     nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         folder = os.open(path.parent, nofollow | os.O_DIRECTORY)
     except OSError:
         return None
     try:
+        if not trusted(os.fstat(folder), path.parent):
+            return None
         fd = os.open(path.name, nofollow | os.O_NONBLOCK, dir_fd=folder)  # a FIFO does not block
     except OSError:
         return None
@@ -62,12 +67,28 @@ def read_entry(path: Path) -> bytes | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
             return None
+        if not trusted(info, path.parent):
+            return None
         with os.fdopen(fd, "rb", closefd=False) as stream:
             return stream.read()
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def trusted(info: os.stat_result, folder: Path) -> bool:
+    """Whether a cache file or folder with ``info`` could only have been written by root, this
+    user or the owner of the folder holding the cache folder (the package's): owned by one of
+    them and without group or other write permission."""
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    if info.st_uid in (0, os.geteuid()):
+        return True
+    try:
+        return info.st_uid == os.stat(folder.parent).st_uid
+    except OSError:
+        return False
 
 
 def store_entry(path: Path, content: bytes) -> None:

@@ -40,7 +40,9 @@ def collector_paused() -> Iterator[None]:
     (the pipeline's imports, validators, plan, templates) cost about 20 ms of a cold run's CPU
     and freed some 500 objects; without them a run peaks 0.8 MB higher. Afterwards the objects
     are frozen (left out of later passes) before the collector is on again: else its first
-    pass, due at once, would walk all of them (25 ms).
+    pass, due at once, would walk all of them (25 ms). A caller that runs the main job many
+    times in one process (tests through click's CliRunner) keeps what each run left frozen
+    (some 65 objects a run, measured), a cost chosen over a 25 ms pass per run.
     """
     enabled = gc.isenabled()
     gc.disable()

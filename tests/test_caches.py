@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from generator.cache import read_entry
 from generator.inputs import catalog_cache
 from generator.paths import make_cache_dir
 from generator.render.render import TemplateCache, make_environment
@@ -170,3 +171,76 @@ def test_caches_root_filled_serve_another_user_who_cannot_write_them(
     for path in (folder, *folder.iterdir(), *code):  # the inputs, as an installed package has them
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     assert read_as_nobody(shared_dir) == 0
+
+
+# --- who may have written an entry: root, this user, the package folder's owner -----------------
+
+
+def planted_entry(root: Path) -> Path:
+    """``root``/package/cache/entry, as an install has it: the package folder holds the cache."""
+    folder = root / "package" / "cache"
+    folder.parent.mkdir(mode=0o755)
+    assert make_cache_dir(folder)
+    entry = folder / "entry.json"
+    entry.write_bytes(b"{}")
+    os.chmod(entry, 0o644)
+    return entry
+
+
+@pytest.mark.parametrize(
+    ("where", "bits"),
+    [("entry", 0o020), ("entry", 0o002), ("folder", 0o020), ("folder", 0o002)],
+    ids=["entry-group", "entry-others", "folder-group", "folder-others"],
+)
+def test_an_entry_others_could_have_written_is_not_read(
+    tmp_path: Path, where: str, bits: int
+) -> None:
+    entry = planted_entry(tmp_path)
+    assert read_entry(entry) == b"{}"
+    target = entry if where == "entry" else entry.parent
+    os.chmod(target, stat.S_IMODE(os.stat(target).st_mode) | bits)
+    assert read_entry(entry) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of another owner need root")
+@pytest.mark.parametrize("where", ["entry", "folder"])
+def test_an_entry_of_another_user_is_read_only_when_that_user_owns_the_package(
+    tmp_path: Path, where: str
+) -> None:
+    entry = planted_entry(tmp_path)
+    os.chown(entry if where == "entry" else entry.parent, NOBODY, NOBODY)
+    assert read_entry(entry) is None  # nobody: neither root, nor us, nor the package's owner
+    os.chown(entry.parent.parent, NOBODY, NOBODY)  # nobody's package: nobody's cache serves it
+    assert read_entry(entry) == b"{}"
+
+
+def test_a_template_entry_others_could_have_written_is_not_loaded(tmp_path: Path) -> None:
+    folder = tmp_path / "package" / "jinja"
+    folder.parent.mkdir(mode=0o755)
+    assert make_cache_dir(folder)
+    cache = TemplateCache(str(folder), pattern="%s.cache")
+    cache.dump_bytecode(compiled_bucket(cache))
+    loaded = compiled_bucket(cache)
+    loaded.reset()
+    cache.load_bytecode(loaded)
+    assert loaded.code is not None
+    os.chmod(folder / os.listdir(folder)[0], 0o666)  # noqa: S103 -- the hostile case under test
+    loaded = compiled_bucket(cache)
+    loaded.reset()
+    cache.load_bytecode(loaded)
+    assert loaded.code is None
+
+
+def test_a_linked_template_entry_is_not_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "package" / "jinja"
+    folder.parent.mkdir(mode=0o755)
+    assert make_cache_dir(folder)
+    cache = TemplateCache(str(folder), pattern="%s.cache")
+    cache.dump_bytecode(compiled_bucket(cache))
+    entry = folder / os.listdir(folder)[0]
+    entry.rename(tmp_path / "elsewhere")
+    entry.symlink_to(tmp_path / "elsewhere")
+    loaded = compiled_bucket(cache)
+    loaded.reset()
+    cache.load_bytecode(loaded)
+    assert loaded.code is None

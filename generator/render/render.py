@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import jinja2
 
 from generator import TOOL, __version__
+from generator.cache import read_entry
 from generator.errors import GenerationError
 from generator.model import layout
 from generator.model.jsontext import dumps_indented
@@ -185,9 +186,10 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
     """
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            data = Path(self._get_cache_filename(bucket)).read_bytes()
-        except OSError:
+        # as every cache entry: no link followed, no FIFO waited on, only what a trusted user
+        # could have written (generator/cache.py): marshal's code runs when the template does
+        data = read_entry(Path(self._get_cache_filename(bucket)))
+        if data is None:
             return
         bucket.reset()
         if not data.startswith(jinja2.bccache.bc_magic):
