@@ -219,3 +219,23 @@ def test_every_form_fits_a_limit_it_would_fit_at_level_9(monkeypatch: pytest.Mon
         written = compressed_forms(user_data, mime)
         for ours, level_9 in zip(written, smallest, strict=True):
             assert len(ours) <= limit or len(level_9) > limit, limit
+
+
+def test_a_form_over_the_limit_is_the_smaller_of_spliced_and_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A team part that carries text like the user-data's own (a copy of a script) makes one
+    whole deflate of the MIME form smaller than the spliced one, whose user-data segments cannot
+    refer back to the part: past the limit every byte counts, so the smaller is written."""
+    user_data = shipped_user_data()
+    lines = user_data.decode().splitlines(keepends=True)[400:900]
+    team = b"#cloud-config\n# a copy of our scripts\n" + "".join(lines).encode()
+    mime = mime_user_data(user_data, (team,))
+    spliced = delivery._compressed_forms(user_data, mime, delivery.SMALLEST_LEVEL)
+    whole = [gzip.compress(text, compresslevel=9, mtime=0) for text in (user_data, mime)]
+    assert len(whole[1]) < len(spliced[1])  # the case this test is about
+    monkeypatch.setattr(delivery, "gzip_forms_limit", lambda: 1000)  # every form over it
+    written = compressed_forms(user_data, mime)
+    assert written == (spliced[0], whole[1])  # the plain form's splice is the smaller
+    for packed, text in zip(written, (user_data, mime), strict=True):
+        assert_one_member_of(packed, text)
