@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Iterable
@@ -75,6 +76,19 @@ def read_entry(path: Path) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def json_entry(entry: bytes | None, key: str, field: str) -> object:
+    """``field`` of a JSON cache entry written for ``key`` (the caller checks its shape), or
+    None: no entry, not JSON (or not UTF-8, or nested beyond the parser), not an object, or
+    another key."""
+    try:
+        stored = json.loads(entry) if entry is not None else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key:
+        return None
+    return stored.get(field)
 
 
 def trusted(info: os.stat_result, folder: Path) -> bool:

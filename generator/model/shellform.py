@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from generator import __version__
-from generator.cache import contents_key, read_entry, store_entry
+from generator.cache import contents_key, json_entry, read_entry, store_entry
 from generator.model import layout
 from generator.paths import cache_dir, templates_dir
 
@@ -166,13 +166,7 @@ def forms_from_entry(
 ) -> dict[str, str] | None:
     """The forms a cache entry holds, or None: none, another key, or not what we write (a text
     for each of ``names``, and nothing else)."""
-    try:
-        stored = json.loads(entry) if entry is not None else None
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond the parser
-        return None
-    if not isinstance(stored, dict) or stored.get("key") != key:
-        return None
-    forms = stored.get("forms")
+    forms = json_entry(entry, key, "forms")
     if not isinstance(forms, dict) or forms.keys() != set(names):
         return None
     if not all(isinstance(form, str) for form in forms.values()):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from generator import TOOL, __version__
-from generator.cache import contents_key, read_entry, store_entry
+from generator.cache import contents_key, json_entry, read_entry, store_entry
 from generator.errors import GenerationError
 from generator.model import layout, shellform
 from generator.model.shellform import without_comment_lines
@@ -261,13 +261,7 @@ def bodies_from_entry(entry: bytes | None, key: str) -> list[tuple[list[list[str
     """The ``([entries, own], body)`` pairs a cache entry holds; none when there is no entry,
     it is for another key, or it is not what we write (rows of two lists of text, then a
     text)."""
-    try:
-        stored = json.loads(entry) if entry is not None else None
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond the parser
-        return []
-    if not isinstance(stored, dict) or stored.get("key") != key:
-        return []
-    rows = stored.get("bodies")
+    rows = json_entry(entry, key, "bodies")
     if not isinstance(rows, list) or not all(_is_body_row(row) for row in rows):
         return []
     return [([entries, own], body) for entries, own, body in rows]

@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from generator import __version__
-from generator.cache import files_key, read_entry, store_entry
+from generator.cache import files_key, json_entry, read_entry, store_entry
 from generator.model.setting import Plan, Setting
 from generator.paths import cache_dir, hardware_db_dir
 from generator.render.formats import unique_in_order
@@ -120,13 +120,7 @@ def cached_options(files: list[Path], cache: Path) -> Options:
 def options_from_entry(entry: bytes | None, key: str) -> Options | None:
     """The options a cache entry holds, or None: none, another key, or not what we write (a
     list of [section, option, [profile...]] rows of text)."""
-    try:
-        stored = json.loads(entry) if entry is not None else None
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested beyond the parser
-        return None
-    if not isinstance(stored, dict) or stored.get("key") != key:
-        return None
-    rows = stored.get("options")
+    rows = json_entry(entry, key, "options")
     if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
         return None
     return {(section, option): tuple(names) for section, option, names in rows}
