@@ -20,7 +20,7 @@ from generator.commands.generate import plan_for
 from generator.errors import GenerationError
 from generator.model import jsontext, layout, shellform
 from generator.model.jsontext import dumps_indented
-from generator.model.setting import Plan
+from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
 from generator.render import delivery, tuned
 from generator.render.delivery import (
@@ -33,7 +33,7 @@ from generator.render.delivery import (
     reads_back_verbatim,
 )
 from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
-from generator.render.formats import comment_text
+from generator.render.formats import comment_text, explain_row
 from generator.render.render import (
     FIXED_SCRIPTS,
     file_digests,
@@ -407,3 +407,22 @@ def test_the_indent_filter_is_jinjas(text: str, width: int | str, first: bool, b
 
 def test_the_indent_filter_is_the_environments() -> None:
     assert make_environment().filters["indent"] is indent_lines
+
+
+def test_an_explain_row_is_made_again_for_any_other_field() -> None:
+    """explain_row is kept per setting (a matrix renders the same ones): a setting that differs
+    from one already rendered in any field gets its own row, the one the function makes."""
+    first = Setting("sysctl", "vm.x", "1", "why", "r.one", True, "0", "r.two", False)
+    others = [
+        first._replace(kind="kernel-arg"),
+        first._replace(key="vm.y"),
+        first._replace(value="2"),
+        first._replace(reason="why not"),
+        first._replace(rule="r.three"),
+        first._replace(override=False),
+        first._replace(original_value="9"),
+        first._replace(original_rule="r.four"),
+        first._replace(optional=True),
+    ]
+    for each in [first, *others, first, *others]:
+        assert explain_row(each) == explain_row.__wrapped__(each), each
