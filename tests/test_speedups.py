@@ -13,13 +13,14 @@ import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from jinja2.filters import do_indent
 
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
 from generator.errors import GenerationError
 from generator.model import jsontext, layout, shellform
 from generator.model.jsontext import dumps_indented
-from generator.model.setting import Plan
+from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
 from generator.render import delivery, tuned
 from generator.render.delivery import (
@@ -32,11 +33,12 @@ from generator.render.delivery import (
     reads_back_verbatim,
 )
 from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
-from generator.render.formats import comment_text
+from generator.render.formats import comment_text, explain_row
 from generator.render.render import (
     FIXED_SCRIPTS,
     file_digests,
     fixed_script,
+    indent_lines,
     make_environment,
     manifest_entry,
     render_bundle,
@@ -380,3 +382,47 @@ def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> No
         entry = manifest_entry(script.path, content, script.mode)
         assert entry == {"path": script.path, "mode": "0755", **file_digests(script.path, content)}
         assert entry["sha256"] == hashlib.sha256(content).hexdigest()
+
+
+# Every line boundary str.splitlines knows, the newline among them, and two plain characters.
+LINE_BOUNDARIES = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+INDENTED_TEXTS = st.text(alphabet=st.sampled_from([*LINE_BOUNDARIES, "a", " "]), max_size=12)
+
+
+@settings(max_examples=300)  # pure and cheap: more than the profile's dozen
+@given(
+    INDENTED_TEXTS | st.text(max_size=12),
+    st.integers(0, 3) | st.sampled_from(["", "\t", "> ", "\\1", "\\g<0>"]),
+    st.booleans(),
+    st.booleans(),
+)
+@example("a\n\nb\n\n", 6, True, False)  # blank lines and a final newline: the pattern
+@example("a\nb\n", 6, True, False)  # no blank line, a final newline: the replace
+@example("\n", 2, False, False)
+@example("a\n\nb", "\\g<0>", False, False)  # a backslash in the pattern's replacement
+@example("", 0, True, True)
+def test_the_indent_filter_is_jinjas(text: str, width: int | str, first: bool, blank: bool) -> None:
+    assert indent_lines(text, width, first, blank) == do_indent(text, width, first, blank)
+
+
+def test_the_indent_filter_is_the_environments() -> None:
+    assert make_environment().filters["indent"] is indent_lines
+
+
+def test_an_explain_row_is_made_again_for_any_other_field() -> None:
+    """explain_row is kept per setting (a matrix renders the same ones): a setting that differs
+    from one already rendered in any field gets its own row, the one the function makes."""
+    first = Setting("sysctl", "vm.x", "1", "why", "r.one", True, "0", "r.two", False)
+    others = [
+        first._replace(kind="kernel-arg"),
+        first._replace(key="vm.y"),
+        first._replace(value="2"),
+        first._replace(reason="why not"),
+        first._replace(rule="r.three"),
+        first._replace(override=False),
+        first._replace(original_value="9"),
+        first._replace(original_rule="r.four"),
+        first._replace(optional=True),
+    ]
+    for each in [first, *others, first, *others]:
+        assert explain_row(each) == explain_row.__wrapped__(each), each
