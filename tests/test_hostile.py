@@ -571,6 +571,21 @@ def test_a_bad_override_value_is_one_line_without_pydantic_internals(tmp_path: P
             True,
         ),
         (
+            "[ 9.8] vm (udev-worker)[312]: could not read from "
+            "'/sys/module/powernow_k8/initstate': No such device",
+            False,
+        ),
+        (
+            "[ 9.8] vm (udev-worker)[312]: could not read from "
+            "'/sys/module/nvidia/parameters/NVreg_EnableGpuFirmware': No such device",
+            True,
+        ),
+        (
+            "[ 9.8] vm (udev-worker)[312]: could not read from "
+            "'/sys/module/powernow_k8/initstate': Permission denied",
+            True,
+        ),
+        (
             "[ 5.1] vm systemd-udevd[201]: /etc/udev/rules.d/60-goldtune-io-scheduler.rules:3 "
             "Invalid value",
             True,
