@@ -361,7 +361,8 @@ def diff(
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="Worker processes writing bundles  [default: the CPUs this process may use]",
+    help="Worker processes writing bundles (with --check, regenerating them)  [default: the "
+    "CPUs this process may use]",
 )
 @click.option(
     "--check",
@@ -416,7 +417,9 @@ def matrix(
     if ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--check DIR writes nothing: leave -o out")
     sys.exit(
-        run_matrix_check(hardware, profiles, all_systems, all_profiles, check_dir, as_json, os_name)
+        run_matrix_check(
+            hardware, profiles, all_systems, all_profiles, check_dir, as_json, os_name, jobs
+        )
     )
 
 

@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from generator import cli
-from generator.commands import fleet_check
+from generator.commands import fleet_check, matrix
+from generator.errors import GenerationError
 from tests.conftest import REPO
 
 TEAM_PROFILE = "description: our serving nodes\nextends: inference\nthp: madvise\n"
@@ -228,3 +229,55 @@ def test_matrix_progress_is_on_a_terminal_stderr_and_never_in_the_table(tmp_path
     assert process.returncode == 0, terminal
     assert "generating" in terminal.decode() and "1/1" in terminal.decode()
     assert "generating" not in table and table.startswith("HARDWARE")
+
+
+# --- --check in workers, as gen matrix writes ----------------------------------------------------
+
+
+@pytest.fixture
+def nine_bundles(tmp_path: Path) -> tuple[list[str], Path]:
+    """Every shipped system with one profile: more than one batch (matrix.BATCH) to hand out."""
+    bundles = tmp_path / "bundles"
+    args = ["matrix", "--all-systems", "--profile", "inference"]
+    code, _, err = gen(*args, "-o", str(bundles), "-j", "1")
+    assert code == 0, err
+    assert len(list(bundles.iterdir())) > matrix.BATCH
+    return args, bundles
+
+
+def test_check_in_workers_reports_what_one_process_does(nine_bundles, monkeypatch):
+    args, bundles = nine_bundles
+    stale = bundles / "dgx-h100-inference" / "kernel-cmdline"
+    stale.write_text(stale.read_text().replace("iommu=pt", "iommu=off"))
+    (bundles / "gh200-inference" / "plan.json").unlink()
+    used: list[int] = []
+    in_workers = matrix._in_workers
+
+    def counted(batches, workers, work):
+        used.append(workers)
+        return in_workers(batches, workers, work)
+
+    monkeypatch.setattr(matrix, "_in_workers", counted)
+    alone = gen(*args, "--check", str(bundles), "-j", "1")
+    assert used == []
+    two = gen(*args, "--check", str(bundles), "-j", "2")
+    assert used == [2]
+    assert two == alone
+    assert alone[0] == 1 and "| `dgx-h100-inference` | stale |" in alone[1]
+    assert "| `gh200-inference` | stale |" in alone[1]
+
+
+def test_a_bundle_that_cannot_be_rendered_in_a_worker_is_one_line_exit_2(nine_bundles, monkeypatch):
+    args, bundles = nine_bundles
+    check_one = fleet_check.check_one
+
+    def fails_for_one(combination):
+        if combination.hardware == "l4-inference":
+            raise GenerationError("a template refused the plan")
+        return check_one(combination)
+
+    monkeypatch.setattr(fleet_check, "check_one", fails_for_one)  # the forked workers inherit it
+    code, out, err = gen(*args, "--check", str(bundles), "-j", "2")
+    assert code == 2, (out, err)
+    assert "l4-inference x inference" in err and "a template refused the plan" in err
+    assert "Traceback" not in err and "fleet check" not in out

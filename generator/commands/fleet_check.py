@@ -23,7 +23,7 @@ from generator import TOOL, __version__
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, read_bundle
 from generator.commands.diff import Difference, check_intact, diff_files, diff_plans
 from generator.commands.diff import format_markdown as diff_markdown
-from generator.commands.matrix import Combination
+from generator.commands.matrix import Combination, in_batches
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST, PLAN_FILE
@@ -180,14 +180,27 @@ def check_directory(root: Path) -> None:
         raise InputError(Problem(str(root), "", "not a directory (the bundles to check)"))
 
 
-def check_combinations(combinations: list[Combination]) -> Iterator[BundleState]:
-    """One state per combination, in order; a failure to render is the caller's input."""
+def check_combinations(combinations: list[Combination], jobs: int = 1) -> Iterator[BundleState]:
+    """One state per combination, in order, regenerated in ``jobs`` workers as `gen matrix`
+    writes them; a failure to render is the caller's input."""
+    results = in_batches(combinations, jobs, check_batch)
+    for combination, result in zip(combinations, results, strict=True):
+        if isinstance(result, str):
+            where = f"{combination.hardware} x {combination.profile}"
+            raise InputError(Problem(where, "", result))
+        yield result
+
+
+def check_batch(combinations: list[Combination]) -> list[BundleState | str]:
+    """Each combination's state, or the text of the error that stopped its rendering (what a
+    worker hands back: text, not the exception)."""
+    results: list[BundleState | str] = []
     for combination in combinations:
         try:
-            yield check_one(combination)
+            results.append(check_one(combination))
         except GoldtuneError as error:
-            where = f"{combination.hardware} x {combination.profile}"
-            raise InputError(Problem(where, "", "; ".join(error.lines()))) from None
+            results.append("; ".join(error.lines()))
+    return results
 
 
 def failed(states: list[BundleState]) -> bool:

@@ -380,10 +380,11 @@ def run_matrix_check(
     root: Path,
     as_json: bool,
     os_name: str | None = None,
+    jobs: int | None = None,
 ) -> int:
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
     from generator.commands import fleet_check
-    from generator.commands.matrix import plan_combinations, run_with_progress
+    from generator.commands.matrix import default_jobs, plan_combinations, run_with_progress
     from generator.inputs.catalog import load_catalog
 
     _known_distro(os_name)
@@ -392,7 +393,7 @@ def run_matrix_check(
     fleet_check.check_directory(root)
     combinations = plan_combinations(systems, chosen, root, catalog, os_name)
     fleet_check.input_errors(combinations)
-    checked = fleet_check.check_combinations(combinations)
+    checked = fleet_check.check_combinations(combinations, jobs or default_jobs())
     states = run_with_progress(
         len(combinations),
         checked,

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from generator.bundle.write import remove_replaced, write_bundles
 from generator.errors import GoldtuneError
@@ -206,13 +206,21 @@ def generate_matrix(
     combinations = plan_combinations(
         hardware, profiles, output_root, catalog or load_catalog(), os_name
     )
+    yield from in_batches(combinations, jobs, write_batch)
+
+
+def in_batches(
+    combinations: list[Combination], jobs: int, work: Callable[[list[Combination]], list[T]]
+) -> Iterator[T]:
+    """``work``'s results for batches of BATCH combinations, in order: in ``jobs`` forked
+    workers where there is more than one batch for them, else in this process."""
     batches = [combinations[start : start + BATCH] for start in range(0, len(combinations), BATCH)]
     workers = min(jobs, len(batches))
     if workers <= 1 or not _can_fork():
         for batch in batches:
-            yield from write_batch(batch)
+            yield from work(batch)
         return
-    yield from _in_workers(batches, workers)
+    yield from _in_workers(batches, workers, work)
 
 
 def _can_fork() -> bool:
@@ -221,12 +229,14 @@ def _can_fork() -> bool:
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
-# What the forked workers read: set just before the pool starts, inherited, never pickled.
+# What the forked workers read: set just before the pool starts, inherited, never pickled
+# (only each batch's results travel back).
 _BATCHES: list[list[Combination]] = []
+_WORK: Callable[[list[Combination]], list[Any]] = write_batch
 
 
-def _write_nth(index: int) -> list[Outcome]:
-    return write_batch(_BATCHES[index])
+def _work_on_nth(index: int) -> list[Any]:
+    return _WORK(_BATCHES[index])
 
 
 def _worker_signals() -> None:
@@ -240,17 +250,20 @@ def _exit_on_term(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outcome]:
-    global _BATCHES  # noqa: PLW0603 -- the forked workers inherit the batches, never pickled
-    _BATCHES = batches
+def _in_workers(
+    batches: list[list[Combination]], workers: int, work: Callable[[list[Combination]], list[T]]
+) -> Iterator[T]:
+    # the forked workers inherit these, never pickled
+    global _BATCHES, _WORK
+    _BATCHES, _WORK = batches, work
     preload_templates()
     # What the workers inherit is never collected in them: a collection would touch (and so
     # copy) every page the parent's objects live on.
     gc.freeze()
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
     try:
-        for outcomes in pool.imap(_write_nth, range(len(batches))):
-            yield from outcomes
+        for results in pool.imap(_work_on_nth, range(len(batches))):
+            yield from results
         pool.close()
     except BaseException:
         pool.terminate()
@@ -258,7 +271,7 @@ def _in_workers(batches: list[list[Combination]], workers: int) -> Iterator[Outc
     finally:
         pool.join()
         gc.unfreeze()
-        _BATCHES = []
+        _BATCHES, _WORK = [], write_batch
 
 
 def run_with_progress(
