@@ -109,6 +109,25 @@ def hw_and_profile(func: F) -> F:
     )(func)
 
 
+def cloud_init_options(func: F) -> F:
+    """--cloud-init-reboot and --cloud-init-part, of the main job and of `gen matrix`."""
+    func = click.option(
+        "--cloud-init-part",
+        "cloud_init_parts",
+        multiple=True,
+        type=PATH,
+        metavar="FILE",
+        help="A cloud-config of your own (repeatable): a part of cloud-init/user-data.mime(.gz), "
+        "before the bundle's part, whose merge_how keeps your files and commands.",
+    )(func)
+    return click.option(
+        "--cloud-init-reboot",
+        is_flag=True,
+        help="The cloud-init user-data reboots once after the first boot when the running kernel "
+        "lacks one of the bundle's kernel arguments (cloud-init's power_state).",
+    )(func)
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
@@ -125,21 +144,7 @@ def hw_and_profile(func: F) -> F:
     "Default: out/<hardware>-<profile>/.",
 )
 @os_option
-@click.option(
-    "--cloud-init-reboot",
-    is_flag=True,
-    help="The cloud-init user-data reboots once after the first boot when the running kernel "
-    "lacks one of the bundle's kernel arguments (cloud-init's power_state).",
-)
-@click.option(
-    "--cloud-init-part",
-    "cloud_init_parts",
-    multiple=True,
-    type=PATH,
-    metavar="FILE",
-    help="A cloud-config of your own (repeatable): a part of cloud-init/user-data.mime(.gz), "
-    "before the bundle's part, whose merge_how keeps your files and commands.",
-)
+@cloud_init_options
 @click.version_option(__version__, prog_name=TOOL)
 @click.pass_context
 @reports_errors
@@ -171,7 +176,8 @@ def main(
             )
         if cloud_init_reboot or cloud_init_parts:
             raise click.UsageError(
-                "--cloud-init-reboot and --cloud-init-part are options of the main job only"
+                "--cloud-init-reboot/--cloud-init-part go after the command name (gen matrix "
+                "takes them)"
             )
         return
     if not hardware or not profile:
@@ -374,6 +380,7 @@ def diff(
 )
 @click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
 @os_option
+@cloud_init_options
 @click.pass_context
 @reports_errors
 def matrix(
@@ -387,6 +394,8 @@ def matrix(
     check_dir: Path | None,
     as_json: bool,
     os_name: str | None,
+    cloud_init_reboot: bool,
+    cloud_init_parts: tuple[Path, ...],
 ) -> None:
     """Generate every hardware x profile combination in one call.
 
@@ -413,12 +422,33 @@ def matrix(
     if check_dir is None:
         if as_json:
             raise click.UsageError("--json goes with --check")
-        sys.exit(run_matrix(hardware, profiles, all_systems, all_profiles, output, jobs, os_name))
+        sys.exit(
+            run_matrix(
+                hardware,
+                profiles,
+                all_systems,
+                all_profiles,
+                output,
+                jobs,
+                os_name,
+                cloud_init_reboot,
+                cloud_init_parts,
+            )
+        )
     if ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--check DIR writes nothing: leave -o out")
     sys.exit(
         run_matrix_check(
-            hardware, profiles, all_systems, all_profiles, check_dir, as_json, os_name, jobs
+            hardware,
+            profiles,
+            all_systems,
+            all_profiles,
+            check_dir,
+            as_json,
+            os_name,
+            jobs,
+            cloud_init_reboot,
+            cloud_init_parts,
         )
     )
 

@@ -271,13 +271,63 @@ def test_a_bundle_that_cannot_be_rendered_in_a_worker_is_one_line_exit_2(nine_bu
     args, bundles = nine_bundles
     check_one = fleet_check.check_one
 
-    def fails_for_one(combination):
+    def fails_for_one(combination, *options):
         if combination.hardware == "l4-inference":
             raise GenerationError("a template refused the plan")
-        return check_one(combination)
+        return check_one(combination, *options)
 
     monkeypatch.setattr(fleet_check, "check_one", fails_for_one)  # the forked workers inherit it
     code, out, err = gen(*args, "--check", str(bundles), "-j", "2")
     assert code == 2, (out, err)
     assert "l4-inference x inference" in err and "a template refused the plan" in err
     assert "Traceback" not in err and "fleet check" not in out
+
+
+# --- gen matrix with the main job's cloud-init options -------------------------------------------
+
+TEAM_PART = "#cloud-config\nwrite_files:\n  - path: /etc/team.conf\n    content: ours\n"
+
+
+def test_matrix_writes_what_gen_writes_with_the_cloud_init_options(tmp_path: Path) -> None:
+    team = tmp_path / "team.cfg"
+    team.write_text(TEAM_PART)
+    flags = ["--cloud-init-reboot", "--cloud-init-part", str(team)]
+    code, _, err = gen(
+        "--hw", "dgx-h100", "--profile", "inference", *flags, "-o", str(tmp_path / "one")
+    )
+    assert code == 0, err
+    args = ["matrix", "--hw", "dgx-h100", "--profile", "inference", *flags]
+    code, _, err = gen(*args, "-o", str(tmp_path / "fleet"))
+    assert code == 0, err
+    one, bundle = tmp_path / "one", tmp_path / "fleet" / "dgx-h100-inference"
+    files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(bundle) for p in bundle.rglob("*") if p.is_file())
+    for path in files:
+        assert (one / path).read_bytes() == (bundle / path).read_bytes(), path
+    mime = (bundle / "cloud-init" / "user-data.mime").read_text()
+    assert "/etc/team.conf" in mime and "power_state" in mime
+    # the gate regenerates with the same options: current; without them the bundle is stale
+    code, out, err = gen(*args, "--check", str(tmp_path / "fleet"))
+    assert code == 0, (out, err)
+    code, out, _ = gen(*args[:5], "--check", str(tmp_path / "fleet"))
+    assert code == 1 and "| `dgx-h100-inference` | stale |" in out
+
+
+def test_matrix_refuses_a_bad_team_part_before_writing(tmp_path: Path) -> None:
+    team = tmp_path / "team.cfg"
+    team.write_text("packages: [htop]\n")  # no #cloud-config line
+    out = tmp_path / "fleet"
+    code, stdout, err = gen(
+        "matrix",
+        "--hw",
+        "dgx-h100",
+        "--profile",
+        "inference",
+        "--cloud-init-part",
+        str(team),
+        "-o",
+        str(out),
+    )
+    assert code == 2, (stdout, err)
+    assert len(err.strip().splitlines()) == 1 and str(team) in err and "Traceback" not in err
+    assert not out.exists()

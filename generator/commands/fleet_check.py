@@ -12,6 +12,7 @@ size cap, the manifest checked), and a hand-edited one is stale, never trusted.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
+from generator.render.delivery import CloudInitOptions
 from generator.render.render import RenderedFiles, render_bundle
 from generator.textsafe import printable
 
@@ -139,12 +141,13 @@ def compare(name: str, old: BundleFiles, plan: Plan, new: RenderedFiles) -> Bund
     return BundleState(name, "stale", "differs in " + ", ".join(changed), difference)
 
 
-def check_one(combination: Combination) -> BundleState:
-    """Regenerate one combination in memory and compare it with its directory."""
+def check_one(combination: Combination, cloud_init: CloudInitOptions | None = None) -> BundleState:
+    """Regenerate one combination in memory (with gen's cloud-init options, as it was written)
+    and compare it with its directory."""
     inputs, target = combination.inputs, combination.target
     assert inputs is not None  # input errors are reported before any comparison
     plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
-    files = render_bundle(plan)
+    files = render_bundle(plan, cloud_init)
     name = target.name
     if os.path.islink(target):
         return BundleState(name, "stale", "a symbolic link (not followed)")
@@ -180,10 +183,12 @@ def check_directory(root: Path) -> None:
         raise InputError(Problem(str(root), "", "not a directory (the bundles to check)"))
 
 
-def check_combinations(combinations: list[Combination], jobs: int = 1) -> Iterator[BundleState]:
+def check_combinations(
+    combinations: list[Combination], jobs: int = 1, cloud_init: CloudInitOptions | None = None
+) -> Iterator[BundleState]:
     """One state per combination, in order, regenerated in ``jobs`` workers as `gen matrix`
     writes them; a failure to render is the caller's input."""
-    results = in_batches(combinations, jobs, check_batch)
+    results = in_batches(combinations, jobs, functools.partial(check_batch, cloud_init=cloud_init))
     for combination, result in zip(combinations, results, strict=True):
         if isinstance(result, str):
             where = f"{combination.hardware} x {combination.profile}"
@@ -191,13 +196,15 @@ def check_combinations(combinations: list[Combination], jobs: int = 1) -> Iterat
         yield result
 
 
-def check_batch(combinations: list[Combination]) -> list[BundleState | str]:
+def check_batch(
+    combinations: list[Combination], cloud_init: CloudInitOptions | None = None
+) -> list[BundleState | str]:
     """Each combination's state, or the text of the error that stopped its rendering (what a
     worker hands back: text, not the exception)."""
     results: list[BundleState | str] = []
     for combination in combinations:
         try:
-            results.append(check_one(combination))
+            results.append(check_one(combination, cloud_init))
         except GoldtuneError as error:
             results.append("; ".join(error.lines()))
     return results

@@ -342,16 +342,20 @@ def run_matrix(
     output_root: Path,
     jobs: int | None = None,
     os_name: str | None = None,
+    cloud_init_reboot: bool = False,
+    cloud_init_parts: tuple[Path, ...] = (),
 ) -> int:
+    from generator.commands.generate import cloud_init_options
     from generator.commands.matrix import default_jobs, generate_matrix, run_with_progress
     from generator.inputs.catalog import load_catalog
     from generator.table import format_table
 
     _known_distro(os_name)
+    options = cloud_init_options(cloud_init_reboot, cloud_init_parts)
     catalog = load_catalog()
     systems, chosen = matrix_names(hardware, profiles, all_systems_flag, all_profiles_flag, catalog)
     generated = generate_matrix(
-        systems, chosen, output_root, catalog, jobs or default_jobs(), os_name
+        systems, chosen, output_root, catalog, jobs or default_jobs(), os_name, options
     )
     outcomes = run_with_progress(
         len(systems) * len(chosen), generated, stream_is_terminal("stderr"), progress_on_stderr
@@ -381,19 +385,23 @@ def run_matrix_check(
     as_json: bool,
     os_name: str | None = None,
     jobs: int | None = None,
+    cloud_init_reboot: bool = False,
+    cloud_init_parts: tuple[Path, ...] = (),
 ) -> int:
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
     from generator.commands import fleet_check
+    from generator.commands.generate import cloud_init_options
     from generator.commands.matrix import default_jobs, plan_combinations, run_with_progress
     from generator.inputs.catalog import load_catalog
 
     _known_distro(os_name)
+    options = cloud_init_options(cloud_init_reboot, cloud_init_parts)
     catalog = load_catalog()
     systems, chosen = matrix_names(hardware, profiles, all_systems_flag, all_profiles_flag, catalog)
     fleet_check.check_directory(root)
     combinations = plan_combinations(systems, chosen, root, catalog, os_name)
     fleet_check.input_errors(combinations)
-    checked = fleet_check.check_combinations(combinations, jobs or default_jobs())
+    checked = fleet_check.check_combinations(combinations, jobs or default_jobs(), options)
     states = run_with_progress(
         len(combinations),
         checked,

@@ -8,6 +8,7 @@ worker processes (one per CPU by default), each bundle still swapped into place 
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import os
@@ -28,6 +29,7 @@ from generator.inputs.profile import Profile, load_profile
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
+from generator.render.delivery import CloudInitOptions
 from generator.render.render import RenderedFiles, preload_templates, render_bundle
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
@@ -157,13 +159,16 @@ class Rendered(NamedTuple):
     files: RenderedFiles
 
 
-def write_batch(combinations: list[Combination]) -> list[Outcome]:
+def write_batch(
+    combinations: list[Combination], cloud_init: CloudInitOptions | None = None
+) -> list[Outcome]:
     """Plan, render and write each combination; the bundles share one flush to disk.
+    ``cloud_init``: gen's --cloud-init-reboot and --cloud-init-part, for every bundle.
 
     The bundles they replaced are removed once all are swapped in: a worker never reaches the
     exit handler that removes them for a single ``gen``.
     """
-    prepared = [_render(combination) for combination in combinations]
+    prepared = [_render(combination, cloud_init) for combination in combinations]
     ready = [item for item in prepared if isinstance(item, Rendered)]
     written = iter(write_bundles([(item.files, item.combination.target) for item in ready]))
     outcomes = [
@@ -173,13 +178,13 @@ def write_batch(combinations: list[Combination]) -> list[Outcome]:
     return outcomes
 
 
-def _render(combination: Combination) -> Rendered | Outcome:
+def _render(combination: Combination, cloud_init: CloudInitOptions | None) -> Rendered | Outcome:
     if combination.inputs is None:
         return Outcome(combination.hardware, combination.profile, None, 0, combination.error)
     inputs = combination.inputs
     try:
         plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
-        return Rendered(combination, plan, render_bundle(plan))
+        return Rendered(combination, plan, render_bundle(plan, cloud_init))
     except GoldtuneError as error:
         return Outcome(combination.hardware, combination.profile, None, 0, _error_text(error))
 
@@ -198,15 +203,17 @@ def generate_matrix(
     catalog: Catalog | None = None,
     jobs: int = 1,
     os_name: str | None = None,
+    cloud_init: CloudInitOptions | None = None,
 ) -> Iterator[Outcome]:
     """Yield one outcome per combination, in order; a failure never stops the others.
 
-    ``os_name`` (``--os``) targets every combination at that distribution.
+    ``os_name`` (``--os``) targets every combination at that distribution, ``cloud_init``
+    (--cloud-init-reboot, --cloud-init-part) gives every bundle's user-data those options.
     """
     combinations = plan_combinations(
         hardware, profiles, output_root, catalog or load_catalog(), os_name
     )
-    yield from in_batches(combinations, jobs, write_batch)
+    yield from in_batches(combinations, jobs, functools.partial(write_batch, cloud_init=cloud_init))
 
 
 def in_batches(
