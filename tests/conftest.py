@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -48,6 +48,16 @@ disks:
 
 
 @pytest.fixture
+def strict_umask() -> Iterator[None]:
+    """A root shell's hardened umask: whatever the tool creates would be private without care."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@pytest.fixture
 def write(tmp_path: Path) -> Callable[[str, str], Path]:
     """write("hw.yaml", text) -> path of a dedented file in a temporary directory."""
 
@@ -61,3 +71,24 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return _write
+
+
+def unreadable_cache_entry(
+    entry: Path, kind: str, content: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Make ``entry`` a FIFO, a folder, or a file whose open is refused."""
+    entry.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(entry)  # opened without blocking, and not a regular file
+    elif kind == "folder":
+        entry.mkdir()
+    else:  # EACCES, as for another user's private file (root reads any mode: simulated)
+        entry.write_bytes(content)
+        real_open = os.open
+
+        def refused(path: str, flags: int, *args: object, **kwargs: object) -> int:
+            if path == entry.name:
+                raise PermissionError(13, "Permission denied", path)
+            return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "open", refused)

@@ -26,16 +26,6 @@ def mode(path: Path) -> int:
 
 
 @pytest.fixture
-def strict_umask() -> Iterator[None]:
-    """A root shell's hardened umask: whatever the tool creates would be private without care."""
-    previous = os.umask(0o077)
-    try:
-        yield
-    finally:
-        os.umask(previous)
-
-
-@pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A directory another user can reach (pytest's tmp_path is 0700)."""
     directory = Path(tempfile.mkdtemp(prefix="goldtune-caches-"))

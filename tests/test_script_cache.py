@@ -17,6 +17,7 @@ from generator.model import layout, shellform
 from generator.paths import templates_dir
 from generator.render import firstboot
 from generator.render.firstboot import ENTRY_FUNCTIONS, first_boot_words
+from tests.conftest import unreadable_cache_entry
 
 SCRIPTS = {
     "a.sh": "#!/bin/sh\n# what a does\nset -eu\n\necho a\n",
@@ -78,14 +79,11 @@ def changed_copy(module_file: str | None, tmp_path: Path) -> str:
 
 
 def test_second_read_of_the_forms_comes_from_the_cache(
-    tmp_path: Path, derivations: list[str]
+    tmp_path: Path, derivations: list[str], strict_umask: None
 ) -> None:
+    """Written under a hardened umask, the entry still serves all users."""
     entry = tmp_path / "cache" / "scripts.json"
-    previous = os.umask(0o077)  # a root shell's hardened umask: the entry still serves all users
-    try:
-        assert shellform.compact_forms(SCRIPTS, entry) == FORMS
-    finally:
-        os.umask(previous)
+    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
     assert shellform.compact_forms(SCRIPTS, entry) == FORMS
     assert len(derivations) == len(SCRIPTS)  # each derived once, by the first call
     assert stat.S_IMODE(os.lstat(entry).st_mode) == 0o644
@@ -173,31 +171,14 @@ def test_a_forms_entry_reached_through_a_link_is_not_read(
     assert json.loads((elsewhere / "scripts.json").read_bytes())["forms"]["a.sh"] == "x"
 
 
-def unreadable(entry: Path, kind: str, content: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make ``entry`` a FIFO, a folder, or a file whose open is refused."""
-    entry.parent.mkdir()
-    if kind == "fifo":
-        os.mkfifo(entry)  # opened without blocking, and not a regular file
-    elif kind == "folder":
-        entry.mkdir()
-    else:  # EACCES, as for another user's private file (root reads any mode: simulated)
-        entry.write_bytes(content)
-        real_open = os.open
-
-        def refused(path: str, flags: int, *args: object, **kwargs: object) -> int:
-            if path == entry.name:
-                raise PermissionError(13, "Permission denied", path)
-            return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(os, "open", refused)
-
-
 @pytest.mark.parametrize("kind", ["fifo", "folder", "unreadable"])
 def test_a_forms_entry_that_cannot_be_read_is_ignored(
     tmp_path: Path, derivations: list[str], monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     entry = tmp_path / "cache" / "scripts.json"
-    unreadable(entry, kind, forms_entry(SCRIPTS, {"a.sh": "x", "b.sh": "y"}), monkeypatch)
+    unreadable_cache_entry(
+        entry, kind, forms_entry(SCRIPTS, {"a.sh": "x", "b.sh": "y"}), monkeypatch
+    )
     assert shellform.compact_forms(SCRIPTS, entry) == FORMS
     assert len(derivations) == len(SCRIPTS)
 
@@ -254,13 +235,11 @@ def test_a_text_that_is_no_shipped_script_is_derived_from_itself(derivations: li
 # --- the first-boot body ------------------------------------------------------------------------
 
 
-def test_second_body_comes_from_the_cache(tmp_path: Path, derivations: list[str]) -> None:
+def test_second_body_comes_from_the_cache(
+    tmp_path: Path, derivations: list[str], strict_umask: None
+) -> None:
     entry = tmp_path / "cache" / "first-boot.json"
-    previous = os.umask(0o077)
-    try:
-        assert firstboot.cached_body(INSTALL_SH, ENTRIES, OWN, entry) == BODY
-    finally:
-        os.umask(previous)
+    assert firstboot.cached_body(INSTALL_SH, ENTRIES, OWN, entry) == BODY
     assert firstboot.cached_body(INSTALL_SH, ENTRIES, OWN, entry) == BODY
     assert bodies(derivations) == ["body:entry"]
     assert stat.S_IMODE(os.lstat(entry).st_mode) == 0o644
@@ -367,7 +346,7 @@ def test_a_body_entry_that_cannot_be_read_so_is_ignored(
         entry.parent.mkdir()
         entry.symlink_to(tmp_path / "elsewhere.json")
     else:
-        unreadable(entry, kind, planted, monkeypatch)
+        unreadable_cache_entry(entry, kind, planted, monkeypatch)
     assert firstboot.cached_body(INSTALL_SH, ENTRIES, OWN, entry) == BODY
     assert bodies(derivations) == ["body:entry"]
 

@@ -12,6 +12,7 @@ import pytest
 
 from generator.render import tuned
 from generator.render.tuned import Options
+from tests.conftest import unreadable_cache_entry
 
 TABLE = "profiles:\n  throughput-performance:\n    sysctl:\n      vm.swappiness: 10\n"
 EXPECTED = {("sysctl", "vm.swappiness"): ("throughput-performance",)}
@@ -40,14 +41,11 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[list[Path]]:
 
 
 def test_second_read_comes_from_the_cache(
-    tables: list[Path], tmp_path: Path, parses: list[list[Path]]
+    tables: list[Path], tmp_path: Path, parses: list[list[Path]], strict_umask: None
 ) -> None:
+    """Written under a hardened umask, the entry still serves all users."""
     entry = tmp_path / "cache" / "tuned.json"
-    previous = os.umask(0o077)  # a root shell's hardened umask: the entry still serves all users
-    try:
-        assert tuned.cached_options(tables, entry) == EXPECTED
-    finally:
-        os.umask(previous)
+    assert tuned.cached_options(tables, entry) == EXPECTED
     assert tuned.cached_options(tables, entry) == EXPECTED
     assert len(parses) == 1
     assert stat.S_IMODE(os.lstat(entry).st_mode) == 0o644
@@ -150,22 +148,8 @@ def test_an_entry_that_cannot_be_read_is_ignored(
     monkeypatch: pytest.MonkeyPatch,
     kind: str,
 ) -> None:
-    (tmp_path / "cache").mkdir()
     entry = tmp_path / "cache" / "tuned.json"
-    if kind == "fifo":
-        os.mkfifo(entry)  # opened without blocking, and not a regular file
-    elif kind == "folder":
-        entry.mkdir()
-    else:  # EACCES, as for another user's private file (root reads any mode: simulated)
-        entry.write_bytes(entry_of(tables, [["vm", "private", ["x"]]]))
-        real_open = os.open
-
-        def refused(path: str, flags: int, *args: object, **kwargs: object) -> int:
-            if path == entry.name:
-                raise PermissionError(13, "Permission denied", path)
-            return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(os, "open", refused)
+    unreadable_cache_entry(entry, kind, entry_of(tables, [["vm", "private", ["x"]]]), monkeypatch)
     assert tuned.cached_options(tables, entry) == EXPECTED
     assert len(parses) == 1
 
