@@ -330,6 +330,31 @@ def test_the_shipped_scripts_lose_the_same_lines_as_by_the_character_scan(
             assert shellform.derived_without_comment_lines(text) == fast, script.name
 
 
+# A first line, then the rest: what the shared forms of the lines after a first one are keyed by.
+SHELL_TEXTS = st.lists(SHELL_LINES, min_size=1, max_size=4).map("".join) | st.sampled_from(
+    ["", "a", "a\r\n# b\nc\n", "a\rb\n# c\n", "a\x0b# b\n", "a\x85# b\n", "# x <<EOF\n# y\n"]
+)
+
+
+@given(SHELL_TEXTS)
+@example("'\n# x\n")  # the first line opens a quote: the lines after it are the quote's
+@example('"\n# x\n')
+@example("cat <<EOF\n# x\nEOF\n")  # the first line opens a here-document
+@example("a\n\n# c\nb\n")  # the line after the first is blank: dropped, as any but the first
+@example("a\n# c\n")
+def test_the_lines_after_a_first_are_shared_as_the_scan_reads_them(text: str) -> None:
+    """without_comment_lines keeps the form of a text's lines after its first for every text
+    with the same ones (shellform._rest_without_comment_lines): the scan of the whole text."""
+    expected = shellform.derived_without_comment_lines(text)
+    assert shellform.without_comment_lines(text) == expected
+    for first in ("# another bundle\n", "x\n"):  # the same rest after another first line
+        rest = text.partition("\n")[2]
+        other = first + rest
+        assert shellform.without_comment_lines(other) == (
+            shellform.derived_without_comment_lines(other)
+        )
+
+
 def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
     """The body is cached (firstboot.first_boot_body): another install.sh, the install_file
     entry, or a global the main sets each give their own body, in any order."""
