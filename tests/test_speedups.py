@@ -20,7 +20,8 @@ from generator.commands.generate import plan_for
 from generator.errors import GenerationError
 from generator.model import jsontext, layout, shellform
 from generator.model.jsontext import dumps_indented
-from generator.model.setting import Plan, Setting
+from generator.model.planio import plan_to_data, plan_to_json
+from generator.model.setting import Note, Plan, PlanWarning, Setting
 from generator.paths import templates_dir
 from generator.render import delivery, tuned
 from generator.render.delivery import (
@@ -125,6 +126,59 @@ def test_indented_json_reports_a_cycle_as_json_does() -> None:
     looped.append(looped)
     with pytest.raises(ValueError, match="Circular reference"):
         dumps_indented(looped)
+
+
+def encoded_parts(value: Any, draw: Any) -> Any:
+    """``value`` with some of its lists' items and objects' members replaced by their text."""
+    if draw(st.booleans()):
+        return jsontext.Encoded(dumps_indented(value))
+    if isinstance(value, list):
+        return [encoded_parts(item, draw) for item in value]
+    if isinstance(value, dict):
+        return {key: encoded_parts(item, draw) for key, item in value.items()}
+    return value
+
+
+@settings(max_examples=100)
+@given(st.lists(JSON_VALUES | RECORD, max_size=4), st.integers(0, 2), st.data())
+@example([{"a": [1, {"b": "c"}]}, [], {}], 1, None)  # None: every item encoded
+def test_encoded_values_are_written_as_the_values_themselves(
+    items: list[Any], depth: int, data: Any
+) -> None:
+    """An Encoded value is written as its value would be, at any depth (jsontext.Encoded)."""
+    value: Any = items
+    for _ in range(depth):
+        value = {"nested": value}
+    if data is None:
+        parts: Any = [jsontext.Encoded(dumps_indented(item)) for item in items]
+        for _ in range(depth):
+            parts = {"nested": parts}
+    else:
+        parts = encoded_parts(value, data.draw)
+    assert dumps_indented(parts) == json.dumps(value, indent=2, sort_keys=True)
+
+
+def test_an_encoded_value_json_would_have_to_write_is_refused() -> None:
+    # a value this encoder leaves to json.dumps (a key json converts): json cannot write one
+    with pytest.raises(TypeError, match="Encoded"):
+        dumps_indented({1: jsontext.Encoded('"a"')})
+
+
+def test_plan_json_is_json_dumps_of_the_plan_data() -> None:
+    """plan.json's settings, notes and warnings are encoded once each (planio.encoded): the
+    text is json.dumps of plan_to_data's, for any plan, a note and a warning of the same two
+    texts included (equal tuples)."""
+    note, warning = Note("same text", "same-id"), PlanWarning("same text", "same-id")
+    assert note == warning
+    plans = [
+        plan_for("dgx-h100", "training-k8s"),
+        Plan("hw", "p", FULL_SETTINGS, (note,), (warning,), distro="ubuntu-22.04"),
+        Plan("hw", "p", FULL_SETTINGS[:3], (), (warning,)),
+        Plan("hw", "p", (), (note,), ()),
+    ]
+    for plan in plans:
+        expected = json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
+        assert plan_to_json(plan) == expected
 
 
 def scan(plan: Plan, kind: str) -> tuple[Any, ...]:
