@@ -14,6 +14,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from jinja2.filters import do_indent
+from markupsafe import Markup
 
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
@@ -26,7 +27,9 @@ from generator.paths import templates_dir
 from generator.render import delivery, tuned
 from generator.render.delivery import (
     MERGE_HOW,
+    STEP_COMMANDS,
     OverlayFile,
+    Step,
     check_user_data,
     first_boot_command,
     first_boot_files,
@@ -34,7 +37,7 @@ from generator.render.delivery import (
     reads_back_verbatim,
 )
 from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
-from generator.render.formats import comment_text, explain_row
+from generator.render.formats import comment_text, explain_row, sh_quote
 from generator.render.render import (
     FIXED_SCRIPTS,
     file_digests,
@@ -484,8 +487,41 @@ def test_the_indent_filter_is_jinjas(text: str, width: int | str, first: bool, b
     assert indent_lines(text, width, first, blank) == do_indent(text, width, first, blank)
 
 
+def test_each_indent_of_a_text_is_jinjas_in_any_order() -> None:
+    """indent_lines keeps each text's indented form (render._indented): the same text with
+    other arguments, after it, gets its own; Markup is still Jinja's own, not a kept str."""
+    text = "a\n\n  b\nc\n"
+    calls = [
+        (6, True, False),
+        (6, False, False),
+        (4, True, False),
+        (6, True, True),
+        ("> ", True, False),
+    ]
+    for width, first, blank in calls + calls[::-1]:
+        assert indent_lines(text, width, first, blank) == do_indent(text, width, first, blank)
+    kept = Markup(text)  # noqa: S704 -- a constant text, nothing to escape
+    markup = indent_lines(kept, 6, True)
+    assert type(markup) is Markup
+    assert markup == do_indent(kept, 6, True)
+
+
 def test_the_indent_filter_is_the_environments() -> None:
     assert make_environment().filters["indent"] is indent_lines
+
+
+@pytest.mark.parametrize("name", sorted(STEP_COMMANDS))
+def test_a_steps_runcmd_line_is_its_own_name_and_words(name: str) -> None:
+    """Each step's guarded command is kept by name and word (delivery.guarded_command): a step
+    of another name or word, after it, gets its own."""
+    for word in ("a.service", "b.service", ""):
+        step = Step(name, word)
+        command = STEP_COMMANDS[name].format(word=sh_quote(word), tool="goldtune")
+        expected = (
+            f"echo {sh_quote('goldtune: ' + step.summary)}; {{ {command}; }} "
+            f"|| echo {sh_quote('goldtune: ' + step.summary + ': failed')}"
+        )
+        assert step.guarded == expected
 
 
 def test_an_explain_row_is_made_again_for_any_other_field() -> None:
