@@ -9,6 +9,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 from hypothesis import example, given, settings
@@ -28,6 +29,7 @@ from generator.render import delivery, tuned
 from generator.render.delivery import (
     MERGE_HOW,
     STEP_COMMANDS,
+    CloudInitOptions,
     OverlayFile,
     Step,
     check_user_data,
@@ -40,12 +42,18 @@ from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boo
 from generator.render.formats import comment_text, explain_row, sh_quote
 from generator.render.render import (
     FIXED_SCRIPTS,
+    OUTPUTS,
+    Output,
+    bundle_context,
+    delivery_context,
     file_digests,
     fixed_script,
     indent_lines,
     make_environment,
     manifest_entry,
+    output_context,
     render_bundle,
+    render_text,
 )
 from tests.plans import FULL_SETTINGS, setting
 
@@ -522,6 +530,29 @@ def test_a_steps_runcmd_line_is_its_own_name_and_words(name: str) -> None:
             f"|| echo {sh_quote('goldtune: ' + step.summary + ': failed')}"
         )
         assert step.guarded == expected
+
+
+def test_each_template_is_written_as_template_render_writes_it() -> None:
+    """render_text gives a template the bundle's context as it is (no copy), which holds the
+    environment's globals (bundle_context): what Template.render would have made of it."""
+    env = make_environment()
+    plan = plan_for("dgx-h100", "training-k8s")
+    context = bundle_context(env, plan)
+    assert all(context.get(name) is value for name, value in env.globals.items())
+    context |= delivery_context(plan, render_bundle(plan), CloudInitOptions())
+    for output in OUTPUTS:
+        if output.verbatim or not output.applies_to(plan):
+            continue
+        own = output_context(output, plan, context)
+        expected = env.get_template(output.template).render(own).encode("utf-8")
+        assert render_text(env, output, own) == expected, output.path
+    globals_used = jinja2.Environment(
+        loader=jinja2.DictLoader({"t.j2": "{% for i in range(2) %}{{ i }}{% endfor %}"}),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # as the bundle's (plain text, not HTML)  # noqa: S701
+    )
+    template_output = Output("t", "t.j2", 0o644)
+    assert render_text(globals_used, template_output, bundle_context(globals_used, plan)) == b"01"
 
 
 def test_an_explain_row_is_made_again_for_any_other_field() -> None:

@@ -16,7 +16,7 @@ import json
 import marshal
 import pickle
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -327,7 +327,7 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
     cloud-configs before ours in the MIME forms)."""
     options = cloud_init or CloudInitOptions()
     env = make_environment()
-    context = plan_context(plan) | data_context(plan)
+    context = bundle_context(env, plan)
     files: RenderedFiles = {}
     for output in OVERLAY_OUTPUTS:
         if output.applies_to(plan):
@@ -350,6 +350,12 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
     return dict(sorted(files.items()))
 
 
+def bundle_context(env: jinja2.Environment, plan: Plan) -> dict[str, Any]:
+    """What every template of the bundle is given: the environment's globals first, as
+    Template.render adds them (render_text gives the context as it is), then the plan's."""
+    return {**env.globals, **plan_context(plan), **data_context(plan)}
+
+
 def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
     """A kind's own file also gets its settings as ``settings``: a new kind's template needs no
     context of its own here."""
@@ -367,11 +373,16 @@ def fixed_script(name: str) -> bytes:
     return (templates_dir() / name).read_bytes()
 
 
-def render_text(env: jinja2.Environment, output: Output, context: Mapping[str, Any]) -> bytes:
+def render_text(env: jinja2.Environment, output: Output, context: dict[str, Any]) -> bytes:
     if output.verbatim:
         return fixed_script(output.template)
+    template = env.get_template(output.template)
     try:
-        text = env.get_template(output.template).render(context)
+        # Template.render(context) without its two copies of the context (~3 us a file, ~25 files
+        # a bundle: ~0.06 ms of its CPU): the context is given as it is, and holds the
+        # environment's globals already (bundle_context), all that render adds to it
+        # (Template.new_context, shared=True).
+        text = env.concat(template.root_render_func(template.new_context(context, shared=True)))
     except jinja2.TemplateError as error:
         raise GenerationError(f"template {output.template}: {error}") from error
     return text.encode("utf-8")
