@@ -25,7 +25,7 @@ from generator.model.jsontext import dumps_indented
 from generator.model.planio import plan_to_data, plan_to_json
 from generator.model.setting import Note, Plan, PlanWarning, Setting
 from generator.paths import templates_dir
-from generator.render import delivery, tuned
+from generator.render import delivery, firstboot, tuned
 from generator.render.delivery import (
     MERGE_HOW,
     STEP_COMMANDS,
@@ -38,7 +38,12 @@ from generator.render.delivery import (
     overlay_files,
     reads_back_verbatim,
 )
-from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
+from generator.render.firstboot import (
+    MAIN_MARKER,
+    FirstBootScript,
+    first_boot_script,
+    first_boot_words,
+)
 from generator.render.formats import comment_text, explain_row, sh_quote
 from generator.render.render import (
     FIXED_SCRIPTS,
@@ -273,7 +278,7 @@ def user_data_with(item: OverlayFile) -> bytes:
         "power_state": None,
         # the first-boot entry user-data.j2 writes after the overlay (issue 16)
         "first_boot_path": layout.FIRST_BOOT_SCRIPT,
-        "first_boot_script": "#!/bin/sh\nset -eu\n",
+        "first_boot_script": FirstBootScript("#!/bin/sh\n", "set -eu\n"),
         "first_boot_command": first_boot_command(),
     }
     return make_environment().get_template("user-data.j2").render(context).encode("utf-8")
@@ -553,6 +558,27 @@ def test_each_template_is_written_as_template_render_writes_it() -> None:
     )
     template_output = Output("t", "t.j2", 0o644)
     assert render_text(globals_used, template_output, bundle_context(globals_used, plan)) == b"01"
+
+
+def test_the_first_boot_entry_is_the_whole_script_indented() -> None:
+    """user-data.j2 indents the first-boot script's body and main apart (the body is kept
+    indented): the entry cloud-init writes is the whole script, byte for byte."""
+    plan = plan_for("dgx-h100", "training-k8s")
+    files = render_bundle(plan)
+    script = delivery_context(plan, files, CloudInitOptions())["first_boot_script"]
+    assert script.body.endswith("\n") and script.main.startswith(MAIN_MARKER)
+    user_data = yaml.safe_load(files[layout.USER_DATA][0])
+    entry = next(e for e in user_data["write_files"] if e["path"] == layout.FIRST_BOOT_SCRIPT)
+    assert entry["content"] == script.body + script.main
+
+
+def test_a_first_boot_body_without_its_last_newline_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # indented apart from the main, it would not be the whole script indented
+    monkeypatch.setattr(firstboot, "first_boot_body", lambda *args: "#!/bin/sh\nset -eu")
+    with pytest.raises(GenerationError, match="must end with a newline"):
+        firstboot.first_boot_parts("#!/bin/sh\n", first_boot_words("", ""), "")
 
 
 def test_an_explain_row_is_made_again_for_any_other_field() -> None:

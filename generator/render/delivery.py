@@ -34,7 +34,7 @@ from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
 from generator.render.datafile import DataLine, fixed_line, setting_line
-from generator.render.firstboot import first_boot_script, first_boot_words
+from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
 from generator.render.formats import kernel_arg_text, sh_quote
 
 
@@ -164,10 +164,11 @@ def first_boot_command() -> str:
     )
 
 
-def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> str:
-    """The first-boot script of this plan: install.sh's functions and the plan's words; the
-    install record it keeps is install.sh's for this bundle (install.list's file lines, all of
-    the overlay), so that either path removes what the other installed and this one lacks."""
+def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> FirstBootScript:
+    """The first-boot script of this plan, as its body and its main (first_boot_parts):
+    install.sh's functions and the plan's words; the install record it keeps is install.sh's
+    for this bundle (install.list's file lines, all of the overlay), so that either path removes
+    what the other installed and this one lacks."""
     tuned = layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else ""
     cmdline = kernel_cmdline(plan)
     words = first_boot_words(cmdline, tuned, [item.target for item in overlay])
@@ -176,7 +177,7 @@ def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> 
         for item in overlay
         if item.target in layout.INSTALLED_AT_FIRST_BOOT
     ]
-    return first_boot_script(install_sh, words, pending_command() if cmdline else "", merged)
+    return first_boot_parts(install_sh, words, pending_command() if cmdline else "", merged)
 
 
 def service_steps(plan: Plan) -> list[Step]:
