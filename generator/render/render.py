@@ -37,7 +37,13 @@ from generator.model.layout import (
     target_of,
 )
 from generator.model.planio import plan_to_json
-from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
+from generator.model.setting import (
+    KIND_TITLES,
+    Plan,
+    Setting,
+    is_driver_module,
+    settings_by_kind,
+)
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
 from generator.render.collector import collect_lines
@@ -540,17 +546,18 @@ class KindTable(NamedTuple):
 def kind_tables(plan: Plan) -> list[KindTable]:
     """Each kind the plan uses, in the kinds table's order, with the bundle file that carries it
     (from the kinds table); services are applied by the delivery files."""
+    by_kind = settings_by_kind(plan.settings)
     return [
-        KindTable(KIND_TITLES[spec.kind], kind_files(plan, spec), plan.of_kind(spec.kind))
+        KindTable(KIND_TITLES[spec.kind], kind_files(plan, spec, settings), settings)
         for spec in KINDS
-        if plan.of_kind(spec.kind)
+        if (settings := by_kind.get(spec.kind, ()))
     ]
 
 
-def kind_files(plan: Plan, spec: KindSpec) -> str:
+def kind_files(plan: Plan, spec: KindSpec, settings: tuple[Setting, ...]) -> str:
     if spec.kind == Kind.SERVICE:
         return SERVICE_FILES
-    return ", ".join(spec.files_for(plan.profile_name, (s.key for s in plan.of_kind(spec.kind))))
+    return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings)))
 
 
 def manifest_entry(path: str, content: bytes, mode: int) -> dict[str, str]:
