@@ -169,6 +169,21 @@ def test_traps_compare_numbers_as_numbers(kind: str, key: str, value: str) -> No
     assert check_traps(Setting(kind, key, value, "reason")) is not None
 
 
+def test_a_settings_own_verdicts_are_its_own_whatever_was_checked_before() -> None:
+    """check_grammar and check_traps are kept per setting (a matrix checks the same ones): a
+    setting that differs in any field, checked after one that passed or failed, gets its own."""
+    fine = Setting("sysctl", "vm.swappiness", "1", "reason", rule="test.rule")
+    trap = fine._replace(value="0")
+    unfit = fine._replace(value="1\nvm.overcommit_memory = 1")
+    for first, second in ((fine, trap), (trap, fine), (fine, unfit), (unfit, fine)):
+        checked = [(check_grammar(s), check_traps(s)) for s in (first, second, first)]
+        assert checked[0] == checked[2] != checked[1]
+    assert (check_grammar(fine), check_traps(fine)) == (None, None)
+    assert check_traps(trap) is not None
+    assert check_grammar(unfit) is not None
+    assert check_traps(fine._replace(kind="kernel-arg")) is None  # the trap is sysctl's
+
+
 def test_a_bad_value_from_a_rule_is_a_goldtune_bug(monkeypatch: pytest.MonkeyPatch) -> None:
     real = plan.run_rules
 

@@ -9,39 +9,56 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from jinja2.filters import do_indent
+from markupsafe import Markup
 
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
 from generator.errors import GenerationError
 from generator.model import jsontext, layout, shellform
 from generator.model.jsontext import dumps_indented
-from generator.model.setting import Plan, Setting
+from generator.model.planio import plan_to_data, plan_to_json
+from generator.model.setting import Note, Plan, PlanWarning, Setting
 from generator.paths import templates_dir
-from generator.render import delivery, tuned
+from generator.render import delivery, firstboot, tuned
 from generator.render.delivery import (
     MERGE_HOW,
+    STEP_COMMANDS,
+    CloudInitOptions,
     OverlayFile,
+    Step,
     check_user_data,
     first_boot_command,
     first_boot_files,
     overlay_files,
     reads_back_verbatim,
 )
-from generator.render.firstboot import MAIN_MARKER, first_boot_script, first_boot_words
-from generator.render.formats import comment_text, explain_row
+from generator.render.firstboot import (
+    MAIN_MARKER,
+    FirstBootScript,
+    first_boot_script,
+    first_boot_words,
+)
+from generator.render.formats import comment_text, explain_row, sh_quote
 from generator.render.render import (
     FIXED_SCRIPTS,
+    OUTPUTS,
+    Output,
+    bundle_context,
+    delivery_context,
     file_digests,
     fixed_script,
     indent_lines,
     make_environment,
     manifest_entry,
+    output_context,
     render_bundle,
+    render_text,
 )
 from tests.plans import FULL_SETTINGS, setting
 
@@ -127,6 +144,59 @@ def test_indented_json_reports_a_cycle_as_json_does() -> None:
         dumps_indented(looped)
 
 
+def encoded_parts(value: Any, draw: Any) -> Any:
+    """``value`` with some of its lists' items and objects' members replaced by their text."""
+    if draw(st.booleans()):
+        return jsontext.Encoded(dumps_indented(value))
+    if isinstance(value, list):
+        return [encoded_parts(item, draw) for item in value]
+    if isinstance(value, dict):
+        return {key: encoded_parts(item, draw) for key, item in value.items()}
+    return value
+
+
+@settings(max_examples=100)
+@given(st.lists(JSON_VALUES | RECORD, max_size=4), st.integers(0, 2), st.data())
+@example([{"a": [1, {"b": "c"}]}, [], {}], 1, None)  # None: every item encoded
+def test_encoded_values_are_written_as_the_values_themselves(
+    items: list[Any], depth: int, data: Any
+) -> None:
+    """An Encoded value is written as its value would be, at any depth (jsontext.Encoded)."""
+    value: Any = items
+    for _ in range(depth):
+        value = {"nested": value}
+    if data is None:
+        parts: Any = [jsontext.Encoded(dumps_indented(item)) for item in items]
+        for _ in range(depth):
+            parts = {"nested": parts}
+    else:
+        parts = encoded_parts(value, data.draw)
+    assert dumps_indented(parts) == json.dumps(value, indent=2, sort_keys=True)
+
+
+def test_an_encoded_value_json_would_have_to_write_is_refused() -> None:
+    # a value this encoder leaves to json.dumps (a key json converts): json cannot write one
+    with pytest.raises(TypeError, match="Encoded"):
+        dumps_indented({1: jsontext.Encoded('"a"')})
+
+
+def test_plan_json_is_json_dumps_of_the_plan_data() -> None:
+    """plan.json's settings, notes and warnings are encoded once each (planio.encoded): the
+    text is json.dumps of plan_to_data's, for any plan, a note and a warning of the same two
+    texts included (equal tuples)."""
+    note, warning = Note("same text", "same-id"), PlanWarning("same text", "same-id")
+    assert note == warning
+    plans = [
+        plan_for("dgx-h100", "training-k8s"),
+        Plan("hw", "p", FULL_SETTINGS, (note,), (warning,), distro="ubuntu-22.04"),
+        Plan("hw", "p", FULL_SETTINGS[:3], (), (warning,)),
+        Plan("hw", "p", (), (note,), ()),
+    ]
+    for plan in plans:
+        expected = json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
+        assert plan_to_json(plan) == expected
+
+
 def scan(plan: Plan, kind: str) -> tuple[Any, ...]:
     return tuple(s for s in plan.settings if s.kind == kind)
 
@@ -208,7 +278,7 @@ def user_data_with(item: OverlayFile) -> bytes:
         "power_state": None,
         # the first-boot entry user-data.j2 writes after the overlay (issue 16)
         "first_boot_path": layout.FIRST_BOOT_SCRIPT,
-        "first_boot_script": "#!/bin/sh\nset -eu\n",
+        "first_boot_script": FirstBootScript("#!/bin/sh\n", "set -eu\n"),
         "first_boot_command": first_boot_command(),
     }
     return make_environment().get_template("user-data.j2").render(context).encode("utf-8")
@@ -330,6 +400,31 @@ def test_the_shipped_scripts_lose_the_same_lines_as_by_the_character_scan(
             assert shellform.derived_without_comment_lines(text) == fast, script.name
 
 
+# A first line, then the rest: what the shared forms of the lines after a first one are keyed by.
+SHELL_TEXTS = st.lists(SHELL_LINES, min_size=1, max_size=4).map("".join) | st.sampled_from(
+    ["", "a", "a\r\n# b\nc\n", "a\rb\n# c\n", "a\x0b# b\n", "a\x85# b\n", "# x <<EOF\n# y\n"]
+)
+
+
+@given(SHELL_TEXTS)
+@example("'\n# x\n")  # the first line opens a quote: the lines after it are the quote's
+@example('"\n# x\n')
+@example("cat <<EOF\n# x\nEOF\n")  # the first line opens a here-document
+@example("a\n\n# c\nb\n")  # the line after the first is blank: dropped, as any but the first
+@example("a\n# c\n")
+def test_the_lines_after_a_first_are_shared_as_the_scan_reads_them(text: str) -> None:
+    """without_comment_lines keeps the form of a text's lines after its first for every text
+    with the same ones (shellform._rest_without_comment_lines): the scan of the whole text."""
+    expected = shellform.derived_without_comment_lines(text)
+    assert shellform.without_comment_lines(text) == expected
+    for first in ("# another bundle\n", "x\n"):  # the same rest after another first line
+        rest = text.partition("\n")[2]
+        other = first + rest
+        assert shellform.without_comment_lines(other) == (
+            shellform.derived_without_comment_lines(other)
+        )
+
+
 def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
     """The body is cached (firstboot.first_boot_body): another install.sh, the install_file
     entry, or a global the main sets each give their own body, in any order."""
@@ -405,8 +500,85 @@ def test_the_indent_filter_is_jinjas(text: str, width: int | str, first: bool, b
     assert indent_lines(text, width, first, blank) == do_indent(text, width, first, blank)
 
 
+def test_each_indent_of_a_text_is_jinjas_in_any_order() -> None:
+    """indent_lines keeps each text's indented form (render._indented): the same text with
+    other arguments, after it, gets its own; Markup is still Jinja's own, not a kept str."""
+    text = "a\n\n  b\nc\n"
+    calls = [
+        (6, True, False),
+        (6, False, False),
+        (4, True, False),
+        (6, True, True),
+        ("> ", True, False),
+    ]
+    for width, first, blank in calls + calls[::-1]:
+        assert indent_lines(text, width, first, blank) == do_indent(text, width, first, blank)
+    kept = Markup(text)  # noqa: S704 -- a constant text, nothing to escape
+    markup = indent_lines(kept, 6, True)
+    assert type(markup) is Markup
+    assert markup == do_indent(kept, 6, True)
+
+
 def test_the_indent_filter_is_the_environments() -> None:
     assert make_environment().filters["indent"] is indent_lines
+
+
+@pytest.mark.parametrize("name", sorted(STEP_COMMANDS))
+def test_a_steps_runcmd_line_is_its_own_name_and_words(name: str) -> None:
+    """Each step's guarded command is kept by name and word (delivery.guarded_command): a step
+    of another name or word, after it, gets its own."""
+    for word in ("a.service", "b.service", ""):
+        step = Step(name, word)
+        command = STEP_COMMANDS[name].format(word=sh_quote(word), tool="goldtune")
+        expected = (
+            f"echo {sh_quote('goldtune: ' + step.summary)}; {{ {command}; }} "
+            f"|| echo {sh_quote('goldtune: ' + step.summary + ': failed')}"
+        )
+        assert step.guarded == expected
+
+
+def test_each_template_is_written_as_template_render_writes_it() -> None:
+    """render_text gives a template the bundle's context as it is (no copy), which holds the
+    environment's globals (bundle_context): what Template.render would have made of it."""
+    env = make_environment()
+    plan = plan_for("dgx-h100", "training-k8s")
+    context = bundle_context(env, plan)
+    assert all(context.get(name) is value for name, value in env.globals.items())
+    context |= delivery_context(plan, render_bundle(plan), CloudInitOptions())
+    for output in OUTPUTS:
+        if output.verbatim or not output.applies_to(plan):
+            continue
+        own = output_context(output, plan, context)
+        expected = env.get_template(output.template).render(own).encode("utf-8")
+        assert render_text(env, output, own) == expected, output.path
+    globals_used = jinja2.Environment(
+        loader=jinja2.DictLoader({"t.j2": "{% for i in range(2) %}{{ i }}{% endfor %}"}),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # as the bundle's (plain text, not HTML)  # noqa: S701
+    )
+    template_output = Output("t", "t.j2", 0o644)
+    assert render_text(globals_used, template_output, bundle_context(globals_used, plan)) == b"01"
+
+
+def test_the_first_boot_entry_is_the_whole_script_indented() -> None:
+    """user-data.j2 indents the first-boot script's body and main apart (the body is kept
+    indented): the entry cloud-init writes is the whole script, byte for byte."""
+    plan = plan_for("dgx-h100", "training-k8s")
+    files = render_bundle(plan)
+    script = delivery_context(plan, files, CloudInitOptions())["first_boot_script"]
+    assert script.body.endswith("\n") and script.main.startswith(MAIN_MARKER)
+    user_data = yaml.safe_load(files[layout.USER_DATA][0])
+    entry = next(e for e in user_data["write_files"] if e["path"] == layout.FIRST_BOOT_SCRIPT)
+    assert entry["content"] == script.body + script.main
+
+
+def test_a_first_boot_body_without_its_last_newline_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # indented apart from the main, it would not be the whole script indented
+    monkeypatch.setattr(firstboot, "first_boot_body", lambda *args: "#!/bin/sh\nset -eu")
+    with pytest.raises(GenerationError, match="must end with a newline"):
+        firstboot.first_boot_parts("#!/bin/sh\n", first_boot_words("", ""), "")
 
 
 def test_an_explain_row_is_made_again_for_any_other_field() -> None:

@@ -72,17 +72,44 @@ def _open_quote(line: str, quote: str | None) -> str | None:
 @functools.lru_cache(maxsize=256)
 def without_comment_lines(text: str) -> str:
     """``text`` with its top-level full-line comments and blank lines left out; a shipped
-    script's form comes from the cache (shipped_compact_forms)."""
+    script's form comes from the cache (shipped_compact_forms), a generated file's lines after
+    its first from those of any file with the same ones (_rest_without_comment_lines)."""
     kept = shipped_compact_forms().get(text)
-    return kept if kept is not None else derived_without_comment_lines(text)
+    if kept is not None:
+        return kept
+    first, newline, rest = text.partition("\n")
+    first += newline
+    if first.splitlines(keepends=True) != [first] or _may_leave_open(first):
+        return derived_without_comment_lines(text)
+    return first + _rest_without_comment_lines(rest)
 
 
-def derived_without_comment_lines(text: str) -> str:
-    """without_comment_lines of ``text``, derived from the text itself."""
+def _may_leave_open(line: str) -> bool:
+    """Whether the scan may find a here-document or a quote still open after ``line``, read
+    first (the scan keeps a first line whatever it is)."""
+    if "<<" in line:
+        return True
+    return ("'" in line or '"' in line) and _open_quote(line, None) is not None
+
+
+# A generated file's first line names the bundle (file_header); the lines after it are the same in
+# many bundles of a matrix (113 different ones in the 697 files of the shipped 45 system x
+# profile bundles): each is scanned once, ~0.03 ms of a bundle's CPU against ~0.15 ms for
+# scanning every file (medians of interleaved runs). A matrix renders a system's profiles in
+# turn: the files of some ten bundles apart are kept.
+@functools.lru_cache(maxsize=512)
+def _rest_without_comment_lines(rest: str) -> str:
+    """without_comment_lines of a text's lines after a first one the scan left nothing open in."""
+    return derived_without_comment_lines(rest, after_first=True)
+
+
+def derived_without_comment_lines(text: str, after_first: bool = False) -> str:
+    """without_comment_lines of ``text``, derived from the text itself; ``after_first``: the
+    lines of ``text`` follow a first line (kept whatever it is) the scan left nothing open in."""
     kept: list[str] = []
     quote: str | None = None
     heredoc: str | None = None
-    for number, line in enumerate(text.splitlines(keepends=True)):
+    for number, line in enumerate(text.splitlines(keepends=True), start=int(after_first)):
         stripped = line.strip()
         if heredoc is not None:
             kept.append(line)
