@@ -35,7 +35,24 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 def files_key(salt: str, files: Iterable[Path]) -> str:
     """The digest of ``salt`` and of each file's name and bytes, in the order given."""
-    return contents_key(salt, ((path.name, path.read_bytes()) for path in files))
+    return contents_key(salt, ((path.name, file_bytes(path)) for path in files))
+
+
+def file_bytes(path: Path) -> bytes:
+    """``path.read_bytes()`` by one open, fstat and read: without io's buffered stream, ~7 us
+    less a file (a cold `gen` keys its caches on some 80 files)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)  # all of it, unless the file grew since the fstat
+        if len(data) <= size:
+            return data
+        parts = [data]
+        while part := os.read(fd, 1 << 16):
+            parts.append(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def contents_key(salt: str, contents: Iterable[tuple[str, bytes]]) -> str:

@@ -30,7 +30,7 @@ from pydantic_core import SchemaValidator
 
 from generator import __version__
 from generator.cache import files_key, read_entry, store_entry
-from generator.paths import cache_dir
+from generator.paths import cache_dir, files_ending
 
 CACHE_DIR = cache_dir("__catalog_cache__")
 FORMAT = 1
@@ -51,7 +51,9 @@ def cache_key() -> str:
     salt = (
         f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{pydantic_core.__version__}\0{sys.version}"
     )
-    return files_key(salt, sorted(path for folder in CODE_DIRS for path in folder.glob("*.py")))
+    return files_key(
+        salt, sorted(path for folder in CODE_DIRS for path in files_ending(folder, ".py"))
+    )
 
 
 def entry_path(model: type[BaseModel]) -> Path:
