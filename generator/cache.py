@@ -43,16 +43,21 @@ def file_bytes(path: Path) -> bytes:
     less a file (a cold `gen` keys its caches on some 80 files)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        size = os.fstat(fd).st_size
-        data = os.read(fd, size + 1)  # all of it, unless the file grew since the fstat
-        if len(data) <= size:
-            return data
-        parts = [data]
-        while part := os.read(fd, 1 << 16):
-            parts.append(part)
-        return b"".join(parts)
+        return read_all(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+
+
+def read_all(fd: int, size: int) -> bytes:
+    """Everything left to read from ``fd``, a file of ``size`` bytes when it was stat'ed: one read
+    unless it grew since."""
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data
+    parts = [data]
+    while part := os.read(fd, 1 << 16):
+        parts.append(part)
+    return b"".join(parts)
 
 
 def contents_key(salt: str, contents: Iterable[tuple[str, bytes]]) -> str:
@@ -87,8 +92,9 @@ def read_entry(path: Path) -> bytes | None:
             return None
         if not trusted(info, path.parent):
             return None
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            return stream.read()
+        data = os.read(fd, info.st_size + 1)
+        # an entry is replaced by a rename, never written in place: one that grew is not ours
+        return data if len(data) <= info.st_size else None
     except OSError:
         return None
     finally:

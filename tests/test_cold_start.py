@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
+import jinja2
 import pytest
 
-from generator.cache import file_bytes
+from generator.cache import file_bytes, read_entry
 from generator.paths import files_ending
+from generator.render.render import TemplateLoader, make_environment
 
 
 def test_files_ending_lists_what_glob_lists(tmp_path: Path) -> None:
@@ -41,3 +44,87 @@ def test_file_bytes_reads_a_file_that_grew_after_its_size_was_taken(
 
     monkeypatch.setattr(os, "fstat", Smaller)
     assert file_bytes(path) == path.read_bytes()
+
+
+def test_a_cache_entry_that_grew_while_read_is_no_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = tmp_path / "cache" / "entry.json"
+    entry.parent.mkdir(mode=0o755)
+    entry.write_bytes(b'{"key": "k"}')
+    os.chmod(entry, 0o644)
+    assert read_entry(entry) == b'{"key": "k"}'
+    real_fstat = os.fstat
+
+    def smaller(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return info
+        fields = list(info)
+        fields[stat.ST_SIZE] -= 1
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "fstat", smaller)
+    assert read_entry(entry) is None
+
+
+# --- templates: the source Jinja's FileSystemLoader reads -----------------------------------
+
+
+def both_sources(folder: Path, name: str) -> tuple[object, object]:
+    """What TemplateLoader and Jinja's FileSystemLoader give for ``name``: (text, file name) or
+    the exception's type."""
+    env = make_environment()
+    found: list[object] = []
+    for loader in (TemplateLoader(str(folder)), jinja2.FileSystemLoader(str(folder))):
+        try:
+            text, filename, _ = loader.get_source(env, name)
+            found.append((text, filename))
+        except (jinja2.TemplateNotFound, UnicodeDecodeError) as error:
+            found.append(type(error))
+    return found[0], found[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("plain.j2", b"a {{ b }}\nc\n"),
+        ("crlf.j2", b"a\r\nb\rc\r\n\r\n"),
+        ("lone-cr.j2", b"\r"),
+        ("empty.j2", b""),
+        ("sub/inner.j2", b"in a folder\n"),
+        ("utf8.j2", "\ufeffgr\u00fc\u00dfe \u2028\n".encode()),
+        ("latin1.j2", b"caf\xe9\n"),
+        ("big.j2", b"x" * 100_000 + b"\r\n"),
+    ],
+)
+def test_the_template_loader_reads_what_jinjas_reads(
+    tmp_path: Path, name: str, content: bytes
+) -> None:
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_bytes(content)
+    ours, jinjas = both_sources(tmp_path, name)
+    assert ours == jinjas
+
+
+@pytest.mark.parametrize("name", ["missing.j2", "../outside.j2", "folder", "fifo"])
+def test_the_template_loader_refuses_what_jinjas_refuses(tmp_path: Path, name: str) -> None:
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")  # opened without waiting for a writer
+    (tmp_path.parent / "outside.j2").write_text("not a template of this folder\n")
+    ours, jinjas = both_sources(tmp_path, name)
+    assert ours == jinjas == jinja2.TemplateNotFound
+
+
+def test_the_template_loader_tells_a_changed_template(tmp_path: Path) -> None:
+    (tmp_path / "t.j2").write_text("one\n")
+    _, _, uptodate = TemplateLoader(str(tmp_path)).get_source(make_environment(), "t.j2")
+    assert uptodate()
+    os.utime(tmp_path / "t.j2", (1, 1))
+    assert not uptodate()
+    (tmp_path / "t.j2").unlink()
+    assert not uptodate()
+
+
+def test_the_environment_reads_templates_with_the_lean_loader() -> None:
+    assert type(make_environment().loader) is TemplateLoader
