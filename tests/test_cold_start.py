@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import jinja2
@@ -11,6 +14,7 @@ import pytest
 
 from generator.cache import file_bytes, read_entry
 from generator.paths import files_ending
+from generator.patterns import compiled_at_first_use
 from generator.render.render import TemplateLoader, make_environment
 
 
@@ -128,3 +132,80 @@ def test_the_template_loader_tells_a_changed_template(tmp_path: Path) -> None:
 
 def test_the_environment_reads_templates_with_the_lean_loader() -> None:
     assert type(make_environment().loader) is TemplateLoader
+
+
+# --- patterns compiled at their first use -------------------------------------------------
+
+
+def test_a_pattern_is_compiled_at_its_first_use_and_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: list[str] = []
+    real_compile = re.compile
+
+    def recording(pattern: str, flags: int = 0) -> re.Pattern[str]:
+        compiled.append(pattern)
+        return real_compile(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", recording)
+    words = compiled_at_first_use(r"(\w+)=(\d+)", re.ASCII)
+    assert compiled == []
+    assert words.findall("a=1 b=2") == [("a", "1"), ("b", "2")]
+    assert words.fullmatch("a=1") is not None and words.match("=1") is None
+    assert words.sub(r"\2=\1", "a=1") == "1=a" and words.pattern == r"(\w+)=(\d+)"
+    assert compiled == [r"(\w+)=(\d+)"]
+
+
+@pytest.mark.parametrize("method", ["match", "fullmatch", "search", "findall", "sub", "split"])
+def test_a_pattern_compiled_at_first_use_answers_as_the_compiled_one(method: str) -> None:
+    pattern, text = r"\n(?=[^\n])", "a\n\nb\nc\n"
+    lazy, eager = compiled_at_first_use(pattern), re.compile(pattern)
+    arguments = ("-", text) if method == "sub" else (text,)
+    for _ in range(2):  # the first call compiles, the second uses what it put in place
+        ours, its = getattr(lazy, method)(*arguments), getattr(eager, method)(*arguments)
+        if isinstance(its, re.Match):
+            assert isinstance(ours, re.Match) and ours.span() == its.span()
+        else:
+            assert ours == its
+
+
+# Patterns a shipped `gen` (cache hit) never uses: the first-boot body's analysis (a cache miss),
+# the user-data's verbatim test (a second bundle of a process), a MIG layout, a TOML key path.
+UNUSED_BY_A_COLD_GEN = (
+    "generator.render.firstboot._FUNCTION_START",
+    "generator.render.firstboot._ASSIGNMENT",
+    "generator.render.firstboot._COMMAND_WORD",
+    "generator.render.firstboot._READ_VARIABLE",
+    "generator.render.delivery._PLAIN_TARGET",
+    "generator.render.delivery._MODE",
+    "generator.render.render._BEFORE_A_LINE",
+    "generator.model.mig._PARTS",
+    "generator.model.kinds.TOML_KEY_SEGMENT",
+    "generator.model.probes.TOOL_WORD",
+)
+CHECK_UNCOMPILED = """
+import importlib, sys
+from generator.patterns import _FirstUse
+from generator.cli import main
+output, names = sys.argv[1], sys.argv[2:]
+sys.argv = ["gen", "--hw", "dgx-h100", "--profile", "inference", "-o", output]
+try:
+    main()
+except SystemExit:
+    pass
+for name in names:
+    module, attribute = name.rsplit(".", 1)
+    pattern = getattr(importlib.import_module(module), attribute)
+    print(name, type(pattern) is _FirstUse and "match" not in vars(pattern))
+"""
+
+
+def test_a_cold_gen_compiles_none_of_the_patterns_it_does_not_use(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_UNCOMPILED, str(tmp_path / "out"), *UNUSED_BY_A_COLD_GEN],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("wrote ")
+    assert lines[1:] == [f"{name} True" for name in UNUSED_BY_A_COLD_GEN]

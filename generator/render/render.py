@@ -17,7 +17,6 @@ import marshal
 import os
 import pickle
 import posixpath
-import re
 import stat
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
@@ -44,6 +43,7 @@ from generator.model.planio import plan_to_json
 from generator.model.setting import KIND_TITLES, Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
+from generator.patterns import compiled_at_first_use
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
 from generator.render.datafile import DataLine, data_text, fixed_line, setting_line
@@ -336,7 +336,7 @@ def yaml_string(text: str) -> str:
 # \u2028 and \u2029, are not ASCII): Jinja's indent filter splits lines at each of them.
 _OTHER_ASCII_LINE_BOUNDARIES = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 # A "\n" that starts a line that is not empty: where indent, without blank=True, indents.
-_BEFORE_A_LINE = re.compile(r"\n(?=[^\n])")
+_BEFORE_A_LINE = compiled_at_first_use(r"\n(?=[^\n])")
 
 
 def indent_lines(text: str, width: int | str = 4, first: bool = False, blank: bool = False) -> str:
