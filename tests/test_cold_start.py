@@ -209,3 +209,63 @@ def test_a_cold_gen_compiles_none_of_the_patterns_it_does_not_use(tmp_path: Path
     lines = done.stdout.splitlines()
     assert lines[0].startswith("wrote ")
     assert lines[1:] == [f"{name} True" for name in UNUSED_BY_A_COLD_GEN]
+
+
+# --- the end of a run: no interpreter teardown after success ------------------------------
+
+CONSOLE = """
+import atexit, os, sys
+
+def teardown(event, arguments, write=os.write):  # Python's finalization announces its end
+    if event == "cpython.PyInterpreterState_Clear":
+        write(1, b"torn down\\n")
+
+sys.addaudithook(teardown)
+atexit.register(print, "atexit handler ran")
+from generator.cli import console
+sys.argv = ["gen", *sys.argv[1:]]
+console()
+"""
+
+
+def run_console(*arguments: str, closed_stdout: bool = False) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", CONSOLE, *arguments]
+    if closed_stdout:
+        command = ["sh", "-c", 'exec "$@" >&-', "sh", *command]
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+
+
+def test_a_run_that_succeeded_ends_without_the_teardown(tmp_path: Path) -> None:
+    done = run_console("--hw", "dgx-h100", "--profile", "inference", "-o", str(tmp_path / "b"))
+    assert done.returncode == 0, done.stderr
+    # flushed into the pipe, the atexit handlers run, and no object freed one by one
+    assert done.stdout == f"wrote {tmp_path / 'b'}\natexit handler ran\n"
+    assert (tmp_path / "b" / "manifest.json").is_file()
+
+
+def test_a_run_that_failed_ends_as_before(tmp_path: Path) -> None:
+    done = run_console("--hw", "no-such-system", "--profile", "inference", "-o", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.startswith("goldtune: error: no-such-system: no shipped system")
+    assert done.stdout == "atexit handler ran\ntorn down\n"
+
+
+def test_other_commands_end_as_before() -> None:
+    done = run_console("rules")
+    assert done.returncode == 0
+    assert done.stdout.endswith("atexit handler ran\ntorn down\n")
+
+
+def test_a_run_with_standard_output_closed_still_succeeds(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    done = run_console(
+        "--hw", "dgx-h100", "--profile", "inference", "-o", str(out), closed_stdout=True
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    assert (out / "manifest.json").is_file()
