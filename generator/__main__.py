@@ -1,3 +1,3 @@
-from generator.cli import console
+from generator.console import main
 
-console()
+main()

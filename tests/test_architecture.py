@@ -30,7 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "detect": {"model", "inputs"},  # describes a machine in the input format
     "commands": {"model", "inputs", "rules", "plan", "render", "bundle", "verify", "detect"},
     "cli": {"model", "inputs", "rules", "plan", "render", "bundle", "verify", "detect", "commands"},
-    "__main__": {"cli"},
+    "__main__": {"console"},
+    "console": {"cli"},
 }
 
 

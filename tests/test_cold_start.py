@@ -269,3 +269,30 @@ def test_a_run_with_standard_output_closed_still_succeeds(tmp_path: Path) -> Non
     )
     assert done.returncode == 0 and done.stderr == ""
     assert (out / "manifest.json").is_file()
+
+
+IMPORT_ENTRY = """
+import gc, sys
+import generator  # the package's own two names, before the passes are counted
+passes = []
+gc.callbacks.append(lambda phase, info: phase == "start" and passes.append(info["generation"]))
+if sys.argv[1] == "paused":
+    gc.disable()
+import generator.console
+# once on, the collector may pass over what was made since the freeze (next to nothing)
+print(len(passes) <= 1, gc.isenabled(), gc.get_freeze_count() > 10_000, "click" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("before", "after"), [("on", "True"), ("paused", "False")])
+def test_the_command_line_is_imported_without_collector_passes(before: str, after: str) -> None:
+    """No pass while click and goldtune's cli are imported; what they made frozen; the
+    collector afterwards as it was."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_ENTRY, before],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.stdout.split() == ["True", after, "True", "True"]

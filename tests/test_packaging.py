@@ -111,4 +111,4 @@ def test_caches_are_not_shipped_but_built_where_installed(installed: Path, tmp_p
 
 def test_console_script_is_declared():
     text = (REPO / "pyproject.toml").read_text()
-    assert 'gen = "generator.cli:console"' in text
+    assert 'gen = "generator.console:main"' in text
