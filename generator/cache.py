@@ -35,7 +35,29 @@ MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 def files_key(salt: str, files: Iterable[Path]) -> str:
     """The digest of ``salt`` and of each file's name and bytes, in the order given."""
-    return contents_key(salt, ((path.name, path.read_bytes()) for path in files))
+    return contents_key(salt, ((path.name, file_bytes(path)) for path in files))
+
+
+def file_bytes(path: Path) -> bytes:
+    """``path.read_bytes()`` by one open, fstat and read: without io's buffered stream, ~7 us
+    less a file (a cold `gen` keys its caches on some 80 files)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return read_all(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def read_all(fd: int, size: int) -> bytes:
+    """Everything left to read from ``fd``, a file of ``size`` bytes when it was stat'ed: one read
+    unless it grew since."""
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data
+    parts = [data]
+    while part := os.read(fd, 1 << 16):
+        parts.append(part)
+    return b"".join(parts)
 
 
 def contents_key(salt: str, contents: Iterable[tuple[str, bytes]]) -> str:
@@ -70,8 +92,9 @@ def read_entry(path: Path) -> bytes | None:
             return None
         if not trusted(info, path.parent):
             return None
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            return stream.read()
+        data = os.read(fd, info.st_size + 1)
+        # an entry is replaced by a rename, never written in place: one that grew is not ours
+        return data if len(data) <= info.st_size else None
     except OSError:
         return None
     finally:

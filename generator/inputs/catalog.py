@@ -22,7 +22,7 @@ from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
 from generator.model import mig
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
-from generator.paths import hardware_db_dir
+from generator.paths import files_ending, hardware_db_dir
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
 PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
@@ -226,7 +226,7 @@ class Catalog:
 
     @cached_property
     def system_files(self) -> dict[str, Path]:
-        return {path.stem: path for path in sorted((self.root / "systems").glob("*.yaml"))}
+        return {path.stem: path for path in files_ending(self.root / "systems", ".yaml")}
 
 
 def load_catalog(root: Path | None = None) -> Catalog:

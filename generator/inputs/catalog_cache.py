@@ -25,7 +25,7 @@ import yaml
 
 from generator import __version__
 from generator.cache import files_key, read_entry, store_entry
-from generator.paths import cache_dir
+from generator.paths import cache_dir, files_ending
 
 CACHE_DIR = cache_dir("__catalog_cache__")
 FORMAT = 1
@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 def cache_key(folder: Path, code: tuple[Path, ...]) -> str:
     salt = f"{FORMAT}\0{__version__}\0{pydantic.VERSION}\0{yaml.__version__}\0{sys.version}"
-    return files_key(salt, [*code, *sorted(folder.glob("*.yaml"))])
+    return files_key(salt, [*code, *files_ending(folder, ".yaml")])
 
 
 def cached(folder: Path, code: tuple[Path, ...], load: Callable[[], T]) -> T:

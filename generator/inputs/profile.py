@@ -18,7 +18,7 @@ from generator.inputs.hardware import BundleName, find_input
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
 from generator.model.setting import SettingKind
-from generator.paths import profiles_dir
+from generator.paths import files_ending, profiles_dir
 
 MAX_EXTENDS_DEPTH = 8
 
@@ -200,7 +200,7 @@ class Profile(NamedTuple):
 
 def find_profile_file(reference: str, folder: Path, relative_to: Path | None = None) -> Path:
     """A path, or the name of a shipped profile (``is_path_reference`` says which)."""
-    choices = [path.stem for path in folder.glob("*.yaml")]
+    choices = [path.stem for path in files_ending(folder, ".yaml")]
     return find_input(reference, folder, "profile", choices, relative_to)
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from generator.errors import InputError, Problem
+from generator.inputs.validator_cache import validator_of
 from generator.textsafe import short_key
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -236,7 +237,8 @@ def validate_model(model: type[ModelT], data: dict[str, Any], source: str) -> Mo
         )
         raise InputError(Problem(source, "", message, "see `gen schema` for the format"))
     try:
-        return model.model_validate(data)
+        # model.model_validate(data), with a validator kept between runs (validator_cache.py)
+        return cast(ModelT, validator_of(model).validate_python(data))
     except ValidationError as error:
         raise InputError(problems_from_validation(error, source, model)) from None
 

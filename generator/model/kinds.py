@@ -38,6 +38,7 @@ from typing import NamedTuple
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
+from generator.patterns import compiled_at_first_use
 
 
 class Kind(StrEnum):
@@ -154,7 +155,7 @@ def dropin_section(option: str) -> str:
 # quoted: plugins."io.containerd.grpc.v1.cri"); the last segment is the key of its table.
 _TOML_SEGMENT = r'(?:[A-Za-z0-9_-]+|"[A-Za-z0-9_.-]+")'
 # The segments of such a key path, as the renderer groups them and verify looks them up.
-TOML_KEY_SEGMENT = re.compile(r'"[^"]*"|[^.]+')
+TOML_KEY_SEGMENT = compiled_at_first_use(r'"[^"]*"|[^.]+')
 # Values as the file spells them: a TOML or JSON string, boolean or integer, never a table.
 _TOML_VALUE = r'"[A-Za-z0-9_./:-]*"|true|false|-?[0-9]+'
 _JSON_VALUE = r'"[A-Za-z0-9_./:-]*"|true|false|-?[0-9]+'

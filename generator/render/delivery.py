@@ -33,6 +33,7 @@ from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
+from generator.patterns import compiled_at_first_use
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
 from generator.render.formats import kernel_arg_text, sh_quote
@@ -372,8 +373,8 @@ _NOT_YAML_TEXT = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\uff
 # matrix bundle's CPU with the files' own searches). tests/test_speedups.py holds the two equal.
 _YAML_TEXT_ASCII = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x7F)])
 _LITERAL_LINE_ASCII = bytes([0x09, 0x0A, *range(0x20, 0x7F)])
-_PLAIN_TARGET = re.compile(r"/[A-Za-z0-9._/-]+")
-_MODE = re.compile(r"0[0-7]{3}")
+_PLAIN_TARGET = compiled_at_first_use(r"/[A-Za-z0-9._/-]+")
+_MODE = compiled_at_first_use(r"0[0-7]{3}")
 
 
 def reads_back_verbatim(item: OverlayFile) -> bool:

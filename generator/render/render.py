@@ -14,17 +14,20 @@ import hashlib
 import io
 import json
 import marshal
+import os
 import pickle
-import re
-from collections.abc import MutableMapping
+import posixpath
+import stat
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jinja2
 from jinja2.filters import do_indent
+from jinja2.loaders import split_template_path
 
 from generator import TOOL, __version__
-from generator.cache import read_entry
+from generator.cache import read_all, read_entry
 from generator.errors import GenerationError
 from generator.model import layout
 from generator.model.jsontext import dumps_indented
@@ -46,6 +49,7 @@ from generator.model.setting import (
 )
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
+from generator.patterns import compiled_at_first_use
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
 from generator.render.datafile import DataLine, data_text, fixed_line, setting_line
@@ -224,6 +228,55 @@ def _template_cache() -> jinja2.BytecodeCache | None:
     return TemplateCache(str(directory), pattern="%s.cache")
 
 
+class TemplateLoader(jinja2.FileSystemLoader):
+    """Jinja's FileSystemLoader with a template's source read by one open, fstat and read.
+
+    Jinja's own tests the path (a stat), reads it through a text stream and stats it again for
+    its mtime: ~45 us a template against ~20 here, some 29 templates a cold `gen` (each read
+    even on a cache hit: the compiled entry is checked against the source). The same text
+    (UTF-8, universal newlines: "\r\n" and "\r" read as "\n"), name checks, file name and
+    up-to-date test; anything but a regular file in the one search path is Jinja's to report.
+    """
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        filename = posixpath.join(self.searchpath[0], *split_template_path(template))
+        read = _regular_file(filename) if len(self.searchpath) == 1 else None
+        if read is None:
+            return super().get_source(environment, template)
+        data, mtime = read
+        text = data.decode(self.encoding)
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+
+        def uptodate() -> bool:
+            try:
+                return os.path.getmtime(filename) == mtime
+            except OSError:
+                return False
+
+        return text, os.path.normpath(filename), uptodate
+
+
+def _regular_file(filename: str) -> tuple[bytes, float] | None:
+    """The bytes and mtime of a regular file, or None (missing, unreadable, not regular: a FIFO
+    is opened without waiting for a writer)."""
+    try:
+        fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return read_all(fd, info.st_size), info.st_mtime
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 class Environment(jinja2.Environment):
     """Jinja's environment with each template's globals in a plain dict of its own.
 
@@ -242,7 +295,7 @@ def make_environment() -> jinja2.Environment:
     """One environment per process: templates are compiled once, then reused for every bundle."""
     env = Environment(
         bytecode_cache=_template_cache(),
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        loader=TemplateLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # config files and shell data, not HTML; values checked by grammar
         keep_trailing_newline=True,
@@ -289,7 +342,7 @@ def yaml_string(text: str) -> str:
 # \u2028 and \u2029, are not ASCII): Jinja's indent filter splits lines at each of them.
 _OTHER_ASCII_LINE_BOUNDARIES = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 # A "\n" that starts a line that is not empty: where indent, without blank=True, indents.
-_BEFORE_A_LINE = re.compile(r"\n(?=[^\n])")
+_BEFORE_A_LINE = compiled_at_first_use(r"\n(?=[^\n])")
 
 
 def indent_lines(text: str, width: int | str = 4, first: bool = False, blank: bool = False) -> str:
