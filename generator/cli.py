@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import atexit
+import errno
 import gc
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -576,6 +577,11 @@ def package(bundle: Path, deb: bool, rpm: bool, output: Path) -> None:
         click.echo(f"wrote {path}")
 
 
+# A write to standard output or error that failed for want of room or a device error; a
+# broken pipe (EPIPE) click ends itself, quietly, with status 1.
+OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
 def console() -> None:
     """The `gen` command (its console script, ``python -m generator``): ``main``, and after a
     main job that succeeded, the end of the process without the interpreter's teardown.
@@ -584,19 +590,39 @@ def console() -> None:
     by object (the modules, pydantic's and Jinja's structures, the plan): ~4 ms of a cold `gen`'s
     CPU, for nobody. After the main job (one thread, its files written with os.write and closed)
     the process runs the atexit handlers (the removal of a replaced bundle), flushes standard
-    output and error and ends with status 0. Any other command, a run that failed, or output that
-    cannot be flushed end as before (same messages, same status).
+    output and error and ends with status 0. Any other command, or a run that failed, ends as
+    before (same messages, same status). Output that cannot be written (``gen list >/dev/full``)
+    ends any command with one line and status 1 (output_failed), not a traceback.
     """
     try:
         main()
     except SystemExit:
         if not MainJob.done:  # set when the main job returned: click then exits with 0
             raise
+    except OSError as error:
+        if error.filename is not None or error.errno not in OUTPUT_ERRORS:
+            raise
+        output_failed(error)
     atexit._run_exitfuncs()
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:  # None: the descriptor was closed when Python started
                 stream.flush()
-    except (OSError, ValueError):  # a broken pipe, a full disk: reported at exit, as without this
+    except OSError as error:
+        output_failed(error)
+    except ValueError:  # a stream closed by the run: Python's own exit then
         return
     os._exit(0)
+
+
+def output_failed(error: OSError) -> NoReturn:
+    """End the process after standard output or error could not be written: the atexit handlers
+    run, one line says why (nothing for a broken pipe: the reader left, as click has it), status
+    1. What is still buffered could not be written either, so the process ends without the
+    interpreter's last flush, which would report it again as an ignored exception."""
+    atexit._run_exitfuncs()
+    if error.errno != errno.EPIPE:
+        with suppress(OSError, ValueError, AttributeError):  # no stderr either
+            sys.stderr.write(f"{TOOL}: error: cannot write the output: {error.strerror}\n")
+            sys.stderr.flush()
+    os._exit(1)

@@ -271,6 +271,31 @@ def test_a_run_with_standard_output_closed_still_succeeds(tmp_path: Path) -> Non
     assert (out / "manifest.json").is_file()
 
 
+FULL = Path("/dev/full")  # every write fails with ENOSPC (Linux's full(4))
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("command", ["main job", "list"])
+def test_output_that_cannot_be_written_is_one_line_not_a_traceback(
+    tmp_path: Path, command: str
+) -> None:
+    out = tmp_path / "b"
+    arguments = ["--hw", "dgx-h100", "--profile", "inference", "-o", str(out)]
+    script = CONSOLE.replace("console()", "sys.stdout = open('/dev/full', 'w')\nconsole()")
+    done = subprocess.run(
+        [sys.executable, "-c", script, *(arguments if command == "main job" else ["list"])],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 1
+    assert done.stderr == "goldtune: error: cannot write the output: No space left on device\n"
+    # the atexit handlers still ran (their output went to the full device), no teardown
+    assert done.stdout == ""
+    assert (out / "manifest.json").is_file() == (command == "main job")
+
+
 IMPORT_ENTRY = """
 import gc, sys
 import generator  # the package's own two names, before the passes are counted
