@@ -49,15 +49,13 @@ def file_bytes(path: Path) -> bytes:
 
 
 def read_all(fd: int, size: int) -> bytes:
-    """Everything left to read from ``fd``, a file of ``size`` bytes when it was stat'ed: one read
-    unless it grew since."""
-    data = os.read(fd, size + 1)
-    if len(data) <= size:
-        return data
-    parts = [data]
+    """Everything left to read from ``fd``, a file of ``size`` bytes when it was stat'ed: read
+    until a read returns nothing (a file system may return less than asked for, as FUSE with
+    direct_io or a network file system can; a file may have grown since)."""
+    parts = [os.read(fd, size + 1)]
     while part := os.read(fd, 1 << 16):
         parts.append(part)
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def contents_key(salt: str, contents: Iterable[tuple[str, bytes]]) -> str:
