@@ -584,23 +584,27 @@ OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 def console() -> None:
     """The `gen` command (its console script, ``python -m generator``): ``main``, and after a
-    main job that succeeded, the end of the process without the interpreter's teardown.
+    main job that succeeded, the end of the process without the interpreter's teardown: then
+    this function does not return.
 
     What a run made lives until the process ends, and Python's finalization then frees it object
     by object (the modules, pydantic's and Jinja's structures, the plan): ~4 ms of a cold `gen`'s
     CPU, for nobody. After the main job (one thread, its files written with os.write and closed)
     the process runs the atexit handlers (the removal of a replaced bundle), flushes standard
-    output and error and ends with status 0. Any other command, or a run that failed, ends as
-    before (same messages, same status). Output that cannot be written (``gen list >/dev/full``)
-    ends any command with one line and status 1 (output_failed), not a traceback.
+    output and error and ends with status 0. Any other command, a run that failed, or a run
+    under a profiler or tracer (cProfile, coverage: they report after the command returns) ends
+    as before (same messages, same status). Output that cannot be written (``gen list
+    >/dev/full``) ends any command with one line and status 1 (output_failed), not a traceback.
     """
+    MainJob.done = False
     try:
         main()
-    except SystemExit:
-        if not MainJob.done:  # set when the main job returned: click then exits with 0
+    except SystemExit as done:
+        # click ends every run with SystemExit; status 0 after the main job is the fast end
+        if not MainJob.done or done.code not in (0, None) or _observed():
             raise
     except OSError as error:
-        if error.filename is not None or error.errno not in OUTPUT_ERRORS:
+        if not _output_failed_with(error):
             raise
         output_failed(error)
     atexit._run_exitfuncs()
@@ -613,6 +617,27 @@ def console() -> None:
     except ValueError:  # a stream closed by the run: Python's own exit then
         return
     os._exit(0)
+
+
+def _observed() -> bool:
+    """A profiler or tracer is watching the run (it reports after main returns)."""
+    return sys.getprofile() is not None or sys.gettrace() is not None
+
+
+def _output_failed_with(error: OSError) -> bool:
+    """Whether ``error`` is standard output's failure (not a file's, which names it): such an
+    error, and the stream still cannot be written (flushing it fails again)."""
+    if error.filename is not None or error.errno not in OUTPUT_ERRORS:
+        return False
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except OSError:
+        return True
+    except ValueError:
+        return False
+    return False
 
 
 def output_failed(error: OSError) -> NoReturn:

@@ -321,3 +321,94 @@ def test_the_command_line_is_imported_without_collector_passes(before: str, afte
         cwd=Path(__file__).resolve().parent.parent,
     )
     assert done.stdout.split() == ["True", after, "True", "True"]
+
+
+# --- review findings: an earlier run in the process, profilers, copies, short reads ---------
+
+AFTER_A_RUN = """
+import sys
+from click.testing import CliRunner
+from generator.cli import console, main
+out = sys.argv[1]
+first = CliRunner().invoke(main, ["--hw", "dgx-h100", "--profile", "inference", "-o", out])
+assert first.exit_code == 0
+sys.argv = ["gen", "--hw", "no-such-system", "--profile", "inference", "-o", out]
+console()
+"""
+
+
+def test_a_failed_run_after_a_main_job_in_the_same_process_keeps_its_status(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_A_RUN, str(tmp_path / "b")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 2, done.stderr
+
+
+def test_a_profiled_run_ends_through_the_profiler_which_then_reports(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-m",
+            "generator",
+            "--hw",
+            "dgx-h100",
+            "--profile",
+            "inference",
+            "-o",
+            str(tmp_path / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "function calls" in done.stdout  # cProfile's report, printed after main returned
+
+
+def test_a_pattern_stand_in_copies_and_pickles_as_a_pattern() -> None:
+    import copy
+    import pickle
+
+    fresh, used = compiled_at_first_use(r"a+b"), compiled_at_first_use(r"c+")
+    assert used.fullmatch("cc")
+    for pattern, text in ((fresh, "aab"), (used, "ccc")):
+        for twin in (
+            copy.copy(pattern),
+            copy.deepcopy(pattern),
+            pickle.loads(pickle.dumps(pattern)),
+        ):
+            assert twin.fullmatch(text) is not None
+
+
+def test_a_file_read_in_short_reads_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from generator import cache
+
+    path = tmp_path / "t.j2"
+    path.write_bytes(b"x" * 10_000)
+    real_read = os.read
+    monkeypatch.setattr(cache.os, "read", lambda fd, size: real_read(fd, min(size, 1000)))
+    assert cache.file_bytes(path) == b"x" * 10_000
+
+
+def test_a_template_that_does_not_compile_is_one_generation_error(tmp_path: Path) -> None:
+    import jinja2
+
+    from generator.errors import GenerationError
+    from generator.render.render import Output, render_text
+
+    (tmp_path / "bad.j2").write_text("{% if %}x")
+    env = jinja2.Environment(loader=TemplateLoader(str(tmp_path)), autoescape=False)  # noqa: S701
+    for name in ("bad.j2", "missing.j2"):
+        with pytest.raises(GenerationError, match=f"^template {name}: "):
+            render_text(env, Output("f", name, 0o644), {})
