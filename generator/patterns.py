@@ -21,12 +21,18 @@ class _FirstUse:
         self._arguments = (pattern, flags)
 
     def __getattr__(self, name: str) -> Any:  # only for what the instance does not hold yet
+        if name in ("_arguments", "_compiled") or name.startswith("__"):
+            # not set up (copy and pickle make one without __init__), or a protocol lookup
+            raise AttributeError(name)
         compiled = self.__dict__.get("_compiled")
         if compiled is None:
             compiled = self._compiled = re.compile(*self._arguments)
             for method in _METHODS:
                 setattr(self, method, getattr(compiled, method))
         return getattr(compiled, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copied and pickled as the stand-in it is
+        return (_FirstUse, self._arguments)
 
     def __repr__(self) -> str:
         return f"compiled_at_first_use({self._arguments[0]!r}, {self._arguments[1]!r})"

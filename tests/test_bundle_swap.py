@@ -320,3 +320,25 @@ def test_a_name_of_the_longest_legal_length_can_be_replaced(tmp_path: Path) -> N
     write_bundle(render_bundle(full_plan()), target)
     bundle.remove_replaced()
     assert os.listdir(tmp_path) == [target.name]
+
+
+def test_a_flush_that_fails_leaves_every_target_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # syncfs refused, then an fsync meets a device error: no bundle of the batch is durable
+    previous = write_bundle(render_bundle(minimal_plan()), tmp_path / "a")
+    before = sorted(path.name for path in previous.rglob("*"))
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(bundle, "sync_file_system", lambda path: False)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    files = render_bundle(full_plan())
+    results = bundle.write_bundles([(files, tmp_path / "a"), (files, tmp_path / "b")])
+    assert [str(result) for result in results] == [
+        f"{tmp_path / 'a'}: cannot write the bundle: Input/output error",
+        f"{tmp_path / 'b'}: cannot write the bundle: Input/output error",
+    ]
+    assert sorted(path.name for path in (tmp_path / "a").rglob("*")) == before
+    assert sorted(os.listdir(tmp_path)) == ["a"]  # no staging directory left, no "b"

@@ -598,3 +598,17 @@ def test_an_explain_row_is_made_again_for_any_other_field() -> None:
     ]
     for each in [first, *others, first, *others]:
         assert explain_row(each) == explain_row.__wrapped__(each), each
+
+
+def test_a_plans_grouping_by_kind_cannot_be_changed_by_one_caller() -> None:
+    # every caller of the same plan is handed the same grouping: one that wrote to it would
+    # change what Plan.of_kind answers for the rest of the render
+    from plans import full_plan
+
+    from generator.model.setting import settings_by_kind
+
+    plan = full_plan()
+    grouping = settings_by_kind(plan.settings)
+    with pytest.raises(TypeError):
+        grouping["sysctl"] = ()  # type: ignore[index]
+    assert settings_by_kind(plan.settings) is grouping

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 from pydantic_core import SchemaValidator
 
 from generator.errors import InputError
@@ -32,6 +33,11 @@ BAD_SPEC = {
     "nics": [{"name": "-bad", "role": "storage", "mtu": 9000}],
     "os": {"kernel": "6.8; rm -rf /"},
 }
+
+
+class Elsewhere(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    x: int
 
 
 @pytest.fixture
@@ -94,6 +100,7 @@ def test_an_entry_of_other_code_or_versions_is_not_used(
     (code / "models.py").write_text("# the models\n")
     monkeypatch.setattr(validator_cache, "CODE_DIRS", (code,))
     validator_cache.cache_key.cache_clear()
+    validator_cache.code_files.cache_clear()
     stored(HardwareSpec)
     assert validator_cache.stored_validator(HardwareSpec) is not None
     if change == "version":
@@ -101,8 +108,10 @@ def test_an_entry_of_other_code_or_versions_is_not_used(
     else:
         (code / "models.py").write_text("# the models, changed\n")
     validator_cache.cache_key.cache_clear()
+    validator_cache.code_files.cache_clear()
     assert validator_cache.stored_validator(HardwareSpec) is None
     validator_cache.cache_key.cache_clear()
+    validator_cache.code_files.cache_clear()
 
 
 def test_the_key_covers_every_source_of_the_inputs_and_the_model() -> None:
@@ -194,3 +203,16 @@ class PluginWrapper:
 def test_only_pydantic_cores_own_validator_is_stored(cache: Path) -> None:
     validator_cache.store_validator(HardwareSpec, PluginWrapper())
     assert not validator_cache.entry_path(HardwareSpec).exists()
+
+
+def test_a_model_whose_source_the_key_does_not_cover_is_never_stored(cache: Path) -> None:
+    # defined in tests/ (module level, so that it pickles): not among the key's source files
+    assert not validator_cache.keyed(Elsewhere)
+    assert validator_cache.keyed(HardwareSpec)
+    assert validator_cache.validator_of(Elsewhere).validate_python({"x": 1}) == Elsewhere(x=1)
+    assert not cache.exists() or not any(cache.iterdir())
+
+
+def test_an_install_without_sources_keys_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(validator_cache, "code_files", lambda: ())
+    assert not validator_cache.keyed(HardwareSpec)

@@ -93,10 +93,14 @@ def write_bundles(
             except GoldtuneError as error:
                 staged.append(error)
         flush_to_disk([item[0] for item in staged if not isinstance(item, GoldtuneError)])
+    except OSError as error:  # syncfs or an fsync failed (EIO): no bundle of the batch is durable
+        remove_stagings(staged)
+        return [
+            item if isinstance(item, GoldtuneError) else _not_settled(item[1], error)
+            for item in staged
+        ]
     except BaseException:
-        for item in staged:
-            if not isinstance(item, GoldtuneError):
-                shutil.rmtree(item[0], ignore_errors=True)
+        remove_stagings(staged)
         raise
     swapped: list[Path | GoldtuneError] = []
     try:
@@ -106,6 +110,12 @@ def write_bundles(
         settle_renames(swapped)
         raise
     return settle_renames(swapped)
+
+
+def remove_stagings(staged: Sequence[tuple[Path, Path] | GoldtuneError]) -> None:
+    for item in staged:
+        if not isinstance(item, GoldtuneError):
+            shutil.rmtree(item[0], ignore_errors=True)
 
 
 def settle_renames(results: list[Path | GoldtuneError]) -> list[Path | GoldtuneError]:

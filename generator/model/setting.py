@@ -133,17 +133,18 @@ class Plan(NamedTuple):
 # about 150 times, and a scan of every setting each time was a measurable share of a matrix
 # bundle. One entry, held (so its id cannot be reused) and matched by identity: a plan is
 # rendered whole before the next one is asked about.
-_grouped: list[tuple[tuple[Setting, ...], dict[str, tuple[Setting, ...]]]] = []
+_grouped: list[tuple[tuple[Setting, ...], Mapping[str, tuple[Setting, ...]]]] = []
 
 
-def settings_by_kind(settings: tuple[Setting, ...]) -> dict[str, tuple[Setting, ...]]:
-    """``settings`` grouped by kind, each group in plan order."""
+def settings_by_kind(settings: tuple[Setting, ...]) -> Mapping[str, tuple[Setting, ...]]:
+    """``settings`` grouped by kind, each group in plan order; read-only, as every caller of the
+    same plan is given the same grouping."""
     last = _grouped[0] if _grouped else None  # one read: another thread may replace it
     if last is not None and last[0] is settings:
         return last[1]
     groups: dict[str, list[Setting]] = {}
     for setting in settings:
         groups.setdefault(setting.kind, []).append(setting)
-    by_kind = {kind: tuple(members) for kind, members in groups.items()}
+    by_kind = MappingProxyType({kind: tuple(members) for kind, members in groups.items()})
     _grouped[:] = [(settings, by_kind)]
     return by_kind
