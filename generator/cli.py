@@ -8,8 +8,8 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from functools import wraps
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -19,6 +19,7 @@ import click
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.errors import GoldtuneError
+from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
 from generator.textsafe import printable
@@ -32,28 +33,6 @@ PATH = click.Path(path_type=Path)
 # Everything a run creates lives until the process ends. Freezing it at exit spares the
 # interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
 atexit.register(gc.freeze)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for one run of the main job, as it was afterwards.
-
-    What the run creates is kept until it ends anyway: the 70 passes the collector made over it
-    (the pipeline's imports, validators, plan, templates) cost about 20 ms of a cold run's CPU
-    and freed some 500 objects; without them a run peaks 0.8 MB higher. Afterwards the objects
-    are frozen (left out of later passes) before the collector is on again: else its first
-    pass, due at once, would walk all of them (25 ms). A caller that runs the main job many
-    times in one process (tests through click's CliRunner) keeps what each run left frozen
-    (some 65 objects a run, measured), a cost chosen over a 25 ms pass per run.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 class MainJob:
@@ -194,7 +173,7 @@ def main(
             click.echo("\nerror: the main job needs both --hw and --profile", err=True)
             sys.exit(2)
         return
-    with collector_paused():
+    with CollectorPaused():
         from generator.commands.inspect import run_generate
 
         run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
@@ -609,14 +588,18 @@ def console() -> None:
         output_failed(error)
     atexit._run_exitfuncs()
     try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:  # None: the descriptor was closed when Python started
-                stream.flush()
+        flush_output()
     except OSError as error:
         output_failed(error)
     except ValueError:  # a stream closed by the run: Python's own exit then
         return
     os._exit(0)
+
+
+def flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:  # None: the descriptor was closed when Python started
+            stream.flush()
 
 
 def _observed() -> bool:
@@ -630,9 +613,7 @@ def _output_failed_with(error: OSError) -> bool:
     if error.filename is not None or error.errno not in OUTPUT_ERRORS:
         return False
     try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
+        flush_output()
     except OSError:
         return True
     except ValueError:

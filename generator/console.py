@@ -7,16 +7,10 @@ again. Its passes over them cost ~3.5 ms of a cold `gen`'s CPU (31 interleaved r
 cli.console runs the command with the collector as it was (the main job pauses it for its run).
 """
 
-import gc
+from generator.gcpause import CollectorPaused
 
-_was_enabled = gc.isenabled()
-gc.disable()
-try:
+with CollectorPaused():
     from generator.cli import console
-finally:
-    gc.freeze()
-    if _was_enabled:
-        gc.enable()
 
 
 def main() -> None:
