@@ -204,12 +204,18 @@ def test_an_entry_of_another_user_is_read_only_when_that_user_owns_the_package(
     assert read_entry(entry) == b"{}"
 
 
-def test_a_template_entry_others_could_have_written_is_not_loaded(tmp_path: Path) -> None:
-    folder = tmp_path / "package" / "jinja"
+def template_cache_with_one_entry(folder: Path) -> TemplateCache:
+    """A template cache in ``folder`` (0755, in a 0755 package folder) holding one entry."""
     folder.parent.mkdir(mode=0o755)
     assert make_cache_dir(folder)
     cache = TemplateCache(str(folder), pattern="%s.cache")
     cache.dump_bytecode(compiled_bucket(cache))
+    return cache
+
+
+def test_a_template_entry_others_could_have_written_is_not_loaded(tmp_path: Path) -> None:
+    folder = tmp_path / "package" / "jinja"
+    cache = template_cache_with_one_entry(folder)
     loaded = compiled_bucket(cache)
     loaded.reset()
     cache.load_bytecode(loaded)
@@ -223,10 +229,7 @@ def test_a_template_entry_others_could_have_written_is_not_loaded(tmp_path: Path
 
 def test_a_linked_template_entry_is_not_followed(tmp_path: Path) -> None:
     folder = tmp_path / "package" / "jinja"
-    folder.parent.mkdir(mode=0o755)
-    assert make_cache_dir(folder)
-    cache = TemplateCache(str(folder), pattern="%s.cache")
-    cache.dump_bytecode(compiled_bucket(cache))
+    cache = template_cache_with_one_entry(folder)
     entry = folder / os.listdir(folder)[0]
     entry.rename(tmp_path / "elsewhere")
     entry.symlink_to(tmp_path / "elsewhere")
