@@ -283,6 +283,7 @@ KNOBS = {
     "gpu_mig": st.sampled_from(["disable", "leave"]),
     "irq": st.sampled_from(["pin", "irqbalance"]),
     "pcie_acs": st.sampled_from(["keep", "disable-p2p"]),
+    "init_on_alloc": st.sampled_from(["keep", "off"]),
     "headless": st.booleans(),
     "multinode": st.booleans(),
 }

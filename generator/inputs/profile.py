@@ -66,6 +66,9 @@ class Knobs(StrictModel):
     irq: Literal["pin", "irqbalance"] | None = None
     # PCIe ACS on the ports above GPUs and NICs; unset: from the intent (boot.acs)
     pcie_acs: Literal["keep", "disable-p2p"] | None = None
+    # Page zeroing on allocation (init_on_alloc): "keep" leaves the kernel's build default, a
+    # hardening; unset: off on GPU servers, as NVIDIA's base tuned profile (boot.init-on-alloc)
+    init_on_alloc: Literal["keep", "off"] | None = None
     headless: bool | None = None
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
@@ -97,6 +100,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "gpu_mig_layout": None,
     "irq": "pin",
     "pcie_acs": None,
+    "init_on_alloc": None,
     "headless": True,
     "multinode": False,
     "containers": "none",
@@ -179,6 +183,12 @@ class Profile(NamedTuple):
     def pcie_acs(self) -> str | None:
         """keep | disable-p2p, or None: decided from the intent and the machine (boot.acs)."""
         value = self.knobs["pcie_acs"]
+        return None if value is None else str(value)
+
+    @property
+    def init_on_alloc(self) -> str | None:
+        """keep | off, or None: off on GPU servers (boot.init-on-alloc)."""
+        value = self.knobs["init_on_alloc"]
         return None if value is None else str(value)
 
     @property

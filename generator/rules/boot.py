@@ -29,15 +29,30 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
 
 @rule("boot.init-on-alloc")
 def init_on_alloc(facts: Facts, profile: Profile) -> Output:
-    """Skip zeroing every allocated page on GPU servers (multi-GB pinned host buffers)."""
+    """Skip zeroing every allocated page on GPU servers (multi-GB pinned host buffers).
+
+    NVIDIA's nvidia-base tuned profile, which every NVIDIA profile includes, sets
+    ``init_on_alloc=0`` (NVIDIA/nvidia-tuned profiles/common/nvidia-base/tuned.conf,
+    ``[bootloader] cmdline_init_on_alloc``), and the Grace benchmarking guide asks for it
+    ("Platform Configuration"). It gives up a hardening default (Debian's and Ubuntu's kernels
+    are built with CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y, hardware_db/distros/): the profile's
+    ``init_on_alloc: keep`` leaves the kernel's own default.
+    """
     if not facts.has_gpus:
+        return
+    if profile.init_on_alloc == "keep":
+        yield note(
+            "init_on_alloc left at the kernel's build default (the profile says init_on_alloc: "
+            "keep): pages stay zeroed on allocation, a hardening default, at some host-memory "
+            "bandwidth for multi-GB buffers"
+        )
         return
     yield kernel_arg(
         "init_on_alloc",
         0,
         "distribution kernels zero each page on allocation, which costs measurable bandwidth "
-        "for multi-GB host buffers (NVIDIA's base profile does the same); trade-off: gives up "
-        "a hardening default",
+        "for multi-GB host buffers (NVIDIA's nvidia-base tuned profile sets the same); "
+        "trade-off: gives up a hardening default (profile knob init_on_alloc: keep)",
     )
 
 

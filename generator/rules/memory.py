@@ -72,14 +72,24 @@ def max_map_count(facts: Facts, profile: Profile) -> Output:
 
 @rule("memory.overcommit")
 def overcommit(facts: Facts, profile: Profile) -> Output:
-    """Always allow overcommit: CUDA reserves large virtual ranges it never touches."""
+    """Never refuse an allocation for want of RAM + swap on GPU servers.
+
+    Mode 0's heuristic refuses one private writable mapping larger than RAM + swap
+    (Documentation/mm/overcommit-accounting.rst; mm/util.c ``__vm_enough_memory``,
+    OVERCOMMIT_GUESS, since Linux 5.2). CUDA's virtual address reservations are PROT_NONE and
+    never accounted, so they are not the reason; host-side pools sized from GPU memory
+    (pinned staging buffers, offloaded optimizer state) are. NVIDIA's gb200 tuned profile and
+    the EKS AMI's 99-amazon.conf both set 1 (research/peer-systems.md).
+    """
     if not facts.has_gpus:
         return
     yield sysctl(
         "vm.overcommit_memory",
         1,
-        "the CUDA runtime and UVM reserve virtual ranges far larger than RAM; heuristic "
-        "accounting can refuse them",
+        "mode 0 refuses any single allocation larger than RAM + swap, which host buffers "
+        "sized from GPU memory can reach; 1 never refuses, as NVIDIA's gb200 tuned profile "
+        "and the EKS AMI set; the cost: memory exhaustion ends in the OOM killer, not a "
+        "failed malloc",
     )
 
 

@@ -88,6 +88,22 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [L4X1]},
     ),
     Case("init-on-alloc-no-gpu", boot.init_on_alloc, set()),
+    # the hardening default kept when the profile asks (failed on main: the knob did not exist)
+    Case(
+        "init-on-alloc-keep",
+        boot.init_on_alloc,
+        set(),
+        hw={"gpus": [L4X1]},
+        knobs={"init_on_alloc": "keep"},
+        note="init_on_alloc: keep",
+    ),
+    Case(
+        "init-on-alloc-off",
+        boot.init_on_alloc,
+        {("kernel-arg", "init_on_alloc", "0")},
+        hw={"gpus": [L4X1]},
+        knobs={"init_on_alloc": "off"},
+    ),
     # ACS off above GPUs (and the compute RDMA NICs) for training on multi-GPU machines, applied
     # by the pcie-acs boot unit; the knob decides either way
     Case(
