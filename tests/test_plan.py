@@ -1069,3 +1069,32 @@ def test_explain_trap_override_exits_2(tmp_path: Path) -> None:
     result = explain("--hw", "dgx-h100", "--profile", str(path), "--json")
     assert result.exit_code == 2
     assert "known trap" in result.output and result.stdout == ""
+
+
+# --- isolated CPUs and IRQ pinning (tuning review D-N8) -------------------------------------
+
+ISOLATED_HW = {**DUAL_XEON, "nics": [rdma_compute("ibp24s0", numa=0)]}
+
+
+def test_isolcpus_over_the_pinned_irq_cpus_is_refused_naming_both() -> None:
+    """Failed on main: isolcpus=4-55 was accepted while ibp24s0's interrupts stayed on 1-55."""
+    with pytest.raises(InputError) as raised:
+        plan_with(override("kernel-arg", "isolcpus", "4-55"), hw=ISOLATED_HW)
+    message = str(raised.value)
+    assert "isolcpus=4-55 isolates CPUs 4-55" in message and "ibp24s0" in message
+
+
+def test_isolcpus_flags_are_read_and_disjoint_cpus_pass() -> None:
+    pinned = plan_with(hw=ISOLATED_HW).get("irq", "ibp24s0")
+    assert pinned is not None
+    outside = max(expand_cpus(pinned.value)) + 1
+    built = plan_with(
+        override("kernel-arg", "isolcpus", f"managed_irq,domain,{outside}"), hw=ISOLATED_HW
+    )
+    assert built.get("kernel-arg", "isolcpus") is not None
+
+
+def test_isolcpus_next_to_a_list_resolved_at_boot_is_a_warning() -> None:
+    hw = {**DUAL_XEON, "nics": [rdma_compute("ibp24s0", numa=None)]}
+    built = plan_with(override("kernel-arg", "isolcpus", "4-55"), hw=hw)
+    assert any(w.check == "irq-isolated" and "ibp24s0" in w.text for w in built.warnings)

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from generator.inputs.facts import Facts
 from generator.model import mig
+from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.model.kinds import KIND_SPECS, Kind
 from generator.model.setting import KIND_ORDER, PlanWarning, Setting, settings_by_kind
 from generator.plan.distro import key_available
@@ -364,6 +365,59 @@ def check_tuned_overlap(settings: Iterable[Setting]) -> list[Finding]:
     return findings
 
 
+ISOLATING_ARGS = ("isolcpus", "nohz_full")
+ISOLCPUS_FLAGS = frozenset({"nohz", "domain", "managed_irq"})
+
+
+def isolated_cpus(value: str) -> set[int] | None:
+    """The CPUs of an ``isolcpus=[flags,]list`` or ``nohz_full=list`` value; None when the list
+    uses a form this check does not read (``N``, ``a-b:c/d``): then nothing is judged.
+
+    Documentation/admin-guide/kernel-parameters.txt, isolcpus= and "cpu lists".
+    """
+    words = [word for word in value.split(",") if word not in ISOLCPUS_FLAGS]
+    try:
+        return set(expand_cpus(",".join(words)))
+    except ValueError:
+        return None
+
+
+def check_isolated_irqs(settings: Iterable[Setting]) -> PlanChecks:
+    """NIC interrupts pinned onto CPUs that isolcpus= or nohz_full= isolate: the isolated CPUs
+    would take every completion interrupt of the NIC, which is what isolating them is to avoid
+    (an isolcpus override next to irq pinning; tuning review D-N8). A list resolved at boot
+    (``local``) is the device's local_cpulist, which may hold isolated CPUs: a warning."""
+    settings = list(settings)
+    findings: list[Finding] = []
+    warnings: list[PlanWarning] = []
+    for arg in (s for s in settings if s.kind == Kind.KERNEL_ARG and s.key in ISOLATING_ARGS):
+        isolated = isolated_cpus(arg.value)
+        if not isolated:
+            continue
+        for pin in (s for s in settings if s.kind == Kind.IRQ):
+            if pin.value == "local":
+                warnings.append(
+                    PlanWarning(
+                        f"irq {pin.key} is pinned at boot to its device's local CPUs, which may "
+                        f"include CPUs {arg.key}={arg.value} isolates",
+                        "irq-isolated",
+                    )
+                )
+                continue
+            overlap = isolated & set(expand_cpus(pin.value))
+            if overlap:
+                findings.append(
+                    Finding(
+                        arg,
+                        f"{arg.key}={arg.value} isolates CPUs {compress_cpus(overlap)} that take "
+                        f"the interrupts of {pin.key} (irq {pin.key} {pin.value}); override "
+                        "the irq pin list too, or set irq: irqbalance, which skips isolated CPUs",
+                        plan_wide=True,
+                    )
+                )
+    return PlanChecks(findings, warnings)
+
+
 def check_plan(
     settings: tuple[Setting, ...], facts: Facts, unlisted: Collection[Target] = ()
 ) -> PlanChecks:
@@ -391,6 +445,7 @@ def check_plan(
     findings += check_tuned_overlap(of(Kind.SYSCTL, Kind.TUNED))
     findings += check_mig_layout(of(Kind.GPU), facts)
     cmdline = check_cmdline(of(Kind.KERNEL_ARG), facts)
+    isolation = check_isolated_irqs(of(Kind.KERNEL_ARG, Kind.IRQ))
     warnings = [
         PlanWarning(
             f"{kind} {key} is not in goldtune's list of known keys; set by a profile "
@@ -400,4 +455,7 @@ def check_plan(
         for kind, key in sorted(unlisted)
         if kind in KNOWN_TABLES and key not in KNOWN_TABLES[kind][0]
     ]
-    return PlanChecks(findings + cmdline.findings, warnings + cmdline.warnings)
+    return PlanChecks(
+        findings + cmdline.findings + isolation.findings,
+        warnings + cmdline.warnings + isolation.warnings,
+    )
