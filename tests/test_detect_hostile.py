@@ -111,3 +111,45 @@ def test_an_unreadable_sysfs_value_is_unknown_not_an_error(tmp_path: Path):
     assert status == 0
     nic = next(n for n in yaml.safe_load(text)["nics"] if n["name"] == "ens3f0np0")
     assert "speed_gbps" not in nic and "sysfs speed unknown" in text
+
+
+def test_a_fifo_is_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Failed on main: the FIFO (or a watchdog node, which opening arms) was opened first and
+    refused after fstat; the kind is now decided from lstat and only regular files are opened."""
+    root = trees.vm_without_gpus().build(tmp_path / "tree")
+    (root / "proc" / "cpuinfo").unlink()
+    os.mkfifo(root / "proc" / "cpuinfo")
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path: object, *args: object, **kwargs: object) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", recording_open)
+    with pytest.raises(InputError, match="not a regular file; refused"):
+        Tree(root).read("/proc/cpuinfo")
+    assert not any(path.endswith("proc/cpuinfo") for path in opened), opened
+
+
+def _special_outputs(tmp_path: Path) -> list[tuple[str, Path]]:
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    target = tmp_path / "target.yaml"
+    target.write_text("kept\n")
+    link = tmp_path / "link.yaml"
+    link.symlink_to(target)
+    return [("fifo", fifo), ("link", link)]
+
+
+def test_detect_o_never_renames_over_a_fifo_or_a_link(tmp_path: Path):
+    """Failed on main: -o renamed its output over whatever was there (a FIFO, a link, a device
+    node such as /dev/null when run as root)."""
+    root = trees.vm_without_gpus().build(tmp_path / "tree")
+    for kind, output in _special_outputs(tmp_path):
+        result = CliRunner().invoke(main, ["detect", "--root", str(root), "-o", str(output)])
+        assert result.exit_code == 2, (kind, result.output)
+        assert "replaces only a regular file" in result.stderr and "Traceback" not in result.output
+        assert output.is_symlink() if kind == "link" else output.is_fifo()
+    assert (tmp_path / "target.yaml").read_text() == "kept\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary file left"

@@ -9,6 +9,7 @@ missing entry (or any other refusal `gen check` will give) is reported as a warn
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -83,9 +84,27 @@ def _gap(problem: Problem) -> str:
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write beside ``path`` and rename, so a failed run leaves the old file as it was."""
-    if path.is_dir():
+    """Write beside ``path`` and rename, so a failed run leaves the old file as it was.
+
+    Only a regular file is replaced: a rename over a device node (``/dev/null`` as root), a
+    FIFO, a socket or a link would replace that node itself, so anything else is refused.
+    """
+    try:
+        existing = os.lstat(path).st_mode
+    except FileNotFoundError:
+        existing = None
+    except OSError as error:
+        raise GenerationError(f"{path}: cannot write: {error.strerror}") from None
+    if existing is not None and stat.S_ISDIR(existing):
         raise InputError(Problem(str(path), "", "is a directory; -o takes a file"))
+    if existing is not None and not stat.S_ISREG(existing):
+        raise InputError(
+            Problem(
+                str(path),
+                "",
+                "is not a regular file (a link, FIFO or device); -o replaces only a regular file",
+            )
+        )
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)

@@ -62,6 +62,14 @@ class Tree:
         host = self.resolve(path)
         if host is None:
             return None
+        # Decided from lstat before any open: opening a device node can act (a watchdog node
+        # arms the watchdog), so only a regular file is ever opened; fstat below catches a
+        # swap between the two.
+        try:
+            if not stat.S_ISREG(os.lstat(host).st_mode):
+                raise InputError(Problem(self.label(path), "", "not a regular file; refused"))
+        except OSError:
+            return None
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(host, flags)
