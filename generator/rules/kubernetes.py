@@ -15,8 +15,6 @@ the hard eviction threshold, or kubelet refuses to start (Kubernetes "Memory Man
 
 from __future__ import annotations
 
-import re
-
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus, expand_cpus
@@ -74,7 +72,9 @@ def isolated_cpus(profile: Profile) -> set[int]:
     for override in profile.overrides:
         if override.kind == "kernel-arg" and override.key == "isolcpus":
             parts = str(override.value).split(",")
-            listed = ",".join(part for part in parts if re.fullmatch(r"\d+(-\d+)?", part))
+            listed = ",".join(
+                part for part in parts if all(end.isdigit() for end in part.split("-", 1))
+            )
             cpus |= set(expand_cpus(listed))
     return cpus
 
@@ -317,8 +317,10 @@ def topology_manager(facts: Facts, profile: Profile) -> Output:
 
 @rule("kubernetes.memory-manager")
 def memory_manager(facts: Facts, profile: Profile) -> Output:
-    """Guaranteed pods' memory from their NUMA nodes; the reservation spread over the nodes
-    with CPUs (kubelet checks only the sum). Off wherever the topology manager is."""
+    """Guaranteed pods' memory from their NUMA nodes; the reservation spread over the nodes.
+
+    The reservation goes to the nodes with CPUs (kubelet checks only the sum). Off wherever
+    the topology manager is (topology_managed)."""
     if not profile.kubernetes or not topology_managed(facts):
         return
     yield kubelet_field(

@@ -135,8 +135,10 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
 
 @rule("memory.zone-reclaim")
 def zone_reclaim(facts: Facts, profile: Profile) -> Output:
-    """Prefer remote memory over reclaiming local page cache on NUMA machines (nodes WITH CPUs:
-    a CPU-less node only ever holds memory another node's CPUs allocate remotely)."""
+    """Prefer remote memory over reclaiming local page cache on NUMA machines.
+
+    NUMA here counts nodes WITH CPUs: a CPU-less node only holds memory that another node's
+    CPUs allocate remotely anyway."""
     if not facts.is_numa:
         return
     yield sysctl(
