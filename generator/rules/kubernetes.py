@@ -285,7 +285,12 @@ def topology_manager(facts: Facts, profile: Profile) -> Output:
     if not profile.kubernetes:
         return
     if not facts.is_numa:
-        yield note("one NUMA node: every placement is aligned; no topology or memory manager")
+        cpu_less = facts.memory_only_numa_nodes
+        also = f" (and {cpu_less} without CPUs, which hold no process)" if cpu_less else ""
+        yield note(
+            f"one NUMA node with CPUs{also}: every placement is aligned; no topology or "
+            "memory manager"
+        )
         return
     if not topology_managed(facts):
         yield note(

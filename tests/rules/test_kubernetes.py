@@ -10,6 +10,7 @@ from generator.rules import containers, irq, kubernetes
 
 from .helpers import (
     DUAL_XEON,
+    GRACE,
     H100X8,
     Case,
     case_ids,
@@ -123,6 +124,16 @@ CASES: tuple[Case, ...] = (
     ),
     Case("cgroup-driver-off", kubernetes.cgroup_driver, set()),
     Case("topology-one-node", kubernetes.topology_manager, set(), knobs=K8S, note="one NUMA node"),
+    Case(
+        # GH200: 9 nodes in all, the 8 of GPU memory without CPUs: nothing to align, and no
+        # policy that would trip kubelet's 8-node limit
+        "topology-one-cpu-node-and-gpu-memory-nodes",
+        kubernetes.topology_manager,
+        set(),
+        hw={**GRACE, "memory_only_numa_nodes": 8},
+        knobs=K8S,
+        note="one NUMA node with CPUs (and 8 without CPUs",
+    ),
     Case(
         # main's restricted rejected the all-GPUs pod (tests/test_kubelet_topology.py)
         "topology-training-split-gpus",
