@@ -28,6 +28,7 @@ EXPECTED = {
     "gpu-numa-count-mismatch.yaml": "gpus[0].numa_nodes:",
     "gpu-numa-out-of-range.yaml": "gpus[0].numa_nodes[1]: NUMA node 7 out of range",
     "gpu-unknown.yaml": "gpus[0].model: unknown GPU model",
+    "memory-only-numa-negative.yaml": "memory_only_numa_nodes:",
     "name-traversal.yaml": "name: invalid value",
     "negative-memory.yaml": "memory_gib:",
     "nic-backtick.yaml": "nics[0].name: invalid value",

@@ -137,7 +137,9 @@ def test_gh200_keeps_cpu_less_nodes_out_of_the_count(tmp_path: Path):
         "threads_per_core": 1,
     }
     assert data["numa_nodes"] == 1
-    assert "NUMA nodes without CPUs: 1, 2, 3, 4, 5, 6, 7, 8" in text
+    # the format states the CPU-less nodes (kubelet counts them: issue 26); main only commented
+    assert data["memory_only_numa_nodes"] == 8
+    assert "cpulist is empty in /sys/devices/system/node: 1, 2, 3, 4, 5, 6, 7, 8" in text
     assert data["memory_gib"] == 480 and "less 96 GiB on CPU-less nodes" in text
     assert data["gpus"] == [{"model": "GH200", "count": 1, "numa_nodes": [0]}]
     assert data["os"] == {"kernel": "6.8.0-1013-nvidia-64k", "page_size_kib": 64}
@@ -158,6 +160,7 @@ def test_neoverse_v2_without_the_grace_soc_id_is_not_called_grace(tmp_path: Path
 def test_epyc_nps4_has_four_nodes_per_socket(tmp_path: Path):
     data, text = detected(trees.epyc_nps4(), tmp_path)
     assert data["cpu"]["sockets"] == 2 and data["numa_nodes"] == 8
+    assert data["memory_only_numa_nodes"] == 0  # every node has CPUs: known to be none
     assert data["gpus"] == []
     assert [(nic["name"], nic.get("numa_node"), nic["role"]) for nic in data["nics"]] == [
         ("ens1np0", 1, "compute"),

@@ -108,15 +108,16 @@ def memory_lines(total_kib: int, numa: cpus.NumaLayout) -> list[str]:
     lines.append(
         field(0, "numa_nodes", len(numa.cpu_nodes), "nodes with CPUs in /sys/devices/system/node")
     )
-    if numa.memory_only_nodes:
-        listed = ", ".join(str(n) for n in numa.memory_only_nodes)
-        lines.append(
-            comment(
-                0,
-                f"NUMA nodes without CPUs: {listed} (GPU memory on Grace, or CXL); "
-                "the format has no field for them",
-            )
+    listed = ", ".join(str(n) for n in numa.memory_only_nodes) or "none"
+    lines.append(
+        field(
+            0,
+            "memory_only_numa_nodes",
+            len(numa.memory_only_nodes),
+            f"nodes whose cpulist is empty in /sys/devices/system/node: {listed} "
+            "(GPU memory on Grace, or CXL)",
         )
+    )
     return lines
 
 

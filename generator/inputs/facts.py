@@ -84,12 +84,14 @@ class Facts(NamedTuple):
     name: str
     cpu: CpuFacts
     memory_gib: int
-    numa_nodes: int
+    numa_nodes: int  # NUMA nodes WITH CPUs: what CPU placement and IRQ lists are made of
     gpus: tuple[GpuGroup, ...]
     nvswitch: bool
     nics: tuple[NicFacts, ...]
     disks: tuple[DiskFacts, ...]
     os: OsFacts
+    # NUMA nodes WITHOUT CPUs (Grace GPU memory, CXL); None: the hardware file does not say
+    memory_only_numa_nodes: int | None = None
 
     @property
     def gpu_count(self) -> int:
@@ -109,7 +111,15 @@ class Facts(NamedTuple):
 
     @property
     def is_numa(self) -> bool:
+        """More than one NUMA node WITH CPUs: CPU placement can cross a socket (or SNC/NPS
+        domain). Nodes without CPUs never count here: no process runs on them."""
         return self.numa_nodes > 1
+
+    @property
+    def all_numa_nodes(self) -> int:
+        """Every NUMA node Linux shows, with CPUs or not (as far as the file says): the count
+        kubelet's topology manager limits (cadvisor GetNodesInfo lists memory-only nodes)."""
+        return self.numa_nodes + (self.memory_only_numa_nodes or 0)
 
     def cpus_of_node(self, node: int) -> list[int]:
         """Logical CPU numbers of one NUMA node, in the kernel's usual enumeration.

@@ -186,6 +186,20 @@ class HardwareSpec(StrictModel):
         int | None,
         Field(ge=1, le=64, description="NUMA nodes with CPUs (default: one per socket)"),
     ] = None
+    # Linux numbers nodes up to MAX_NUMNODES (1 << CONFIG_NODES_SHIFT: 1024 at most on arm64
+    # and x86_64); kubelet's topology manager counts these too (cadvisor GetNodesInfo keeps a
+    # node without CPUs), so they decide its 8-node limit.
+    memory_only_numa_nodes: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            le=1024,
+            description=(
+                "NUMA nodes without CPUs: GPU memory on Grace (GH200, GB200), CXL memory; "
+                "not given: not known (gen detect counts them)"
+            ),
+        ),
+    ] = None
     gpus: Annotated[list[GpuSpec], Field(max_length=16, description="GPU groups by model")] = []  # noqa: RUF012 -- pydantic copies field defaults
     nvswitch: Annotated[
         bool | None, _doc("GPUs connected through NVSwitch (default: 8-GPU HGX baseboards)")
@@ -610,7 +624,16 @@ def resolve_facts(
     )
     assert spec.name is not None
     return Facts(
-        spec.name, cpu, spec.memory_gib, numa_nodes, gpus, nvswitch, tuple(nics), disks, os_facts
+        spec.name,
+        cpu,
+        spec.memory_gib,
+        numa_nodes,
+        gpus,
+        nvswitch,
+        tuple(nics),
+        disks,
+        os_facts,
+        spec.memory_only_numa_nodes,
     )
 
 

@@ -56,7 +56,7 @@ def resolved_at_boot(facts: Facts, nic: NicFacts) -> bool:
 
 def irq_cpus(facts: Facts, profile: Profile, node: int | None) -> str:
     """The node's online CPUs (every CPU when the node is unknown) without the first core."""
-    nodes = [node] if node is not None else range(facts.numa_nodes)
+    nodes = [node] if node is not None else range(facts.numa_nodes)  # nodes WITH CPUs
     cpus = [cpu for n in nodes for cpu in facts.cpus_of_node(n)]
     return compress_cpus(online_cpus(facts, profile, cpus) - housekeeping_cpus(facts))
 

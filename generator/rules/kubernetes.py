@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.model.cpulist import compress_cpus
+from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.rules.base import Output, kubelet_field, note, rule
-from generator.rules.irq import housekeeping_cpus, pin_assignments
+from generator.rules.irq import housekeeping_cpus, online_cpus, pin_assignments, smt_off
 
 MAX_PODS = 110  # kubelet's default maxPods; the EKS memory formula counts it
 # (CPUs from, millicores per CPU) of the EKS tiers, first match from the top
@@ -65,22 +65,82 @@ def reserved_memory_mi(facts: Facts) -> int:
     return kube_reserved_memory_mi() + system + EVICTION_MEMORY_MI
 
 
-def reserved_cpus(facts: Facts) -> list[int]:
-    """Whole physical cores from CPU 0 on, with their SMT siblings, covering the EKS tiers for
-    kube-reserved plus the same again for system-reserved; never fewer than the housekeeping
-    core the IRQ pinning keeps free (irq.housekeeping_cpus)."""
-    needed = -(-2 * reserved_cpu_milli(facts.cpu.logical_cpus) // 1000)
-    cores = max(1, -(-int(needed) // facts.cpu.threads_per_core))
-    cpus = housekeeping_cpus(facts)
-    threads = range(facts.cpu.threads_per_core)
-    for core in range(cores):
-        cpus |= {core + thread * facts.cpu.physical_cores for thread in threads}
+def isolated_cpus(profile: Profile) -> set[int]:
+    """CPUs an ``isolcpus`` override takes from the scheduler (``isolcpus=[flags,]<cpu-list>``,
+    Documentation/admin-guide/kernel-parameters.txt): its CPU list's numbers, flags aside."""
+    cpus: set[int] = set()
+    for override in profile.overrides:
+        if override.kind == "kernel-arg" and override.key == "isolcpus":
+            parts = str(override.value).split(",")
+            listed = ",".join(
+                part for part in parts if all(end.isdigit() for end in part.split("-", 1))
+            )
+            cpus |= set(expand_cpus(listed))
+    return cpus
+
+
+def online_cpu_count(facts: Facts, profile: Profile) -> int:
+    """The CPUs kubelet sees online: nosmt (irq.smt_off) keeps one thread per core."""
+    return facts.cpu.physical_cores if smt_off(facts, profile) else facts.cpu.logical_cpus
+
+
+def reserved_cpus(facts: Facts, profile: Profile) -> list[int] | None:
+    """Whole physical cores from CPU 0 on, with their online SMT siblings, covering the EKS tiers
+    for kube-reserved plus the same again for system-reserved; never fewer than the housekeeping
+    core the IRQ pinning keeps free (irq.housekeeping_cpus). None when threads_per_core is not
+    known: a list would be sized for a machine the tool guessed.
+
+    Every CPU is one the booted plan keeps online and schedulable: kubelet exits when the list
+    is not a subset of the online CPUs ("reserved-cpus: ... is not a subset of online-cpus",
+    cmd/kubelet/app/server.go getReservedCPUs), so with nosmt (irq.smt_off) the siblings are
+    left out, and a core holding an isolcpus CPU is skipped (no system daemon runs there).
+    """
+    if not facts.cpu.threads_known:
+        return None
+    threads = 1 if smt_off(facts, profile) else facts.cpu.threads_per_core
+    needed = -(-2 * reserved_cpu_milli(online_cpu_count(facts, profile)) // 1000)
+    isolated = isolated_cpus(profile)
+
+    def core_cpus(core: int) -> set[int]:
+        return {core + thread * facts.cpu.physical_cores for thread in range(threads)}
+
+    wanted = max(1, -(-int(needed) // threads))
+    cores = [core for core in range(facts.cpu.physical_cores) if not core_cpus(core) & isolated]
+    cpus = online_cpus(facts, profile, sorted(housekeeping_cpus(facts))) - isolated
+    for core in cores[:wanted]:
+        cpus |= core_cpus(core)
     return sorted(cpus)
+
+
+def _reserved_cpus_reason(facts: Facts, profile: Profile) -> str:
+    reason = (
+        "whole cores from CPU 0 on with their SMT siblings, starting with the "
+        "housekeeping core the IRQ pinning keeps free; "
+        "sized to the EKS kube-reserved CPU tiers plus as much for the system "
+        f"({2 * reserved_cpu_milli(online_cpu_count(facts, profile)):.0f}m for "
+        f"{online_cpu_count(facts, profile)} online CPUs); it replaces "
+        "the cpu of kubeReserved and systemReserved"
+    )
+    if smt_off(facts, profile):
+        reason += (
+            "; no SMT sibling, which nosmt keeps offline: kubelet exits when a reserved CPU "
+            "is not online (getReservedCPUs)"
+        )
+    if isolated_cpus(profile):
+        reason += "; no core of the isolcpus CPUs, where the scheduler runs no daemon"
+    return reason
 
 
 @rule("kubernetes.cpu-manager")
 def cpu_manager(facts: Facts, profile: Profile) -> Output:
-    """Exclusive cores for Guaranteed pods, the housekeeping core kept for the system."""
+    """Exclusive cores for Guaranteed pods, the housekeeping core kept for the system.
+
+    With threads_per_core unknown no CPU list is written: kubeReserved and systemReserved get
+    cpu quantities instead, and the static policy picks that many CPUs itself, from the
+    low-numbered cores of the machine as it booted (cpumanager policy_static.go
+    NewStaticPolicy: ``takeByTopology(allCPUs, numReservedCPUs)`` when reservedSystemCPUs is
+    empty; cpu_manager.go refuses the static policy a zero cpu reservation).
+    """
     if not profile.kubernetes:
         return
     yield kubelet_field(
@@ -89,16 +149,23 @@ def cpu_manager(facts: Facts, profile: Profile) -> Output:
         "Guaranteed pods with integer CPU requests get exclusive cores: no "
         "time-slicing with other pods next to the data loaders that feed the GPUs",
     )
-    cpus = reserved_cpus(facts)
-    yield kubelet_field(
-        "reservedSystemCPUs",
-        compress_cpus(cpus),
-        "whole cores from CPU 0 on with their SMT siblings, starting with the "
-        "housekeeping core the IRQ pinning keeps free; "
-        "sized to the EKS kube-reserved CPU tiers plus as much for the system "
-        f"({2 * reserved_cpu_milli(facts.cpu.logical_cpus):.0f}m); it replaces "
-        "the cpu of kubeReserved and systemReserved",
-    )
+    cpus = reserved_cpus(facts, profile)
+    if cpus is None:
+        milli = reserved_cpu_milli(facts.cpu.logical_cpus)
+        for field in ("kubeReserved/cpu", "systemReserved/cpu"):
+            yield kubelet_field(
+                field,
+                f"{milli:.0f}m",
+                "the EKS kube-reserved CPU tiers for the CPUs the file states; threads_per_core "
+                "is not known, so no reservedSystemCPUs list is sized for a guessed machine: "
+                "kubelet's static CPU manager reserves that many CPUs itself from the "
+                "low-numbered cores of the booted machine, online by construction "
+                "(policy_static.go NewStaticPolicy, takeByTopology)",
+            )
+    else:
+        yield kubelet_field(
+            "reservedSystemCPUs", compress_cpus(cpus), _reserved_cpus_reason(facts, profile)
+        )
 
     if pin_assignments(facts, profile):
         yield note(
@@ -132,6 +199,22 @@ def cgroup_driver(facts: Facts, profile: Profile) -> Output:
         )
 
 
+# kubelet refuses to start its topology manager on a machine with more NUMA nodes than this
+# (topology_manager.go NewManager, defaultMaxAllowableNUMANodes) unless the policy option
+# max-allowable-numa-nodes raises it (KEP-4622: beta in 1.31 behind the default-on
+# TopologyManagerPolicyBetaOptions gate, GA in 1.35). It counts EVERY node: numa_info.go
+# NewNUMAInfo takes cadvisor's topology, and cadvisor GetNodesInfo keeps nodes without CPUs.
+KUBELET_MAX_NUMA_NODES = 8
+
+# The pod shapes the Kubernetes profiles are chosen for, each a Guaranteed pod whose CPU and
+# memory requests fit one socket (tests/test_kubelet_topology.py feeds them to kubelet's hint
+# merge, ported, for every shipped system):
+#   all-gpus  every GPU of the node (a data-parallel trainer)
+#   half      the GPUs of one socket
+#   one-gpu   one GPU
+POD_SHAPES = ("all-gpus", "half", "one-gpu")
+
+
 def gpu_nodes(facts: Facts) -> set[int] | None:
     """The NUMA nodes the GPUs sit on; None when the hardware file does not say."""
     if any(group.numa_nodes is None for group in facts.gpus):
@@ -139,33 +222,86 @@ def gpu_nodes(facts: Facts) -> set[int] | None:
     return {node for group in facts.gpus for node in group.numa_nodes or ()}
 
 
+def topology_managed(facts: Facts) -> bool:
+    """Whether kubelet's topology and memory managers are worth turning on and can start.
+
+    Alignment needs two nodes WITH CPUs (facts.is_numa). The start-up limit counts ALL nodes
+    (facts.all_numa_nodes). Above it, max-allowable-numa-nodes would let kubelet start, but
+    every Guaranteed pod's admission then walks every subset of all the nodes: the device
+    manager's and the Static memory manager's hints iterate bitmask.IterateBitMasks over every
+    node (devicemanager/topology_hints.go generateDeviceTopologyHints, memorymanager
+    policy_static.go calculateHints), 2^34 masks on a GB200 tray, where kubelet "never reaches
+    the Allocate call" (kubernetes/kubernetes PR #135581). So both managers stay off there.
+    """
+    return facts.is_numa and facts.all_numa_nodes <= KUBELET_MAX_NUMA_NODES
+
+
 def topology_policy(facts: Facts, profile: Profile) -> tuple[str, str]:
+    """The policy from what kubelet's merge admits (topologymanager/policy.go, mergePermutation).
+
+    A merged hint is preferred only when every provider's mask is equal. For the all-gpus shape
+    on a machine whose GPUs span two nodes the device manager prefers only {0,1} while the CPU
+    and memory managers prefer {0} or {1}: no preferred merge exists, so ``restricted`` (admits
+    only a preferred best hint) and ``single-numa-node`` reject the pod (TopologyAffinityError);
+    ``best-effort`` admits it, on the narrowest non-preferred merge, and aligns the half and
+    one-gpu shapes exactly as restricted would. Only when every GPU sits on one node do all
+    three shapes have a preferred one-node merge, and ``single-numa-node`` admits them all.
+    """
+    shapes = (
+        "all-gpus, half (the GPUs of one socket) and one-gpu pods whose CPUs and memory "
+        "fit one socket"
+    )
     if profile.intent == "inference":
         return "best-effort", (
-            "inference pods are admitted even when their CPUs and GPUs "
-            "cannot share a NUMA node; alignment is preferred, never a reason "
-            "to refuse"
+            f"admits {shapes}, even when their CPUs and GPUs cannot share a NUMA node; "
+            "alignment is preferred, never a reason to refuse; rejects none"
         )
     nodes = gpu_nodes(facts)
     if facts.has_gpus and nodes is not None and len(nodes) == 1:
         return "single-numa-node", (
-            f"every GPU sits on NUMA node {min(nodes)}: a training "
-            "pod's CPUs, memory and GPUs all fit there"
+            f"every GPU sits on NUMA node {min(nodes)}: admits {shapes}, all on that node; "
+            "rejects a pod whose CPUs or memory do not fit one node"
         )
-    return "restricted", (
-        "training pods get CPUs, memory and GPUs on the fewest NUMA nodes that "
-        "hold them, or are refused; single-numa-node would refuse a pod that "
-        "takes GPUs on several nodes"
+    return "best-effort", (
+        f"admits {shapes}, aligned on one node where every resource fits one; rejects none. "
+        "restricted would reject the all-gpus pod (kubelet marks a merged hint preferred "
+        "only when every provider's mask is equal: the GPUs' {0,1} against the CPUs' {0}), "
+        "single-numa-node the all-gpus and half pods"
     )
 
 
 @rule("kubernetes.topology-manager")
 def topology_manager(facts: Facts, profile: Profile) -> Output:
-    """NUMA alignment of a pod's CPUs, memory and GPUs: by intent, only on multi-node machines."""
+    """NUMA alignment of a pod's CPUs, memory and GPUs: by intent, only on multi-node machines.
+
+    Pod shapes (Guaranteed, CPUs and memory that fit one socket) per profile, proven against
+    kubelet's merge, ported, in tests/test_kubelet_topology.py for every shipped system:
+    training-k8s on GPUs across nodes (best-effort, pod scope) admits all-gpus, half and
+    one-gpu, aligning half and one-gpu to one node; with every GPU on one node
+    (single-numa-node) admits all three on it and rejects a pod whose CPUs or memory exceed a
+    node; inference (best-effort) admits all three. On one node with CPUs, or above kubelet's
+    NUMA limit (topology_managed), no topology manager: every shape is admitted unaligned.
+    """
     if not profile.kubernetes:
         return
     if not facts.is_numa:
-        yield note("one NUMA node: every placement is aligned; no topology or memory manager")
+        cpu_less = facts.memory_only_numa_nodes
+        also = f" (and {cpu_less} without CPUs, which hold no process)" if cpu_less else ""
+        yield note(
+            f"one NUMA node with CPUs{also}: every placement is aligned; no topology or "
+            "memory manager"
+        )
+        return
+    if not topology_managed(facts):
+        yield note(
+            f"{facts.all_numa_nodes} NUMA nodes ({facts.numa_nodes} with CPUs): no topology or "
+            f"memory manager. kubelet refuses either above {KUBELET_MAX_NUMA_NODES} nodes "
+            "(topologymanager NewManager, counting nodes without CPUs), and "
+            "max-allowable-numa-nodes (KEP-4622) only lifts that refusal: each Guaranteed "
+            "pod's admission would then walk all 2^N node subsets in the device and memory "
+            "managers' hints (kubernetes PR #135581, GB200). Pods are admitted unaligned; "
+            "bind them with the GPUs' CPU nodes (gpus[].numa_nodes) in the pod spec"
+        )
         return
     policy, why = topology_policy(facts, profile)
     yield kubelet_field("topologyManagerPolicy", policy, why)
@@ -176,12 +312,21 @@ def topology_manager(facts: Facts, profile: Profile) -> Output:
             "the pod's containers are aligned together: the trainer and its "
             "sidecars share the NUMA node of their GPUs",
         )
+    if facts.memory_only_numa_nodes is None:
+        yield note(
+            f"the hardware file does not say how many NUMA nodes have no CPUs "
+            f"(memory_only_numa_nodes; gen detect counts them): kubelet counts them too and "
+            f"refuses its topology manager above {KUBELET_MAX_NUMA_NODES} nodes in all"
+        )
 
 
 @rule("kubernetes.memory-manager")
 def memory_manager(facts: Facts, profile: Profile) -> Output:
-    """Guaranteed pods' memory from their NUMA nodes; the reservation spread over the nodes."""
-    if not profile.kubernetes or not facts.is_numa:
+    """Guaranteed pods' memory from their NUMA nodes; the reservation spread over the nodes.
+
+    The reservation goes to the nodes with CPUs (kubelet checks only the sum). Off wherever
+    the topology manager is (topology_managed)."""
+    if not profile.kubernetes or not topology_managed(facts):
         return
     yield kubelet_field(
         "memoryManagerPolicy",

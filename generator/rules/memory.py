@@ -110,8 +110,9 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
     A Grace superchip exposes each GPU's memory to Linux as a CPU-less NUMA node (hwloc commit
     39fae7e: one GPU node per GPU on Grace Hopper), and NVIDIA's Grace platform guide recommends
     numa_balancing=disable (NVIDIA/grace-cpu-benchmarking-guide src/platform/index.md, pointing to
-    the Grace Performance Tuning Guide). The hardware format cannot state CPU-less nodes, so this
-    keys on the GPU's superchip form factor in hardware_db.
+    the Grace Performance Tuning Guide). This keys on the GPU's superchip form factor in
+    hardware_db, which holds where the file leaves memory_only_numa_nodes out; the other branches
+    count NUMA nodes WITH CPUs (facts.is_numa): processes are balanced between those only.
     """
     if superchips := coherent_gpu_models(facts):
         yield sysctl(
@@ -130,12 +131,12 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
         yield sysctl(
             "kernel.numa_balancing",
             0,
-            f"{facts.numa_nodes} NUMA nodes: page migration mid-epoch is churn for "
+            f"{facts.numa_nodes} NUMA nodes with CPUs: page migration mid-epoch is churn for "
             "processes already bound to their GPU's node",
         )
         return
     yield note(
-        f"{facts.numa_nodes} NUMA nodes, inference: kernel.numa_balancing left at the "
+        f"{facts.numa_nodes} NUMA nodes with CPUs, inference: kernel.numa_balancing left at the "
         "kernel's default; writing 1 would only repeat the default and re-enable what DGX "
         "OS turns off (nvidia-disable-numa-balancing); override it to 0 if latency jitter "
         "follows numa_pte_updates in /proc/vmstat"
@@ -144,13 +145,16 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
 
 @rule("memory.zone-reclaim")
 def zone_reclaim(facts: Facts, profile: Profile) -> Output:
-    """Prefer remote memory over reclaiming local page cache on NUMA machines."""
+    """Prefer remote memory over reclaiming local page cache on NUMA machines.
+
+    NUMA here counts nodes WITH CPUs: a CPU-less node only holds memory that another node's
+    CPUs allocate remotely anyway."""
     if not facts.is_numa:
         return
     yield sysctl(
         "vm.zone_reclaim_mode",
         0,
-        f"{facts.numa_nodes} NUMA nodes: allocate on a remote node rather than drop "
+        f"{facts.numa_nodes} NUMA nodes with CPUs: allocate on a remote node rather than drop "
         "the local page cache (weights, datasets); pinned because some firmware "
         "distances made older kernels enable it",
     )

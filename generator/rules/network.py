@@ -282,8 +282,8 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
     """
     if not facts.has_gpus:
         return
-    if not facts.is_numa:
-        yield note("one NUMA node: every process is local to the GPUs; no affinity hint")
+    if not facts.is_numa:  # nodes WITH CPUs: a process can only be bound to one of those
+        yield note("one NUMA node with CPUs: every process is local to the GPUs; no affinity hint")
         return
     nodes = _nodes_of_gpus(facts)
     if not nodes:

@@ -10,6 +10,7 @@ from generator.rules import containers, irq, kubernetes
 
 from .helpers import (
     DUAL_XEON,
+    GRACE,
     H100X8,
     Case,
     case_ids,
@@ -81,6 +82,30 @@ CASES: tuple[Case, ...] = (
         knobs=K8S,
     ),
     Case(
+        # nosmt keeps CPU 112 (CPU 0's sibling) offline: main listed 0,112 and kubelet exited
+        # ("reserved-cpus ... is not a subset of online-cpus")
+        "cpu-manager-nosmt",
+        kubernetes.cpu_manager,
+        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0")),
+        hw=DGX,
+        knobs={**K8S, "smt": "disable"},
+    ),
+    Case(
+        # threads_per_core unknown: no list for a guessed machine, the static policy picks
+        "cpu-manager-threads-unknown",
+        kubernetes.cpu_manager,
+        kubelet(
+            ("cpuManagerPolicy", "static"),
+            ("kubeReserved/cpu", "350m"),
+            ("systemReserved/cpu", "350m"),
+        ),
+        hw={"cpu": {"vendor": "intel", "sockets": 2, "cores_per_socket": 56}},
+        knobs=K8S,
+        tweak=lambda machine: machine._replace(
+            cpu=machine.cpu._replace(threads_per_core=1, threads_known=False)
+        ),
+    ),
+    Case(
         "cpu-manager-pinned-nics-note",
         kubernetes.cpu_manager,
         kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,112")),
@@ -100,9 +125,20 @@ CASES: tuple[Case, ...] = (
     Case("cgroup-driver-off", kubernetes.cgroup_driver, set()),
     Case("topology-one-node", kubernetes.topology_manager, set(), knobs=K8S, note="one NUMA node"),
     Case(
+        # GH200: 9 nodes in all, the 8 of GPU memory without CPUs: nothing to align, and no
+        # policy that would trip kubelet's 8-node limit
+        "topology-one-cpu-node-and-gpu-memory-nodes",
+        kubernetes.topology_manager,
+        set(),
+        hw={**GRACE, "memory_only_numa_nodes": 8},
+        knobs=K8S,
+        note="one NUMA node with CPUs (and 8 without CPUs",
+    ),
+    Case(
+        # main's restricted rejected the all-GPUs pod (tests/test_kubelet_topology.py)
         "topology-training-split-gpus",
         kubernetes.topology_manager,
-        kubelet(("topologyManagerPolicy", "restricted"), ("topologyManagerScope", "pod")),
+        kubelet(("topologyManagerPolicy", "best-effort"), ("topologyManagerScope", "pod")),
         hw=DGX,
         intent="training",
         knobs=K8S,
@@ -118,7 +154,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "topology-training-unknown-gpu-nodes",
         kubernetes.topology_manager,
-        kubelet(("topologyManagerPolicy", "restricted"), ("topologyManagerScope", "pod")),
+        kubelet(("topologyManagerPolicy", "best-effort"), ("topologyManagerScope", "pod")),
         hw={**DUAL_XEON, "gpus": [H100X8]},
         intent="training",
         knobs=K8S,
@@ -128,6 +164,41 @@ CASES: tuple[Case, ...] = (
         kubernetes.topology_manager,
         kubelet(("topologyManagerPolicy", "best-effort")),
         hw=DGX,
+        knobs=K8S,
+    ),
+    Case(
+        # kubelet counts CPU-less nodes (34 on a GB200 tray) and refuses above 8: main set
+        # restricted + Static here and kubelet did not start (issue 26)
+        "topology-cpu-less-nodes-above-kubelets-limit",
+        kubernetes.topology_manager,
+        set(),
+        hw={**DGX, "memory_only_numa_nodes": 32},
+        intent="training",
+        knobs=K8S,
+        note="34 NUMA nodes (2 with CPUs): no topology or memory manager",
+    ),
+    Case(
+        "topology-cpu-less-nodes-within-the-limit",
+        kubernetes.topology_manager,
+        kubelet(("topologyManagerPolicy", "best-effort"), ("topologyManagerScope", "pod")),
+        hw={**DGX, "memory_only_numa_nodes": 6},
+        intent="training",
+        knobs=K8S,
+    ),
+    Case(
+        "topology-cpu-less-nodes-unknown",
+        kubernetes.topology_manager,
+        kubelet(("topologyManagerPolicy", "best-effort")),
+        hw={**DUAL_XEON},
+        knobs=K8S,
+        note="does not say how many NUMA nodes have no CPUs",
+    ),
+    Case(
+        "memory-manager-above-kubelets-limit",
+        kubernetes.memory_manager,
+        set(),
+        hw={**DGX, "memory_only_numa_nodes": 32},
+        intent="training",
         knobs=K8S,
     ),
     Case("memory-manager-one-node", kubernetes.memory_manager, set(), knobs=K8S),
@@ -173,7 +244,7 @@ def test_eks_cpu_tiers_are_each_cpus_rate_summed() -> None:
 
 def test_reserved_cpus_grow_by_whole_cores_when_the_tiers_need_more() -> None:
     big = facts(cpu={"sockets": 8, "cores_per_socket": 128, "threads_per_core": 2})  # 2048 CPUs
-    cpus = kubernetes.reserved_cpus(big)
+    cpus = kubernetes.reserved_cpus(big, profile("training", **K8S))
     # 2 x 5190m = 10.4 CPUs -> 11, rounded up to six whole cores with their siblings
     assert cpus == [*range(6), *range(1024, 1030)]
 
@@ -232,3 +303,39 @@ def test_every_kubelet_setting_has_a_reason_naming_its_source_where_it_is_sized(
     output = kubernetes.reserved.apply(facts(**DGX), profile("training", **K8S))
     reasons = " ".join(s.reason for s in output if isinstance(s, Setting))
     assert "EKS" in reasons and "OpenShift" in reasons
+
+
+def test_reserved_cpus_skip_the_cores_isolcpus_takes() -> None:
+    """An isolcpus override's CPUs hold no system daemon: the list takes the next cores (main
+    kept CPUs 0 and 1 of an isolcpus=domain,1-3 override in the list)."""
+    big = facts(cpu={"sockets": 8, "cores_per_socket": 128, "threads_per_core": 2})
+    knobs = profile(
+        "training",
+        overrides=[
+            {
+                "kind": "kernel-arg",
+                "key": "isolcpus",
+                "value": "domain,1-3",
+                "reason": "real-time cores",
+            }
+        ],
+        **K8S,
+    )
+    cpus = kubernetes.reserved_cpus(big, knobs)
+    assert cpus == [0, *range(4, 9), 1024, *range(1028, 1033)]
+
+
+def test_reserved_cpus_are_online_under_nosmt_on_every_shipped_system() -> None:
+    """nosmt (profile smt: disable) keeps the siblings offline; no reserved CPU may be one."""
+    from generator.inputs.hardware import load_facts
+    from generator.rules.irq import online_cpus
+
+    from .helpers import catalog
+
+    for system in ("dgx-h100", "dgx-a100", "l40s-4x-pcie", "l4-inference", "hgx-h100-epyc"):
+        machine = load_facts(system, catalog())[0]
+        knobs = profile("inference", smt="disable", **K8S)
+        cpus = kubernetes.reserved_cpus(machine, knobs)
+        if cpus is None:  # threads_per_core unknown: left to kubelet
+            continue
+        assert set(cpus) <= online_cpus(machine, knobs, list(range(machine.cpu.logical_cpus)))

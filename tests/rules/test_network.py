@@ -371,7 +371,7 @@ CASES: tuple[Case, ...] = (
         network.gpu_numa_hints,
         set(),
         hw={"gpus": [{"model": "L4", "count": 1, "numa_nodes": [0]}], "numa_nodes": 1},
-        note="one NUMA node: every process is local to the GPUs",
+        note="one NUMA node with CPUs: every process is local to the GPUs",
     ),
     Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
 )
