@@ -167,21 +167,17 @@ def bbr(facts: Facts, profile: Profile) -> Output:
 # compute fabric port (RDMA carries the collectives) or a storage port.
 SOCKET_ROLES = ("frontend", "management")
 
-
-def _socket_interfaces(facts: Facts) -> tuple[str, list[str]] | None:
-    """(role, names) of the NICs NCCL's sockets should use: the frontend ones, else management."""
-    for role in SOCKET_ROLES:
-        names = [nic.name for nic in facts.nics if nic.role == role]
-        if names:
-            return role, names
-    return None
-
-
 # NCCL keeps at most MAX_IB_DEVS entries of NCCL_IB_HCA (32 in current releases, 16 in older
 # ones; src/transport/net_ib.cc) and reads a value of at most 1023 bytes from nccl.conf
 # (src/misc/param.cc setEnvFile, envValue[1024]): a longer list would be cut without a word.
 IB_HCA_MAX_DEVICES = 16
 NCCL_CONF_MAX_VALUE = 1023
+
+# How a name becomes a fact, said in every note that leaves a list out for want of one.
+HOW_TO_MAKE_REAL = (
+    "names_real: true on a NIC whose name and rdma_device you checked on the booted host "
+    "(gen detect writes it for the names it reads)"
+)
 
 
 @rule("network.nccl")
@@ -190,12 +186,23 @@ def nccl(facts: Facts, profile: Profile) -> Output:
 
     NCCL reads NCCL_* variables from ~/.nccl.conf and /etc/nccl.conf as KEY=VALUE lines, a job's
     environment winning (NCCL User Guide, "Environment Variables"; src/misc/param.cc
-    setEnvFile/initEnv). NCCL_SOCKET_IFNAME takes a list of interface-name prefixes, exact names
-    when it starts with "=" (same page). NCCL_IB_HCA takes RDMA device names (mlx5_0), prefixes
-    too unless the list starts with "=" (src/transport/net_ib.cc ncclIbInit: searchExact;
-    src/misc/utils.cc matchIf compares the whole name then): without it mlx5_1 also selects
-    mlx5_10. It is written from nics[].rdma_device when every compute RDMA NIC has one, so NCCL
-    never runs collectives over a storage or front-end HCA; else a note says how to add them.
+    setEnvFile/initEnv). NCCL_SOCKET_IFNAME and NCCL_IB_HCA are lists of name prefixes; a leading
+    "^" excludes the list instead, then a "=" makes every entry a whole name (src/os/linux.cc
+    ncclOsFindInterfaces and src/transport/net_ib/init.cc: searchNot, then searchExact;
+    src/misc/utils.cc matchIf compares the name with its terminating NUL when exact): without
+    it mlx5_1 also selects mlx5_10.
+
+    Only names the hardware file states as real (nics[].names_real: gen detect, or the user)
+    are pinned, never a shipped system's placeholders, because a list that matches nothing
+    breaks every job. NCCL_SOCKET_IFNAME given: ncclFindInterfaces (src/misc/socket.cc) looks
+    only at the list, and none found fails bootstrapNetInit ("Bootstrap : no socket interface
+    found", ncclInvalidUsage, src/bootstrap.cc) and the IB transport's own address lookup ("NET/IB
+    : No IP interface found"). Unset: NCCL searches ib*, then everything but docker/lo/virbr,
+    then docker, lo and virbr, and finds one wherever any interface is up. An exclusion list
+    (^docker,lo) is no safe stand-in: it drops those fallbacks, so it too can match nothing. A
+    wrong NCCL_IB_HCA leaves the IB transport without devices, and NCCL moves the collectives onto
+    TCP sockets without an error (src/plugin/net.cc: a plugin with no device is disabled, Socket
+    is next). So without real names both stay unset and a note says how to pin them.
     """
     compute = [nic for nic in facts.rdma_nics if nic.role == "compute"]
     if profile.intent != "training" or not compute:
@@ -204,8 +211,17 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     yield from _ib_hca(facts, compute)
 
 
+def _socket_nics(facts: Facts) -> tuple[str, list[NicFacts]] | None:
+    """(role, NICs) NCCL's sockets should use: the frontend ones, else the management ones."""
+    for role in SOCKET_ROLES:
+        nics = [nic for nic in facts.nics if nic.role == role]
+        if nics:
+            return role, nics
+    return None
+
+
 def _socket_ifname(facts: Facts) -> Output:
-    sockets = _socket_interfaces(facts)
+    sockets = _socket_nics(facts)
     others = sorted({nic.role for nic in facts.nics if nic.role in ("storage", "management")})
     if sockets is None:
         yield note(
@@ -213,7 +229,17 @@ def _socket_ifname(facts: Facts) -> Output:
             "NIC for NCCL's bootstrap sockets"
         )
         return
-    role, names = sockets
+    role, nics = sockets
+    names = [nic.name for nic in nics if nic.names_real]
+    if not names:
+        yield note(
+            f"NCCL_SOCKET_IFNAME not written: the {role} NIC name(s) "
+            f"{', '.join(nic.name for nic in nics)} are not stated as real, and a name no "
+            "interface has fails every job's bootstrap (\"no socket interface found\"); NCCL's "
+            "own search (ib*, then any interface but docker/lo/virbr) is kept; to pin them, "
+            f"{HOW_TO_MAKE_REAL}"
+        )
+        return
     avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
     yield nccl_default(
         "NCCL_SOCKET_IFNAME",
@@ -227,16 +253,24 @@ def _socket_ifname(facts: Facts) -> Output:
 def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
     other_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
     also = f"NCCL would also use the RDMA ports of {', '.join(other_rdma)}" if other_rdma else ""
+    why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
     unnamed = [nic.name for nic in compute if nic.rdma_device is None]
     if unnamed:
         how = (
             "give each compute NIC its rdma_device, the name under "
             "/sys/class/net/<interface>/device/infiniband/ (gen detect fills it)"
         )
-        why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
         yield note(
             f"NCCL_IB_HCA not written: no rdma_device for {', '.join(unnamed)}; {why}; "
             f"to name them, {how}"
+        )
+        return
+    unreal = [nic.name for nic in compute if not nic.names_real]
+    if unreal:
+        yield note(
+            f"NCCL_IB_HCA not written: the rdma_device of {', '.join(unreal)} is not stated as "
+            "real, and a list naming no HCA moves the collectives onto TCP sockets without an "
+            f"error; {why}; to pin them, {HOW_TO_MAKE_REAL}"
         )
         return
     devices = [nic.rdma_device for nic in compute if nic.rdma_device is not None]

@@ -42,6 +42,14 @@ NAMED_FABRIC = [
     for i, device in enumerate(("mlx5_1", "mlx5_10", "mlx5_0", "mlx5_11"))
 ]
 STORAGE_RDMA_NAMED = {**nic("stor0", "storage", 200, rdma=True), "rdma_device": "mlx5_2"}
+
+
+def real(*nics: dict[str, object]) -> list[dict[str, object]]:
+    """The NICs with their names stated as the host's own (names_real: gen detect, or the user)."""
+    return [{**entry, "names_real": True} for entry in nics]
+
+
+REAL_FRONT_100 = real(FRONT_100)[0]
 NO_BUFFERS = "no NIC of a known 10 Gbit/s or more carries TCP"
 ARP = {
     ("sysctl", "net.ipv4.conf.all.arp_announce", "2"),
@@ -270,13 +278,14 @@ CASES: tuple[Case, ...] = (
         intent="training",
         knobs={"multinode": True},
     ),
-    # /etc/nccl.conf: training on compute RDMA fabrics; sockets on the frontend, else management
+    # /etc/nccl.conf: training on compute RDMA fabrics; sockets on the frontend, else management;
+    # only names stated as real (names_real) are pinned
     Case(
         "nccl-training-frontend",
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
-        hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("mgmt0", "management", 1)]},
+        hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("mgmt0", "management", 1)]},
         note="NCCL_IB_HCA not written: no rdma_device for ib0, ib1, ib2, ib3; every RDMA port",
     ),
     # NCCL_IB_HCA: exact names (=), only the compute HCAs, in the file's order
@@ -288,14 +297,20 @@ CASES: tuple[Case, ...] = (
             ("nccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11"),
         },
         intent="training",
-        hw={"nics": [*NAMED_FABRIC, FRONT_100, STORAGE_RDMA_NAMED]},
+        hw={"nics": [*real(*NAMED_FABRIC), REAL_FRONT_100, STORAGE_RDMA_NAMED]},
     ),
     Case(
         "nccl-ib-hca-one-unknown",
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
-        hw={"nics": [*NAMED_FABRIC[:3], rdma_compute("ib3"), FRONT_100, STORAGE_RDMA_NAMED]},
+        hw={
+            "nics": [
+                *real(*NAMED_FABRIC[:3], rdma_compute("ib3")),
+                REAL_FRONT_100,
+                STORAGE_RDMA_NAMED,
+            ]
+        },
         note="no rdma_device for ib3; NCCL would also use the RDMA ports of stor0; to name",
     ),
     Case(
@@ -305,9 +320,14 @@ CASES: tuple[Case, ...] = (
         intent="training",
         hw={
             "nics": [
-                {**rdma_compute(f"ib{i}", numa=None), "rdma_device": f"mlx5_{i}"} for i in range(17)
+                *real(
+                    *(
+                        {**rdma_compute(f"ib{i}", numa=None), "rdma_device": f"mlx5_{i}"}
+                        for i in range(17)
+                    )
+                ),
+                REAL_FRONT_100,
             ]
-            + [FRONT_100]
         },
         note="17 compute HCAs are more than NCCL keeps",
     ),
@@ -316,15 +336,43 @@ CASES: tuple[Case, ...] = (
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=mgmt0,mgmt1")},
         intent="training",
-        hw={"nics": [*RDMA_FABRIC, nic("mgmt0", "management", 1), nic("mgmt1", "management")]},
+        hw={
+            "nics": [*RDMA_FABRIC, *real(nic("mgmt0", "management", 1), nic("mgmt1", "management"))]
+        },
     ),
     Case(
         "nccl-storage-rdma-says-override",
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
-        hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("stor0", "storage", 200, rdma=True)]},
+        hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("stor0", "storage", 200, rdma=True)]},
         note="NCCL would also use the RDMA ports of stor0",
+    ),
+    # placeholder names (a shipped system's, or any file that does not say names_real) are never
+    # pinned: a list matching no interface fails NCCL's bootstrap, one matching no HCA silently
+    # moves the collectives onto sockets (fails on main, which pinned them)
+    Case(
+        "nccl-placeholder-frontend-not-pinned",
+        network.nccl,
+        {("nccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11")},
+        intent="training",
+        hw={"nics": [*real(*NAMED_FABRIC), FRONT_100]},
+        note="NCCL_SOCKET_IFNAME not written: the frontend NIC name(s) ens3 are not stated as real",
+    ),
+    Case(
+        "nccl-placeholder-hcas-not-pinned",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        intent="training",
+        hw={"nics": [*NAMED_FABRIC[:2], *real(*NAMED_FABRIC[2:]), REAL_FRONT_100]},
+        note="NCCL_IB_HCA not written: the rdma_device of ib0, ib1 is not stated as real",
+    ),
+    Case(
+        "nccl-only-the-real-socket-names",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens4")},
+        intent="training",
+        hw={"nics": [*RDMA_FABRIC, FRONT_100, *real(nic("ens4", "frontend", 25))]},
     ),
     Case(
         "nccl-no-socket-nic",
