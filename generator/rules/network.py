@@ -16,6 +16,11 @@ BUFFER_FLOOR = 16 * MIB
 # training profiles ship the same 512 MiB).
 BUFFER_CAP = {"inference": 256 * MIB, "training": 512 * MIB}
 FAST_NIC_GBPS = 100
+# tcp_rmem's middle value, the kernel's own default since Linux 4.20 (a337531b942b "tcp: up
+# initial rmem to 128KB and SYN rwin to around 64KB"; Documentation/networking/ip-sysctl.rst
+# "Default: 131072 bytes"): restated because the sysctl takes all three values at once, and
+# never the 87380 of older kernels, which would lower today's default.
+TCP_RMEM_DEFAULT = 131072
 
 
 def _next_power_of_two(value: int) -> int:
@@ -66,13 +71,12 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
         f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
         f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for {profile.intent})"
     )
-    middle = 131072 if profile.intent == "training" else 87380
     yield sysctl("net.core.rmem_max", size, why)
     yield sysctl("net.core.wmem_max", size, why)
-    yield sysctl("net.ipv4.tcp_rmem", f"4096 {middle} {size}", why)
+    yield sysctl("net.ipv4.tcp_rmem", f"4096 {TCP_RMEM_DEFAULT} {size}", why)
     yield sysctl(
         "net.ipv4.tcp_wmem",
-        f"4096 {65536 if profile.intent == 'inference' else middle} {size}",
+        f"4096 {65536 if profile.intent == 'inference' else TCP_RMEM_DEFAULT} {size}",
         why,
     )
 

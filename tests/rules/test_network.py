@@ -25,7 +25,7 @@ MIB = 1024**2
 
 def buffers(size_mib: int, intent: str) -> set[tuple[str, str, str]]:
     size = str(size_mib * MIB)
-    rmem_mid, wmem_mid = ("87380", "65536") if intent == "inference" else ("131072", "131072")
+    rmem_mid, wmem_mid = ("131072", "65536") if intent == "inference" else ("131072", "131072")
     return {
         ("sysctl", "net.core.rmem_max", size),
         ("sysctl", "net.core.wmem_max", size),
@@ -493,3 +493,12 @@ def test_no_buffer_note_leaves_out_the_speed_list_when_every_speed_is_known() ->
     assert text.startswith(
         "no NIC of a known 10 Gbit/s or more carries TCP: socket buffer defaults are kept ("
     )
+
+
+@pytest.mark.parametrize("intent", ["inference", "training"])
+def test_tcp_rmem_never_lowers_the_kernels_initial_receive_buffer(intent: str) -> None:
+    """tcp_rmem's middle value is the kernel's default, 131072 since Linux 4.20 (ip-sysctl.rst):
+    inference restated the older 87380 on main and so lowered it (review W-N5)."""
+    out = network.socket_buffers.apply(facts(nics=[FRONT_100]), profile(intent))
+    low, initial, _ = settings_of(out, "sysctl")["net.ipv4.tcp_rmem"].split()
+    assert (int(low), int(initial)) == (4096, 131072)
