@@ -8,8 +8,14 @@ from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
 from generator.rules.base import MIB, Output, load_module, nccl_default, note, rule, sysctl
 
-# Round-trip times the socket buffers are sized for: a serving front end sees clients across a
-# region; training side paths (checkpoints, datasets) cross a cluster and its storage.
+# Round-trip times the socket buffer *limits* are sized for: a serving front end sees clients
+# across a region; training side paths (checkpoints, datasets) reach storage across sites. The
+# limits are ceilings, not allocations: autotuning grows a socket's buffers only to what its
+# measured rate x RTT needs (net/ipv4/tcp_input.c tcp_rcv_space_adjust, tcp_sndbuf_expand,
+# bounded by tcp_rmem[2]/tcp_wmem[2]), so a flow inside one datacenter (~0.1 ms: ~1.25 MB at
+# 100 Gbit/s) stays small whatever the ceiling, while the kernel's ceiling (tcp_rmem[2] at most
+# 6 MiB, ip-sysctl.rst) would hold one 100 Gbit/s flow at 20 ms to about 2.5 Gbit/s. The memory
+# all sockets together may take is bounded by tcp_mem, which goldtune leaves to the kernel.
 RTT_MS = {"inference": 20, "training": 40}
 BUFFER_FLOOR = 16 * MIB
 # Caps from the reference profiles: 256 MiB serving, 512 MiB training (NVIDIA's multi-node
@@ -38,6 +44,24 @@ def _fastest(nics: tuple[NicFacts, ...]) -> NicFacts | None:
     return max(known, key=lambda nic: nic.speed_gbps or 0) if known else None
 
 
+def _fastest_tcp(facts: Facts) -> NicFacts | None:
+    """The fastest NIC whose traffic is TCP: a NIC with RDMA in use (an InfiniBand storage port,
+    a RoCE one) moves its storage traffic over RDMA, which no socket buffer touches, and carries
+    TCP only on the side (IPoIB, NFS over TCP), so it counts only when no other NIC carries TCP."""
+    plain = _fastest(tuple(nic for nic in facts.tcp_nics if not nic.rdma))
+    return plain or _fastest(facts.tcp_nics)
+
+
+def _carries(nic: NicFacts) -> str:
+    if nic.rdma:
+        return (
+            f"{nic.name} ({nic.speed_gbps} Gbit/s; every NIC here that carries TCP uses RDMA) "
+            f"moves its {nic.role} traffic over RDMA, which bypasses socket buffers; these serve "
+            "the TCP it also carries (IPoIB, NFS over TCP)"
+        )
+    return f"{nic.name} carries TCP at {nic.speed_gbps} Gbit/s"
+
+
 @rule("network.rdma-paths")
 def rdma_paths(facts: Facts, profile: Profile) -> Output:
     """Say that RDMA fabrics need no TCP sysctl (RDMA bypasses the kernel stack)."""
@@ -52,7 +76,7 @@ def rdma_paths(facts: Facts, profile: Profile) -> Output:
 @rule("network.socket-buffers")
 def socket_buffers(facts: Facts, profile: Profile) -> Output:
     """Size TCP socket buffer limits to the bandwidth-delay product of the fastest TCP NIC."""
-    fastest = _fastest(facts.tcp_nics)
+    fastest = _fastest_tcp(facts)
     if fastest is None or (fastest.speed_gbps or 0) < 10:
         unknown = [nic.name for nic in facts.tcp_nics if not nic.speed_gbps]
         missing = f" (no speed_gbps known for {', '.join(unknown)})" if unknown else ""
@@ -67,9 +91,10 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
     size = socket_buffer_bytes(fastest.speed_gbps, profile.intent)
     rtt = RTT_MS[profile.intent]
     why = (
-        f"{fastest.name} carries TCP at {fastest.speed_gbps} Gbit/s: autotuning only grows "
-        f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
-        f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for {profile.intent})"
+        f"{_carries(fastest)}: autotuning grows a socket's buffers only as far as its rate x RTT "
+        f"needs and never past this ceiling, sized to the bandwidth-delay product at {rtt} ms "
+        f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for "
+        f"{profile.intent}); flows inside the datacenter stay far below it"
     )
     yield sysctl("net.core.rmem_max", size, why)
     yield sysctl("net.core.wmem_max", size, why)

@@ -502,3 +502,26 @@ def test_tcp_rmem_never_lowers_the_kernels_initial_receive_buffer(intent: str) -
     out = network.socket_buffers.apply(facts(nics=[FRONT_100]), profile(intent))
     low, initial, _ = settings_of(out, "sysctl")["net.ipv4.tcp_rmem"].split()
     assert (int(low), int(initial)) == (4096, 131072)
+
+
+def test_an_rdma_storage_port_does_not_size_the_tcp_buffers_when_a_tcp_nic_exists() -> None:
+    """A storage port with RDMA in use (an InfiniBand port: its TCP is IPoIB) moves storage over
+    RDMA, which no socket buffer touches: the 25 Gbit/s front end sizes them (64 MiB at 20 ms),
+    not the 400 Gbit/s port (256 MiB). Fails on main, which sized them from the RDMA port."""
+    storage = nic("ib8", "storage", 400, rdma=True)
+    out = network.socket_buffers.apply(
+        facts(nics=[storage, nic("eth0", "frontend", 25)]), profile("inference")
+    )
+    assert settings_of(out, "sysctl")["net.core.rmem_max"] == str(64 * MIB)
+    reasons = {s.reason for s in out if isinstance(s, Setting)}
+    assert len(reasons) == 1 and reasons.pop().startswith("eth0 carries TCP at 25 Gbit/s")
+
+
+def test_an_rdma_storage_port_alone_sizes_the_buffers_and_says_what_they_serve() -> None:
+    out = network.socket_buffers.apply(
+        facts(nics=[nic("ib8", "storage", 200, rdma=True)]), profile("training")
+    )
+    assert settings_of(out, "sysctl")["net.core.rmem_max"] == str(512 * MIB)
+    (reason,) = {s.reason for s in out if isinstance(s, Setting)}
+    assert "moves its storage traffic over RDMA" in reason and "IPoIB" in reason
+    assert "never past this ceiling" in reason  # a ceiling, not an allocation
