@@ -13,9 +13,10 @@ from generator.rules.base import MIB, Output, load_module, nccl_default, note, r
 # limits are ceilings, not allocations: autotuning grows a socket's buffers only to what its
 # measured rate x RTT needs (net/ipv4/tcp_input.c tcp_rcv_space_adjust, tcp_sndbuf_expand,
 # bounded by tcp_rmem[2]/tcp_wmem[2]), so a flow inside one datacenter (~0.1 ms: ~1.25 MB at
-# 100 Gbit/s) stays small whatever the ceiling, while the kernel's ceiling (tcp_rmem[2] at most
-# 6 MiB, ip-sysctl.rst) would hold one 100 Gbit/s flow at 20 ms to about 2.5 Gbit/s. The memory
-# all sockets together may take is bounded by tcp_mem, which goldtune leaves to the kernel.
+# 100 Gbit/s) stays far below the ceiling, while the kernel's own (tcp_rmem[2]: at most 6 MiB,
+# ip-sysctl.rst; 32 MiB since Linux 6.16, 572be9bf9d0d) would hold one 100 Gbit/s flow at
+# 20 ms to about 2.5 (13) Gbit/s. What all sockets together may take is bounded by tcp_mem,
+# which goldtune leaves to the kernel.
 RTT_MS = {"inference": 20, "training": 40}
 BUFFER_FLOOR = 16 * MIB
 # Caps from the reference profiles: 256 MiB serving, 512 MiB training (NVIDIA's multi-node
