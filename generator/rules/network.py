@@ -107,23 +107,47 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
     )
 
 
+# The deeper per-CPU backlog: the brief's value (TUNING.md), the one Mellanox's mlnx-tools
+# sysctl_perf_tuning sets (tsbin/sysctl_perf_tuning).
+BACKLOG_PACKETS = 250000
+
+
 @rule("network.backlog")
 def backlog(facts: Facts, profile: Profile) -> Output:
-    """Deepen the per-CPU receive backlog for NICs of 100 Gbit/s and more."""
-    fastest = _fastest(facts.tcp_nics)
-    if fastest is None or (fastest.speed_gbps or 0) < FAST_NIC_GBPS:
+    """Deepen the per-CPU receive backlog where packets queue on it: container veth traffic.
+
+    netdev_max_backlog bounds each CPU's input_pkt_queue, which only enqueue_to_backlog fills
+    (net/core/dev.c): from netif_rx (veth's receive side, drivers/net/veth.c veth_forward_skb ->
+    __netif_rx; loopback; non-NAPI drivers) and from RPS steering, which
+    netif_receive_skb_internal takes only when rps_needed is on. A NAPI NIC (mlx5, ice, bnxt)
+    without RPS hands its packets straight to the stack, so on bare metal the value does
+    nothing; goldtune enables no RPS. Under a container runtime every packet a pod receives
+    through its veth pair queues there, 1000 packets by default, so bursts from a fast NIC drop.
+    """
+    fastest = _fastest_tcp(facts)
+    fast = fastest is not None and (fastest.speed_gbps or 0) >= FAST_NIC_GBPS
+    containers = profile.containers != "none" or profile.kubernetes
+    if fastest is None or not fast or not containers:
         if facts.has_gpus and facts.tcp_nics:
+            why = (
+                "no container runtime here, and a NAPI NIC without RPS never queues to it "
+                "(net/core/dev.c: only netif_rx and RPS steering use the per-CPU backlog; "
+                "goldtune enables no RPS: raise it with RPS or veth traffic)"
+                if not containers
+                else "no TCP NIC of a known 100 Gbit/s or more feeds the pods' veth traffic "
+                "bursts that overflow it"
+            )
             yield note(
                 "net.core.netdev_max_backlog left at the default (NVIDIA's generic and "
-                "multiNodeTraining profiles set 10000): no TCP NIC of a known 100 Gbit/s or "
-                "more delivers bursts that overflow it"
+                f"multiNodeTraining profiles set 10000): {why}"
             )
         return
     yield sysctl(
         "net.core.netdev_max_backlog",
-        250000,
-        f"{fastest.name} at {fastest.speed_gbps} Gbit/s delivers bursts that overflow "
-        "the 1000-packet default backlog (drops counted in /proc/net/softnet_stat)",
+        BACKLOG_PACKETS,
+        f"{fastest.name} at {fastest.speed_gbps} Gbit/s feeds the containers, whose veth pairs "
+        "queue every received packet on the per-CPU backlog (veth_forward_skb -> __netif_rx); "
+        "the 1000-packet default drops bursts (counted in /proc/net/softnet_stat)",
     )
 
 
