@@ -124,7 +124,8 @@ def backlog(facts: Facts, profile: Profile) -> Output:
     nothing; goldtune enables no RPS. Under a container runtime every packet a pod receives
     through its veth pair queues there, 1000 packets by default, so bursts from a fast NIC drop.
     """
-    fastest = _fastest_tcp(facts)
+    # a NIC with RDMA in use moves its traffic over RDMA, not through the pods' veth pairs
+    fastest = _fastest(tuple(nic for nic in facts.tcp_nics if not nic.rdma))
     fast = fastest is not None and (fastest.speed_gbps or 0) >= FAST_NIC_GBPS
     containers = profile.containers != "none" or profile.kubernetes
     if fastest is None or not fast or not containers:
@@ -134,8 +135,8 @@ def backlog(facts: Facts, profile: Profile) -> Output:
                 "(net/core/dev.c: only netif_rx and RPS steering use the per-CPU backlog; "
                 "goldtune enables no RPS: raise it with RPS or veth traffic)"
                 if not containers
-                else "no TCP NIC of a known 100 Gbit/s or more feeds the pods' veth traffic "
-                "bursts that overflow it"
+                else "no TCP NIC of a known 100 Gbit/s or more without RDMA feeds the pods' "
+                "veth traffic bursts that overflow it"
             )
             yield note(
                 "net.core.netdev_max_backlog left at the default (NVIDIA's generic and "

@@ -217,12 +217,20 @@ CASES: tuple[Case, ...] = (
     ),
     Case("backlog-rdma-only", network.backlog, set(), hw={"nics": RDMA_FABRIC}),
     Case(
+        "backlog-rdma-storage-feeds-no-veth",
+        network.backlog,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("ib8", "storage", 200, rdma=True)]},
+        knobs={"containers": "containerd"},
+        note="no TCP NIC of a known 100 Gbit/s or more without RDMA",
+    ),
+    Case(
         "backlog-gpu-slow-tcp-says-why",
         network.backlog,
         set(),
         hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("eth0", "frontend")]},
         knobs={"containers": "containerd"},
-        note="no TCP NIC of a known 100 Gbit/s or more feeds the pods' veth traffic",
+        note="no TCP NIC of a known 100 Gbit/s or more without RDMA feeds the pods' veth",
     ),
     # somaxconn: inference front ends
     Case(
