@@ -9,6 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from generator.cli import main
+from generator.commands.generate import plan_for
 from tests import detect_trees as trees
 
 
@@ -41,6 +42,20 @@ def test_detected_description_passes_gen_check(name: str, profile: str, tmp_path
     assert status == 0, output + "\n" + text
 
 
+def test_detected_names_are_real_and_pinned_in_nccl_conf(tmp_path: Path):
+    """gen detect read every name from the host, so it marks them real and NCCL is pinned to
+    them (a shipped system's placeholder names never are: tests/test_nccl_names.py)."""
+    data, text = detected(trees.dgx_h100(), tmp_path)
+    assert all(nic["names_real"] is True for nic in data["nics"])
+    path = tmp_path / "detected.yaml"
+    path.write_text(text)
+    plan = plan_for(str(path), "training")
+    nccl = {s.key: s.value for s in plan.settings if s.kind == "nccl"}
+    assert nccl["NCCL_SOCKET_IFNAME"] == "=ens3f0np0"
+    hcas = nccl["NCCL_IB_HCA"].removeprefix("=").split(",")
+    assert sorted(hcas) == sorted(f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11))
+
+
 def test_dgx_h100(tmp_path: Path):
     data, text = detected(trees.dgx_h100(), tmp_path)
     assert data["cpu"] == {
@@ -67,6 +82,7 @@ def test_dgx_h100(tmp_path: Path):
             "role": "compute",
             "rdma": True,
             "rdma_device": nic["rdma_device"],
+            "names_real": True,
         }
         for nic in compute
     )
@@ -116,6 +132,7 @@ def test_l4_box_leaves_out_the_bmc_vga_and_removable_disks(tmp_path: Path):
             "speed_gbps": 25,
             "numa_node": 0,
             "role": "frontend",
+            "names_real": True,
         }
     ]
     assert data["disks"] == [
@@ -224,7 +241,7 @@ def test_vm_without_gpus(tmp_path: Path):
     assert "GUESS: 4 packages share 1 NUMA node(s)" in text
     assert "no catalog entry named 'Intel Xeon (Icelake)'" in text
     assert data["gpus"] == [] and data["numa_nodes"] == 1
-    assert data["nics"] == [{"name": "eth0", "role": "frontend"}]
+    assert data["nics"] == [{"name": "eth0", "role": "frontend", "names_real": True}]
     assert "PCI 1af4:1041 is not in the catalog" in text  # found through virtio0, its parent
     assert data["disks"] == [{"name": "vda", "kind": "hdd", "role": "os"}]
     assert "# distribution: Debian GNU/Linux 12 (bookworm) (debian 12)" in text

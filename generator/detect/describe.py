@@ -357,6 +357,7 @@ def _nic(
     role, why = guess_role(nic, routes)
     lines.append(field(4, "role", role, f"GUESS: {why}"))
     lines += _nic_rdma(nic, model, shared)
+    lines.append(field(4, "names_real", True, "names read from this host's sysfs"))
     return lines
 
 

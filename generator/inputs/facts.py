@@ -59,6 +59,9 @@ class NicFacts(NamedTuple):
     role: str  # compute | storage | frontend | management
     rdma: bool
     rdma_device: str | None = None  # mlx5_0; None: not given
+    # True: name and rdma_device are stated as the host's own (gen detect, or the user), not
+    # placeholders; only such names may be pinned where a wrong one breaks the consumer
+    names_real: bool = False
 
     @property
     def carries_tcp(self) -> bool:

@@ -128,6 +128,14 @@ class NicSpec(StrictModel):
             "infiniband/); names the compute HCAs in NCCL_IB_HCA"
         ),
     ] = None
+    names_real: Annotated[
+        bool,
+        _doc(
+            "true: name and rdma_device are this host's own (gen detect read them, or you checked "
+            "them on the booted system); only such names are pinned in NCCL_SOCKET_IFNAME and "
+            "NCCL_IB_HCA. Default false: a shipped system's placeholder names are never pinned"
+        ),
+    ] = False
 
 
 class DiskSpec(StrictModel):
@@ -213,6 +221,8 @@ class HardwareSpec(StrictModel):
 
 # Lists of named items an overlay can edit by name instead of restating the whole list.
 NAMED_LISTS = ("nics", "disks")
+# The fields of a NIC that name it on the host, which names_real vouches for.
+NIC_NAME_FIELDS = {"name", "rdma_device"}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -258,6 +268,10 @@ def edit_by_name(
             items.append({"name": name, **edit})
         else:
             items[index] = {**items[index], **edit}
+            if field == "nics" and NIC_NAME_FIELDS & edit.keys() and "names_real" not in edit:
+                # a name the overlay gives is the overlay's word, not the reference's: it is
+                # real only where the overlay says so
+                items[index]["names_real"] = False
     return [item for i, item in enumerate(items) if i not in removed], problems
 
 
@@ -508,7 +522,9 @@ def _resolve_nic(
         message = "names an RDMA device, but the NIC does not use RDMA"
         hint = "set rdma: true, or leave rdma_device out"
         problems.append(Problem(source, f"{where}.rdma_device", message, hint))
-    facts = NicFacts(nic.name, model, speed, nic.numa_node, nic.role, rdma, nic.rdma_device)
+    facts = NicFacts(
+        nic.name, model, speed, nic.numa_node, nic.role, rdma, nic.rdma_device, nic.names_real
+    )
     return facts, problems
 
 

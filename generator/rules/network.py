@@ -8,14 +8,26 @@ from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
 from generator.rules.base import MIB, Output, load_module, nccl_default, note, rule, sysctl
 
-# Round-trip times the socket buffers are sized for: a serving front end sees clients across a
-# region; training side paths (checkpoints, datasets) cross a cluster and its storage.
+# Round-trip times the socket buffer *limits* are sized for: a serving front end sees clients
+# across a region; training side paths (checkpoints, datasets) reach storage across sites. The
+# limits are ceilings, not allocations: autotuning grows a socket's buffers only to what its
+# measured rate x RTT needs (net/ipv4/tcp_input.c tcp_rcv_space_adjust, tcp_sndbuf_expand,
+# bounded by tcp_rmem[2]/tcp_wmem[2]), so a flow inside one datacenter (~0.1 ms: ~1.25 MB at
+# 100 Gbit/s) stays far below the ceiling, while the kernel's own (tcp_rmem[2]: at most 6 MiB,
+# ip-sysctl.rst; 32 MiB since Linux 6.16, 572be9bf9d0d) would hold one 100 Gbit/s flow at
+# 20 ms to about 2.5 (13) Gbit/s. What all sockets together may take is bounded by tcp_mem,
+# which goldtune leaves to the kernel.
 RTT_MS = {"inference": 20, "training": 40}
 BUFFER_FLOOR = 16 * MIB
 # Caps from the reference profiles: 256 MiB serving, 512 MiB training (NVIDIA's multi-node
 # training profiles ship the same 512 MiB).
 BUFFER_CAP = {"inference": 256 * MIB, "training": 512 * MIB}
 FAST_NIC_GBPS = 100
+# tcp_rmem's middle value, the kernel's own default since Linux 4.20 (a337531b942b "tcp: up
+# initial rmem to 128KB and SYN rwin to around 64KB"; Documentation/networking/ip-sysctl.rst
+# "Default: 131072 bytes"): restated because the sysctl takes all three values at once, and
+# never the 87380 of older kernels, which would lower today's default.
+TCP_RMEM_DEFAULT = 131072
 
 
 def _next_power_of_two(value: int) -> int:
@@ -33,6 +45,24 @@ def _fastest(nics: tuple[NicFacts, ...]) -> NicFacts | None:
     return max(known, key=lambda nic: nic.speed_gbps or 0) if known else None
 
 
+def _fastest_tcp(facts: Facts) -> NicFacts | None:
+    """The fastest NIC whose traffic is TCP: a NIC with RDMA in use (an InfiniBand storage port,
+    a RoCE one) moves its storage traffic over RDMA, which no socket buffer touches, and carries
+    TCP only on the side (IPoIB, NFS over TCP), so it counts only when no other NIC carries TCP."""
+    plain = _fastest(tuple(nic for nic in facts.tcp_nics if not nic.rdma))
+    return plain or _fastest(facts.tcp_nics)
+
+
+def _carries(nic: NicFacts) -> str:
+    if nic.rdma:
+        return (
+            f"{nic.name} ({nic.speed_gbps} Gbit/s; every NIC here that carries TCP uses RDMA) "
+            f"moves its {nic.role} traffic over RDMA, which bypasses socket buffers; these serve "
+            "the TCP it also carries (IPoIB, NFS over TCP)"
+        )
+    return f"{nic.name} carries TCP at {nic.speed_gbps} Gbit/s"
+
+
 @rule("network.rdma-paths")
 def rdma_paths(facts: Facts, profile: Profile) -> Output:
     """Say that RDMA fabrics need no TCP sysctl (RDMA bypasses the kernel stack)."""
@@ -47,7 +77,7 @@ def rdma_paths(facts: Facts, profile: Profile) -> Output:
 @rule("network.socket-buffers")
 def socket_buffers(facts: Facts, profile: Profile) -> Output:
     """Size TCP socket buffer limits to the bandwidth-delay product of the fastest TCP NIC."""
-    fastest = _fastest(facts.tcp_nics)
+    fastest = _fastest_tcp(facts)
     if fastest is None or (fastest.speed_gbps or 0) < 10:
         unknown = [nic.name for nic in facts.tcp_nics if not nic.speed_gbps]
         missing = f" (no speed_gbps known for {', '.join(unknown)})" if unknown else ""
@@ -62,38 +92,63 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
     size = socket_buffer_bytes(fastest.speed_gbps, profile.intent)
     rtt = RTT_MS[profile.intent]
     why = (
-        f"{fastest.name} carries TCP at {fastest.speed_gbps} Gbit/s: autotuning only grows "
-        f"buffers up to the max, sized here to the bandwidth-delay product at {rtt} ms "
-        f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for {profile.intent})"
+        f"{_carries(fastest)}: autotuning grows a socket's buffers only as far as its rate x RTT "
+        f"needs and never past this ceiling, sized to the bandwidth-delay product at {rtt} ms "
+        f"({size // MIB} MiB, at most {BUFFER_CAP[profile.intent] // MIB} MiB for "
+        f"{profile.intent}); flows inside the datacenter stay far below it"
     )
-    middle = 131072 if profile.intent == "training" else 87380
     yield sysctl("net.core.rmem_max", size, why)
     yield sysctl("net.core.wmem_max", size, why)
-    yield sysctl("net.ipv4.tcp_rmem", f"4096 {middle} {size}", why)
+    yield sysctl("net.ipv4.tcp_rmem", f"4096 {TCP_RMEM_DEFAULT} {size}", why)
     yield sysctl(
         "net.ipv4.tcp_wmem",
-        f"4096 {65536 if profile.intent == 'inference' else middle} {size}",
+        f"4096 {65536 if profile.intent == 'inference' else TCP_RMEM_DEFAULT} {size}",
         why,
     )
 
 
+# The deeper per-CPU backlog: the brief's value (TUNING.md), the one Mellanox's mlnx-tools
+# sysctl_perf_tuning sets (tsbin/sysctl_perf_tuning).
+BACKLOG_PACKETS = 250000
+
+
 @rule("network.backlog")
 def backlog(facts: Facts, profile: Profile) -> Output:
-    """Deepen the per-CPU receive backlog for NICs of 100 Gbit/s and more."""
-    fastest = _fastest(facts.tcp_nics)
-    if fastest is None or (fastest.speed_gbps or 0) < FAST_NIC_GBPS:
+    """Deepen the per-CPU receive backlog where packets queue on it: container veth traffic.
+
+    netdev_max_backlog bounds each CPU's input_pkt_queue, which only enqueue_to_backlog fills
+    (net/core/dev.c): from netif_rx (veth's receive side, drivers/net/veth.c veth_forward_skb ->
+    __netif_rx; loopback; non-NAPI drivers) and from RPS steering, which
+    netif_receive_skb_internal takes only when rps_needed is on. A NAPI NIC (mlx5, ice, bnxt)
+    without RPS hands its packets straight to the stack, so on bare metal the value does
+    nothing; goldtune enables no RPS. Under a container runtime every packet a pod receives
+    through its veth pair queues there, 1000 packets by default, so bursts from a fast NIC drop.
+    """
+    # a NIC with RDMA in use moves its traffic over RDMA, not through the pods' veth pairs
+    fastest = _fastest(tuple(nic for nic in facts.tcp_nics if not nic.rdma))
+    fast = fastest is not None and (fastest.speed_gbps or 0) >= FAST_NIC_GBPS
+    containers = profile.containers != "none" or profile.kubernetes
+    if fastest is None or not fast or not containers:
         if facts.has_gpus and facts.tcp_nics:
+            why = (
+                "no container runtime here, and a NAPI NIC without RPS never queues to it "
+                "(net/core/dev.c: only netif_rx and RPS steering use the per-CPU backlog; "
+                "goldtune enables no RPS: raise it with RPS or veth traffic)"
+                if not containers
+                else "no TCP NIC of a known 100 Gbit/s or more without RDMA feeds the pods' "
+                "veth traffic bursts that overflow it"
+            )
             yield note(
                 "net.core.netdev_max_backlog left at the default (NVIDIA's generic and "
-                "multiNodeTraining profiles set 10000): no TCP NIC of a known 100 Gbit/s or "
-                "more delivers bursts that overflow it"
+                f"multiNodeTraining profiles set 10000): {why}"
             )
         return
     yield sysctl(
         "net.core.netdev_max_backlog",
-        250000,
-        f"{fastest.name} at {fastest.speed_gbps} Gbit/s delivers bursts that overflow "
-        "the 1000-packet default backlog (drops counted in /proc/net/softnet_stat)",
+        BACKLOG_PACKETS,
+        f"{fastest.name} at {fastest.speed_gbps} Gbit/s feeds the containers, whose veth pairs "
+        "queue every received packet on the per-CPU backlog (veth_forward_skb -> __netif_rx); "
+        "the 1000-packet default drops bursts (counted in /proc/net/softnet_stat)",
     )
 
 
@@ -167,21 +222,17 @@ def bbr(facts: Facts, profile: Profile) -> Output:
 # compute fabric port (RDMA carries the collectives) or a storage port.
 SOCKET_ROLES = ("frontend", "management")
 
-
-def _socket_interfaces(facts: Facts) -> tuple[str, list[str]] | None:
-    """(role, names) of the NICs NCCL's sockets should use: the frontend ones, else management."""
-    for role in SOCKET_ROLES:
-        names = [nic.name for nic in facts.nics if nic.role == role]
-        if names:
-            return role, names
-    return None
-
-
 # NCCL keeps at most MAX_IB_DEVS entries of NCCL_IB_HCA (32 in current releases, 16 in older
 # ones; src/transport/net_ib.cc) and reads a value of at most 1023 bytes from nccl.conf
 # (src/misc/param.cc setEnvFile, envValue[1024]): a longer list would be cut without a word.
 IB_HCA_MAX_DEVICES = 16
 NCCL_CONF_MAX_VALUE = 1023
+
+# How a name becomes a fact, said in every note that leaves a list out for want of one.
+HOW_TO_MAKE_REAL = (
+    "names_real: true on a NIC whose name and rdma_device you checked on the booted host "
+    "(gen detect writes it for the names it reads)"
+)
 
 
 @rule("network.nccl")
@@ -190,12 +241,23 @@ def nccl(facts: Facts, profile: Profile) -> Output:
 
     NCCL reads NCCL_* variables from ~/.nccl.conf and /etc/nccl.conf as KEY=VALUE lines, a job's
     environment winning (NCCL User Guide, "Environment Variables"; src/misc/param.cc
-    setEnvFile/initEnv). NCCL_SOCKET_IFNAME takes a list of interface-name prefixes, exact names
-    when it starts with "=" (same page). NCCL_IB_HCA takes RDMA device names (mlx5_0), prefixes
-    too unless the list starts with "=" (src/transport/net_ib.cc ncclIbInit: searchExact;
-    src/misc/utils.cc matchIf compares the whole name then): without it mlx5_1 also selects
-    mlx5_10. It is written from nics[].rdma_device when every compute RDMA NIC has one, so NCCL
-    never runs collectives over a storage or front-end HCA; else a note says how to add them.
+    setEnvFile/initEnv). NCCL_SOCKET_IFNAME and NCCL_IB_HCA are lists of name prefixes; a leading
+    "^" excludes the list instead, then a "=" makes every entry a whole name (src/os/linux.cc
+    ncclOsFindInterfaces and src/transport/net_ib/init.cc: searchNot, then searchExact;
+    src/misc/utils.cc matchIf compares the name with its terminating NUL when exact): without
+    it mlx5_1 also selects mlx5_10.
+
+    Only names the hardware file states as real (nics[].names_real: gen detect, or the user)
+    are pinned, never a shipped system's placeholders, because a list that matches nothing
+    breaks every job. NCCL_SOCKET_IFNAME given: ncclFindInterfaces (src/misc/socket.cc) looks
+    only at the list, and none found fails bootstrapNetInit ("Bootstrap : no socket interface
+    found", ncclInvalidUsage, src/bootstrap.cc) and the IB transport's own address lookup ("NET/IB
+    : No IP interface found"). Unset: NCCL searches ib*, then everything but docker/lo/virbr,
+    then docker, lo and virbr, and finds one wherever any interface is up. An exclusion list
+    (^docker,lo) is no safe stand-in: it drops those fallbacks, so it too can match nothing. A
+    wrong NCCL_IB_HCA leaves the IB transport without devices, and NCCL moves the collectives onto
+    TCP sockets without an error (src/plugin/net.cc: a plugin with no device is disabled, Socket
+    is next). So without real names both stay unset and a note says how to pin them.
     """
     compute = [nic for nic in facts.rdma_nics if nic.role == "compute"]
     if profile.intent != "training" or not compute:
@@ -204,8 +266,17 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     yield from _ib_hca(facts, compute)
 
 
+def _socket_nics(facts: Facts) -> tuple[str, list[NicFacts]] | None:
+    """(role, NICs) NCCL's sockets should use: the frontend ones, else the management ones."""
+    for role in SOCKET_ROLES:
+        nics = [nic for nic in facts.nics if nic.role == role]
+        if nics:
+            return role, nics
+    return None
+
+
 def _socket_ifname(facts: Facts) -> Output:
-    sockets = _socket_interfaces(facts)
+    sockets = _socket_nics(facts)
     others = sorted({nic.role for nic in facts.nics if nic.role in ("storage", "management")})
     if sockets is None:
         yield note(
@@ -213,7 +284,17 @@ def _socket_ifname(facts: Facts) -> Output:
             "NIC for NCCL's bootstrap sockets"
         )
         return
-    role, names = sockets
+    role, nics = sockets
+    names = [nic.name for nic in nics if nic.names_real]
+    if not names:
+        yield note(
+            f"NCCL_SOCKET_IFNAME not written: the {role} NIC name(s) "
+            f"{', '.join(nic.name for nic in nics)} are not stated as real, and a name no "
+            "interface has fails every job's bootstrap (\"no socket interface found\"); NCCL's "
+            "own search (ib*, then any interface but docker/lo/virbr) is kept; to pin them, "
+            f"{HOW_TO_MAKE_REAL}"
+        )
+        return
     avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
     yield nccl_default(
         "NCCL_SOCKET_IFNAME",
@@ -227,16 +308,24 @@ def _socket_ifname(facts: Facts) -> Output:
 def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
     other_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
     also = f"NCCL would also use the RDMA ports of {', '.join(other_rdma)}" if other_rdma else ""
+    why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
     unnamed = [nic.name for nic in compute if nic.rdma_device is None]
     if unnamed:
         how = (
             "give each compute NIC its rdma_device, the name under "
             "/sys/class/net/<interface>/device/infiniband/ (gen detect fills it)"
         )
-        why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
         yield note(
             f"NCCL_IB_HCA not written: no rdma_device for {', '.join(unnamed)}; {why}; "
             f"to name them, {how}"
+        )
+        return
+    unreal = [nic.name for nic in compute if not nic.names_real]
+    if unreal:
+        yield note(
+            f"NCCL_IB_HCA not written: the rdma_device of {', '.join(unreal)} is not stated as "
+            "real, and a list naming no HCA moves the collectives onto TCP sockets without an "
+            f"error; {why}; to pin them, {HOW_TO_MAKE_REAL}"
         )
         return
     devices = [nic.rdma_device for nic in compute if nic.rdma_device is not None]

@@ -25,7 +25,7 @@ MIB = 1024**2
 
 def buffers(size_mib: int, intent: str) -> set[tuple[str, str, str]]:
     size = str(size_mib * MIB)
-    rmem_mid, wmem_mid = ("87380", "65536") if intent == "inference" else ("131072", "131072")
+    rmem_mid, wmem_mid = ("131072", "65536") if intent == "inference" else ("131072", "131072")
     return {
         ("sysctl", "net.core.rmem_max", size),
         ("sysctl", "net.core.wmem_max", size),
@@ -42,6 +42,14 @@ NAMED_FABRIC = [
     for i, device in enumerate(("mlx5_1", "mlx5_10", "mlx5_0", "mlx5_11"))
 ]
 STORAGE_RDMA_NAMED = {**nic("stor0", "storage", 200, rdma=True), "rdma_device": "mlx5_2"}
+
+
+def real(*nics: dict[str, object]) -> list[dict[str, object]]:
+    """The NICs with their names stated as the host's own (names_real: gen detect, or the user)."""
+    return [{**entry, "names_real": True} for entry in nics]
+
+
+REAL_FRONT_100 = real(FRONT_100)[0]
 NO_BUFFERS = "no NIC of a known 10 Gbit/s or more carries TCP"
 ARP = {
     ("sysctl", "net.ipv4.conf.all.arp_announce", "2"),
@@ -184,21 +192,45 @@ CASES: tuple[Case, ...] = (
         buffers(256, "inference"),
         hw={"nics": [nic("eth0", "frontend", 25), FRONT_100, nic("eth2", "frontend", 10)]},
     ),
-    # backlog: TCP NICs of 100 Gbit/s and more
+    # backlog: only where packets queue on it, the veth pairs of containers fed by a TCP NIC of
+    # 100 Gbit/s and more; a NAPI NIC without RPS never uses it (bare metal: fails on main)
     Case(
-        "backlog-100g",
+        "backlog-100g-containers",
         network.backlog,
         {("sysctl", "net.core.netdev_max_backlog", "250000")},
         hw={"nics": [FRONT_100]},
+        knobs={"containers": "containerd"},
     ),
-    Case("backlog-25g", network.backlog, set(), hw={"nics": [nic("eth0", "frontend", 25)]}),
+    Case(
+        "backlog-100g-bare-metal-says-why",
+        network.backlog,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1}], "nics": [FRONT_100]},
+        note="a NAPI NIC without RPS never queues to it",
+    ),
+    Case(
+        "backlog-25g",
+        network.backlog,
+        set(),
+        hw={"nics": [nic("eth0", "frontend", 25)]},
+        knobs={"containers": "containerd"},
+    ),
     Case("backlog-rdma-only", network.backlog, set(), hw={"nics": RDMA_FABRIC}),
+    Case(
+        "backlog-rdma-storage-feeds-no-veth",
+        network.backlog,
+        set(),
+        hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("ib8", "storage", 200, rdma=True)]},
+        knobs={"containers": "containerd"},
+        note="no TCP NIC of a known 100 Gbit/s or more without RDMA",
+    ),
     Case(
         "backlog-gpu-slow-tcp-says-why",
         network.backlog,
         set(),
         hw={"gpus": [{"model": "L4", "count": 1}], "nics": [nic("eth0", "frontend")]},
-        note="netdev_max_backlog left at the default",
+        knobs={"containers": "containerd"},
+        note="no TCP NIC of a known 100 Gbit/s or more without RDMA feeds the pods' veth",
     ),
     # somaxconn: inference front ends
     Case(
@@ -270,13 +302,14 @@ CASES: tuple[Case, ...] = (
         intent="training",
         knobs={"multinode": True},
     ),
-    # /etc/nccl.conf: training on compute RDMA fabrics; sockets on the frontend, else management
+    # /etc/nccl.conf: training on compute RDMA fabrics; sockets on the frontend, else management;
+    # only names stated as real (names_real) are pinned
     Case(
         "nccl-training-frontend",
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
-        hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("mgmt0", "management", 1)]},
+        hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("mgmt0", "management", 1)]},
         note="NCCL_IB_HCA not written: no rdma_device for ib0, ib1, ib2, ib3; every RDMA port",
     ),
     # NCCL_IB_HCA: exact names (=), only the compute HCAs, in the file's order
@@ -288,14 +321,20 @@ CASES: tuple[Case, ...] = (
             ("nccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11"),
         },
         intent="training",
-        hw={"nics": [*NAMED_FABRIC, FRONT_100, STORAGE_RDMA_NAMED]},
+        hw={"nics": [*real(*NAMED_FABRIC), REAL_FRONT_100, STORAGE_RDMA_NAMED]},
     ),
     Case(
         "nccl-ib-hca-one-unknown",
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
-        hw={"nics": [*NAMED_FABRIC[:3], rdma_compute("ib3"), FRONT_100, STORAGE_RDMA_NAMED]},
+        hw={
+            "nics": [
+                *real(*NAMED_FABRIC[:3], rdma_compute("ib3")),
+                REAL_FRONT_100,
+                STORAGE_RDMA_NAMED,
+            ]
+        },
         note="no rdma_device for ib3; NCCL would also use the RDMA ports of stor0; to name",
     ),
     Case(
@@ -305,9 +344,14 @@ CASES: tuple[Case, ...] = (
         intent="training",
         hw={
             "nics": [
-                {**rdma_compute(f"ib{i}", numa=None), "rdma_device": f"mlx5_{i}"} for i in range(17)
+                *real(
+                    *(
+                        {**rdma_compute(f"ib{i}", numa=None), "rdma_device": f"mlx5_{i}"}
+                        for i in range(17)
+                    )
+                ),
+                REAL_FRONT_100,
             ]
-            + [FRONT_100]
         },
         note="17 compute HCAs are more than NCCL keeps",
     ),
@@ -316,15 +360,43 @@ CASES: tuple[Case, ...] = (
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=mgmt0,mgmt1")},
         intent="training",
-        hw={"nics": [*RDMA_FABRIC, nic("mgmt0", "management", 1), nic("mgmt1", "management")]},
+        hw={
+            "nics": [*RDMA_FABRIC, *real(nic("mgmt0", "management", 1), nic("mgmt1", "management"))]
+        },
     ),
     Case(
         "nccl-storage-rdma-says-override",
         network.nccl,
         {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
         intent="training",
-        hw={"nics": [*RDMA_FABRIC, FRONT_100, nic("stor0", "storage", 200, rdma=True)]},
+        hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("stor0", "storage", 200, rdma=True)]},
         note="NCCL would also use the RDMA ports of stor0",
+    ),
+    # placeholder names (a shipped system's, or any file that does not say names_real) are never
+    # pinned: a list matching no interface fails NCCL's bootstrap, one matching no HCA silently
+    # moves the collectives onto sockets (fails on main, which pinned them)
+    Case(
+        "nccl-placeholder-frontend-not-pinned",
+        network.nccl,
+        {("nccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11")},
+        intent="training",
+        hw={"nics": [*real(*NAMED_FABRIC), FRONT_100]},
+        note="NCCL_SOCKET_IFNAME not written: the frontend NIC name(s) ens3 are not stated as real",
+    ),
+    Case(
+        "nccl-placeholder-hcas-not-pinned",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        intent="training",
+        hw={"nics": [*NAMED_FABRIC[:2], *real(*NAMED_FABRIC[2:]), REAL_FRONT_100]},
+        note="NCCL_IB_HCA not written: the rdma_device of ib0, ib1 is not stated as real",
+    ),
+    Case(
+        "nccl-only-the-real-socket-names",
+        network.nccl,
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens4")},
+        intent="training",
+        hw={"nics": [*RDMA_FABRIC, FRONT_100, *real(nic("ens4", "frontend", 25))]},
     ),
     Case(
         "nccl-no-socket-nic",
@@ -445,3 +517,35 @@ def test_no_buffer_note_leaves_out_the_speed_list_when_every_speed_is_known() ->
     assert text.startswith(
         "no NIC of a known 10 Gbit/s or more carries TCP: socket buffer defaults are kept ("
     )
+
+
+@pytest.mark.parametrize("intent", ["inference", "training"])
+def test_tcp_rmem_never_lowers_the_kernels_initial_receive_buffer(intent: str) -> None:
+    """tcp_rmem's middle value is the kernel's default, 131072 since Linux 4.20 (ip-sysctl.rst):
+    inference restated the older 87380 on main and so lowered it (review W-N5)."""
+    out = network.socket_buffers.apply(facts(nics=[FRONT_100]), profile(intent))
+    low, initial, _ = settings_of(out, "sysctl")["net.ipv4.tcp_rmem"].split()
+    assert (int(low), int(initial)) == (4096, 131072)
+
+
+def test_an_rdma_storage_port_does_not_size_the_tcp_buffers_when_a_tcp_nic_exists() -> None:
+    """A storage port with RDMA in use (an InfiniBand port: its TCP is IPoIB) moves storage over
+    RDMA, which no socket buffer touches: the 25 Gbit/s front end sizes them (64 MiB at 20 ms),
+    not the 400 Gbit/s port (256 MiB). Fails on main, which sized them from the RDMA port."""
+    storage = nic("ib8", "storage", 400, rdma=True)
+    out = network.socket_buffers.apply(
+        facts(nics=[storage, nic("eth0", "frontend", 25)]), profile("inference")
+    )
+    assert settings_of(out, "sysctl")["net.core.rmem_max"] == str(64 * MIB)
+    reasons = {s.reason for s in out if isinstance(s, Setting)}
+    assert len(reasons) == 1 and reasons.pop().startswith("eth0 carries TCP at 25 Gbit/s")
+
+
+def test_an_rdma_storage_port_alone_sizes_the_buffers_and_says_what_they_serve() -> None:
+    out = network.socket_buffers.apply(
+        facts(nics=[nic("ib8", "storage", 200, rdma=True)]), profile("training")
+    )
+    assert settings_of(out, "sysctl")["net.core.rmem_max"] == str(512 * MIB)
+    (reason,) = {s.reason for s in out if isinstance(s, Setting)}
+    assert "moves its storage traffic over RDMA" in reason and "IPoIB" in reason
+    assert "never past this ceiling" in reason  # a ceiling, not an allocation
