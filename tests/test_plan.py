@@ -156,7 +156,10 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         assert clocks.value in (known | {"max"} if profile_.gpu_clocks == "lock-max" else {"reset"})
     dirty = {"vm.dirty_bytes", "vm.dirty_background_bytes"} & set(settings_of(built, "sysctl"))
     assert bool(dirty) == (profile_.intent == "training" and facts_.memory_gib >= 256)
-    tcp_speeds = [nic_.speed_gbps or 0 for nic_ in facts_.tcp_nics]
+    # the fastest NIC whose traffic is TCP: one with RDMA in use counts only when no NIC
+    # without RDMA has a known speed (network._fastest_tcp)
+    plain_speeds = [n.speed_gbps for n in facts_.tcp_nics if not n.rdma and n.speed_gbps]
+    tcp_speeds = plain_speeds or [nic_.speed_gbps or 0 for nic_ in facts_.tcp_nics]
     assert (built.get("sysctl", "net.core.rmem_max") is not None) == (
         max(tcp_speeds, default=0) >= 10
     )
