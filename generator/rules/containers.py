@@ -19,8 +19,10 @@ from generator.rules.base import (
     unit_dropin,
 )
 
-# The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and every
-# other service, and fs.nr_open's default, so a container that inherits it sees the same limit.
+# The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and the hard
+# limit of every other service, fs.nr_open's default. Soft = hard, unlike DefaultLimitNOFILE's soft
+# 1024 (systemd.exec(5): select(2)), because a container inherits it and Kubernetes offers no
+# per-pod rlimit: the workloads in GPU containers are the ones that need it.
 RUNTIME_NOFILE = NR_OPEN_DEFAULT
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
 NVIDIA_RUNTIME = "nvidia"
@@ -55,11 +57,13 @@ def runtime_limits(facts: Facts, profile: Profile) -> Output:
             unit,
             "LimitNOFILE",
             RUNTIME_NOFILE,
-            "bounded soft and hard limit instead of the unit's infinity: containerd "
-            "removed LimitNOFILE=infinity (containerd PR 8924) because infinity "
-            "resolves to fs.nr_open (2^30 with systemd >= 240) and programs that "
-            "walk every descriptor slow down; its 1024 soft default fails data "
-            "loaders with EMFILE, so 1048576, as limits.nofile and cri-o set it",
+            "containers get the runtime's soft and hard limits (the CRI plugin drops the "
+            "spec's rlimits: containerd WithoutDefaultSecuritySettings) and a pod spec "
+            "cannot set one, so soft = hard here: the systemd default 1024:524288 that "
+            "containerd 2.0's unit relies on (containerd PR 8924) fails Python data "
+            "loaders, which never raise their own soft limit, with EMFILE; bounded, "
+            "not infinity, which resolves to fs.nr_open (2^30 with systemd >= 240) and "
+            "slows programs that walk every descriptor",
         )
         yield unit_dropin(
             unit,

@@ -115,15 +115,18 @@ def test_containers_rule(case: Case) -> None:
 
 
 def test_the_runtime_gets_the_limits_logins_and_services_get() -> None:
-    """Consistency with limits.*: the runtime's nofile and memlock equal the plan's own."""
+    """Consistency with limits.*: the runtime's nofile is the login limit and the services' hard
+    limit (soft = hard: containers inherit it), its memlock the plan's own."""
     machine, knobs = facts(gpus=[H100X8]), profile("training", containers="docker")
     runtime = settings_of(containers.runtime_limits.apply(machine, knobs), "unit-dropin")
     manager = {
         **settings_of(limits.nofile.apply(machine, knobs), "systemd-manager"),
+        **settings_of(limits.nofile.apply(machine, knobs), "limit"),
         **settings_of(limits.memlock.apply(machine, knobs), "systemd-manager"),
     }
     for unit in containers.runtime_units(knobs):
-        assert runtime[f"{unit} LimitNOFILE"] == manager["DefaultLimitNOFILE"]
+        service_hard = manager["DefaultLimitNOFILE"].partition(":")[2]
+        assert runtime[f"{unit} LimitNOFILE"] == service_hard == manager["* soft nofile"]
         assert int(runtime[f"{unit} LimitNOFILE"]) <= NR_OPEN_DEFAULT
         assert runtime[f"{unit} LimitMEMLOCK"] == manager["DefaultLimitMEMLOCK"] == "infinity"
 
