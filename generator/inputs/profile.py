@@ -70,6 +70,10 @@ class Knobs(StrictModel):
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
     containers: Literal["none", "containerd", "docker"] | None = None
+    # Who configures the NVIDIA container runtime in the runtime's configuration: goldtune (the
+    # default), or the GPU Operator's toolkit container, and then goldtune writes only the
+    # runtime's limits and none of the keys the Operator writes (containers.nvidia-runtime).
+    runtime_config: Literal["goldtune", "gpu-operator"] | None = None
     kubernetes: bool | None = None
 
 
@@ -100,6 +104,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "headless": True,
     "multinode": False,
     "containers": "none",
+    "runtime_config": "goldtune",
     "kubernetes": False,
 }
 DEFAULT_ORIGIN = "goldtune default"
@@ -192,6 +197,11 @@ class Profile(NamedTuple):
     @property
     def containers(self) -> str:
         return str(self.knobs["containers"])
+
+    @property
+    def runtime_config(self) -> str:
+        """goldtune | gpu-operator: who writes the NVIDIA runtime into the runtime's config."""
+        return str(self.knobs["runtime_config"])
 
     @property
     def kubernetes(self) -> bool:

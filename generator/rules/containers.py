@@ -75,13 +75,49 @@ def runtime_limits(facts: Facts, profile: Profile) -> Output:
         )
 
 
+# What the GPU Operator's toolkit container (nvidia-ctk-installer) writes, so that goldtune never
+# writes the same keys: NVIDIA/nvidia-container-toolkit cmd/nvidia-ctk-installer/container/
+# runtime/containerd/containerd.go (DefaultDropInConfig), pkg/config/engine/containerd/config.go
+# AddRuntimeWithOptions, containerd.go getBaseDropInConfigTree; runtime/runtime.go
+# (set-as-default on by default); gpu-operator assets/state-container-toolkit (toolkit root
+# /usr/local/nvidia).
+OPERATOR_CONTAINERD = (
+    "the GPU Operator's toolkit writes /etc/containerd/conf.d/99-nvidia.toml (a copy of the whole "
+    'plugins."io.containerd.grpc.v1.cri" table, containerd issue 5837) with runtimes.nvidia '
+    "(runc's options copied, BinaryName under /usr/local/nvidia/toolkit) and "
+    'default_runtime_name = "nvidia", and adds it to imports in config.toml (with a version 1 '
+    "config.toml it edits that file instead): goldtune writes none of these keys and no CRI "
+    "table, so the Operator's copy is the only one. SystemdCgroup comes from runc's options in "
+    "config.toml, which must have it true to match kubelet's cgroupDriver systemd"
+)
+OPERATOR_DOCKER = (
+    "the GPU Operator's toolkit writes runtimes.nvidia and default-runtime into "
+    "/etc/docker/daemon.json: goldtune leaves both out of its daemon.json, whose keys install.sh "
+    "merges into the file in place, so the Operator's entries stay"
+)
+
+
 @rule("containers.nvidia-runtime")
 def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
-    """The NVIDIA container runtime as the default runtime, so GPU containers get their devices."""
+    """The NVIDIA container runtime as the default runtime, so GPU containers get their devices.
+
+    Only where goldtune owns the runtime's configuration (knob runtime_config: goldtune). With the
+    GPU Operator (gpu-operator) its toolkit container installs the runtime under
+    /usr/local/nvidia/toolkit and writes the runtime keys itself; a default runtime of goldtune's
+    naming /usr/bin/nvidia-container-runtime, absent there, would fail every pod sandbox, and a
+    CRI table of goldtune's would compete with the Operator's copy. The runtime binary is a
+    ``require`` of install.list where goldtune names it (delivery.image_requirements).
+    """
     if profile.containers == "none":
         return
     if not facts.has_gpus:
         yield note("no GPU: the NVIDIA container runtime is not configured")
+        return
+    if profile.runtime_config == "gpu-operator":
+        yield note(
+            "runtime_config: gpu-operator: "
+            + (OPERATOR_CONTAINERD if profile.containers == "containerd" else OPERATOR_DOCKER)
+        )
         return
     why = (
         "the NVIDIA device plugin hands GPUs to containers through the NVIDIA runtime, which "
