@@ -292,6 +292,19 @@ def test_the_gpu_unit_runs_before_every_gpu_client(full: dict[str, str]) -> None
     assert "goldtune-cuda-mps.service" in enabled  # the plan's GPU client is among them
 
 
+def test_kubelet_integer_fields_are_written_as_integers() -> None:
+    """maxPods is an int32 of KubeletConfiguration v1beta1: kubelet's strict decoding refuses
+    "110". On main every kubelet value was quoted (and maxPods was never written)."""
+    from generator.commands.generate import render_for
+
+    files = render_for("dgx-h100", "training-k8s")
+    text = files["rootfs/etc/kubernetes/kubelet.conf.d/90-goldtune.conf"][0].decode()
+    document = yaml.safe_load(text)
+    assert document["maxPods"] == 110
+    assert document["kubeReserved"]["memory"] == "1465Mi"  # 11Mi x 110 + 255Mi
+    assert isinstance(document["reservedSystemCPUs"], str)
+
+
 def test_irq_interfaces_reach_the_script_as_data(full: dict[str, str]) -> None:
     pins = [line for line in full[IRQ_DATA].splitlines() if line.startswith("pin\t")]
     assert pins == ["pin\tens1f0np0\t1-27,57-83", "pin\tibp24s0\t28-55,84-111"]
