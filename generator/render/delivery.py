@@ -270,7 +270,11 @@ def runtime_programs(plan: Plan) -> list[DataLine]:
     for s in (*plan.of_kind("containerd"), *plan.of_kind("docker")):
         name = s.value.strip('"').rsplit("/", 1)[-1]
         if RUNTIME_PROGRAM_KEY.search(s.key) and COMMAND_NAME.fullmatch(name):
-            lines.append(setting_line(s, ("require", "command", name)))
+            why = (
+                f"{s.rule}: {s.kind} {s.key} runs {s.value.strip(chr(34))}; without it every "
+                "container of that runtime fails to start"
+            )
+            lines.append(fixed_line(why, ("require", "command", name)))
     return lines
 
 
