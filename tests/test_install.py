@@ -968,6 +968,24 @@ def test_install_list_requires_what_the_plan_needs_of_the_image(
 
 
 @pytest.mark.parametrize(
+    ("runtime_config", "required"),
+    [("goldtune", True), ("gpu-operator", False)],
+)
+def test_the_runtime_goldtune_makes_default_is_required_of_the_image(
+    tmp_path: Path, runtime_config: str, required: bool
+) -> None:
+    """containerd's default runtime runs /usr/bin/nvidia-container-runtime; where it is absent
+    every pod sandbox fails, so install.sh --strict names it (issue 26 item 6; on main no require
+    line named it). Where the GPU Operator owns the runtime, goldtune names no program."""
+    profile = tmp_path / "k8s.yaml"
+    profile.write_text(f"extends: training-k8s\nruntime_config: {runtime_config}\n")
+    text = render_for("dgx-h100", str(profile))["install.list"][0].decode()
+    line = "require\tcommand\tnvidia-container-runtime"
+    assert (line in text.splitlines()) == required
+    assert "require\tunit\tcontainerd.service" in text.splitlines()
+
+
+@pytest.mark.parametrize(
     ("line", "message"),
     [
         ("require\tunit\t$(reboot)", "not a unit name"),

@@ -117,6 +117,34 @@ BAD = [
         "gpu_mig is disable (set by b)",
     ),
     (
+        # kubeReserved memory is sized from maxPods: the knob feeds both (issue 26; on main the
+        # override was taken and the reservation stayed sized for 110 pods)
+        "override of a value other settings are sized from",
+        {
+            "a.yaml": (
+                "intent: training\noverrides: [{kind: kubelet, key: maxPods, value: 250, "
+                "reason: dense node}]\n"
+            )
+        },
+        "a.yaml",
+        "overrides[0].key",
+        "write max_pods: 250 instead",
+    ),
+    (
+        "max_pods beyond the bound",
+        {"a.yaml": "intent: training\nmax_pods: 0\n"},
+        "a.yaml",
+        "max_pods",
+        "greater than or equal to 1",
+    ),
+    (
+        "runtime_config not an owner",
+        {"a.yaml": "intent: training\nruntime_config: operator\n"},
+        "a.yaml",
+        "runtime_config",
+        "",
+    ),
+    (
         "override without reason",
         {"a.yaml": "intent: training\noverrides: [{kind: sysctl, key: vm.swappiness, value: 1}]\n"},
         "a.yaml",

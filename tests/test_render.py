@@ -259,6 +259,52 @@ def test_gpu_and_irq_units_never_fail_boot(full: dict[str, str]) -> None:
     assert after is not None and "nvidia-persistenced.service" in after.group(0)
 
 
+# What may hold a GPU at boot (issue 26 item 7): DCGM (both unit names), its packaged exporter,
+# DGX OS's nvsm, IMEX, the tool's MPS daemon, then the container runtimes, kubelet and slurmd.
+GPU_CLIENTS = {
+    "nvidia-dcgm.service",
+    "dcgm.service",
+    "nvidia-dcgm-exporter.service",
+    "nvsm.service",
+    "nvidia-imex.service",
+    "goldtune-cuda-mps.service",
+    "containerd.service",
+    "docker.service",
+    "kubelet.service",
+    "slurmd.service",
+}
+
+
+def unit_field(text: str, option: str) -> set[str]:
+    found = re.search(rf"^{option}=(.*)$", text, flags=re.MULTILINE)
+    assert found is not None, option
+    return set(found.group(1).split())
+
+
+def test_the_gpu_unit_runs_before_every_gpu_client(full: dict[str, str]) -> None:
+    """MIG mode changes only while no process holds the GPU (NVIDIA's MIG user guide stops nvsm
+    and dcgm first). On main the GPU unit ran before the runtimes, kubelet and slurmd only, and
+    the same bundles enable nvidia-dcgm.service (tuning-review-3 W-N4)."""
+    before = unit_field(full[GPU_UNIT], "Before")
+    assert before >= GPU_CLIENTS
+    assert not before & unit_field(full[GPU_UNIT], "After")  # no ordering cycle of its own
+    enabled = {s.key for s in full_plan().of_kind("service") if s.value == "enable"}
+    assert "goldtune-cuda-mps.service" in enabled  # the plan's GPU client is among them
+
+
+def test_kubelet_integer_fields_are_written_as_integers() -> None:
+    """maxPods is an int32 of KubeletConfiguration v1beta1: kubelet's strict decoding refuses
+    "110". On main every kubelet value was quoted (and maxPods was never written)."""
+    from generator.commands.generate import render_for
+
+    files = render_for("dgx-h100", "training-k8s")
+    text = files["rootfs/etc/kubernetes/kubelet.conf.d/90-goldtune.conf"][0].decode()
+    document = yaml.safe_load(text)
+    assert document["maxPods"] == 110
+    assert document["kubeReserved"]["memory"] == "1465Mi"  # 11Mi x 110 + 255Mi
+    assert isinstance(document["reservedSystemCPUs"], str)
+
+
 def test_irq_interfaces_reach_the_script_as_data(full: dict[str, str]) -> None:
     pins = [line for line in full[IRQ_DATA].splitlines() if line.startswith("pin\t")]
     assert pins == ["pin\tens1f0np0\t1-27,57-83", "pin\tibp24s0\t28-55,84-111"]

@@ -73,7 +73,13 @@ class Knobs(StrictModel):
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
     containers: Literal["none", "containerd", "docker"] | None = None
+    # Who configures the NVIDIA container runtime in the runtime's configuration: goldtune (the
+    # default), or the GPU Operator's toolkit container, and then goldtune writes only the
+    # runtime's limits and none of the keys the Operator writes (containers.nvidia-runtime).
+    runtime_config: Literal["goldtune", "gpu-operator"] | None = None
     kubernetes: bool | None = None
+    # kubelet's maxPods; kubeReserved memory is sized from it (11 MiB a pod: kubernetes.reserved)
+    max_pods: Annotated[int, Field(ge=1, le=1024)] | None = None
 
 
 class ProfileFile(Knobs):
@@ -104,7 +110,9 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "headless": True,
     "multinode": False,
     "containers": "none",
+    "runtime_config": "goldtune",
     "kubernetes": False,
+    "max_pods": 110,  # kubelet's own default (KubeletConfiguration v1beta1 maxPods)
 }
 DEFAULT_ORIGIN = "goldtune default"
 
@@ -204,8 +212,17 @@ class Profile(NamedTuple):
         return str(self.knobs["containers"])
 
     @property
+    def runtime_config(self) -> str:
+        """goldtune | gpu-operator: who writes the NVIDIA runtime into the runtime's config."""
+        return str(self.knobs["runtime_config"])
+
+    @property
     def kubernetes(self) -> bool:
         return bool(self.knobs["kubernetes"])
+
+    @property
+    def max_pods(self) -> int:
+        return int(self.knobs["max_pods"])
 
 
 def find_profile_file(reference: str, folder: Path, relative_to: Path | None = None) -> Path:
@@ -257,6 +274,26 @@ def _merge_overrides(chain: list[tuple[ProfileFile, Path]]) -> tuple[Override, .
     return tuple(merged.values())
 
 
+# Overrides of a setting other settings are sized from: the knob that feeds both instead.
+SIZED_BY_KNOB = {("kubelet", "maxPods"): "max_pods"}
+
+
+def _refuse_sized_overrides(chain: list[tuple[ProfileFile, Path]]) -> None:
+    """An override of kubelet maxPods would leave kubeReserved memory sized for another count."""
+    for profile, path in chain:
+        for index, override in enumerate(profile.overrides):
+            knob = SIZED_BY_KNOB.get((override.kind, override.key))
+            if knob is not None:
+                raise InputError(
+                    Problem(
+                        str(path),
+                        f"overrides[{index}].key",
+                        f"{override.kind} {override.key} is set by the knob {knob} (other "
+                        f"settings are sized from it): write {knob}: {override.value} instead",
+                    )
+                )
+
+
 def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, Path]:
     chain = _read_chain(reference, folder or profiles_dir())
     leaf, leaf_path = chain[0]
@@ -283,6 +320,7 @@ def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, P
                 f"{origins['gpu_mig']}); drop one of the two",
             )
         )
+    _refuse_sized_overrides(chain)
     assert leaf.name is not None
     resolved = Profile(
         name=leaf.name,

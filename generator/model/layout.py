@@ -125,9 +125,26 @@ ACS_LOG_TAG = f"{TOOL}-pcie-acs"
 CONTAINERD_UNIT = "containerd.service"
 DOCKER_UNIT = "docker.service"
 KUBELET_UNIT = "kubelet.service"
-# The container runtimes whose units get a limits drop-in; the boot units run before these and
-# kubelet (Before= of gpu.service.j2 and irq-affinity.service.j2).
+# The container runtimes whose units get a limits drop-in.
 RUNTIME_UNITS = (CONTAINERD_UNIT, DOCKER_UNIT)
+# The workloads that run on the GPUs, which the boot units run before.
+WORKLOAD_UNITS = (*RUNTIME_UNITS, KUBELET_UNIT, "slurmd.service")
+# Every unit that opens the GPUs and that GPU_UNIT runs before, so that nothing holds a GPU while
+# it changes MIG mode ("In use by another client": NVIDIA's MIG user guide stops nvsm and dcgm
+# first). DCGM's host engine (nvidia-dcgm.service; dcgm.service in DCGM 1.x, the name the MIG
+# guide stops), the packaged DCGM exporter (dcgm-exporter packaging/config-files/systemd/
+# nvidia-dcgm-exporter.service: it embeds a host engine without a separate one), DGX OS's nvsm,
+# IMEX, this tool's MPS daemon, then the workloads. Ordering only: systemd ignores an ordering
+# against a unit that is not installed (systemd-analyze verify accepts it).
+GPU_CLIENT_UNITS = (
+    "nvidia-dcgm.service",
+    "dcgm.service",
+    "nvidia-dcgm-exporter.service",
+    "nvsm.service",
+    "nvidia-imex.service",
+    MPS_UNIT,
+    *WORKLOAD_UNITS,
+)
 # The packaged NVIDIA persistence daemon, which gets a drop-in for its command line (issue 16).
 PERSISTENCED_UNIT = "nvidia-persistenced.service"
 # Every packaged unit the bundle may write a drop-in for (one file each).

@@ -7,12 +7,45 @@ has its file's spelling (the kind's grammar, checked at plan time), so nothing i
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NamedTuple
 
 from generator.model.kinds import RESET_OPTIONS, TOML_KEY_SEGMENT, dropin_section
 from generator.model.setting import Plan, Setting
 
 KUBELET_LIST_FIELDS = {"reservedMemory"}
+# The integer (int32/int64) fields of KubeletConfiguration v1beta1 (k8s.io/kubelet
+# config/v1beta1/types.go; tests/validators/kubelet_fields.py has the whole table): written bare,
+# since kubelet's strict decoding refuses a quoted number there.
+KUBELET_INTEGER_FIELDS = frozenset(
+    {
+        "port",
+        "readOnlyPort",
+        "registryPullQPS",
+        "registryBurst",
+        "eventRecordQPS",
+        "eventBurst",
+        "healthzPort",
+        "oomScoreAdj",
+        "nodeLeaseDurationSeconds",
+        "imageGCHighThresholdPercent",
+        "imageGCLowThresholdPercent",
+        "maxPods",
+        "podPidsLimit",
+        "nodeStatusMaxImages",
+        "maxOpenFiles",
+        "kubeAPIQPS",
+        "kubeAPIBurst",
+        "maxParallelImagePulls",
+        "evictionMaxPodGracePeriod",
+        "podsPerCore",
+        "iptablesMasqueradeBit",
+        "iptablesDropBit",
+        "containerLogMaxFiles",
+        "containerLogMaxWorkers",
+    }
+)
+INTEGER = re.compile(r"-?[0-9]+")
 
 
 def dropins_of(plan: Plan, unit: str) -> list[tuple[str, Setting]]:
@@ -75,10 +108,17 @@ class YamlLine(NamedTuple):
 
 
 def yaml_scalar(value: str) -> str:
-    """A double-quoted string (JSON's syntax): every field goldtune sets is a string in
-    KubeletConfiguration v1beta1 (policies, the CPU list, quantities), and a bare 0 would be an
-    integer there, which kubelet refuses for reservedSystemCPUs."""
+    """A double-quoted string (JSON's syntax): the policies, the CPU list and the quantities are
+    strings in KubeletConfiguration v1beta1, and a bare 0 would be an integer there, which kubelet
+    refuses for reservedSystemCPUs."""
     return json.dumps(value)
+
+
+def field_scalar(field: str, value: str) -> str:
+    """A top-level field's value: bare for an integer field (maxPods: 110), else quoted."""
+    if field in KUBELET_INTEGER_FIELDS and INTEGER.fullmatch(value):
+        return value
+    return yaml_scalar(value)
 
 
 def kubelet_lines(plan: Plan) -> list[YamlLine]:
@@ -89,7 +129,7 @@ def kubelet_lines(plan: Plan) -> list[YamlLine]:
     for s in settings:
         field, _, entry = s.key.partition("/")
         if not entry:
-            lines.append(YamlLine(f"{field}: {yaml_scalar(s.value)}", s))
+            lines.append(YamlLine(f"{field}: {field_scalar(field, s.value)}", s))
         elif field not in seen:
             seen.add(field)
             lines.append(YamlLine(f"{field}:"))

@@ -254,6 +254,30 @@ RUNTIME_PART_UNITS = {
 }
 
 
+# The settings that name the program a container runtime execs for a runtime: containerd's
+# runtimes.<name>.options.BinaryName (the runc shim runs it) and daemon.json's
+# runtimes.<name>.path. The program must be in the image, or every container of that runtime fails
+# to start (issue 26: an absent default runtime fails every pod sandbox).
+RUNTIME_PROGRAM_KEY = re.compile(r"(?:^|\.)runtimes\.[^.]+\.(?:options\.BinaryName|path)$")
+# install.sh's is_command_name: a program name looked up in the target's bin directories
+COMMAND_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")
+
+
+def runtime_programs(plan: Plan) -> list[DataLine]:
+    """``require command <name>`` for each runtime program the plan names (the last part of the
+    path: install.sh looks the command up in the target's bin directories)."""
+    lines = []
+    for s in (*plan.of_kind("containerd"), *plan.of_kind("docker")):
+        name = s.value.strip('"').rsplit("/", 1)[-1]
+        if RUNTIME_PROGRAM_KEY.search(s.key) and COMMAND_NAME.fullmatch(name):
+            why = (
+                f"{s.rule}: {s.kind} {s.key} runs {s.value.strip(chr(34))}; without it every "
+                "container of that runtime fails to start"
+            )
+            lines.append(fixed_line(why, ("require", "command", name)))
+    return lines
+
+
 def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
     """install.list's ``require`` lines: what the target must already carry for the plan to take
     effect. ``install.sh --strict`` fails naming each one it lacks, so an image pipeline that runs
@@ -280,6 +304,7 @@ def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]
                 ("require", "unit", "tuned.service"),
             )
         )
+    lines += runtime_programs(plan)
     for part in filter(None, runtime_parts(plan).split(",")):
         lines.append(
             fixed_line(

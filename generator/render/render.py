@@ -495,7 +495,8 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "acs_log_tag": layout.ACS_LOG_TAG,
         "collect_script": layout.COLLECT_SCRIPT,
         # what the boot units run before (ordering only; absent units are ignored)
-        "container_units": " ".join((*layout.RUNTIME_UNITS, layout.KUBELET_UNIT)),
+        "workload_units": " ".join(layout.WORKLOAD_UNITS),
+        "gpu_client_units": " ".join(layout.GPU_CLIENT_UNITS),
         **containers_context(plan),
     }
 

@@ -19,8 +19,10 @@ from generator.rules.base import (
     unit_dropin,
 )
 
-# The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and every
-# other service, and fs.nr_open's default, so a container that inherits it sees the same limit.
+# The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and the hard
+# limit of every other service, fs.nr_open's default. Soft = hard, unlike DefaultLimitNOFILE's soft
+# 1024 (systemd.exec(5): select(2)), because a container inherits it and Kubernetes offers no
+# per-pod rlimit: the workloads in GPU containers are the ones that need it.
 RUNTIME_NOFILE = NR_OPEN_DEFAULT
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
 NVIDIA_RUNTIME = "nvidia"
@@ -55,11 +57,13 @@ def runtime_limits(facts: Facts, profile: Profile) -> Output:
             unit,
             "LimitNOFILE",
             RUNTIME_NOFILE,
-            "bounded soft and hard limit instead of the unit's infinity: containerd "
-            "removed LimitNOFILE=infinity (containerd PR 8924) because infinity "
-            "resolves to fs.nr_open (2^30 with systemd >= 240) and programs that "
-            "walk every descriptor slow down; its 1024 soft default fails data "
-            "loaders with EMFILE, so 1048576, as limits.nofile and cri-o set it",
+            "containers get the runtime's soft and hard limits (the CRI plugin drops the "
+            "spec's rlimits: containerd WithoutDefaultSecuritySettings) and a pod spec "
+            "cannot set one, so soft = hard here: the systemd default 1024:524288 that "
+            "containerd 2.0's unit relies on (containerd PR 8924) fails Python data "
+            "loaders, which never raise their own soft limit, with EMFILE; bounded, "
+            "not infinity, which resolves to fs.nr_open (2^30 with systemd >= 240) and "
+            "slows programs that walk every descriptor",
         )
         yield unit_dropin(
             unit,
@@ -71,13 +75,49 @@ def runtime_limits(facts: Facts, profile: Profile) -> Output:
         )
 
 
+# What the GPU Operator's toolkit container (nvidia-ctk-installer) writes, so that goldtune never
+# writes the same keys: NVIDIA/nvidia-container-toolkit cmd/nvidia-ctk-installer/container/
+# runtime/containerd/containerd.go (DefaultDropInConfig), pkg/config/engine/containerd/config.go
+# AddRuntimeWithOptions, containerd.go getBaseDropInConfigTree; runtime/runtime.go
+# (set-as-default on by default); gpu-operator assets/state-container-toolkit (toolkit root
+# /usr/local/nvidia).
+OPERATOR_CONTAINERD = (
+    "the GPU Operator's toolkit writes /etc/containerd/conf.d/99-nvidia.toml (a copy of the whole "
+    'plugins."io.containerd.grpc.v1.cri" table, containerd issue 5837) with runtimes.nvidia '
+    "(runc's options copied, BinaryName under /usr/local/nvidia/toolkit) and "
+    'default_runtime_name = "nvidia", and adds it to imports in config.toml (with a version 1 '
+    "config.toml it edits that file instead): goldtune writes none of these keys and no CRI "
+    "table, so the Operator's copy is the only one. SystemdCgroup comes from runc's options in "
+    "config.toml, which must have it true to match kubelet's cgroupDriver systemd"
+)
+OPERATOR_DOCKER = (
+    "the GPU Operator's toolkit writes runtimes.nvidia and default-runtime into "
+    "/etc/docker/daemon.json: goldtune leaves both out of its daemon.json, whose keys install.sh "
+    "merges into the file in place, so the Operator's entries stay"
+)
+
+
 @rule("containers.nvidia-runtime")
 def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
-    """The NVIDIA container runtime as the default runtime, so GPU containers get their devices."""
+    """The NVIDIA container runtime as the default runtime, so GPU containers get their devices.
+
+    Only where goldtune owns the runtime's configuration (knob runtime_config: goldtune). With the
+    GPU Operator (gpu-operator) its toolkit container installs the runtime under
+    /usr/local/nvidia/toolkit and writes the runtime keys itself; a default runtime of goldtune's
+    naming /usr/bin/nvidia-container-runtime, absent there, would fail every pod sandbox, and a
+    CRI table of goldtune's would compete with the Operator's copy. The runtime binary is a
+    ``require`` of install.list where goldtune names it (delivery.image_requirements).
+    """
     if profile.containers == "none":
         return
     if not facts.has_gpus:
         yield note("no GPU: the NVIDIA container runtime is not configured")
+        return
+    if profile.runtime_config == "gpu-operator":
+        yield note(
+            "runtime_config: gpu-operator: "
+            + (OPERATOR_CONTAINERD if profile.containers == "containerd" else OPERATOR_DOCKER)
+        )
         return
     why = (
         "the NVIDIA device plugin hands GPUs to containers through the NVIDIA runtime, which "

@@ -5,7 +5,13 @@ from __future__ import annotations
 from generator.inputs.facts import Facts, GpuGroup, NicFacts
 from generator.inputs.profile import Profile
 from generator.model import mig as mig_layouts
-from generator.model.layout import GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT, PERSISTENCED_UNIT
+from generator.model.layout import (
+    GPU_CLIENT_UNITS,
+    GPU_UNIT,
+    MPS_PIPE_DIR,
+    MPS_UNIT,
+    PERSISTENCED_UNIT,
+)
 from generator.rules.base import (
     Output,
     blacklist,
@@ -286,6 +292,10 @@ def mig(facts: Facts, profile: Profile) -> Output:
     GPU instances do not survive a reboot or a driver reload, so the boot unit creates them each
     boot (NVIDIA MIG user guide, "Getting Started with MIG": MIG mode persists, instances do
     not). The plan checks the layout against each model's profiles in hardware_db.
+
+    MIG mode changes only while no process holds the GPU ("In use by another client"; the MIG
+    guide stops nvsm and dcgm first), so the boot unit runs before every GPU client it knows of
+    (layout.GPU_CLIENT_UNITS, its Before=) and a note tells the site what to do for the rest.
     """
     layout = profile.gpu_mig_layout
     if profile.gpu_mig != "disable" and layout is None:
@@ -294,6 +304,7 @@ def mig(facts: Facts, profile: Profile) -> Output:
     if not capable:
         yield note(f"MIG {'layout' if layout else 'off'} requested, but no GPU here supports MIG")
         return
+    yield note(mig_clients_note())
     if layout is None:
         yield gpu_action(
             "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"
@@ -312,6 +323,18 @@ def mig(facts: Facts, profile: Profile) -> Output:
         + ", ".join(f"{name} x{count}" for name, count in layout.items())
         + "), created at every boot (instances do not survive a reboot), largest first; a "
         "GPU that already has other instances is left as it is and reported",
+    )
+
+
+def mig_clients_note() -> str:
+    """What the site must do for GPU clients the boot unit cannot order itself before."""
+    return (
+        f"MIG mode changes only while no process holds the GPU (NVIDIA's MIG user guide stops "
+        f"nvsm and dcgm first): {GPU_UNIT} runs before {', '.join(GPU_CLIENT_UNITS)}. Any "
+        f"other unit that opens a GPU at boot (a site's inference server, a monitoring agent, "
+        f"a DCGM exporter started another way) needs After={GPU_UNIT} in a drop-in of its own "
+        "(systemctl edit <unit>), or the change fails 'In use by another client' or stays "
+        "pending, and the boot unit logs that the MIG layout was not created"
     )
 
 

@@ -21,7 +21,9 @@ from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.rules.base import Output, kubelet_field, note, rule
 from generator.rules.irq import housekeeping_cpus, online_cpus, pin_assignments, smt_off
 
-MAX_PODS = 110  # kubelet's default maxPods; the EKS memory formula counts it
+# The EKS AMI's kube-reserved memory: 11 MiB per pod kubelet admits (maxPods) + 255 MiB.
+RESERVED_MI_PER_POD = 11
+RESERVED_MI_BASE = 255
 # (CPUs from, millicores per CPU) of the EKS tiers, first match from the top
 CPU_TIERS_MILLI = ((4, 2.5), (2, 5.0), (1, 10.0), (0, 60.0))
 # (GiB of RAM up to, share) of OpenShift's system-reserved memory tiers
@@ -46,8 +48,8 @@ def reserved_cpu_milli(logical_cpus: int) -> float:
     return total
 
 
-def kube_reserved_memory_mi() -> int:
-    return 11 * MAX_PODS + 255
+def kube_reserved_memory_mi(max_pods: int) -> int:
+    return RESERVED_MI_PER_POD * max_pods + RESERVED_MI_BASE
 
 
 def system_reserved_memory_mi(memory_gib: int) -> int:
@@ -59,10 +61,10 @@ def system_reserved_memory_mi(memory_gib: int) -> int:
     return round(reserved * 1024)
 
 
-def reserved_memory_mi(facts: Facts) -> int:
+def reserved_memory_mi(facts: Facts, profile: Profile) -> int:
     """What the memory manager's reservedMemory must add up to (kubelet checks the sum)."""
     system = system_reserved_memory_mi(facts.memory_gib)
-    return kube_reserved_memory_mi() + system + EVICTION_MEMORY_MI
+    return kube_reserved_memory_mi(profile.max_pods) + system + EVICTION_MEMORY_MI
 
 
 def isolated_cpus(profile: Profile) -> set[int]:
@@ -334,7 +336,7 @@ def memory_manager(facts: Facts, profile: Profile) -> Output:
         "Guaranteed pods' memory comes from the NUMA nodes of their CPUs and GPUs, "
         "so host-to-GPU copies do not cross the socket link",
     )
-    total = reserved_memory_mi(facts)
+    total = reserved_memory_mi(facts, profile)
     share, rest = divmod(total, facts.numa_nodes)
     for node in range(facts.numa_nodes):
         amount = share + (rest if node == 0 else 0)
@@ -353,9 +355,17 @@ def reserved(facts: Facts, profile: Profile) -> Output:
     if not profile.kubernetes:
         return
     yield kubelet_field(
+        "maxPods",
+        profile.max_pods,
+        "the pod count kubeReserved memory is sized for, stated so that the --config file's "
+        "maxPods, which this drop-in overrides, cannot outgrow the reservation (a --max-pods "
+        "flag still wins); knob max_pods, 110 being kubelet's default",
+    )
+    yield kubelet_field(
         "kubeReserved/memory",
-        f"{kube_reserved_memory_mi()}Mi",
-        f"the EKS AMI's 11Mi x maxPods ({MAX_PODS}) + 255Mi for kubelet and the runtime",
+        f"{kube_reserved_memory_mi(profile.max_pods)}Mi",
+        f"the EKS AMI's {RESERVED_MI_PER_POD}Mi x maxPods ({profile.max_pods}) + "
+        f"{RESERVED_MI_BASE}Mi for kubelet and the runtime",
     )
     yield kubelet_field(
         "kubeReserved/ephemeral-storage",

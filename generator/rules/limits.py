@@ -8,6 +8,9 @@ from generator.model.kernel import NR_OPEN_DEFAULT
 from generator.rules.base import Output, limit, manager_default, note, rule, sysctl
 
 NOFILE = 1048576
+# systemd's own soft default for services (systemd >= 240, NEWS): select(2) cannot watch a
+# descriptor above 1023, so a service raises its soft limit itself when it can handle more.
+SERVICE_NOFILE_SOFT = 1024
 LOGIN_DOMAINS = ("*", "root")
 # pam_limits never applies a '*' line to root (limits.conf(5)), so root gets its own line.
 ROOT_NOTE = {"*": "", "root": " (root: '*' lines do not apply to root)"}
@@ -15,13 +18,31 @@ ROOT_NOTE = {"*": "", "root": " (root: '*' lines do not apply to root)"}
 
 @rule("limits.nofile")
 def nofile(facts: Facts, profile: Profile) -> Output:
-    """Open-file limit for logins (limits.d) and services (systemd), kept within fs.nr_open."""
+    """Open-file limit for logins (limits.d) and services (systemd), kept within fs.nr_open.
+
+    Services: soft 1024, hard 1048576. systemd.exec(5) LimitNOFILE=: "Be careful when raising
+    the soft limit above 1024, since select(2) cannot function with file descriptors above
+    1023 on Linux ... applications should increase their soft limit to the hard limit on their
+    own"; systemd >= 240 itself defaults to 1024:524288. The daemons on a GPU node (Go ones
+    since Go 1.19 raise their soft limit to the hard one at start; vLLM raises its own) do, so
+    only the hard limit is raised, to fs.nr_open's default. Logins keep soft = hard: the
+    workloads started there, and Slurm jobs (slurm.conf PropagateResourceLimits copies the
+    submitting shell's soft limits), are Python data loaders that never raise their own limit
+    and fail with EMFILE at 1024.
+    """
     why = (
         "vLLM, Triton, DataLoader workers, NCCL and gRPC open hundreds of descriptors each; "
         "1024 fails with EMFILE"
     )
     for domain in LOGIN_DOMAINS:
-        yield limit(domain, "soft", "nofile", NOFILE, why + ROOT_NOTE[domain])
+        yield limit(
+            domain,
+            "soft",
+            "nofile",
+            NOFILE,
+            why + "; scripts and Slurm jobs (PropagateResourceLimits) started from a login "
+            "never raise their own soft limit" + ROOT_NOTE[domain],
+        )
         yield limit(
             domain,
             "hard",
@@ -30,7 +51,12 @@ def nofile(facts: Facts, profile: Profile) -> Output:
             why + f"; not above fs.nr_open ({NR_OPEN_DEFAULT})" + ROOT_NOTE[domain],
         )
     yield manager_default(
-        "DefaultLimitNOFILE", NOFILE, "services started by systemd do not read limits.d; " + why
+        "DefaultLimitNOFILE",
+        f"{SERVICE_NOFILE_SOFT}:{NOFILE}",
+        "services started by systemd do not read limits.d; soft 1024 as systemd's default "
+        "because select(2) fails above descriptor 1023 (systemd.exec(5) LimitNOFILE=), hard "
+        f"{NOFILE} (systemd's is 524288) so a service that raises its own soft limit (every "
+        "Go daemon since Go 1.19) gets fs.nr_open's default",
     )
 
 

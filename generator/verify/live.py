@@ -1080,6 +1080,7 @@ KUBELET_FLAG_OF_FIELD = {
     "systemReserved": "--system-reserved",
     "evictionHard": "--eviction-hard",
     "reservedMemory": "--reserved-memory",
+    "maxPods": "--max-pods",
 }
 
 

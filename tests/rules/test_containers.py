@@ -76,6 +76,25 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [L4X1]},
         knobs={"containers": "docker"},
     ),
+    # runtime_config: gpu-operator: the Operator's toolkit writes the runtime keys; goldtune none
+    # (on main the knob did not exist and goldtune always named /usr/bin/nvidia-container-runtime)
+    Case(
+        "nvidia-containerd-gpu-operator",
+        containers.nvidia_runtime,
+        set(),
+        hw={"gpus": [H100X8]},
+        intent="training",
+        knobs={"containers": "containerd", "kubernetes": True, "runtime_config": "gpu-operator"},
+        note="/etc/containerd/conf.d/99-nvidia.toml",
+    ),
+    Case(
+        "nvidia-docker-gpu-operator",
+        containers.nvidia_runtime,
+        set(),
+        hw={"gpus": [L4X1]},
+        knobs={"containers": "docker", "runtime_config": "gpu-operator"},
+        note="runtimes.nvidia and default-runtime",
+    ),
     Case(
         "nvidia-no-gpu",
         containers.nvidia_runtime,
@@ -115,15 +134,18 @@ def test_containers_rule(case: Case) -> None:
 
 
 def test_the_runtime_gets_the_limits_logins_and_services_get() -> None:
-    """Consistency with limits.*: the runtime's nofile and memlock equal the plan's own."""
+    """Consistency with limits.*: the runtime's nofile is the login limit and the services' hard
+    limit (soft = hard: containers inherit it), its memlock the plan's own."""
     machine, knobs = facts(gpus=[H100X8]), profile("training", containers="docker")
     runtime = settings_of(containers.runtime_limits.apply(machine, knobs), "unit-dropin")
     manager = {
         **settings_of(limits.nofile.apply(machine, knobs), "systemd-manager"),
+        **settings_of(limits.nofile.apply(machine, knobs), "limit"),
         **settings_of(limits.memlock.apply(machine, knobs), "systemd-manager"),
     }
     for unit in containers.runtime_units(knobs):
-        assert runtime[f"{unit} LimitNOFILE"] == manager["DefaultLimitNOFILE"]
+        service_hard = manager["DefaultLimitNOFILE"].partition(":")[2]
+        assert runtime[f"{unit} LimitNOFILE"] == service_hard == manager["* soft nofile"]
         assert int(runtime[f"{unit} LimitNOFILE"]) <= NR_OPEN_DEFAULT
         assert runtime[f"{unit} LimitMEMLOCK"] == manager["DefaultLimitMEMLOCK"] == "infinity"
 
@@ -143,3 +165,15 @@ def test_nothing_of_the_layer_without_a_runtime_or_kubernetes(runtime: str) -> N
     output = [item for rule in rules for item in rule.apply(machine, knobs)]
     assert bool([s for s in output if isinstance(s, Setting)]) == (runtime != "none")
     assert not any("Kubernetes" in text for text in notes_of(output))
+
+
+@pytest.mark.parametrize("runtime", ["containerd", "docker"])
+def test_the_gpu_operator_keeps_its_runtime_keys_and_goldtune_its_limits(runtime: str) -> None:
+    """runtime_config: gpu-operator: no key the Operator's toolkit writes (default runtime, the
+    nvidia runtime's table or path), while the runtime's limits stay goldtune's."""
+    machine = facts(gpus=[H100X8])
+    knobs = profile("training", containers=runtime, runtime_config="gpu-operator")
+    output = [*containers.nvidia_runtime.apply(machine, knobs)]
+    assert not [s for s in output if isinstance(s, Setting)]
+    limits_out = containers.runtime_limits.apply(machine, knobs)
+    assert settings_of(limits_out, "unit-dropin")[f"{runtime}.service LimitNOFILE"] == "1048576"

@@ -476,3 +476,17 @@ def test_vendor_profile_stack_note_knows_the_runtime_drop_in() -> None:
     (stack,) = [t for t in notes_of(gpu.vendor_profiles.apply(machine, knobs)) if "LimitSTACK" in t]
     assert "runtime drop-in of containers.runtime-limits leaves it out" in stack
     assert "writes no container-runtime drop-ins" not in stack
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{"gpu_mig": "disable"}, {"gpu_mig_layout": {"1g.10gb": 7}}],
+    ids=["mig-off", "mig-layout"],
+)
+def test_a_mig_change_tells_the_site_to_order_its_own_gpu_clients(knobs: dict[str, object]) -> None:
+    """EXPLAIN.md says which clients the boot unit runs before and what a site does for the others
+    (After= in a drop-in); on main no note said either (issue 26 item 7)."""
+    output = gpu.mig.apply(facts(gpus=[H100X8]), profile("inference", **knobs))
+    (text,) = [n for n in notes_of(output) if "In use by another client" in n]
+    assert "nvidia-dcgm.service" in text and "nvsm.service" in text
+    assert "After=goldtune-gpu.service" in text

@@ -40,11 +40,13 @@ EVICTION = kubelet(
 SYSTEMD = kubelet(("cgroupDriver", "systemd"))
 # 64 GiB: 1 + 0.8 + 0.8 + 48 x 0.06 = 5.48 GiB = 5612Mi; 2 TiB: + 112 x 0.06 + 1920 x 0.02 GiB
 RESERVED_64G = kubelet(
+    ("maxPods", "110"),
     ("kubeReserved/memory", "1465Mi"),
     ("kubeReserved/ephemeral-storage", "1Gi"),
     ("systemReserved/memory", "5612Mi"),
 )
 RESERVED_2T = kubelet(
+    ("maxPods", "110"),
     ("kubeReserved/memory", "1465Mi"),
     ("kubeReserved/ephemeral-storage", "1Gi"),
     ("systemReserved/memory", "48865Mi"),
@@ -279,6 +281,19 @@ def test_reserved_memory_adds_up_to_what_kubelet_requires(hw: dict[str, object])
         + mebibytes["systemReserved/memory"]
         + mebibytes["evictionHard/memory.available"]
     )
+
+
+def test_a_max_pods_knob_feeds_the_kube_reserved_memory_it_sizes() -> None:
+    """The EKS AMI's 11Mi x maxPods + 255Mi with the pods kubelet is told to admit: 250 pods,
+    3005Mi, and the same 250 in maxPods; the memory manager's sum follows. On main there was no
+    way to change maxPods but an override, which left the reservation at 110 pods (issue 26)."""
+    machine, knobs = facts(**DGX), profile("training", **K8S, max_pods=250)
+    values = settings_of(kubernetes.reserved.apply(machine, knobs), "kubelet")
+    assert (values["maxPods"], values["kubeReserved/memory"]) == ("250", "3005Mi")
+    nodes = settings_of(kubernetes.memory_manager.apply(machine, knobs), "kubelet")
+    total = sum(int(v.removesuffix("Mi")) for k, v in nodes.items() if k.startswith("reservedMem"))
+    system = int(values["systemReserved/memory"].removesuffix("Mi"))
+    assert total == 3005 + system + kubernetes.EVICTION_MEMORY_MI
 
 
 def test_reserved_cpus_hold_the_housekeeping_cpus_irq_pinning_keeps_free() -> None:

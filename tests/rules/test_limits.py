@@ -21,7 +21,8 @@ def login_lines(domain: str, item: str, value: str) -> set[tuple[str, str, str]]
 
 NOFILE_STAR = login_lines("*", "nofile", "1048576")
 NOFILE_ROOT = login_lines("root", "nofile", "1048576")
-NOFILE = NOFILE_STAR | NOFILE_ROOT | {("systemd-manager", "DefaultLimitNOFILE", "1048576")}
+# services: systemd's soft 1024 (select(2)), a hard limit raised to fs.nr_open's default
+NOFILE = NOFILE_STAR | NOFILE_ROOT | {("systemd-manager", "DefaultLimitNOFILE", "1024:1048576")}
 MEMLOCK_STAR = login_lines("*", "memlock", "unlimited")
 MEMLOCK_ROOT = login_lines("root", "memlock", "unlimited")
 MEMLOCK = MEMLOCK_STAR | MEMLOCK_ROOT | {("systemd-manager", "DefaultLimitMEMLOCK", "infinity")}
@@ -66,8 +67,18 @@ def test_nofile_within_nr_open_for_logins_root_and_services(intent: str) -> None
     output = limits.nofile.apply(facts(), profile(intent))
     values = {**settings_of(output, "limit"), **settings_of(output, "systemd-manager")}
     logins = [values[f"{domain} {kind} nofile"] for domain in DOMAINS for kind in ("soft", "hard")]
-    assert set(logins) == {values["DefaultLimitNOFILE"]}
-    assert int(values["DefaultLimitNOFILE"]) <= NR_OPEN_DEFAULT
+    service_hard = values["DefaultLimitNOFILE"].partition(":")[2]
+    assert set(logins) == {service_hard}
+    assert int(service_hard) <= NR_OPEN_DEFAULT
+
+
+def test_services_keep_the_soft_limit_select_can_handle() -> None:
+    """systemd.exec(5) LimitNOFILE=: select(2) fails above descriptor 1023, so services keep
+    systemd's soft 1024 and raise it themselves; only the hard limit is raised. On main the
+    manager default was 1048576 soft and hard (tuning-review-3 D-N1)."""
+    output = limits.nofile.apply(facts(), profile("training"))
+    soft, _, hard = settings_of(output, "systemd-manager")["DefaultLimitNOFILE"].partition(":")
+    assert (soft, hard) == ("1024", str(NR_OPEN_DEFAULT))
 
 
 @pytest.mark.parametrize("rule", [limits.nofile, limits.memlock], ids=["nofile", "memlock"])
