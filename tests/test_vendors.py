@@ -3,6 +3,7 @@ the recipe of README's "Adding a GPU vendor" carried out for a made-up second ve
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -205,3 +206,28 @@ def test_a_catalog_gpu_of_an_unknown_vendor_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as raised:
         _ = load_catalog(root).gpus
     assert "vendor" in str(raised.value) and "not a GPU vendor goldtune knows" in str(raised.value)
+
+
+def test_the_readme_recipe_names_what_exists() -> None:
+    """README's "Adding a GPU vendor" stays true: every file and name it points to exists."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("**Adding a GPU vendor**")
+    recipe = readme[start : readme.index("\n\nLinters run as tests", start)]
+    quoted = set(re.findall(r"`([^`]+)`", recipe))
+    files = {
+        q for q in quoted if re.fullmatch(r"(generator|templates|tests|hardware_db)/[\w/.-]+", q)
+    }
+    assert files, "the recipe names no file"
+    for name in files:
+        assert list(ROOT.glob(name)) or (ROOT / name).exists(), name
+    names = {
+        "GpuVendor": vendors,
+        "GPU_VENDORS": vendors,
+        "GPU_FACTS": importlib.import_module("generator.inputs.facts"),
+        "Facts.gpu_vendors": Facts,
+        "has_gpus_of()": Facts,
+        "Facts.seen_by": Facts,
+    }
+    for name, owner in names.items():
+        assert f"`{name}`" in recipe, name
+        assert hasattr(owner, name.removeprefix("Facts.").removesuffix("()")), name
