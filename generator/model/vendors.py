@@ -45,7 +45,8 @@ class VendorSpec(NamedTuple):
 
     @property
     def sysfs_id(self) -> str:
-        """The id as /sys/bus/pci/devices/*/vendor holds it, and the fixed scripts read it."""
+        """The id as /sys/bus/pci/devices/*/vendor holds it (drivers/pci/pci-sysfs.c:
+        ``pci_config_attr(vendor, "0x%04x\\n")``, lowercase), as the fixed scripts compare it."""
         return f"0x{self.pci_vendor_id:04x}"
 
 
