@@ -6,6 +6,9 @@ import ast
 import inspect
 import json
 import re
+import textwrap
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,11 +30,15 @@ from rules.helpers import Case, facts, profile
 
 import generator.rules as rules_package
 from generator.cli import main
+from generator.inputs.facts import GPU_FACTS, Facts
 from generator.inputs.load import load_inputs
+from generator.inputs.profile import Profile
 from generator.model.setting import Note
+from generator.model.vendors import GPU_VENDORS
 from generator.plan.build import build_plan
 from generator.rules import REGISTRY, RULES_BY_ID
-from generator.rules.base import Rule
+from generator.rules.base import Output, Rule
+from generator.rules.base import rule as declare_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "generator" / "rules"
@@ -146,6 +153,88 @@ def test_rules_are_pure(rule: Rule) -> None:
     for case in [case for case in all_cases() if case.rule is rule]:
         machine, intent = case.facts(), case.profile()
         assert rule.apply(machine, intent) == rule.apply(machine, intent)
+
+
+# --- GPU vendors: declared beside each rule that reads a GPU fact (cloud-init's module meta) ---
+
+
+def gpu_facts_read(func: Callable[..., object], seen: set[object] | None = None) -> set[str]:
+    """The GPU facts (``GPU_FACTS``) ``func`` reads, itself or through the functions of its own
+    module and of the rule modules that it names (``coherent_gpu_models``): "function: .fact"."""
+    seen = set() if seen is None else seen
+    if func in seen:
+        return set()
+    seen.add(func)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(func)))):
+        if isinstance(node, ast.Attribute) and node.attr in GPU_FACTS:
+            found.add(f"{func.__name__}: .{node.attr}")
+            continue
+        if isinstance(node, ast.Name):
+            named = getattr(func, "__globals__", {}).get(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner = getattr(func, "__globals__", {}).get(node.value.id)
+            named = getattr(owner, node.attr, None) if isinstance(owner, types.ModuleType) else None
+        else:
+            continue
+        if isinstance(named, types.FunctionType) and (
+            named.__module__.startswith("generator.rules") or named.__module__ == func.__module__
+        ):
+            found |= gpu_facts_read(named, seen)
+    return found
+
+
+def vendor_declaration_problem(checked: Rule) -> str | None:
+    """What is wrong with a rule's ``vendors``, or None: a rule that reads a GPU fact names the
+    GPU vendors it applies to, from the vendor table, and a rule that reads none names none."""
+    reads = sorted(gpu_facts_read(checked.func))
+    if reads and not checked.vendors:
+        return (
+            f"rule {checked.id} reads GPU facts ({'; '.join(reads)}) but declares no GPU "
+            "vendor: add vendors=(GpuVendor.X, ...) to its @rule, the vendors whose GPUs it "
+            "knows (generator/model/vendors.py)"
+        )
+    if checked.vendors and not reads:
+        return f"rule {checked.id} declares vendors {checked.vendors} but reads no GPU fact"
+    if unknown := set(checked.vendors) - set(GPU_VENDORS):
+        return f"rule {checked.id}: {sorted(unknown)} not in generator/model/vendors.py"
+    return None
+
+
+@pytest.mark.parametrize("checked", REGISTRY, ids=lambda r: r.id)
+def test_every_gpu_rule_declares_its_vendors(checked: Rule) -> None:
+    assert vendor_declaration_problem(checked) is None
+
+
+def _gpu_helper(facts: Facts) -> bool:
+    return facts.gpu_count > 1
+
+
+@declare_rule("gpu.undeclared")
+def _undeclared(facts: Facts, profile: Profile) -> Output:
+    """A broken rule: it reads a GPU fact, through a helper, and declares no vendor."""
+    if _gpu_helper(facts):
+        yield Note("many GPUs")
+
+
+@declare_rule("gpu.declared", vendors=("nvidia",))
+def _declared(facts: Facts, profile: Profile) -> Output:
+    """The same rule, declaring the vendor whose GPUs it knows."""
+    if _gpu_helper(facts):
+        yield Note("many GPUs")
+
+
+def test_the_vendor_check_catches_a_rule_that_declares_none() -> None:
+    """The meta-test above, shown failing on a broken rule (and passing on its fixed twin)."""
+    problem = vendor_declaration_problem(_undeclared)
+    assert problem is not None
+    assert "reads GPU facts (_gpu_helper: .gpu_count) but declares no GPU vendor" in problem
+    assert vendor_declaration_problem(_declared) is None
+    assert "declares vendors ('nvidia',) but reads no GPU fact" in str(
+        vendor_declaration_problem(RULES_BY_ID["memory.swappiness"]._replace(vendors=("nvidia",)))
+    )
+    unknown = vendor_declaration_problem(_declared._replace(vendors=("acme",)))
+    assert "['acme'] not in" in str(unknown)
 
 
 # --- every rule exercised ------------------------------------------------------------------

@@ -503,13 +503,15 @@ PATHS = {
 }
 
 
-def pci_machine(root: Path, iommu_type: str | None = None) -> tuple[Path, Path]:
+def pci_machine(
+    root: Path, iommu_type: str | None = None, gpu_vendor: str = "0x10de"
+) -> tuple[Path, Path]:
     """The fake tree and the fake config space (FAKE_PCI) of the machine above."""
     pci = root / "pci"
     devices = root / "sys/bus/pci/devices"
     devices.mkdir(parents=True)
     classes = {GPU0: "0x030200", GPU1: "0x030000", NIC0: "0x020700"}
-    vendors = {GPU0: "0x10de", GPU1: "0x10de", NIC0: "0x15b3"}
+    vendors = {GPU0: gpu_vendor, GPU1: gpu_vendor, NIC0: "0x15b3"}
     for device, bridges in PATHS.items():
         directory = root / "sys/devices/pci0000:00" / "/".join([*bridges, device])
         directory.mkdir(parents=True, exist_ok=True)
@@ -553,7 +555,10 @@ def run_acs(
 
 
 BARE_METAL = {"systemd-detect-virt": "echo none\nexit 1\n", "setpci": FAKE_SETPCI}
-ACS_DATA = "# layout\nlog-as\tgt-acs\n# boot.acs: r\nacs-off\tgpus\nacs-off\tnic\tib0\n"
+ACS_DATA = (
+    "# layout\nlog-as\tgt-acs\n# vendors\ngpu-vendor\t0x10de\n"
+    "# boot.acs: r\nacs-off\tgpus\nacs-off\tnic\tib0\n"
+)
 
 
 def writes(pci: Path) -> list[str]:
@@ -605,14 +610,53 @@ def test_pcie_acs_writes_nothing_where_acs_isolates_devices(
 
 
 @pytest.mark.parametrize(
+    ("listed", "written"),
+    [
+        ("0x1234", [f"{ROOT_PORT} ECAP_ACS+0x6.w=0000", f"{DOWN_GPU} ECAP_ACS+0x6.w=0000"]),
+        ("0x10de", []),
+    ],
+    ids=["vendor-listed", "vendor-not-listed"],
+)
+def test_pcie_acs_finds_gpus_by_the_vendor_ids_of_its_data(
+    tmp_path: Path, listed: str, written: list[str]
+) -> None:
+    """GPUs of PCI vendor 0x1234: found only where the data lists 0x1234 (on main the script
+    knew 0x10de alone, and found none)."""
+    tree, pci = pci_machine(tmp_path / "tree", gpu_vendor="0x1234")
+    data = f"gpu-vendor\t0x1d0f\ngpu-vendor\t{listed}\nacs-off\tgpus\n"
+    result = run_acs(tmp_path, tree, pci, BARE_METAL, data)
+    assert result.returncode == 0, result.stdout
+    assert sorted(writes(pci)) == written
+    if not written:
+        assert "no GPU of vendor 0x1d0f 0x10de on the PCI bus" in result.stdout
+
+
+@pytest.mark.parametrize(
     "line",
-    ["acs-off\tgpus; reboot", "acs-off\tnic\t../../x", "acs-off\tnic", "acs-on\tgpus"],
+    [
+        "acs-off\tgpus; reboot",
+        "acs-off\tnic\t../../x",
+        "acs-off\tnic",
+        "acs-on\tgpus",
+        "gpu-vendor\t10de",
+        "gpu-vendor\t0x10DE",
+        "gpu-vendor\t0x10de; reboot",
+    ],
 )
 def test_pcie_acs_refuses_bad_data_and_writes_nothing(tmp_path: Path, line: str) -> None:
     tree, pci = pci_machine(tmp_path / "tree")
-    result = run_acs(tmp_path, tree, pci, BARE_METAL, f"acs-off\tgpus\n{line}\n")
+    data = f"gpu-vendor\t0x10de\nacs-off\tgpus\n{line}\n"
+    result = run_acs(tmp_path, tree, pci, BARE_METAL, data)
     assert result.returncode == 2
-    assert "line 2" in result.stdout
+    assert "line 3" in result.stdout
+    assert writes(pci) == []
+
+
+def test_pcie_acs_refuses_gpus_without_a_vendor_id(tmp_path: Path) -> None:
+    tree, pci = pci_machine(tmp_path / "tree")
+    result = run_acs(tmp_path, tree, pci, BARE_METAL, "acs-off\tnic\tib0\nacs-off\tgpus\n")
+    assert result.returncode == 2
+    assert "acs-off gpus without a gpu-vendor line" in result.stdout
     assert writes(pci) == []
 
 

@@ -887,6 +887,8 @@ def test_collector_reads_only_what_its_data_names(tmp_path):
         "sysctl",
         "block\tx",
         "sysctl\ta b",
+        "gpu-vendor\t10de",
+        "gpu-vendor\t0x10DE",
     ],
 )
 def test_collector_refuses_bad_data_before_printing_anything(tmp_path, line):
@@ -896,6 +898,18 @@ def test_collector_refuses_bad_data_before_printing_anything(tmp_path, line):
     assert result.stdout == ""
     assert "nothing collected" in result.stderr
     with pytest.raises(InputError):
+        check_collect_data(data, "collect.conf")
+
+
+def test_collector_refuses_gpus_to_look_for_without_a_vendor_id(tmp_path):
+    """The gpu section counts GPUs on the PCI bus by the data's gpu-vendor ids (issue 25)."""
+    data = collect_data(Plan("x", "y", (Setting("gpu", "persistence", "on", "r"),)))
+    assert "\ngpu-vendor\t0x10de\n" in data
+    data = data.replace("gpu-vendor\t0x10de\n", "")
+    result = run_collector(tmp_path, data)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "acs gpus or gpu without a gpu-vendor line" in result.stderr
+    with pytest.raises(InputError, match="without a gpu-vendor line"):
         check_collect_data(data, "collect.conf")
 
 

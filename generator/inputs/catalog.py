@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, NamedTuple, TypeVar
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from generator.errors import InputError, Problem
 from generator.inputs import schema as validation
@@ -21,7 +21,9 @@ from generator.inputs.catalog_cache import cached
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
 from generator.model import mig
+from generator.model import vendors as gpu_vendors
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
+from generator.model.vendors import GpuVendor, vendor_spec, vendor_table
 from generator.paths import files_ending, hardware_db_dir
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
@@ -38,11 +40,21 @@ class PowerLimits(StrictModel):
     max_w: Annotated[int, Field(gt=0, le=5000)] | None = None
 
 
+def known_gpu_vendor(vendor: str) -> str:
+    """A vendor with a row in generator/model/vendors.py, which says what it takes."""
+    if vendor not in vendor_table():
+        raise ValueError(f"not a GPU vendor goldtune knows ({', '.join(vendor_table())})")
+    return vendor
+
+
+GpuVendorName = Annotated[str, AfterValidator(known_gpu_vendor)]
+
+
 class GpuModel(StrictModel):
     key: ModelKey
     name: str
     aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: Literal["nvidia"] = "nvidia"
+    vendor: GpuVendorName = GpuVendor.NVIDIA.value  # a row of generator/model/vendors.py
     pci_device_ids: Annotated[list[PciDeviceId], Field(min_length=1)]
     architecture: Literal["ampere", "ada", "hopper", "blackwell"]
     form_factor: Literal["sxm", "pcie", "superchip"]
@@ -114,10 +126,6 @@ def _normalise(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().lower())
 
 
-# PCI vendor ids of the GPU vendors, for "10de:2330" as `lspci -nn` prints it (pci.ids).
-GPU_PCI_VENDOR = {"nvidia": "10de"}
-
-
 class AmbiguousNameError(LookupError):
     """A name that several entries answer to: the caller lists them, it never picks one."""
 
@@ -130,7 +138,7 @@ def names_of(entry: Any) -> list[str]:
     """Every name an entry answers to: key, name, aliases and PCI ids (bare and vendor:device)."""
     names = [entry.key, entry.name, *entry.aliases, *getattr(entry, "pci_ids", [])]
     for device in getattr(entry, "pci_device_ids", []):
-        names += [device, f"{GPU_PCI_VENDOR[entry.vendor]}:{device.removeprefix('0x')}"]
+        names += [device, f"{vendor_spec(entry.vendor).pci_hex}:{device.removeprefix('0x')}"]
     return names
 
 
@@ -199,8 +207,14 @@ def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
     if folder.parent != hardware_db_dir():
         return load()
     # the code an entry's validation runs: the models, their checks, how the YAML is read, and
-    # the MIG profile-name pattern the GPU model checks against
-    code = (Path(__file__), Path(validation.__file__), Path(yamlio.__file__), Path(mig.__file__))
+    # the MIG profile-name pattern and the vendor table the GPU model checks against
+    code = (
+        Path(__file__),
+        Path(validation.__file__),
+        Path(yamlio.__file__),
+        Path(mig.__file__),
+        Path(gpu_vendors.__file__),
+    )
     return cached(folder, code, load)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, NamedTuple
 
 from generator.inputs.catalog import CpuModel, GpuModel, NicModel
 from generator.model.cpulist import compress_cpus
+from generator.model.vendors import GpuVendor
 
 if TYPE_CHECKING:
     from generator.inputs.distro import Distro
@@ -83,6 +85,13 @@ class OsFacts(NamedTuple):
     kernel_release: str | None = None  # os.kernel as written (5.14.0-427.el9), for backports
 
 
+# The facts that are about GPUs: a rule that reads one declares the GPU vendors it applies to
+# (tests/test_registry.py finds the readers).
+GPU_FACTS = frozenset(
+    {"gpus", "gpu_count", "has_gpus", "gpu_vendors", "has_gpus_of", "has_nvidia_gpus", "nvswitch"}
+)
+
+
 class Facts(NamedTuple):
     name: str
     cpu: CpuFacts
@@ -102,7 +111,31 @@ class Facts(NamedTuple):
 
     @property
     def has_gpus(self) -> bool:
+        """GPUs of any vendor: a rule sees only those of the vendors it declares (seen_by)."""
         return self.gpu_count > 0
+
+    @property
+    def gpu_vendors(self) -> frozenset[str]:
+        """The vendors of the GPUs here (rows of generator/model/vendors.py)."""
+        return frozenset(group.model.vendor for group in self.gpus)
+
+    def has_gpus_of(self, vendor: str) -> bool:
+        return vendor in self.gpu_vendors
+
+    @property
+    def has_nvidia_gpus(self) -> bool:
+        return self.has_gpus_of(GpuVendor.NVIDIA)
+
+    def seen_by(self, vendors: Collection[str]) -> Facts:
+        """These facts with only the GPUs of ``vendors``: what a rule declaring them is given.
+
+        A machine whose GPUs are all of other vendors then looks, to that rule, like one without
+        GPUs (no NVSwitch either: it connects GPUs). The same object when nothing is hidden.
+        """
+        kept = tuple(group for group in self.gpus if group.model.vendor in vendors)
+        if len(kept) == len(self.gpus):
+            return self
+        return self._replace(gpus=kept, nvswitch=self.nvswitch and bool(kept))
 
     @property
     def rdma_nics(self) -> tuple[NicFacts, ...]:

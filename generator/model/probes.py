@@ -48,6 +48,10 @@ LIST_SECTIONS = (
 )
 WHOLE_SECTIONS = ("block", "gpu", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
+# A GPU vendor's PCI id (0x10de, generator/model/vendors.py), one line each: the GPUs `acs gpus`
+# and the `gpu` section's PCI count look for; either needs one.
+VENDOR_SECTION = "gpu-vendor"
+PCI_VENDOR_WORD = re.compile(r"0x[0-9a-f]{4}")
 
 
 def acs_word(key: str) -> str:
@@ -77,6 +81,10 @@ def data_line_problem(line: str) -> str | None:
     if not line or line.startswith("#"):
         return None
     section, tab, word = line.partition("\t")
+    if section == VENDOR_SECTION:
+        return (
+            None if PCI_VENDOR_WORD.fullmatch(word) else "not a PCI vendor id (0x and 4 hex digits)"
+        )
     if section in NAME_SECTIONS:
         pattern = TOOL_WORD if section == "tool" else SAFE_WORD
         return None if pattern.fullmatch(word) else f"{section} needs one safe word"
@@ -99,5 +107,7 @@ def check_collect_data(text: str, source: str) -> None:
     problems += [
         Problem(source, "", f"no {name} line") for name in NAME_SECTIONS if name not in present
     ]
+    if ({"acs\tgpus", "gpu"} & set(lines)) and VENDOR_SECTION not in present:
+        problems.append(Problem(source, "", f"acs gpus or gpu without a {VENDOR_SECTION} line"))
     if problems:
         raise InputError(problems[:5])

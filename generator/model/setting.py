@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Literal, NamedTuple, get_args
 
 from generator.model.kinds import KIND_ORDER, KIND_TITLES, SETTING_KINDS, Kind
+from generator.model.vendors import GPU_VENDORS
 
 # The kinds as a Literal, for the pydantic model of a profile override (strict mode validates a
 # Literal from YAML text; it would refuse a plain string for the StrEnum). Tied to the table:
@@ -46,10 +47,12 @@ __all__ = [
     "is_driver_module",
 ]
 
-# Modules that come with the NVIDIA driver, not with the kernel. systemd-modules-load fails the
-# boot's module loading when one is missing (an image built before the driver is installed), so
-# the GPU boot unit loads them, guarded, instead of modules-load.d.
-DRIVER_MODULE_PREFIXES = ("nvidia",)
+# Modules that come with a GPU vendor's driver, not with the kernel (generator/model/vendors.py).
+# systemd-modules-load fails the boot's module loading when one is missing (an image built before
+# the driver is installed), so the GPU boot unit loads them, guarded, instead of modules-load.d.
+DRIVER_MODULE_PREFIXES = tuple(
+    prefix for spec in GPU_VENDORS.values() for prefix in spec.driver_module_prefixes
+)
 
 
 def is_driver_module(name: str) -> bool:

@@ -20,6 +20,8 @@ from generator.rules.base import Rule
 def run_rules(
     facts: Facts, profile: Profile, rules: Iterable[Rule] = REGISTRY
 ) -> tuple[list[Setting], list[Note]]:
+    """Every rule's settings and notes. Each rule is given only the GPUs of the vendors it
+    declares (``Rule.apply``): where none of them has a GPU here, a GPU rule does not fire."""
     settings: list[Setting] = []
     notes: list[Note] = []
     for rule in rules:

@@ -24,7 +24,7 @@ from generator.model.probes import (
     module_param,
 )
 from generator.model.setting import Plan, Setting
-from generator.render.datafile import DataLine, setting_line
+from generator.render.datafile import DataLine, gpu_vendor_lines, setting_line
 
 # Why the collector reads what no single setting asks for.
 EFFECT_REASON = "collect: the effect of kernel arguments and tuned options is read here"
@@ -99,6 +99,8 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
     ]
     items = _items(plan)
     whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
+    if whole["gpu"] or any(word == "gpus" for word, _ in items["acs"]):
+        lines += gpu_vendor_lines()
     for section in LIST_SECTIONS:
         seen: set[str] = set()
         for word, setting in items[section]:

@@ -33,6 +33,7 @@ from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
+from generator.model.vendors import NVIDIA
 from generator.patterns import compiled_at_first_use
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
@@ -294,7 +295,7 @@ def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]
         lines.append(
             fixed_line(
                 f"gpu: {layout.GPU_UNIT} applies the GPU settings with the driver's nvidia-smi",
-                ("require", "command", "nvidia-smi"),
+                ("require", "command", NVIDIA.smi_tool),
             )
         )
     if plan.of_kind("tuned"):

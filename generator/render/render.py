@@ -52,7 +52,13 @@ from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cach
 from generator.patterns import compiled_at_first_use
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
-from generator.render.datafile import DataLine, data_text, fixed_line, setting_line
+from generator.render.datafile import (
+    DataLine,
+    data_text,
+    fixed_line,
+    gpu_vendor_lines,
+    setting_line,
+)
 from generator.render.delivery import (
     MERGE_HOW,
     CloudInitOptions,
@@ -533,12 +539,15 @@ def irq_lines(plan: Plan) -> list[DataLine]:
 
 
 def acs_lines(plan: Plan) -> list[DataLine]:
-    """pcie-acs's data: its message tag, then ``acs-off gpus`` / ``acs-off nic <interface>``."""
+    """pcie-acs's data: its message tag, the GPU vendors' ids where it looks for GPUs, then
+    ``acs-off gpus`` / ``acs-off nic <interface>``."""
+    settings = plan.of_kind("pcie-acs")
     return [
         fixed_line(
             f"layout: messages are tagged {layout.ACS_LOG_TAG}", ("log-as", layout.ACS_LOG_TAG)
         ),
-        *(setting_line(s, ("acs-off", *s.key.split(" "))) for s in plan.of_kind("pcie-acs")),
+        *(gpu_vendor_lines() if any(s.key == "gpus" for s in settings) else ()),
+        *(setting_line(s, ("acs-off", *s.key.split(" "))) for s in settings),
     ]
 
 

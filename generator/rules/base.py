@@ -1,7 +1,10 @@
 """What a rule is, and the small constructors rules use to propose settings.
 
 A rule is a pure function of (Facts, Profile) that returns settings and notes. It is tagged with
-an id and an area by ``@rule`` and listed once in ``generator.rules.REGISTRY``.
+an id and an area by ``@rule`` and listed once in ``generator.rules.REGISTRY``. A rule that reads
+GPU facts declares the GPU vendors it applies to (``vendors=``, rows of
+``generator/model/vendors.py``), and is given only the GPUs of those vendors: on a machine whose
+GPUs are another vendor's it sees no GPU, so a GPU rule does not fire there.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class Rule(NamedTuple):
     area: str
     func: RuleFunc
     overrides: tuple[str, ...] = ()
+    # the GPU vendors whose GPUs the rule is given; none: it sees a machine without GPUs
+    vendors: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -35,7 +40,7 @@ class Rule(NamedTuple):
 
     def apply(self, facts: Facts, profile: Profile) -> list[Setting | Note]:
         stamped: list[Setting | Note] = []
-        for item in self.func(facts, profile):
+        for item in self.func(_seen_by(facts, self.vendors), profile):
             if isinstance(item, Setting):
                 stamped.append(item._replace(rule=self.id))
             else:
@@ -43,13 +48,38 @@ class Rule(NamedTuple):
         return stamped
 
 
-def rule(rule_id: str, overrides: tuple[str, ...] = ()) -> Callable[[RuleFunc], Rule]:
-    """Declare a rule; the area is the id's first part (``memory.swappiness`` -> memory)."""
+def rule(
+    rule_id: str, overrides: tuple[str, ...] = (), vendors: tuple[str, ...] = ()
+) -> Callable[[RuleFunc], Rule]:
+    """Declare a rule; the area is the id's first part (``memory.swappiness`` -> memory).
+
+    ``vendors``: the GPU vendors it applies to, required of every rule that reads a GPU fact
+    (``inputs.facts.GPU_FACTS``; tests/test_registry.py checks it).
+    """
 
     def wrap(func: RuleFunc) -> Rule:
-        return Rule(rule_id, rule_id.split(".", 1)[0], func, overrides)
+        return Rule(rule_id, rule_id.split(".", 1)[0], func, overrides, vendors)
 
     return wrap
+
+
+# The views of the facts given to rules of the plan being built, per declared vendors: one
+# plan's rules share a few views, and per_plan matches the facts it is given by identity.
+_views: list[tuple[Facts, dict[tuple[str, ...], Facts]]] = []
+
+
+def _seen_by(facts: Facts, vendors: tuple[str, ...]) -> Facts:
+    """``facts.seen_by(vendors)``, the same object for every rule declaring the same vendors."""
+    if not facts.gpus:
+        return facts
+    entry = _views[0] if _views else None  # one read: another thread may replace it
+    if entry is None or entry[0] is not facts:
+        entry = (facts, {})
+        _views[:] = [entry]
+    view = entry[1].get(vendors)
+    if view is None:
+        view = entry[1][vendors] = facts.seen_by(vendors)
+    return view
 
 
 def per_plan(

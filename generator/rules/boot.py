@@ -6,10 +6,11 @@ from __future__ import annotations
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.layout import ACS_UNIT
+from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, acs_off, kernel_arg, note, rule, service
 
 
-@rule("boot.iommu-passthrough")
+@rule("boot.iommu-passthrough", vendors=(GpuVendor.NVIDIA,))
 def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
     """IOMMU passthrough for GPUDirect: GPUs with RDMA NICs only."""
     if not (facts.has_gpus and facts.rdma_nics):
@@ -27,7 +28,7 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
         )
 
 
-@rule("boot.init-on-alloc")
+@rule("boot.init-on-alloc", vendors=(GpuVendor.NVIDIA,))
 def init_on_alloc(facts: Facts, profile: Profile) -> Output:
     """Skip zeroing every allocated page on GPU servers (multi-GB pinned host buffers).
 
@@ -70,7 +71,7 @@ def _compute_rdma_nics(facts: Facts) -> list[str]:
     return [nic.name for nic in facts.rdma_nics if nic.role == "compute"]
 
 
-@rule("boot.acs")
+@rule("boot.acs", vendors=(GpuVendor.NVIDIA,))
 def acs(facts: Facts, profile: Profile) -> Output:
     """PCIe ACS off above GPUs and compute RDMA NICs, at boot, for GPU peer-to-peer traffic.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.kernel import NR_OPEN_DEFAULT
+from generator.model.vendors import GpuVendor
 from generator.rules.base import (
     Output,
     containerd_option,
@@ -97,7 +98,7 @@ OPERATOR_DOCKER = (
 )
 
 
-@rule("containers.nvidia-runtime")
+@rule("containers.nvidia-runtime", vendors=(GpuVendor.NVIDIA,))
 def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
     """The NVIDIA container runtime as the default runtime, so GPU containers get their devices.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
+from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, kernel_arg, note, rule, service, sysfs, tuned
 
 EPP_DRIVERS = {"intel_pstate", "amd-pstate-epp"}
@@ -112,7 +113,7 @@ def smt(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("cpu.cfs-tunables")
+@rule("cpu.cfs-tunables", vendors=(GpuVendor.NVIDIA,))
 def cfs_tunables(facts: Facts, profile: Profile) -> Output:
     """Say why the CFS granularity sysctls of NVIDIA's inference profile are not set.
 

@@ -12,6 +12,7 @@ from generator.model.layout import (
     MPS_UNIT,
     PERSISTENCED_UNIT,
 )
+from generator.model.vendors import GpuVendor
 from generator.rules.base import (
     Output,
     blacklist,
@@ -31,7 +32,7 @@ def _models(facts: Facts) -> str:
     return ", ".join(f"{group.count}x {group.model.key}" for group in facts.gpus)
 
 
-@rule("gpu.nouveau")
+@rule("gpu.nouveau", vendors=(GpuVendor.NVIDIA,))
 def nouveau(facts: Facts, profile: Profile) -> Output:
     """Keep nouveau away from NVIDIA GPUs, in the root filesystem and in the initramfs."""
     if not facts.has_gpus:
@@ -106,7 +107,7 @@ def persistenced_reasons(facts: Facts) -> tuple[str, str]:
     return replaced, wanted
 
 
-@rule("gpu.persistence")
+@rule("gpu.persistence", vendors=(GpuVendor.NVIDIA,))
 def persistence(facts: Facts, profile: Profile) -> Output:
     """Keep the driver initialised between CUDA processes: nvidia-persistenced in persistence mode.
 
@@ -155,7 +156,7 @@ def persistence(facts: Facts, profile: Profile) -> Output:
         )
 
 
-@rule("gpu.boot-unit")
+@rule("gpu.boot-unit", vendors=(GpuVendor.NVIDIA,))
 def boot_unit(facts: Facts, profile: Profile) -> Output:
     """Apply GPU settings at boot on the real machine (images are built without GPUs)."""
     if not facts.has_gpus:
@@ -168,7 +169,7 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.ecc")
+@rule("gpu.ecc", vendors=(GpuVendor.NVIDIA,))
 def ecc(facts: Facts, profile: Profile) -> Output:
     """Make sure ECC is on where it costs no memory; GDDR boards keep what they ship with.
 
@@ -200,7 +201,7 @@ def ecc(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.compute-mode")
+@rule("gpu.compute-mode", vendors=(GpuVendor.NVIDIA,))
 def compute_mode(facts: Facts, profile: Profile) -> Output:
     """One process per GPU when the profile asks for exclusive GPUs."""
     if not facts.has_gpus:
@@ -222,7 +223,7 @@ def _clock_value(group: GpuGroup) -> str:
     return str(group.model.max_graphics_clock_mhz) if group.model.max_graphics_clock_mhz else "max"
 
 
-@rule("gpu.clocks")
+@rule("gpu.clocks", vendors=(GpuVendor.NVIDIA,))
 def clocks(facts: Facts, profile: Profile) -> Output:
     """Lock graphics clocks at the model's maximum for deterministic inference latency.
 
@@ -255,7 +256,7 @@ def clocks(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.power-limit")
+@rule("gpu.power-limit", vendors=(GpuVendor.NVIDIA,))
 def power_limit(facts: Facts, profile: Profile) -> Output:
     """Cap board power at a share of each card's own default limit, only when the profile says so.
 
@@ -283,7 +284,7 @@ def power_limit(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.mig")
+@rule("gpu.mig", vendors=(GpuVendor.NVIDIA,))
 def mig(facts: Facts, profile: Profile) -> Output:
     """MIG off, or a MIG layout, at boot: only when the profile asks and a GPU supports MIG.
 
@@ -338,7 +339,7 @@ def mig_clients_note() -> str:
     )
 
 
-@rule("gpu.mps")
+@rule("gpu.mps", vendors=(GpuVendor.NVIDIA,))
 def mps(facts: Facts, profile: Profile) -> Output:
     """Run the CUDA MPS control daemon when the profile asks (knob gpu_mps, default false).
 
@@ -425,7 +426,7 @@ def _nvlink5_baseboard(facts: Facts) -> bool:
     return facts.nvswitch and max(generations, default=0) >= 5
 
 
-@rule("gpu.fabric-manager")
+@rule("gpu.fabric-manager", vendors=(GpuVendor.NVIDIA,))
 def fabric_manager(facts: Facts, profile: Profile) -> Output:
     """Run nvidia-fabricmanager on NVSwitch systems; NVLink does not come up without it.
 
@@ -456,7 +457,7 @@ def fabric_manager(facts: Facts, profile: Profile) -> Output:
     yield service("nvidia-fabricmanager.service", "enable", why)
 
 
-@rule("gpu.nvlink-subnet-manager")
+@rule("gpu.nvlink-subnet-manager", vendors=(GpuVendor.NVIDIA,))
 def nvlink_subnet_manager(facts: Facts, profile: Profile) -> Output:
     """Load ib_umad for the NVLink subnet manager on NVLink 5 NVSwitch baseboards.
 
@@ -483,7 +484,7 @@ def nvlink_subnet_manager(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.imex")
+@rule("gpu.imex", vendors=(GpuVendor.NVIDIA,))
 def imex(facts: Facts, profile: Profile) -> Output:
     """Run nvidia-imex on trays of a multi-node NVLink domain (GB200 NVL72 compute trays).
 
@@ -502,7 +503,7 @@ def imex(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.dcgm")
+@rule("gpu.dcgm", vendors=(GpuVendor.NVIDIA,))
 def dcgm(facts: Facts, profile: Profile) -> Output:
     """Run DCGM (health, Xid errors, metrics) where it is installed."""
     if not facts.has_gpus:
@@ -531,7 +532,7 @@ def _stack(nic: NicFacts) -> str:
     return f"{nic.name} ({nic.model.rdma_driver or nic.model.driver})"
 
 
-@rule("gpu.peermem")
+@rule("gpu.peermem", vendors=(GpuVendor.NVIDIA,))
 def peermem(facts: Facts, profile: Profile) -> Output:
     """Load nvidia-peermem for GPUDirect RDMA, only for NICs on NVIDIA's PeerDirect stack.
 
@@ -565,7 +566,7 @@ def peermem(facts: Facts, profile: Profile) -> Output:
         )
 
 
-@rule("gpu.vendor-profiles")
+@rule("gpu.vendor-profiles", vendors=(GpuVendor.NVIDIA,))
 def vendor_profiles(facts: Facts, profile: Profile) -> Output:
     """Say which settings of NVIDIA's own tuned profiles are left out, and why.
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus, expand_cpus
+from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, kubelet_field, note, rule
 from generator.rules.irq import housekeeping_cpus, online_cpus, pin_assignments, smt_off
 
@@ -272,7 +273,7 @@ def topology_policy(facts: Facts, profile: Profile) -> tuple[str, str]:
     )
 
 
-@rule("kubernetes.topology-manager")
+@rule("kubernetes.topology-manager", vendors=(GpuVendor.NVIDIA,))
 def topology_manager(facts: Facts, profile: Profile) -> Output:
     """NUMA alignment of a pod's CPUs, memory and GPUs: by intent, only on multi-node machines.
 

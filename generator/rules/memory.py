@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
+from generator.model.vendors import GpuVendor
 from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
 
 # arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G, and its THP is 512M
@@ -70,7 +71,7 @@ def max_map_count(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("memory.overcommit")
+@rule("memory.overcommit", vendors=(GpuVendor.NVIDIA,))
 def overcommit(facts: Facts, profile: Profile) -> Output:
     """Never refuse an allocation for want of RAM + swap on GPU servers.
 
@@ -99,7 +100,7 @@ def coherent_gpu_models(facts: Facts) -> str:
     return ", ".join(superchips)
 
 
-@rule("memory.numa-balancing")
+@rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA,))
 def numa_balancing(facts: Facts, profile: Profile) -> Output:
     """Automatic NUMA balancing: off on Grace superchips and for training on NUMA machines.
 
@@ -184,7 +185,7 @@ def dirty_bytes(facts: Facts, profile: Profile) -> Output:
     yield sysctl("vm.dirty_bytes", limit, why + f" (hard limit {limit // GIB} GiB = 4x background)")
 
 
-@rule("memory.hugepages-1g")
+@rule("memory.hugepages-1g", vendors=(GpuVendor.NVIDIA,))
 def hugepages_1g(facts: Facts, profile: Profile) -> Output:
     """Reserve 1 GiB huge pages at boot (2 MiB on 64 KiB-page kernels), only when asked.
 

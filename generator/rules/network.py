@@ -6,6 +6,7 @@ from __future__ import annotations
 from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
+from generator.model.vendors import GpuVendor
 from generator.rules.base import MIB, Output, load_module, nccl_default, note, rule, sysctl
 
 # Round-trip times the socket buffer *limits* are sized for: a serving front end sees clients
@@ -112,7 +113,7 @@ def socket_buffers(facts: Facts, profile: Profile) -> Output:
 BACKLOG_PACKETS = 250000
 
 
-@rule("network.backlog")
+@rule("network.backlog", vendors=(GpuVendor.NVIDIA,))
 def backlog(facts: Facts, profile: Profile) -> Output:
     """Deepen the per-CPU receive backlog where packets queue on it: container veth traffic.
 
@@ -164,7 +165,7 @@ def somaxconn(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("network.multirail-arp")
+@rule("network.multirail-arp", vendors=(GpuVendor.NVIDIA,))
 def multirail_arp(facts: Facts, profile: Profile) -> Output:
     """Each NIC answers ARP only for its own address when several NICs share a role."""
     roles = [nic.role for nic in facts.nics if nic.role in {"compute", "storage"}]
@@ -190,7 +191,7 @@ def multirail_arp(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("network.bbr")
+@rule("network.bbr", vendors=(GpuVendor.NVIDIA,))
 def bbr(facts: Facts, profile: Profile) -> Output:
     """BBR and fq for multi-node training over TCP side paths."""
     if not facts.tcp_nics:
@@ -358,7 +359,7 @@ def _nodes_of_gpus(facts: Facts) -> dict[int, list[int]]:
     return nodes
 
 
-@rule("network.gpu-numa-hints")
+@rule("network.gpu-numa-hints", vendors=(GpuVendor.NVIDIA,))
 def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
     """Say which NUMA node each GPU is on, for the affinity of serving units and NCCL.
 

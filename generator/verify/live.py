@@ -57,6 +57,7 @@ from generator.model.probes import (
     module_param,
 )
 from generator.model.setting import Setting
+from generator.model.vendors import NVIDIA
 from generator.paths import hardware_db_dir
 from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
@@ -592,7 +593,7 @@ def check_irq(setting: Setting, live: Live) -> Check:
 DAEMON_UNITS = frozenset({MPS_UNIT})
 
 # What pcie-acs logs when it wrote nothing on purpose (templates/scripts/pcie-acs).
-ACS_SKIPPED = ("virtual machine", "setpci (pciutils) is not installed", "no NVIDIA GPU on the PCI")
+ACS_SKIPPED = ("virtual machine", "setpci (pciutils) is not installed", "no GPU of vendor")
 # The ACS Control register's bits (PCIe base spec 7.7.11.3); pcie-acs clears them all (0000).
 ACS_CONTROL_BITS = (
     "source validation",
@@ -734,7 +735,7 @@ def gpu_evidence(live: Live) -> str | None:
 
 
 # The NVIDIA units a distro table names with their package (hardware_db/distros/*.yaml nvidia).
-PACKAGED_NVIDIA_UNITS = ("persistenced", "fabricmanager")
+PACKAGED_NVIDIA_UNITS = NVIDIA.packaged_units
 DISTRO_KEY = re.compile(r"[a-z0-9][a-z0-9.-]{0,39}")
 
 
