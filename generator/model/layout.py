@@ -152,6 +152,13 @@ def unit_dropin(unit: str) -> str:
     return f"{UNIT_DIR}/{unit}.d/{DROP_IN}.conf"
 
 
+# kubelet reads KUBELET_DROPIN_DIR only with --config-dir: kubeadm's 10-kubeadm.conf starts it with
+# $KUBELET_CONFIG_ARGS (--config=KUBEADM_KUBELET_CONFIG), which this unit drop-in extends.
+KUBEADM_KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
+KUBELET_UNIT_DROPIN = unit_dropin(KUBELET_UNIT)
+KUBELET_CONFIG_ARGS = f"--config={KUBEADM_KUBELET_CONFIG} --config-dir={KUBELET_DROPIN_DIR}"
+
+
 def in_overlay(target: str) -> str:
     """``/etc/x.conf`` -> ``rootfs/etc/x.conf``."""
     return OVERLAY + target.removeprefix("/")
