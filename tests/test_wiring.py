@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from plans import full_plan, plan_without
-from test_install import bundle_for, make_bin, run
+from test_install import KUBEADM_DROPIN, bundle_for, make_bin, run
 
 from generator.verify.run import verify_checks
 from generator.verify.verdicts import Verdict, load_bundle
@@ -32,20 +32,11 @@ DEBIAN_CONFIG = """version = 2
   [plugins."io.containerd.internal.v1.opt"]
     path = "/var/lib/containerd/opt"
 """
-# kubernetes/release cmd/krel/templates/latest/kubeadm/10-kubeadm.conf (deb)
-KUBEADM_DROPIN = """[Service]
-Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
-Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
-EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
-EnvironmentFile=-/etc/default/kubelet
-ExecStart=
-ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
-"""
 CRI = ("plugins", "io.containerd.grpc.v1.cri")
 RUNTIME = (*CRI, "containerd", "default_runtime_name")
 CGROUP = (*CRI, "containerd", "runtimes", "nvidia", "options", "SystemdCgroup")
 CNI_BIN = (*CRI, "cni", "bin_dir")
-EXTRA_TOOLS = ("awk", "tr", "wc")
+EXTRA_TOOLS = ("tr", "wc")
 
 
 def image(tmp_path: Path, kubelet_start: str = KUBEADM_DROPIN) -> Path:

@@ -868,7 +868,7 @@ kubelet_start_lines() { # the ExecStart lines of the image's kubelet.service and
             case ${unit_file##*/} in *[!A-Za-z0-9@_.:+-]* | '*.conf') continue ;; esac
             ! contents_of "$unit_dir/kubelet.service.d/${unit_file##*/}" || printf '%s\n' "$contents"
         done
-    done | grep -E '^[[:space:]]*ExecStart[[:space:]]*=' || true
+    done | sed -e ':a' -e '/\\$/N' -e 's/\\\n/ /' -e 'ta' | grep -E '^[[:space:]]*ExecStart[[:space:]]*=' || true
 }
 
 kubelet_check() {
