@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from plans import full_plan, plan_without
-from test_install import KUBEADM_DROPIN, bundle_for, make_bin, run
+from test_install import KUBEADM_DROPIN, bundle_for, make_bin, needs_chroot, run
 
 from generator.verify.run import verify_checks
 from generator.verify.verdicts import Verdict, load_bundle
@@ -178,3 +178,19 @@ def test_verify_root_says_not_in_effect_when_nothing_reads_the_drop_ins(tmp_path
         assert found and all(
             c.verdict == Verdict.MISSING and "not in effect" in c.reason for c in found
         ), found
+
+
+@needs_chroot
+def test_first_boot_wires_the_drop_in_as_install_sh_does(tmp_path: Path) -> None:
+    """cloud-init's first boot (install.sh's functions): on main it wrote the drop-in with
+    write_files and nothing imported it."""
+    from test_first_boot import first_boot, live_root
+
+    root = live_root(image(tmp_path))
+    out = first_boot(root, full_plan())
+    assert "wired /etc/containerd/config.toml" in out, out
+    assert "carrying the CRI tables" in out, out
+    after = dump(root, tmp_path)
+    assert lookup(after, RUNTIME) == "nvidia"
+    assert lookup(after, CNI_BIN) == "/usr/lib/cni"
+    assert "is not in effect" not in out, out

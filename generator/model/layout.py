@@ -95,7 +95,9 @@ FIRST_BOOT_SCRIPT = f"/run/{TOOL}/first-boot"
 # merges daemon.json into the one in place (merge_daemon_json), where write_files would replace it
 # whole (dockerd reads this one file; an image's registry mirrors, log options, data root).
 FIRST_BOOT_BUNDLE = f"/run/{TOOL}"
-INSTALLED_AT_FIRST_BOOT = frozenset({DOCKER_DAEMON_JSON})
+# The containerd drop-in too: install_file carries the image's CRI tables of config.toml into it
+# (containerd 1.x replaces a plugin's whole table with an imported file's).
+INSTALLED_AT_FIRST_BOOT = frozenset({DOCKER_DAEMON_JSON, CONTAINERD_DROPIN})
 
 
 def first_boot_staged(target: str) -> str:

@@ -439,62 +439,65 @@ containerd_config=/etc/containerd/config.toml
 containerd_import='/etc/containerd/conf.d/*.toml'
 containerd_unwired=''
 
-# The awk program that carries the image's CRI tables (file 1) into the bundle's drop-in (file
-# 2): a table both set gets the image's lines after the bundle's keys, less the keys the bundle
-# sets; the image's other CRI tables follow at the end. Exit 3, nothing usable, where text
-# cannot say it safely: a dotted key in a CRI table, or the CRI plugin set outside its tables.
-# shellcheck disable=SC2016 # an awk program: its $0 and $1 are awk's
-carry_cri_awk='
-function header(text) { sub(/#.*/, "", text); gsub(/[ \t]/, "", text); return text }
-function key_of(text) {
-    if (match(text, /^[ \t]*[A-Za-z0-9_-]+[ \t]*=/)) {
-        text = substr(text, 1, RLENGTH - 1); gsub(/[ \t]/, "", text); return text
+# carry_cri_program: the awk program that carries the image's CRI tables (file 1) into the
+# bundle's drop-in (file 2): a table both set gets the image's lines after the bundle's keys,
+# less the keys the bundle sets; the image's other CRI tables follow at the end. Exit 3, nothing
+# usable, where text cannot say it safely: a dotted key in a CRI table, or the CRI plugin set
+# outside its tables. (A function, not a variable: the first-boot script copies functions.)
+carry_cri_program() {
+    cat <<'AWK'
+    function header(text) { sub(/#.*/, "", text); gsub(/[ \t]/, "", text); return text }
+    function key_of(text) {
+        if (match(text, /^[ \t]*[A-Za-z0-9_-]+[ \t]*=/)) {
+            text = substr(text, 1, RLENGTH - 1); gsub(/[ \t]/, "", text); return text
+        }
+        return ""
     }
-    return ""
-}
-function flush(   i, j) {
-    if (current == "") return
-    for (i = 1; i <= count; i++) {
-        if (name[i] != current || used[i]) continue
-        used[i] = 1
-        print "# the image'"'"'s own keys of this table (" config ")"
-        for (j = 1; j <= lines[i]; j++)
-            if (line_key[i, j] == "" || !((current, line_key[i, j]) in ours)) print line[i, j]
+    function flush(   i, j) {
+        if (current == "") return
+        for (i = 1; i <= count; i++) {
+            if (name[i] != current || used[i]) continue
+            used[i] = 1
+            print "# the image's own keys of this table (" config ")"
+            for (j = 1; j <= lines[i]; j++)
+                if (line_key[i, j] == "" || !((current, line_key[i, j]) in ours)) print line[i, j]
+        }
     }
-}
-FNR == NR {
-    if ($0 ~ /^[ \t]*\[/) {
-        in_cri = index(header($0), "[plugins.\"io.containerd.grpc.v1.cri\"") == 1 ||
-            index(header($0), "[[plugins.\"io.containerd.grpc.v1.cri\"") == 1
-        if (in_cri) { count++; name[count] = header($0); head[count] = $0; lines[count] = 0 }
+    FNR == NR {
+        if ($0 ~ /^[ \t]*\[/) {
+            in_cri = index(header($0), "[plugins.\"io.containerd.grpc.v1.cri\"") == 1 ||
+                index(header($0), "[[plugins.\"io.containerd.grpc.v1.cri\"") == 1
+            if (in_cri) { count++; name[count] = header($0); head[count] = $0; lines[count] = 0 }
+            next
+        }
+        if ($0 ~ /^[ \t]*#/) { if (in_cri) { lines[count]++; line[count, lines[count]] = $0 } ; next }
+        if (!in_cri) { if (index($0, "io.containerd.grpc.v1.cri")) exit 3; next }
+        if ($0 ~ /^[ \t]*("[^"]*"|[A-Za-z0-9_-]+)[ \t]*\./) exit 3
+        lines[count]++; line[count, lines[count]] = $0; line_key[count, lines[count]] = key_of($0)
         next
     }
-    if ($0 ~ /^[ \t]*#/) { if (in_cri) { lines[count]++; line[count, lines[count]] = $0 } ; next }
-    if (!in_cri) { if (index($0, "io.containerd.grpc.v1.cri")) exit 3; next }
-    if ($0 ~ /^[ \t]*("[^"]*"|[A-Za-z0-9_-]+)[ \t]*\./) exit 3
-    lines[count]++; line[count, lines[count]] = $0; line_key[count, lines[count]] = key_of($0)
-    next
-}
-{
-    if ($0 ~ /^[ \t]*\[/) { flush(); current = header($0) }
-    else if (current != "" && key_of($0) != "") ours[current, key_of($0)] = 1
-    print
-}
-END {
-    flush()
-    for (i = 1; i <= count; i++) {
-        if (used[i]) continue
-        if (!said) {
-            print ""
-            print "# The image'"'"'s own CRI tables of " config ", carried here by install.sh: containerd 1.x"
-            print "# replaces the whole plugin table of config.toml with the one of an imported file."
-            said = 1
-        }
-        print ""
-        print head[i]
-        for (j = 1; j <= lines[i]; j++) print line[i, j]
+    {
+        if ($0 ~ /^[ \t]*\[/) { flush(); current = header($0) }
+        else if (current != "" && key_of($0) != "") ours[current, key_of($0)] = 1
+        print
     }
-}'
+    END {
+        flush()
+        for (i = 1; i <= count; i++) {
+            if (used[i]) continue
+            if (!said) {
+                print ""
+                print "# The image's own CRI tables of " config ", carried here by install.sh: containerd 1.x"
+                print "# replaces the whole plugin table of config.toml with the one of an imported file."
+                said = 1
+            }
+            print ""
+            print head[i]
+            for (j = 1; j <= lines[i]; j++) print line[i, j]
+        }
+    }
+AWK
+}
 
 # carry_image_cri PATH: $source becomes the bundle's drop-in with the CRI tables of the image's
 # config.toml carried into it (unchanged when it has none, or when the drop-in is not wired).
@@ -507,7 +510,7 @@ carry_image_cri() { # path-in-root of the drop-in
     image_config=$(mktemp) || die "cannot create a temporary file"
     merged=$(mktemp) || die "cannot create a temporary file"
     printf '%s\n' "$contents" >"$image_config"
-    awk -v config="$containerd_config" "$carry_cri_awk" "$image_config" "$source" >"$merged" || true
+    awk -v config="$containerd_config" "$(carry_cri_program)" "$image_config" "$source" >"$merged" || true
     rm -f -- "$image_config"
     say "carrying the CRI tables of the image's $containerd_config into $1 (containerd 1.x replaces a plugin's whole table with an imported file's)"
     source=$merged
@@ -546,7 +549,7 @@ containerd_check() {
     fi
     probe=$(mktemp) || die "cannot create a temporary file"
     printf '%s\n' "$contents" >"$probe"
-    if ! awk -v config="$containerd_config" "$carry_cri_awk" "$probe" /dev/null >/dev/null; then
+    if ! awk -v config="$containerd_config" "$(carry_cri_program)" "$probe" /dev/null >/dev/null; then
         containerd_unwired="the [plugins.\"io.containerd.grpc.v1.cri\"] settings of $containerd_config are not plain tables (a dotted key, an inline table), which containerd 1.x would lose to the drop-in's whole table: merge them into the drop-in by hand"
     fi
     rm -f -- "$probe"
@@ -912,11 +915,12 @@ NEEDS
     printf '%s' "$lacking"
 }
 
-# wiring_problems: $unwired names each drop-in of the bundle that its consumer would not read.
+# wiring_problems PATHS: $unwired names each drop-in among the bundle's PATHS (one a line) that
+# its consumer would not read; $containerd_dropins and $kubelet_unwired for wire_dropins.
 wiring_problems() {
     unwired=''
-    containerd_dropins=$(printf '%s' "$files" | sed 's/^[^ ]* //' | grep -E '^/etc/containerd/conf\.d/[^/]+\.toml$' || true)
-    kubelet_dropins=$(printf '%s' "$files" | sed 's/^[^ ]* //' | grep -E "^$kubelet_config_dir/[^/]+\.conf\$" || true)
+    containerd_dropins=$(printf '%s\n' "$1" | grep -E '^/etc/containerd/conf\.d/[^/]+\.toml$' || true)
+    kubelet_dropins=$(printf '%s\n' "$1" | grep -E "^$kubelet_config_dir/[^/]+\.conf\$" || true)
     if [ -n "$containerd_dropins" ]; then
         containerd_check
         [ -z "$containerd_unwired" ] || unwired="containerd's import of $containerd_import ($containerd_unwired)"
@@ -927,11 +931,25 @@ wiring_problems() {
     fi
 }
 
+# wire_dropins: after the files and the record, the drop-ins wired into what reads them
+# (containerd's imports) or taken back; what cannot be wired fails the run, named.
+wire_dropins() {
+    if [ -n "$containerd_dropins" ]; then
+        wire_containerd "$(printf '%s\n' "$containerd_dropins" | head -n 1)"
+    else
+        unwire_containerd
+    fi
+    if [ -n "$kubelet_unwired" ]; then
+        say "kubelet: $kubelet_config_dir is not in effect: $kubelet_unwired"
+        failed=$((failed + 1))
+    fi
+}
+
 # check_needs: --strict stops here, before anything is written; otherwise the run goes on and
 # says what will not work until the target has it.
 check_needs() {
     lacking=$(missing_needs)
-    wiring_problems
+    wiring_problems "$(printf '%s' "$files" | sed 's/^[^ ]* //')"
     [ -z "$unwired" ] || lacking="${lacking:+$lacking, }$unwired"
     [ -n "$lacking" ] || return 0
     if [ "$strict" = yes ]; then
@@ -1384,15 +1402,7 @@ remove_stale_files "$installed_paths"
 write_text "$record" "$installed_paths"
 
 # 2b. The drop-ins wired into what reads them (containerd's imports), or taken back.
-if [ -n "$containerd_dropins" ]; then
-    wire_containerd "$(printf '%s\n' "$containerd_dropins" | head -n 1)"
-else
-    unwire_containerd
-fi
-if [ -n "$kubelet_unwired" ]; then
-    say "kubelet: $kubelet_config_dir is not in effect: $kubelet_unwired"
-    failed=$((failed + 1))
-fi
+wire_dropins
 
 # 3. Fixed text files.
 while read -r path word <&3; do
