@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from plans import full_plan, plan_without
-from test_install import KUBEADM_DROPIN, bundle_for, make_bin, needs_chroot, run
+from test_install import KUBEADM_DROPIN, bundle_for, make_bin, run
 
 from generator.verify.run import verify_checks
 from generator.verify.verdicts import Verdict, load_bundle
@@ -39,11 +39,14 @@ CNI_BIN = (*CRI, "cni", "bin_dir")
 EXTRA_TOOLS = ("tr", "wc")
 
 
-def image(tmp_path: Path, kubelet_start: str = KUBEADM_DROPIN) -> Path:
+def image(tmp_path: Path, kubelet_start: str = KUBEADM_DROPIN, units_in: str = "usr/lib") -> Path:
+    """Debian's containerd config.toml, kubelet.service with KUBELET_START as kubeadm's drop-in,
+    the units under UNITS_IN/systemd/system (etc: the chroot of the first boot has the host's
+    /usr)."""
     root = tmp_path / "image"
     (root / "etc/containerd").mkdir(parents=True)
     (root / "etc/containerd/config.toml").write_text(DEBIAN_CONFIG)
-    units = root / "usr/lib/systemd/system"
+    units = root / units_in / "systemd/system"
     (units / "kubelet.service.d").mkdir(parents=True)
     (units / "kubelet.service").write_text("[Service]\nExecStart=/usr/bin/kubelet\n")
     (units / "kubelet.service.d/10-kubeadm.conf").write_text(kubelet_start)
@@ -178,19 +181,3 @@ def test_verify_root_says_not_in_effect_when_nothing_reads_the_drop_ins(tmp_path
         assert found and all(
             c.verdict == Verdict.MISSING and "not in effect" in c.reason for c in found
         ), found
-
-
-@needs_chroot
-def test_first_boot_wires_the_drop_in_as_install_sh_does(tmp_path: Path) -> None:
-    """cloud-init's first boot (install.sh's functions): on main it wrote the drop-in with
-    write_files and nothing imported it."""
-    from test_first_boot import first_boot, live_root
-
-    root = live_root(image(tmp_path))
-    out = first_boot(root, full_plan())
-    assert "wired /etc/containerd/config.toml" in out, out
-    assert "carrying the CRI tables" in out, out
-    after = dump(root, tmp_path)
-    assert lookup(after, RUNTIME) == "nvidia"
-    assert lookup(after, CNI_BIN) == "/usr/lib/cni"
-    assert "is not in effect" not in out, out

@@ -45,10 +45,8 @@ from generator.render.formats import sh_quote
 # What install.sh runs on a live system besides its files and steps (its "2." stale files and
 # record, its "5." phase); run_step calls step_<name> through a variable, so those are named.
 ENTRY_FUNCTIONS = (
-    "wiring_problems",
     "remove_stale_files",
     "write_text",
-    "wire_dropins",
     "step_reload",
     "tuned_layer",
     "boot_arguments",
@@ -58,8 +56,11 @@ ENTRY_FUNCTIONS = (
 # Functions the first boot never reaches although a carried function names them: install_file
 # is carried only for the files the user-data stages (layout.INSTALLED_AT_FIRST_BOOT, daemon.json),
 # so its nccl.conf branch (merge_nccl_conf, ~0.9 KB compressed) never runs there: the user-data
-# writes nccl.conf itself. first_boot_script refuses a staged nccl.conf rather than carry less.
-NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf"})
+# writes nccl.conf itself; nor its containerd branch (carry_image_cri): the user-data writes the
+# drop-in, and the wiring of config.toml's imports is install.sh's (no room for it in EC2's
+# 16 KB: the largest user-data we know has ~0.2 KB left). first_boot_script refuses a staged
+# nccl.conf rather than carry less.
+NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf", "carry_image_cri"})
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 
@@ -156,17 +157,12 @@ def main_lines(
     ``installed``: (mode, target) of the files install.sh's install_file installs from
     ``$bundle/rootfs`` (layout.INSTALLED_AT_FIRST_BOOT), as its phase 1 does."""
     lines = [f"{name}={sh_quote(value)}" for name, value in words.items()]
-    # what install.sh's check_needs finds of the drop-ins' wiring (containerd's imports, kubelet's
-    # --config-dir), before install_file carries the image's CRI tables into the drop-in
-    lines += ['wiring_problems "$installed_paths"']
     lines += [f"install_file {mode} {sh_quote(target)}" for mode, target in installed]
     lines += [
         # install.sh's phase 2: what the record says an earlier bundle (this image's install.sh
         # or an earlier user-data) installed and this one does not carry, then the new record
         'remove_stale_files "$installed_paths"',
         'write_text "$record" "$installed_paths"',
-        # its 2b: containerd's imports of the drop-in added (or taken back), kubelet's checked
-        "wire_dropins",
         # runcmd's daemon-reload ran before this script: systemd reads what was removed again
         "run_step reload",
         "tuned_layer",
