@@ -181,3 +181,39 @@ def test_verify_root_says_not_in_effect_when_nothing_reads_the_drop_ins(tmp_path
         assert found and all(
             c.verdict == Verdict.MISSING and "not in effect" in c.reason for c in found
         ), found
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ("link", "is a link or not a regular file"),
+        ('version = 2\n[plugins]\n"io.containerd.grpc.v1.cri".sandbox_image = "x"\n', "not plain"),
+        ("[plugins.cri]\nsystemd_cgroup = true\n", "version 1 syntax"),
+    ],
+    ids=["link-out-of-the-image", "cri-as-a-dotted-key", "version-1"],
+)
+def test_a_config_toml_install_sh_cannot_edit_is_left_as_it_is_and_named(
+    tmp_path: Path, config: str, named: str
+) -> None:
+    """A config.toml that is a link out of the image is never read or written through; one
+    whose CRI settings text cannot carry, or version 1 syntax, is left byte for byte."""
+    bundle = bundle_for(tmp_path, full_plan())
+    root = image(tmp_path)
+    outside = tmp_path / "host-config.toml"
+    outside.write_text(DEBIAN_CONFIG)
+    target = root / "etc/containerd/config.toml"
+    target.unlink()
+    if config == "link":
+        target.symlink_to(outside)
+    else:
+        target.write_text(config)
+    path = tools(tmp_path)
+    strict = run(bundle / "install.sh", "--root", str(root), "--strict", path=path)
+    assert strict.returncode == 1 and named in strict.stderr, strict.stderr
+    relaxed = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert relaxed.returncode == 1 and "is not in effect" in relaxed.stdout, relaxed.stdout
+    assert outside.read_text() == DEBIAN_CONFIG
+    if config == "link":
+        assert target.is_symlink()
+    else:
+        assert target.read_text() == config
