@@ -27,6 +27,7 @@ from generator.verify.verdicts import Verdict, load_bundle
 
 TOOLS = (
     "sh",
+    "awk",
     "cp",
     "cmp",
     "mkdir",
@@ -635,6 +636,10 @@ def in_chroot(root: Path, command: str, binds: tuple[tuple[str, str], ...] = ())
             (root / name).symlink_to(f"usr/{name}")
     for name in ("usr", "dev", "stub"):
         (root / name).mkdir(exist_ok=True)
+    # awk is /etc/alternatives/awk on Debian, and the chroot has the image's /etc: the real one
+    awk = Path(shutil.which("awk") or "/usr/bin/awk").resolve()
+    if not (root / "stub/awk").is_symlink():
+        (root / "stub/awk").symlink_to(awk)
     mounts = [("/usr", "usr"), ("/dev", "dev"), *binds]
     script = "set -e\n" + "".join(
         f"mount --bind {shlex.quote(host)} {shlex.quote(str(root / inside))}\n"
@@ -845,12 +850,30 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
     )
 
 
+# kubernetes/release cmd/krel/templates/latest/kubeadm/10-kubeadm.conf (deb): how kubeadm's
+# packages start kubelet; the bundle's kubelet.service.d drop-in extends its KUBELET_CONFIG_ARGS.
+KUBEADM_DROPIN = """[Service]
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \
+--kubeconfig=/etc/kubernetes/kubelet.conf"
+Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+EnvironmentFile=-/etc/default/kubelet
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS \
+$KUBELET_EXTRA_ARGS
+"""
+
+
 def image_with(root: Path, units: tuple[str, ...], commands: tuple[str, ...]) -> Path:
+    """An image with these units (kubelet.service as kubeadm's packages ship it) and commands."""
     root.mkdir()
     for unit in units:
         path = root / "usr/lib/systemd/system" / unit
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("[Service]\nExecStart=/bin/true\n")
+        if unit == "kubelet.service":
+            (path.parent / "kubelet.service.d").mkdir()
+            (path.parent / "kubelet.service.d/10-kubeadm.conf").write_text(KUBEADM_DROPIN)
     for command in commands:
         path = root / "usr/bin" / command
         path.parent.mkdir(parents=True, exist_ok=True)

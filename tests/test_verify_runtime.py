@@ -89,6 +89,9 @@ def test_live_containerd_merged_config() -> None:
     assert live.check_containerd(RUNTIME, snapshot(**migrated)).verdict == Verdict.OK
     not_imported = dump("version = 2", f"[{CRI}]", 'default_runtime_name = "runc"')
     assert live.check_containerd(RUNTIME, snapshot(**not_imported)).verdict == Verdict.DIFFERS
+    unread = dump('imports = ["/etc/containerd/config.toml"]', "version = 2")
+    check = live.check_containerd(RUNTIME, snapshot(**unread))
+    assert check.verdict == Verdict.MISSING and "not in effect" in check.reason
     assert live.check_containerd(RUNTIME, snapshot()).verdict == Verdict.NOT_APPLICABLE
 
 
@@ -265,7 +268,8 @@ IMPORTS = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
         ({CONFIG: IMPORTS}, Verdict.OK),
         ({CONFIG: "version = 2\n"}, Verdict.MISSING),
         ({CONFIG: IMPORTS, LATER: runtime_toml("runc")}, Verdict.DIFFERS),
-        ({}, Verdict.NOT_APPLICABLE),
+        # containerd with no config.toml loads no file, so no import (issue 26 item 4)
+        ({}, Verdict.MISSING),
     ],
     ids=["imported", "not-imported", "later-dropin", "no-config"],
 )
@@ -291,10 +295,22 @@ OURS = "/etc/kubernetes/kubelet.conf.d/90-goldtune.conf"
 FLAGS = {
     "/etc/default/kubelet": "KUBELET_EXTRA_ARGS=--config-dir=/etc/kubernetes/kubelet.conf.d\n",
     "/usr/lib/systemd/system/kubelet.service": "[Service]\nExecStart=/usr/bin/kubelet\n",
+    "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": (
+        "[Service]\nEnvironmentFile=-/etc/default/kubelet\nExecStart=\n"
+        "ExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS\n"
+    ),
 }
 NO_FLAG = {
     "/usr/lib/systemd/system/kubelet.service": FLAGS["/usr/lib/systemd/system/kubelet.service"]
 }
+
+
+def test_image_kubelet_flag_counts_only_where_execstart_expands_it(tmp_path: Path) -> None:
+    """A variable that carries --config-dir reaches kubelet only if the ExecStart that starts it
+    expands it (issue 26 item 4: on main, --config-dir anywhere in the files counted)."""
+    unused = {**FLAGS, "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": "[Service]\n"}
+    check = image.check_kubelet(POLICY, tree(tmp_path, {OURS: KUBELET, **unused}))
+    assert check.verdict == Verdict.MISSING and "not in effect" in check.reason
 
 
 def test_image_kubelet_dropin_and_its_flag(tmp_path: Path) -> None:
@@ -302,7 +318,8 @@ def test_image_kubelet_dropin_and_its_flag(tmp_path: Path) -> None:
     assert image.check_kubelet(POLICY, good).verdict == Verdict.OK
     assert image.check_kubelet(RESERVED, good).verdict == Verdict.OK
     no_flag = tree(tmp_path / "b", {OURS: KUBELET, **NO_FLAG})
-    assert image.check_kubelet(POLICY, no_flag).verdict == Verdict.DIFFERS
+    check = image.check_kubelet(POLICY, no_flag)
+    assert check.verdict == Verdict.MISSING and "not in effect" in check.reason
     no_kubelet = tree(tmp_path / "d", {OURS: KUBELET})
     assert image.check_kubelet(POLICY, no_kubelet).verdict == Verdict.NOT_APPLICABLE
     local = OURS.replace("90-goldtune", "95-local")

@@ -169,6 +169,18 @@ def unit_dropin(unit: str) -> str:
     return f"{UNIT_DIR}/{unit}.d/{DROP_IN}.conf"
 
 
+# kubelet reads KUBELET_DROPIN_DIR only with --config-dir (kubelet-config-file docs: defaults to
+# "", disabled): kubeadm's 10-kubeadm.conf (kubernetes/release cmd/krel/templates/latest/kubeadm)
+# starts it with $KUBELET_CONFIG_ARGS (--config=KUBEADM_KUBELET_CONFIG) and no --config-dir, so
+# KUBELET_UNIT_DROPIN, read after it, gives that variable --config-dir too; ExecStart stays
+# kubeadm's and KUBELET_EXTRA_ARGS (/etc/default/kubelet) the site's. kubelet 1.28 and 1.29 refuse
+# --config-dir without KUBELET_CONFIG_DROPIN_DIR_ALPHA (any value; KEP-3983, an environment
+# variable, not a feature gate); 1.30 and later ignore it; older kubelets lack the flag.
+KUBEADM_KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
+KUBELET_UNIT_DROPIN = unit_dropin(KUBELET_UNIT)
+KUBELET_CONFIG_ARGS = f"--config={KUBEADM_KUBELET_CONFIG} --config-dir={KUBELET_DROPIN_DIR}"
+
+
 def in_overlay(target: str) -> str:
     """``/etc/x.conf`` -> ``rootfs/etc/x.conf``."""
     return OVERLAY + target.removeprefix("/")

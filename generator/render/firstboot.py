@@ -56,8 +56,11 @@ ENTRY_FUNCTIONS = (
 # Functions the first boot never reaches although a carried function names them: install_file
 # is carried only for the files the user-data stages (layout.INSTALLED_AT_FIRST_BOOT, daemon.json),
 # so its nccl.conf branch (merge_nccl_conf, ~0.9 KB compressed) never runs there: the user-data
-# writes nccl.conf itself. first_boot_script refuses a staged nccl.conf rather than carry less.
-NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf"})
+# writes nccl.conf itself; nor its containerd branch (carry_image_cri): the user-data writes the
+# drop-in, and the wiring of config.toml's imports is install.sh's (no room for it in EC2's
+# 16 KB: the largest user-data we know has ~0.2 KB left). first_boot_script refuses a staged
+# nccl.conf rather than carry less.
+NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf", "carry_image_cri"})
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 

@@ -178,6 +178,8 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),
+    # kubeadm's kubelet.service passes no --config-dir: the kubelet drop-in is read through this
+    Output(in_overlay(layout.KUBELET_UNIT_DROPIN), "kubelet-dropin.conf.j2", 0o644, ("kubelet",)),
 )
 DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output(layout.KERNEL_CMDLINE, "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
@@ -500,6 +502,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "acs_data_file": layout.ACS_DATA,
         "acs_log_tag": layout.ACS_LOG_TAG,
         "collect_script": layout.COLLECT_SCRIPT,
+        "kubelet_config_args": layout.KUBELET_CONFIG_ARGS,
         # what the boot units run before (ordering only; absent units are ignored)
         "workload_units": " ".join(layout.WORKLOAD_UNITS),
         "gpu_client_units": " ".join(layout.GPU_CLIENT_UNITS),

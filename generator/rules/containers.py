@@ -145,11 +145,14 @@ def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
             "here: both sides of the CRI must agree or pods fail to start",
         )
         yield note(
-            "containerd 1.x reads this drop-in only when /etc/containerd/config.toml has "
-            'imports = ["/etc/containerd/conf.d/*.toml"] (containerd >= 2.2 has it by '
-            "default, containerd PR 12323), and 1.x replaces the whole "
-            'plugins."io.containerd.grpc.v1.cri" table of config.toml with the '
-            "imported one (containerd issue 5837): keep CRI settings in one file there"
+            "containerd reads this drop-in only through an imports entry of "
+            "/etc/containerd/config.toml (LoadConfig follows the imports of the files it "
+            "loaded; 2.2 puts conf.d/*.toml only in what `containerd config default` prints, "
+            "PR 12323): install.sh adds the entry (a minimal config.toml where there is none) "
+            "and, since 1.x replaces a plugin's whole table with an imported file's "
+            "(containerd issue 5837), carries config.toml's own "
+            'plugins."io.containerd.grpc.v1.cri" tables into the drop-in; the cloud-init '
+            "first boot does neither (the user-data's size): build the image with install.sh"
         )
         return
     yield docker_option(

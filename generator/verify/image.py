@@ -540,6 +540,23 @@ def merged_daemon_json(item_target: str, content: bytes) -> bool:
     return daemon_json_object(content.decode("utf-8", "replace")) is not None
 
 
+# install.sh's comment above the image's CRI tables it carries into the containerd drop-in
+CONTAINERD_CARRY_MARK = b"carried here by install.sh: containerd 1.x"
+
+
+def merged_containerd_dropin(item_target: str, content: bytes) -> bool:
+    """The containerd drop-in with the image's CRI tables carried into it by install.sh
+    (containerd 1.x replaces a plugin's whole table with an imported file's): TOML, not the
+    bundle's bytes by design; each containerd setting is judged in it by itself."""
+    if item_target != CONTAINERD_DROPIN or CONTAINERD_CARRY_MARK not in content:
+        return False
+    try:
+        tomllib.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return True
+
+
 def check_file(item: ManifestFile, image: Image) -> Check:
     item_target, sha256, mode = item.target or "", item.sha256, item.mode
     expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
@@ -553,7 +570,11 @@ def check_file(item: ManifestFile, image: Image) -> Check:
     if (
         not good
         and actual_mode == mode
-        and (merged_daemon_json(item_target, content) or merged_nccl_conf(item, content))
+        and (
+            merged_daemon_json(item_target, content)
+            or merged_nccl_conf(item, content)
+            or merged_containerd_dropin(item_target, content)
+        )
     ):
         return merged_file_check(item_target, expected)
     return Check(
@@ -627,17 +648,24 @@ def check_containerd(setting: Setting, image: Image) -> Check:
         return check_of(
             setting,
             f"no {CONTAINERD_CONFIG}",
-            NA,
-            "containerd >= 2.2 imports conf.d/*.toml by default; 1.x reads no drop-in "
-            "without a config.toml that imports it",
+            MISSING,
+            f"not in effect: containerd reads a drop-in only through the imports of the config "
+            f"it loads, and with no {CONTAINERD_CONFIG} it loads none (containerd LoadConfig; "
+            "2.2 only prints the import in `containerd config default`)",
         )
     if not any(glob_matches(pattern, ours) for pattern in imports):
         return check_of(
             setting,
             "not imported",
             MISSING,
-            f"{CONTAINERD_CONFIG} does not import {CONTAINERD_DROPIN_DIR}/*.toml",
+            f"not in effect: {CONTAINERD_CONFIG} does not import {ours}",
         )
+    try:
+        own = toml_lookup(tomllib.loads(image.read(ours) or ""), setting.key)
+    except tomllib.TOMLDecodeError:
+        own = None
+    if own != toml_value(setting.value):
+        return check_of(setting, str(own), DIFFERS, f"{ours} does not set it so")
     ours_name = PurePosixPath(ours).name
     directory = image.resolve(CONTAINERD_DROPIN_DIR)
     present = directory is not None and directory.is_dir()
@@ -674,13 +702,50 @@ def check_nccl(setting: Setting, image: Image) -> Check:
     return check_nccl_text(setting, text)
 
 
-def kubelet_reads_dropins(image: Image) -> bool:
-    files = unit_files(image, "kubelet.service")
-    files += [(path, image.read(path) or "") for path in KUBELET_FLAG_FILES]
-    return any(
-        re.search(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|\"|'|$)", text)
+CONFIG_DIR_FLAG = re.compile(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|\"|'|$)")
+UNIT_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+ASSIGNMENT = re.compile(rf"""(?:"({NAME})=([^"]*)"|({NAME})=(\S*))""")
+
+
+def unit_lines(files: list[tuple[str, str]], option: str) -> list[str]:
+    """The values of OPTION= lines of a unit and its drop-ins, in the order systemd reads them
+    (a line ending in a backslash continues on the next, systemd.syntax(7))."""
+    prefix = re.compile(rf"^\s*{option}\s*=\s*(.*)$")
+    return [
+        found.group(1)
         for _, text in files
-    )
+        for line in text.replace("\\\n", " ").splitlines()
+        if (found := prefix.match(line))
+    ]
+
+
+def kubelet_environment(image: Image, files: list[tuple[str, str]]) -> dict[str, str]:
+    """kubelet.service's Environment= (a later assignment wins), then the environment files
+    kubeadm's 10-kubeadm.conf reads, which win over Environment= (systemd.exec(5))."""
+    variables: dict[str, str] = {}
+    for value in unit_lines(files, "Environment"):
+        for quoted, quoted_value, bare, bare_value in ASSIGNMENT.findall(value):
+            variables[quoted or bare] = quoted_value if quoted else bare_value
+    for path in KUBELET_FLAG_FILES:
+        for line in (image.read(path) or "").splitlines():
+            name, equals, value = line.strip().partition("=")
+            if equals and re.fullmatch(NAME, name):
+                variables[name] = value.strip().strip("\"'")
+    return variables
+
+
+def kubelet_reads_dropins(image: Image) -> bool:
+    """The ExecStart that starts kubelet (the last one of the unit and its drop-ins) passes
+    --config-dir on the drop-in directory, itself or through a variable it expands (kubeadm's
+    $KUBELET_CONFIG_ARGS, which the bundle's kubelet.service.d drop-in extends)."""
+    files = unit_files(image, "kubelet.service")
+    starts = [line for line in unit_lines(files, "ExecStart") if line.strip()]
+    if not starts:
+        return False
+    variables = kubelet_environment(image, files)
+    expanded = UNIT_VARIABLE.sub(lambda m: variables.get(m.group(1), ""), starts[-1])
+    return bool(CONFIG_DIR_FLAG.search(expanded))
 
 
 def check_kubelet(setting: Setting, image: Image) -> Check:
@@ -719,8 +784,9 @@ def check_kubelet(setting: Setting, image: Image) -> Check:
         return check_of(
             setting,
             check.actual,
-            DIFFERS,
-            f"nothing in the image starts kubelet with --config-dir={KUBELET_DROPIN_DIR}",
+            MISSING,
+            f"not in effect: nothing in the image starts kubelet with --config-dir="
+            f"{KUBELET_DROPIN_DIR} (kubelet.service's ExecStart and the variables it expands)",
         )
     return check
 

@@ -24,6 +24,7 @@ missing, or not applicable here with the reason. What a kind measures:
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import tomllib
@@ -41,6 +42,7 @@ from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
 from generator.model.layout import (
     ACS_UNIT,
+    CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
     GPU_UNIT,
     KUBELET_DROPIN_DIR,
@@ -982,6 +984,21 @@ def toml_lookup(document: dict[str, object], path: str) -> object | None:
     return node
 
 
+def containerd_unread(document: dict[str, object]) -> str:
+    """Why a key of the drop-in is not in containerd's merged configuration: the dump's imports
+    list the files 1.x loaded (LoadConfig: "the list of config files loaded"), the globs 2.x
+    followed."""
+    loaded = document.get("imports")
+    if isinstance(loaded, list) and not any(
+        fnmatch.fnmatchcase(CONTAINERD_DROPIN, str(entry)) for entry in loaded
+    ):
+        return (
+            f"not in effect: containerd did not read {CONTAINERD_DROPIN} (it loaded "
+            f"{', '.join(map(str, loaded)) or 'no file'}): its config.toml must import it"
+        )
+    return "containerd did not take the drop-in's key (another file of its configuration?)"
+
+
 def check_containerd(setting: Setting, live: Live) -> Check:
     """The value in `containerd config dump`: the configuration containerd merged (imports too)."""
     lines = live.snapshot.values("containerd-dump", "-")
@@ -996,9 +1013,7 @@ def check_containerd(setting: Setting, live: Live) -> Check:
         path = path.replace(*CRI_V2_TO_V3)
     actual = toml_lookup(document, path)
     if actual is None:
-        return check_of(
-            setting, "not configured", MISSING, "containerd did not read the drop-in (imports?)"
-        )
+        return check_of(setting, "not configured", MISSING, containerd_unread(document))
     good = actual == toml_value(setting.value)
     return check_of(
         setting,
@@ -1172,7 +1187,7 @@ def check_kubelet(setting: Setting, live: Live) -> Check:
             setting,
             "drop-in not read",
             DIFFERS,
-            f"kubelet runs without --config-dir={KUBELET_DROPIN_DIR}",
+            f"not in effect: kubelet runs without --config-dir={KUBELET_DROPIN_DIR}",
         )
     flag = KUBELET_FLAG_OF_FIELD.get(setting.key.partition("/")[0])
     flagged = kubelet_flag(arguments.split(), flag) if flag else None

@@ -20,6 +20,7 @@ from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, load_bundle_json, load_
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import (
+    CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
     MANIFEST,
     NCCL_CONF,
@@ -129,6 +130,12 @@ def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
 # The files install.sh merges with the image's own instead of replacing: what the file check says
 # of one found merged, and why that is the bundle's file (each setting is judged by itself).
 MERGED_IN_PLACE = {
+    CONTAINERD_DROPIN: (
+        "the image's CRI tables carried into it",
+        "install.sh carries the image's own CRI tables of config.toml into it (containerd 1.x "
+        "replaces a plugin's whole table with an imported file's); each containerd setting is "
+        "judged by itself",
+    ),
     DOCKER_DAEMON_JSON: (
         "merged into the daemon.json in place",
         "install.sh merges the bundle's keys into it; each docker setting is judged by itself",

@@ -421,6 +421,236 @@ restore_nccl_conf() { # path-in-root
     say "restored the image's own $1 (the bundle no longer sets NCCL variables)"
 }
 
+# --- containerd: the drop-in read through config.toml's imports ---------------------------------
+
+# containerd reads a conf.d file only through an `imports` entry of the config file it loads:
+# LoadConfig follows the imports of each file it loaded, nothing else (1.6/1.7
+# services/server/config/config.go, 2.x cmd/containerd/server/config/config.go); with no
+# config.toml it loads nothing at all. 2.2 only added the entry to what `containerd config
+# default` prints (PR 12323); Debian 12 (1.6) and Ubuntu (1.7) ship a config.toml without it. So
+# the entry is added to the image's config.toml (or a minimal one written), and the entry the
+# tool added is kept in <record dir>/containerd-import, so that a bundle without the drop-in
+# takes it back. And 1.x replaces a plugin's whole table with the table of a file imported later
+# (mergeConfig: "Replace entire sections instead of merging map's values", containerd issue
+# 5837): the image's own [plugins."io.containerd.grpc.v1.cri"...] tables (Debian's CNI bin_dir)
+# would be lost, so they are carried into the drop-in, after the bundle's keys, as NVIDIA's
+# nvidia-ctk does for its drop-in (nvidia-container-toolkit PR 1311).
+containerd_config=/etc/containerd/config.toml
+containerd_import='/etc/containerd/conf.d/*.toml'
+containerd_unwired=''
+
+# carry_cri_program: the awk program that carries the image's CRI tables (file 1) into the
+# bundle's drop-in (file 2): a table both set gets the image's lines after the bundle's keys,
+# less the keys the bundle sets; the image's other CRI tables follow at the end. Exit 3, nothing
+# usable, where text cannot say it safely: a dotted key in a CRI table, or the CRI plugin set
+# outside its tables. (A function, not a variable: the first-boot script copies functions.)
+carry_cri_program() {
+    cat <<'AWK'
+    function header(text) { sub(/#.*/, "", text); gsub(/[ \t]/, "", text); return text }
+    function key_of(text) {
+        if (match(text, /^[ \t]*[A-Za-z0-9_-]+[ \t]*=/)) {
+            text = substr(text, 1, RLENGTH - 1); gsub(/[ \t]/, "", text); return text
+        }
+        return ""
+    }
+    function flush(   i, j) {
+        if (current == "") return
+        for (i = 1; i <= count; i++) {
+            if (name[i] != current || used[i]) continue
+            used[i] = 1
+            print "# the image's own keys of this table (" config ")"
+            for (j = 1; j <= lines[i]; j++)
+                if (line_key[i, j] == "" || !((current, line_key[i, j]) in ours)) print line[i, j]
+        }
+    }
+    FNR == NR {
+        if ($0 ~ /^[ \t]*\[/) {
+            in_cri = index(header($0), "[plugins.\"io.containerd.grpc.v1.cri\"") == 1 ||
+                index(header($0), "[[plugins.\"io.containerd.grpc.v1.cri\"") == 1
+            if (in_cri) { count++; name[count] = header($0); head[count] = $0; lines[count] = 0 }
+            next
+        }
+        if ($0 ~ /^[ \t]*#/) { if (in_cri) { lines[count]++; line[count, lines[count]] = $0 } ; next }
+        if (!in_cri) { if (index($0, "io.containerd.grpc.v1.cri")) exit 3; next }
+        if ($0 ~ /^[ \t]*("[^"]*"|[A-Za-z0-9_-]+)[ \t]*\./) exit 3
+        lines[count]++; line[count, lines[count]] = $0; line_key[count, lines[count]] = key_of($0)
+        next
+    }
+    {
+        if ($0 ~ /^[ \t]*\[/) { flush(); current = header($0) }
+        else if (current != "" && key_of($0) != "") ours[current, key_of($0)] = 1
+        print
+    }
+    END {
+        flush()
+        for (i = 1; i <= count; i++) {
+            if (used[i]) continue
+            if (!said) {
+                print ""
+                print "# The image's own CRI tables of " config ", carried here by install.sh: containerd 1.x"
+                print "# replaces the whole plugin table of config.toml with the one of an imported file."
+                said = 1
+            }
+            print ""
+            print head[i]
+            for (j = 1; j <= lines[i]; j++) print line[i, j]
+        }
+    }
+AWK
+}
+
+# carry_image_cri PATH: $source becomes the bundle's drop-in with the CRI tables of the image's
+# config.toml carried into it (unchanged when it has none, or when the drop-in is not wired).
+carry_image_cri() { # path-in-root of the drop-in
+    status=0
+    [ -n "$containerd_unwired" ] || contents_of "$containerd_config" || status=$?
+    target_of "$1" create
+    [ -z "$containerd_unwired" ] && [ "$status" -eq 0 ] || return 0
+    case $contents in *io.containerd.grpc.v1.cri*) ;; *) return 0 ;; esac
+    image_config=$(mktemp) || die "cannot create a temporary file"
+    merged=$(mktemp) || die "cannot create a temporary file"
+    printf '%s\n' "$contents" >"$image_config"
+    awk -v config="$containerd_config" "$(carry_cri_program)" "$image_config" "$source" >"$merged" || true
+    rm -f -- "$image_config"
+    say "carrying the CRI tables of the image's $containerd_config into $1 (containerd 1.x replaces a plugin's whole table with an imported file's)"
+    source=$merged
+}
+
+# containerd_check: $containerd_unwired says why the image's config.toml cannot import the
+# drop-in (empty: it can, or there is none and a minimal one is written); nothing is written. A
+# version 1 config (no version line: plugins.cri) is not edited: 1.x validates the merged
+# config as version 2 (ValidateV2) and refuses its plugin names.
+containerd_check() {
+    containerd_unwired=''
+    status=0
+    contents_of "$containerd_config" || status=$?
+    case $status in
+        1) return 0 ;;
+        2)
+            containerd_unwired="$containerd_config is a link or not a regular file"
+            return 0
+            ;;
+    esac
+    target_of "$containerd_config" existing
+    if [ "$(stat -c %s -- "$target")" -gt 65536 ]; then
+        containerd_unwired="$containerd_config is larger than 64 KiB"
+        return 0
+    fi
+    top=$(toml_top_level)
+    if ! printf '%s\n' "$top" | grep -Eq '^[[:space:]]*version[[:space:]]*=[[:space:]]*[23][[:space:]]*(#.*)?$'; then
+        containerd_unwired="$containerd_config is version 1 syntax (no version = 2 or 3), which the drop-in's version 2 tables cannot join: convert it (containerd config migrate)"
+        return 0
+    fi
+    imports_lines=$(printf '%s\n' "$top" | grep -E '^[[:space:]]*imports[[:space:]]*=' || true)
+    if [ -n "$imports_lines" ] && { [ "$(printf '%s\n' "$imports_lines" | grep -c '')" -ne 1 ] ||
+        ! printf '%s\n' "$imports_lines" | grep -Eq "^[[:space:]]*imports[[:space:]]*=[[:space:]]*\[[^]#]*\][[:space:]]*(#.*)?$"; }; then
+        containerd_unwired="the imports of $containerd_config are not a one-line array: add \"$containerd_import\" to them by hand"
+        return 0
+    fi
+    probe=$(mktemp) || die "cannot create a temporary file"
+    printf '%s\n' "$contents" >"$probe"
+    if ! awk -v config="$containerd_config" "$(carry_cri_program)" "$probe" /dev/null >/dev/null; then
+        containerd_unwired="the [plugins.\"io.containerd.grpc.v1.cri\"] settings of $containerd_config are not plain tables (a dotted key, an inline table), which containerd 1.x would lose to the drop-in's whole table: merge them into the drop-in by hand"
+    fi
+    rm -f -- "$probe"
+}
+
+# toml_top_level: the lines of $contents before its first table header.
+toml_top_level() {
+    printf '%s\n' "$contents" | sed -n '/^[[:space:]]*\[/q;p'
+}
+
+# imports_covers LINE: the one-line imports array LINE has an entry whose glob matches the
+# drop-in (filepath.Glob's pattern, as the shell's case reads it).
+imports_covers() {
+    entries=$(printf '%s' "$1" | sed 's/^[^[]*\[//; s/\][^]]*$//' | tr ',' '\n' | tr -d " \t\"'")
+    set -f
+    for entry in $entries; do
+        # shellcheck disable=SC2254 # the entry is a glob: matched as one
+        case $containerd_dropin in $entry) set +f && return 0 ;; esac
+    done
+    set +f
+    return 1
+}
+
+# wire_containerd DROPIN: config.toml imports the drop-in: an imports line added or extended, or
+# a minimal config.toml written (containerd with no config.toml reads no drop-in either).
+wire_containerd() {
+    containerd_dropin=$1
+    import_record=${record%/*}/containerd-import
+    if [ -n "$containerd_unwired" ]; then
+        say "containerd: $1 is not in effect: $containerd_unwired"
+        failed=$((failed + 1))
+        return 0
+    fi
+    status=0
+    contents_of "$containerd_config" || status=$?
+    if [ "$status" -eq 1 ]; then
+        write_text "$containerd_config" "$(printf 'version = 2\nimports = ["%s"]' "$containerd_import")"
+        write_text "$import_record" file
+        return 0
+    fi
+    target_of "$containerd_config" existing
+    imports_line=$(toml_top_level | grep -E '^[[:space:]]*imports[[:space:]]*=' || true)
+    if [ -n "$imports_line" ] && imports_covers "$imports_line"; then
+        say "unchanged $containerd_config (its imports read $1)"
+        unchanged=$((unchanged + 1))
+        return 0
+    fi
+    quoted=$(printf '%s' "$containerd_import" | sed 's/[/*.]/\\&/g')
+    edited=$(mktemp) || die "cannot create a temporary file"
+    if [ -z "$imports_line" ]; then
+        printf 'imports = ["%s"]\n%s\n' "$containerd_import" "$contents" >"$edited"
+        added_what=line
+    else
+        printf '%s\n' "$contents" | sed "/^[[:space:]]*imports[[:space:]]*=/{
+            s/\\[[[:space:]]*]/[\"$quoted\"]/
+            t
+            s/]/, \"$quoted\"]/
+        }" >"$edited"
+        added_what=entry
+    fi
+    put "$edited" "$(stat -c %a -- "$target")"
+    rm -f -- "$edited"
+    say "wired $containerd_config: its imports read $containerd_import"
+    installed=$((installed + 1))
+    write_text "$import_record" "$added_what"
+}
+
+# unwire_containerd: a bundle without the drop-in takes back what an earlier install added: the
+# minimal file it wrote, else its entry of the imports line (the line too when nothing else is
+# left in it).
+unwire_containerd() {
+    import_record=${record%/*}/containerd-import
+    contents_of "$import_record" || return 0
+    added_what=$contents
+    target_of "$import_record" existing
+    rm -f -- "$target"
+    status=0
+    contents_of "$containerd_config" || status=$?
+    [ "$status" -eq 0 ] || return 0
+    target_of "$containerd_config" existing
+    minimal=$(printf 'version = 2\nimports = ["%s"]' "$containerd_import")
+    if [ "$added_what" = file ] && [ "$contents" = "$minimal" ]; then
+        rm -f -- "$target"
+        say "removed $containerd_config (written for the drop-in the bundle no longer carries)"
+        return 0
+    fi
+    quoted=$(printf '%s' "$containerd_import" | sed 's/[/*.]/\\&/g')
+    edited=$(mktemp) || die "cannot create a temporary file"
+    printf '%s\n' "$contents" | sed "/^[[:space:]]*imports[[:space:]]*=/{
+        s/,[[:space:]]*[\"']${quoted}[\"']//
+        s/[\"']${quoted}[\"'][[:space:]]*,[[:space:]]*//
+        s/[\"']${quoted}[\"']//
+    }" | sed '/^[[:space:]]*imports[[:space:]]*=[[:space:]]*\[[[:space:]]*\][[:space:]]*$/d' >"$edited"
+    if ! cmp -s -- "$edited" "$target"; then
+        put "$edited" "$(stat -c %a -- "$target")"
+        say "took \"$containerd_import\" back from the imports of $containerd_config (the bundle no longer carries a containerd drop-in)"
+        installed=$((installed + 1))
+    fi
+    rm -f -- "$edited"
+}
+
 install_file() { # mode path-in-root
     source="$bundle/rootfs$2"
     if [ ! -f "$source" ] || [ -L "$source" ]; then
@@ -429,6 +659,7 @@ install_file() { # mode path-in-root
     target_of "$2" create
     [ "$2" != /etc/docker/daemon.json ] || merge_daemon_json "$2" || return 0
     [ "$2" != /etc/nccl.conf ] || merge_nccl_conf "$2" || return 0
+    case $2 in /etc/containerd/conf.d/*.toml) carry_image_cri "$2" ;; esac
     if same_file "$source" "$target" "$1"; then
         [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
         say "unchanged $2"
@@ -622,6 +853,37 @@ run_step() { # name [word]
     fi
 }
 
+# --- kubelet: the drop-in directory read through --config-dir ------------------------------------
+
+# kubelet reads /etc/kubernetes/kubelet.conf.d only with --config-dir, which kubeadm's
+# 10-kubeadm.conf does not pass; the bundle's kubelet.service.d drop-in adds it to
+# $KUBELET_CONFIG_ARGS, which kubeadm's ExecStart expands. kubelet_check: $kubelet_unwired says
+# why that does not reach kubelet (no ExecStart of the image's kubelet.service and its drop-ins
+# expands the variable or passes --config-dir itself); nothing is written.
+kubelet_config_dir=/etc/kubernetes/kubelet.conf.d
+kubelet_unwired=''
+
+kubelet_start_lines() { # the ExecStart lines of the image's kubelet.service and its drop-ins
+    for unit_dir in /etc/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system; do
+        ! contents_of "$unit_dir/kubelet.service" || printf '%s\n' "$contents"
+        found_dir=$( (resolve_dir "$unit_dir/kubelet.service.d" existing && printf '%s' "$dir") 2>/dev/null) || continue
+        for unit_file in "$found_dir"/*.conf; do
+            case ${unit_file##*/} in *[!A-Za-z0-9@_.:+-]* | '*.conf') continue ;; esac
+            ! contents_of "$unit_dir/kubelet.service.d/${unit_file##*/}" || printf '%s\n' "$contents"
+        done
+    done | sed -e ':a' -e '/\\$/N' -e 's/\\\n/ /' -e 'ta' | grep -E '^[[:space:]]*ExecStart[[:space:]]*=' || true
+}
+
+kubelet_check() {
+    kubelet_unwired=''
+    unit_in_image kubelet.service || return 0 # the require line names it
+    start_lines=$(kubelet_start_lines)
+    if printf '%s\n' "$start_lines" | grep -Eq "\\\$\{?KUBELET_CONFIG_ARGS\}?([^A-Za-z0-9_]|$)|--config-dir[= ]$kubelet_config_dir"; then
+        return 0
+    fi
+    kubelet_unwired="no ExecStart of kubelet.service in $root expands \$KUBELET_CONFIG_ARGS (kubeadm's 10-kubeadm.conf does), so kubelet would not get --config-dir=$kubelet_config_dir: add it to how kubelet starts"
+}
+
 # --- what the target must carry for the plan (the "require" lines) -----------------------------
 
 # command_in_image NAME: a bin directory of the target has NAME; a link there counts as present
@@ -653,10 +915,42 @@ NEEDS
     printf '%s' "$lacking"
 }
 
+# wiring_problems PATHS: $unwired names each drop-in among the bundle's PATHS (one a line) that
+# its consumer would not read; $containerd_dropins and $kubelet_unwired for wire_dropins.
+wiring_problems() {
+    unwired=''
+    containerd_dropins=$(printf '%s\n' "$1" | grep -E '^/etc/containerd/conf\.d/[^/]+\.toml$' || true)
+    kubelet_dropins=$(printf '%s\n' "$1" | grep -E "^$kubelet_config_dir/[^/]+\.conf\$" || true)
+    if [ -n "$containerd_dropins" ]; then
+        containerd_check
+        [ -z "$containerd_unwired" ] || unwired="containerd's import of $containerd_import ($containerd_unwired)"
+    fi
+    if [ -n "$kubelet_dropins" ]; then
+        kubelet_check
+        [ -z "$kubelet_unwired" ] || unwired="${unwired:+$unwired, }kubelet's --config-dir ($kubelet_unwired)"
+    fi
+}
+
+# wire_dropins: after the files and the record, the drop-ins wired into what reads them
+# (containerd's imports) or taken back; what cannot be wired fails the run, named.
+wire_dropins() {
+    if [ -n "$containerd_dropins" ]; then
+        wire_containerd "$(printf '%s\n' "$containerd_dropins" | head -n 1)"
+    else
+        unwire_containerd
+    fi
+    if [ -n "$kubelet_unwired" ]; then
+        say "kubelet: $kubelet_config_dir is not in effect: $kubelet_unwired"
+        failed=$((failed + 1))
+    fi
+}
+
 # check_needs: --strict stops here, before anything is written; otherwise the run goes on and
 # says what will not work until the target has it.
 check_needs() {
     lacking=$(missing_needs)
+    wiring_problems "$(printf '%s' "$files" | sed 's/^[^ ]* //')"
+    [ -z "$unwired" ] || lacking="${lacking:+$lacking, }$unwired"
     [ -n "$lacking" ] || return 0
     if [ "$strict" = yes ]; then
         die "strict: $root lacks what the plan needs: $lacking; nothing installed (install the packages that provide them before $tool's install.sh)"
@@ -1106,6 +1400,9 @@ FILES
 installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
 remove_stale_files "$installed_paths"
 write_text "$record" "$installed_paths"
+
+# 2b. The drop-ins wired into what reads them (containerd's imports), or taken back.
+wire_dropins
 
 # 3. Fixed text files.
 while read -r path word <&3; do
