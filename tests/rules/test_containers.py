@@ -67,7 +67,7 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [H100X8]},
         intent="training",
         knobs={"containers": "containerd", "kubernetes": True},
-        note='imports = ["/etc/containerd/conf.d/*.toml"]',
+        note="only through an imports entry of /etc/containerd/config.toml",
     ),
     Case(
         "nvidia-docker",
