@@ -121,9 +121,8 @@ def remove_stagings(staged: Sequence[tuple[Path, Path] | GoldtuneError]) -> None
 def settle_renames(results: list[Path | GoldtuneError]) -> list[Path | GoldtuneError]:
     """Make the swaps durable: one fsync of each parent directory, after all the renames into it.
 
-    One a batch, not one a bundle: on ext4 each is a journal commit waited for (writing batches
-    of 8 into /tmp, the swaps took 1.6-2.3 ms of wall a bundle, nearly all of it these fsyncs).
-    A bundle whose parent cannot be synced is reported as not written, as before.
+    One a batch, not one a bundle: on ext4 each is a journal commit waited for, most of what a
+    swap costs. A bundle whose parent cannot be synced is reported as not written, as before.
     """
     failed: dict[Path, OSError] = {}
     for parent in dict.fromkeys(result.parent for result in results if isinstance(result, Path)):
@@ -352,8 +351,7 @@ def current_umask() -> int:
     so a file another thread creates meanwhile is private, never more open than it asked.
 
     A file or directory is created with its final mode, and changed with chmod only when the
-    umask takes bits from it: under the usual 022 that saves ~55 chmod calls a bundle (writing
-    one on tmpfs: 1.06 -> 0.95 ms CPU).
+    umask takes bits from it: under the usual 022 that saves some 55 chmod calls a bundle.
     """
     umask = os.umask(0o077)
     os.umask(umask)
