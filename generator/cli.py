@@ -27,18 +27,12 @@ from generator.textsafe import printable
 F = TypeVar("F", bound=Callable[..., Any])
 
 # One parameter type for every path option: each click.Path looks its name up in gettext's
-# catalogs (stat calls for .mo files), 40 us apiece, and a type holds no state of its own.
+# catalogs (stat calls for .mo files) when it is made, and a type holds no state of its own.
 PATH = click.Path(path_type=Path)
 
 # Everything a run creates lives until the process ends. Freezing it at exit spares the
-# interpreter's final garbage-collection passes over all of it (about 10 ms of every run).
+# interpreter's final garbage-collection passes over all of it.
 atexit.register(gc.freeze)
-
-
-class MainJob:
-    """Whether this process ran the main job to its end (console() then skips the teardown)."""
-
-    done = False
 
 
 HW_HELP = (
@@ -177,7 +171,6 @@ def main(
         from generator.commands.inspect import run_generate
 
         run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
-    MainJob.done = True
 
 
 @main.command()
@@ -562,49 +555,31 @@ OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def console() -> None:
-    """The `gen` command (its console script, ``python -m generator``): ``main``, and after a
-    main job that succeeded, the end of the process without the interpreter's teardown: then
-    this function does not return.
-
-    What a run made lives until the process ends, and Python's finalization then frees it object
-    by object (the modules, pydantic's and Jinja's structures, the plan): ~4 ms of a cold `gen`'s
-    CPU, for nobody. After the main job (one thread, its files written with os.write and closed)
-    the process runs the atexit handlers (the removal of a replaced bundle), flushes standard
-    output and error and ends with status 0. Any other command, a run that failed, or a run
-    under a profiler or tracer (cProfile, coverage: they report after the command returns) ends
-    as before (same messages, same status). Output that cannot be written (``gen list
-    >/dev/full``) ends any command with one line and status 1 (output_failed), not a traceback.
-    """
-    MainJob.done = False
+    """The `gen` command (its console script, ``python -m generator``): ``main``, then Python's
+    own exit. Output that cannot be written (``gen list >/dev/full``) ends any command with one
+    line and status 1 (output_failed), not a traceback."""
     try:
         main()
-    except SystemExit as done:
-        # click ends every run with SystemExit; status 0 after the main job is the fast end
-        if not MainJob.done or done.code not in (0, None) or _observed():
-            raise
+    except SystemExit:
+        # click ends every run with SystemExit. What is still buffered is written now, so that
+        # a failure to write it is reported as any other, not by the interpreter's last flush.
+        try:
+            flush_output()
+        except OSError as error:
+            output_failed(error)
+        except ValueError:  # a stream closed by the run: Python's own exit then
+            pass
+        raise
     except OSError as error:
         if not _output_failed_with(error):
             raise
         output_failed(error)
-    atexit._run_exitfuncs()
-    try:
-        flush_output()
-    except OSError as error:
-        output_failed(error)
-    except ValueError:  # a stream closed by the run: Python's own exit then
-        return
-    os._exit(0)
 
 
 def flush_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:  # None: the descriptor was closed when Python started
             stream.flush()
-
-
-def _observed() -> bool:
-    """A profiler or tracer is watching the run (it reports after main returns)."""
-    return sys.getprofile() is not None or sys.gettrace() is not None
 
 
 def _output_failed_with(error: OSError) -> bool:
@@ -622,13 +597,17 @@ def _output_failed_with(error: OSError) -> bool:
 
 
 def output_failed(error: OSError) -> NoReturn:
-    """End the process after standard output or error could not be written: the atexit handlers
-    run, one line says why (nothing for a broken pipe: the reader left, as click has it), status
-    1. What is still buffered could not be written either, so the process ends without the
-    interpreter's last flush, which would report it again as an ignored exception."""
-    atexit._run_exitfuncs()
+    """End the process after standard output or error could not be written: one line says why
+    (nothing for a broken pipe: the reader left, as click has it), status 1. What is still
+    buffered could not be written either: the standard streams are pointed at /dev/null first,
+    so that the interpreter's last flush does not report it again (the recipe of Python's
+    signal module documentation, "Note on SIGPIPE")."""
     if error.errno != errno.EPIPE:
         with suppress(OSError, ValueError, AttributeError):  # no stderr either
             sys.stderr.write(f"{TOOL}: error: cannot write the output: {error.strerror}\n")
             sys.stderr.flush()
-    os._exit(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):  # closed, or no descriptor
+            os.dup2(null, stream.fileno())
+    sys.exit(1)

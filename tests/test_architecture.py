@@ -25,7 +25,6 @@ LEAVES = {
     "table",
     "textsafe",
     "foreign",
-    "patterns",
     "gcpause",
     "__init__",
 }

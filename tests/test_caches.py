@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import marshal
 import os
 import stat
 import subprocess
@@ -82,25 +81,6 @@ def test_template_cache_entries_are_readable_by_all(tmp_path: Path, strict_umask
     assert len(entries) == 1 and entries[0].endswith(".cache")  # no temporary left
     assert mode(tmp_path / "jinja") == 0o755
     assert mode(tmp_path / "jinja" / entries[0]) == 0o644
-
-
-def test_template_cache_loads_from_bytes_not_from_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cache = TemplateCache(str(tmp_path), pattern="%s.cache")
-    cache.dump_bytecode(compiled_bucket(cache))
-
-    def slow_load(stream: object) -> object:
-        raise AssertionError("marshal.load(file) reads the file in small pieces")
-
-    monkeypatch.setattr(marshal, "load", slow_load)
-    loaded = compiled_bucket(cache)
-    loaded.reset()
-    cache.load_bytecode(loaded)
-    namespace: dict[str, object] = {}
-    assert loaded.code is not None
-    exec(loaded.code, namespace)  # noqa: S102 - our own compiled test snippet
-    assert namespace["result"] == 42
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "stale"])

@@ -84,12 +84,6 @@ def test_caches_are_not_shipped_but_built_where_installed(installed: Path, tmp_p
         "nics.pickle",
         "scripts.json",
         "tuned.json",
-        # the validators of the models validated: the catalog's (it was validated) and the inputs'
-        "validator.generator.inputs.catalog.CpuModel.pickle",
-        "validator.generator.inputs.catalog.GpuModel.pickle",
-        "validator.generator.inputs.catalog.NicModel.pickle",
-        "validator.generator.inputs.hardware.HardwareSpec.pickle",
-        "validator.generator.inputs.profile.ProfileFile.pickle",
     ]
     second = run_installed(
         installed,

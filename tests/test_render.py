@@ -506,6 +506,26 @@ def test_user_data_that_does_not_round_trip_is_refused() -> None:
         check_user_data(b"write_files: []\n", overlay)
 
 
+def test_every_bundles_user_data_is_parsed_whole_not_only_a_processs_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check does not depend on what the process rendered before (on main only a process's
+    first user-data was parsed; later ones were judged by a character scan)."""
+    from generator.render import delivery
+
+    render_bundle(full_plan())
+    parsed: list[str] = []
+    real_load = delivery.yaml.load
+
+    def load(text: str, **options: object) -> object:
+        parsed.append(text)
+        return real_load(text, **options)
+
+    monkeypatch.setattr(delivery.yaml, "load", load)
+    files = render_bundle(full_plan())
+    assert parsed == [files["cloud-init/user-data"][0].decode("utf-8")]
+
+
 def test_driver_modules_are_loaded_by_the_gpu_unit_not_modules_load(full: dict[str, str]) -> None:
     """A missing nvidia-peermem in modules-load.d fails systemd-modules-load without a driver."""
     assert "tcp_bbr" in full["rootfs/etc/modules-load.d/90-goldtune.conf"]

@@ -7,9 +7,9 @@ the old bundle are exchanged in one step (``renameat2(RENAME_EXCHANGE)``), so a 
 finds a complete bundle at the target and a SIGKILL at any point leaves one there. Where the file
 system refuses the exchange, the old bundle is renamed aside and the new one renamed in (the
 target is then briefly absent). One ``fsync`` of each parent directory, after the batch's last
-swap, makes the renames durable. The old tree, now under the hidden name, is removed off the
-critical path: by a detached process spawned at exit (a matrix worker removes its own after
-each batch).
+swap, makes the renames durable. The old tree, now under the hidden name, is then removed by
+the run itself before ``write_bundles`` returns: when the run ends, its work is done (a pipeline
+that archives the output directory right after `gen` finds no hidden tree half removed).
 
 A failure at any point before the swap leaves the previous bundle byte for byte as it was and
 removes the staging directory. Hidden directories that a killed run left for the same target are
@@ -22,7 +22,6 @@ and no file the manifest does not list).
 
 from __future__ import annotations
 
-import atexit
 import errno
 import hashlib
 import json
@@ -30,7 +29,6 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
@@ -61,9 +59,6 @@ AT_FDCWD = -100  # linux/include/uapi/linux/fcntl.h
 # or a file system that does not implement RENAME_EXCHANGE (renameat2(2), ERRORS: EINVAL).
 EXCHANGE_UNSUPPORTED = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP})
 
-# Replaced bundles (under their hidden names) that this process still has to remove.
-_replaced: list[Path] = []
-
 
 def write_bundle(files: Mapping[str, tuple[bytes, int]], target: Path) -> Path:
     """Replace ``target`` with exactly ``files``; returns the absolute bundle directory."""
@@ -80,8 +75,8 @@ def write_bundles(
 
     Each bundle still replaces its target atomically and only once its files are durable; a
     bundle that fails leaves its target as it was and does not stop the others. The result is,
-    per bundle, its absolute directory or the error. The replaced bundles are removed later
-    (``remove_replaced``, or at exit).
+    per bundle, its absolute directory or the error. The bundles replaced are removed before it
+    returns, once every swap of the batch is durable.
     """
     targets = [Path(os.path.abspath(target)) for _, target in bundles]
     remove_leftovers(targets)
@@ -103,13 +98,18 @@ def write_bundles(
         remove_stagings(staged)
         raise
     swapped: list[Path | GoldtuneError] = []
+    replaced: list[Path] = []
     try:
         for item in staged:
-            swapped.append(item if isinstance(item, GoldtuneError) else _swap_or_error(*item))
+            swapped.append(
+                item if isinstance(item, GoldtuneError) else _swap_or_error(*item, replaced)
+            )
     except BaseException:  # SIGINT, or a worker's SIGTERM: the bundles swapped in stay durable
         settle_renames(swapped)
         raise
-    return settle_renames(swapped)
+    settled = settle_renames(swapped)
+    remove_trees(replaced)
+    return settled
 
 
 def remove_stagings(staged: Sequence[tuple[Path, Path] | GoldtuneError]) -> None:
@@ -121,9 +121,8 @@ def remove_stagings(staged: Sequence[tuple[Path, Path] | GoldtuneError]) -> None
 def settle_renames(results: list[Path | GoldtuneError]) -> list[Path | GoldtuneError]:
     """Make the swaps durable: one fsync of each parent directory, after all the renames into it.
 
-    One a batch, not one a bundle: on ext4 each is a journal commit waited for (writing batches
-    of 8 into /tmp, the swaps took 1.6-2.3 ms of wall a bundle, nearly all of it these fsyncs).
-    A bundle whose parent cannot be synced is reported as not written, as before.
+    One a batch, not one a bundle: on ext4 each is a journal commit waited for, most of what a
+    swap costs. A bundle whose parent cannot be synced is reported as not written, as before.
     """
     failed: dict[Path, OSError] = {}
     for parent in dict.fromkeys(result.parent for result in results if isinstance(result, Path)):
@@ -181,16 +180,17 @@ def target_key(name: str) -> str:
     return hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
 
 
-def _swap_or_error(staging: Path, target: Path) -> Path | GoldtuneError:
+def _swap_or_error(staging: Path, target: Path, replaced: list[Path]) -> Path | GoldtuneError:
+    """Swap ``staging`` in at ``target``; the old bundle's hidden name goes to ``replaced``."""
     try:
-        replaced = swap_in(staging, target)
+        old = swap_in(staging, target)
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(error, OSError):
             return GenerationError(f"{target}: cannot write the bundle: {error.strerror or error}")
         raise
-    if replaced is not None:
-        defer_removal(replaced)
+    if old is not None:
+        replaced.append(old)
     return target
 
 
@@ -351,8 +351,7 @@ def current_umask() -> int:
     so a file another thread creates meanwhile is private, never more open than it asked.
 
     A file or directory is created with its final mode, and changed with chmod only when the
-    umask takes bits from it: under the usual 022 that saves ~55 chmod calls a bundle (writing
-    one on tmpfs: 1.06 -> 0.95 ms CPU).
+    umask takes bits from it: under the usual 022 that saves some 55 chmod calls a bundle.
     """
     umask = os.umask(0o077)
     os.umask(umask)
@@ -490,60 +489,12 @@ def _last_errno() -> int:
     return ctypes.get_errno()
 
 
-def defer_removal(replaced: Path) -> None:
-    """Remove ``replaced`` later: it is off the critical path of the run that replaced it."""
-    _replaced.append(replaced)
-
-
-def remove_replaced() -> None:
-    """Remove the bundles this process replaced, now (rmtree never follows a link)."""
-    while _replaced:
-        shutil.rmtree(_replaced.pop(), ignore_errors=True)
-
-
-# The old trees' remover: a new interpreter, isolated (-I: no PYTHON* variables, no user site, no
-# current directory on the path) and without site (-S), given the paths as its arguments.
-REMOVER = (
-    "import shutil, sys\nfor path in sys.argv[1:]:\n    shutil.rmtree(path, ignore_errors=True)\n"
-)
-
-
-def _remove_replaced_detached() -> None:
-    # At exit: a new process in its own session removes the old trees while this one ends, with
-    # its standard streams on /dev/null and no other descriptor of ours, so a caller reading our
-    # output is not kept waiting. Spawned (posix_spawn: vfork, then exec), not forked: a forked
-    # child shares the exiting interpreter's memory copy-on-write, and every page the exit then
-    # writes (the reference counts of everything it frees) was copied on the critical path:
-    # ~4,000 page faults, ~12 ms of gen's CPU (a new bundle costs neither).
-    if not _replaced:
-        return
-    paths = [os.fspath(path) for path in _replaced]
-    try:
-        null = os.open(os.devnull, os.O_RDWR)
-        actions: list[tuple[int, ...]] = [(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)]
-        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_descriptors() if fd > 2]
-        command = [sys.executable, "-I", "-S", "-c", REMOVER, *paths]
-        os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setsid=True)
-    except (OSError, ValueError, TypeError):  # no interpreter path, or spawning refused
-        remove_replaced()
-        return
-    _replaced.clear()
-
-
-def _inherited_descriptors() -> list[int]:
-    """The open descriptors an exec keeps (Python's own are close-on-exec; a caller's may not
-    be: a pipe it waits on for end of file)."""
-    kept = []
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            if os.get_inheritable(int(name)):
-                kept.append(int(name))
-        except OSError:  # the listing's own descriptor, closed by now
-            continue
-    return kept
-
-
-atexit.register(_remove_replaced_detached)  # a no-op in a process that replaced nothing
+def remove_trees(trees: Sequence[Path]) -> None:
+    """Remove the bundles a batch replaced, under their hidden names (rmtree never follows a
+    link). An old tree whose removal a signal cut short is a dead run's leftover, which the
+    next run for its target removes (remove_leftovers)."""
+    for tree in trees:
+        shutil.rmtree(tree, ignore_errors=True)
 
 
 # .goldtune-new-<target key>-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-from generator.bundle.write import remove_replaced, write_bundles
+from generator.bundle.write import write_bundles
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
@@ -164,18 +164,13 @@ def write_batch(
 ) -> list[Outcome]:
     """Plan, render and write each combination; the bundles share one flush to disk.
     ``cloud_init``: gen's --cloud-init-reboot and --cloud-init-part, for every bundle.
-
-    The bundles they replaced are removed once all are swapped in: a worker never reaches the
-    exit handler that removes them for a single ``gen``.
     """
     prepared = [_render(combination, cloud_init) for combination in combinations]
     ready = [item for item in prepared if isinstance(item, Rendered)]
     written = iter(write_bundles([(item.files, item.combination.target) for item in ready]))
-    outcomes = [
+    return [
         _written(item, next(written)) if isinstance(item, Rendered) else item for item in prepared
     ]
-    remove_replaced()
-    return outcomes
 
 
 def _render(combination: Combination, cloud_init: CloudInitOptions | None) -> Rendered | Outcome:

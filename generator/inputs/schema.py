@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar, cast, get_args
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from generator.errors import InputError, Problem
-from generator.inputs.validator_cache import validator_of
 from generator.textsafe import short_key
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -20,7 +19,7 @@ class StrictModel(BaseModel):
     Validators are built on first use (defer_build), so a run pays only for the models it
     validates against. A default that is a model comes from ``default_factory=M.model_construct``:
     its defaults need no validating, and ``M()`` would build M's own validator besides the one
-    of the model holding it (0.4 ms of every run for the hardware file's ``os``).
+    of the model holding it (in every run, for the hardware file's ``os``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -237,8 +236,7 @@ def validate_model(model: type[ModelT], data: dict[str, Any], source: str) -> Mo
         )
         raise InputError(Problem(source, "", message, "see `gen schema` for the format"))
     try:
-        # model.model_validate(data), with a validator kept between runs (validator_cache.py)
-        return cast(ModelT, validator_of(model).validate_python(data))
+        return model.model_validate(data)
     except ValidationError as error:
         raise InputError(problems_from_validation(error, source, model)) from None
 

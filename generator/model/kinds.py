@@ -38,7 +38,6 @@ from typing import NamedTuple
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
-from generator.patterns import compiled_at_first_use
 
 
 class Kind(StrEnum):
@@ -155,15 +154,14 @@ def dropin_section(option: str) -> str:
 # quoted: plugins."io.containerd.grpc.v1.cri"); the last segment is the key of its table.
 _TOML_SEGMENT = r'(?:[A-Za-z0-9_-]+|"[A-Za-z0-9_.-]+")'
 # The segments of such a key path, as the renderer groups them and verify looks them up.
-TOML_KEY_SEGMENT = compiled_at_first_use(r'"[^"]*"|[^.]+')
+TOML_KEY_SEGMENT = re.compile(r'"[^"]*"|[^.]+')
 # Values as the file spells them: a TOML or JSON string, boolean or integer, never a table.
 _TOML_VALUE = r'"[A-Za-z0-9_./:-]*"|true|false|-?[0-9]+'
 _JSON_VALUE = r'"[A-Za-z0-9_./:-]*"|true|false|-?[0-9]+'
 
 
-# Compiled on first use, not at import (a cold `gen` checks a few kinds): every setting of every
-# plan is checked against two of these, and re.fullmatch's own cache lookup per call took 0.07
-# of the 0.15 ms the grammar checks cost per bundle (CPU, shipped matrix).
+# Compiled on first use, not at import (a cold `gen` checks a few kinds), then kept: every
+# setting of every plan is checked against two of these.
 @functools.cache
 def whole_match(pattern: str) -> Callable[[str], re.Match[str] | None]:
     """``pattern``'s fullmatch, ASCII only."""
@@ -178,7 +176,7 @@ class KindSpec(NamedTuple):
     """Everything that differs between setting kinds (see the module docstring).
 
     A NamedTuple, like the other value records: a frozen dataclass compiles its methods at
-    import, about 1 ms of every run for this one class.
+    import, in every run.
     """
 
     kind: Kind

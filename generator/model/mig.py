@@ -12,12 +12,11 @@ boot, which the GPU unit reports.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from generator.patterns import compiled_at_first_use
-
 PROFILE_NAME = r"[1-7]g\.[0-9]{1,3}gb(?:\+me)?"
-_PARTS = compiled_at_first_use(r"([1-7])g\.([0-9]{1,3})gb(\+me)?")
+_PARTS = re.compile(r"([1-7])g\.([0-9]{1,3})gb(\+me)?")
 
 
 def compute_slices(name: str) -> int:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
+import json
 from typing import Any
 
 from generator import TOOL, __version__
-from generator.model.jsontext import Encoded, dumps_indented
 from generator.model.setting import SETTING_KINDS, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
@@ -48,28 +47,8 @@ def warning_data(warning: PlanWarning) -> dict[str, str]:
 
 
 def plan_to_json(plan: Plan) -> str:
-    """plan_to_data as ``json.dumps(indent=2, sort_keys=True)`` writes it."""
-    data = _plan_data(
-        plan,
-        [encoded(setting) for setting in plan.settings],
-        [encoded(note) for note in plan.notes],
-        [encoded(warning) for warning in plan.warnings],
-    )
-    return dumps_indented(data) + "\n"
-
-
-# A matrix writes the same settings and notes in most bundles' plan.json (~244 different settings
-# over 135 bundles of ~75): each is encoded once; plan.json is ~0.08 ms of a bundle's CPU against
-# ~0.30 ms encoding them all (medians of interleaved runs over the 45 shipped bundles). Typed: a
-# note and a warning of the same two texts are equal tuples, and are written with other keys.
-@functools.lru_cache(maxsize=4096, typed=True)
-def encoded(item: Setting | Note | PlanWarning) -> Encoded:
-    """A setting's, note's or warning's object in plan.json, encoded."""
-    if isinstance(item, Setting):
-        return Encoded(dumps_indented(item.as_json()))
-    if isinstance(item, Note):
-        return Encoded(dumps_indented(note_data(item)))
-    return Encoded(dumps_indented(warning_data(item)))
+    """plan.json's text: keys sorted, two spaces an indent, a final newline."""
+    return json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
 
 
 def _setting_from(item: dict[str, Any]) -> Setting:

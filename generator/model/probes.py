@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 
 from generator.errors import InputError, Problem
-from generator.patterns import compiled_at_first_use
 
 # Everything a data word may contain once it reaches a script: no quotes, no blanks, no '$'.
 # The scripts check the same alphabet (safe_word in collect).
 SAFE_WORD = re.compile(r"[A-Za-z0-9_.:/*?\[\]@+%=,-]+")
-TOOL_WORD = compiled_at_first_use(r"[A-Za-z0-9_-]+")
+TOOL_WORD = re.compile(r"[A-Za-z0-9_-]+")
 
 # sysfs values the verdict of some kernel arguments and tuned options is read from.
 THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"

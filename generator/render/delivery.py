@@ -18,11 +18,10 @@ import base64
 import functools
 import gzip
 import hashlib
-import re
 import struct
 import zlib
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import yaml
 
@@ -34,7 +33,6 @@ from generator.model.layout import target_of
 from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.shellform import without_comment_lines
 from generator.model.vendors import NVIDIA
-from generator.patterns import compiled_at_first_use
 from generator.render.datafile import DataLine, fixed_line, setting_line
 from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
 from generator.render.formats import kernel_arg_text, sh_quote
@@ -75,8 +73,7 @@ class Step(NamedTuple):
         return guarded_command(self.name, self.word)
 
 
-# A matrix's bundles run mostly the same steps (~19 a bundle): each command is made once, ~0.04
-# ms of a bundle's CPU (medians).
+# A matrix's bundles run mostly the same steps: each command is made once.
 @functools.lru_cache(maxsize=256)
 def guarded_command(name: str, word: str) -> str:
     """Step(name, word).guarded: the summary and command of a step are its name's and word's."""
@@ -381,81 +378,6 @@ def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
             )
 
 
-# What a line of a literal block scalar can hold and PyYAML reads back as it is: its printable
-# set (yaml/reader.py, NON_PRINTABLE) less what it reads as a line break (\r, \x85, \u2028,
-# \u2029) and the byte-order mark; Jinja's indent filter also splits lines at \v, \f and
-# \x1c-\x1e (str.splitlines), all below \x20.
-# Written as the characters outside that set (the same set: \t, \x20-\x7e, \xa0-\u2027,
-# \u202a-\ud7ff, \ue000-\ufefe, \uff00-\ufffd, the astral planes; \n separates lines): re
-# compiles a class of the allowed ranges one code point at a time, ~60 M instructions. Patterns
-# compiled at first use (re's cache), not at import: the first user-data of a run is parsed whole.
-_NOT_IN_LITERAL_LINE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
-# What PyYAML's reader refuses (yaml/reader.py, NON_PRINTABLE: all but \t, \n, \r,
-# \x20-\x7e, \x85, \xa0-\ud7ff, \ue000-\ufffd and the astral planes), for the document.
-_NOT_YAML_TEXT = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
-# The same two sets' ASCII members: goldtune's files and user-data are ASCII, and deleting the
-# allowed bytes (bytes.translate) leaves nothing exactly when no character is outside the set:
-# ~29 us for a 68 KB user-data against ~340 us for re.search of the class (~0.4 ms of a
-# matrix bundle's CPU with the files' own searches). tests/test_speedups.py holds the two equal.
-_YAML_TEXT_ASCII = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x7F)])
-_LITERAL_LINE_ASCII = bytes([0x09, 0x0A, *range(0x20, 0x7F)])
-_PLAIN_TARGET = compiled_at_first_use(r"/[A-Za-z0-9._/-]+")
-_MODE = compiled_at_first_use(r"0[0-7]{3}")
-
-
-def reads_back_verbatim(item: OverlayFile) -> bool:
-    """True when user-data.j2's entry for ``item`` reads back as ``item``, whatever the file says:
-    a plain path in quotes, a quoted octal mode, and a text that a literal block scalar six spaces
-    in (``content: |`` and ``indent(6)``) keeps byte for byte: one final newline (the block's
-    clip chomping keeps exactly one), a first line that sets the indentation (no leading blank
-    or space), and only characters a block line holds as they are. False only means "parse it"."""
-    text = item.text
-    return (
-        _PLAIN_TARGET.fullmatch(item.target) is not None
-        and _MODE.fullmatch(item.mode) is not None
-        and text.endswith("\n")
-        and not text.endswith("\n\n")
-        and not text.startswith((" ", "\t", "\n"))
-        and has_none_of(text.encode("utf-8"), _NOT_IN_LITERAL_LINE, _LITERAL_LINE_ASCII)
-    )
-
-
-def has_none_of(data: bytes, characters: str, ascii_allowed: bytes) -> bool:
-    """No character of the UTF-8 ``data`` is in the class ``characters`` (``ascii_allowed``: the
-    ASCII characters outside it): ASCII data by deleting the allowed bytes, the rest by
-    searching the class."""
-    if data.isascii():
-        return not data.translate(None, ascii_allowed)
-    return re.search(characters, data.decode("utf-8")) is None
-
-
-class _WholeParse:
-    """Whether this process has parsed a whole user-data that render_bundle rendered."""
-
-    done = False
-
-
-def check_rendered_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
-    """check_user_data for the user-data render_bundle rendered from user-data.j2 and ``overlay``.
-
-    The first of a process is parsed whole: the template's own lines and the quoted scalars
-    around the files. After that, a bundle whose every file reads back verbatim (shown for any
-    text by tests/test_speedups.py, against the parse) and whose characters YAML's reader takes
-    is not parsed again: the parse was ~1 ms of a matrix bundle's ~5 ms of CPU, and what differs
-    from one bundle to the next is only the files, how many there are and scalars quoted by
-    yaml_string (JSON's escaping, which no text can break out of). Any other file: parsed whole.
-    """
-    if (
-        _WholeParse.done
-        and all(reads_back_verbatim(item) for item in overlay)
-        # and nothing the reader would refuse
-        and has_none_of(content, _NOT_YAML_TEXT, _YAML_TEXT_ASCII)
-    ):
-        return
-    check_user_data(content, overlay)
-    _WholeParse.done = True
-
-
 # --- cloud-init at cloud scale (issue 13) -------------------------------------------------------
 
 # cloud-init merges each cloud-config part into what the earlier parts built with that part's
@@ -515,7 +437,7 @@ WINDOW = 32 * 1024
 # 267 bundles of every shipped system x profile, distro, and docker + Kubernetes variant: at
 # 8-14 KiB both forms are 45-80 bytes smaller than one whole deflate; with the head alone in the
 # MIME form's first block the plain form is 6-7 larger and the MIME form 56-74 (two of them then
-# over EC2's 16 KB). 8 KiB more to deflate is ~0.3 ms.
+# over EC2's 16 KB).
 FIRST_BLOCK = 8 * 1024
 # A final empty block (RFC 1951, 3.2.3 and 3.2.6: BFINAL 1, fixed codes, end-of-block 0000000).
 FINAL_EMPTY_BLOCK = b"\x03\x00"
@@ -533,8 +455,8 @@ def compressed_forms(user_data: bytes, mime: bytes) -> tuple[bytes, bytes]:
     always deflated at 9 (where the fast forms fit they are kept; where they do not, the level-9
     forms are written), and only bundles near that limit pay for the last bytes: on a shipped
     user-data (dgx-h100 inference, 58 KB) level 9 is 0.9 % smaller (117 bytes of 13.6 KB) and
-    takes three times the CPU (4.3 against 1.4 ms for both forms). Of the 267 shipped system x
-    profile x distro and docker bundles, the 8 docker + Kubernetes ones on 8-GPU systems get 9.
+    takes about three times the CPU. Of the 267 shipped system x profile x distro and docker
+    bundles, the 8 docker + Kubernetes ones on 8-GPU systems get 9.
     """
     limit = gzip_forms_limit()
     forms = _compressed_forms(user_data, mime, FAST_LEVEL)
@@ -563,9 +485,8 @@ def gzip_forms_limit() -> int:
 def _compressed_forms(user_data: bytes, mime: bytes, level: int) -> tuple[bytes, bytes]:
     """Both gzip forms at ``level``. A MIME form carrying the user-data verbatim (ASCII:
     `_mime_part`'s 7bit) reuses the user-data's deflate from its second block on, as pigz joins
-    blocks compressed apart: the two forms cost one deflate of the user-data (4.8 ms of CPU per
-    shipped bundle at level 9, not 8.5 as two whole deflates). Any other MIME form (base64) is
-    deflated whole."""
+    blocks compressed apart: the two forms cost one deflate of the user-data, not two. Any
+    other MIME form (base64) is deflated whole."""
     first, rest = _deflated_user_data(user_data, level)
     plain = _gzip_member((first, rest, FINAL_EMPTY_BLOCK), user_data, level)
     at = mime.rfind(user_data)
@@ -592,7 +513,15 @@ def _deflated_user_data(user_data: bytes, level: int) -> tuple[bytes, bytes]:
     return first, _deflated(deflater, user_data[FIRST_BLOCK:], zlib.Z_SYNC_FLUSH)
 
 
-def _deflater(level: int, window: bytes = b"") -> zlib._Compress:
+class Deflater(Protocol):
+    """What ``zlib.compressobj`` returns, as far as the gzip forms use it."""
+
+    def compress(self, data: bytes, /) -> bytes: ...
+
+    def flush(self, mode: int = ..., /) -> bytes: ...
+
+
+def _deflater(level: int, window: bytes = b"") -> Deflater:
     """Raw deflate (no zlib wrapper) at ``level``, zlib's default memory level as gzip.compress
     has it; ``window``: the output before this segment, which its matches may refer to."""
     if window:
@@ -600,7 +529,7 @@ def _deflater(level: int, window: bytes = b"") -> zlib._Compress:
     return zlib.compressobj(level, zlib.DEFLATED, -15)
 
 
-def _deflated(deflater: zlib._Compress, data: bytes, flush: int) -> bytes:
+def _deflated(deflater: Deflater, data: bytes, flush: int) -> bytes:
     return deflater.compress(data) + deflater.flush(flush)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -39,7 +40,6 @@ from generator.errors import GenerationError
 from generator.model import layout, shellform
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir
-from generator.patterns import compiled_at_first_use
 from generator.render.formats import sh_quote
 
 # What install.sh runs on a live system besides its files and steps (its "2." stale files and
@@ -64,13 +64,13 @@ NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf", "carry_image_cri"})
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 
-_FUNCTION_START = compiled_at_first_use(r"^([a-z_][a-z0-9_]*)\(\) \{")
-_ASSIGNMENT = compiled_at_first_use(r"^([a-z_][a-z0-9_]*)=")
+_FUNCTION_START = re.compile(r"^([a-z_][a-z0-9_]*)\(\) \{")
+_ASSIGNMENT = re.compile(r"^([a-z_][a-z0-9_]*)=")
 # A word where a command starts: not part of a longer word, a unit name (tuned.service), an
 # option (--args=), a path or a variable.
-_COMMAND_WORD = compiled_at_first_use(r"(?<![\w.$/=-])([a-z_][a-z0-9_]*)(?![\w.=/-])")
+_COMMAND_WORD = re.compile(r"(?<![\w.$/=-])([a-z_][a-z0-9_]*)(?![\w.=/-])")
 # A variable a function reads: $name or ${name...}
-_READ_VARIABLE = compiled_at_first_use(r"\$\{?([a-z_][a-z0-9_]*)")
+_READ_VARIABLE = re.compile(r"\$\{?([a-z_][a-z0-9_]*)")
 
 
 class Piece(NamedTuple):
@@ -197,8 +197,7 @@ def first_boot_script(
 
 
 class FirstBootScript(NamedTuple):
-    """The first-boot script in its two parts: user-data.j2 indents each apart, the body once a
-    run (render._indented keeps it): ~0.04 ms of a bundle's CPU."""
+    """The first-boot script in its two parts: user-data.j2 indents each apart."""
 
     body: str  # install.sh's pieces, the same in a matrix's bundles (first_boot_body)
     main: str  # from the marker line on: this plan's words

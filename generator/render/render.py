@@ -11,26 +11,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import io
 import json
-import marshal
-import os
 import pickle
-import posixpath
-import stat
-from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jinja2
-from jinja2.filters import do_indent
-from jinja2.loaders import split_template_path
 
 from generator import TOOL, __version__
-from generator.cache import read_all, read_entry
+from generator.cache import read_entry
 from generator.errors import GenerationError
 from generator.model import layout
-from generator.model.jsontext import dumps_indented
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import (
     MANIFEST,
@@ -49,7 +40,6 @@ from generator.model.setting import (
 )
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
-from generator.patterns import compiled_at_first_use
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
 from generator.render.datafile import (
@@ -62,7 +52,7 @@ from generator.render.datafile import (
 from generator.render.delivery import (
     MERGE_HOW,
     CloudInitOptions,
-    check_rendered_user_data,
+    check_user_data,
     compressed_forms,
     delivery_sizes,
     first_boot_command,
@@ -197,35 +187,28 @@ SERVICE_FILES = f"{layout.INSTALL_LIST}, {layout.USER_DATA}"
 
 
 class TemplateCache(jinja2.FileSystemBytecodeCache):
-    """Compiled templates kept in the package, like Python's __pycache__.
+    """Jinja's own bytecode cache, kept in the package like Python's __pycache__, whose entries
+    are read and written as every cache entry of goldtune's (generator/cache.py): no link
+    followed, only what a trusted user could have written (marshal's code runs when the
+    template does), replaced atomically and readable by every user (root often fills the
+    cache). Jinja checks each entry against the template's source, so a stale entry is
+    recompiled; a read-only install compiles in memory every time."""
 
-    Jinja checks each entry against the template's source, so a stale entry is recompiled;
-    a read-only install simply compiles in memory every time. Entries are written atomically
-    with mode 0644 (root often fills the cache; every user reads it) and read in one piece:
-    ``marshal.loads`` of the bytes is ten times faster than Jinja's ``marshal.load`` of a file.
-    """
+    def entry_path(self, bucket: jinja2.bccache.Bucket) -> Path:
+        return Path(self.directory) / (self.pattern % bucket.key)
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        # as every cache entry: no link followed, no FIFO waited on, only what a trusted user
-        # could have written (generator/cache.py): marshal's code runs when the template does
-        data = read_entry(Path(self._get_cache_filename(bucket)))
+        data = read_entry(self.entry_path(bucket))
         if data is None:
             return
-        bucket.reset()
-        if not data.startswith(jinja2.bccache.bc_magic):
-            return
-        stream = io.BytesIO(data)
-        stream.seek(len(jinja2.bccache.bc_magic))
         try:
-            if pickle.load(stream) != bucket.checksum:  # the template changed since
-                return
-            bucket.code = marshal.loads(memoryview(data)[stream.tell() :])  # noqa: S302 -- jinja's own cache format, of a file goldtune wrote, checksum checked
+            bucket.bytecode_from_string(data)  # Jinja's format: a foreign or stale entry resets
         except (EOFError, ValueError, TypeError, pickle.UnpicklingError):
-            return
+            bucket.reset()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         with contextlib.suppress(OSError):
-            write_cache_file(Path(self._get_cache_filename(bucket)), bucket.bytecode_to_string())
+            write_cache_file(self.entry_path(bucket), bucket.bytecode_to_string())
 
 
 def _template_cache() -> jinja2.BytecodeCache | None:
@@ -236,81 +219,20 @@ def _template_cache() -> jinja2.BytecodeCache | None:
     return TemplateCache(str(directory), pattern="%s.cache")
 
 
-class TemplateLoader(jinja2.FileSystemLoader):
-    """Jinja's FileSystemLoader with a template's source read by one open, fstat and read.
-
-    Jinja's own tests the path (a stat), reads it through a text stream and stats it again for
-    its mtime: ~45 us a template against ~20 here, some 29 templates a cold `gen` (each read
-    even on a cache hit: the compiled entry is checked against the source). The same text
-    (UTF-8, universal newlines: "\r\n" and "\r" read as "\n"), name checks, file name and
-    up-to-date test; anything but a regular file in the one search path is Jinja's to report.
-    """
-
-    def get_source(
-        self, environment: jinja2.Environment, template: str
-    ) -> tuple[str, str, Callable[[], bool]]:
-        filename = posixpath.join(self.searchpath[0], *split_template_path(template))
-        read = _regular_file(filename) if len(self.searchpath) == 1 else None
-        if read is None:
-            return super().get_source(environment, template)
-        data, mtime = read
-        text = data.decode(self.encoding)
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-
-        def uptodate() -> bool:
-            try:
-                return os.path.getmtime(filename) == mtime
-            except OSError:
-                return False
-
-        return text, os.path.normpath(filename), uptodate
-
-
-def _regular_file(filename: str) -> tuple[bytes, float] | None:
-    """The bytes and mtime of a regular file, or None (missing, unreadable, not regular: a FIFO
-    is opened without waiting for a writer)."""
-    try:
-        fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        return read_all(fd, info.st_size), info.st_mtime
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-class Environment(jinja2.Environment):
-    """Jinja's environment with each template's globals in a plain dict of its own.
-
-    Every render copies the template's globals into its context (about 36 times a bundle, with
-    the includes); Jinja keeps them as a ChainMap over the environment's globals, whose copy costs
-    about 20 µs against well under one for a dict. The environment's globals are never changed
-    after it is made, which is all the ChainMap would follow.
-    """
-
-    def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
-        return {**self.globals, **(d or {})}
-
-
 @functools.lru_cache(maxsize=1)
 def make_environment() -> jinja2.Environment:
     """One environment per process: templates are compiled once, then reused for every bundle."""
-    env = Environment(
+    env = jinja2.Environment(
         bytecode_cache=_template_cache(),
-        loader=TemplateLoader(str(templates_dir())),
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # config files and shell data, not HTML; values checked by grammar
+        # config files and shell data, not HTML: values are checked by their grammar instead
+        autoescape=False,  # noqa: S701
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        # a template loaded once serves the whole run: no stat of its file at every use (some 40
-        # a bundle, with the includes); all bundles of one matrix come from the same templates
+        # a template loaded once serves the whole run: all bundles of one matrix come from the
+        # same templates, so their files are not checked for changes at every use
         auto_reload=False,
     )
     env.filters.update(
@@ -323,7 +245,6 @@ def make_environment() -> jinja2.Environment:
         data_lines=data_text,
         karg=kernel_arg_text,
         yaml_str=yaml_string,
-        indent=indent_lines,
     )
     return env
 
@@ -336,54 +257,9 @@ def preload_templates() -> None:
             env.get_template(output.template)
 
 
-# json.dumps(text, ensure_ascii=False) makes this encoder anew at every call: 1.2 us against 0.3
-# (~45 calls a bundle).
-_json_text = json.JSONEncoder(ensure_ascii=False).encode
-
-
 def yaml_string(text: str) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
-    return _json_text(text)
-
-
-# The line boundaries str.splitlines knows besides "\n" that ASCII holds (the others, \x85,
-# \u2028 and \u2029, are not ASCII): Jinja's indent filter splits lines at each of them.
-_OTHER_ASCII_LINE_BOUNDARIES = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
-# A "\n" that starts a line that is not empty: where indent, without blank=True, indents.
-_BEFORE_A_LINE = compiled_at_first_use(r"\n(?=[^\n])")
-
-
-def indent_lines(text: str, width: int | str = 4, first: bool = False, blank: bool = False) -> str:
-    """Jinja's indent filter (jinja2.filters.do_indent), to the character: a text whose only
-    line boundaries are newlines by one substitution, any other by do_indent itself. do_indent
-    appends a newline, splits the lines and joins them through a generator: ~0.24 ms of a matrix
-    bundle's CPU (user-data.j2 indents some 20 files, ~46 KB, a bundle) against ~0.13 here.
-    tests/test_speedups.py holds the two equal over text with every line boundary."""
-    if type(text) is not str:  # Markup keeps its own escaping: Jinja's
-        return do_indent(text, width, first, blank)
-    return _indented(text, width, first, blank)
-
-
-# The fixed scripts' compact forms are the same text in every bundle's user-data (~17 KB of the
-# ~46 KB it indents): each is indented once, ~0.04 ms of a bundle's CPU (medians).
-@functools.lru_cache(maxsize=64)
-def _indented(text: str, width: int | str, first: bool, blank: bool) -> str:
-    indention = width if isinstance(width, str) else " " * width
-    if (
-        "\\" in indention  # a replacement template would read it as an escape
-        or not text.isascii()
-        or any(boundary in text for boundary in _OTHER_ASCII_LINE_BOUNDARIES)
-    ):
-        return do_indent(text, width, first, blank)
-    if blank:
-        indented = text.replace("\n", "\n" + indention)
-    elif "\n\n" not in text:  # no blank line but perhaps the last, after a final newline
-        indented = text.replace("\n", "\n" + indention)
-        if text.endswith("\n"):
-            indented = indented[: len(indented) - len(indention)]
-    else:
-        indented = _BEFORE_A_LINE.sub("\n" + indention, text)
-    return indention + indented if first else indented
+    return json.dumps(text, ensure_ascii=False)
 
 
 def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> RenderedFiles:
@@ -394,7 +270,7 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
     cloud-configs before ours in the MIME forms)."""
     options = cloud_init or CloudInitOptions()
     env = make_environment()
-    context = bundle_context(env, plan)
+    context = bundle_context(plan)
     files: RenderedFiles = {}
     for output in OVERLAY_OUTPUTS:
         if output.applies_to(plan):
@@ -406,7 +282,7 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
             text = render_text(env, output, output_context(output, plan, context))
             files[output.bundle_path(plan)] = (text, output.mode)
     user_data = files[layout.USER_DATA][0]
-    check_rendered_user_data(user_data, context["first_boot_overlay"])
+    check_user_data(user_data, context["first_boot_overlay"])
     mime = mime_user_data(user_data, options.parts)
     files[layout.USER_DATA_MIME] = (mime, 0o644)
     plain_gz, mime_gz = compressed_forms(user_data, mime)
@@ -417,10 +293,9 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
     return dict(sorted(files.items()))
 
 
-def bundle_context(env: jinja2.Environment, plan: Plan) -> dict[str, Any]:
-    """What every template of the bundle is given: the environment's globals first, as
-    Template.render adds them (render_text gives the context as it is), then the plan's."""
-    return {**env.globals, **plan_context(plan), **data_context(plan)}
+def bundle_context(plan: Plan) -> dict[str, Any]:
+    """What every template of the bundle is given."""
+    return {**plan_context(plan), **data_context(plan)}
 
 
 def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
@@ -440,8 +315,7 @@ def fixed_script(name: str) -> bytes:
     return (templates_dir() / name).read_bytes()
 
 
-# One str a run, not one a bundle: first_boot_body's cache hashes the 46 KB of install.sh's
-# text at every new str (~13 us with the decode).
+# One str a run, not one a bundle: first_boot_body's cache is keyed by install.sh's text.
 @functools.cache
 def fixed_script_text(name: str) -> str:
     return fixed_script(name).decode("utf-8")
@@ -451,12 +325,7 @@ def render_text(env: jinja2.Environment, output: Output, context: dict[str, Any]
     if output.verbatim:
         return fixed_script(output.template)
     try:
-        template = env.get_template(output.template)
-        # Template.render(context) without its two copies of the context (~3 us a file, ~25 files
-        # a bundle: ~0.06 ms of its CPU): the context is given as it is, and holds the
-        # environment's globals already (bundle_context), all that render adds to it
-        # (Template.new_context, shared=True).
-        text = env.concat(template.root_render_func(template.new_context(context, shared=True)))
+        text = env.get_template(output.template).render(context)
     except jinja2.TemplateError as error:
         raise GenerationError(f"template {output.template}: {error}") from error
     return text.encode("utf-8")
@@ -600,9 +469,8 @@ def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions
 
 
 class KindTable(NamedTuple):
-    """A kind's table in EXPLAIN.md: its title, the bundle files that carry it, its settings.
-    All a table needs, so that the template calls nothing (a call from a template costs ~2 us,
-    a kind ~13 times a bundle)."""
+    """A kind's table in EXPLAIN.md: its title, the bundle files that carry it, its settings:
+    all a table needs, so that the template only prints."""
 
     title: str
     files: str
@@ -651,9 +519,9 @@ def file_digests(path: str, content: bytes) -> dict[str, str]:
 FIXED_SCRIPT_PATHS = frozenset(output.path for output in FIXED_SCRIPTS)
 
 
-# The fixed scripts are the same bytes in every bundle (fixed_script keeps one copy each, so the
-# key's hash is the object's own, kept): a third of what a bundle hashes, 0.1 ms of its CPU.
-# Keyed by the content, so bytes that are not the shipped script are digested on their own.
+# The fixed scripts are the same bytes in every bundle (fixed_script keeps one copy each): they
+# are digested once a process. Keyed by the content, so bytes that are not the shipped script
+# are digested on their own.
 @functools.lru_cache(maxsize=2 * len(FIXED_SCRIPTS))
 def _fixed_digests(path: str, content: bytes) -> tuple[tuple[str, str], ...]:
     return tuple(file_digests(path, content).items())
@@ -677,4 +545,4 @@ def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions)
             manifest_entry(path, content, mode) for path, (content, mode) in sorted(files.items())
         ],
     }
-    return (dumps_indented(data) + "\n").encode("utf-8")  # json.dumps(indent=2, sort_keys=True)
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
