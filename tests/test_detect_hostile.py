@@ -96,7 +96,16 @@ def test_foreign_strings_never_become_yaml(tmp_path: Path):
     status, text, errors = detect(machine.build(tmp_path / "tree"))
     assert status == 0, errors
     data = yaml.safe_load(text)
-    assert set(data) == {"cpu", "memory_gib", "numa_nodes", "gpus", "nics", "disks", "os"}
+    assert set(data) == {
+        "cpu",
+        "memory_gib",
+        "numa_nodes",
+        "memory_only_numa_nodes",
+        "gpus",
+        "nics",
+        "disks",
+        "os",
+    }
     assert data["memory_gib"] == 16 and "kernel" not in data["os"]
     assert [nic["name"] for nic in data["nics"]] == ["eth0"]
     assert "\x1b" not in text and "interface bad$(reboot): not a name the format accepts" in text
