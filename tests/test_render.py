@@ -493,7 +493,8 @@ def test_grub_dropin_passes_shellcheck(full: dict[str, str], tmp_path: Path) -> 
 
 
 def test_user_data_that_does_not_round_trip_is_refused() -> None:
-    from generator.render.delivery import OverlayFile, check_user_data
+    from generator.render.cloudinit import check_user_data
+    from generator.render.overlay import OverlayFile
 
     overlay = [OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "  leading spaces\n\n\n")]
     broken = (
@@ -511,17 +512,17 @@ def test_every_bundles_user_data_is_parsed_whole_not_only_a_processs_first(
 ) -> None:
     """The check does not depend on what the process rendered before (on main only a process's
     first user-data was parsed; later ones were judged by a character scan)."""
-    from generator.render import delivery
+    from generator.render import cloudinit
 
     render_bundle(full_plan())
     parsed: list[str] = []
-    real_load = delivery.yaml.load
+    real_load = cloudinit.yaml.load
 
     def load(text: str, **options: object) -> object:
         parsed.append(text)
         return real_load(text, **options)
 
-    monkeypatch.setattr(delivery.yaml, "load", load)
+    monkeypatch.setattr(cloudinit.yaml, "load", load)
     files = render_bundle(full_plan())
     assert parsed == [files["cloud-init/user-data"][0].decode("utf-8")]
 

@@ -19,17 +19,14 @@ from generator.model import layout, shellform
 from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
 from generator.render import firstboot, tuned
-from generator.render.delivery import (
-    STEP_COMMANDS,
-    CloudInitOptions,
-    Step,
-)
+from generator.render.cloudinit import CloudInitOptions
 from generator.render.firstboot import (
     MAIN_MARKER,
     first_boot_script,
     first_boot_words,
 )
 from generator.render.formats import comment_text, explain_row, sh_quote
+from generator.render.overlay import STEP_COMMANDS, Step
 from generator.render.render import (
     FIXED_SCRIPTS,
     delivery_context,
@@ -227,7 +224,7 @@ def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> No
 
 @pytest.mark.parametrize("name", sorted(STEP_COMMANDS))
 def test_a_steps_runcmd_line_is_its_own_name_and_words(name: str) -> None:
-    """Each step's guarded command is kept by name and word (delivery.guarded_command): a step
+    """Each step's guarded command is kept by name and word (overlay.guarded_command): a step
     of another name or word, after it, gets its own."""
     for word in ("a.service", "b.service", ""):
         step = Step(name, word)

@@ -30,7 +30,7 @@ from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
-from generator.render.delivery import CloudInitOptions
+from generator.render.cloudinit import CloudInitOptions
 from generator.render.render import RenderedFiles, render_bundle
 from generator.textsafe import printable
 

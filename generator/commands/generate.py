@@ -9,7 +9,7 @@ from generator.foreign import read_foreign
 from generator.inputs.load import load_inputs
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
-from generator.render.delivery import TEAM_PART_LIMIT, CloudInitOptions, team_part
+from generator.render.cloudinit import TEAM_PART_LIMIT, CloudInitOptions, team_part
 from generator.render.render import RenderedFiles, render_bundle
 
 DEFAULT_OUTPUT_DIR = Path("out")

@@ -160,7 +160,7 @@ def bundle_size_warnings(bundle_dir: Path) -> list[str]:
     """The providers whose user-data limit no cloud-init form of the bundle just written fits
     (its manifest, written by this run, records the sizes)."""
     from generator.model.layout import MANIFEST
-    from generator.render.delivery import size_warnings
+    from generator.render.providers import size_warnings
 
     manifest = json.loads((bundle_dir / MANIFEST).read_text())
     return size_warnings(manifest["user_data"])

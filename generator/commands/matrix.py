@@ -29,7 +29,7 @@ from generator.inputs.profile import Profile, load_profile
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
-from generator.render.delivery import CloudInitOptions
+from generator.render.cloudinit import CloudInitOptions
 from generator.render.render import RenderedFiles, preload_templates, render_bundle
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a

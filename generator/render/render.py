@@ -40,6 +40,16 @@ from generator.model.setting import (
 )
 from generator.model.shellform import without_comment_lines
 from generator.paths import cache_dir, make_cache_dir, templates_dir, write_cache_file
+from generator.render.cloudinit import (
+    MERGE_HOW,
+    CloudInitOptions,
+    check_user_data,
+    first_boot_command,
+    first_boot_files,
+    first_boot_text,
+    mime_user_data,
+    power_state,
+)
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
 from generator.render.datafile import (
@@ -48,21 +58,6 @@ from generator.render.datafile import (
     fixed_line,
     gpu_vendor_lines,
     setting_line,
-)
-from generator.render.delivery import (
-    MERGE_HOW,
-    CloudInitOptions,
-    check_user_data,
-    compressed_forms,
-    delivery_sizes,
-    first_boot_command,
-    first_boot_files,
-    first_boot_text,
-    install_lines,
-    install_steps,
-    mime_user_data,
-    overlay_files,
-    power_state,
 )
 from generator.render.formats import (
     comment_text,
@@ -75,6 +70,10 @@ from generator.render.formats import (
     tmpfiles_field,
     unique_in_order,
 )
+from generator.render.gzipforms import compressed_forms
+from generator.render.install_list import install_lines
+from generator.render.overlay import install_steps, overlay_files
+from generator.render.providers import delivery_sizes
 from generator.render.tuned import tuned_sections
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
