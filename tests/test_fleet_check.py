@@ -174,8 +174,8 @@ def test_version_free_drops_only_the_version():
 
 
 def test_matrix_progress_goes_to_stderr(capsys):
-    from generator.commands.inspect import progress_on_stderr
     from generator.commands.matrix import run_with_progress
+    from generator.commands.terminal import progress_on_stderr
 
     done = run_with_progress(2, iter(["a", "b"]), True, progress_on_stderr, label="checking")
     assert done == ["a", "b"]
