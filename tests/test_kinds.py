@@ -165,7 +165,8 @@ def test_a_kind_without_template_or_step_fails_with_where_to_add_it() -> None:
 
 def test_a_new_kind_template_gets_its_settings() -> None:
     """A kind's template reads ``settings``: adding a kind needs no context code in render."""
-    from generator.render.render import KIND_OUTPUTS, output_context
+    from generator.render.contexts import output_context
+    from generator.render.outputs import KIND_OUTPUTS
 
     plan = full_plan()
     for output in KIND_OUTPUTS:

@@ -22,7 +22,9 @@ from generator.model.layout import VERIFY_ONLY_TARGETS as VERIFY_ONLY
 from generator.model.layout import compact_in_user_data, first_boot_staged, target_of
 from generator.model.setting import Setting
 from generator.model.shellform import without_comment_lines
-from generator.render.render import OUTPUTS, make_environment, render_bundle
+from generator.render.engine import make_environment
+from generator.render.outputs import OUTPUTS
+from generator.render.render import render_bundle
 from generator.render.tuned import profiles_files
 
 SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"

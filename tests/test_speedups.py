@@ -20,21 +20,18 @@ from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
 from generator.render import firstboot, tuned
 from generator.render.cloudinit import CloudInitOptions
+from generator.render.contexts import delivery_context
+from generator.render.engine import fixed_script
 from generator.render.firstboot import (
     MAIN_MARKER,
     first_boot_script,
     first_boot_words,
 )
 from generator.render.formats import comment_text, explain_row, sh_quote
+from generator.render.manifest import file_digests, manifest_entry
+from generator.render.outputs import FIXED_SCRIPTS
 from generator.render.overlay import STEP_COMMANDS, Step
-from generator.render.render import (
-    FIXED_SCRIPTS,
-    delivery_context,
-    file_digests,
-    fixed_script,
-    manifest_entry,
-    render_bundle,
-)
+from generator.render.render import render_bundle
 from tests.plans import FULL_SETTINGS, setting
 
 
@@ -211,7 +208,7 @@ def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
 
 @pytest.mark.parametrize("script", FIXED_SCRIPTS, ids=lambda output: output.path)
 def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> None:
-    """The fixed scripts' manifest digests are kept (render.fixed_file_digests); other bytes at
+    """The fixed scripts' manifest digests are kept (manifest.fixed_file_digests); other bytes at
     a fixed script's path, before and after the shipped ones, are digested as they are."""
     shipped = fixed_script(script.template)
     changed = shipped.replace(b"\n", b"\n# changed\n", 1)

@@ -45,7 +45,8 @@ from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
 from generator.render.cloudinit import CloudInitOptions
-from generator.render.render import RenderedFiles, render_bundle
+from generator.render.outputs import RenderedFiles
+from generator.render.render import render_bundle
 from generator.textsafe import printable
 
 State = Literal["current", "version-only", "stale", "missing", "extra"]

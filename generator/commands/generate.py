@@ -15,8 +15,9 @@ from generator.model.layout import MANIFEST
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
 from generator.render.cloudinit import TEAM_PART_LIMIT, CloudInitOptions, team_part
+from generator.render.outputs import RenderedFiles
 from generator.render.providers import size_warnings
-from generator.render.render import RenderedFiles, render_bundle
+from generator.render.render import render_bundle
 
 DEFAULT_OUTPUT_DIR = Path("out")
 

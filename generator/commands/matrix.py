@@ -35,7 +35,9 @@ from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
 from generator.render.cloudinit import CloudInitOptions
-from generator.render.render import RenderedFiles, preload_templates, render_bundle
+from generator.render.engine import preload_templates
+from generator.render.outputs import RenderedFiles
+from generator.render.render import render_bundle
 from generator.table import format_table
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
