@@ -168,7 +168,7 @@ def main(
             sys.exit(2)
         return
     with CollectorPaused():
-        from generator.commands.inspect import run_generate
+        from generator.commands.generate import run_generate
 
         run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
 
@@ -186,7 +186,7 @@ def main(
 @reports_errors
 def check(hardware: str, profile: str, os_name: str | None, as_json: bool) -> None:
     """Validate a hardware description and a profile, and the references between them."""
-    from generator.commands.inspect import run_check
+    from generator.commands.check import run_check
 
     run_check(hardware, profile, os_name, as_json)
 
@@ -196,7 +196,7 @@ def check(hardware: str, profile: str, os_name: str | None, as_json: bool) -> No
 @reports_errors
 def list_command(as_json: bool) -> None:
     """Show the shipped systems, GPUs, NICs, CPUs and profiles."""
-    from generator.commands.inspect import run_list
+    from generator.commands.inventory import run_list
 
     run_list(as_json)
 
@@ -206,7 +206,7 @@ def list_command(as_json: bool) -> None:
 @reports_errors
 def schema(which: str) -> None:
     """Print the JSON Schema of the hardware or profile format (for editors' YAML servers)."""
-    from generator.commands.inspect import input_schema
+    from generator.commands.schema import input_schema
 
     click.echo(json.dumps(input_schema(which), indent=2, sort_keys=True))
 
@@ -237,7 +237,7 @@ def explain(
     os_name: str | None,
 ) -> None:
     """Print every planned setting with its value, the rule that set it and why."""
-    from generator.commands.inspect import run_explain
+    from generator.commands.explain import run_explain
 
     run_explain(hardware, profile, keys, kinds, as_json, os_name)
 
@@ -247,7 +247,7 @@ def explain(
 @reports_errors
 def rules(as_json: bool) -> None:
     """List every rule: id, area and what it decides."""
-    from generator.commands.inspect import run_rules
+    from generator.commands.rules import run_rules
 
     run_rules(as_json)
 
@@ -308,7 +308,7 @@ def diff(
 
     Exit status like diff(1): 0 same, 1 different, 2 trouble.
     """
-    from generator.commands.inspect import run_diff
+    from generator.commands.diff import run_diff
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
     sys.exit(run_diff(bundles, hardware, profiles, output_format, systems))
@@ -397,41 +397,29 @@ def matrix(
     input. A bundle that differs only in the goldtune version it records is reported as
     version-only and does not fail the gate.
     """
-    from generator.commands.inspect import run_matrix, run_matrix_check
-
-    # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
-    if check_dir is None:
-        if as_json:
-            raise click.UsageError("--json goes with --check")
-        sys.exit(
-            run_matrix(
-                hardware,
-                profiles,
-                all_systems,
-                all_profiles,
-                output,
-                jobs,
-                os_name,
-                cloud_init_reboot,
-                cloud_init_parts,
-            )
-        )
-    if ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT:
+    # A click.UsageError raised here or inside exits 2 by itself (its exit_code), like bad input.
+    if check_dir is None and as_json:
+        raise click.UsageError("--json goes with --check")
+    output_given = ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT
+    if check_dir is not None and output_given:
         raise click.UsageError("--check DIR writes nothing: leave -o out")
-    sys.exit(
-        run_matrix_check(
-            hardware,
-            profiles,
-            all_systems,
-            all_profiles,
-            check_dir,
-            as_json,
-            os_name,
-            jobs,
-            cloud_init_reboot,
-            cloud_init_parts,
-        )
+    from generator.commands.matrix import MatrixRequest, run_matrix
+
+    request = MatrixRequest(
+        hardware=hardware,
+        profiles=profiles,
+        all_systems=all_systems,
+        all_profiles=all_profiles,
+        jobs=jobs,
+        os_name=os_name,
+        cloud_init_reboot=cloud_init_reboot,
+        cloud_init_parts=cloud_init_parts,
     )
+    if check_dir is None:
+        sys.exit(run_matrix(request, output))
+    from generator.commands.fleet_check import run_matrix_check
+
+    sys.exit(run_matrix_check(request, check_dir, as_json))
 
 
 @main.command()

@@ -203,3 +203,18 @@ def test_the_main_job_loads_nothing_only_other_commands_use(tmp_path: Path) -> N
         if any(m == name or m.startswith(f"{name}.") for m in loaded)
     ]
     assert eager == []
+
+
+# The steps split by job (code-review-3 §3.5, W5): no module of theirs grows back past this.
+MAX_MODULE_LINES = 600
+
+
+@pytest.mark.parametrize("package", ["render", "commands"])
+def test_no_module_of_render_or_commands_is_over_600_lines(package: str) -> None:
+    """On main before the split, render/delivery.py had 691 lines."""
+    long = {
+        path.name: lines
+        for path in sorted((PACKAGE / package).glob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split by job: {long}"

@@ -15,7 +15,7 @@ import pytest
 from generator.cache import read_entry
 from generator.inputs import catalog_cache
 from generator.paths import make_cache_dir
-from generator.render.render import TemplateCache, make_environment
+from generator.render.engine import TemplateCache, make_environment
 
 NOBODY = 65534
 

@@ -151,16 +151,16 @@ def test_the_main_job_runs_with_the_collector_off_and_turns_it_back_on(
     from click.testing import CliRunner
 
     from generator import cli
-    from generator.commands import inspect
+    from generator.commands import generate
 
     seen = []
-    run = inspect.run_generate
+    run = generate.run_generate
 
     def watched(*args, **kwargs):
         seen.append(gc.isenabled())
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(inspect, "run_generate", watched)
+    monkeypatch.setattr(generate, "run_generate", watched)
     assert gc.isenabled()
     args = ["--hw", hardware, "--profile", "inference", "-o", str(tmp_path / "bundle")]
     done = CliRunner().invoke(cli.main, args)

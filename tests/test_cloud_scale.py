@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from generator import cli
 from generator.model import layout
-from generator.render import delivery
-from generator.render.delivery import CloudInitOptions
+from generator.render import cloudinit, gzipforms, providers
+from generator.render.cloudinit import CloudInitOptions
 from generator.render.render import render_bundle
 from tests.conftest import REPO
 from tests.plans import plan_without
@@ -40,7 +40,7 @@ write_files:
 runcmd:
   - echo team
 """
-TEAM_MERGING = TEAM + f'merge_how: "{delivery.MERGE_HOW}"\n'
+TEAM_MERGING = TEAM + f'merge_how: "{cloudinit.MERGE_HOW}"\n'
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_the_compressed_form_is_the_user_data_and_reproducible(bundle: Path) -> 
     packed = (bundle / layout.USER_DATA_GZ).read_bytes()
     assert gzip.decompress(packed) == plain
     mime = (bundle / layout.USER_DATA_MIME).read_bytes()
-    assert packed == delivery.compressed_forms(plain, mime)[0]  # no timestamp in the header
+    assert packed == gzipforms.compressed_forms(plain, mime)[0]  # no timestamp in the header
     assert packed[4:8] == b"\0\0\0\0"
 
 
@@ -137,7 +137,7 @@ def test_the_providers_limits_and_which_forms_they_take(bundle: Path) -> None:
 
 def test_size_warnings_name_each_provider_over_its_limit() -> None:
     sizes = {"bytes": {layout.USER_DATA: 70000}, "fits": {"ec2": [], "azure": [], "gcp": ["x"]}}
-    lines = delivery.size_warnings(sizes)
+    lines = providers.size_warnings(sizes)
     assert [line.split(":")[0] for line in lines] == [
         "cloud-init user-data does not fit ec2",
         "cloud-init user-data does not fit azure",
@@ -146,9 +146,9 @@ def test_size_warnings_name_each_provider_over_its_limit() -> None:
 
 
 def test_gen_warns_on_stderr_when_no_form_fits(tmp_path: Path, monkeypatch) -> None:
-    tiny = delivery.ProviderLimit("ec2", 100, True, "a test limit")
-    limits = (tiny, *delivery.PROVIDER_LIMITS[1:])
-    monkeypatch.setattr(delivery, "PROVIDER_LIMITS", limits)
+    tiny = providers.ProviderLimit("ec2", 100, True, "a test limit")
+    limits = (tiny, *providers.PROVIDER_LIMITS[1:])
+    monkeypatch.setattr(providers, "PROVIDER_LIMITS", limits)
     result = CliRunner().invoke(
         cli.main, ["--hw", "l4-inference", "--profile", "inference", "-o", str(tmp_path / "b")]
     )
@@ -180,7 +180,7 @@ def test_compressed_and_mime_forms_give_cloud_init_the_same_config(bundle: Path)
 def test_the_mime_form_with_other_bytes_still_reaches_cloud_init(tmp_path: Path) -> None:
     text = '#cloud-config\nruncmd:\n  - echo "GPU → ready"\n'.encode()
     part = tmp_path / "part.mime"
-    part.write_bytes(delivery.mime_user_data(text))
+    part.write_bytes(cloudinit.mime_user_data(text))
     assert merged(part)["runcmd"] == ['echo "GPU → ready"']
 
 
@@ -324,7 +324,7 @@ def test_a_team_part_without_merge_how_composes_and_fits_ec2(tmp_path: Path) -> 
         (b"#cloud-config\n- a list\n", "a cloud-config is a YAML mapping"),
         (b"#cloud-config\nruncmd: [\n", "not valid YAML"),
         (b"#cloud-config\n\xff\n", "not UTF-8 text"),
-        (f"#cloud-config\n--{delivery.MIME_BOUNDARY}\n".encode(), "the MIME form's boundary"),
+        (f"#cloud-config\n--{cloudinit.MIME_BOUNDARY}\n".encode(), "the MIME form's boundary"),
     ],
 )
 def test_a_bad_team_part_is_one_line_exit_2_nothing_written(

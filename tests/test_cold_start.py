@@ -224,7 +224,8 @@ def test_a_file_read_in_short_reads_is_read_whole(
 
 def test_a_template_that_does_not_compile_is_one_generation_error(tmp_path: Path) -> None:
     from generator.errors import GenerationError
-    from generator.render.render import Output, render_text
+    from generator.render.engine import render_text
+    from generator.render.outputs import Output
 
     (tmp_path / "bad.j2").write_text("{% if %}x")
     loader = jinja2.FileSystemLoader(str(tmp_path))

@@ -20,7 +20,7 @@ from generator.inputs.distro import (
 )
 from generator.inputs.schema import validate_model
 from generator.inputs.yamlio import read_yaml_file
-from generator.render.render import OVERLAY_OUTPUTS
+from generator.render.outputs import OVERLAY_OUTPUTS
 from tests.conftest import REPO
 
 DISTRO_FILES = sorted((REPO / "hardware_db" / "distros").glob("*.yaml"))

@@ -34,7 +34,6 @@ from test_install import (
 from generator.bundle.write import write_bundle
 from generator.model import layout
 from generator.model.setting import Plan
-from generator.render.delivery import kernel_cmdline, overlay_files
 from generator.render.firstboot import (
     ENTRY_FUNCTIONS,
     first_boot_script,
@@ -42,6 +41,7 @@ from generator.render.firstboot import (
     needed_pieces,
     top_level_pieces,
 )
+from generator.render.overlay import kernel_cmdline, overlay_files
 from generator.render.render import render_bundle
 
 INSTALL_SH = Path(__file__).resolve().parent.parent / "templates/scripts/install.sh"

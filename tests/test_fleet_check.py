@@ -104,7 +104,11 @@ def test_a_tool_upgrade_alone_is_reported_as_such(tmp_path, monkeypatch):
     profile.write_text(TEAM_PROFILE)
     bundles = tmp_path / "bundles"
     with monkeypatch.context() as old_tool:  # the bundles an older goldtune committed
-        for module in ("generator.render.render", "generator.model.planio"):
+        for module in (
+            "generator.render.contexts",
+            "generator.render.manifest",
+            "generator.model.planio",
+        ):
             old_tool.setattr(f"{module}.__version__", "0.0.9")
         code, _, err = gen(*matrix_args(profile), "-o", str(bundles), "-j", "1")
         assert code == 0, err
@@ -121,7 +125,11 @@ def test_a_version_change_with_a_real_change_is_stale(tmp_path, monkeypatch):
     profile.write_text(TEAM_PROFILE)
     bundles = tmp_path / "bundles"
     with monkeypatch.context() as old_tool:
-        for module in ("generator.render.render", "generator.model.planio"):
+        for module in (
+            "generator.render.contexts",
+            "generator.render.manifest",
+            "generator.model.planio",
+        ):
             old_tool.setattr(f"{module}.__version__", "0.0.9")
         assert gen(*matrix_args(profile), "-o", str(bundles), "-j", "1")[0] == 0
     profile.write_text(TEAM_PROFILE.replace("thp: madvise", "thp: never"))
@@ -174,8 +182,8 @@ def test_version_free_drops_only_the_version():
 
 
 def test_matrix_progress_goes_to_stderr(capsys):
-    from generator.commands.inspect import progress_on_stderr
     from generator.commands.matrix import run_with_progress
+    from generator.commands.terminal import progress_on_stderr
 
     done = run_with_progress(2, iter(["a", "b"]), True, progress_on_stderr, label="checking")
     assert done == ["a", "b"]

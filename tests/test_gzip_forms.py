@@ -1,4 +1,4 @@
-"""The two gzip forms of the user-data (delivery.compressed_forms): the MIME form's deflate reuses
+"""The two gzip forms of the user-data (gzipforms.compressed_forms): the MIME form's deflate reuses
 the plain form's from its second block on. Each form must inflate to exactly its text for
 Python's gzip, for the command-line gzip, and for cloud-init's own ``util.decomp_gzip``."""
 
@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from generator.commands.generate import render_for
 from generator.model import layout
-from generator.render import delivery
-from generator.render.delivery import FIRST_BLOCK, WINDOW, compressed_forms, mime_user_data
+from generator.render import gzipforms, providers
+from generator.render.cloudinit import mime_user_data
+from generator.render.gzipforms import FIRST_BLOCK, WINDOW, compressed_forms
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 TEAM = b"#cloud-config\nwrite_files:\n  - path: /etc/team.conf\n    content: ours\n"
@@ -53,9 +54,9 @@ def forms_of(user_data: bytes, parts: tuple[bytes, ...] = ()) -> dict[str, tuple
     return {"plain": (plain_gz, user_data), "mime": (mime_gz, mime)}
 
 
-def shared_segment(user_data: bytes, level: int = delivery.FAST_LEVEL) -> bytes:
+def shared_segment(user_data: bytes, level: int = gzipforms.FAST_LEVEL) -> bytes:
     """What the MIME form reuses of the plain form's deflate: all but its first block."""
-    return delivery._deflated_user_data(user_data, level)[1]
+    return gzipforms._deflated_user_data(user_data, level)[1]
 
 
 def assert_one_member_of(packed: bytes, text: bytes) -> None:
@@ -100,7 +101,7 @@ def test_a_non_ascii_user_data_is_deflated_whole() -> None:
         assert_one_member_of(packed, text)
     mime = forms["mime"][1]
     # base64 hides the text's repetitions: the MIME form is over EC2's limit at the fast level
-    levels = (delivery.FAST_LEVEL, delivery.SMALLEST_LEVEL)
+    levels = (gzipforms.FAST_LEVEL, gzipforms.SMALLEST_LEVEL)
     assert forms["mime"][0] in [gzip.compress(mime, compresslevel=x, mtime=0) for x in levels]
 
 
@@ -139,7 +140,7 @@ def test_the_forms_are_the_same_run_to_run(non_ascii: bool) -> None:
     first, second = forms_of(user_data), forms_of(bytes(user_data))
     assert first == second
     for packed, _ in first.values():
-        assert packed[:10] in (delivery.gzip_header(6), delivery.gzip_header(9))
+        assert packed[:10] in (gzipforms.gzip_header(6), gzipforms.gzip_header(9))
         assert packed[4:8] == b"\0\0\0\0"  # mtime
         assert packed[3] == 0  # flags: no name, no comment, no extra field
 
@@ -183,8 +184,8 @@ def test_a_shipped_bundle_far_from_the_limit_is_deflated_at_the_fast_level() -> 
     user_data = shipped_user_data()
     mime = mime_user_data(user_data)
     forms = compressed_forms(user_data, mime)
-    assert forms == delivery._compressed_forms(user_data, mime, delivery.FAST_LEVEL)
-    assert max(map(len, forms)) <= delivery.gzip_forms_limit() == 16 * 1024
+    assert forms == gzipforms._compressed_forms(user_data, mime, gzipforms.FAST_LEVEL)
+    assert max(map(len, forms)) <= providers.gzip_forms_limit() == 16 * 1024
 
 
 @pytest.mark.parametrize("parts", [(), (TEAM,)], ids=["alone", "team-part"])
@@ -193,29 +194,29 @@ def test_forms_over_the_limit_at_the_fast_level_are_deflated_at_9(
 ) -> None:
     user_data = shipped_user_data()
     mime = mime_user_data(user_data, parts)
-    fast = delivery._compressed_forms(user_data, mime, delivery.FAST_LEVEL)
-    smallest = delivery._compressed_forms(user_data, mime, delivery.SMALLEST_LEVEL)
+    fast = gzipforms._compressed_forms(user_data, mime, gzipforms.FAST_LEVEL)
+    smallest = gzipforms._compressed_forms(user_data, mime, gzipforms.SMALLEST_LEVEL)
     # the larger fast form one byte over the limit: both forms go to level 9
-    monkeypatch.setattr(delivery, "gzip_forms_limit", lambda: max(map(len, fast)) - 1)
+    monkeypatch.setattr(gzipforms, "gzip_forms_limit", lambda: max(map(len, fast)) - 1)
     assert compressed_forms(user_data, mime) == smallest
-    assert [form[:10] for form in smallest] == [delivery.gzip_header(9)] * 2
+    assert [form[:10] for form in smallest] == [gzipforms.gzip_header(9)] * 2
     for packed, text in zip(smallest, (user_data, mime), strict=True):
         assert_one_member_of(packed, text)
     # exactly at the limit: the fast forms
-    monkeypatch.setattr(delivery, "gzip_forms_limit", lambda: max(map(len, fast)))
+    monkeypatch.setattr(gzipforms, "gzip_forms_limit", lambda: max(map(len, fast)))
     assert compressed_forms(user_data, mime) == fast
 
 
 def test_every_form_fits_a_limit_it_would_fit_at_level_9(monkeypatch: pytest.MonkeyPatch) -> None:
     """For any limit between the two levels' sizes, the forms written fit wherever the level-9
-    forms would: choosing the fast level never costs a delivery."""
+    forms would: choosing the fast level never costs a gzipforms."""
     user_data = shipped_user_data() + b"# and a part of its own\n"
     mime = mime_user_data(user_data, (TEAM,))
-    fast = delivery._compressed_forms(user_data, mime, delivery.FAST_LEVEL)
-    smallest = delivery._compressed_forms(user_data, mime, delivery.SMALLEST_LEVEL)
+    fast = gzipforms._compressed_forms(user_data, mime, gzipforms.FAST_LEVEL)
+    smallest = gzipforms._compressed_forms(user_data, mime, gzipforms.SMALLEST_LEVEL)
     sizes = sorted({*map(len, fast), *map(len, smallest)})
     for limit in range(sizes[0] - 2, sizes[-1] + 3):
-        monkeypatch.setattr(delivery, "gzip_forms_limit", lambda limit=limit: limit)
+        monkeypatch.setattr(gzipforms, "gzip_forms_limit", lambda limit=limit: limit)
         written = compressed_forms(user_data, mime)
         for ours, level_9 in zip(written, smallest, strict=True):
             assert len(ours) <= limit or len(level_9) > limit, limit
@@ -231,10 +232,10 @@ def test_a_form_over_the_limit_is_the_smaller_of_spliced_and_whole(
     lines = user_data.decode().splitlines(keepends=True)[400:900]
     team = b"#cloud-config\n# a copy of our scripts\n" + "".join(lines).encode()
     mime = mime_user_data(user_data, (team,))
-    spliced = delivery._compressed_forms(user_data, mime, delivery.SMALLEST_LEVEL)
+    spliced = gzipforms._compressed_forms(user_data, mime, gzipforms.SMALLEST_LEVEL)
     whole = [gzip.compress(text, compresslevel=9, mtime=0) for text in (user_data, mime)]
     assert len(whole[1]) < len(spliced[1])  # the case this test is about
-    monkeypatch.setattr(delivery, "gzip_forms_limit", lambda: 1000)  # every form over it
+    monkeypatch.setattr(gzipforms, "gzip_forms_limit", lambda: 1000)  # every form over it
     written = compressed_forms(user_data, mime)
     assert written == (spliced[0], whole[1])  # the plain form's splice is the smaller
     for packed, text in zip(written, (user_data, mime), strict=True):

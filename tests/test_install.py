@@ -20,7 +20,7 @@ from generator.commands.generate import render_for
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.setting import Plan
-from generator.render.delivery import kernel_cmdline
+from generator.render.overlay import kernel_cmdline
 from generator.render.render import render_bundle
 from generator.verify.run import verify_checks
 from generator.verify.verdicts import Verdict, load_bundle

@@ -24,7 +24,7 @@ from generator.model.kinds import (
     Kind,
     KindSpec,
 )
-from generator.render import delivery
+from generator.render import overlay
 from generator.render.render import render_bundle
 from generator.verify import image, live
 
@@ -141,11 +141,11 @@ def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) 
                 f"kind {spec.kind}: live step {spec.live_step!r}: add step_{spec.live_step}() "
                 "to templates/scripts/install.sh"
             )
-        commands = {*delivery.STEP_COMMANDS, *delivery.INSTALL_SH_PHASES}
-        if spec.live_step not in commands or spec.live_step not in delivery.STEP_SUMMARIES:
+        commands = {*overlay.STEP_COMMANDS, *overlay.INSTALL_SH_PHASES}
+        if spec.live_step not in commands or spec.live_step not in overlay.STEP_SUMMARIES:
             problems.append(
                 f"kind {spec.kind}: live step {spec.live_step!r}: add it to "
-                "generator/render/delivery.py STEP_SUMMARIES and STEP_COMMANDS"
+                "generator/render/overlay.py STEP_SUMMARIES and STEP_COMMANDS"
             )
     return problems
 
@@ -160,12 +160,13 @@ def test_a_kind_without_template_or_step_fails_with_where_to_add_it() -> None:
     assert len(problems) == 3
     assert "add templates/no-such.conf.j2" in problems[0]
     assert "add step_no_such() to templates/scripts/install.sh" in problems[1]
-    assert "delivery.py STEP_SUMMARIES and STEP_COMMANDS" in problems[2]
+    assert "overlay.py STEP_SUMMARIES and STEP_COMMANDS" in problems[2]
 
 
 def test_a_new_kind_template_gets_its_settings() -> None:
     """A kind's template reads ``settings``: adding a kind needs no context code in render."""
-    from generator.render.render import KIND_OUTPUTS, output_context
+    from generator.render.contexts import output_context
+    from generator.render.outputs import KIND_OUTPUTS
 
     plan = full_plan()
     for output in KIND_OUTPUTS:

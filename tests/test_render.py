@@ -22,7 +22,9 @@ from generator.model.layout import VERIFY_ONLY_TARGETS as VERIFY_ONLY
 from generator.model.layout import compact_in_user_data, first_boot_staged, target_of
 from generator.model.setting import Setting
 from generator.model.shellform import without_comment_lines
-from generator.render.render import OUTPUTS, make_environment, render_bundle
+from generator.render.engine import make_environment
+from generator.render.outputs import OUTPUTS
+from generator.render.render import render_bundle
 from generator.render.tuned import profiles_files
 
 SYSCTL = "rootfs/etc/sysctl.d/90-goldtune.conf"
@@ -493,7 +495,8 @@ def test_grub_dropin_passes_shellcheck(full: dict[str, str], tmp_path: Path) -> 
 
 
 def test_user_data_that_does_not_round_trip_is_refused() -> None:
-    from generator.render.delivery import OverlayFile, check_user_data
+    from generator.render.cloudinit import check_user_data
+    from generator.render.overlay import OverlayFile
 
     overlay = [OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "  leading spaces\n\n\n")]
     broken = (
@@ -511,17 +514,17 @@ def test_every_bundles_user_data_is_parsed_whole_not_only_a_processs_first(
 ) -> None:
     """The check does not depend on what the process rendered before (on main only a process's
     first user-data was parsed; later ones were judged by a character scan)."""
-    from generator.render import delivery
+    from generator.render import cloudinit
 
     render_bundle(full_plan())
     parsed: list[str] = []
-    real_load = delivery.yaml.load
+    real_load = cloudinit.yaml.load
 
     def load(text: str, **options: object) -> object:
         parsed.append(text)
         return real_load(text, **options)
 
-    monkeypatch.setattr(delivery.yaml, "load", load)
+    monkeypatch.setattr(cloudinit.yaml, "load", load)
     files = render_bundle(full_plan())
     assert parsed == [files["cloud-init/user-data"][0].decode("utf-8")]
 

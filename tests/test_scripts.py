@@ -22,8 +22,9 @@ from generator.commands.generate import plan_for, render_for
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.paths import templates_dir
-from generator.render.delivery import INSTALL_SH_PHASES, STEP_COMMANDS, STEP_SUMMARIES
-from generator.render.render import FIXED_SCRIPTS, RenderedFiles, render_bundle
+from generator.render.outputs import FIXED_SCRIPTS, RenderedFiles
+from generator.render.overlay import INSTALL_SH_PHASES, STEP_COMMANDS, STEP_SUMMARIES
+from generator.render.render import render_bundle
 
 SCRIPTS = templates_dir() / layout.SCRIPTS_DIR
 SCRIPT_NAMES = sorted(path.name for path in SCRIPTS.iterdir())

@@ -45,7 +45,7 @@ from generator.model.layout import (
     in_overlay,
 )
 from generator.model.planio import plan_from_data
-from generator.render.render import FIXED_SCRIPTS, RenderedFiles
+from generator.render.outputs import FIXED_SCRIPTS, RenderedFiles
 
 FIXED_PATHS = {output.path for output in FIXED_SCRIPTS}
 DERIVED = {

@@ -19,25 +19,19 @@ from generator.model import layout, shellform
 from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
 from generator.render import firstboot, tuned
-from generator.render.delivery import (
-    STEP_COMMANDS,
-    CloudInitOptions,
-    Step,
-)
+from generator.render.cloudinit import CloudInitOptions
+from generator.render.contexts import delivery_context
+from generator.render.engine import fixed_script
 from generator.render.firstboot import (
     MAIN_MARKER,
     first_boot_script,
     first_boot_words,
 )
 from generator.render.formats import comment_text, explain_row, sh_quote
-from generator.render.render import (
-    FIXED_SCRIPTS,
-    delivery_context,
-    file_digests,
-    fixed_script,
-    manifest_entry,
-    render_bundle,
-)
+from generator.render.manifest import file_digests, manifest_entry
+from generator.render.outputs import FIXED_SCRIPTS
+from generator.render.overlay import STEP_COMMANDS, Step
+from generator.render.render import render_bundle
 from tests.plans import FULL_SETTINGS, setting
 
 
@@ -214,7 +208,7 @@ def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
 
 @pytest.mark.parametrize("script", FIXED_SCRIPTS, ids=lambda output: output.path)
 def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> None:
-    """The fixed scripts' manifest digests are kept (render.fixed_file_digests); other bytes at
+    """The fixed scripts' manifest digests are kept (manifest.fixed_file_digests); other bytes at
     a fixed script's path, before and after the shipped ones, are digested as they are."""
     shipped = fixed_script(script.template)
     changed = shipped.replace(b"\n", b"\n# changed\n", 1)
@@ -227,7 +221,7 @@ def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> No
 
 @pytest.mark.parametrize("name", sorted(STEP_COMMANDS))
 def test_a_steps_runcmd_line_is_its_own_name_and_words(name: str) -> None:
-    """Each step's guarded command is kept by name and word (delivery.guarded_command): a step
+    """Each step's guarded command is kept by name and word (overlay.guarded_command): a step
     of another name or word, after it, gets its own."""
     for word in ("a.service", "b.service", ""):
         step = Step(name, word)

@@ -10,9 +10,13 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Literal
 
-from generator.bundle.read import BundleFiles
+import click
+
+from generator.bundle.read import BundleFiles, read_bundle
+from generator.commands.terminal import stream_is_terminal
 from generator.errors import InputError, Problem
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
@@ -294,3 +298,67 @@ def format_terminal(difference: Difference, colour: bool) -> str:
             printable_lines(file_diff.diff.rstrip("\n")),
         ]
     return "\n".join(out) + "\n"
+
+
+def run_diff(
+    bundles: tuple[Path, ...],
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    output_format: str,
+    systems: tuple[str, ...] = (),
+) -> int:
+    difference = compute_diff(bundles, hardware, profiles, systems)
+    if output_format == "json":
+        click.echo(format_json(difference), nl=False)
+    elif output_format == "markdown":
+        click.echo(format_markdown(difference))
+    else:
+        click.echo(format_terminal(difference, colour=stream_is_terminal("stdout")), nl=False)
+    return 0 if difference.same else 1
+
+
+def compute_diff(
+    bundles: tuple[Path, ...],
+    hardware: tuple[str, ...],
+    profiles: tuple[str, ...],
+    systems: tuple[str, ...] = (),
+) -> Difference:
+    """Two bundle directories, or --hw/--profile/--os sides: exactly one of them given twice."""
+    if bundles:
+        if len(bundles) != 2 or hardware or profiles or systems:
+            raise click.UsageError(
+                "give two bundle directories, or --hw/--profile/--os sides, not both"
+            )
+        return diff_bundles(read_bundle(bundles[0]), read_bundle(bundles[1]))
+    sides = (hardware, profiles, systems)
+    if not (
+        hardware
+        and profiles
+        and all(len(side) <= 2 for side in sides)
+        and sum(len(side) == 2 for side in sides) == 1
+    ):
+        raise click.UsageError(
+            "compare two hardware files with one profile (--hw A --hw B --profile P), "
+            "one hardware file with two profiles (--hw A --profile P --profile Q), "
+            "or two distributions (--hw A --profile P --os D --os E)"
+        )
+    pairs = [
+        (
+            hardware[index % len(hardware)],
+            profiles[index % len(profiles)],
+            systems[index % len(systems)] if systems else None,
+        )
+        for index in range(2)
+    ]
+    old, new = (plan_side(hw, profile, os_name) for hw, profile, os_name in pairs)
+    return Difference(label(old), label(new), diff_plans(old, new))
+
+
+def plan_side(hardware: str, profile: str, os_name: str | None = None) -> Plan:
+    """One side given as inputs, planned (the input models are imported here: a diff of two
+    bundles never builds them)."""
+    from generator.inputs.load import load_inputs
+    from generator.plan.build import build_plan
+
+    inputs = load_inputs(hardware, profile, os_name=os_name)
+    return build_plan(inputs.facts, inputs.profile)

@@ -20,18 +20,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import click
+
 from generator import TOOL, __version__
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, read_bundle
 from generator.commands.diff import Difference, check_intact, diff_files, diff_plans
 from generator.commands.diff import format_markdown as diff_markdown
-from generator.commands.matrix import Combination, in_batches
+from generator.commands.generate import cloud_init_options
+from generator.commands.matrix import (
+    Combination,
+    MatrixRequest,
+    default_jobs,
+    in_batches,
+    known_distro,
+    matrix_names,
+    plan_combinations,
+    run_with_progress,
+)
+from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import read_beneath
+from generator.inputs.catalog import load_catalog
 from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
-from generator.render.delivery import CloudInitOptions
-from generator.render.render import RenderedFiles, render_bundle
+from generator.render.cloudinit import CloudInitOptions
+from generator.render.outputs import RenderedFiles
+from generator.render.render import render_bundle
 from generator.textsafe import printable
 
 State = Literal["current", "version-only", "stale", "missing", "extra"]
@@ -253,9 +268,36 @@ def describe(states: list[BundleState]) -> list[str]:
     return [f"{s.state}: {s.name}: {printable(s.detail)}" for s in states if s.state != "current"]
 
 
-def as_json(root: Path, states: list[BundleState]) -> dict[str, Any]:
+def json_report(root: Path, states: list[BundleState]) -> dict[str, Any]:
     return {
         "directory": str(root),
         "current": not failed(states),
         "bundles": [{"name": s.name, "state": s.state, "detail": s.detail} for s in states],
     }
+
+
+def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
+    """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
+    known_distro(request.os_name)
+    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
+    catalog = load_catalog()
+    systems, chosen = matrix_names(request, catalog)
+    check_directory(root)
+    combinations = plan_combinations(systems, chosen, root, catalog, request.os_name)
+    input_errors(combinations)
+    checked = check_combinations(combinations, request.jobs or default_jobs(), options)
+    states = run_with_progress(
+        len(combinations),
+        checked,
+        stream_is_terminal("stderr"),
+        progress_on_stderr,
+        label="checking",
+    )
+    states += extra_entries(root, {c.target.name for c in combinations})
+    if as_json:
+        click.echo(json.dumps(json_report(root, states), indent=2))
+    else:
+        click.echo(format_report(root, states), nl=False)
+    for line in describe(states):
+        click.echo(f"{TOOL}: {line}", err=True)
+    return 1 if failed(states) else 0

@@ -2,17 +2,46 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import click
+
+from generator import TOOL
 from generator.bundle.write import write_bundle
 from generator.foreign import read_foreign
 from generator.inputs.load import load_inputs
+from generator.model.layout import MANIFEST
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
-from generator.render.delivery import TEAM_PART_LIMIT, CloudInitOptions, team_part
-from generator.render.render import RenderedFiles, render_bundle
+from generator.render.cloudinit import TEAM_PART_LIMIT, CloudInitOptions, team_part
+from generator.render.outputs import RenderedFiles
+from generator.render.providers import size_warnings
+from generator.render.render import render_bundle
 
 DEFAULT_OUTPUT_DIR = Path("out")
+
+
+def run_generate(
+    hardware: str,
+    profile: str,
+    output: Path | None,
+    os_name: str | None = None,
+    cloud_init_reboot: bool = False,
+    cloud_init_parts: tuple[Path, ...] = (),
+) -> None:
+    options = cloud_init_options(cloud_init_reboot, cloud_init_parts)
+    bundle_dir = generate_bundle(hardware, profile, output, os_name, options)
+    click.echo(f"wrote {bundle_dir}")
+    for line in bundle_size_warnings(bundle_dir):
+        click.echo(f"{TOOL}: warning: {line}", err=True)
+
+
+def bundle_size_warnings(bundle_dir: Path) -> list[str]:
+    """The providers whose user-data limit no cloud-init form of the bundle just written fits
+    (its manifest, written by this run, records the sizes)."""
+    manifest = json.loads((bundle_dir / MANIFEST).read_text())
+    return size_warnings(manifest["user_data"])
 
 
 def generate_bundle(

@@ -19,9 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+import click
+
 from generator.bundle.write import write_bundles
+from generator.commands.generate import cloud_init_options
+from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
+from generator.inputs.distro import load_distros, resolve_distro
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.load import Inputs, file_digest, input_digests
@@ -29,8 +34,11 @@ from generator.inputs.profile import Profile, load_profile
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
-from generator.render.delivery import CloudInitOptions
-from generator.render.render import RenderedFiles, preload_templates, render_bundle
+from generator.render.cloudinit import CloudInitOptions
+from generator.render.engine import preload_templates
+from generator.render.outputs import RenderedFiles
+from generator.render.render import render_bundle
+from generator.table import format_table
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
 # time: large enough that syncs and the pool's messaging stay cheap, small enough that the
@@ -62,6 +70,22 @@ class Combination:
     inputs: Inputs | None
     target: Path  # unused when inputs is None
     error: str = ""
+
+
+@dataclass(frozen=True)
+class MatrixRequest:
+    """What `gen matrix` is asked for, writing or with --check: the combinations (named, and the
+    shipped ones the --all flags add), the worker processes, the distribution, the cloud-init
+    options."""
+
+    hardware: tuple[str, ...] = ()
+    profiles: tuple[str, ...] = ()
+    all_systems: bool = False
+    all_profiles: bool = False
+    jobs: int | None = None  # None: default_jobs()
+    os_name: str | None = None
+    cloud_init_reboot: bool = False
+    cloud_init_parts: tuple[Path, ...] = ()
 
 
 def all_systems(catalog: Catalog) -> list[str]:
@@ -292,3 +316,51 @@ def run_with_progress(
             results.append(item)
             bar.update(1)
     return results
+
+
+def matrix_names(request: MatrixRequest, catalog: Catalog) -> tuple[list[str], list[str]]:
+    """The hardware and profiles named, the shipped ones added by the --all flags, in order."""
+    shipped_systems = all_systems(catalog) if request.all_systems else []
+    shipped_profiles = all_profiles() if request.all_profiles else []
+    systems = list(dict.fromkeys([*request.hardware, *shipped_systems]))
+    chosen = list(dict.fromkeys([*request.profiles, *shipped_profiles]))
+    if not systems or not chosen:
+        raise click.UsageError(
+            "name at least one --hw (or --all-systems) and one --profile (or --all-profiles)"
+        )
+    return systems, chosen
+
+
+def known_distro(os_name: str | None) -> None:
+    """An unknown --os is the command's error, not every combination's."""
+    if os_name is not None:
+        resolve_distro(os_name, load_distros())
+
+
+def run_matrix(request: MatrixRequest, output_root: Path) -> int:
+    """Write every combination's bundle under ``output_root``; the summary table on stdout."""
+    known_distro(request.os_name)
+    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
+    catalog = load_catalog()
+    systems, chosen = matrix_names(request, catalog)
+    jobs = request.jobs or default_jobs()
+    generated = generate_matrix(
+        systems, chosen, output_root, catalog, jobs, request.os_name, options
+    )
+    outcomes = run_with_progress(
+        len(systems) * len(chosen), generated, stream_is_terminal("stderr"), progress_on_stderr
+    )
+    rows = [
+        [
+            o.hardware,
+            o.profile,
+            "ok" if o.ok else "FAILED",
+            str(o.bundle) if o.bundle else o.error,
+            str(o.settings) if o.ok else "",
+        ]
+        for o in outcomes
+    ]
+    click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))
+    failed = sum(not o.ok for o in outcomes)
+    click.echo(f"{len(outcomes) - failed} written, {failed} failed")
+    return 1 if failed else 0

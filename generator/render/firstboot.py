@@ -151,7 +151,7 @@ def main_lines(
 ) -> list[str]:
     """The main: install.sh's globals for a live run on /, the plan's words, the two phases.
 
-    ``pending`` (delivery.pending_command) writes the marker power_state reboots on, when the
+    ``pending`` (cloudinit.pending_command) writes the marker power_state reboots on, when the
     boot loader took the arguments: the run of boot_arguments failed nothing and the tool of
     its mechanism is here (install.sh's step_bootloader says, not fails, without update-grub).
     ``installed``: (mode, target) of the files install.sh's install_file installs from

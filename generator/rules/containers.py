@@ -107,7 +107,7 @@ def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
     /usr/local/nvidia/toolkit and writes the runtime keys itself; a default runtime of goldtune's
     naming /usr/bin/nvidia-container-runtime, absent there, would fail every pod sandbox, and a
     CRI table of goldtune's would compete with the Operator's copy. The runtime binary is a
-    ``require`` of install.list where goldtune names it (delivery.image_requirements).
+    ``require`` of install.list where goldtune names it (install_list.image_requirements).
     """
     if profile.containers == "none":
         return

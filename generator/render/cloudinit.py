@@ -1,0 +1,205 @@
+"""cloud-init's delivery: the user-data's first-boot script and commands, its check, and the MIME
+form that composes it with a team's own cloud-configs.
+
+The user-data writes the overlay's files (``first_boot_files``) and runs the activation steps
+(overlay.py) in ``runcmd``, then the first-boot script: install.sh's own phases (tuned layered on
+the selection found, boot arguments added and removed per mechanism, with their records) as
+install.sh's own functions (firstboot.py, ``first_boot_text``), not as a second copy.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, NamedTuple
+
+import yaml
+
+from generator import TOOL
+from generator.errors import GenerationError, InputError, Problem
+from generator.model import layout
+from generator.model.setting import Plan
+from generator.model.shellform import without_comment_lines
+from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
+from generator.render.formats import sh_quote
+from generator.render.overlay import OverlayFile, kernel_cmdline
+
+
+def pending_command() -> str:
+    """Write REBOOT_MARKER when /proc/cmdline lacks one of ``$kernel_args`` (the first-boot
+    script's words; in a subshell: the ``set -f`` must not reach the lines after it)."""
+    marker = layout.REBOOT_MARKER
+    return (
+        '( set -f; running=" $(cat /proc/cmdline) "; for arg in $kernel_args; do '
+        'case $running in *" $arg "*) ;; *) '
+        f"mkdir -p {sh_quote(marker.rsplit('/', 1)[0])} && : >{sh_quote(marker)};; esac; done )"
+    )
+
+
+FIRST_BOOT_SUMMARY = "remove stale files, layer tuned, add and remove kernel arguments"
+
+
+def first_boot_command() -> str:
+    """runcmd's last line: the first-boot script (firstboot.py), announced, a failure reported."""
+    return (
+        f"echo {sh_quote(f'{TOOL}: {FIRST_BOOT_SUMMARY}')}; sh {layout.FIRST_BOOT_SCRIPT} "
+        f"|| echo {sh_quote(f'{TOOL}: {FIRST_BOOT_SUMMARY}: failed')}"
+    )
+
+
+def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> FirstBootScript:
+    """The first-boot script of this plan, as its body and its main (first_boot_parts):
+    install.sh's functions and the plan's words; the install record it keeps is install.sh's
+    for this bundle (install.list's file lines, all of the overlay), so that either path removes
+    what the other installed and this one lacks."""
+    tuned = layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else ""
+    cmdline = kernel_cmdline(plan)
+    words = first_boot_words(cmdline, tuned, [item.target for item in overlay])
+    merged = [
+        (item.mode, item.target)
+        for item in overlay
+        if item.target in layout.INSTALLED_AT_FIRST_BOOT
+    ]
+    return first_boot_parts(install_sh, words, pending_command() if cmdline else "", merged)
+
+
+def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:
+    """The cloud-config must parse and carry every overlay file byte for byte."""
+    text = content.decode("utf-8")
+    if not text.startswith("#cloud-config\n"):
+        raise GenerationError("cloud-init/user-data: must begin with #cloud-config")
+    try:
+        # the C-accelerated safe loader where PyYAML has it (the renderer reads its own output)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as error:
+        raise GenerationError(f"cloud-init/user-data: not valid YAML: {error}") from error
+    written = {entry["path"]: entry for entry in data.get("write_files", [])}
+    for item in overlay:
+        entry = written.get(item.target)
+        if (
+            entry is None
+            or entry.get("content") != item.text
+            or entry.get("permissions") != item.mode
+        ):
+            raise GenerationError(
+                f"cloud-init/user-data: {item.target} does not round-trip through YAML"
+            )
+
+
+# --- cloud-init at cloud scale (issue 13) -------------------------------------------------------
+
+# cloud-init merges each cloud-config part into what the earlier parts built with that part's
+# own mergers (cloudinit/handlers/cloud_config.py, _merge_part); without one it uses
+# "dict(replace)+list()+str()", under which a later part's write_files and runcmd replace the
+# earlier ones. With these, a key both parts set keeps the earlier value (no_replace) and the
+# lists of both are kept, this part's after the earlier ones (list(append), recurse_list); see
+# cloud-init's "Merging user data sections" documentation (docs/rtd/reference/merging.rst).
+MERGE_HOW = "list(append)+dict(no_replace,recurse_list)+str()"
+
+MIME_BOUNDARY = f"=={TOOL}-user-data=="
+
+
+def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
+    """The overlay files the user-data writes: all but the verify-side collector and its data
+    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs; each without its comment
+    lines where layout.compact_in_user_data says so (EC2's 16 KB)."""
+    return [
+        staged_at_first_boot(
+            item._replace(text=without_comment_lines(item.text))
+            if layout.compact_in_user_data(item.target)
+            else item
+        )
+        for item in overlay
+        if item.target not in layout.VERIFY_ONLY_TARGETS
+    ]
+
+
+def staged_at_first_boot(item: OverlayFile) -> OverlayFile:
+    """A file the first-boot script installs (layout.INSTALLED_AT_FIRST_BOOT: daemon.json, merged)
+    is written where the script reads it, not at its target."""
+    if item.target in layout.INSTALLED_AT_FIRST_BOOT:
+        return item._replace(target=layout.first_boot_staged(item.target))
+    return item
+
+
+class CloudInitOptions(NamedTuple):
+    """What `gen` is asked for beyond the plan, for the cloud-init forms."""
+
+    reboot: bool = False  # --cloud-init-reboot: power_state (power_state())
+    parts: tuple[bytes, ...] = ()  # --cloud-init-part: other cloud-configs, checked (team_part())
+
+
+# A part bigger than Azure's whole limit could only ever be delivered through GCP metadata.
+TEAM_PART_LIMIT = 64 * 1024
+
+
+def team_part(raw: bytes, source: str) -> bytes:
+    """A team's own cloud-config for the MIME form, checked: UTF-8, ``#cloud-config`` first, a
+    YAML mapping, no line that is our boundary. Problems name the file, never echo its text."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(Problem(source, "", f"not UTF-8 text (byte {error.start})")) from None
+    if not text.startswith("#cloud-config\n"):
+        raise InputError(
+            Problem(source, "", "a cloud-config part begins with a #cloud-config line")
+        )
+    if any(line.startswith(f"--{MIME_BOUNDARY}") for line in text.splitlines()):
+        raise InputError(Problem(source, "", "a line starts with the MIME form's boundary"))
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise InputError(Problem(source, where, f"not valid YAML: {problem}")) from None
+    if not isinstance(loaded, dict):
+        raise InputError(Problem(source, "", "a cloud-config is a YAML mapping"))
+    return raw
+
+
+def _mime_part(content: bytes, filename: str) -> bytes:
+    """One text/cloud-config part. ASCII is sent as it is (7bit), not base64 as `cloud-init
+    devel make-mime` writes it: base64 hides the text's repetitions from gzip, and a composed
+    delivery then no longer fits EC2 (tests/test_cloud_scale.py). Other bytes (a profile's
+    reason) are base64: cloud-init 22.4 drops an 8bit utf-8 part (tried with its own handler)."""
+    ascii_text = content.isascii()
+    encoding = "7bit" if ascii_text else "base64"
+    body = content if ascii_text else base64.encodebytes(content)
+    head = [
+        f"--{MIME_BOUNDARY}",
+        'Content-Type: text/cloud-config; charset="utf-8"',
+        "MIME-Version: 1.0",
+        f"Content-Transfer-Encoding: {encoding}",
+        f'Content-Disposition: attachment; filename="{filename}"',
+        "",
+        "",
+    ]
+    return "\n".join(head).encode("ascii") + body.rstrip(b"\n") + b"\n"
+
+
+def mime_user_data(user_data: bytes, before: tuple[bytes, ...] = ()) -> bytes:
+    """A MIME multi-part message: the ``before`` parts (a team's cloud-configs, in the order
+    given), then the user-data as the last part. Last, with its ``merge_how``, it keeps the
+    files and commands of every earlier part even when those carry no ``merge_how`` of their own
+    (cloud-init merges a part with that part's mergers; see MERGE_HOW)."""
+    head = f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\nMIME-Version: 1.0\n\n'
+    parts = [_mime_part(part, f"part-{index}.cfg") for index, part in enumerate(before, 1)]
+    parts.append(_mime_part(user_data, f"{TOOL}.cfg"))
+    return head.encode("ascii") + b"".join(parts) + f"--{MIME_BOUNDARY}--\n".encode("ascii")
+
+
+def power_state(plan: Plan, reboot: bool) -> dict[str, Any] | None:
+    """cloud-init's power_state for ``gen --cloud-init-reboot``: reboot once the first boot's
+    modules are done, only when the first-boot script reported (REBOOT_MARKER) that the running
+    kernel lacks one of the plan's kernel arguments. cloud-init runs the condition after its own
+    process exits and reboots only on exit 0 (cc_power_state_change.check_condition); the module
+    runs once per instance. None when not asked for or the plan has no kernel argument."""
+    if not reboot or not plan.of_kind("kernel-arg"):
+        return None
+    return {
+        "mode": "reboot",
+        "delay": "now",
+        "message": f"{TOOL}: rebooting so that the kernel arguments take effect",
+        "condition": ["test", "-e", layout.REBOOT_MARKER],
+    }

@@ -1,0 +1,222 @@
+"""What the templates are given: the plan's settings grouped per file, the fixed scripts' data
+lines, the delivery files' overlay and steps, and EXPLAIN.md's tables."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+from generator import TOOL, __version__
+from generator.model import layout
+from generator.model.kinds import KINDS, Kind, KindSpec
+from generator.model.setting import KIND_TITLES, Plan, Setting, settings_by_kind
+from generator.render.cloudinit import (
+    MERGE_HOW,
+    CloudInitOptions,
+    first_boot_command,
+    first_boot_files,
+    first_boot_text,
+    power_state,
+)
+from generator.render.collector import collect_lines
+from generator.render.containers import containers_context, dropin_sections
+from generator.render.datafile import DataLine, fixed_line, gpu_vendor_lines, setting_line
+from generator.render.engine import fixed_script_text
+from generator.render.formats import comment_text, file_header, kernel_arg_text, unique_in_order
+from generator.render.install_list import install_lines
+from generator.render.outputs import Output, RenderedFiles, driver_modules, kernel_modules
+from generator.render.overlay import install_steps, overlay_files
+from generator.render.tuned import tuned_sections
+
+GPU_ACTION_ORDER = (
+    "persistence",
+    "ecc",
+    "mig",
+    "mig-layout",
+    "compute-mode",
+    "clocks",
+    "power-limit",
+)
+
+
+# Where a reviewer finds each kind (EXPLAIN.md); services are applied by the delivery files.
+SERVICE_FILES = f"{layout.INSTALL_LIST}, {layout.USER_DATA}"
+
+
+def bundle_context(plan: Plan) -> dict[str, Any]:
+    """What every template of the bundle is given."""
+    return {**plan_context(plan), **data_context(plan)}
+
+
+def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
+    """A kind's own file also gets its settings as ``settings``: a new kind's template needs no
+    context of its own here."""
+    if len(output.kinds) != 1:
+        return context
+    own: dict[str, Any] = {"settings": plan.of_kind(output.kinds[0])}
+    if output.unit:  # a unit's drop-in: the (option, setting) pairs of that unit
+        own |= {"unit": output.unit, "dropin_sections": dropin_sections(plan, output.unit)}
+    return context | own
+
+
+def plan_context(plan: Plan) -> dict[str, Any]:
+    """What the templates print: the plan's settings, grouped per file."""
+    header = (
+        f"{TOOL} bundle for {comment_text(plan.hardware_name)} / {comment_text(plan.profile_name)}"
+    )
+    return {
+        "tool": TOOL,
+        "version": __version__,
+        "plan": plan,
+        "header": header,
+        "file_header": functools.partial(file_header, header),
+        "sysctl": plan.of_kind("sysctl"),
+        "kernel_args": plan.of_kind("kernel-arg"),
+        "cmdline": " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg")),
+        "limits": plan.of_kind("limit"),
+        "manager": plan.of_kind("systemd-manager"),
+        "modprobe": group_modprobe(plan.of_kind("modprobe")),
+        "modules": kernel_modules(plan),
+        "driver_modules": driver_modules(plan),
+        "sysfs": plan.of_kind("sysfs"),
+        "udev": plan.of_kind("udev"),
+        "tuned_profile": layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else "",
+        "tuned_sections": tuned_sections(plan),
+        "gpu_unit": layout.GPU_UNIT,
+        "gpu_script": layout.GPU_SCRIPT,
+        "gpu_data_file": layout.GPU_DATA,
+        "gpu_log_tag": layout.GPU_LOG_TAG,
+        "irq_unit": layout.IRQ_UNIT,
+        "mps_control": layout.MPS_CONTROL,
+        "mps_pipe_dir": layout.MPS_PIPE_DIR,
+        "mps_log_dir": layout.MPS_LOG_DIR,
+        "irq_script": layout.IRQ_SCRIPT,
+        "irq_data_file": layout.IRQ_DATA,
+        "irq_log_tag": layout.IRQ_LOG_TAG,
+        "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
+        "acs_unit": layout.ACS_UNIT,
+        "acs_script": layout.ACS_SCRIPT,
+        "acs_data_file": layout.ACS_DATA,
+        "acs_log_tag": layout.ACS_LOG_TAG,
+        "collect_script": layout.COLLECT_SCRIPT,
+        "kubelet_config_args": layout.KUBELET_CONFIG_ARGS,
+        # what the boot units run before (ordering only; absent units are ignored)
+        "workload_units": " ".join(layout.WORKLOAD_UNITS),
+        "gpu_client_units": " ".join(layout.GPU_CLIENT_UNITS),
+        **containers_context(plan),
+    }
+
+
+def data_context(plan: Plan) -> dict[str, list[DataLine]]:
+    """The lines of the fixed scripts' data files."""
+    return {
+        "gpu_data": gpu_lines(plan),
+        "irq_data": irq_lines(plan),
+        "acs_data": acs_lines(plan),
+        "collect_data": collect_lines(plan),
+    }
+
+
+def gpu_lines(plan: Plan) -> list[DataLine]:
+    """gpu-setup's data: its message tag, the actions in the order they run, driver modules."""
+    actions = order_gpu_actions(plan.of_kind("gpu")).values()
+    return [
+        fixed_line(
+            f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)
+        ),
+        *(setting_line(s, (s.key, s.value)) for s in actions),
+        *(setting_line(s, ("module", s.key)) for s in driver_modules(plan)),
+    ]
+
+
+def irq_lines(plan: Plan) -> list[DataLine]:
+    return [
+        fixed_line(
+            f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
+        ),
+        *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
+    ]
+
+
+def acs_lines(plan: Plan) -> list[DataLine]:
+    """pcie-acs's data: its message tag, the GPU vendors' ids where it looks for GPUs, then
+    ``acs-off gpus`` / ``acs-off nic <interface>``."""
+    settings = plan.of_kind("pcie-acs")
+    return [
+        fixed_line(
+            f"layout: messages are tagged {layout.ACS_LOG_TAG}", ("log-as", layout.ACS_LOG_TAG)
+        ),
+        *(gpu_vendor_lines() if any(s.key == "gpus" for s in settings) else ()),
+        *(setting_line(s, ("acs-off", *s.key.split(" "))) for s in settings),
+    ]
+
+
+class ModprobeLine(NamedTuple):
+    """One modprobe.d line; a module's options share one ``options`` line."""
+
+    text: str
+    settings: tuple[Setting, ...]
+
+
+def group_modprobe(settings: tuple[Setting, ...]) -> list[ModprobeLine]:
+    lines: list[ModprobeLine] = [
+        ModprobeLine(s.key, (s,)) for s in settings if s.key.startswith("blacklist ")
+    ]
+    options = [s for s in settings if s.key.startswith("options ")]
+    for module in unique_in_order(s.key.split()[1] for s in options):
+        mine = tuple(s for s in options if s.key.split()[1] == module)
+        params = " ".join(f"{s.key.split()[2]}={s.value}" for s in mine)
+        lines.append(ModprobeLine(f"options {module} {params}", mine))
+    return lines
+
+
+def order_gpu_actions(settings: tuple[Setting, ...]) -> dict[str, Setting]:
+    """GPU actions in the order they must run (persistence first, power last)."""
+    by_action = {s.key: s for s in settings}
+    return {action: by_action[action] for action in GPU_ACTION_ORDER if action in by_action}
+
+
+def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions) -> dict[str, Any]:
+    overlay = overlay_files(files)
+    return {
+        "overlay": overlay,
+        "first_boot_overlay": first_boot_files(overlay),
+        "merge_how": MERGE_HOW,
+        "power_state": power_state(plan, options.reboot),
+        "reboot_asked": options.reboot,
+        "steps": install_steps(plan),
+        "install_data": install_lines(plan, overlay),
+        "first_boot_path": layout.FIRST_BOOT_SCRIPT,
+        "first_boot_script": first_boot_text(
+            plan, fixed_script_text(f"{layout.SCRIPTS_DIR}/install.sh"), overlay
+        ),
+        "first_boot_command": first_boot_command(),
+        "kind_tables": kind_tables(plan),
+        "digests": sorted(plan.inputs.items()),
+    }
+
+
+class KindTable(NamedTuple):
+    """A kind's table in EXPLAIN.md: its title, the bundle files that carry it, its settings:
+    all a table needs, so that the template only prints."""
+
+    title: str
+    files: str
+    settings: tuple[Setting, ...]
+
+
+def kind_tables(plan: Plan) -> list[KindTable]:
+    """Each kind the plan uses, in the kinds table's order, with the bundle file that carries it
+    (from the kinds table); services are applied by the delivery files."""
+    by_kind = settings_by_kind(plan.settings)
+    return [
+        KindTable(KIND_TITLES[spec.kind], kind_files(plan, spec, settings), settings)
+        for spec in KINDS
+        if (settings := by_kind.get(spec.kind, ()))
+    ]
+
+
+def kind_files(plan: Plan, spec: KindSpec, settings: tuple[Setting, ...]) -> str:
+    if spec.kind == Kind.SERVICE:
+        return SERVICE_FILES
+    return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings)))
