@@ -487,6 +487,48 @@ def test_bls_arguments_are_added_and_removed_across_bundles_in_an_image(tmp_path
     assert "done: 0 written," in install("inference").stdout
 
 
+def test_bls_entries_with_tuned_params_are_edited_around_the_variable(tmp_path: Path) -> None:
+    """Issue 27 item 1 (review W-N1): RHEL 9 entries end in tuned's ``$tuned_params``
+    (tuned's 92-tuned.install appends it; grub2's blscfg expand_val() expands ``$name`` words).
+    On the base the run refused the entry and /etc/kernel/cmdline and exited 1."""
+    root = rhel_root(tmp_path / "image")
+    entry = root / RHEL_ENTRY
+    entry.write_text(entry.read_text().replace(RHEL_OPTIONS, f"{RHEL_OPTIONS} $tuned_params"))
+    (root / "etc/kernel").mkdir(parents=True)
+    (root / "etc/kernel/cmdline").write_text(f"{RHEL_OPTIONS} $tuned_params\n")
+    path = make_bin(tmp_path, {})
+    bundles = {
+        plan.profile_name: bundle_for(tmp_path, plan, plan.profile_name)
+        for plan in (INFERENCE, TRAINING)
+    }
+    for name, plan in (("inference", INFERENCE), ("training", TRAINING)):
+        result = run(bundles[name] / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        line = f"{RHEL_OPTIONS} $tuned_params {kernel_cmdline(plan)}"
+        assert entry_options(root) == [line]  # the variable kept where it stands
+        assert (root / "etc/kernel/cmdline").read_text() == line + "\n"
+    # a '$' inside a word (or ${name}) is not a blscfg variable word: still not edited
+    entry.write_text(entry.read_text().replace("$tuned_params", "x$tuned_params"))
+    result = run(bundles["inference"] / "install.sh", "--root", str(root), path=path)
+    assert result.returncode == 1
+    assert "its options are not plain words or grub variables" in result.stdout
+
+
+def test_a_new_kernel_cmdline_is_seeded_without_the_entrys_variables(tmp_path: Path) -> None:
+    """/etc/kernel/cmdline is read by every kernel-install layout; only grub expands
+    ``$tuned_params`` (and 92-tuned.install adds it to new grub entries itself)."""
+    root = rhel_root(tmp_path / "image")
+    entry = root / RHEL_ENTRY
+    entry.write_text(entry.read_text().replace(RHEL_OPTIONS, f"{RHEL_OPTIONS} $tuned_params"))
+    bundle = bundle_for(tmp_path, INFERENCE)
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert entry_options(root) == [f"{RHEL_OPTIONS} $tuned_params {kernel_cmdline(INFERENCE)}"]
+    assert (root / "etc/kernel/cmdline").read_text() == (
+        f"{RHEL_OPTIONS} {kernel_cmdline(INFERENCE)}\n"
+    )
+
+
 def test_tuned_is_layered_on_the_selected_profile_and_the_previous_one_kept(
     tmp_path: Path,
 ) -> None:

@@ -42,8 +42,9 @@
 #       it; with --root DIR nothing runs (the image's update-grub reads the drop-in).
 #   BLS (RHEL 9: GRUB_ENABLE_BLSCFG=true or /boot/loader/entries/*.conf): live, grubby
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
-#       entries are edited as text. Both modes edit /etc/kernel/cmdline, which kernel-install
-#       reads for kernels installed later (seeded from the newest entry when absent).
+#       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
+#       Both modes edit /etc/kernel/cmdline, which kernel-install reads for kernels installed
+#       later (seeded from the newest entry, less its variables, when absent).
 #       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
 #       entries unless run with --update-bls-cmdline (RHEL 9.3 release notes, RHELDOCS-16752).
 # tuned: active_profile becomes "<the selected profiles, the tool's dropped> <the bundle's>";
@@ -1061,8 +1062,43 @@ is_plain_cmdline() { # text: words of the safe alphabet only (no quotes, no $ker
     set +f
 }
 
+# is_grub_variable WORD: a whole word that grub2's blscfg expands from its environment when it
+# reads an entry: '$' and a name of letters, digits and '_' (rhboot/grub2 rhel-9-main,
+# grub-core/commands/blscfg.c expand_val(): a variable ends at the first character that is not
+# alphanumeric or '_'). tuned's kernel-install plugin appends $tuned_params to the options of
+# grub's entries (redhat-performance/tuned 92-tuned.install); RHEL 8 entries use $kernelopts.
+is_grub_variable() {
+    case $1 in \$ | \$*[!A-Za-z0-9_]*) return 1 ;; \$?*) return 0 ;; esac
+    return 1
+}
+
+# is_boot_cmdline TEXT: plain words and whole blscfg variables: the options of a BLS entry or
+# /etc/kernel/cmdline that can be edited as text (a variable stays where it stands; anything
+# else, quotes or a '$' inside a word, is not edited).
+is_boot_cmdline() {
+    set -f
+    for word in $1; do
+        is_word "$word" || is_grub_variable "$word" || {
+            set +f
+            return 1
+        }
+    done
+    set +f
+}
+
+without_variables() { # text: its words less the blscfg variables
+    set -f
+    out=''
+    for word in $1; do
+        is_grub_variable "$word" || out="${out:+$out }$word"
+    done
+    set +f
+    printf '%s' "$out"
+}
+
 # edited_cmdline CURRENT: CURRENT without the words the tool removes and without any argument of
-# the bundle's names, then the bundle's arguments; a second edit changes nothing.
+# the bundle's names, then the bundle's arguments; a second edit changes nothing. A blscfg
+# variable ($tuned_params) is no argument of the bundle's and is never removed: it keeps its place.
 edited_cmdline() {
     set -f
     out=''
@@ -1139,8 +1175,8 @@ edit_bls_entry() { # image path of one entry: its options line edited as text
         return 1
     fi
     current=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p')
-    if ! is_plain_cmdline "$current"; then
-        say "$1: its options are not plain words (quotes or variables); not edited"
+    if ! is_boot_cmdline "$current"; then
+        say "$1: its options are not plain words or grub variables (quotes, or a '\$' inside a word); not edited"
         return 1
     fi
     new=$(edited_cmdline "$current")
@@ -1167,7 +1203,9 @@ edit_bls_entry() { # image path of one entry: its options line edited as text
 }
 
 # edit_kernel_cmdline SEED: /etc/kernel/cmdline, which kernel-install reads for kernels installed
-# later; a missing one starts from SEED (the options of the last BLS entry).
+# later; a missing one starts from SEED (the options of the last BLS entry, less its blscfg
+# variables: every kernel-install layout reads the file, only grub's blscfg expands them, and
+# tuned's 92-tuned.install appends $tuned_params to each new grub entry itself).
 edit_kernel_cmdline() {
     status=0
     contents_of /etc/kernel/cmdline || status=$?
@@ -1183,8 +1221,8 @@ edit_kernel_cmdline() {
         say "no /etc/kernel/cmdline and no BLS entry to start it from; kernels installed later lack the arguments"
         return 1
     fi
-    if ! is_plain_cmdline "$current"; then
-        say "/etc/kernel/cmdline is not plain words (quotes or variables); not edited"
+    if ! is_boot_cmdline "$current"; then
+        say "/etc/kernel/cmdline is not plain words or grub variables (quotes, or a '\$' inside a word); not edited"
         return 1
     fi
     write_text /etc/kernel/cmdline "$(edited_cmdline "$current")"
@@ -1204,6 +1242,7 @@ ENTRIES
     seed=''
     if [ -n "$last_entry" ] && contents_of "$last_entry"; then
         seed=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p' | head -n 1)
+        ! is_boot_cmdline "$seed" || seed=$(without_variables "$seed")
     fi
     edit_kernel_cmdline "$(edited_cmdline "$seed")" || failed=$((failed + 1))
 }
