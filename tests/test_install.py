@@ -529,6 +529,45 @@ def test_a_new_kernel_cmdline_is_seeded_without_the_entrys_variables(tmp_path: P
     )
 
 
+BLACKLISTS = full_plan(
+    settings=(
+        *FULL_SETTINGS,
+        setting("kernel-arg", "modprobe.blacklist", "nouveau", "test.blacklist"),
+        setting("kernel-arg", "rd.driver.blacklist", "nouveau", "test.blacklist"),
+    )
+)
+
+
+def test_list_arguments_of_the_image_and_the_bundle_are_merged_not_replaced(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 item 3 (review W-N3): kmod (libkmod-config.c kcmdline_parse_result) and dracut
+    (parse-kernel.sh) read every modprobe.blacklist= / rd.driver.blacklist= and split it at ','.
+    On the base the image's lists were dropped (``modprobe.blacklist=nouveau`` alone)."""
+    root = rhel_root(tmp_path / "image")
+    entry = root / RHEL_ENTRY
+    image_args = "modprobe.blacklist=pcspkr,floppy rd.driver.blacklist=floppy iommu=on"
+    entry.write_text(entry.read_text().replace(RHEL_OPTIONS, f"{RHEL_OPTIONS} {image_args}"))
+    path = make_bin(tmp_path, {})
+    merged = "modprobe.blacklist=pcspkr,floppy,nouveau rd.driver.blacklist=floppy,nouveau"
+    others = kernel_cmdline(INFERENCE)
+    bundle = bundle_for(tmp_path, BLACKLISTS, "blacklists")
+    assert run(bundle / "install.sh", "--root", str(root), path=path).returncode == 0
+    assert entry_options(root) == [f"{RHEL_OPTIONS} iommu=on {others} {merged}"]
+    assert (
+        root / "etc/kernel/cmdline"
+    ).read_text() == f"{RHEL_OPTIONS} iommu=on {others} {merged}\n"
+    again = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert "done: 0 written," in again.stdout  # the merged list is stable
+    # a bundle without them takes back only its own element: the image's lists stay
+    plain = bundle_for(tmp_path, INFERENCE, "plain")
+    assert run(plain / "install.sh", "--root", str(root), path=path).returncode == 0
+    assert entry_options(root) == [
+        f"{RHEL_OPTIONS} iommu=on modprobe.blacklist=pcspkr,floppy rd.driver.blacklist=floppy "
+        f"{others}"
+    ]
+
+
 def test_tuned_is_layered_on_the_selected_profile_and_the_previous_one_kept(
     tmp_path: Path,
 ) -> None:

@@ -1096,22 +1096,85 @@ without_variables() { # text: its words less the blscfg variables
     printf '%s' "$out"
 }
 
+# Arguments whose value is a comma-separated list that their reader accumulates: the image's
+# list and the bundle's are merged (each element once, the image's first), never replaced.
+#   modprobe.blacklist   kmod, libkmod/libkmod-config.c kcmdline_parse_result(): every
+#                        occurrence, split at ','
+#   rd.driver.blacklist  dracut, modules.d/90kernel-modules/parse-kernel.sh: every occurrence
+#                        (getargs), split at ','
+#   module_blacklist     the kernel, kernel/module/main.c: a charp core_param (the last occurrence
+#                        wins), split at ',' by blacklisted(): one merged word keeps both lists
+list_keys=' modprobe.blacklist rd.driver.blacklist module_blacklist '
+
+is_list_arg() { # word: key=list with one of the list keys
+    case $1 in *=*) ;; *) return 1 ;; esac
+    case $list_keys in *" ${1%%=*} "*) return 0 ;; esac
+    return 1
+}
+
+# list_elements KEY WORDS: the elements of each KEY=list among WORDS, each once, in order.
+list_elements() {
+    set -f
+    elements=''
+    for word in $2; do
+        case $word in "$1"=*) ;; *) continue ;; esac
+        rest=${word#*=},
+        while [ -n "$rest" ]; do
+            element=${rest%%,*}
+            rest=${rest#*,}
+            [ -n "$element" ] || continue
+            case ,$elements, in *",$element,"*) ;; *) elements="${elements:+$elements,}$element" ;; esac
+        done
+    done
+    printf '%s' "$elements"
+}
+
+without_elements() { # list drop: the elements of the comma list not in the other
+    kept=''
+    rest=${1:+$1,}
+    while [ -n "$rest" ]; do
+        element=${rest%%,*}
+        rest=${rest#*,}
+        case ,$2, in *",$element,"*) ;; *) kept="${kept:+$kept,}$element" ;; esac
+    done
+    printf '%s' "$kept"
+}
+
+# image_list KEY CURRENT: the image's elements of KEY in CURRENT, less those the tool added
+# before (an element the image had itself and an earlier bundle added too goes with it).
+image_list() {
+    without_elements "$(list_elements "$1" "$2")" "$(list_elements "$1" "$removed")"
+}
+
 # edited_cmdline CURRENT: CURRENT without the words the tool removes and without any argument of
 # the bundle's names, then the bundle's arguments; a second edit changes nothing. A blscfg
 # variable ($tuned_params) is no argument of the bundle's and is never removed: it keeps its place.
+# A list argument (list_keys) of the bundle's carries the image's elements first, then its own.
 edited_cmdline() {
     set -f
     out=''
     for word in $1; do
         case " $removed " in *" $word "*) continue ;; esac
+        key=${word%%=*}
         keep=yes
         for arg in $kernel_args; do
-            [ "${word%%=*}" != "${arg%%=*}" ] || keep=no
+            [ "$key" != "${arg%%=*}" ] || keep=no
         done
+        if [ "$keep" = yes ] && is_list_arg "$word" && [ -n "$(list_elements "$key" "$removed")" ]; then
+            word=$key=$(image_list "$key" "$word")
+            [ "$word" != "$key=" ] || keep=no
+        fi
         [ "$keep" = no ] || out="${out:+$out }$word"
     done
+    for arg in $kernel_args; do
+        if is_list_arg "$arg"; then
+            key=${arg%%=*}
+            arg=$key=$(list_elements "$key" "$key=$(image_list "$key" "$1") $arg")
+        fi
+        out="${out:+$out }$arg"
+    done
     set +f
-    printf '%s' "$out${out:+${kernel_args:+ }}$kernel_args"
+    printf '%s' "$out"
 }
 
 # --- boot arguments, per mechanism (see the header) ---------------------------------------------
