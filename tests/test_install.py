@@ -845,6 +845,73 @@ def test_update_grub_in_a_debian_root_carries_exactly_the_bundles_arguments(
         assert recovery == ["root=/dev/vda1", "ro", "single"]  # _DEFAULT is not for recovery
 
 
+@needs_chroot
+@pytest.mark.skipif(
+    shutil.which("update-grub") is None
+    or not Path("/etc/grub.d/10_linux").exists()
+    or shutil.which("systemctl") is None,
+    reason="grub-common/grub2-common and systemctl not installed (tests/tools/install-tools.sh)",
+)
+def test_a_debian_image_built_with_root_regenerates_grub_cfg_once_at_first_boot(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 item 2 (review W-N2): on the base, --root left grub.cfg as it was and nothing at
+    first boot ran update-grub. Now the image carries an enabled oneshot unit that runs its own
+    update-grub once (install.sh runs nothing of the image); here its command runs chrooted, as
+    systemd would run it at first boot, with the host's real grub-mkconfig."""
+    root = tmp_path / "debian"
+    for name, text in {
+        "etc/default/grub": DEBIAN_GRUB,
+        "boot/vmlinuz-6.1.0-9-amd64": "kernel\n",
+        "boot/initrd.img-6.1.0-9-amd64": "initrd\n",
+        "etc/tuned/bootcmdline": "",
+        # the image's own update-grub: install.sh must never run it (the host's /usr hides it
+        # in the chroot below, where the real one runs)
+        "usr/sbin/update-grub": f"#!/bin/sh\ntouch {tmp_path}/ran-the-images-program\n",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "usr/sbin/update-grub").chmod(0o755)
+    (root / "etc/grub.d").mkdir()
+    (root / "boot/grub").mkdir()
+    stub(root, "grub-probe", GRUB_PROBE)
+    binds = (("/etc/grub.d", "etc/grub.d"), (str(root / "stub/grub-probe"), "usr/sbin/grub-probe"))
+    env_path = f"{make_bin(tmp_path, {})}:{os.path.dirname(shutil.which('systemctl') or '')}"
+    unit = root / "etc/systemd/system/goldtune-update-grub.service"
+    marker = root / "var/lib/goldtune/grub-regenerated"
+    for number, plan in enumerate((INFERENCE, TRAINING)):
+        bundle = bundle_for(tmp_path, plan, f"bundle-{number}")
+        result = subprocess.run(
+            [str(bundle / "install.sh"), "--root", str(root)],
+            capture_output=True,
+            text=True,
+            env={"PATH": env_path, "LC_ALL": "C"},
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "goldtune-update-grub.service runs update-grub at first boot" in result.stdout
+        assert not (tmp_path / "ran-the-images-program").exists()
+        assert not marker.exists()  # handed over again: regenerated again at the next boot
+        assert (root / "etc/systemd/system/multi-user.target.wants" / unit.name).is_symlink()
+        text = unit.read_text()
+        assert "ConditionPathExists=!/var/lib/goldtune/grub-regenerated" in text
+        (command,) = [
+            line.split("=", 1)[1] for line in text.splitlines() if line.startswith("ExecStart=")
+        ]
+        assert command.startswith("/bin/sh -c ")
+        in_chroot(root, shlex.split(command)[2], binds)  # first boot
+        assert marker.exists()  # the condition keeps it from running at later boots
+        lines = [
+            line.split()[2:]
+            for line in (root / "boot/grub/grub.cfg").read_text().splitlines()
+            if line.strip().startswith("linux") and "single" not in line
+        ]
+        assert lines and all(
+            words == ["root=/dev/vda1", "ro", "quiet", *kernel_cmdline(plan).split()]
+            for words in lines
+        ), lines
+
+
 # --- image builds (issue 13): nothing started, nothing fatal for absent hardware; --strict -------
 
 # A GPU-less Packer build VM: every unit file is there (the NVIDIA packages are installed), but

@@ -39,7 +39,9 @@
 # longer carries:
 #   GRUB drop-in (Debian, Ubuntu): the drop-in of the overlay carries the arguments; live, and in
 #       an image build of / (a Packer build VM), update-grub regenerates grub.cfg if the image has
-#       it; with --root DIR nothing runs (the image's update-grub reads the drop-in).
+#       it; with --root DIR nothing of the image runs here: <tool>-update-grub.service, written
+#       and enabled in the image, runs its update-grub once at first boot (a marker in the record
+#       directory), and the arguments are in effect from the boot after.
 #   BLS (RHEL 9: GRUB_ENABLE_BLSCFG=true or /boot/loader/entries/*.conf): live, grubby
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
 #       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
@@ -1311,18 +1313,65 @@ ENTRIES
 }
 
 # An image build of / (a build VM, a chroot): the image's own update-grub, so that the image is
-# captured with the arguments in grub.cfg; an image without it reads the drop-in when its boot
-# configuration is next generated.
+# captured with the arguments in grub.cfg. Otherwise (--root DIR) the image's update-grub runs at
+# its first boot (grub_at_first_boot).
 boot_image_grub() {
     if [ "$root" = / ] && command -v update-grub >/dev/null 2>&1; then
         run_step bootloader
     else
-        say "kernel arguments: the grub.d drop-in is read when update-grub runs in the image"
+        grub_at_first_boot
     fi
+}
+
+# image_command NAME: $found is the path in the image of its program NAME (a bin directory of
+# the target, resolved inside the root; the program itself is never run here); 1 if none.
+image_command() {
+    for bin_dir in /usr/sbin /usr/bin /sbin /bin; do
+        found_dir=$( (resolve_dir "$bin_dir" existing && printf '%s' "$dir") 2>/dev/null) || continue
+        if [ -L "$found_dir/$1" ] || { [ -f "$found_dir/$1" ] && [ -x "$found_dir/$1" ]; }; then
+            found=$bin_dir/$1
+            return 0
+        fi
+    done
+    return 1
+}
+
+# grub_at_first_boot: nothing of the image is run on this host (its programs may be for another
+# architecture, and a hostile image's would run here as root). Instead a oneshot unit of the
+# image runs its own update-grub once at first boot, so grub.cfg carries the drop-in and the
+# arguments are in effect from the boot after. Once: the unit writes a marker in the record
+# directory and does not start while it is there; this run removes the marker, so that arguments
+# handed over again (another bundle) are regenerated again. Never a loop: nothing reboots.
+grub_at_first_boot() {
+    grub_unit=$tool-update-grub.service
+    if ! image_command update-grub; then
+        say "kernel arguments: the image has no update-grub; the grub.d drop-in is read when its grub.cfg is next generated"
+        return 0
+    fi
+    grub_marker=${record%/*}/grub-regenerated
+    write_text "/etc/systemd/system/$grub_unit" "# Written by $tool's install.sh: grub.cfg regenerated once with /etc/default/grub.d
+[Unit]
+Description=$tool: regenerate grub.cfg once with the kernel arguments of /etc/default/grub.d
+ConditionPathExists=!$grub_marker
+RequiresMountsFor=/boot ${grub_marker%/*}
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c \"$found && : >$grub_marker\"
+
+[Install]
+WantedBy=multi-user.target"
+    if target_of "$grub_marker" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+        rm -f -- "$target"
+        say "removed $grub_marker: $grub_unit regenerates grub.cfg again at the next boot"
+    fi
+    service enable "$grub_unit"
+    grub_deferred="; $grub_unit runs update-grub at first boot, in effect from the boot after"
 }
 
 boot_arguments() {
     args_record=${record%/*}/kernel-args
+    grub_deferred=
     failed_before=$failed
     read_added_args || failed=$((failed + 1))
     removed=$(words_not_in "$added" "$kernel_args")
@@ -1336,7 +1385,7 @@ boot_arguments() {
     else
         boot_image_grub
     fi
-    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments ($kernel_args)"
+    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments ($kernel_args$grub_deferred)"
     # Only a complete edit is recorded: after a failure the next run removes the old ones again.
     if [ "$failed" -eq "$failed_before" ]; then
         write_text "$args_record" "$(printf '%s' "$kernel_args" | tr ' ' '\n')"
