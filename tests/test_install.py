@@ -559,6 +559,9 @@ def test_list_arguments_of_the_image_and_the_bundle_are_merged_not_replaced(
     ).read_text() == f"{RHEL_OPTIONS} iommu=on {others} {merged}\n"
     again = run(bundle / "install.sh", "--root", str(root), path=path)
     assert "done: 0 written," in again.stdout  # the merged list is stable
+    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    args = [c for c in checks if c.kind == "kernel-arg"]
+    assert len(args) == 5 and all(c.verdict == Verdict.OK for c in args), args
     # a bundle without them takes back only its own element: the image's lists stay
     plain = bundle_for(tmp_path, INFERENCE, "plain")
     assert run(plain / "install.sh", "--root", str(root), path=path).returncode == 0
