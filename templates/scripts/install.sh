@@ -46,7 +46,9 @@
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
 #       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
 #       Both modes edit /etc/kernel/cmdline, which kernel-install reads for kernels installed
-#       later (seeded from the newest entry, less its variables, when absent).
+#       later (seeded from the newest entry, less its variables, when absent). A list argument
+#       (modprobe.blacklist, rd.driver.blacklist, module_blacklist: list_keys) of the bundle's
+#       carries the image's elements first, then its own.
 #       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
 #       entries unless run with --update-bls-cmdline (RHEL 9.3 release notes, RHELDOCS-16752).
 # tuned: active_profile becomes "<the selected profiles, the tool's dropped> <the bundle's>";
