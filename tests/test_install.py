@@ -654,6 +654,26 @@ def test_a_debian_image_gets_the_drop_in_and_no_bls_edit(tmp_path: Path) -> None
     assert (root / "etc/default/grub.d/90-goldtune.cfg").exists()
 
 
+def test_an_update_grub_reached_through_a_link_out_of_the_image_does_not_count(
+    tmp_path: Path,
+) -> None:
+    """The first-boot unit runs the image's own update-grub: /usr/sbin -> the host's is refused."""
+    root = tmp_path / "image"
+    (root / "etc/default").mkdir(parents=True)
+    (root / "etc/default/grub").write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n')
+    host_sbin = tmp_path / "host-sbin"
+    host_sbin.mkdir()
+    (host_sbin / "update-grub").write_text("#!/bin/sh\n")
+    (host_sbin / "update-grub").chmod(0o755)
+    (root / "usr").mkdir()
+    (root / "usr/sbin").symlink_to(host_sbin)
+    bundle = bundle_for(tmp_path, INFERENCE)
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout
+    assert "the image has no update-grub" in result.stdout
+    assert not (root / "etc/systemd/system/goldtune-update-grub.service").exists()
+
+
 def test_kernel_install_gives_a_later_kernel_the_bundles_arguments(tmp_path: Path) -> None:
     """systemd's kernel-install (90-loaderentry) reads /etc/kernel/cmdline for a new entry."""
     kernel_install = shutil.which("kernel-install")
