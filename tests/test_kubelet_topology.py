@@ -64,7 +64,9 @@ def gpu_nodes(facts: Facts) -> tuple[int, ...]:
 
 def machine_of(facts: Facts, profile: Profile, kubelet: dict[str, str]) -> Machine:
     reserved = frozenset(expand_cpus(kubelet.get("reservedSystemCPUs", "")))
-    per_node_gib = (facts.memory_gib - reserved_memory_mi(facts, profile) // 1024) // facts.numa_nodes
+    per_node_gib = (
+        facts.memory_gib - reserved_memory_mi(facts, profile) // 1024
+    ) // facts.numa_nodes
     return Machine(
         cpus_of_node={
             node: frozenset(online_cpus(facts, profile, facts.cpus_of_node(node)))
