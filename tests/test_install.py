@@ -487,6 +487,90 @@ def test_bls_arguments_are_added_and_removed_across_bundles_in_an_image(tmp_path
     assert "done: 0 written," in install("inference").stdout
 
 
+def test_bls_entries_with_tuned_params_are_edited_around_the_variable(tmp_path: Path) -> None:
+    """Issue 27 item 1 (review W-N1): RHEL 9 entries end in tuned's ``$tuned_params``
+    (tuned's 92-tuned.install appends it; grub2's blscfg expand_val() expands ``$name`` words).
+    On the base the run refused the entry and /etc/kernel/cmdline and exited 1."""
+    root = rhel_root(tmp_path / "image")
+    entry = root / RHEL_ENTRY
+    entry.write_text(entry.read_text().replace(RHEL_OPTIONS, f"{RHEL_OPTIONS} $tuned_params"))
+    (root / "etc/kernel").mkdir(parents=True)
+    (root / "etc/kernel/cmdline").write_text(f"{RHEL_OPTIONS} $tuned_params\n")
+    path = make_bin(tmp_path, {})
+    bundles = {
+        plan.profile_name: bundle_for(tmp_path, plan, plan.profile_name)
+        for plan in (INFERENCE, TRAINING)
+    }
+    for name, plan in (("inference", INFERENCE), ("training", TRAINING)):
+        result = run(bundles[name] / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        line = f"{RHEL_OPTIONS} $tuned_params {kernel_cmdline(plan)}"
+        assert entry_options(root) == [line]  # the variable kept where it stands
+        assert (root / "etc/kernel/cmdline").read_text() == line + "\n"
+    # a '$' inside a word (or ${name}) is not a blscfg variable word: still not edited
+    entry.write_text(entry.read_text().replace("$tuned_params", "x$tuned_params"))
+    result = run(bundles["inference"] / "install.sh", "--root", str(root), path=path)
+    assert result.returncode == 1
+    assert "its options are not plain words or grub variables" in result.stdout
+
+
+def test_a_new_kernel_cmdline_is_seeded_without_the_entrys_variables(tmp_path: Path) -> None:
+    """/etc/kernel/cmdline is read by every kernel-install layout; only grub expands
+    ``$tuned_params`` (and 92-tuned.install adds it to new grub entries itself)."""
+    root = rhel_root(tmp_path / "image")
+    entry = root / RHEL_ENTRY
+    entry.write_text(entry.read_text().replace(RHEL_OPTIONS, f"{RHEL_OPTIONS} $tuned_params"))
+    bundle = bundle_for(tmp_path, INFERENCE)
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert entry_options(root) == [f"{RHEL_OPTIONS} $tuned_params {kernel_cmdline(INFERENCE)}"]
+    assert (root / "etc/kernel/cmdline").read_text() == (
+        f"{RHEL_OPTIONS} {kernel_cmdline(INFERENCE)}\n"
+    )
+
+
+BLACKLISTS = full_plan(
+    settings=(
+        *FULL_SETTINGS,
+        setting("kernel-arg", "modprobe.blacklist", "nouveau", "test.blacklist"),
+        setting("kernel-arg", "rd.driver.blacklist", "nouveau", "test.blacklist"),
+    )
+)
+
+
+def test_list_arguments_of_the_image_and_the_bundle_are_merged_not_replaced(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 item 3 (review W-N3): kmod (libkmod-config.c kcmdline_parse_result) and dracut
+    (parse-kernel.sh) read every modprobe.blacklist= / rd.driver.blacklist= and split it at ','.
+    On the base the image's lists were dropped (``modprobe.blacklist=nouveau`` alone)."""
+    root = rhel_root(tmp_path / "image")
+    entry = root / RHEL_ENTRY
+    image_args = "modprobe.blacklist=pcspkr,floppy rd.driver.blacklist=floppy iommu=on"
+    entry.write_text(entry.read_text().replace(RHEL_OPTIONS, f"{RHEL_OPTIONS} {image_args}"))
+    path = make_bin(tmp_path, {})
+    merged = "modprobe.blacklist=pcspkr,floppy,nouveau rd.driver.blacklist=floppy,nouveau"
+    others = kernel_cmdline(INFERENCE)
+    bundle = bundle_for(tmp_path, BLACKLISTS, "blacklists")
+    assert run(bundle / "install.sh", "--root", str(root), path=path).returncode == 0
+    assert entry_options(root) == [f"{RHEL_OPTIONS} iommu=on {others} {merged}"]
+    assert (
+        root / "etc/kernel/cmdline"
+    ).read_text() == f"{RHEL_OPTIONS} iommu=on {others} {merged}\n"
+    again = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert "done: 0 written," in again.stdout  # the merged list is stable
+    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    args = [c for c in checks if c.kind == "kernel-arg"]
+    assert len(args) == 5 and all(c.verdict == Verdict.OK for c in args), args
+    # a bundle without them takes back only its own element: the image's lists stay
+    plain = bundle_for(tmp_path, INFERENCE, "plain")
+    assert run(plain / "install.sh", "--root", str(root), path=path).returncode == 0
+    assert entry_options(root) == [
+        f"{RHEL_OPTIONS} iommu=on modprobe.blacklist=pcspkr,floppy rd.driver.blacklist=floppy "
+        f"{others}"
+    ]
+
+
 def test_tuned_is_layered_on_the_selected_profile_and_the_previous_one_kept(
     tmp_path: Path,
 ) -> None:
@@ -568,6 +652,26 @@ def test_a_debian_image_gets_the_drop_in_and_no_bls_edit(tmp_path: Path) -> None
     assert "boot arguments (grub-dropin)" in result.stdout
     assert not (root / "etc/kernel/cmdline").exists()
     assert (root / "etc/default/grub.d/90-goldtune.cfg").exists()
+
+
+def test_an_update_grub_reached_through_a_link_out_of_the_image_does_not_count(
+    tmp_path: Path,
+) -> None:
+    """The first-boot unit runs the image's own update-grub: /usr/sbin -> the host's is refused."""
+    root = tmp_path / "image"
+    (root / "etc/default").mkdir(parents=True)
+    (root / "etc/default/grub").write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n')
+    host_sbin = tmp_path / "host-sbin"
+    host_sbin.mkdir()
+    (host_sbin / "update-grub").write_text("#!/bin/sh\n")
+    (host_sbin / "update-grub").chmod(0o755)
+    (root / "usr").mkdir()
+    (root / "usr/sbin").symlink_to(host_sbin)
+    bundle = bundle_for(tmp_path, INFERENCE)
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout
+    assert "the image has no update-grub" in result.stdout
+    assert not (root / "etc/systemd/system/goldtune-update-grub.service").exists()
 
 
 def test_kernel_install_gives_a_later_kernel_the_bundles_arguments(tmp_path: Path) -> None:
@@ -762,6 +866,73 @@ def test_update_grub_in_a_debian_root_carries_exactly_the_bundles_arguments(
             assert words == ["root=/dev/vda1", "ro", "quiet", *kernel_cmdline(plan).split()]
         (recovery,) = [words for words in lines if "single" in words]
         assert recovery == ["root=/dev/vda1", "ro", "single"]  # _DEFAULT is not for recovery
+
+
+@needs_chroot
+@pytest.mark.skipif(
+    shutil.which("update-grub") is None
+    or not Path("/etc/grub.d/10_linux").exists()
+    or shutil.which("systemctl") is None,
+    reason="grub-common/grub2-common and systemctl not installed (tests/tools/install-tools.sh)",
+)
+def test_a_debian_image_built_with_root_regenerates_grub_cfg_once_at_first_boot(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 item 2 (review W-N2): on the base, --root left grub.cfg as it was and nothing at
+    first boot ran update-grub. Now the image carries an enabled oneshot unit that runs its own
+    update-grub once (install.sh runs nothing of the image); here its command runs chrooted, as
+    systemd would run it at first boot, with the host's real grub-mkconfig."""
+    root = tmp_path / "debian"
+    for name, text in {
+        "etc/default/grub": DEBIAN_GRUB,
+        "boot/vmlinuz-6.1.0-9-amd64": "kernel\n",
+        "boot/initrd.img-6.1.0-9-amd64": "initrd\n",
+        "etc/tuned/bootcmdline": "",
+        # the image's own update-grub: install.sh must never run it (the host's /usr hides it
+        # in the chroot below, where the real one runs)
+        "usr/sbin/update-grub": f"#!/bin/sh\ntouch {tmp_path}/ran-the-images-program\n",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "usr/sbin/update-grub").chmod(0o755)
+    (root / "etc/grub.d").mkdir()
+    (root / "boot/grub").mkdir()
+    stub(root, "grub-probe", GRUB_PROBE)
+    binds = (("/etc/grub.d", "etc/grub.d"), (str(root / "stub/grub-probe"), "usr/sbin/grub-probe"))
+    env_path = f"{make_bin(tmp_path, {})}:{os.path.dirname(shutil.which('systemctl') or '')}"
+    unit = root / "etc/systemd/system/goldtune-update-grub.service"
+    marker = root / "var/lib/goldtune/grub-regenerated"
+    for number, plan in enumerate((INFERENCE, TRAINING)):
+        bundle = bundle_for(tmp_path, plan, f"bundle-{number}")
+        result = subprocess.run(
+            [str(bundle / "install.sh"), "--root", str(root)],
+            capture_output=True,
+            text=True,
+            env={"PATH": env_path, "LC_ALL": "C"},
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "goldtune-update-grub.service runs update-grub at first boot" in result.stdout
+        assert not (tmp_path / "ran-the-images-program").exists()
+        assert not marker.exists()  # handed over again: regenerated again at the next boot
+        assert (root / "etc/systemd/system/multi-user.target.wants" / unit.name).is_symlink()
+        text = unit.read_text()
+        assert "ConditionPathExists=!/var/lib/goldtune/grub-regenerated" in text
+        (command,) = [
+            line.split("=", 1)[1] for line in text.splitlines() if line.startswith("ExecStart=")
+        ]
+        assert command.startswith("/bin/sh -c ")
+        in_chroot(root, shlex.split(command)[2], binds)  # first boot
+        assert marker.exists()  # the condition keeps it from running at later boots
+        lines = [
+            line.split()[2:]
+            for line in (root / "boot/grub/grub.cfg").read_text().splitlines()
+            if line.strip().startswith("linux") and "single" not in line
+        ]
+        assert lines and all(
+            words == ["root=/dev/vda1", "ro", "quiet", *kernel_cmdline(plan).split()]
+            for words in lines
+        ), lines
 
 
 # --- image builds (issue 13): nothing started, nothing fatal for absent hardware; --strict -------

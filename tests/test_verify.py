@@ -160,6 +160,27 @@ CASES = [
     (("kernel-arg", "iommu", "pt"), [("cmdline", "-", "iommu=pt iommu=off")], DIFFERS),
     (("kernel-arg", "nosmt", ""), [("cmdline", "-", "ro nosmt")], OK),
     (("kernel-arg", "nvidia-drm.modeset", "1"), [("cmdline", "-", "nvidia_drm.modeset=1")], OK),
+    # list arguments: the plan's elements among the image's (install.sh merges them, issue 27)
+    (
+        ("kernel-arg", "modprobe.blacklist", "nouveau"),
+        [("cmdline", "-", "modprobe.blacklist=pcspkr,floppy,nouveau")],
+        OK,
+    ),
+    (
+        ("kernel-arg", "modprobe.blacklist", "nouveau"),
+        [("cmdline", "-", "modprobe.blacklist=nouveau modprobe.blacklist=pcspkr")],
+        OK,  # kmod reads every occurrence
+    ),
+    (
+        ("kernel-arg", "module_blacklist", "nouveau"),
+        [("cmdline", "-", "module_blacklist=nouveau module_blacklist=pcspkr")],
+        DIFFERS,  # the kernel keeps the last one
+    ),
+    (
+        ("kernel-arg", "rd.driver.blacklist", "nouveau"),
+        [("cmdline", "-", "rd.driver.blacklist=pcspkr")],
+        DIFFERS,
+    ),
     (
         ("kernel-arg", "processor.max_cstate", "1"),
         [("cmdline", "-", "processor.max_cstate=1"), ("modparam", "processor/max_cstate", "8")],

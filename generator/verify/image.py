@@ -41,6 +41,7 @@ from generator.model.setting import Setting, is_driver_module
 from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.live import (
     arg_name,
+    arg_value_holds,
     check_daemon_json,
     check_nccl_text,
     daemon_json_object,
@@ -239,7 +240,7 @@ def arg_verdict(setting: Setting, cmdlines: list[tuple[str, str]]) -> tuple[str,
         args = parse_cmdline(cmdline)
         if name not in args:
             return source, "absent"
-        if (args[name] or "") != setting.value:
+        if not arg_value_holds(name, args[name], setting.value):
             return source, f"{args[name] or '(flag)'}"
     return None
 
@@ -285,7 +286,7 @@ def check_kernel_arg(setting: Setting, image: Image) -> Check:
             setting, "absent", MISSING, f"not in GRUB_CMDLINE_LINUX(_DEFAULT) ({where})"
         )
     value = args[name] or ""
-    if value != setting.value:
+    if not arg_value_holds(name, args[name], setting.value):
         return check_of(
             setting, value or "(flag)", DIFFERS, "another value in the GRUB configuration"
         )

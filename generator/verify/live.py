@@ -148,15 +148,34 @@ def arg_name(name: str) -> str:
     return name.replace("-", "_")
 
 
+# Arguments whose value is a comma-separated list (install.sh list_keys, which cites the readers):
+# kmod (libkmod-config.c kcmdline_parse_result) and dracut (parse-kernel.sh) read every
+# occurrence of these two; the kernel keeps the last module_blacklist (a charp core_param).
+ACCUMULATED_LISTS = frozenset({"modprobe.blacklist", "rd.driver.blacklist"})
+LIST_ARGS = ACCUMULATED_LISTS | {"module_blacklist"}
+
+
 def parse_cmdline(text: str) -> dict[str, str | None]:
-    """Kernel parameters by name (``-`` and ``_`` alike, as the kernel compares them); last wins."""
+    """Kernel parameters by name (``-`` and ``_`` alike, as the kernel compares them); last wins,
+    except the lists their readers gather from every occurrence (ACCUMULATED_LISTS), joined."""
     found: dict[str, str | None] = {}
     for token in re.findall(r'(?:[^\s"]|"[^"]*")+', text):
         if token == "--":  # noqa: S105 -- the end of the kernel's parameters, not a password
             break
         name, equals, value = token.replace('"', "").partition("=")
+        before = found.get(arg_name(name))
+        if equals and before and arg_name(name) in ACCUMULATED_LISTS:
+            value = f"{before},{value}"
         found[arg_name(name)] = value if equals else None
     return found
+
+
+def arg_value_holds(name: str, actual: str | None, wanted: str) -> bool:
+    """The argument's value on a command line gives what the plan wants: the same value, or for a
+    list argument every element of the plan's (an image's own elements are merged, not lost)."""
+    if arg_name(name) in LIST_ARGS and actual is not None:
+        return set(wanted.split(",")) <= set(actual.split(","))
+    return (actual or "") == wanted
 
 
 def check_sysctl(setting: Setting, live: Live) -> Check:
@@ -198,7 +217,7 @@ def check_kernel_arg(setting: Setting, live: Live) -> Check:
     if name not in live.cmdline:
         return check_of(setting, "absent", MISSING, "not on /proc/cmdline")
     value = live.cmdline[name] or ""
-    if value != setting.value:
+    if not arg_value_holds(name, live.cmdline[name], setting.value):
         return check_of(
             setting, value or "(flag)", DIFFERS, "a different value is on /proc/cmdline"
         )

@@ -39,11 +39,16 @@
 # longer carries:
 #   GRUB drop-in (Debian, Ubuntu): the drop-in of the overlay carries the arguments; live, and in
 #       an image build of / (a Packer build VM), update-grub regenerates grub.cfg if the image has
-#       it; with --root DIR nothing runs (the image's update-grub reads the drop-in).
+#       it; with --root DIR nothing of the image runs here: <tool>-update-grub.service, written
+#       and enabled in the image, runs its update-grub once at first boot (a marker in the record
+#       directory), and the arguments are in effect from the boot after.
 #   BLS (RHEL 9: GRUB_ENABLE_BLSCFG=true or /boot/loader/entries/*.conf): live, grubby
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
-#       entries are edited as text. Both modes edit /etc/kernel/cmdline, which kernel-install
-#       reads for kernels installed later (seeded from the newest entry when absent).
+#       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
+#       Both modes edit /etc/kernel/cmdline, which kernel-install reads for kernels installed
+#       later (seeded from the newest entry, less its variables, when absent). A list argument
+#       (modprobe.blacklist, rd.driver.blacklist, module_blacklist: list_keys) of the bundle's
+#       carries the image's elements first, then its own.
 #       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
 #       entries unless run with --update-bls-cmdline (RHEL 9.3 release notes, RHELDOCS-16752).
 # tuned: active_profile becomes "<the selected profiles, the tool's dropped> <the bundle's>";
@@ -1061,21 +1066,119 @@ is_plain_cmdline() { # text: words of the safe alphabet only (no quotes, no $ker
     set +f
 }
 
+# is_grub_variable WORD: a whole word that grub2's blscfg expands from its environment when it
+# reads an entry: '$' and a name of letters, digits and '_' (rhboot/grub2 rhel-9-main,
+# grub-core/commands/blscfg.c expand_val(): a variable ends at the first character that is not
+# alphanumeric or '_'). tuned's kernel-install plugin appends $tuned_params to the options of
+# grub's entries (redhat-performance/tuned 92-tuned.install); RHEL 8 entries use $kernelopts.
+is_grub_variable() {
+    case $1 in \$ | \$*[!A-Za-z0-9_]*) return 1 ;; \$?*) return 0 ;; esac
+    return 1
+}
+
+# is_boot_cmdline TEXT: plain words and whole blscfg variables: the options of a BLS entry or
+# /etc/kernel/cmdline that can be edited as text (a variable stays where it stands; anything
+# else, quotes or a '$' inside a word, is not edited).
+is_boot_cmdline() {
+    set -f
+    for word in $1; do
+        is_word "$word" || is_grub_variable "$word" || {
+            set +f
+            return 1
+        }
+    done
+    set +f
+}
+
+without_variables() { # text: its words less the blscfg variables
+    set -f
+    out=''
+    for word in $1; do
+        is_grub_variable "$word" || out="${out:+$out }$word"
+    done
+    set +f
+    printf '%s' "$out"
+}
+
+# Arguments whose value is a comma-separated list that their reader accumulates: the image's
+# list and the bundle's are merged (each element once, the image's first), never replaced.
+#   modprobe.blacklist   kmod, libkmod/libkmod-config.c kcmdline_parse_result(): every
+#                        occurrence, split at ','
+#   rd.driver.blacklist  dracut, modules.d/90kernel-modules/parse-kernel.sh: every occurrence
+#                        (getargs), split at ','
+#   module_blacklist     the kernel, kernel/module/main.c: a charp core_param (the last occurrence
+#                        wins), split at ',' by blacklisted(): one merged word keeps both lists
+list_keys=' modprobe.blacklist rd.driver.blacklist module_blacklist '
+
+is_list_arg() { # word: key=list with one of the list keys
+    case $1 in *=*) ;; *) return 1 ;; esac
+    case $list_keys in *" ${1%%=*} "*) return 0 ;; esac
+    return 1
+}
+
+# list_elements KEY WORDS: the elements of each KEY=list among WORDS, each once, in order.
+list_elements() {
+    set -f
+    elements=''
+    for word in $2; do
+        case $word in "$1"=*) ;; *) continue ;; esac
+        rest=${word#*=},
+        while [ -n "$rest" ]; do
+            element=${rest%%,*}
+            rest=${rest#*,}
+            [ -n "$element" ] || continue
+            case ,$elements, in *",$element,"*) ;; *) elements="${elements:+$elements,}$element" ;; esac
+        done
+    done
+    printf '%s' "$elements"
+}
+
+without_elements() { # list drop: the elements of the comma list not in the other
+    kept=''
+    rest=${1:+$1,}
+    while [ -n "$rest" ]; do
+        element=${rest%%,*}
+        rest=${rest#*,}
+        case ,$2, in *",$element,"*) ;; *) kept="${kept:+$kept,}$element" ;; esac
+    done
+    printf '%s' "$kept"
+}
+
+# image_list KEY CURRENT: the image's elements of KEY in CURRENT, less those the tool added
+# before (an element the image had itself and an earlier bundle added too goes with it).
+image_list() {
+    without_elements "$(list_elements "$1" "$2")" "$(list_elements "$1" "$removed")"
+}
+
 # edited_cmdline CURRENT: CURRENT without the words the tool removes and without any argument of
-# the bundle's names, then the bundle's arguments; a second edit changes nothing.
+# the bundle's names, then the bundle's arguments; a second edit changes nothing. A blscfg
+# variable ($tuned_params) is no argument of the bundle's and is never removed: it keeps its place.
+# A list argument (list_keys) of the bundle's carries the image's elements first, then its own.
 edited_cmdline() {
     set -f
     out=''
     for word in $1; do
         case " $removed " in *" $word "*) continue ;; esac
+        key=${word%%=*}
         keep=yes
         for arg in $kernel_args; do
-            [ "${word%%=*}" != "${arg%%=*}" ] || keep=no
+            [ "$key" != "${arg%%=*}" ] || keep=no
         done
+        if [ "$keep" = yes ] && is_list_arg "$word" && [ -n "$(list_elements "$key" "$removed")" ]; then
+            word=$key=$(image_list "$key" "$word")
+            [ "$word" != "$key=" ] || keep=no
+        fi
         [ "$keep" = no ] || out="${out:+$out }$word"
     done
+    for arg in $kernel_args; do
+        if is_list_arg "$arg"; then
+            key=${arg%%=*}
+            arg=$key=$(list_elements "$key" "$key=$(image_list "$key" "$1") $arg")
+        fi
+        out="${out:+$out }$arg"
+    done
     set +f
-    printf '%s' "$out${out:+${kernel_args:+ }}$kernel_args"
+    printf '%s' "$out"
 }
 
 # --- boot arguments, per mechanism (see the header) ---------------------------------------------
@@ -1139,8 +1242,8 @@ edit_bls_entry() { # image path of one entry: its options line edited as text
         return 1
     fi
     current=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p')
-    if ! is_plain_cmdline "$current"; then
-        say "$1: its options are not plain words (quotes or variables); not edited"
+    if ! is_boot_cmdline "$current"; then
+        say "$1: its options are not plain words or grub variables (quotes, or a '\$' inside a word); not edited"
         return 1
     fi
     new=$(edited_cmdline "$current")
@@ -1167,7 +1270,9 @@ edit_bls_entry() { # image path of one entry: its options line edited as text
 }
 
 # edit_kernel_cmdline SEED: /etc/kernel/cmdline, which kernel-install reads for kernels installed
-# later; a missing one starts from SEED (the options of the last BLS entry).
+# later; a missing one starts from SEED (the options of the last BLS entry, less its blscfg
+# variables: every kernel-install layout reads the file, only grub's blscfg expands them, and
+# tuned's 92-tuned.install appends $tuned_params to each new grub entry itself).
 edit_kernel_cmdline() {
     status=0
     contents_of /etc/kernel/cmdline || status=$?
@@ -1183,8 +1288,8 @@ edit_kernel_cmdline() {
         say "no /etc/kernel/cmdline and no BLS entry to start it from; kernels installed later lack the arguments"
         return 1
     fi
-    if ! is_plain_cmdline "$current"; then
-        say "/etc/kernel/cmdline is not plain words (quotes or variables); not edited"
+    if ! is_boot_cmdline "$current"; then
+        say "/etc/kernel/cmdline is not plain words or grub variables (quotes, or a '\$' inside a word); not edited"
         return 1
     fi
     write_text /etc/kernel/cmdline "$(edited_cmdline "$current")"
@@ -1204,23 +1309,71 @@ ENTRIES
     seed=''
     if [ -n "$last_entry" ] && contents_of "$last_entry"; then
         seed=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p' | head -n 1)
+        ! is_boot_cmdline "$seed" || seed=$(without_variables "$seed")
     fi
     edit_kernel_cmdline "$(edited_cmdline "$seed")" || failed=$((failed + 1))
 }
 
 # An image build of / (a build VM, a chroot): the image's own update-grub, so that the image is
-# captured with the arguments in grub.cfg; an image without it reads the drop-in when its boot
-# configuration is next generated.
+# captured with the arguments in grub.cfg. Otherwise (--root DIR) the image's update-grub runs at
+# its first boot (grub_at_first_boot).
 boot_image_grub() {
     if [ "$root" = / ] && command -v update-grub >/dev/null 2>&1; then
         run_step bootloader
     else
-        say "kernel arguments: the grub.d drop-in is read when update-grub runs in the image"
+        grub_at_first_boot
     fi
+}
+
+# image_command NAME: $found is the path in the image of its program NAME (a bin directory of
+# the target, resolved inside the root; the program itself is never run here); 1 if none.
+image_command() {
+    for bin_dir in /usr/sbin /usr/bin /sbin /bin; do
+        found_dir=$( (resolve_dir "$bin_dir" existing && printf '%s' "$dir") 2>/dev/null) || continue
+        if [ -L "$found_dir/$1" ] || { [ -f "$found_dir/$1" ] && [ -x "$found_dir/$1" ]; }; then
+            found=$bin_dir/$1
+            return 0
+        fi
+    done
+    return 1
+}
+
+# grub_at_first_boot: nothing of the image is run on this host (its programs may be for another
+# architecture, and a hostile image's would run here as root). Instead a oneshot unit of the
+# image runs its own update-grub once at first boot, so grub.cfg carries the drop-in and the
+# arguments are in effect from the boot after. Once: the unit writes a marker in the record
+# directory and does not start while it is there; this run removes the marker, so that arguments
+# handed over again (another bundle) are regenerated again. Never a loop: nothing reboots.
+grub_at_first_boot() {
+    grub_unit=$tool-update-grub.service
+    if ! image_command update-grub; then
+        say "kernel arguments: the image has no update-grub; the grub.d drop-in is read when its grub.cfg is next generated"
+        return 0
+    fi
+    grub_marker=${record%/*}/grub-regenerated
+    write_text "/etc/systemd/system/$grub_unit" "# Written by $tool's install.sh: grub.cfg regenerated once with /etc/default/grub.d
+[Unit]
+Description=$tool: regenerate grub.cfg once with the kernel arguments of /etc/default/grub.d
+ConditionPathExists=!$grub_marker
+RequiresMountsFor=/boot ${grub_marker%/*}
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c \"$found && : >$grub_marker\"
+
+[Install]
+WantedBy=multi-user.target"
+    if target_of "$grub_marker" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+        rm -f -- "$target"
+        say "removed $grub_marker: $grub_unit regenerates grub.cfg again at the next boot"
+    fi
+    service enable "$grub_unit"
+    grub_deferred="; $grub_unit runs update-grub at first boot, in effect from the boot after"
 }
 
 boot_arguments() {
     args_record=${record%/*}/kernel-args
+    grub_deferred=
     failed_before=$failed
     read_added_args || failed=$((failed + 1))
     removed=$(words_not_in "$added" "$kernel_args")
@@ -1234,7 +1387,7 @@ boot_arguments() {
     else
         boot_image_grub
     fi
-    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments ($kernel_args)"
+    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments ($kernel_args$grub_deferred)"
     # Only a complete edit is recorded: after a failure the next run removes the old ones again.
     if [ "$failed" -eq "$failed_before" ]; then
         write_text "$args_record" "$(printf '%s' "$kernel_args" | tr ' ' '\n')"
