@@ -256,18 +256,20 @@ def test_output_is_deterministic_and_names_the_command(tmp_path: Path):
 
 def test_an_unknown_gpu_is_written_by_pci_id_and_gen_check_names_it(tmp_path: Path):
     machine = trees.l4_pcie()
-    machine.pci("0000:42:00.0", "10de", "2bb5", "0x030200", node=0)
+    # 3180 is "GB110 [Reserved Dev ID A]" in pci.ids: no product, never a catalog entry (2bb5,
+    # used here before, is the RTX PRO 6000 Blackwell Server Edition since issue 31)
+    machine.pci("0000:42:00.0", "10de", "3180", "0x030200", node=0)
     status, text, errors = detect(machine.build(tmp_path / "tree"))
     assert status == 0
     data = yaml.safe_load(text)
-    assert {"model": "0x2bb5", "count": 1, "numa_nodes": [0]} in data["gpus"]
-    assert "PCI 10de:2bb5, NOT IN THE CATALOG" in text
+    assert {"model": "0x3180", "count": 1, "numa_nodes": [0]} in data["gpus"]
+    assert "PCI 10de:3180, NOT IN THE CATALOG" in text
     assert errors == (
         "warning: `gen check` will refuse this description: gpus[1].model: unknown GPU model "
-        "'0x2bb5' (written by PCI device id: add a hardware_db/gpus/ entry with that id)\n"
+        "'0x3180' (written by PCI device id: add a hardware_db/gpus/ entry with that id)\n"
     )
     status, output = check(text, tmp_path)
-    assert status == 2 and "gpus[1].model: unknown GPU model '0x2bb5'" in output
+    assert status == 2 and "gpus[1].model: unknown GPU model '0x3180'" in output
 
 
 def test_writes_a_file_atomically_and_keeps_it_on_failure(tmp_path: Path):

@@ -229,10 +229,12 @@ BAD = [
         "'H100' could be any of H100-NVL, H100-PCIe, H100-SXM5-80GB",
     ),
     (
+        # L40 is a model of its own now (issue 31); "RTX PRO 6000" is a prefix of the Server
+        # Edition's name and must not find it (the Workstation editions share the prefix)
         "no substring match",
-        {"gpus": [{"model": "L40", "count": 1}]},
+        {"gpus": [{"model": "RTX PRO 6000", "count": 1}]},
         "gpus[0].model",
-        "unknown GPU model 'L40'",
+        "unknown GPU model 'RTX PRO 6000'",
     ),
     (
         "pci id of another vendor",
@@ -324,7 +326,7 @@ def test_bad_hardware_names_the_field(write, label, changes, path, message):
 
 def test_misspelt_gpu_gets_a_hint(write):
     with pytest.raises(InputError) as caught:
-        load_facts(hw_with(write, {"gpus": [{"model": "L40", "count": 1}]}), CATALOG)
+        load_facts(hw_with(write, {"gpus": [{"model": "L40SS", "count": 1}]}), CATALOG)
     assert "did you mean" in str(caught.value) and "L40S" in str(caught.value)
 
 

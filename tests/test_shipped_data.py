@@ -53,7 +53,7 @@ def test_profile_loads(profile: str):
 # Family names several entries answer to on purpose: each is an error listing the candidates.
 SHARED_ON_PURPOSE = {
     "gpus": {
-        "a100": ["A100-PCIe-80GB", "A100-SXM4-40GB", "A100-SXM4-80GB"],
+        "a100": ["A100-PCIe-40GB", "A100-PCIe-80GB", "A100-SXM4-40GB", "A100-SXM4-80GB"],
         "h100": ["H100-NVL", "H100-PCIe", "H100-SXM5-80GB"],
     },
     "nics": {},
@@ -86,16 +86,38 @@ REQUIRED_GPUS = {
     "GH200",
     "B200",
     "GB200",
+    # issue 31: platforms fleets buy in 2026
+    "B300",
+    "GB300",
+    "RTX-PRO-6000-Server",
+    "A100-PCIe-40GB",
+    "L40",
 }
 
 
 def test_required_models_are_shipped():
     catalog = load_catalog()
     assert set(catalog.gpus.keys) >= REQUIRED_GPUS
-    assert {"ConnectX-6", "ConnectX-6-Dx", "ConnectX-7", "BlueField-3", "E810", "BCM57508"} <= set(
-        catalog.nics.keys
-    )
-    assert {"Xeon-8480C", "Xeon-8570", "EPYC-7742", "EPYC-9654", "Grace"} <= set(catalog.cpus.keys)
+    assert {
+        "ConnectX-6",
+        "ConnectX-6-Dx",
+        "ConnectX-7",
+        "ConnectX-8",
+        "BlueField-3",
+        "E810",
+        "BCM57508",
+    } <= set(catalog.nics.keys)
+    assert {
+        "Xeon-8480C",
+        "Xeon-8570",
+        "Xeon-6980P",
+        "Xeon-6960P",
+        "EPYC-7742",
+        "EPYC-9654",
+        "EPYC-9575F",
+        "EPYC-9965",
+        "Grace",
+    } <= set(catalog.cpus.keys)
     assert {
         "dgx-a100",
         "dgx-h100",
@@ -115,3 +137,22 @@ def test_l4_and_l40s_never_confused():
     assert catalog.gpus.find("l40s").key == "L40S"
     assert catalog.gpus.find("0x26b9").key == "L40S"
     assert catalog.gpus.find("0x27b8").key == "L4"
+
+
+# issue 31: what lspci and nvidia-smi print for each new GPU finds its entry (pci.ids and the
+# open-gpu-kernel-modules README's Compatible GPUs table), never a neighbour sharing a prefix
+NEW_GPU_NAMES = {
+    "B300": ["10de:3182", "NVIDIA B300 SXM6 AC"],
+    "GB300": ["10de:31c2", "10de:31c3", "NVIDIA GB300"],
+    "RTX-PRO-6000-Server": ["10de:2bb5", "NVIDIA RTX PRO 6000 Blackwell Server Edition"],
+    "A100-PCIe-40GB": ["10de:20b1", "10de:20f1", "NVIDIA A100-PCIE-40GB"],
+    "L40": ["10de:26b5", "NVIDIA L40"],
+}
+
+
+@pytest.mark.parametrize("key", sorted(NEW_GPU_NAMES))
+def test_new_gpus_found_by_pci_id_and_driver_name(key: str) -> None:
+    gpus = load_catalog().gpus
+    for name in NEW_GPU_NAMES[key]:
+        found = gpus.find(name)
+        assert found is not None and found.key == key, name
