@@ -11,6 +11,10 @@ Every format goldtune writes that has comments takes ``#`` at a line's start as 
 limits.d, modprobe.d, systemd units, udev rules, tuned's INI, TOML, and YAML outside block
 scalars, which goldtune's templates do not use).
 
+A generated file's first line (``# goldtune bundle for <hardware> / <profile>: what the file
+is.``, render/formats.py file_header) keeps only the bundle's name: what the file is, the bundle's
+copy and EXPLAIN.md say.
+
 The scan is conservative: a line is dropped only when it is a comment at the top level of the
 script, never inside a here-document or a quoted string spanning lines (where a ``#`` line is
 data), and the shebang and ``# shellcheck`` directives are kept.
@@ -25,7 +29,7 @@ import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from generator import __version__
+from generator import TOOL, __version__
 from generator.cache import contents_key, json_entry, read_entry, store_entry
 from generator.model import layout
 from generator.paths import cache_dir, templates_dir
@@ -69,6 +73,16 @@ def _open_quote(line: str, quote: str | None) -> str | None:
 
 # Asked twice per file and bundle (the user-data, the manifest's digest), and the fixed scripts are
 # the same in every bundle of a matrix run.
+# A generated file's header line: the bundle's name, then ": " and what the file is.
+HEADER_LINE = re.compile(rf"(# {TOOL} bundle for [^:\n]*): [^\n]*")
+
+
+def header_name_only(first: str) -> str:
+    """A generated file's first line cut to the bundle's name; any other line as it is."""
+    found = HEADER_LINE.fullmatch(first.rstrip("\n"))
+    return found.group(1) + first[len(first.rstrip("\n")) :] if found else first
+
+
 @functools.lru_cache(maxsize=256)
 def without_comment_lines(text: str) -> str:
     """``text`` with its top-level full-line comments and blank lines left out; a shipped
@@ -81,7 +95,7 @@ def without_comment_lines(text: str) -> str:
     first += newline
     if first.splitlines(keepends=True) != [first] or _may_leave_open(first):
         return derived_without_comment_lines(text)
-    return first + _rest_without_comment_lines(rest)
+    return header_name_only(first) + _rest_without_comment_lines(rest)
 
 
 def _may_leave_open(line: str) -> bool:

@@ -59,8 +59,13 @@ ENTRY_FUNCTIONS = (
 # writes nccl.conf itself; nor its containerd branch (carry_image_cri): the user-data writes the
 # drop-in, and the wiring of config.toml's imports is install.sh's (no room for it in EC2's
 # 16 KB: the largest user-data we know has ~0.2 KB left). first_boot_script refuses a staged
-# nccl.conf rather than carry less.
-NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf", "carry_image_cri"})
+# nccl.conf rather than carry less. boot_arguments reaches boot_image_grub (and through it the
+# unit that regenerates an image's grub.cfg at its first boot) only for an image (--root): the
+# first boot is the live system, which runs the bootloader step itself; service reaches
+# service_offline only for an image too (live is always yes there).
+NOT_REACHED_AT_FIRST_BOOT = frozenset(
+    {"merge_nccl_conf", "carry_image_cri", "boot_image_grub", "service_offline"}
+)
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 
