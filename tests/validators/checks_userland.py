@@ -133,12 +133,19 @@ def check_other_forms(bundle: Path) -> list[str]:
 
 
 def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
-    """``delivered`` is ``original`` with only whole comment lines and blank lines left out,
-    and manifest.json names that form's digest."""
+    """``delivered`` is ``original`` with only whole comment lines and blank lines left out
+    (and a generated file's header line cut to the bundle's name), and manifest.json names that
+    form's digest."""
     kept = iter(delivered.decode().splitlines())
     wanted = next(kept, None)
-    for line in original.read_text().splitlines():
-        if line == wanted:
+    for number, line in enumerate(original.read_text().splitlines()):
+        header_cut = (
+            number == 0
+            and wanted is not None
+            and wanted.startswith("# goldtune bundle for ")
+            and line.startswith(wanted + ": ")
+        )
+        if line == wanted or header_cut:
             wanted = next(kept, None)
         elif line.strip() and not line.strip().startswith("#"):
             return False  # a line of code is missing
