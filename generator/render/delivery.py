@@ -18,6 +18,7 @@ import base64
 import functools
 import gzip
 import hashlib
+import re
 import struct
 import zlib
 from collections.abc import Callable, Mapping
