@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from generator import TOOL, __version__
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, read_bundle
-from generator.commands.diff import Difference, check_intact, diff_files, diff_plans
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, check_intact, read_bundle
+from generator.commands.diff import Difference, diff_files, diff_plans
 from generator.commands.diff import format_markdown as diff_markdown
 from generator.commands.matrix import Combination, in_batches
 from generator.errors import GoldtuneError, InputError, Problem
