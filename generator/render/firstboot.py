@@ -60,7 +60,9 @@ ENTRY_FUNCTIONS = (
 # drop-in, and the wiring of config.toml's imports is install.sh's (no room for it in EC2's
 # 16 KB: the largest user-data we know has ~0.2 KB left). first_boot_script refuses a staged
 # nccl.conf rather than carry less.
-NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf", "carry_image_cri"})
+# Nor service_offline (with unit_links): the first boot runs on the live system (live=yes), so
+# service() calls service_live only.
+NOT_REACHED_AT_FIRST_BOOT = frozenset({"merge_nccl_conf", "carry_image_cri", "service_offline"})
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"
 
