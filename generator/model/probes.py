@@ -115,7 +115,8 @@ def limit_user(domain: str) -> str | None:
 
 
 def data_line_problem(line: str) -> str | None:
-    """What is wrong with one line of the collector's data file, or None (the script's rules)."""
+    """What is wrong with one line of the collector's data file, or None: the script's rules,
+    and (stricter: verify runs the collector as root) what each section's kind may read."""
     if not line or line.startswith("#"):
         return None
     section, tab, word = line.partition("\t")
@@ -131,7 +132,13 @@ def data_line_problem(line: str) -> str | None:
     if section in LIST_SECTIONS:
         if not SAFE_WORD.fullmatch(word):
             return f"{section} needs one safe word"
-        return None if SECTION_WORDS[section].fullmatch(word) else f"{section}: {WHAT[section]}"
+        if not SECTION_WORDS[section].fullmatch(word):
+            return f"{section}: {WHAT[section]}"
+        globbed = [part for part in word.split("/") if any(c in part for c in "*?[")]
+        # one globbed component (cpu*): the matches of one directory, not a walk of all /sys
+        if section == "sysfs" and len(globbed) > 1:
+            return "sysfs: a glob in more than one path component"
+        return None
     if section in WHOLE_SECTIONS:
         return None if not tab else f"section {section} takes no word"
     return "unknown section"
