@@ -97,10 +97,13 @@ def test_each_word_is_held_to_what_its_kind_reads(line: str) -> None:
         check_collect_data(data, "collect.conf")
 
 
-def run_collector(tmp_path: Path, extra: str) -> subprocess.CompletedProcess[str]:
+def run_collector(
+    tmp_path: Path, extra: str, script: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The collector (or ``script``) run in a session of its own, ended whole if it hangs."""
     data = render_bundle(PLAN)[in_overlay(COLLECT_DATA)][0].decode() + extra
     (tmp_path / "collect.conf").write_text(data)
-    command = ["sh", str(collector_script()), str(tmp_path / "collect.conf")]
+    command = ["sh", *(script or [str(collector_script()), str(tmp_path / "collect.conf")])]
     # a session of its own: a collector that hangs (the base of issue 29) is ended whole
     with subprocess.Popen(
         command,
@@ -119,9 +122,17 @@ def run_collector(tmp_path: Path, extra: str) -> subprocess.CompletedProcess[str
     return subprocess.CompletedProcess(command, collector.returncode, out, err)
 
 
+def collector_function(name: str) -> str:
+    """One function of the collector, from ``name() {`` to its closing brace."""
+    lines = collector_script().read_text().splitlines(keepends=True)
+    start = lines.index(f"{name}() {{\n")
+    return "".join(lines[start : lines.index("}\n", start) + 1])
+
+
 def test_the_collector_never_opens_a_fifo_a_device_or_a_link(tmp_path: Path) -> None:
-    """The collector run by hand on a bundle's data: a FIFO is not waited on, /dev/zero not read
-    without end, a link not followed (to the secret), a large file read only up to 64 KiB."""
+    """read_value, through which the collector reads every sysctl, sysfs, module parameter and
+    IRQ file: a FIFO is not waited on, /dev/zero not read without end, a link not followed (to
+    the secret), a large file read only up to 64 KiB."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     link = tmp_path / "link"
@@ -129,14 +140,15 @@ def test_the_collector_never_opens_a_fifo_a_device_or_a_link(tmp_path: Path) -> 
     large = tmp_path / "large"
     large.write_bytes(b"y" * (1 << 20))
     words = (fifo, Path("/dev/zero"), link, large)
-    result = run_collector(tmp_path, "".join(f"sysfs\t{word}\n" for word in words))
+    script = collector_function("squeeze") + collector_function("read_value")
+    script += "".join(f"read_value '{word}'; printf '%s\\n' \"$value\"\n" for word in words)
+    (tmp_path / "read.sh").write_text(script)
+    result = run_collector(tmp_path, "", [str(tmp_path / "read.sh")])
     assert result.returncode == 0, result.stderr
-    values = dict(
-        line.split("\t")[1:] for line in result.stdout.splitlines() if line.startswith("sysfs\t")
-    )
-    assert values[str(fifo)] == values["/dev/zero"] == values[str(link)] == "!unreadable"
+    values = result.stdout.splitlines()
+    assert values[:3] == ["!unreadable"] * 3
     assert SECRET not in result.stdout
-    assert len(values[str(large)]) == 65536
+    assert len(values[3]) == 65536
 
 
 def test_a_genuine_bundle_is_still_verified_live(
@@ -147,3 +159,32 @@ def test_a_genuine_bundle_is_still_verified_live(
     report = json.loads(capsys.readouterr().out)
     assert report["source"] == "live"
     assert any(c["key"] == "vm.swappiness" for c in report["checks"])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sysfs\t/etc/shadow",
+        "sysfs\t/sys/../etc/shadow",
+        "sysctl\t../../etc/shadow",
+        "sysctl\t/etc/shadow",
+        "modparams\tnvidia/../../x",
+        "irq\t..",
+        "acs\tnic:..",
+        "confs\t/etc/shadow",
+        "units\t--all",
+    ],
+)
+def test_the_collector_itself_refuses_a_word_out_of_its_kind(tmp_path: Path, line: str) -> None:
+    """The bundle's collector run by hand holds the words as verify does (nothing read)."""
+    data = render_bundle(PLAN)[in_overlay(COLLECT_DATA)][0].decode() + line + "\n"
+    (tmp_path / "collect.conf").write_text(data)
+    result = subprocess.run(
+        ["sh", str(collector_script()), "--check", str(tmp_path / "collect.conf")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "not a word of what" in result.stderr
