@@ -818,7 +818,7 @@ unit_plan() {
         status=0
         unit_file "$current" || status=$?
         case $status in
-            1) why="$current, named by Also=, is not in $root" && return 1 ;;
+            1) why="$current has no unit file in $root other than a link (links are not followed)" && return 1 ;;
             2) why="$current is masked in $root" && return 1 ;;
         esac
         wanted='' required='' upheld='' aliases=''
