@@ -725,22 +725,23 @@ static_unit() { # unit what-happened
 # --- units of an image (--root DIR other than /): their links made here -------------------------
 
 # `systemctl --root=DIR enable` makes the links of a unit's [Install] section itself and writes
-# through a link at a .wants or .requires directory, absolute or relative, out of DIR (systemd
-# src/shared/install.c create_symlink: mkdir_parents and symlink on the path below DIR, nothing
-# resolved inside it; seen with systemd 252). So with --root DIR the links are made here, their
-# directories resolved inside DIR like every target (resolve_dir), and made as systemctl makes
-# them (checked against systemctl --root of systemd 252):
+# through a link at a .wants or .requires directory, absolute or relative, out of DIR (observed
+# with systemctl 252, Debian 12: the link lands where the directory link points). So with --root
+# DIR the links are made here, each directory resolved inside DIR like every target (resolve_dir:
+# a link that leaves it is refused), as systemctl 252 makes them (tests/test_install_links.py
+# compares the two):
 # - the unit file is the first of unit_dirs with the unit's name; a link there is a mask when it
 #   points to /dev/null, else passed over (never followed) for the next directory;
 # - the [Install] lines of it and of its drop-ins (<unit>.d/*.conf of every unit directory, a
 #   name in a higher directory hiding the same name lower, in name order) are read as data
 #   (contents_of); an empty assignment empties the list;
-# - WantedBy=, RequiredBy=, UpheldBy=: /etc/systemd/system/<unit>.wants|.requires|.upholds/NAME,
-#   Alias=: /etc/systemd/system/<alias>, each a link to the unit file; Also=: those units too.
+# - WantedBy=, RequiredBy=, UpheldBy=: /etc/systemd/system/<target>.wants|.requires|.upholds/
+#   <unit>, Alias=: /etc/systemd/system/<alias>, each a link to the unit file; Also=: those
+#   units too.
 # A word that is not a plain unit name (a specifier such as %i, a template, quotes), a continued
-# line, a drop-in that is a link, or a link place already taken by something else fails the
-# unit, reported, before any of its links is made; disable removes links only, never through a
-# directory link. Template units are enabled when the image boots.
+# line or a drop-in that is a link fails the unit, reported, before any of its links is made; a
+# link place already taken by something else is reported, not replaced. Disable removes links
+# only, never through a directory link. Template units are enabled when the image boots.
 unit_dirs='/etc/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system'
 unit_links_limit=32 # units reached through Also=
 
