@@ -21,8 +21,10 @@ from generator.foreign import read_beneath, read_beneath_with_mode, relative_par
 from generator.model.layout import MANIFEST, PLAN_FILE
 from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
-from generator.textsafe import short_key
+from generator.textsafe import printable, short_key
 
+# The files named when a bundle does not match its manifest; the rest are counted.
+MAX_TAMPERED_LINES = 10
 # Far above any real bundle file (the largest, EXPLAIN.md of a big machine, is about 100 KiB).
 MAX_BUNDLE_FILE_BYTES = 16 * 1024 * 1024
 
@@ -174,3 +176,19 @@ def read_bundle(root: Path) -> BundleFiles:
     tampered = tuple(sorted(e["path"] for e in manifest["files"] if not _file_state(root, e)))
     unlisted = tuple(sorted(present_entries(root) - listed - {MANIFEST}))
     return BundleFiles(root, manifest, plan, tampered, unlisted)
+
+
+def check_intact(bundle: BundleFiles) -> None:
+    """Refuse a bundle whose files are not exactly its manifest's, before any of it is read."""
+    bad = [*bundle.tampered, *bundle.unlisted]
+    if not bad:
+        return
+    why = "does not match the bundle's manifest.json (modified, missing, linked or unlisted)"
+    problems = [
+        Problem(f"{bundle.root}/{printable(path)}", "", why)
+        for path in sorted(bad)[:MAX_TAMPERED_LINES]
+    ]
+    if len(bad) > MAX_TAMPERED_LINES:
+        more = len(bad) - MAX_TAMPERED_LINES
+        problems.append(Problem(str(bundle.root), "", f"and {more} more such files"))
+    raise InputError(problems)

@@ -15,7 +15,7 @@ from typing import Literal
 
 import click
 
-from generator.bundle.read import BundleFiles, read_bundle
+from generator.bundle.read import BundleFiles, check_intact, read_bundle
 from generator.commands.terminal import stream_is_terminal
 from generator.errors import InputError, Problem
 from generator.model import layout
@@ -25,7 +25,6 @@ from generator.model.setting import KIND_ORDER, Plan, Setting
 from generator.textsafe import printable, printable_lines
 
 # Tampered files named in the error, one line each; the rest are counted.
-MAX_TAMPERED_LINES = 10
 
 Status = Literal["added", "removed", "changed"]
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
@@ -172,22 +171,6 @@ def _identity_free(bundle: BundleFiles, path: str) -> list[str]:
         for index, line in enumerate(lines)
         if not line.lstrip().startswith("#") or (index == 0 and line.startswith("#!"))
     ]
-
-
-def check_intact(bundle: BundleFiles) -> None:
-    """Refuse a bundle whose files are not exactly its manifest's, before any of it is read."""
-    bad = [*bundle.tampered, *bundle.unlisted]
-    if not bad:
-        return
-    why = "does not match the bundle's manifest.json (modified, missing, linked or unlisted)"
-    problems = [
-        Problem(f"{bundle.root}/{printable(path)}", "", why)
-        for path in sorted(bad)[:MAX_TAMPERED_LINES]
-    ]
-    if len(bad) > MAX_TAMPERED_LINES:
-        more = len(bad) - MAX_TAMPERED_LINES
-        problems.append(Problem(str(bundle.root), "", f"and {more} more such files"))
-    raise InputError(problems)
 
 
 def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:

@@ -23,8 +23,8 @@ from typing import Any, Literal
 import click
 
 from generator import TOOL, __version__
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, read_bundle
-from generator.commands.diff import Difference, check_intact, diff_files, diff_plans
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, check_intact, read_bundle
+from generator.commands.diff import Difference, diff_files, diff_plans
 from generator.commands.diff import format_markdown as diff_markdown
 from generator.commands.generate import cloud_init_options
 from generator.commands.matrix import (

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator import TOOL
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, read_bundle
-from generator.commands.diff import check_intact
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, check_intact, read_bundle
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import INSTALL_SH, MANIFEST, OVERLAY

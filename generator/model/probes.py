@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
+from generator import TOOL
 from generator.errors import InputError, Problem
+from generator.model.layout import UNNAMED_TARGETS
 
 # Everything a data word may contain once it reaches a script: no quotes, no blanks, no '$'.
 # The scripts check the same alphabet (safe_word in collect).
@@ -53,6 +55,43 @@ VENDOR_SECTION = "gpu-vendor"
 PCI_VENDOR_WORD = re.compile(r"0x[0-9a-f]{4}")
 
 
+# What each list section's word may name, so that a bundle's data file makes the collector read
+# only what that kind reads (it runs as root): a /proc/sys key, a /sys path, a module parameter
+# under /sys/module, an interface under /sys/class/net, a unit or user name, one of the fixed
+# configuration paths. A path component never starts with a dot ('.', '..', '.*' stay inside
+# the tree) and a name never starts with '-' (an option to the command it is given to).
+_PART = r"[A-Za-z0-9_:@+%=,*?\[\]-][A-Za-z0-9_.:@+%=,*?\[\]-]*"
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_INTERFACE = r"[A-Za-z0-9_][A-Za-z0-9_.:@+-]*"
+_UNIT = r"[A-Za-z0-9_:][A-Za-z0-9_.:@-]*\.[a-z]+"
+SECTION_WORDS = {
+    "sysctl": re.compile(rf"{_PART}(/{_PART})*"),  # /proc/sys/<key, dots as slashes>
+    "sysfs": re.compile(rf"/sys(/{_PART})+"),
+    "modparams": re.compile(rf"{_NAME}/{_NAME}"),  # /sys/module/<module>/parameters/<param>
+    "modules": re.compile(_NAME),
+    "limits": re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*"),  # a user name (limit_user)
+    "manager": re.compile(r"[A-Za-z][A-Za-z0-9]*"),  # a systemd manager property
+    "irq": re.compile(_INTERFACE),  # /sys/class/net/<interface>
+    "units": re.compile(_UNIT),
+    "runtimes": re.compile(_UNIT),
+    "confs": re.compile("|".join(re.escape(path) for path in sorted(UNNAMED_TARGETS))),
+    "acs": re.compile(rf"gpus|nic:{_INTERFACE}"),
+}
+WHAT = {
+    "sysctl": "not a kernel parameter under /proc/sys",
+    "sysfs": "not a path under /sys without '.' or '..' components",
+    "modparams": "not <module>/<parameter>",
+    "modules": "not a module name",
+    "limits": "not a user name",
+    "manager": "not a service manager property",
+    "irq": "not a network interface name",
+    "units": "not a unit name",
+    "runtimes": "not a unit name",
+    "confs": f"not one of {', '.join(sorted(UNNAMED_TARGETS))}",
+    "acs": "not gpus or nic:<interface>",
+}
+
+
 def acs_word(key: str) -> str:
     """A pcie-acs setting's key as one collector word: ``gpus``; ``nic ib0`` -> ``nic:ib0``."""
     return key.replace(" ", ":", 1)
@@ -76,7 +115,8 @@ def limit_user(domain: str) -> str | None:
 
 
 def data_line_problem(line: str) -> str | None:
-    """What is wrong with one line of the collector's data file, or None (the script's rules)."""
+    """What is wrong with one line of the collector's data file, or None: the script's rules,
+    and (stricter: verify runs the collector as root) what each section's kind may read."""
     if not line or line.startswith("#"):
         return None
     section, tab, word = line.partition("\t")
@@ -84,11 +124,21 @@ def data_line_problem(line: str) -> str | None:
         return (
             None if PCI_VENDOR_WORD.fullmatch(word) else "not a PCI vendor id (0x and 4 hex digits)"
         )
+    if section == "tool" and word != TOOL:
+        return f"tool is {TOOL}: the collector reads {TOOL}'s units and files only"
     if section in NAME_SECTIONS:
         pattern = TOOL_WORD if section == "tool" else SAFE_WORD
         return None if pattern.fullmatch(word) else f"{section} needs one safe word"
     if section in LIST_SECTIONS:
-        return None if SAFE_WORD.fullmatch(word) else f"{section} needs one safe word"
+        if not SAFE_WORD.fullmatch(word):
+            return f"{section} needs one safe word"
+        if not SECTION_WORDS[section].fullmatch(word):
+            return f"{section}: {WHAT[section]}"
+        globbed = [part for part in word.split("/") if any(c in part for c in "*?[")]
+        # one globbed component (cpu*): the matches of one directory, not a walk of all /sys
+        if section == "sysfs" and len(globbed) > 1:
+            return "sysfs: a glob in more than one path component"
+        return None
     if section in WHOLE_SECTIONS:
         return None if not tab else f"section {section} takes no word"
     return "unknown section"

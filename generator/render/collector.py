@@ -20,6 +20,7 @@ from generator.model.probes import (
     SAFE_WORD,
     WHOLE_SECTIONS,
     acs_word,
+    data_line_problem,
     limit_user,
     module_param,
 )
@@ -83,8 +84,9 @@ def runtime_units(plan: Plan) -> list[tuple[str, Setting]]:
     return units
 
 
-def _checked_word(word: str, source: str) -> str:
-    if not SAFE_WORD.fullmatch(word):
+def _checked_word(section: str, word: str, source: str) -> str:
+    """The word, held to what verify accepts of its section (probes.data_line_problem)."""
+    if not SAFE_WORD.fullmatch(word) or data_line_problem(f"{section}\t{word}"):
         raise InputError(Problem(source, "", f"{word!r} cannot be passed to the collector"))
     return word
 
@@ -107,7 +109,7 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
             if word in seen:
                 continue
             seen.add(word)
-            fields = (section, _checked_word(word, source))
+            fields = (section, _checked_word(section, word, source))
             line = setting_line(setting, fields) if setting else DataLine(EFFECT_REASON, fields)
             lines.append(line)
     lines += [

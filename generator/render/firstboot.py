@@ -62,7 +62,7 @@ ENTRY_FUNCTIONS = (
 # nccl.conf rather than carry less. boot_arguments reaches boot_image_grub (and through it the
 # unit that regenerates an image's grub.cfg at its first boot) only for an image (--root): the
 # first boot is the live system, which runs the bootloader step itself; service reaches
-# service_offline only for an image too (live is always yes there).
+# service_offline (with unit_links) only for an image too (live is always yes there).
 NOT_REACHED_AT_FIRST_BOOT = frozenset(
     {"merge_nccl_conf", "carry_image_cri", "boot_image_grub", "service_offline"}
 )

@@ -30,6 +30,7 @@ from typing import Any
 
 import click
 
+from generator.bundle.read import check_intact, read_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, SCRIPTS_DIR, in_overlay
@@ -72,7 +73,11 @@ def read_collect_data(bundle: Bundle) -> str:
 
 
 def collect_here(bundle: Bundle) -> str:
-    """Run the collector on this machine with the bundle's data and return what it printed."""
+    """Run the collector on this machine with the bundle's data and return what it printed.
+
+    It runs as root here, so the bundle is first held to its manifest (as `gen diff` and `gen
+    package` hold it): a collect.conf or plan.json changed after generation is refused."""
+    check_intact(read_bundle(bundle.path))
     data = read_collect_data(bundle)
     with tempfile.TemporaryDirectory(prefix="gen-verify-") as scratch:
         data_file = Path(scratch) / "collect.conf"  # the validated copy, not the bundle's file

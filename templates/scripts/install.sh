@@ -14,7 +14,8 @@
 # An image build is also detected without --image-build: --root DIR other than /, / in a chroot
 # (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
 # installs the same files; units are enabled, disabled and masked without being started or
-# stopped (`systemctl --root DIR`, or without --now on /); no activation step runs (sysctl,
+# stopped (with --root DIR their [Install] links made by this script, see unit_links; on /,
+# systemctl without --now); no activation step runs (sysctl,
 # udev, modules, tuned-adm: systemd and tuned apply the files at boot); the boot arguments are
 # written for the next boot; a missing unit or tool is reported, not fatal (unless --strict);
 # the end of the run lists what was deferred to first boot.
@@ -60,7 +61,9 @@
 # With --root, nothing outside DIR is ever written or removed: every directory of a target path
 # is resolved inside DIR (a symbolic link that leaves it, absolute or relative, is refused),
 # temporary files are created with mktemp beside their target, a link at a target is replaced,
-# never followed, and the install record found in the image is validated before it is used.
+# never followed, the links of the units' [Install] sections are made the same way (never by
+# `systemctl --root`, which writes through such links), and the install record found in the
+# image is validated (at most 1024 lines and 64 KiB) before it is used.
 # Idempotent: a second run changes nothing and says so. A service the target does not have is
 # reported and skipped. Exit status: 0 done, 1 a step failed, a path was refused or (--strict)
 # the target lacks what the plan needs, 2 bad usage.
@@ -724,17 +727,220 @@ static_unit() { # unit what-happened
     failed=$((failed + 1))
 }
 
+# --- units of an image (--root DIR other than /): their links made here -------------------------
+
+# `systemctl --root=DIR enable` makes the links of a unit's [Install] section itself and writes
+# through a link at a .wants or .requires directory, absolute or relative, out of DIR (observed
+# with systemctl 252, Debian 12: the link lands where the directory link points). So with --root
+# DIR the links are made here, each directory resolved inside DIR like every target (resolve_dir:
+# a link that leaves it is refused), as systemctl 252 makes them (tests/test_install_links.py
+# compares the two):
+# - the unit file is the first of unit_dirs with the unit's name; a link there is a mask when it
+#   points to /dev/null, else passed over (never followed) for the next directory;
+# - the [Install] lines of it and of its drop-ins (<unit>.d/*.conf of every unit directory, a
+#   name in a higher directory hiding the same name lower, in name order) are read as data
+#   (contents_of); an empty assignment empties the list;
+# - WantedBy=, RequiredBy=, UpheldBy=: /etc/systemd/system/<target>.wants|.requires|.upholds/
+#   <unit>, Alias=: /etc/systemd/system/<alias>, each a link to the unit file; Also=: those
+#   units too.
+# A word that is not a plain unit name (a specifier such as %i, a template, quotes), a continued
+# line or a drop-in that is a link fails the unit, reported, before any of its links is made; a
+# link place already taken by something else is reported, not replaced. Disable removes links
+# only, never through a directory link. Template units are enabled when the image boots.
+unit_dirs='/etc/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system'
+unit_links_limit=32 # units reached through Also=
+
+is_plain_unit() { # a unit name without a template, a specifier or an escape
+    case $1 in
+        .* | -* | *[!A-Za-z0-9:_.-]*) return 1 ;;
+        ?*.service | ?*.socket | ?*.target | ?*.timer | ?*.path | ?*.mount | ?*.automount | ?*.swap | ?*.slice) return 0 ;;
+    esac
+    return 1
+}
+
+# unit_file UNIT: $unit_path is the image path of UNIT's file; 1 absent, 2 masked.
+unit_file() {
+    for unit_dir in $unit_dirs; do
+        found_dir=$( (resolve_dir "$unit_dir" existing && printf '%s' "$dir") 2>/dev/null) || continue
+        if [ -L "$found_dir/$1" ]; then
+            [ "$(readlink -- "$found_dir/$1")" != /dev/null ] || return 2
+        elif [ -f "$found_dir/$1" ]; then
+            unit_path=$unit_dir/$1
+            return 0
+        fi
+    done
+    return 1
+}
+
+# install_lines UNIT: the [Install] assignments of UNIT's file and drop-ins, "Key word" a line
+# ("Key -" empties the list); "bad" where one cannot be read as plain data.
+install_lines() {
+    {
+        printf '%s\n' "$unit_path"
+        for unit_dir in $unit_dirs; do
+            found_dir=$( (resolve_dir "$unit_dir/$1.d" existing && printf '%s' "$dir") 2>/dev/null) || continue
+            for dropin in "$found_dir"/*.conf; do
+                [ -e "$dropin" ] || [ -L "$dropin" ] || continue
+                case ${dropin##*/} in
+                    *[!A-Za-z0-9@_.:+-]*) printf '%s\n' bad ;;
+                    *) printf '%s\t%s\n' "${dropin##*/}" "$unit_dir/$1.d/${dropin##*/}" ;;
+                esac
+            done
+        done
+    } | awk -F '\t' 'NR == 1 { print; next } NF == 1 { print; next } !seen[$1]++' |
+        { read -r fragment && printf '%s\n' "$fragment" && sort -t "$tab" -k 1,1 | cut -f 2; } |
+        while read -r source_file; do
+            if [ "$source_file" = bad ] || ! contents_of "$source_file"; then
+                printf '%s\n' bad
+                continue
+            fi
+            printf '%s\n' "$contents" | awk '
+                /^[ \t]*\[/ { section = $0; gsub(/[ \t]/, "", section); next }
+                section != "[Install]" || /^[ \t]*([#;]|$)/ { next }
+                /\\[ \t]*$/ { print "bad"; next }
+                {
+                    key = $0; sub(/=.*/, "", key); gsub(/[ \t]/, "", key)
+                    if (key !~ /^(WantedBy|RequiredBy|UpheldBy|Alias|Also)$/) next
+                    value = substr($0, index($0, "=") + 1)
+                    if (value ~ /^[ \t]*$/) print key " -"
+                    count = split(value, words, /[ \t]+/)
+                    for (i = 1; i <= count; i++) if (words[i] != "") print key " " words[i]
+                }'
+        done
+}
+
+# unit_plan UNIT: $link_plan is "place target" lines (image paths) for UNIT and its Also= units,
+# $link_names the names links to them may carry; 1, with $why, when one cannot be made.
+unit_plan() {
+    link_plan='' link_names='' todo=$1 seen_units='' count=0
+    while [ -n "$todo" ]; do
+        current=${todo%% *}
+        case $todo in *' '*) todo=${todo#* } ;; *) todo='' ;; esac
+        case " $seen_units " in *" $current "*) continue ;; esac
+        seen_units="$seen_units $current"
+        count=$((count + 1))
+        [ "$count" -le "$unit_links_limit" ] || { why="more than $unit_links_limit units through Also="; return 1; }
+        is_plain_unit "$current" || { why="a unit of its [Install] is not a plain unit name (a template or specifier)"; return 1; }
+        status=0
+        unit_file "$current" || status=$?
+        case $status in
+            1) why="$current has no unit file in $root other than a link (links are not followed)" && return 1 ;;
+            2) why="$current is masked in $root" && return 1 ;;
+        esac
+        wanted='' required='' upheld='' aliases=''
+        words=$(install_lines "$current")
+        while read -r key word; do
+            case $key in '') continue ;; bad)
+                why="an [Install] file of $current is not a plain file of plain lines" && return 1 ;;
+            esac
+            [ "$word" = - ] || is_plain_unit "$word" ||
+                { why="[Install] of $current names a word that is not a plain unit name (a template, specifier or quote)"; return 1; }
+            case $key:$word in
+                WantedBy:-) wanted='' ;;
+                RequiredBy:-) required='' ;;
+                UpheldBy:-) upheld='' ;;
+                Alias:-) aliases='' ;;
+                Also:-) ;;
+                WantedBy:*) wanted="$wanted $word.wants/$current" ;;
+                RequiredBy:*) required="$required $word.requires/$current" ;;
+                UpheldBy:*) upheld="$upheld $word.upholds/$current" ;;
+                Alias:*)
+                    [ "${word##*.}" = "${current##*.}" ] || { why="an Alias= of $current is not of its type" && return 1; }
+                    aliases="$aliases $word"
+                    ;;
+                Also:*) todo="${todo:+$todo }$word" ;;
+            esac
+        done <<WORDS
+$words
+WORDS
+        link_names="$link_names $current $aliases"
+        for place in $wanted $required $upheld $aliases; do
+            [ "$place" = "$current" ] || link_plan="$link_plan/etc/systemd/system/$place $unit_path$newline"
+        done
+    done
+}
+
+# make_link PLACE TARGET: a link at the image's PLACE to TARGET, its directory inside the root.
+make_link() {
+    target_of "$1" create
+    if [ -L "$target" ] && [ "$(readlink -- "$target")" = "$2" ]; then
+        return 0
+    elif [ -e "$target" ] || [ -L "$target" ]; then
+        say "$1 is already there and is not a link to $2: not replaced"
+        return 1
+    fi
+    ln -s -- "$2" "$target" || die "cannot create $target"
+    say "linked $1 -> $2"
+}
+
+# drop_links NAMES: the links of /etc/systemd/system and of its .wants, .requires and .upholds
+# directories (not linked ones) named one of NAMES or pointing to a file of that name.
+drop_links() {
+    resolve_dir /etc/systemd/system existing || return 0
+    for entry in "$dir"/* "$dir"/*.wants/* "$dir"/*.requires/* "$dir"/*.upholds/*; do
+        [ -L "$entry" ] || continue
+        [ "${entry%/*}" = "$dir" ] || [ ! -L "${entry%/*}" ] || continue
+        link_target=$(readlink -- "$entry")
+        [ "$link_target" != /dev/null ] || continue
+        case " $1 " in
+            *" ${entry##*/} "* | *" ${link_target##*/} "*) rm -f -- "$entry" ;;
+        esac
+    done
+}
+
+unit_links() { # action unit: enable, disable or mask in the image at $root
+    case $1 in
+        mask)
+            if make_link "/etc/systemd/system/$2" /dev/null; then say "mask $2"; else failed=$((failed + 1)); fi
+            return 0
+            ;;
+        disable)
+            names=$2
+            ! unit_plan "$2" || names=$link_names
+            drop_links "$names"
+            say "disable $2"
+            return 0
+            ;;
+    esac
+    if ! unit_plan "$2"; then
+        say "enable $2 failed: $why; nothing of it enabled"
+        failed=$((failed + 1))
+        return 0
+    fi
+    if [ -z "$link_plan" ]; then
+        static_unit "$2" "nothing was enabled"
+        return 0
+    fi
+    made=yes
+    while read -r place link_to <&3; do
+        [ -z "$place" ] || make_link "$place" "$link_to" || made=no
+    done 3<<LINKS
+$link_plan
+LINKS
+    if [ "$made" = yes ]; then
+        say "enable $2"
+        deferred_units="${deferred_units:+$deferred_units, }$2"
+    else
+        say "enable $2 failed"
+        failed=$((failed + 1))
+    fi
+}
+
 # An image build: the unit is enabled, disabled or masked in the target's unit files and is not
 # started or stopped (no --now). On / (a build VM, a chroot) systemctl talks to the manager when
 # one runs, else edits the files itself; with --root it edits the files of DIR.
 service_offline() { # action unit
-    if ! command -v systemctl >/dev/null 2>&1; then
-        say "systemctl not found on this host: $1 $2 skipped (run: systemctl --root <image> $1 $2)"
+    if [ "$1" != mask ] && ! unit_in_image "$2"; then
+        say "$2 is not installed in $root: $1 skipped"
         skipped=$((skipped + 1))
         return 0
     fi
-    if [ "$1" != mask ] && ! unit_in_image "$2"; then
-        say "$2 is not installed in $root: $1 skipped"
+    if [ "$root" != / ]; then
+        unit_links "$1" "$2"
+        return 0
+    fi
+    if ! command -v systemctl >/dev/null 2>&1; then
+        say "systemctl not found on this host: $1 $2 skipped (run: systemctl $1 $2 in the image)"
         skipped=$((skipped + 1))
         return 0
     fi
@@ -1010,8 +1216,10 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
 remove_stale_files() { # the new record's text
     target_of "$record" existing || return 0
     [ -e "$target" ] || [ -L "$target" ] || return 0
-    if [ -L "$target" ] || [ ! -f "$target" ]; then
-        say "the install record $record is not a plain file; it was not used"
+    # bounded: a bundle installs tens of files, and a forged record of 60,000 lines ran minutes
+    if [ -L "$target" ] || [ ! -f "$target" ] || [ "$(stat -c %s -- "$target")" -gt 65536 ] ||
+        [ "$(grep -c '' -- "$target")" -gt 1024 ]; then
+        say "the install record $record is not a plain file of at most 1024 lines and 64 KiB; it was not used"
         failed=$((failed + 1))
         return 0
     fi
