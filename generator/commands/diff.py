@@ -17,7 +17,6 @@ import click
 
 from generator.bundle.read import BundleFiles, check_intact, read_bundle
 from generator.commands.terminal import stream_is_terminal
-from generator.errors import InputError, Problem
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
 from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
