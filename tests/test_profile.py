@@ -107,6 +107,14 @@ BAD = [
         "invalid value 8: expected less than or equal to 7",
     ),
     (
+        # failed before: the plan's gpu.conf grammar refused it as "a goldtune bug" (exit 1)
+        "MIG layout with more instances than any GPU has",
+        {"a.yaml": 'intent: training\ngpu_mig_layout: {"1g.23gb": 7, "1g.23gb+me": 1}\n'},
+        "a.yaml",
+        "gpu_mig_layout",
+        "8 instances (set by a): no GPU has more than 7 MIG instances",
+    ),
+    (
         "MIG layout while a parent turns MIG off",
         {
             "a.yaml": 'extends: b.yaml\ngpu_mig_layout: {"7g.80gb": 1}\n',

@@ -21,6 +21,10 @@ from generator.model.setting import SettingKind
 from generator.paths import files_ending, profiles_dir
 
 MAX_EXTENDS_DEPTH = 8
+# Every MIG-capable GPU splits into at most seven GPU instances (NVIDIA MIG user guide,
+# "Supported GPUs" and "Supported MIG Profiles"); each model's own profiles are checked later
+# (plan/checks.py check_mig_layout).
+MIG_MAX_INSTANCES = 7
 
 
 class Override(StrictModel):
@@ -321,6 +325,16 @@ def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, P
             )
         )
     _refuse_sized_overrides(chain)
+    layout = knobs["gpu_mig_layout"]
+    if layout is not None and sum(layout.values()) > MIG_MAX_INSTANCES:
+        raise InputError(
+            Problem(
+                str(leaf_path),
+                "gpu_mig_layout",
+                f"{sum(layout.values())} instances (set by {origins['gpu_mig_layout']}): no GPU "
+                f"has more than {MIG_MAX_INSTANCES} MIG instances",
+            )
+        )
     assert leaf.name is not None
     resolved = Profile(
         name=leaf.name,
