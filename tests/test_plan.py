@@ -1101,3 +1101,17 @@ def test_isolcpus_next_to_a_list_resolved_at_boot_is_a_warning() -> None:
     hw = {**DUAL_XEON, "nics": [rdma_compute("ibp24s0", numa=None)]}
     built = plan_with(override("kernel-arg", "isolcpus", "4-55"), hw=hw)
     assert any(w.check == "irq-isolated" and "ibp24s0" in w.text for w in built.warnings)
+
+
+def test_a_ratio_override_next_to_the_rules_byte_limit_is_refused() -> None:
+    """Failed before: vm.dirty_ratio=1 was written beside memory.dirty-bytes' vm.dirty_bytes;
+    the kernel keeps one of the two (vm.rst), and tuned's restatement failed its verify."""
+    with pytest.raises(InputError) as raised:
+        plan_with(
+            override("sysctl", "vm.dirty_ratio", 1),
+            hw={**DUAL_XEON, "memory_gib": 2048},
+            intent="training",
+        )
+    message = str(raised.value)
+    assert "vm.dirty_bytes and vm.dirty_ratio are one limit" in message
+    assert "override vm.dirty_bytes instead" in message

@@ -365,6 +365,36 @@ def check_tuned_overlap(settings: Iterable[Setting]) -> list[Finding]:
     return findings
 
 
+# Sysctls that are one limit written two ways: writing one makes the other read 0, so a plan
+# that sets both gets whichever sysctl.d writes last, and tuned's restatement of the other then
+# fails `tuned-adm verify` (Documentation/admin-guide/sysctl/vm.rst, dirty_bytes: "Only one of
+# them may be specified at a time").
+EXCLUSIVE_SYSCTLS = (
+    ("vm.dirty_bytes", "vm.dirty_ratio"),
+    ("vm.dirty_background_bytes", "vm.dirty_background_ratio"),
+)
+
+
+def check_exclusive_sysctls(settings: Iterable[Setting]) -> list[Finding]:
+    """Both sysctls of a pair the kernel keeps exclusive (a ratio override next to a rule's
+    byte limit)."""
+    by_key = {s.key: s for s in settings if s.kind == Kind.SYSCTL}
+    findings = []
+    for first, second in EXCLUSIVE_SYSCTLS:
+        if first in by_key and second in by_key:
+            blamed = by_key[second] if by_key[second].override else by_key[first]
+            findings.append(
+                Finding(
+                    blamed,
+                    f"{first} and {second} are one limit: writing one makes the other read 0, "
+                    f"so only one may be set; override {first if blamed.key == second else second}"
+                    " instead",
+                    plan_wide=True,
+                )
+            )
+    return findings
+
+
 ISOLATING_ARGS = ("isolcpus", "nohz_full")
 ISOLCPUS_FLAGS = frozenset({"nohz", "domain", "managed_irq"})
 
@@ -444,6 +474,7 @@ def check_plan(
     findings += check_hugepages(of(Kind.KERNEL_ARG), facts)
     findings += check_tuned_overlap(of(Kind.SYSCTL, Kind.TUNED))
     findings += check_mig_layout(of(Kind.GPU), facts)
+    findings += check_exclusive_sysctls(of(Kind.SYSCTL))
     cmdline = check_cmdline(of(Kind.KERNEL_ARG), facts)
     isolation = check_isolated_irqs(of(Kind.KERNEL_ARG, Kind.IRQ))
     warnings = [
