@@ -11,6 +11,11 @@ EPP_DRIVERS = {"intel_pstate", "amd-pstate-epp"}
 # The kernel's default scaling driver on Intel CPUs it supports (Documentation/admin-guide/pm/
 # intel_pstate.rst); used when the CPU model does not name its driver.
 DEFAULT_DRIVER_BY_VENDOR = {"intel": "intel_pstate"}
+# Every unit some distribution table (hardware_db/distros/*.yaml, ``governor_services``) lists as
+# resetting the governor, for bundles made without --os. Kept here rather than read from the
+# tables so that a portable run does not load every distribution table; a test holds it equal to
+# the tables' union.
+PORTABLE_GOVERNOR_SERVICES = ("ondemand.service",)
 
 
 @rule("cpu.governor")
@@ -30,10 +35,20 @@ def governor_services(facts: Facts, profile: Profile) -> Output:
 
     Which services those are is the distribution table's ``governor_services`` (with their
     sources, hardware_db/distros/); cpu.governor sets performance for every intent, so each of
-    them would undo it. install.sh skips a unit the image does not have.
+    them would undo it. A bundle made without --os disables every unit any table lists
+    (``PORTABLE_GOVERNOR_SERVICES``): it may land on any of them. install.sh skips a unit the
+    image does not have.
     """
     distro = facts.os.distro
     if distro is None:
+        for unit in PORTABLE_GOVERNOR_SERVICES:
+            yield service(
+                unit,
+                "disable",
+                "a portable bundle may land on any distribution goldtune knows, and a table "
+                "lists it as resetting the CPU governor after boot, undoing the performance "
+                "governor cpu.governor sets (install.sh skips it where the image lacks the unit)",
+            )
         return
     for fighting in distro.governor_services:
         yield service(

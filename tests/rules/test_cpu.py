@@ -48,8 +48,13 @@ CASES: tuple[Case, ...] = (
     Case("governor-inference", cpu.governor, GOVERNOR_SETTINGS),
     Case("governor-training", cpu.governor, GOVERNOR_SETTINGS, intent="training"),
     Case("governor-grace", cpu.governor, GOVERNOR_SETTINGS, hw=GRACE),
-    # the distribution table's governor services are disabled; none without a distribution
-    Case("governor-services-portable", cpu.governor_services, set()),
+    # the distribution table's governor services are disabled; without a distribution, every
+    # table's (tuning-review-3 D-N16: a portable bundle on Ubuntu kept ondemand.service)
+    Case(
+        "governor-services-portable",
+        cpu.governor_services,
+        {("service", "ondemand.service", "disable")},
+    ),
     Case(
         "governor-services-ubuntu-24.04",
         cpu.governor_services,
@@ -232,3 +237,11 @@ def test_energy_perf_bias_only_on_intel(hw: dict, driver: str | None) -> None:
     """Whatever driver a non-Intel CPU states, the Intel bias register is never set."""
     case = Case("any", cpu.energy_preference, set(), hw=hw, tweak=_driver(driver))
     assert not [item for item in case.run() if getattr(item, "key", "") == "cpu.energy_perf_bias"]
+
+
+def test_portable_governor_services_are_every_tables_union() -> None:
+    """The constant a portable bundle uses is the union of what the distribution tables list."""
+    from generator.inputs.distro import load_distros
+
+    listed = {s.unit for d in load_distros().values() for s in d.governor_services}
+    assert set(cpu.PORTABLE_GOVERNOR_SERVICES) == listed
