@@ -45,6 +45,12 @@ from generator.render.overlay import kernel_cmdline, overlay_files
 from generator.render.render import render_bundle
 
 INSTALL_SH = Path(__file__).resolve().parent.parent / "templates/scripts/install.sh"
+# Debian 12's containerd 1.6 config.toml (tests/test_wiring.py), without and with the import;
+# the roots' containerd (the host's /usr) reads the latter unless a test says otherwise.
+DEBIAN_CONTAINERD = (
+    'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\nbin_dir = "/usr/lib/cni"\n'
+)
+IMPORTING = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
 
 
 def user_data(plan: Plan) -> dict:
@@ -56,7 +62,12 @@ def first_boot(root: Path, plan: Plan) -> str:
     line in ``root``; the output."""
     config = user_data(plan)
     # the script and the files it installs (layout.FIRST_BOOT_BUNDLE), as write_files leaves them
-    ours = [e for e in config["write_files"] if e["path"].startswith(layout.FIRST_BOOT_BUNDLE)]
+    # and containerd's drop-in, which the script checks containerd reads
+    ours = [
+        e
+        for e in config["write_files"]
+        if e["path"].startswith(layout.FIRST_BOOT_BUNDLE) or e["path"] == layout.CONTAINERD_DROPIN
+    ]
     assert layout.FIRST_BOOT_SCRIPT in [entry["path"] for entry in ours]
     for entry in ours:
         written = root / entry["path"].lstrip("/")
@@ -71,6 +82,8 @@ def live_root(root: Path, tuned_running: bool = True) -> Path:
     """A root that looks live to install.sh's functions, its live tools recording stubs."""
     (root / "run/systemd/system").mkdir(parents=True, exist_ok=True)
     (root / "tmp").mkdir(exist_ok=True)
+    (root / "etc/containerd").mkdir(parents=True, exist_ok=True)
+    (root / "etc/containerd/config.toml").write_text(IMPORTING)
     for name in ("grubby", "tuned-adm", "update-grub"):
         stub(root, name)
     active = 0 if tuned_running else 3
@@ -293,3 +306,23 @@ def test_the_first_boot_carries_install_file_without_its_nccl_branch() -> None:
     assert "\nrestore_nccl_conf() {" in script  # a stale nccl.conf is put back at first boot too
     with pytest.raises(GenerationError, match=r"nccl\.conf"):
         first_boot_script(install_sh, words, "", [("0644", layout.NCCL_CONF)])
+
+
+@needs_chroot
+@pytest.mark.parametrize(("config", "read"), [(DEBIAN_CONTAINERD, False), (IMPORTING, True)])
+def test_the_first_boot_fails_loudly_where_containerd_does_not_read_the_drop_in(
+    tmp_path: Path, config: str, read: bool
+) -> None:
+    """cloud-init writes the containerd drop-in but cannot wire config.toml's imports (no room
+    in EC2's 16 KB): the first boot asks the real containerd (the host's, through the chroot's
+    /usr) what it loaded and fails, named, where that is not the drop-in; fails on main, which
+    said nothing and left every pod without the NVIDIA runtime on containerd < 2.2."""
+    if not Path("/usr/bin/containerd").exists():
+        pytest.skip("Debian's containerd is not installed here (tests/tools/install-tools.sh)")
+    root = live_root(tmp_path / "debian")
+    (root / "etc/containerd/conf.d").mkdir(parents=True)
+    (root / "etc/containerd/config.toml").write_text(config)  # over live_root's
+    out = first_boot(root, INFERENCE)
+    unread = f"containerd: {layout.CONTAINERD_DROPIN} is not in effect"
+    assert (unread not in out) is read, out
+    assert (" 0 failed" in out) is read, out

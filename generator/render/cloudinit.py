@@ -59,7 +59,8 @@ def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> 
         for item in overlay
         if item.target in layout.INSTALLED_AT_FIRST_BOOT
     ]
-    return first_boot_parts(install_sh, words, pending_command() if cmdline else "", merged)
+    dropin = next((item.target for item in overlay if item.target == layout.CONTAINERD_DROPIN), "")
+    return first_boot_parts(install_sh, words, pending_command() if cmdline else "", merged, dropin)
 
 
 def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:

@@ -57,9 +57,11 @@ ENTRY_FUNCTIONS = (
 # is carried only for the files the user-data stages (layout.INSTALLED_AT_FIRST_BOOT, daemon.json),
 # so its nccl.conf branch (merge_nccl_conf, ~0.9 KB compressed) never runs there: the user-data
 # writes nccl.conf itself; nor its containerd branch (carry_image_cri): the user-data writes the
-# drop-in, and the wiring of config.toml's imports is install.sh's (no room for it in EC2's
-# 16 KB: the largest user-data we know has ~0.2 KB left). first_boot_script refuses a staged
-# nccl.conf rather than carry less. boot_arguments reaches boot_image_grub (and through it the
+# drop-in, and the wiring of config.toml's imports is install.sh's (carried, it costs ~1.9 KB
+# compressed: a containerd bundle's user-data has ~1 KB left under EC2's 16 KB). The main checks
+# instead that containerd reads the drop-in (containerd_read_check) and fails loudly where it
+# does not. first_boot_script refuses a staged nccl.conf rather than carry less.
+# boot_arguments reaches boot_image_grub (and through it the
 # unit that regenerates an image's grub.cfg at its first boot) only for an image (--root): the
 # first boot is the live system, which runs the bootloader step itself; service reaches
 # service_offline (with unit_links) only for an image too (live is always yes there).
@@ -151,8 +153,37 @@ def needed_pieces(
     ]
 
 
+def ere_literal(text: str) -> str:
+    """``text`` as a POSIX extended regular expression matching it literally (grep -E)."""
+    return re.sub(r"([.*+?^${}()|[\]\\])", r"\\\1", text)
+
+
+def containerd_read_check(dropin: str) -> list[str]:
+    """Lines failing the first boot, named, when containerd does not read ``dropin``: the
+    imports of `containerd config dump` list the files 1.x loaded and the globs 2.x followed
+    (LoadConfig); an image whose config.toml lacks the import (containerd < 2.2, which has no
+    default one) would otherwise run every pod without the bundle's runtime settings."""
+    directory, _, name = dropin.rpartition("/")
+    pattern = f"{ere_literal(directory)}/({ere_literal(name)}|\\*\\.toml|\\*)[\"']"
+    dump = "timeout 30 containerd config dump 2>/dev/null"
+    unread = (
+        f"containerd: {dropin} is not in effect: its config.toml does not import it; "
+        "install.sh (in the image) wires that import, cloud-init does not"
+    )
+    return [
+        "if command -v containerd >/dev/null 2>&1 &&",
+        f"    ! {dump} | grep -Eq {sh_quote('^imports = .*' + pattern)}; then",
+        f"    say {sh_quote(unread)}",
+        "    failed=$((failed + 1))",
+        "fi",
+    ]
+
+
 def main_lines(
-    words: Mapping[str, str], pending: str, installed: Iterable[tuple[str, str]] = ()
+    words: Mapping[str, str],
+    pending: str,
+    installed: Iterable[tuple[str, str]] = (),
+    containerd_dropin: str = "",
 ) -> list[str]:
     """The main: install.sh's globals for a live run on /, the plan's words, the two phases.
 
@@ -170,6 +201,7 @@ def main_lines(
         'write_text "$record" "$installed_paths"',
         # runcmd's daemon-reload ran before this script: systemd reads what was removed again
         "run_step reload",
+        *(containerd_read_check(containerd_dropin) if containerd_dropin else ()),
         "tuned_layer",
         "failed_before_boot=$failed",
         "boot_arguments",
@@ -213,6 +245,7 @@ def first_boot_parts(
     words: Mapping[str, str],
     pending: str,
     installed: Iterable[tuple[str, str]] = (),
+    containerd_dropin: str = "",
 ) -> FirstBootScript:
     """first_boot_script as its body and its main. The body ends with a newline, so that each
     part indented apart is the whole script indented."""
@@ -225,7 +258,7 @@ def first_boot_parts(
     body = first_boot_body(install_sh, entries, frozenset(words))
     if not body.endswith("\n"):
         raise GenerationError("install.sh must end with a newline (the first-boot script's body)")
-    main = "".join(main_lines(words, pending, installed))
+    main = "".join(main_lines(words, pending, installed, containerd_dropin))
     return FirstBootScript(body, MAIN_MARKER + "\n" + main)
 
 
