@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import PROFILES, SYSTEMS, missing_tool
 from tests.generate import generate
 from tests.validators import tools
-from tests.validators.checks_userland import TunedMachine, tuned_machine
+from tests.validators.checks_userland import TunedMachine, check_scripts_many, tuned_machine
 from tests.validators.run import MissingTool, find_tool, run
 
 pytestmark = pytest.mark.validators
@@ -988,3 +988,17 @@ def test_a_dirty_bytes_bundle_layered_on_rhel_9s_tuned_keeps_sysctl_ds_limits(
         assert any(
             "layered on throughput-performance sets sysctl vm.dirty_ratio=40" in p for p in problems
         ), problems
+
+
+def test_a_script_shared_by_bundles_is_checked_once_and_judged_in_each(tmp_path: Path) -> None:
+    """check_scripts_many shellchecks each distinct text once (the fixed scripts are the same in
+    every bundle): a finding in a shared copy is still every bundle's, named by its own path,
+    and a bundle whose copy differs is judged on its own text."""
+    broken = "#!/bin/sh\nfor f in $(ls /etc); do echo $f; done\n"
+    first, second = (make_bundle(tmp_path / n, {"install.sh": broken}) for n in ("a", "b"))
+    clean = make_bundle(tmp_path / "c", {"install.sh": GOOD_SCRIPT})
+    results = check_scripts_many([first, second, clean])
+    for bundle in (first, second):
+        assert any("install.sh:2" in p and "SC2045" in p for p in results[bundle]), results
+        assert not any(str(tmp_path) in p for p in results[bundle]), results
+    assert results[clean] == []
