@@ -22,6 +22,7 @@ from generator.errors import GoldtuneError
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
+from generator.paths import SITE_CATALOG_ENV, use_site_catalog
 from generator.textsafe import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,6 +127,15 @@ def cloud_init_options(func: F) -> F:
 )
 @os_option
 @cloud_init_options
+@click.option(
+    "--catalog",
+    "site_catalog",
+    type=PATH,
+    metavar="DIR",
+    help="A site catalog read beside the shipped hardware_db/, for every command: gpus/, nics/, "
+    "cpus/ and systems/ as there, same schema; its entries add models and systems, never "
+    f"redefine a shipped one. Default: ${SITE_CATALOG_ENV}, else none.",
+)
 @click.version_option(__version__, prog_name=TOOL)
 @click.pass_context
 @reports_errors
@@ -137,6 +147,7 @@ def main(
     os_name: str | None,
     cloud_init_reboot: bool,
     cloud_init_parts: tuple[Path, ...],
+    site_catalog: Path | None,
 ) -> None:
     """Generate a golden-image tuning bundle for a GPU server.
 
@@ -150,6 +161,8 @@ def main(
 
     Exit status: 0 done, 1 failure, 2 bad input (nothing written).
     """
+    if site_catalog is not None:
+        use_site_catalog(site_catalog)
     if ctx.invoked_subcommand is not None:
         if hardware or profile or output or os_name:
             raise click.UsageError(

@@ -85,3 +85,23 @@ def files_ending(folder: Path, suffix: str) -> list[Path]:
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return []
     return sorted(folder / name for name in names if name.endswith(suffix))
+
+
+# The site catalog (generator/inputs/catalog.py): `gen --catalog DIR` (use_site_catalog), else
+# this environment variable. Kept here, not beside the catalog's models, so that the command line
+# sets it without importing them.
+SITE_CATALOG_ENV = "GOLDTUNE_CATALOG"
+_site_catalog: list[Path] = []  # what --catalog named, for every catalog of this run
+
+
+def use_site_catalog(folder: Path) -> None:
+    """Read ``folder`` as the site catalog for the rest of this run (`gen --catalog`)."""
+    _site_catalog[:] = [folder]
+
+
+def site_catalog_named() -> tuple[Path, str] | None:
+    """The site catalog this run names and where it was named, or None."""
+    if _site_catalog:
+        return _site_catalog[0], "--catalog"
+    named = os.environ.get(SITE_CATALOG_ENV)
+    return (Path(named), f"${SITE_CATALOG_ENV}") if named else None

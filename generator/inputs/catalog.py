@@ -24,7 +24,7 @@ from generator.model import mig
 from generator.model import vendors as gpu_vendors
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
 from generator.model.vendors import GpuVendor, vendor_spec, vendor_table
-from generator.paths import files_ending, hardware_db_dir
+from generator.paths import files_ending, hardware_db_dir, site_catalog_named
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
 PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
@@ -218,30 +218,87 @@ def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
     return cached(folder, code, load)
 
 
+def _with_site(shipped: Index[Any], folder: Path, model: type[Any]) -> Index[Any]:
+    """``shipped`` extended by a site catalog's entries of the same kind (``folder``), validated
+    as the shipped ones are. A site entry may add models, never redefine one: a key, name, alias
+    or PCI id a shipped entry already answers to is an error naming the site file."""
+    added = _load_entries(folder, model)
+    if not added:
+        return shipped
+    for entry in added:
+        source = str(folder / f"{entry.key}.yaml")
+        for spelling in dict.fromkeys(map(_normalise, names_of(entry))):
+            taken = shipped.by_name.get(spelling, ())
+            if taken:
+                raise InputError(
+                    Problem(
+                        source,
+                        "key" if spelling == _normalise(entry.key) else "aliases",
+                        f"{spelling!r} is already the shipped {shipped.kind} "
+                        f"{taken[0].key!r} (hardware_db/): a site entry adds a model, it does "
+                        "not redefine one; give yours its own key, names and PCI ids",
+                    )
+                )
+    return Index.build(shipped.kind, [*shipped.entries, *added])
+
+
 class Catalog:
     """Everything in ``hardware_db/``; systems stay raw mappings until a hardware file uses one.
 
+    ``site``: a site catalog folder (``--catalog``, $GOLDTUNE_CATALOG) laid out as hardware_db/
+    (gpus/, nics/, cpus/, systems/), whose entries extend the shipped ones (_with_site).
     Each kind is read (from the cache, or validated) the first time something asks for it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, site: Path | None = None) -> None:
         self.root = root
+        self.site = site
+
+    def _index(self, folder: str, kind: str, model: type[Any]) -> Index[Any]:
+        shipped = _load_index(self.root / folder, kind, model)
+        return shipped if self.site is None else _with_site(shipped, self.site / folder, model)
 
     @cached_property
     def gpus(self) -> Index[GpuModel]:
-        return _load_index(self.root / "gpus", "GPU", GpuModel)
+        return self._index("gpus", "GPU", GpuModel)
 
     @cached_property
     def nics(self) -> Index[NicModel]:
-        return _load_index(self.root / "nics", "NIC", NicModel)
+        return self._index("nics", "NIC", NicModel)
 
     @cached_property
     def cpus(self) -> Index[CpuModel]:
-        return _load_index(self.root / "cpus", "CPU", CpuModel)
+        return self._index("cpus", "CPU", CpuModel)
 
     @cached_property
     def system_files(self) -> dict[str, Path]:
-        return {path.stem: path for path in files_ending(self.root / "systems", ".yaml")}
+        systems = {path.stem: path for path in files_ending(self.root / "systems", ".yaml")}
+        if self.site is None:
+            return systems
+        for path in files_ending(self.site / "systems", ".yaml"):
+            if path.stem in systems:
+                raise InputError(
+                    Problem(
+                        str(path),
+                        "",
+                        f"{path.stem!r} is already a shipped reference system (hardware_db/"
+                        "systems/): give the site's system another file name",
+                    )
+                )
+            systems[path.stem] = path
+        return systems
+
+
+def site_catalog_dir() -> Path | None:
+    """The site catalog of this run: --catalog, else $GOLDTUNE_CATALOG, else none; a folder
+    that does not exist is bad input, not an empty catalog."""
+    named = site_catalog_named()
+    if named is None:
+        return None
+    folder, where = named
+    if not folder.is_dir():
+        raise InputError(Problem(str(folder), "", f"{where}: not a directory"))
+    return folder
 
 
 def load_catalog(root: Path | None = None) -> Catalog:
-    return Catalog(root or hardware_db_dir())
+    return Catalog(root or hardware_db_dir(), site_catalog_dir())

@@ -329,6 +329,8 @@ def find_input(
 
 def find_hardware_file(reference: str, catalog: Catalog) -> Path:
     systems = catalog.system_files
+    if not is_path_reference(reference) and reference in systems:
+        return systems[reference]  # shipped, or the site catalog's
     return find_input(reference, catalog.root / "systems", "system", list(systems))
 
 
