@@ -11,6 +11,7 @@ from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
+from generator.model.vendors import GpuVendor
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
@@ -180,6 +181,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(notes),
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
+        nvidia_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.NVIDIA),
     )
 
 
