@@ -88,7 +88,17 @@ def _override_setting(override: Override, current: Setting | None, profile: Prof
 
 def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
     by_target = {s.target: s for s in settings}
-    for override in profile.overrides:
+    for index, override in enumerate(profile.overrides):
+        if override.kind == "tuned" and profile.tuned == "off":
+            raise InputError(
+                Problem(
+                    profile.source or profile.name,
+                    f"overrides[{index}].kind",
+                    "a tuned override, but the profile says tuned: off (no tuned profile is "
+                    "written)",
+                    hint="set tuned: layered, or override the sysfs or sysctl setting instead",
+                )
+            )
         target = (override.kind, override.key)
         by_target[target] = _override_setting(override, by_target.get(target), profile)
     return list(by_target.values())
