@@ -180,8 +180,8 @@ def main(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object (warnings included) instead of lines; bad input is still one "
-    "line a problem on stderr, exit status 2.",
+    help="Print one JSON object (warnings included) instead of lines; on bad input an object "
+    'with "ok": false and the problems, beside one line a problem on stderr, exit status 2.',
 )
 @reports_errors
 def check(hardware: str, profile: str, os_name: str | None, as_json: bool) -> None:
