@@ -48,7 +48,7 @@ class Override(StrictModel):
         str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")
     ]
     # A sysctl or kernel argument goldtune does not list (net.ipv4.ip_local_reserved_ports,
-    # pci=realloc=off): allowed when the override says so, with a warning; the grammar still holds.
+    # pcie_aspm=off): allowed when the override says so, with a warning; the grammar still holds.
     unlisted: bool = False
 
 
