@@ -228,7 +228,7 @@ def test_a_bundle_without_install_list_is_bad_input_for_strict(tmp_path):
     (bundle / "install.list").unlink()
     (tmp_path / "image").mkdir()
     assert run_verify(bundle, root=tmp_path / "image") == 0
-    with pytest.raises(InputError, match="no install.list"):
+    with pytest.raises(InputError, match=r"no install\.list"):
         run_verify(bundle, root=tmp_path / "image", strict=True)
 
 
