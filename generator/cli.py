@@ -193,8 +193,8 @@ def main(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object (warnings included) instead of lines; bad input is still one "
-    "line a problem on stderr, exit status 2.",
+    help="Print one JSON object (warnings included) instead of lines; on bad input an object "
+    'with "ok": false and the problems, beside one line a problem on stderr, exit status 2.',
 )
 @reports_errors
 def check(hardware: str, profile: str, os_name: str | None, as_json: bool) -> None:
@@ -491,8 +491,17 @@ def detect(output: Path | None, root: Path | None, capture: bool) -> None:
     "saved anywhere; a serial console log around it is fine.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="An acceptance gate: also fail (exit 1, a line each) on what the bundle's require "
+    "lines and its hardware file say must be there and is not: units, commands, the NVIDIA "
+    "driver, the GPUs.",
+)
 @reports_errors
-def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool) -> None:
+def verify(
+    bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool, strict: bool
+) -> None:
     """Compare this machine, a mounted image or a collected snapshot with a bundle.
 
     \b
@@ -504,14 +513,20 @@ def verify(bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool
     reason; warning: reported, not failed, such as an application's Xid). Run it as root on a
     live machine: limits are measured through a PAM session.
 
-    Exit status: 0 every applicable setting is in effect, 1 something differs or is missing,
-    2 bad input.
+    Without --strict an absent unit or driver is not applicable (a build host, a VM); with it,
+    what install.list requires (require lines) and the hardware file's NVIDIA GPUs (the driver
+    loaded and every GPU listed; in an image, the driver's module installed) must be there.
+
+    Exit status: 0 every applicable setting is in effect, 1 something differs or is missing
+    (or, with --strict, a requirement is not met), 2 bad input.
     """
     from generator.inputs.xids import load_xid_table
     from generator.verify.run import run_verify
 
     xids = load_xid_table() if root is None else None  # an image has no kernel log to class
-    sys.exit(run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json, xids=xids))
+    sys.exit(
+        run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json, xids=xids, strict=strict)
+    )
 
 
 @main.command()

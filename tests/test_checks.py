@@ -269,7 +269,7 @@ def test_an_unknown_override_key_suggests_the_known_one() -> None:
     ("kind", "key", "value"),
     [
         ("sysctl", "net.ipv4.ip_local_reserved_ports", "30000-32767"),
-        ("kernel-arg", "pci", "realloc=off"),
+        ("kernel-arg", "pcie_aspm", "off"),
     ],
 )
 def test_an_override_may_set_an_unlisted_key_when_it_says_so(
@@ -335,3 +335,21 @@ def test_checks_module_has_no_second_grammar() -> None:
         "TUNED_KEY",
     ):
         assert not hasattr(checks, name)
+
+
+def test_pci_realloc_off_is_a_listed_kernel_arg_reported_once() -> None:
+    """Issue 30: pci=realloc=off (NVIDIA's h100 tuned profile) needed unlisted: true, and the
+    plan said it twice: set by the override, and "not set" in gpu.vendor-profiles' note. Fails on
+    main (InputError: unknown kernel parameter 'pci')."""
+    from generator.inputs.load import load_inputs
+    from generator.inputs.profile import Override
+
+    inputs = load_inputs("dgx-h100", "inference")
+    entry = Override(kind="kernel-arg", key="pci", value="realloc=off", reason="as NVIDIA's")
+    built = plan.build_plan(inputs.facts, inputs.profile._replace(overrides=(entry,)))
+    assert built.get("kernel-arg", "pci") is not None
+    assert not [w for w in built.warnings if "pci" in w.text]
+    assert not [n for n in built.notes if "realloc" in n.text]
+    assert [n for n in built.notes if "earlycon" in n.text]  # the rest of the note stays
+    without = plan.build_plan(inputs.facts, inputs.profile)
+    assert [n for n in without.notes if "pci=realloc=off" in n.text]

@@ -68,10 +68,25 @@ def test_check_json_reports_plan_warnings_in_the_object(write):
     assert result.stderr == ""  # in the object, not beside it
 
 
-def test_check_json_bad_input_is_still_one_line_and_exit_2():
+def test_check_json_bad_input_is_a_json_error_object_one_line_and_exit_2():
+    """Issue 30: a script reading stdout got nothing on bad input (stdout was empty on main)."""
     result = gen("check", "--hw", "nosuch", "--profile", "inference", "--json")
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is False and report["exit_status"] == 2
+    [problem] = report["errors"]
+    assert problem["file"] == "nosuch" and "no shipped system of that name" in problem["message"]
+    assert set(problem) == {"file", "field", "message", "hint"}
+
+
+def test_check_json_bad_field_names_the_field(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text("extends: inference\nthp: sometimes\n")
+    result = gen("check", "--hw", "dgx-h100", "--profile", str(bad), "--json")
+    assert result.returncode == 2
+    [problem] = json.loads(result.stdout)["errors"]
+    assert (problem["file"], problem["field"]) == (str(bad), "thp")
 
 
 @pytest.mark.parametrize(

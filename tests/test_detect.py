@@ -115,7 +115,11 @@ def test_dgx_h100(tmp_path: Path):
         {"name": "nvme0n1", "kind": "nvme", "role": "os"},
         {"name": "nvme1n1", "kind": "nvme", "role": "data"},
     ]
-    assert data["os"] == {"kernel": "6.8.0-45-generic", "page_size_kib": 4}
+    assert data["os"] == {
+        "distro": "ubuntu-24.04",
+        "kernel": "6.8.0-45-generic",
+        "page_size_kib": 4,
+    }
     assert "# distribution: Ubuntu 24.04.1 LTS (ubuntu 24.04)" in text
     assert "role: compute" in text and "GUESS: an InfiniBand link" in text
 
@@ -159,7 +163,11 @@ def test_gh200_keeps_cpu_less_nodes_out_of_the_count(tmp_path: Path):
     assert "cpulist is empty in /sys/devices/system/node: 1, 2, 3, 4, 5, 6, 7, 8" in text
     assert data["memory_gib"] == 480 and "less 96 GiB on CPU-less nodes" in text
     assert data["gpus"] == [{"model": "GH200", "count": 1, "numa_nodes": [0]}]
-    assert data["os"] == {"kernel": "6.8.0-1013-nvidia-64k", "page_size_kib": 64}
+    assert data["os"] == {
+        "distro": "ubuntu-24.04",
+        "kernel": "6.8.0-1013-nvidia-64k",
+        "page_size_kib": 64,
+    }
     assert "SoC id jep106:036b:0241 is NVIDIA Grace" in text
     by_name = {nic["name"]: nic for nic in data["nics"]}
     assert by_name["ib0"]["role"] == "compute" and by_name["ib0"]["rdma"] is True
@@ -245,6 +253,7 @@ def test_vm_without_gpus(tmp_path: Path):
     assert "PCI 1af4:1041 is not in the catalog" in text  # found through virtio0, its parent
     assert data["disks"] == [{"name": "vda", "kind": "hdd", "role": "os"}]
     assert "# distribution: Debian GNU/Linux 12 (bookworm) (debian 12)" in text
+    assert data["os"]["distro"] == "debian-12"
 
 
 def test_output_is_deterministic_and_names_the_command(tmp_path: Path):
@@ -338,3 +347,36 @@ def test_an_rdma_device_name_the_format_refuses_is_left_out(tmp_path: Path):
     ib0 = next(nic for nic in data["nics"] if nic["name"] == "ib0")
     assert ib0["rdma"] is True and "rdma_device" not in ib0
     assert "is not a name the format takes" in text
+
+
+KNOWN_DISTROS = ("almalinux-9", "debian-12", "rhel-9", "rocky-9", "ubuntu-22.04", "ubuntu-24.04")
+
+
+@pytest.mark.parametrize(
+    ("fields", "distro"),
+    [
+        ({"ID": "ubuntu", "VERSION_ID": "22.04"}, "ubuntu-22.04"),
+        ({"ID": "debian", "VERSION_ID": "12"}, "debian-12"),
+        ({"ID": "rhel", "VERSION_ID": "9.4"}, "rhel-9"),  # a minor release: the major's table
+        ({"ID": "rocky", "VERSION_ID": "9.3"}, "rocky-9"),
+        ({"ID": "ubuntu", "VERSION_ID": "22.10"}, None),  # not 22.04, and no "ubuntu-22" table
+        ({"ID": "pop", "VERSION_ID": "22.04", "ID_LIKE": "ubuntu debian"}, None),
+        ({"ID": "debian"}, None),  # testing/sid has no VERSION_ID
+        ({"ID": "../x", "VERSION_ID": "1"}, None),
+    ],
+)
+def test_os_distro_comes_from_id_and_version_id(fields, distro):
+    """Issue 30: detect never wrote os.distro (and said the format had no field for it)."""
+    from generator.detect.system import match_distro
+
+    found, note = match_distro(fields, KNOWN_DISTROS)
+    assert found == distro
+    assert note
+
+
+def test_an_unknown_distribution_is_left_out_with_a_note(tmp_path: Path):
+    tree = trees.l4_pcie()
+    tree.os_release = 'PRETTY_NAME="Pop!_OS 22.04 LTS"\nID=pop\nVERSION_ID="22.04"\n'
+    data, text = detected(tree, tmp_path)
+    assert "distro" not in data["os"]
+    assert "# distro: left out: pop 22.04 (/etc/os-release) is none of" in text

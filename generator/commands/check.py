@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from generator.errors import GoldtuneError, InputError
 from generator.inputs.load import Inputs, load_inputs
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
@@ -18,10 +19,15 @@ def run_check(
     """Validate both inputs and plan them: the same checks `gen` runs, nothing written.
 
     With ``as_json`` the result is one JSON object on stdout, warnings included; bad input is
-    still one line a problem on stderr and exit status 2, as without it.
+    one too (``error_report``), beside one line a problem on stderr and exit status 2.
     """
-    inputs = load_inputs(hardware, profile, os_name=os_name)
-    plan = build_plan(inputs.facts, inputs.profile)
+    try:
+        inputs = load_inputs(hardware, profile, os_name=os_name)
+        plan = build_plan(inputs.facts, inputs.profile)
+    except GoldtuneError as error:
+        if as_json:  # a script reads stdout: it gets an object whatever happened
+            click.echo(json.dumps(error_report(error), indent=2))
+        raise
     facts = inputs.facts
     distro = facts.os.distro
     if as_json:
@@ -70,3 +76,19 @@ def check_report(inputs: Inputs, plan: Plan) -> dict[str, Any]:
         "settings": len(plan.settings),
         "warnings": [{"check": w.check, "text": w.text} for w in plan.warnings],
     }
+
+
+def error_report(error: GoldtuneError) -> dict[str, Any]:
+    """`gen check --json` on bad input (exit 2) or a failure (exit 1): each problem with its
+    file, dotted field path, message and hint, as the stderr lines say them. json.dumps escapes
+    every control character, so nothing of a foreign file reaches a terminal raw."""
+    if isinstance(error, InputError):
+        problems = [
+            {"file": p.source, "field": p.path, "message": p.message, "hint": p.hint}
+            for p in error.problems
+        ]
+    else:
+        problems = [
+            {"file": "", "field": "", "message": line, "hint": ""} for line in error.lines()
+        ]
+    return {"ok": False, "exit_status": error.exit_code, "errors": problems}

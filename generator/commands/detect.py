@@ -20,6 +20,7 @@ from generator.detect.driver import DriverReport, parse_nvidia_smi, query_driver
 from generator.detect.tree import Tree
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.catalog import Catalog, load_catalog
+from generator.inputs.distro import load_distros
 from generator.inputs.hardware import HardwareSpec, resolve_facts
 from generator.inputs.schema import validate_model
 from generator.inputs.yamlio import parse_yaml_text
@@ -54,7 +55,9 @@ def detect_text(root: Path | None) -> tuple[str, list[str]]:
         raise InputError(Problem(str(root), "", "not a directory (expected an unpacked capture)"))
     live = root is None
     catalog = load_catalog()
-    text = describe(Machine(tree, catalog, driver_facts(tree, live), live), command_line(root))
+    distros = tuple(sorted(load_distros()))
+    machine = Machine(tree, catalog, driver_facts(tree, live), live, distros)
+    text = describe(machine, command_line(root))
     return text, check_description(text, catalog)
 
 

@@ -35,6 +35,7 @@ class Machine(NamedTuple):
     catalog: Catalog
     driver: DriverReport | str  # the report, or why there is none
     live: bool
+    distros: tuple[str, ...] = ()  # the distribution tables' keys and aliases (os.distro)
 
 
 def describe(machine: Machine, command: str) -> str:
@@ -49,7 +50,7 @@ def describe(machine: Machine, command: str) -> str:
     lines += gpu_lines(functions, numa, machine)
     lines += nic_lines(tree, functions, numa, machine.catalog)
     lines += disk_lines(tree)
-    lines += os_lines(tree, machine.live)
+    lines += os_lines(tree, machine.live, machine.distros)
     return "\n".join(lines) + "\n"
 
 
@@ -62,11 +63,7 @@ def header(command: str, machine: Machine) -> list[str]:
             "Each value names its source; GUESS marks what the machine cannot tell. "
             "Review before use.",
         ),
-        comment(
-            0,
-            f"distribution: {distribution or 'unknown'} (/etc/os-release; the format "
-            "has no field for it yet)",
-        ),
+        comment(0, f"distribution: {distribution or 'unknown'} (/etc/os-release)"),
     ]
 
 
@@ -455,9 +452,13 @@ def _disk(disk: Disk, holds_root: bool) -> str:
     return line(2, text, f"{disk.kind_note}; {why}")
 
 
-def os_lines(tree: Tree, live: bool) -> list[str]:
-    info = read_os(tree, live)
+def os_lines(tree: Tree, live: bool, distros: tuple[str, ...] = ()) -> list[str]:
+    info = read_os(tree, live, distros)
     lines = ["os:"]
+    if info.distro is not None:
+        lines.append(field(2, "distro", info.distro, info.distro_note))
+    else:
+        lines.append(comment(2, f"distro: {info.distro_note}"))
     if info.kernel is not None:
         lines.append(field(2, "kernel", info.kernel, info.kernel_note))
     else:

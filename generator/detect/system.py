@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Collection
 from typing import NamedTuple
 
 from generator.detect.tree import Tree, shown
@@ -13,20 +14,24 @@ KERNEL_RELEASE = re.compile(r"^\d+\.\d+[0-9A-Za-z._+~-]{0,60}$")
 
 
 class OsInfo(NamedTuple):
-    distribution: str | None  # for a comment: the format has no field for it yet
+    distribution: str | None  # for the header comment: PRETTY_NAME (ID VERSION_ID)
     kernel: str | None
     kernel_note: str
     page_size_kib: int | None
     page_note: str
+    distro: str | None = None  # os.distro: a key of hardware_db/distros/, or None
+    distro_note: str = ""
 
 
-def read_os_release(tree: Tree) -> str | None:
-    """``PRETTY_NAME (ID VERSION_ID)`` from /etc/os-release (or /usr/lib/os-release)."""
+# os-release(5): ID and VERSION_ID are lower-case words (a-z, 0-9, ".", "_", "-")
+OS_RELEASE_WORD = re.compile(r"[a-z0-9._-]{1,40}")
+
+
+def os_release_fields(tree: Tree) -> dict[str, str]:
+    """KEY -> value of /etc/os-release (or /usr/lib/os-release, as os-release(5) says)."""
     text = tree.read("/etc/os-release") or tree.read("/usr/lib/os-release")
-    if text is None:
-        return None
     fields: dict[str, str] = {}
-    for line in text.splitlines()[:200]:
+    for line in (text or "").splitlines()[:200]:
         key, equals, value = line.partition("=")
         if equals and re.fullmatch(r"[A-Z_]{1,32}", key):
             try:
@@ -34,6 +39,29 @@ def read_os_release(tree: Tree) -> str | None:
             except ValueError:
                 continue
             fields[key] = words[0] if words else ""
+    return fields
+
+
+def match_distro(fields: dict[str, str], known: Collection[str]) -> tuple[str | None, str]:
+    """os.distro from ID and VERSION_ID: ``ID-VERSION_ID`` (ubuntu-24.04, debian-12), else
+    ``ID-MAJOR`` (rhel 9.4 -> rhel-9, rocky 9.3 -> rocky-9), if ``known`` (the distribution
+    tables' keys and aliases) has it; else None and why. ID_LIKE is not followed: a derivative's
+    kernel and defaults are its own, and a wrong table is worse than a portable bundle."""
+    ident, version = fields.get("ID", ""), fields.get("VERSION_ID", "")
+    if not (OS_RELEASE_WORD.fullmatch(ident) and OS_RELEASE_WORD.fullmatch(version)):
+        return None, "no ID and VERSION_ID in /etc/os-release; left out: a portable bundle"
+    for name in (f"{ident}-{version}", f"{ident}-{version.split('.')[0]}"):
+        if name in known:
+            return name, f"/etc/os-release ID={ident} VERSION_ID={version}"
+    return None, (
+        f"left out: {ident} {version} (/etc/os-release) is none of {', '.join(sorted(known))}; "
+        "without it the bundle is portable (or name one with --os)"
+    )
+
+
+def read_os_release(tree: Tree) -> str | None:
+    """``PRETTY_NAME (ID VERSION_ID)`` from /etc/os-release (or /usr/lib/os-release)."""
+    fields = os_release_fields(tree)
     pretty = fields.get("PRETTY_NAME") or fields.get("NAME")
     ident = " ".join(fields[k] for k in ("ID", "VERSION_ID") if fields.get(k))
     if not pretty and not ident:
@@ -65,7 +93,8 @@ def read_page_size(tree: Tree, live: bool) -> tuple[int | None, str]:
     return int(match.group(1)), "KernelPageSize in /proc/self/smaps of the capture"
 
 
-def read_os(tree: Tree, live: bool) -> OsInfo:
+def read_os(tree: Tree, live: bool, known_distros: Collection[str] = ()) -> OsInfo:
     kernel, kernel_note = read_kernel(tree)
     page, page_note = read_page_size(tree, live)
-    return OsInfo(read_os_release(tree), kernel, kernel_note, page, page_note)
+    distro, distro_note = match_distro(os_release_fields(tree), known_distros)
+    return OsInfo(read_os_release(tree), kernel, kernel_note, page, page_note, distro, distro_note)

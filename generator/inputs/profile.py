@@ -10,7 +10,7 @@ from the rules. ``extends:`` layers profiles; every knob remembers which profile
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import Field, StringConstraints
+from pydantic import BeforeValidator, Field, StringConstraints
 
 from generator.errors import InputError, Problem
 from generator.inputs.catalog import MigProfile
@@ -27,6 +27,15 @@ MAX_EXTENDS_DEPTH = 8
 MIG_MAX_INSTANCES = 7
 
 
+def _bare_off(value: Any) -> Any:
+    """YAML 1.1 (PyYAML) reads a bare ``off`` as false: for a knob whose word is "off", it is."""
+    return "off" if value is False else value
+
+
+# On a knob of words one of which is "off" (``tuned: off``, ``init_on_alloc: off``)
+BARE_OFF = BeforeValidator(_bare_off)
+
+
 class Override(StrictModel):
     """Force one setting of the plan to a value; the reason is mandatory, for the reviewer."""
 
@@ -39,7 +48,7 @@ class Override(StrictModel):
         str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")
     ]
     # A sysctl or kernel argument goldtune does not list (net.ipv4.ip_local_reserved_ports,
-    # pci=realloc=off): allowed when the override says so, with a warning; the grammar still holds.
+    # pcie_aspm=off): allowed when the override says so, with a warning; the grammar still holds.
     unlisted: bool = False
 
 
@@ -72,7 +81,11 @@ class Knobs(StrictModel):
     pcie_acs: Literal["keep", "disable-p2p"] | None = None
     # Page zeroing on allocation (init_on_alloc): "keep" leaves the kernel's build default, a
     # hardening; unset: off on GPU servers, as NVIDIA's base tuned profile (boot.init-on-alloc)
-    init_on_alloc: Literal["keep", "off"] | None = None
+    init_on_alloc: Annotated[Literal["keep", "off"], BARE_OFF] | None = None
+    # The tuned layer: "layered" (the bundle's tuned profile on the image's selection, tuned
+    # required), or "off" (no tuned profile, no tuned required; each value only tuned carried
+    # goes through sysfs instead: cpu.governor, cpu.energy-preference). Ubuntu installs no tuned.
+    tuned: Annotated[Literal["layered", "off"], BARE_OFF] | None = None
     headless: bool | None = None
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
@@ -111,6 +124,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "irq": "pin",
     "pcie_acs": None,
     "init_on_alloc": None,
+    "tuned": "layered",
     "headless": True,
     "multinode": False,
     "containers": "none",
@@ -202,6 +216,11 @@ class Profile(NamedTuple):
         """keep | off, or None: off on GPU servers (boot.init-on-alloc)."""
         value = self.knobs["init_on_alloc"]
         return None if value is None else str(value)
+
+    @property
+    def tuned(self) -> str:
+        """layered | off: whether the bundle has a tuned profile (and requires tuned)."""
+        return str(self.knobs["tuned"])
 
     @property
     def headless(self) -> bool:

@@ -25,8 +25,11 @@ def _plan_data(
 ) -> dict[str, Any]:
     # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
     target = {"distro": plan.distro} if plan.distro else {}
+    # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field.
+    gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
     return {
         **target,
+        **gpus,
         "format": FORMAT,
         "tool": TOOL,
         "version": __version__,
@@ -89,4 +92,12 @@ def plan_from_data(data: Any) -> Plan:
             for w in data.get("warnings", [])
         ),
         distro=str(data.get("distro", "")),
+        nvidia_gpus=_gpu_count(data.get("nvidia_gpus", 0)),
     )
+
+
+def _gpu_count(value: Any) -> int:
+    # bool is an int to Python, and true is no count of GPUs
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4096:
+        raise ValueError("'nvidia_gpus' is not a count of GPUs")
+    return value

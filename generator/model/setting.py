@@ -124,6 +124,9 @@ class Plan(NamedTuple):
     warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
     distro: str = ""  # the target distribution's key; "" for a portable bundle
+    # The NVIDIA GPUs the hardware file describes: what `gen verify --strict` expects to find
+    # (on the PCI bus and listed by the driver's nvidia-smi); 0 for a machine without them.
+    nvidia_gpus: int = 0
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

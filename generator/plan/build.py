@@ -11,6 +11,7 @@ from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
+from generator.model.vendors import GpuVendor
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
@@ -87,7 +88,17 @@ def _override_setting(override: Override, current: Setting | None, profile: Prof
 
 def apply_overrides(settings: list[Setting], profile: Profile) -> list[Setting]:
     by_target = {s.target: s for s in settings}
-    for override in profile.overrides:
+    for index, override in enumerate(profile.overrides):
+        if override.kind == "tuned" and profile.tuned == "off":
+            raise InputError(
+                Problem(
+                    profile.source or profile.name,
+                    f"overrides[{index}].kind",
+                    "a tuned override, but the profile says tuned: off (no tuned profile is "
+                    "written)",
+                    hint="set tuned: layered, or override the sysfs or sysctl setting instead",
+                )
+            )
         target = (override.kind, override.key)
         by_target[target] = _override_setting(override, by_target.get(target), profile)
     return list(by_target.values())
@@ -180,6 +191,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(notes),
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
+        nvidia_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.NVIDIA),
     )
 
 

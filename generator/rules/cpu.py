@@ -18,6 +18,13 @@ DEFAULT_DRIVER_BY_VENDOR = {"intel": "intel_pstate"}
 PORTABLE_GOVERNOR_SERVICES = ("ondemand.service",)
 
 
+# The Intel energy/performance bias of each CPU (arch/x86/kernel/cpu/intel_epb.c): a write takes
+# a number 0-15 or a name, a read gives the number, and "performance" is 0
+# (energy_perf_bias_store, ENERGY_PERF_BIAS_PERFORMANCE), so the number is written and verified.
+EPB_PATH = "/sys/devices/system/cpu/cpu*/power/energy_perf_bias"
+EPB_PERFORMANCE = 0
+
+
 @rule("cpu.governor")
 def governor(facts: Facts, profile: Profile) -> Output:
     """Run every core at its performance governor (sysfs at boot, and in the tuned profile)."""
@@ -26,7 +33,8 @@ def governor(facts: Facts, profile: Profile) -> Output:
     else:
         why = "training keeps cores busy feeding GPUs; the performance governor loses nothing"
     yield sysfs("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", "performance", why)
-    yield tuned("cpu", "governor", "performance", why + " (same value as the tmpfiles.d line)")
+    if profile.tuned == "layered":
+        yield tuned("cpu", "governor", "performance", why + " (same value as the tmpfiles.d line)")
 
 
 @rule("cpu.governor-services")
@@ -72,13 +80,13 @@ def energy_preference(facts: Facts, profile: Profile) -> Output:
         f"{driver} picks frequencies in hardware; EPP 'performance' tells it not to save "
         "power at the cost of latency",
     )
-    if facts.cpu.vendor == "intel":
-        yield tuned(
-            "cpu",
-            "energy_perf_bias",
-            "performance",
-            "same intent for Intel's energy/performance bias register",
-        )
+    if facts.cpu.vendor != "intel":
+        return
+    why = "same intent for Intel's energy/performance bias register"
+    if profile.tuned == "layered":
+        yield tuned("cpu", "energy_perf_bias", "performance", why)
+    else:  # no tuned layer (profile knob tuned: off): the kernel's own attribute
+        yield sysfs(EPB_PATH, EPB_PERFORMANCE, why + " (0 is 'performance'; tuned: off)")
 
 
 @rule("cpu.cstates")

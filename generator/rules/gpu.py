@@ -585,10 +585,17 @@ def vendor_profiles(facts: Facts, profile: Profile) -> Output:
             "NVLSM on NVLink 5 NVSwitch baseboards; rdma-core loads it with the "
             "InfiniBand stack where an HCA is present"
         )
-    yield note(
-        "pci=realloc=off, console= and earlycon (NVIDIA's h100/gb200 profiles) not set: "
-        "PCI resource allocation and the serial console are firmware- and BMC-specific"
-    )
+    if ("kernel-arg", "pci") in {(o.kind, o.key) for o in profile.overrides}:
+        # the profile sets pci= itself: saying it is not set would contradict the plan
+        yield note(
+            "console= and earlycon (NVIDIA's h100/gb200 profiles) not set: the serial console "
+            "is BMC-specific"
+        )
+    else:
+        yield note(
+            "pci=realloc=off, console= and earlycon (NVIDIA's h100/gb200 profiles) not set: "
+            "PCI resource allocation and the serial console are firmware- and BMC-specific"
+        )
     yield note(
         "kernel.threads-max not raised (NVIDIA's gb200 profile: 16512444): the kernel "
         "sizes it from RAM (kernel/fork.c: an eighth of memory for thread stacks) and "

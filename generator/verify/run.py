@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,10 @@ from generator.paths import templates_dir
 from generator.table import format_table
 from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health
-from generator.verify.image import check_root
+from generator.verify.image import Image, check_root
 from generator.verify.live import check_settings
 from generator.verify.snapshot import parse_snapshot
+from generator.verify.strict import StrictFailure, root_failures, snapshot_failures
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
 
 COLLECT_TIMEOUT_S = 300
@@ -102,23 +104,31 @@ def read_snapshot(path: Path) -> str:
 
 
 def verify_checks(
-    bundle: Bundle, root: Path | None, snapshot: Path | None, xids: XidTable | None = None
+    bundle: Bundle,
+    root: Path | None,
+    snapshot: Path | None,
+    xids: XidTable | None = None,
+    strict: bool = False,
 ) -> tuple[list[Check], dict[str, Any]]:
-    """Every check for one source, and what the report says about that source."""
+    """Every check for one source, and what the report says about that source. With
+    ``strict``, ``source["strict"]`` holds the strict failures (generator/verify/strict.py)."""
     if root is not None:
         if not root.is_dir():
             raise InputError(
                 Problem(str(root), "", "not a directory", hint="the mounted image's root")
             )
-        return check_root(bundle, root), {"source": "root", "root": str(root)}
+        source: dict[str, Any] = {"source": "root", "root": str(root)}
+        if strict:
+            source["strict"] = root_failures(bundle, root)
+        return check_root(bundle, root), source
     text = read_snapshot(snapshot) if snapshot is not None else collect_here(bundle)
     parsed = parse_snapshot(text, str(snapshot) if snapshot else "the collector's output")
-    source: dict[str, Any] = (
-        {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
-    )
+    source = {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
     source["host"] = parsed.value("meta", "hostname") or "?"
     source["kernel"] = parsed.value("meta", "kernel") or "?"
     source["boot"] = boot_timing(parsed)
+    if strict:  # live: a required command is looked up on this machine, as install.sh would
+        source["strict"] = snapshot_failures(bundle, parsed, None if snapshot else Image(Path("/")))
     return check_settings(bundle, parsed) + check_health(bundle, parsed, xids or {}), source
 
 
@@ -126,8 +136,8 @@ def summary(checks: list[Check]) -> dict[str, int]:
     return {str(verdict): sum(1 for c in checks if c.verdict == verdict) for verdict in Verdict}
 
 
-def exit_status(checks: list[Check]) -> int:
-    return 1 if any(check.verdict.fails() for check in checks) else 0
+def exit_status(checks: list[Check], failures: Sequence[StrictFailure] = ()) -> int:
+    return 1 if failures or any(check.verdict.fails() for check in checks) else 0
 
 
 def cell(text: str) -> str:
@@ -160,19 +170,31 @@ def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -
         + (f", {counts['warning']} warning" if counts["warning"] else "")
         + ("s" if counts["warning"] > 1 else "")
     )
+    if "strict" in source:
+        failures: list[StrictFailure] = source["strict"]
+        lines += [printable(failure.line()) for failure in failures]
+        lines.append(
+            f"strict: {len(failures)} requirement{'' if len(failures) == 1 else 's'} "
+            "of the bundle and its hardware file not met"
+            if failures
+            else "strict: every requirement of the bundle and its hardware file is met"
+        )
     return "\n".join(lines)
 
 
 def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> str:
+    failures: list[StrictFailure] = source.get("strict", [])
     data = {
         "bundle": str(bundle.path),
         "hardware": bundle.plan.hardware_name,
         "profile": bundle.plan.profile_name,
         **source,
         "summary": summary(checks),
-        "status": "ok" if exit_status(checks) == 0 else "differs",
+        "status": "ok" if exit_status(checks, failures) == 0 else "differs",
         "checks": [check.as_json() for check in checks],
     }
+    if "strict" in source:
+        data["strict"] = [failure.as_json() for failure in failures]
     return json.dumps(data, indent=2, sort_keys=True)
 
 
@@ -182,15 +204,17 @@ def run_verify(
     snapshot: Path | None = None,
     as_json: bool = False,
     xids: XidTable | None = None,
+    strict: bool = False,
 ) -> int:
     """`gen verify`: print the report and return the exit status (0 ok, 1 something differs).
 
-    ``xids`` classes the Xid events of the snapshot; without it every Xid is unknown and fails."""
+    ``xids`` classes the Xid events of the snapshot; without it every Xid is unknown and fails.
+    ``strict``: also 1 when something the bundle or its hardware file requires is not there."""
     if root is not None and snapshot is not None:
         raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
     bundle = load_bundle(bundle_dir)
-    checks, source = verify_checks(bundle, root, snapshot, xids)
+    checks, source = verify_checks(bundle, root, snapshot, xids, strict)
     click.echo(
         report_json(bundle, checks, source) if as_json else format_report(bundle, checks, source)
     )
-    return exit_status(checks)
+    return exit_status(checks, source.get("strict", []))
