@@ -271,3 +271,22 @@ def test_more_parts_than_names_keep_in_order_is_bad_input(tmp_path: Path) -> Non
     assert code == 2
     assert "--cloud-init-part: 100 parts; at most 99" in err
     assert not out.exists()
+
+
+def test_gen_matrix_warns_for_each_bundle_a_part_takes_over_a_limit(tmp_path: Path) -> None:
+    """The same check for every bundle `gen matrix` writes (it used to warn for none)."""
+    part = tmp_path / "team.yaml"
+    part.write_text(incompressible_part())
+    out = tmp_path / "bundles"
+    code, _, err = gen(
+        "matrix", "--hw", "dgx-b200", "--hw", "l4-inference", "--profile", "training-k8s",
+        "-o", str(out), "-j", "1", "--cloud-init-part", str(part),
+    )  # fmt: skip
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert len(warnings) == 1, err  # the l4 bundle is smaller: its .mime.gz fits
+    assert warnings[0].startswith(
+        f"goldtune: warning: {out / 'dgx-b200-training-k8s'}: cloud-init user-data does not "
+        "fit ec2: the smallest form that carries every part, cloud-init/user-data.mime.gz,"
+    )
+    assert f"{part} (cloud-config)" in warnings[0]
