@@ -1,4 +1,8 @@
 """goldtune: GPU-server hardware + workload profile -> reviewed bundle of boot-time OS tuning."""
 
-__version__ = "0.1.0"
+try:
+    # written when the package is built or installed (pyproject.toml: the hatch-vcs hook)
+    from generator._version import __version__ as __version__
+except ModuleNotFoundError:  # a source tree that was never built or installed
+    __version__ = "0.0.0"  # pyproject.toml's fallback-version: not known
 TOOL = "goldtune"

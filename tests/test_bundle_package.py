@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from generator import cli
+from generator import __version__, cli
 from generator.commands.package import BUNDLES_HOME, package_name
 from tests.conftest import missing_tool
 
@@ -62,7 +62,7 @@ def packages(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 def manifest_version(bundle: Path) -> str:
     digest = hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()
-    return f"0.1.0+{digest[:12]}"
+    return f"{__version__}+{digest[:12]}"
 
 
 def test_the_deb_holds_the_overlay_the_bundle_and_a_postinst(packages, bundle):

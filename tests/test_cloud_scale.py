@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from generator import cli
 from generator.model import layout
-from generator.render import cloudinit, gzipforms, providers
+from generator.render import budgets, cloudinit, gzipforms, providers
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.render import render_bundle
 from tests.conftest import REPO
@@ -136,8 +136,8 @@ def test_the_providers_limits_and_which_forms_they_take(bundle: Path) -> None:
 
 
 def test_size_warnings_name_each_provider_over_its_limit() -> None:
-    sizes = {"bytes": {layout.USER_DATA: 70000}, "fits": {"ec2": [], "azure": [], "gcp": ["x"]}}
-    lines = providers.size_warnings(sizes)
+    sizes = {"bytes": {layout.USER_DATA: 70000}, "parts": []}
+    lines = budgets.budget_warnings(sizes, b"", (), ())
     assert [line.split(":")[0] for line in lines] == [
         "cloud-init user-data does not fit ec2",
         "cloud-init user-data does not fit azure",
@@ -320,7 +320,7 @@ def test_a_team_part_without_merge_how_composes_and_fits_ec2(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"runcmd: []\n", "begins with a #cloud-config line"),
+        (b"runcmd: []\n", "a part is a cloud-config (a #cloud-config line first)"),
         (b"#cloud-config\n- a list\n", "a cloud-config is a YAML mapping"),
         (b"#cloud-config\nruncmd: [\n", "not valid YAML"),
         (b"#cloud-config\n\xff\n", "not UTF-8 text"),

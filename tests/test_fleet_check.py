@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from generator import cli
+from generator import __version__, cli
 from generator.commands import fleet_check, matrix
 from generator.errors import GenerationError
 from tests.conftest import REPO
@@ -116,7 +116,7 @@ def test_a_tool_upgrade_alone_is_reported_as_such(tmp_path, monkeypatch):
     assert manifest["tool"]["version"] == "0.0.9"
     code, out, _ = gen(*matrix_args(profile), "--check", str(bundles))
     assert code == 0, out
-    assert "| `dgx-h100-team` | version-only | goldtune 0.0.9 -> 0.1.0 |" in out
+    assert f"| `dgx-h100-team` | version-only | goldtune 0.0.9 -> {__version__} |" in out
     assert "0 stale" in out and "goldtune diff" not in out
 
 

@@ -9,14 +9,20 @@ import click
 
 from generator import TOOL
 from generator.bundle.write import write_bundle
+from generator.errors import InputError, Problem
 from generator.foreign import read_foreign
 from generator.inputs.load import load_inputs
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, USER_DATA
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
-from generator.render.cloudinit import TEAM_PART_LIMIT, CloudInitOptions, team_part
+from generator.render.budgets import budget_warnings, overruns
+from generator.render.cloudinit import (
+    MAX_TEAM_PARTS,
+    TEAM_PART_LIMIT,
+    CloudInitOptions,
+    team_part,
+)
 from generator.render.outputs import RenderedFiles
-from generator.render.providers import size_warnings
 from generator.render.render import render_bundle
 
 DEFAULT_OUTPUT_DIR = Path("out")
@@ -33,15 +39,23 @@ def run_generate(
     options = cloud_init_options(cloud_init_reboot, cloud_init_parts)
     bundle_dir = generate_bundle(hardware, profile, output, os_name, options)
     click.echo(f"wrote {bundle_dir}")
-    for line in bundle_size_warnings(bundle_dir):
+    names = tuple(str(path) for path in cloud_init_parts)
+    for line in bundle_size_warnings(bundle_dir, options, names):
         click.echo(f"{TOOL}: warning: {line}", err=True)
 
 
-def bundle_size_warnings(bundle_dir: Path) -> list[str]:
-    """The providers whose user-data limit no cloud-init form of the bundle just written fits
-    (its manifest, written by this run, records the sizes)."""
-    manifest = json.loads((bundle_dir / MANIFEST).read_text())
-    return size_warnings(manifest["user_data"])
+def bundle_size_warnings(
+    bundle_dir: Path, options: CloudInitOptions | None = None, names: tuple[str, ...] = ()
+) -> list[str]:
+    """The providers whose user-data limit no cloud-init form of the bundle just written fits,
+    among the forms that carry every --cloud-init-part (its manifest, written by this run,
+    records the sizes), with what each part costs in the form."""
+    sizes = json.loads((bundle_dir / MANIFEST).read_text())["user_data"]
+    if not overruns(sizes):
+        return []
+    parts = (options or CloudInitOptions()).parts
+    user_data = (bundle_dir / USER_DATA).read_bytes()
+    return budget_warnings(sizes, user_data, parts, names)
 
 
 def generate_bundle(
@@ -60,6 +74,15 @@ def generate_bundle(
 def cloud_init_options(reboot: bool, part_files: tuple[Path, ...]) -> CloudInitOptions:
     """`--cloud-init-reboot` and the `--cloud-init-part` files, read as foreign files (a regular
     file, at most TEAM_PART_LIMIT bytes) and checked before anything is planned or written."""
+    if len(part_files) > MAX_TEAM_PARTS:
+        raise InputError(
+            Problem(
+                "--cloud-init-part",
+                "",
+                f"{len(part_files)} parts; at most {MAX_TEAM_PARTS} (their file names keep "
+                "their order)",
+            )
+        )
     parts = tuple(team_part(read_foreign(path, TEAM_PART_LIMIT), str(path)) for path in part_files)
     return CloudInitOptions(reboot=reboot, parts=parts)
 

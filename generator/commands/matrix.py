@@ -21,8 +21,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import click
 
+from generator import TOOL
 from generator.bundle.write import write_bundles
-from generator.commands.generate import cloud_init_options
+from generator.commands.generate import bundle_size_warnings, cloud_init_options
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
@@ -361,6 +362,19 @@ def run_matrix(request: MatrixRequest, output_root: Path) -> int:
         for o in outcomes
     ]
     click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))
+    size_warnings(outcomes, options, request.cloud_init_parts)
     failed = sum(not o.ok for o in outcomes)
     click.echo(f"{len(outcomes) - failed} written, {failed} failed")
     return 1 if failed else 0
+
+
+def size_warnings(
+    outcomes: list[Outcome], options: CloudInitOptions, part_files: tuple[Path, ...]
+) -> None:
+    """`gen`'s cloud-init size warnings, for each bundle written, on stderr."""
+    names = tuple(str(path) for path in part_files)
+    for outcome in outcomes:
+        if outcome.bundle is None or not outcome.ok:
+            continue
+        for line in bundle_size_warnings(outcome.bundle, options, names):
+            click.echo(f"{TOOL}: warning: {outcome.bundle}: {line}", err=True)

@@ -1,5 +1,5 @@
 """cloud-init's delivery: the user-data's first-boot script and commands, its check, and the MIME
-form that composes it with a team's own cloud-configs.
+form that composes it with a team's own parts (cloud-configs, shell scripts, nodeadm's NodeConfig).
 
 The user-data writes the overlay's files (``first_boot_files``) and runs the activation steps
 (overlay.py) in ``runcmd``, then the first-boot script: install.sh's own phases (tuned layered on
@@ -127,26 +127,79 @@ class CloudInitOptions(NamedTuple):
     """What `gen` is asked for beyond the plan, for the cloud-init forms."""
 
     reboot: bool = False  # --cloud-init-reboot: power_state (power_state())
-    parts: tuple[bytes, ...] = ()  # --cloud-init-part: other cloud-configs, checked (team_part())
+    parts: tuple[bytes, ...] = ()  # --cloud-init-part: a team's parts, checked (team_part())
 
 
 # A part bigger than Azure's whole limit could only ever be delivered through GCP metadata.
 TEAM_PART_LIMIT = 64 * 1024
+# The parts' MIME file names carry their place (part-01 ...): cloud-init runs the shell-script
+# parts in the order of their names (handlers/shell_script.py writes each to the instance's
+# scripts/ under its file name; cc_scripts_user runs subp.runparts, which sorts the names).
+MAX_TEAM_PARTS = 99
+
+
+class PartKind(NamedTuple):
+    """A kind of --cloud-init-part: what it is called, its MIME type, its file name's suffix."""
+
+    name: str
+    content_type: str
+    suffix: str
+
+
+# cloud-init's User-Data Formats: a MIME multi-part archive's text/cloud-config and
+# text/x-shellscript parts (cloudinit/handlers/__init__.py, INCLUSION_TYPES_MAP: the same
+# "#cloud-config" and "#!" first lines name them outside MIME); a part of another type is
+# logged and skipped ("Unhandled unknown content-type", walker_callback). nodeadm (Amazon EKS
+# AMIs, awslabs/amazon-eks-ami nodeadm/internal/configprovider): userdata.go's Provide inflates
+# a gzip user-data, mime.go's ParseMultipart reads the application/node.eks.aws parts as
+# NodeConfig objects (api group node.eks.aws) and merges them in order, ignoring other parts.
+CLOUD_CONFIG = PartKind("cloud-config", "text/cloud-config", "cfg")
+SHELL_SCRIPT = PartKind("shell script", "text/x-shellscript", "sh")
+NODE_CONFIG = PartKind("nodeadm NodeConfig", "application/node.eks.aws", "yaml")
+NODE_CONFIG_GROUP = "node.eks.aws/"
+
+
+def part_kind(content: bytes) -> PartKind:
+    """The kind of a part team_part() accepted, by its first bytes as cloud-init tells them: a
+    "#cloud-config" line, a "#!" line, else (team_part() checked it) a NodeConfig."""
+    if content.startswith(b"#cloud-config\n"):
+        return CLOUD_CONFIG
+    if content.startswith(b"#!"):
+        return SHELL_SCRIPT
+    return NODE_CONFIG
 
 
 def team_part(raw: bytes, source: str) -> bytes:
-    """A team's own cloud-config for the MIME form, checked: UTF-8, ``#cloud-config`` first, a
-    YAML mapping, no line that is our boundary. Problems name the file, never echo its text."""
+    """A team's own part for the MIME form, checked: UTF-8 text, no line that is our boundary,
+    and one of the kinds: a cloud-config (``#cloud-config`` first, a YAML mapping), a shell
+    script (``#!`` first), a nodeadm NodeConfig (a YAML mapping of apiVersion node.eks.aws/...
+    and kind NodeConfig). Problems name the file, never echo its text."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(Problem(source, "", f"not UTF-8 text (byte {error.start})")) from None
-    if not text.startswith("#cloud-config\n"):
-        raise InputError(
-            Problem(source, "", "a cloud-config part begins with a #cloud-config line")
-        )
     if any(line.startswith(f"--{MIME_BOUNDARY}") for line in text.splitlines()):
         raise InputError(Problem(source, "", "a line starts with the MIME form's boundary"))
+    if text.startswith("#!"):
+        return raw
+    loaded = _yaml_mapping(text, source)
+    if text.startswith("#cloud-config\n"):
+        return raw
+    if str(loaded.get("apiVersion", "")).startswith(NODE_CONFIG_GROUP) and (
+        loaded.get("kind") == "NodeConfig"
+    ):
+        return raw
+    raise InputError(
+        Problem(
+            source,
+            "",
+            "a part is a cloud-config (a #cloud-config line first), a shell script (#! first) or "
+            f"a nodeadm NodeConfig (apiVersion: {NODE_CONFIG_GROUP}..., kind: NodeConfig)",
+        )
+    )
+
+
+def _yaml_mapping(text: str, source: str) -> dict[Any, Any]:
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -155,21 +208,22 @@ def team_part(raw: bytes, source: str) -> bytes:
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise InputError(Problem(source, where, f"not valid YAML: {problem}")) from None
     if not isinstance(loaded, dict):
-        raise InputError(Problem(source, "", "a cloud-config is a YAML mapping"))
-    return raw
+        what = "a cloud-config" if text.startswith("#cloud-config\n") else "a part"
+        raise InputError(Problem(source, "", f"{what} is a YAML mapping"))
+    return loaded
 
 
-def _mime_part(content: bytes, filename: str) -> bytes:
-    """One text/cloud-config part. ASCII is sent as it is (7bit), not base64 as `cloud-init
-    devel make-mime` writes it: base64 hides the text's repetitions from gzip, and a composed
-    delivery then no longer fits EC2 (tests/test_cloud_scale.py). Other bytes (a profile's
-    reason) are base64: cloud-init 22.4 drops an 8bit utf-8 part (tried with its own handler)."""
+def _mime_part(content: bytes, filename: str, content_type: str) -> bytes:
+    """One part. ASCII is sent as it is (7bit), not base64 as `cloud-init devel make-mime`
+    writes it: base64 hides the text's repetitions from gzip, and a composed delivery then no
+    longer fits EC2 (tests/test_cloud_scale.py). Other bytes (a profile's reason) are base64:
+    cloud-init 22.4 drops an 8bit utf-8 part (tried with its own handler)."""
     ascii_text = content.isascii()
     encoding = "7bit" if ascii_text else "base64"
     body = content if ascii_text else base64.encodebytes(content)
     head = [
         f"--{MIME_BOUNDARY}",
-        'Content-Type: text/cloud-config; charset="utf-8"',
+        f'Content-Type: {content_type}; charset="utf-8"',
         "MIME-Version: 1.0",
         f"Content-Transfer-Encoding: {encoding}",
         f'Content-Disposition: attachment; filename="{filename}"',
@@ -180,13 +234,17 @@ def _mime_part(content: bytes, filename: str) -> bytes:
 
 
 def mime_user_data(user_data: bytes, before: tuple[bytes, ...] = ()) -> bytes:
-    """A MIME multi-part message: the ``before`` parts (a team's cloud-configs, in the order
-    given), then the user-data as the last part. Last, with its ``merge_how``, it keeps the
-    files and commands of every earlier part even when those carry no ``merge_how`` of their own
-    (cloud-init merges a part with that part's mergers; see MERGE_HOW)."""
+    """A MIME multi-part message: the ``before`` parts (a team's parts, in the order given, each
+    with the MIME type of its kind and a file name that sorts in that order), then the user-data
+    as the last part. Last, with its ``merge_how``, it keeps the files and commands of every
+    earlier cloud-config even when those carry no ``merge_how`` of their own (cloud-init merges
+    a part with that part's mergers; see MERGE_HOW)."""
     head = f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\nMIME-Version: 1.0\n\n'
-    parts = [_mime_part(part, f"part-{index}.cfg") for index, part in enumerate(before, 1)]
-    parts.append(_mime_part(user_data, f"{TOOL}.cfg"))
+    parts = []
+    for index, part in enumerate(before, 1):
+        kind = part_kind(part)
+        parts.append(_mime_part(part, f"part-{index:02d}.{kind.suffix}", kind.content_type))
+    parts.append(_mime_part(user_data, f"{TOOL}.cfg", CLOUD_CONFIG.content_type))
     return head.encode("ascii") + b"".join(parts) + f"--{MIME_BOUNDARY}--\n".encode("ascii")
 
 

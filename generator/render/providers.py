@@ -68,16 +68,3 @@ def delivery_sizes(
             for limit in PROVIDER_LIMITS
         },
     }
-
-
-def size_warnings(sizes: Mapping[str, Any]) -> list[str]:
-    """A line per provider whose limit no form of the user-data fits."""
-    smallest = min(sizes["bytes"].values(), default=0)
-    limits = {limit.provider: limit for limit in PROVIDER_LIMITS}
-    return [
-        f"cloud-init user-data does not fit {provider}: the smallest form is {smallest} bytes, "
-        f"the limit {limits[provider].limit_bytes} ({limits[provider].source}); deliver the "
-        "bundle with install.sh in the image instead"
-        for provider, fitting in sizes["fits"].items()
-        if not fitting and provider in limits
-    ]

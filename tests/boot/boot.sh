@@ -11,11 +11,12 @@
 #                          cloud-init/user-data; cloud-init applies it at first boot
 #   --user-data FILE       with --delivery cloud-init: this file is the seed's user-data instead
 #                          (a form of it: user-data.mime.gz, composed with a team's part)
-#   --delivery packer      `packer build` of examples/packer/gpu-qemu.pkr.hcl on the image (qemu
-#                          builder, kernel and initrd through qemuargs): its provisioners upload
-#                          the bundle over SSH as the build user, with a key made for this run,
-#                          and run `install.sh --image-build`; the image Packer writes is booted
-#                          (--packer-timeout: the limit of `packer build`, default 960 s)
+#   --delivery packer      `packer build` of examples/packer/qemu-packer-1.6/gpu.pkr.hcl on the
+#                          image (qemu builder, kernel and initrd through qemuargs): its
+#                          provisioners upload the bundle over SSH as the build user, with a
+#                          key made for this run, and run `install.sh --image-build`; the
+#                          image Packer writes is booted (--packer-timeout: the limit of
+#                          `packer build`, default 960 s)
 #   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
 #   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
@@ -220,7 +221,7 @@ EOF
     status=0
     (cd "$work" && CHECKPOINT_DISABLE=1 PACKER_CACHE_DIR="$work/packer_cache" \
         timeout "$packer_timeout" packer build -color=false -var-file="$vars" \
-        "$REPO/examples/packer/gpu-qemu.pkr.hcl") </dev/null >"$out/packer.log" 2>&1 || status=$?
+        "$REPO/examples/packer/qemu-packer-1.6/gpu.pkr.hcl") </dev/null >"$out/packer.log" 2>&1 || status=$?
     if [ "$status" != 0 ]; then
         tail -n 60 "$out/packer.log" >&2
         [ "$status" != 124 ] || die "packer build did not finish within $packer_timeout s (console: $out/packer-console.log)" 3

@@ -1,5 +1,5 @@
-"""A real `packer build`: examples/packer/gpu-qemu.pkr.hcl bakes a bundle into the cached Debian
-12 image over SSH, then the image Packer wrote is booted and verified live.
+"""A real `packer build`: examples/packer/qemu-packer-1.6/gpu.pkr.hcl bakes a bundle into the
+cached Debian 12 image over SSH, then the image Packer wrote is booted and verified live.
 
 tests/boot/boot.sh --delivery packer does the work: the cached root gets the build user's key
 made for this run, sshd and DHCP; `packer build` (the qemu builder, kernel and initrd through

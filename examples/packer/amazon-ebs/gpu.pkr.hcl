@@ -1,4 +1,7 @@
-# A GPU AMI with a goldtune bundle baked in (copy and adapt; HCL2, packer >= 1.6.6).
+# A GPU AMI with a goldtune bundle baked in (copy and adapt). For the current Packer release
+# line: `packer init .` installs the amazon plugin named in required_plugins, then
+#   packer validate .
+#   packer build -var bundle_dir=bundles/p5-node-serving -var 'driver_install=["…"]' .
 #
 # Order of steps:
 #   1. CI generates the bundle, and the bundle is reviewed (EXPLAIN.md, plan.json) before any
@@ -16,8 +19,19 @@
 #      entries are edited), and prints what is deferred to the first boot.
 #   5. Packer stops the instance and registers the AMI; the first boot applies everything.
 # Any instance type works for the build: image-build mode needs no GPU.
+#
+# `packer validate .` passes with the defaults below (no AWS access: credentials and the source
+# AMI are resolved by `packer build`). The variables marked "Must be set" have placeholder
+# defaults that a build stops on, with a message.
 packer {
-  required_version = ">= 1.6.6"
+  # required_plugins and `packer init` came with Packer 1.7.0.
+  required_version = ">= 1.7.0"
+  required_plugins {
+    amazon = {
+      source  = "github.com/hashicorp/amazon"
+      version = "~> 1.8"
+    }
+  }
 }
 
 variable "region" {
@@ -27,20 +41,32 @@ variable "region" {
 
 variable "bundle_dir" {
   type        = string
-  description = "The goldtune bundle directory generated in CI (it holds install.sh)."
+  description = "Must be set: the goldtune bundle directory generated in CI (it holds install.sh); the default is a placeholder."
   default     = "bundles/p5-node-serving"
+  validation {
+    condition     = length(trimspace(var.bundle_dir)) > 0 && regex_replace(var.bundle_dir, "/$", "") == var.bundle_dir
+    error_message = "The bundle_dir variable must be set to the bundle directory gen wrote (without a trailing /)."
+  }
 }
 
 variable "install_flags" {
   type        = string
   description = "install.sh's flags: image build, and fail when the image lacks what the plan needs."
   default     = "--image-build --strict"
+  validation {
+    condition     = regex_replace(var.install_flags, "(?:^| )--image-build(?: |$)", "") != var.install_flags
+    error_message = "The install_flags variable must hold --image-build: the build instance has no GPU, and the live path would start the NVIDIA daemons."
+  }
 }
 
 variable "driver_install" {
   type        = list(string)
-  description = "Commands that install the NVIDIA driver and fabric manager (your repository, your version)."
-  default     = ["echo 'install the NVIDIA driver and fabric manager packages here' >&2; exit 1"]
+  description = "Must be set: the commands that install the NVIDIA driver and fabric manager (your repository, your version); the default stops the build with a message."
+  default     = ["echo 'set driver_install: the commands that install the NVIDIA driver and fabric manager packages' >&2; exit 1"]
+  validation {
+    condition     = length(var.driver_install) > 0
+    error_message = "The driver_install variable must hold at least one command: install.sh --strict needs the NVIDIA packages in the image."
+  }
 }
 
 variable "source_ami_name" {
@@ -80,6 +106,9 @@ build {
   provisioner "file" {
     source      = "${var.bundle_dir}/"
     destination = "/tmp/goldtune-bundle"
+    # The bundle is looked for when it is uploaded, not by `packer validate`: the template
+    # validates before CI has generated it (a missing directory still fails the build).
+    generated = true
   }
 
   # Step 4: install in image-build mode.

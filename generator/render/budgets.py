@@ -1,0 +1,98 @@
+"""The user-data's budget per provider: which forms carry the whole delivery, and, where none of
+them fits a provider's limit, what each part of the composed form costs.
+
+With --cloud-init-part files only the MIME forms carry them (user-data and user-data.gz are
+goldtune's part alone), so those are the forms held to the limits; a warning names the form,
+the limit and the bytes each part adds to it, so a team sees whether its own part or goldtune's
+is what no longer fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from generator.model import layout
+from generator.render import providers
+from generator.render.cloudinit import mime_user_data, part_kind
+from generator.render.gzipforms import compressed_forms
+from generator.render.providers import ProviderLimit, fits
+
+MIME_FORMS = (layout.USER_DATA_MIME, layout.USER_DATA_MIME_GZ)
+
+
+class Overrun(NamedTuple):
+    """A provider whose limit no form that carries every part fits."""
+
+    limit: ProviderLimit
+    form: str  # the smallest such form the provider's field can hold
+    size: int
+
+
+def complete_forms(sizes: Mapping[str, Any]) -> list[str]:
+    """The forms that carry goldtune's user-data and every --cloud-init-part (manifest.json's
+    ``user_data``: ``parts`` lists the parts' digests)."""
+    forms = list(sizes["bytes"])
+    return [form for form in forms if form in MIME_FORMS] if sizes.get("parts") else forms
+
+
+def overruns(sizes: Mapping[str, Any]) -> list[Overrun]:
+    """Each provider that no complete form fits, with the smallest complete form its field can
+    hold (gzip forms only where the field takes bytes)."""
+    complete = complete_forms(sizes)
+    found = []
+    for limit in providers.PROVIDER_LIMITS:  # read here: one table for manifest and warnings
+        held = [form for form in complete if fits(limit, form, 0)]
+        if not held or any(fits(limit, form, sizes["bytes"][form]) for form in held):
+            continue
+        form = min(held, key=lambda name: sizes["bytes"][name])
+        found.append(Overrun(limit, form, sizes["bytes"][form]))
+    return found
+
+
+def part_costs(user_data: bytes, parts: tuple[bytes, ...], form: str) -> list[int]:
+    """What each piece adds to a MIME ``form``: goldtune's user-data first (the form with no
+    other part), then each part (the form's size less its size without that part). In the gzip
+    form a part costs what it adds once deflated beside the others, so the costs add up to
+    about, not exactly, the form's size."""
+
+    def size(with_parts: tuple[bytes, ...]) -> int:
+        mime = mime_user_data(user_data, with_parts)
+        return len(compressed_forms(user_data, mime)[1]) if form in layout.GZIP_FORMS else len(mime)
+
+    whole = size(parts)
+    without = [size(parts[:index] + parts[index + 1 :]) for index in range(len(parts))]
+    return [size(()), *(whole - other for other in without)]
+
+
+def budget_warnings(
+    sizes: Mapping[str, Any],
+    user_data: bytes,
+    parts: tuple[bytes, ...],
+    names: Sequence[str],
+) -> list[str]:
+    """A line per provider that no form carrying every part fits: the form, its size, the
+    limit and its source, and, when parts were given, what each part costs in that form."""
+    lines = []
+    for overrun in overruns(sizes):
+        line = (
+            f"cloud-init user-data does not fit {overrun.limit.provider}: "
+            f"{_smallest(overrun, parts)} is {overrun.size} bytes, the limit "
+            f"{overrun.limit.limit_bytes} ({overrun.limit.source})"
+        )
+        if parts:
+            costs = part_costs(user_data, parts, overrun.form)
+            shares = [f"goldtune's user-data {costs[0]}"] + [
+                f"{name} ({part_kind(part).name}) {cost}"
+                for name, part, cost in zip(names, parts, costs[1:], strict=True)
+            ]
+            line += f"; bytes each part adds to it: {', '.join(shares)}"
+        lines.append(
+            line + "; make the parts smaller, or deliver the bundle with install.sh in the image"
+        )
+    return lines
+
+
+def _smallest(overrun: Overrun, parts: tuple[bytes, ...]) -> str:
+    what = "form that carries every part" if parts else "form"
+    return f"the smallest {what}, {overrun.form},"
