@@ -29,6 +29,7 @@ there; the postrm (``purge``) and ``%postun`` remove the install record's direct
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -201,14 +202,7 @@ def record_cleanup(prefix: str) -> str:
 # is in DPKG_ROOT (dpkg(1)); a plain install leaves it empty.
 def deb_script(case: str, command: str, what: str) -> str:
     return (
-        "#!/bin/sh\n"
-        f"# {TOOL}: {what}\n"
-        "set -e\n"
-        'case "$1" in\n'
-        f"{case})\n"
-        f"    {command}\n"
-        "    ;;\n"
-        "esac\n"
+        f'#!/bin/sh\n# {TOOL}: {what}\nset -e\ncase "$1" in\n{case})\n    {command}\n    ;;\nesac\n'
     )
 
 
@@ -298,8 +292,8 @@ def stage(files: Iterable[Payload], root: Path) -> None:
     root.chmod(DIR_MODE)
     for item in files:
         target = root / item.path.lstrip("/")
-        for parent in reversed(target.relative_to(root).parents[:-1]):
-            make_dir(root / parent)
+        for folder in reversed(target.relative_to(root).parents[:-1]):
+            make_dir(root / folder)
         target.write_bytes(item.content)
         target.chmod(item.mode)
     for parent, dirs, names in os.walk(root):
@@ -409,44 +403,73 @@ def check_output(output: Path, names: list[str]) -> None:
 
 def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> list[Path]:
     """Build each format's package of the bundle into ``output``: every one or none (nothing
-    written on bad input or a failure)."""
-    formats = list(formats)
+    written on bad input or a failure; a DIR this run made is removed again)."""
+    # rpmbuild runs in its own directories: a relative DIR ("-o dist/") would name another one.
+    output = output.absolute()
+    made_output = not os.path.lexists(output)
+    try:
+        return package_into(bundle_dir, list(formats), output)
+    except OSError as error:  # a full disk, a read-only DIR, no file descriptor left…
+        if made_output:
+            with contextlib.suppress(OSError):
+                output.rmdir()
+        why = error.strerror or str(error)
+        raise PackagingError(f"{output}: cannot write the packages: {why}") from None
+
+
+def package_into(bundle_dir: Path, formats: list[str], output: Path) -> list[Path]:
     bundle = read_bundle(bundle_dir)
     check_intact(bundle)
     manifest = read_beneath(bundle.root, MANIFEST, MAX_BUNDLE_FILE_BYTES)
     identity = bundle_identity(bundle, manifest)
     files = bundle_payload(bundle, identity)
-    # rpmbuild runs in its own directories: a relative DIR ("-o dist/") would name another one.
-    output = output.absolute()
-    names = package_file_names(identity, formats)
-    check_output(output, names)
+    check_output(output, package_file_names(identity, formats))
     for name in formats:
         _builder("rpmbuild" if name == "rpm" else "dpkg-deb")
-    try:
-        return build_all(identity, files, formats, output)
-    except OSError as error:  # a full disk, a read-only DIR, no file descriptor left…
-        where = error.filename or output
-        raise PackagingError(f"{where}: cannot write the packages: {error.strerror or error}")
+    return build_all(identity, files, formats, output)
 
 
 def build_all(
     identity: Identity, files: list[Payload], formats: list[str], output: Path
 ) -> list[Path]:
-    """Every package built aside in a scratch directory of DIR, then moved into place; a failure
-    leaves none of them (a package moved before it is taken out again)."""
+    """Every package built aside in a scratch directory of DIR, the staged trees removed, then
+    the packages moved into place; a failure anywhere leaves none of them and no scratch."""
     builders = {"deb": build_deb, "rpm": build_rpm}
     output.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{TOOL}-package-", dir=output) as scratch:
-        work, built = Path(scratch), Path(scratch) / "out"
+    scratch = Path(tempfile.mkdtemp(prefix=f".{TOOL}-package-", dir=output))
+    written: list[Path] = []
+    try:
+        built = scratch / "out"
         built.mkdir()
-        packages = [builders[name](identity, files, work / name, built) for name in formats]
-        written: list[Path] = []
-        try:
-            for package in packages:
-                os.replace(package, output / package.name)  # one file system: a rename
-                written.append(output / package.name)
-        except OSError:
-            for path in written:
-                path.unlink(missing_ok=True)
-            raise
+        packages = [builders[name](identity, files, scratch / name, built) for name in formats]
+        for name in formats:
+            remove_tree(scratch / name)
+        for package in packages:
+            os.replace(package, output / package.name)  # one file system: a rename
+            written.append(output / package.name)
+        built.rmdir()
+        scratch.rmdir()
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        with contextlib.suppress(OSError):
+            remove_tree(scratch)
+        raise
     return written
+
+
+def remove_tree(path: Path) -> None:
+    """``shutil.rmtree``, and where that fails for want of file descriptors (it holds one per
+    level), a bottom-up walk that holds one at a time."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        for parent, dirs, names in os.walk(path, topdown=False):
+            for name in names:
+                os.unlink(os.path.join(parent, name))
+            for name in dirs:
+                os.rmdir(os.path.join(parent, name))
+        os.rmdir(path)
