@@ -138,7 +138,7 @@ def test_thousands_of_entries_stay_below_a_comment(fleet):
     code, out, err = gen(*args, "--check", str(bundles))
     assert code == 1
     assert len(out) <= REPORT_CHARS + 300
-    assert out.rstrip("\n").endswith("list every bundle's state.")
+    assert out.rstrip("\n").endswith("and stderr every one not current.")
     assert "… truncated: " in out
     assert_inert(out)
     assert err.count("extra: junk-") == 3000  # the job's log still names every one

@@ -281,7 +281,7 @@ def bounded(blocks: list[str], limit: int) -> str:
             left = len(blocks) - index
             report.append(
                 f"\n… truncated: {left} more parts of this report (over {limit:,} characters); "
-                f"`--json` and the job's log list every bundle's state.\n"
+                "`--json` lists every bundle, and stderr every one not current.\n"
             )
             break
         report.append(block)

@@ -194,7 +194,8 @@ def uninstall_command(identity: Identity, prefix: str, root: str) -> str:
 
 
 def record_cleanup(prefix: str) -> str:
-    """What a purge leaves of the tool's state: the install record's directory, once empty."""
+    """What a purge leaves of the tool's state: the install record's directory, once empty. A
+    record a failed take-back left is kept: the next install reads it to remove what it lists."""
     return f'rmdir "{prefix}{PurePosixPath(INSTALL_RECORD).parent}" 2>/dev/null || :'
 
 
