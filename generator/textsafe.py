@@ -38,3 +38,39 @@ def short_key(text: str, width: int = 40) -> str:
     """A key from a foreign file as an error may name it: escaped and cut to ``width``."""
     shown = printable(text)
     return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
+# What Markdown or the HTML inside it could read in a foreign string: `|` a table column, `<` a
+# tag or an HTML comment that hides the rest, `&` an entity, a backtick a code span, `*` and `~`
+# emphasis and strike-through, `[]` links and images (`![](…)`), `\` an escape. Each becomes a
+# numeric character reference, which GitHub shows as the character itself in text, table cells
+# and inline HTML. Left as they are: `_`, which GFM never reads as emphasis inside a word
+# (`intel_pstate`) and which hides nothing elsewhere; `>`, which with every `<` escaped closes no
+# tag, and quotes only at the start of a line, where no escaped text is put.
+_MARKDOWN_SPECIAL = r"[\\`*~\[\]<&|]"
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as Markdown that shows it literally, on one line (``printable``'s escapes for
+    controls, newlines included), safe in a table cell and inside an inline HTML element."""
+    return re.sub(_MARKDOWN_SPECIAL, lambda found: f"&#{ord(found.group())};", printable(text))
+
+
+def markdown_code(text: str) -> str:
+    """``text`` shown as code: a code span, which shows `*`, `[`, `\\`… literally, unless the text
+    has a backtick (it would end the span), a `|` (it cuts a table row even inside a span), or
+    a `<` or `&` (literal in a span too, but the report keeps no raw tag or entity of a foreign
+    string anywhere); then ``<code>`` with its content escaped."""
+    shown = printable(text)
+    if not shown:
+        return ""
+    if not set(shown) & set("`|<&"):
+        return f"`{shown}`"
+    return f"<code>{markdown_text(shown)}</code>"
+
+
+def markdown_fence(text: str) -> str:
+    """A fence of backticks longer than any run in ``text`` (at least three), so that no line of
+    it closes the block (CommonMark: a closing fence is at least as long as the opening)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    return "`" * max(3, longest + 1)

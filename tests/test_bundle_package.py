@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -101,27 +102,35 @@ def test_the_rpm_lists_the_same_files_and_runs_install_sh_in_post(packages, bund
     assert query == f"{NAME} {manifest_version(bundle)} noarch"
 
 
-def test_the_deb_installs_into_a_scratch_root_that_verifies(packages, bundle, tmp_path):
-    need("dpkg")
-    root = tmp_path / "image"
+def scratch_root(root: Path) -> Path:
     for folder in ("var/lib/dpkg/info", "var/lib/dpkg/updates", "etc/default"):
         (root / folder).mkdir(parents=True)
     (root / "var/lib/dpkg/status").touch()
     (root / "etc/default/grub").write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n')
-    installed = subprocess.run(
+    return root
+
+
+def dpkg(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
         [
             "dpkg",
             f"--root={root}",
             "--force-script-chrootless",  # the scratch root has no shell to chroot into
             "--log=/dev/null",
-            "-i",
-            str(packages["deb"]),
+            *args,
         ],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_the_deb_installs_into_a_scratch_root_that_verifies(packages, bundle, tmp_path):
+    need("dpkg")
+    root = scratch_root(tmp_path / "image")
+    installed = dpkg(root, "-i", str(packages["deb"]))
     assert "enable goldtune-gpu.service" in installed.stdout  # the postinst ran install.sh
     assert (root / "var/lib/goldtune/installed-files").is_file()
     code, out, err = gen("verify", str(bundle), "--root", str(root))
@@ -130,6 +139,57 @@ def test_the_deb_installs_into_a_scratch_root_that_verifies(packages, bundle, tm
     # the same check fails on a root the postinst did not install into
     (root / "etc/sysctl.d/90-goldtune.conf").unlink()
     assert gen("verify", str(bundle), "--root", str(root))[0] == 1
+
+
+def files_of(root: Path) -> dict[str, str]:
+    """Every file and link below ``root`` (dpkg's own database left out), with its content."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = str(path.relative_to(root))
+        if relative.startswith("var/lib/dpkg") or (path.is_dir() and not path.is_symlink()):
+            continue
+        found[relative] = os.readlink(path) if path.is_symlink() else path.read_text()
+    return found
+
+
+def test_purging_the_deb_takes_back_what_its_install_did(packages, tmp_path):
+    """Issue 30 item 8: on main the purge left the units' [Install] links (to removed unit
+    files) and a tuned selection naming the removed goldtune profile. The prerm runs the
+    bundle's install.sh --uninstall: the image's files are as before the install."""
+    need("dpkg")
+    root = scratch_root(tmp_path / "image")
+    (root / "etc/tuned").mkdir()
+    (root / "etc/tuned/active_profile").write_text("balanced\n")
+    units = root / "lib/systemd/system"
+    units.mkdir(parents=True)
+    (units / "nvidia-persistenced.service").write_text(
+        "[Service]\nExecStart=/usr/bin/nvidia-persistenced\n[Install]\nWantedBy=multi-user.target\n"
+    )
+    before = files_of(root)
+    dpkg(root, "-i", str(packages["deb"]))
+    wants = root / "etc/systemd/system/multi-user.target.wants"
+    assert (wants / "goldtune-gpu.service").is_symlink()  # the install made the links
+    assert "goldtune-" in (root / "etc/tuned/active_profile").read_text()
+    purged = dpkg(root, "--purge", NAME)
+    assert "taking back the l4-inference / inference bundle" in purged.stdout
+    after = files_of(root)
+    # tuned reads a selection without profile_mode as manual (tuned/daemon/daemon.py
+    # _get_startup_profile: manual = profile is not None): the mode install.sh wrote is the same
+    assert after.pop("etc/tuned/profile_mode") == "manual\n"
+    assert after == before, purged.stdout
+    assert not (root / "var/lib/goldtune").exists()
+    assert not (root / HOME).exists()
+    assert not (root / "etc/goldtune").exists()
+
+
+def test_the_rpm_takes_back_on_erase_not_on_upgrade(packages):
+    need("rpm")
+    scripts = tool_output("rpm", "-qp", "--scripts", str(packages["rpm"]))
+    preun = scripts.split("preuninstall scriptlet", 1)[1].split("postuninstall scriptlet")[0]
+    assert 'if [ "$1" -eq 0 ]; then' in preun
+    assert f'"{HOME}/install.sh" --uninstall --root "/"' in preun
+    postun = scripts.split("postuninstall scriptlet", 1)[1]
+    assert 'rmdir "/var/lib/goldtune"' in postun
 
 
 def test_the_same_bundle_gives_the_same_deb(packages, bundle, tmp_path):

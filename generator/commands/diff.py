@@ -21,7 +21,13 @@ from generator.model import layout
 from generator.model.kinds import KINDS, Kind
 from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
 from generator.model.setting import KIND_ORDER, Plan, Setting
-from generator.textsafe import printable, printable_lines
+from generator.textsafe import (
+    markdown_code,
+    markdown_fence,
+    markdown_text,
+    printable,
+    printable_lines,
+)
 
 # Tampered files named in the error, one line each; the rest are counted.
 
@@ -201,11 +207,12 @@ def _shown(value: str | None) -> str:
     return "" if value is None else (value if value != "" else '""')
 
 
-def format_markdown(difference: Difference) -> str:
-    from generator.render.formats import md_cell
-
-    old_label, new_label = printable(difference.old_label), printable(difference.new_label)
-    lines = [f"### goldtune diff: `{old_label}` → `{new_label}`", ""]
+def format_markdown(difference: Difference, excerpt: Excerpt | None = None) -> str:
+    """The difference as Markdown (a pull-request comment): every string from the bundles
+    escaped for where it lands (``markdown_text``, ``markdown_code``, a fence no line closes),
+    and with ``excerpt`` each file's text diff cut to its bounds."""
+    old_label, new_label = markdown_code(difference.old_label), markdown_code(difference.new_label)
+    lines = [f"### goldtune diff: {old_label} → {new_label}", ""]
     if difference.same:
         return "\n".join([*lines, "No change.", ""])
     counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
@@ -221,32 +228,54 @@ def format_markdown(difference: Difference) -> str:
         for c in difference.changes:
             cells = [
                 SYMBOL[c.status],
-                printable(c.kind),
-                f"`{printable(c.key)}`",
+                markdown_text(c.kind),
+                markdown_code(c.key),
                 _code(c.old),
                 _code(c.new),
-                printable(c.rule),
-                md_cell(printable(c.reason)),
+                markdown_text(c.rule),
+                markdown_text(c.reason),
             ]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     for file_diff in difference.files:
-        summary = f"<details><summary>{printable(file_diff.path)} (text diff)</summary>"
-        lines += [
-            summary,
-            "",
-            "```diff",
-            printable_lines(file_diff.diff.rstrip("\n")),
-            "```",
-            "",
-            "</details>",
-            "",
-        ]
+        lines += _file_section(file_diff, excerpt)
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Excerpt:
+    """How much of one file's text diff a bounded report shows."""
+
+    lines: int
+    chars: int
+
+
+def _file_section(file_diff: FileDiff, excerpt: Excerpt | None) -> list[str]:
+    text = printable_lines(file_diff.diff.rstrip("\n"))
+    shown = text if excerpt is None else _excerpt(text, excerpt)
+    fence = markdown_fence(shown)
+    summary = f"<details><summary>{markdown_text(file_diff.path)} (text diff)</summary>"
+    section = [summary, "", f"{fence}diff", shown, fence, ""]
+    if shown != text:
+        left_out = text.count("\n") - shown.count("\n")
+        note = f"… truncated: {left_out} more lines" if left_out else "… truncated"
+        section += [f"{note} of this diff (`gen diff` shows it whole)", ""]
+    return [*section, "</details>", ""]
+
+
+def _excerpt(text: str, excerpt: Excerpt) -> str:
+    """The first lines of ``text`` within both bounds (a first line longer than the whole
+    excerpt cut, marked with "…")."""
+    kept = text.split("\n")[: excerpt.lines]
+    while len(kept) > 1 and sum(len(line) + 1 for line in kept) > excerpt.chars:
+        kept.pop()
+    if len(kept[0]) > excerpt.chars:
+        kept = [kept[0][: excerpt.chars] + " …"]
+    return "\n".join(kept)
+
+
 def _code(value: str | None) -> str:
-    return "" if value is None else f"`{printable(_shown(value))}`"
+    return "" if value is None else markdown_code(_shown(value))
 
 
 def format_terminal(difference: Difference, colour: bool) -> str:

@@ -24,7 +24,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, check_intact, read_bundle
-from generator.commands.diff import Difference, diff_files, diff_plans
+from generator.commands.diff import Difference, Excerpt, diff_files, diff_plans
 from generator.commands.diff import format_markdown as diff_markdown
 from generator.commands.generate import cloud_init_options
 from generator.commands.matrix import (
@@ -47,7 +47,7 @@ from generator.plan.build import build_plan
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.outputs import RenderedFiles
 from generator.render.render import render_bundle
-from generator.textsafe import printable
+from generator.textsafe import markdown_code, markdown_text, printable
 
 State = Literal["current", "version-only", "stale", "missing", "extra"]
 FAILING: frozenset[State] = frozenset({"stale", "missing", "extra"})
@@ -234,33 +234,64 @@ def summary_counts(states: list[BundleState]) -> dict[str, int]:
     return {state: sum(s.state == state for s in states) for state in order}
 
 
+# GitHub refuses a comment body over 65,536 characters ("Body is too long"), and the report is
+# posted as one (examples/fleet's workflow): the report stays below it, with room for a note.
+REPORT_CHARS = 60_000
+# Each stale bundle's text diff of one file: enough to see what changed, never the whole of a
+# huge committed file (`gen diff` shows it whole).
+DIFF_EXCERPT = Excerpt(lines=200, chars=8_000)
+# A table cell's text (a list of a bundle's changed files can be long).
+CELL_CHARS = 300
+
+
 def format_report(root: Path, states: list[BundleState]) -> str:
-    """Markdown a pull-request comment can carry: a table, then each stale bundle's diff."""
+    """Markdown a pull-request comment can carry: a table, then each stale bundle's diff. Every
+    string from the committed tree is escaped for Markdown (``markdown_text``/``markdown_code``)
+    and the report is bounded (``REPORT_CHARS``; each file's diff ``DIFF_EXCERPT``)."""
     counts = summary_counts(states)
     verdict = "stale" if failed(states) else "current"
-    lines = [
-        f"## {TOOL} fleet check of `{printable(str(root))}`: {verdict}",
-        "",
-        ", ".join(f"{count} {state}" for state, count in counts.items()) + ".",
-    ]
+    head = (
+        f"## {TOOL} fleet check of {markdown_code(str(root))}: {verdict}\n\n"
+        + ", ".join(f"{count} {state}" for state, count in counts.items())
+        + ".\n"
+    )
+    blocks = [head]
     listed = [s for s in states if s.state != "current"]
     if listed:
-        lines += ["", "| Bundle | State | Detail |", "| --- | --- | --- |"]
-        lines += [f"| `{s.name}` | {s.state} | {_cell(s.detail)} |" for s in listed]
+        blocks.append("\n| Bundle | State | Detail |\n| --- | --- | --- |\n")
+        blocks += [f"| {markdown_code(s.name)} | {s.state} | {_cell(s.detail)} |\n" for s in listed]
     if counts["version-only"]:
-        lines += [
-            "",
-            f"Bundles marked version-only differ only in the {TOOL} version they record; "
-            "regenerate them to refresh the stamp (not a change on any machine).",
-        ]
+        blocks.append(
+            f"\nBundles marked version-only differ only in the {TOOL} version they record; "
+            "regenerate them to refresh the stamp (not a change on any machine).\n"
+        )
     for state in states:
         if state.difference is not None:
-            lines += ["", diff_markdown(state.difference).rstrip("\n")]
-    return "\n".join(lines) + "\n"
+            blocks.append("\n" + diff_markdown(state.difference, DIFF_EXCERPT).rstrip("\n") + "\n")
+    return bounded(blocks, REPORT_CHARS)
+
+
+def bounded(blocks: list[str], limit: int) -> str:
+    """The blocks in order while they fit in ``limit`` characters; the first that does not and
+    every later one are left out, and a note says so. Whole blocks only: a table row, a
+    bundle's diff, so no code fence or ``<details>`` is left open."""
+    report, used = [], 0
+    for index, block in enumerate(blocks):
+        if used + len(block) > limit:
+            left = len(blocks) - index
+            report.append(
+                f"\n… truncated: {left} more parts of this report (over {limit:,} characters); "
+                "`--json` lists every bundle, and stderr every one not current.\n"
+            )
+            break
+        report.append(block)
+        used += len(block)
+    return "".join(report)
 
 
 def _cell(text: str) -> str:
-    return printable(text).replace("|", "\\|")
+    shown = printable(text)
+    return markdown_text(shown if len(shown) <= CELL_CHARS else shown[: CELL_CHARS - 1] + "…")
 
 
 def describe(states: list[BundleState]) -> list[str]:

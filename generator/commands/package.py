@@ -15,26 +15,37 @@ the real ``dpkg-deb`` and ``rpmbuild``, from a staged tree whose every timestamp
 
 The bundle is foreign: read through ``generator.bundle.read`` (no link followed, every file
 checked against the manifest), and every path and name that reaches a control file, a spec or
-a maintainer script is held to a plain alphabet first (a ``%`` would be an rpm macro).
+a maintainer script is held to a plain alphabet first (a ``%`` would be an rpm macro). The
+package holds the verified bundle and nothing else: an overlay file whose target is a bundle's
+home (it would replace the install.sh the maintainer script runs), the control directory or
+another payload file's path is bad input. Every file and directory of the staged tree gets an
+explicit mode (the caller's umask never reaches dpkg-deb), and the packages are built aside and
+moved into DIR only when every one is built: all or nothing.
+
+Removing the package takes back what its install did: the prerm (``remove``) and ``%preun``
+(erase, not an upgrade) run ``install.sh --uninstall`` while the bundle and its units are still
+there; the postrm (``purge``) and ``%postun`` remove the install record's directory once empty.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, check_intact, read_bundle
 from generator.errors import GoldtuneError, InputError, Problem
-from generator.foreign import read_beneath
-from generator.model.layout import INSTALL_SH, MANIFEST, OVERLAY
+from generator.foreign import kind_of, read_beneath
+from generator.model.layout import INSTALL_LIST, INSTALL_RECORD, INSTALL_SH, MANIFEST, OVERLAY
 
 # Where the package keeps the bundle its maintainer script installs from.
 BUNDLES_HOME = f"/usr/share/{TOOL}/bundles"
@@ -49,6 +60,15 @@ NOT_IN_NAME = re.compile(r"[^a-z0-9+.-]+")
 # Debian Policy 5.6.12 (upstream_version) and rpm's Version: digits first, no '-'.
 PLAIN_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~]*")
 HASH_CHARS = 12  # of the manifest's sha256 in the package version
+# dpkg-deb refuses a control directory outside 0755..0775 and a maintainer script outside
+# 0555..0775 (dpkg-deb/build.c check_file_perms): modes set, never left to the umask.
+DIR_MODE = 0o755
+CONTROL_MODE = 0o644
+SCRIPT_MODE = 0o755
+# Where dpkg-deb looks for the control files: no payload file may be staged there.
+DEB_CONTROL_DIR = "DEBIAN"
+# The files the maintainer scripts run and read: a bundle without them is not installable.
+REQUIRED_FILES = (INSTALL_SH, INSTALL_LIST)
 
 
 class PackagingError(GoldtuneError):
@@ -110,10 +130,46 @@ def bundle_payload(bundle: BundleFiles, identity: Identity) -> list[Payload]:
         mode = int(entry.get("mode", "0644"), 8) & 0o755
         files.append(Payload(f"{identity.home}/{relative}", content, mode))
         if relative.startswith(OVERLAY):
-            files.append(Payload("/" + relative.removeprefix(OVERLAY), content, mode))
+            target = "/" + relative.removeprefix(OVERLAY)
+            check_target(bundle, target)
+            files.append(Payload(target, content, mode))
     manifest = read_beneath(bundle.root, MANIFEST, MAX_BUNDLE_FILE_BYTES)
     files.append(Payload(f"{identity.home}/{MANIFEST}", manifest, 0o644))
+    check_payload(bundle, files)
     return sorted(files, key=lambda item: item.path)
+
+
+def check_target(bundle: BundleFiles, target: str) -> None:
+    """An overlay file lands on the machine, never in a bundle's home (it would replace the
+    install.sh the maintainer script runs, or its data) nor in dpkg's control directory."""
+    if target.startswith(f"{BUNDLES_HOME}/"):
+        why = f"an overlay file inside {BUNDLES_HOME}, where the package keeps the bundle"
+    elif target.split("/")[1] == DEB_CONTROL_DIR:
+        why = f"an overlay file inside /{DEB_CONTROL_DIR}, dpkg's control directory"
+    else:
+        return
+    raise InputError(Problem(str(bundle.root / MANIFEST), "files", f"{why}: {target}"))
+
+
+def check_payload(bundle: BundleFiles, files: list[Payload]) -> None:
+    """The bundle's own files are what the package runs: refuse a bundle that lacks install.sh
+    or install.list, and two files at one path or a file where another needs a directory (one
+    would replace the other in the staged tree)."""
+    source = str(bundle.root / MANIFEST)
+    listed = {entry["path"] for entry in bundle.manifest["files"]}
+    for required in REQUIRED_FILES:
+        if required not in listed:
+            raise InputError(Problem(source, "files", f"no {required}: not an installable bundle"))
+    seen: set[str] = set()
+    for path in sorted(item.path for item in files):
+        if path in seen:
+            raise InputError(Problem(source, "files", f"two files of the package at {path}"))
+        seen.add(path)
+    for path in sorted(seen):
+        parent = next((str(p) for p in PurePosixPath(path).parents if str(p) in seen), None)
+        if parent is not None:
+            why = f"{parent} is a file of the package, and {path} needs it as a directory"
+            raise InputError(Problem(source, "files", why))
 
 
 def install_command(identity: Identity, prefix: str, root: str) -> str:
@@ -127,19 +183,53 @@ def install_command(identity: Identity, prefix: str, root: str) -> str:
     return f'"{prefix}{identity.home}/{INSTALL_SH}" --image-build --root "{root}"'
 
 
-def postinst(identity: Identity) -> str:
-    # dpkg --root with --force-script-chrootless runs the script outside the root and says
-    # where it is in DPKG_ROOT (dpkg(1)); a plain install leaves it empty.
+def uninstall_command(identity: Identity, prefix: str, root: str) -> str:
+    """The removal's take-back: the bundle's install.sh undoes what its install did (units
+    disabled, files removed, boot arguments and the tuned selection given back). A take-back
+    that fails says so and does not stop the removal (the package manager would keep a package
+    that cannot be removed)."""
+    script = f'"{prefix}{identity.home}/{INSTALL_SH}"'
+    warning = f"{TOOL}: the take-back of {identity.name} is incomplete (see above)"
+    return f'{script} --uninstall --root "{root}" || echo "{warning}" >&2'
+
+
+def record_cleanup(prefix: str) -> str:
+    """What a purge leaves of the tool's state: the install record's directory, once empty. A
+    record a failed take-back left is kept: the next install reads it to remove what it lists."""
+    return f'rmdir "{prefix}{PurePosixPath(INSTALL_RECORD).parent}" 2>/dev/null || :'
+
+
+# dpkg --root with --force-script-chrootless runs the scripts outside the root and says where it
+# is in DPKG_ROOT (dpkg(1)); a plain install leaves it empty.
+def deb_script(case: str, command: str, what: str) -> str:
     return (
-        "#!/bin/sh\n"
-        f"# {TOOL}: install the bundle's boot-time configuration with its install.sh.\n"
-        "set -e\n"
-        'case "$1" in\n'
-        "configure)\n"
-        f"    {install_command(identity, '${DPKG_ROOT:-}', '${DPKG_ROOT:-/}')}\n"
-        "    ;;\n"
-        "esac\n"
+        f'#!/bin/sh\n# {TOOL}: {what}\nset -e\ncase "$1" in\n{case})\n    {command}\n    ;;\nesac\n'
     )
+
+
+def maintainer_scripts(identity: Identity) -> dict[str, str]:
+    """The .deb's maintainer scripts by name: install on configure, take back on remove (not on
+    upgrade: the new version's install replaces the old one's), clean up on purge."""
+    prefix, root = "${DPKG_ROOT:-}", "${DPKG_ROOT:-/}"
+    return {
+        "postinst": deb_script(
+            "configure",
+            install_command(identity, prefix, root),
+            "install the bundle's boot-time configuration with its install.sh.",
+        ),
+        "prerm": deb_script(
+            "remove",
+            uninstall_command(identity, prefix, root),
+            "take back what the install did, while the bundle's files are still here.",
+        ),
+        "postrm": deb_script(
+            "purge", record_cleanup(prefix), "remove what is left of the install record."
+        ),
+    }
+
+
+def postinst(identity: Identity) -> str:
+    return maintainer_scripts(identity)["postinst"]
 
 
 def deb_control(identity: Identity) -> str:
@@ -180,20 +270,46 @@ cp -a %{{payload}}/. %{{buildroot}}/
 %post
 {install_command(identity, "", "/")}
 
+%preun
+# erase only ($1 is 0), not an upgrade: the new version's install replaces this one's
+if [ "$1" -eq 0 ]; then
+    {uninstall_command(identity, "", "/")}
+fi
+
+%postun
+if [ "$1" -eq 0 ]; then
+    {record_cleanup("")}
+fi
+
 %files
 {listed}
 """
 
 
 def stage(files: Iterable[Payload], root: Path) -> None:
+    """Every payload file below ``root`` with its mode, every directory 0755 (not the umask's
+    mode: the package installs its directories with these), every timestamp EPOCH."""
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(DIR_MODE)
     for item in files:
         target = root / item.path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(target.relative_to(root).parents[:-1]):
+            make_dir(root / folder)
         target.write_bytes(item.content)
         target.chmod(item.mode)
     for parent, dirs, names in os.walk(root):
         for name in [*dirs, *names]:
             os.utime(os.path.join(parent, name), (EPOCH, EPOCH))
+
+
+def make_dir(path: Path) -> None:
+    path.mkdir(exist_ok=True)
+    path.chmod(DIR_MODE)
+
+
+def write_file(path: Path, text: str, mode: int) -> None:
+    path.write_text(text)
+    path.chmod(mode)
 
 
 def _builder(name: str) -> str:
@@ -220,12 +336,12 @@ def _run(command: list[str]) -> None:
 def build_deb(identity: Identity, files: list[Payload], work: Path, out: Path) -> Path:
     tree = work / "deb"
     stage(files, tree)
-    control = tree / "DEBIAN"
-    control.mkdir()
-    (control / "control").write_text(deb_control(identity))
-    (control / "postinst").write_text(postinst(identity))
-    (control / "postinst").chmod(0o755)
-    target = out / f"{identity.name}_{identity.version}_all.deb"
+    control = tree / DEB_CONTROL_DIR
+    make_dir(control)
+    write_file(control / "control", deb_control(identity), CONTROL_MODE)
+    for name, script in maintainer_scripts(identity).items():
+        write_file(control / name, script, SCRIPT_MODE)
+    target = out / package_file_names(identity, ["deb"])[0]
     _run([_builder("dpkg-deb"), "--root-owner-group", "-Zxz", "--build", str(tree), str(target)])
     return target
 
@@ -234,8 +350,7 @@ def build_rpm(identity: Identity, files: list[Payload], work: Path, out: Path) -
     payload = work / "rpm-payload"
     stage(files, payload)
     spec = work / f"{identity.name}.spec"
-    work.mkdir(parents=True, exist_ok=True)
-    spec.write_text(rpm_spec(identity, files))
+    write_file(spec, rpm_spec(identity, files), CONTROL_MODE)
     name_format = "%%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm"
     _run(
         [
@@ -257,28 +372,105 @@ def build_rpm(identity: Identity, files: list[Payload], work: Path, out: Path) -
             str(spec),
         ]
     )
-    return out / f"{identity.name}-{identity.version}-1.noarch.rpm"
+    return out / package_file_names(identity, ["rpm"])[0]
+
+
+def package_file_names(identity: Identity, formats: Iterable[str]) -> list[str]:
+    names = {
+        "deb": f"{identity.name}_{identity.version}_all.deb",
+        "rpm": f"{identity.name}-{identity.version}-1.noarch.rpm",
+    }
+    return [names[name] for name in formats]
+
+
+def check_output(output: Path, names: list[str]) -> None:
+    """DIR is a directory (or will be), and each package's name in it is free or a regular file
+    (replaced: the same name is the same version); a directory or anything else there is the
+    caller's to move (exit 2), never renamed over."""
+    if os.path.lexists(output) and (output.is_symlink() or not output.is_dir()):
+        raise InputError(Problem(str(output), "", "not a directory (where the packages go)"))
+    for name in names:
+        try:
+            mode = os.lstat(output / name).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise PackagingError(f"{output / name}: {error.strerror or error}") from None
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                Problem(str(output / name), "", f"is {kind_of(mode)}: not replaced by the package")
+            )
 
 
 def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> list[Path]:
-    """Build each format's package of the bundle into ``output``; nothing written on bad input."""
+    """Build each format's package of the bundle into ``output``: every one or none (nothing
+    written on bad input or a failure; a DIR this run made is removed again)."""
+    # rpmbuild runs in its own directories: a relative DIR ("-o dist/") would name another one.
+    output = output.absolute()
+    made_output = not os.path.lexists(output)
+    try:
+        return package_into(bundle_dir, list(formats), output)
+    except OSError as error:  # a full disk, a read-only DIR, no file descriptor left…
+        if made_output:
+            with contextlib.suppress(OSError):
+                output.rmdir()
+        why = error.strerror or str(error)
+        raise PackagingError(f"{output}: cannot write the packages: {why}") from None
+
+
+def package_into(bundle_dir: Path, formats: list[str], output: Path) -> list[Path]:
     bundle = read_bundle(bundle_dir)
     check_intact(bundle)
     manifest = read_beneath(bundle.root, MANIFEST, MAX_BUNDLE_FILE_BYTES)
     identity = bundle_identity(bundle, manifest)
     files = bundle_payload(bundle, identity)
-    if output.exists() and (output.is_symlink() or not output.is_dir()):
-        raise InputError(Problem(str(output), "", "not a directory (where the packages go)"))
-    builders = {"deb": build_deb, "rpm": build_rpm}
+    check_output(output, package_file_names(identity, formats))
     for name in formats:
         _builder("rpmbuild" if name == "rpm" else "dpkg-deb")
+    return build_all(identity, files, formats, output)
+
+
+def build_all(
+    identity: Identity, files: list[Payload], formats: list[str], output: Path
+) -> list[Path]:
+    """Every package built aside in a scratch directory of DIR, the staged trees removed, then
+    the packages moved into place; a failure anywhere leaves none of them and no scratch."""
+    builders = {"deb": build_deb, "rpm": build_rpm}
     output.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{TOOL}-package-", dir=output))
     written: list[Path] = []
-    with tempfile.TemporaryDirectory(prefix=f".{TOOL}-package-", dir=output) as scratch:
-        work, built = Path(scratch), Path(scratch) / "out"
+    try:
+        built = scratch / "out"
         built.mkdir()
+        packages = [builders[name](identity, files, scratch / name, built) for name in formats]
         for name in formats:
-            package = builders[name](identity, files, work / name, built)
-            # Built aside, then moved into place whole: a failed build leaves nothing behind.
-            written.append(Path(shutil.move(str(package), output / package.name)))
+            remove_tree(scratch / name)
+        for package in packages:
+            os.replace(package, output / package.name)  # one file system: a rename
+            written.append(output / package.name)
+        built.rmdir()
+        scratch.rmdir()
+    except BaseException:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        with contextlib.suppress(OSError):
+            remove_tree(scratch)
+        raise
     return written
+
+
+def remove_tree(path: Path) -> None:
+    """``shutil.rmtree``, and where that fails for want of file descriptors (it holds one per
+    level), a bottom-up walk that holds one at a time."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        for parent, dirs, names in os.walk(path, topdown=False):
+            for name in names:
+                os.unlink(os.path.join(parent, name))
+            for name in dirs:
+                os.rmdir(os.path.join(parent, name))
+        os.rmdir(path)

@@ -2,7 +2,7 @@
 # Installs a bundle's root-filesystem overlay (a fixed script, identical in every bundle; what it
 # installs comes from install.list beside it).
 #
-# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check
+# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check | --uninstall [--root DIR]
 #   (no option)   install into this running system and apply what can be applied now (live)
 #   --root DIR    install into the root filesystem mounted at DIR: an image build (below)
 #   --image-build this system is an image being built (a Packer build VM, a package's postinst
@@ -10,6 +10,14 @@
 #   --strict      fail (exit 1, nothing installed) when the target lacks something the plan
 #                 needs (the "require" lines: the NVIDIA driver, fabric manager, tuned...)
 #   --check       validate install.list and that the bundle has every file it lists; install nothing
+#   --uninstall   take back what an install did, as an image build (nothing started or stopped):
+#                 every file of the install record removed (its units disabled first, the
+#                 image's own nccl.conf put back, containerd's imports entry taken back), the
+#                 kernel arguments of the record removed, the tool's tuned profile dropped from
+#                 the selection (the files gone when nothing else is left in it), the record
+#                 and its directory removed. Units of the image the bundle enabled or masked are
+#                 left as they are (their state before is not recorded), and said so. A
+#                 package's prerm and %preun run it before the package's files are removed.
 #
 # An image build is also detected without --image-build: --root DIR other than /, / in a chroot
 # (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
@@ -84,7 +92,7 @@ die() { # message [exit status]
 }
 
 usage() {
-    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check" >&2
+    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check | --uninstall [--root DIR]" >&2
     exit "$1"
 }
 
@@ -1183,6 +1191,7 @@ stale_candidate() { # path
     return 1
 }
 
+removal_reason='no longer in the bundle'
 remove_stale() { # path-in-root of a file an earlier bundle installed
     # the image's own nccl.conf, kept by merge_nccl_conf, goes back instead
     if [ "$1" = /etc/nccl.conf ] && ! restore_nccl_conf "$1"; then
@@ -1210,7 +1219,11 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
             ;;
     esac
     rm -f -- "$target"
-    say "removed $1 (no longer in the bundle)"
+    say "removed $1 ($removal_reason)"
+    # a take-back leaves no empty directory of the tool's own (/etc/<tool>, its tuned profile's)
+    case ${1%/*} in
+        *"$tool"*) [ "$uninstall" = no ] || ! rmdir -- "${target%/*}" 2>/dev/null || say "removed ${1%/*}" ;;
+    esac
 }
 
 remove_stale_files() { # the new record's text
@@ -1528,6 +1541,10 @@ ENTRIES
 boot_image_grub() {
     if [ "$root" = / ] && command -v update-grub >/dev/null 2>&1; then
         run_step bootloader
+    elif [ "$uninstall" = yes ]; then
+        # no unit of the tool is left behind to regenerate grub.cfg: the image's own next
+        # update-grub (any kernel update runs it) drops the arguments with the drop-in gone
+        say "kernel arguments: grub.cfg of $root keeps them until the image's update-grub runs next"
     else
         grub_at_first_boot
     fi
@@ -1595,7 +1612,7 @@ boot_arguments() {
     else
         boot_image_grub
     fi
-    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments ($kernel_args$grub_deferred)"
+    [ "$live" = yes ] || deferred="${deferred:+$deferred, }the kernel arguments (${kernel_args:-none; removed: $removed}$grub_deferred)"
     # Only a complete edit is recorded: after a failure the next run removes the old ones again.
     if [ "$failed" -eq "$failed_before" ]; then
         write_text "$args_record" "$(printf '%s' "$kernel_args" | tr ' ' '\n')"
@@ -1659,10 +1676,108 @@ STEPS
     say "deferred to first boot: ${deferred:-nothing}"
 }
 
+# --- --uninstall: take back what an install did --------------------------------------------------
+
+# remove_own PATH: a file of the tool's own state in the target (the record and its sidecars).
+remove_own() {
+    target_of "$1" existing || return 0
+    { [ -e "$target" ] || [ -L "$target" ]; } || return 0
+    rm -f -- "$target"
+    say "removed $1"
+}
+
+# tuned_unlayer: the tool's profiles dropped from the selection; when no other profile is left,
+# the selection files go (tuned then starts with its recommended profile, as before any install).
+tuned_unlayer() {
+    status=0
+    contents_of "$tuned_active" || status=$?
+    case $status in
+        1) return 0 ;;
+        2)
+            say "$tuned_active is not a plain file; the tuned selection is left alone"
+            failed=$((failed + 1))
+            return 0
+            ;;
+    esac
+    base='' ours=no
+    set -f
+    for name in $contents; do
+        if ! is_profile "$name"; then
+            set +f
+            say "$tuned_active is not a list of profile names; the tuned selection is left alone"
+            failed=$((failed + 1))
+            return 0
+        fi
+        case $name in "$tool"-*) ours=yes ;; *) base="${base:+$base }$name" ;; esac
+    done
+    set +f
+    [ "$ours" = yes ] || return 0
+    if [ -n "$base" ]; then
+        # profile_mode stays manual: tuned reads a selection without one as manual too
+        # (tuned/daemon/daemon.py _get_startup_profile: manual = profile is not None)
+        write_text "$tuned_active" "$base"
+        deferred="${deferred:+$deferred, }tuned loads $base"
+    else
+        remove_own "$tuned_active"
+        remove_own "$tuned_mode"
+        deferred="${deferred:+$deferred, }tuned loads its recommended profile"
+    fi
+}
+
+# take_back_grub_unit: the oneshot an earlier image build wrote to run update-grub at first boot.
+take_back_grub_unit() {
+    grub_unit=$tool-update-grub.service
+    target_of "/etc/systemd/system/$grub_unit" existing || return 0
+    { [ -e "$target" ] || [ -L "$target" ]; } || return 0
+    service disable "$grub_unit"
+    remove_own "/etc/systemd/system/$grub_unit"
+}
+
+# image_units_left: the image's units the bundle enabled, disabled or masked (no unit file of
+# the bundle's): their state before the install is not recorded, so it is not guessed.
+image_units_left() {
+    left=''
+    while read -r action unit <&3; do
+        [ -n "$unit" ] || continue
+        # a unit of the bundle's, or one whose drop-in of the bundle's was taken back above
+        case $newline$files in *" /etc/systemd/system/$unit$newline"* | *" /etc/systemd/system/$unit.d/"*) continue ;; esac
+        left="${left:+$left, }$action $unit"
+    done 3<<SERVICES
+$services
+SERVICES
+    [ -z "$left" ] || say "left as the install made them (their state before is not recorded): $left"
+}
+
+uninstall_bundle() {
+    installed=0 unchanged=0 skipped=0 failed=0 deferred='' deferred_units=''
+    say "taking back the $label bundle from $root ($where)"
+    removal_reason='taken back'
+    remove_stale_files ''
+    remove_own "$record"
+    containerd_dropins=''
+    unwire_containerd
+    tuned_unlayer
+    kernel_args=''
+    boot_arguments
+    take_back_grub_unit
+    for own in kernel-args tuned-previous grub-regenerated; do
+        remove_own "${record%/*}/$own"
+    done
+    if resolve_dir "${record%/*}" existing && rmdir -- "$dir" 2>/dev/null; then
+        say "removed ${record%/*}"
+    fi
+    image_units_left
+    say "deferred to first boot: ${deferred:-nothing}"
+    say "taken back: $failed failed"
+    [ "$failed" -eq 0 ] || exit 1
+    exit 0
+}
+
 # --- the run ------------------------------------------------------------------------------------
 
 root=/
 check_only=no
+uninstall=no
 image_build=no
 strict=no
 while [ $# -gt 0 ]; do
@@ -1672,6 +1787,11 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         --image-build)
+            image_build=yes
+            shift
+            ;;
+        --uninstall)
+            uninstall=yes
             image_build=yes
             shift
             ;;
@@ -1747,6 +1867,9 @@ skipped=0
 failed=0
 deferred=''
 deferred_units=''
+if [ "$uninstall" = yes ]; then
+    uninstall_bundle # exits
+fi
 say "installing the $label bundle into $root ($where)"
 check_needs
 
