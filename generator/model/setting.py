@@ -124,6 +124,10 @@ class Plan(NamedTuple):
     warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
     distro: str = ""  # the target distribution's key; "" for a portable bundle
+    # The vendors of the machine's GPUs, in vendor-table order: the fixed scripts' data files list
+    # only their PCI ids. Not in plan.json: nothing renders from a plan read back, and an NVIDIA
+    # plan.json stays what it was before there was a second vendor.
+    gpu_vendors: tuple[str, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

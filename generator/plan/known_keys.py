@@ -121,6 +121,8 @@ KNOWN_KERNEL_ARGS: dict[str, KnownKey] = {
     "nohz_full": KnownKey((3, 10)),
     "nosmt": KnownKey((4, 19), arches=X86),
     "numa_balancing": KnownKey((3, 8)),
+    # pci=realloc[=on|off]: drivers/pci/pci.c pci_setup() -> pci_realloc_get_opt(), Linux 3.0+
+    "pci": KnownKey((3, 0)),
     "processor.max_cstate": KnownKey((2, 6), arches=X86),
     "rcu_nocbs": KnownKey((3, 7)),
     "rd.driver.blacklist": KnownKey((2, 6)),  # read by dracut's initramfs, harmless elsewhere
