@@ -79,6 +79,7 @@ REGISTRY: tuple[Rule, ...] = (
     hygiene.services,
     containers.runtime_limits,
     containers.nvidia_runtime,
+    containers.amd_runtime,
     containers.shm,
     kubernetes.cpu_manager,
     kubernetes.cgroup_driver,
