@@ -217,13 +217,13 @@ def test_on_a_mixed_machine_each_rule_sees_its_vendors_gpus(acme_catalog: Catalo
 
 def test_the_boot_scripts_data_lists_the_second_vendors_id(acme_catalog: Catalog) -> None:
     """Step 3: the fixed scripts' data files list the PCI id of each vendor the plan's GPUs are
-    (gpu-vendor 0x1234 for Acme's); a plan that names none lists every vendor's."""
+    (gpu-vendor 0x1234 for Acme's), in table order; a plan that names none is NVIDIA's."""
     assert [line.text for line in gpu_vendor_lines(("acme",))] == ["gpu-vendor\t0x1234"]
-    assert [line.text for line in gpu_vendor_lines(())] == [
+    assert [line.text for line in gpu_vendor_lines(("acme", "nvidia"))] == [
         "gpu-vendor\t0x10de",
-        "gpu-vendor\t0x1002",
         "gpu-vendor\t0x1234",
     ]
+    assert [line.text for line in gpu_vendor_lines(())] == ["gpu-vendor\t0x10de"]
 
 
 def test_a_bundles_data_lists_only_the_vendors_its_gpus_are() -> None:

@@ -36,8 +36,8 @@ def gpu_vendor_lines(vendors: Collection[str]) -> list[DataLine]:
     (generator/model/vendors.py holds them), never by their own. A vendor whose GPUs the machine
     does not have is not listed: its id would only widen what the scripts look at. A plan that
     names no vendor (one built by hand, or read back from plan.json, which does not carry them)
-    looks for every vendor's GPUs."""
-    wanted = vendors or vendor_table()
+    is NVIDIA's, as every plan was before a second vendor (gpu_unit_vendor says the same)."""
+    wanted = vendors or (NVIDIA.vendor,)
     return [
         fixed_line(
             f"vendors: {spec.name} GPUs are PCI vendor {spec.sysfs_id} (pci.ids)",
