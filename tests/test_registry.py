@@ -78,6 +78,7 @@ NOTE_ONLY = {
     "cpu.cfs-tunables",
     "network.gpu-numa-hints",
     "boot.amd-firmware",
+    "network.rccl-conf",
 }
 # Imports a rule module may use: no I/O, no environment, no clock.
 ALLOWED_IMPORTS = re.compile(

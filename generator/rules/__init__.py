@@ -66,6 +66,7 @@ REGISTRY: tuple[Rule, ...] = (
     network.bbr,
     network.nccl,
     network.gpu_numa_hints,
+    network.rccl_conf,
     irq.pin_nics,
     irq.irqbalance,
     limits.nofile,
