@@ -135,7 +135,10 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         assert settings_of(built, "sysctl")["kernel.numa_balancing"] == "0"
     elif not facts_.is_numa:
         assert not NUMA_KEYS & set(settings_of(built, "sysctl"))
-    if not (facts_.has_gpus and facts_.rdma_nics):
+    amd_x86 = facts_.has_gpus_of("amd") and facts_.cpu.arch == "x86_64"
+    if amd_x86:  # AMD's MI300X guide: iommu=pt on every Instinct host, no NVIDIA peer memory
+        assert kernel_args["iommu"] == "pt" and ("module-load", "nvidia-peermem") not in targets
+    elif not (facts_.has_nvidia_gpus and facts_.rdma_nics):
         assert not GPUDIRECT & targets
     else:
         peerdirect = any(nic.model and nic.model.driver == "mlx5_core" for nic in facts_.rdma_nics)

@@ -77,6 +77,8 @@ NOTE_ONLY = {
     "gpu.vendor-profiles",
     "cpu.cfs-tunables",
     "network.gpu-numa-hints",
+    "boot.amd-firmware",
+    "network.rccl-conf",
 }
 # Imports a rule module may use: no I/O, no environment, no clock.
 ALLOWED_IMPORTS = re.compile(
@@ -283,7 +285,8 @@ def test_every_rule_emits_something_somewhere() -> None:
 
 def test_note_only_rules_really_set_nothing() -> None:
     machine = facts(
-        gpus=[{"model": "H100-SXM5-80GB", "count": 8}],
+        # both vendors: each note-only rule declares one of them (boot.amd-firmware: AMD)
+        gpus=[{"model": "H100-SXM5-80GB", "count": 8}, {"model": "MI300X", "count": 8}],
         nics=[
             {"name": f"ib{i}", "role": "compute", "rdma": True, "speed_gbps": 400} for i in range(2)
         ],

@@ -7,6 +7,7 @@ the bundle of every shipped system x profile. A missing tool skips locally and f
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -876,12 +877,17 @@ DOCKER_PROFILE = "extends: training\ncontainers: docker\nkubernetes: false\n"
 
 
 @pytest.mark.parametrize("validator", ["units", "docker", "cloud-init", "json"])
-def test_docker_bundle_is_accepted(validator: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("system", "runtime"), [("dgx-h100", "nvidia"), ("mi300x-8x-epyc", "amd")])
+def test_docker_bundle_is_accepted(
+    validator: str, system: str, runtime: str, tmp_path: Path
+) -> None:
+    """NVIDIA's runtime, and AMD's as amd-ctk runtime configure writes it (issue 31)."""
     (tmp_path / "training-docker.yaml").write_text(DOCKER_PROFILE)
-    result = generate("dgx-h100", tmp_path / "training-docker.yaml", tmp_path / "bundle")
+    result = generate(system, tmp_path / "training-docker.yaml", tmp_path / "bundle")
     assert result.exit_code == 0, result.output
     bundle = tmp_path / "bundle"
-    assert (bundle / "rootfs/etc/docker/daemon.json").is_file()
+    daemon = json.loads((bundle / "rootfs/etc/docker/daemon.json").read_text())
+    assert runtime in daemon["runtimes"]
     assert (bundle / "rootfs/etc/systemd/system/docker.service.d/90-goldtune.conf").is_file()
     assert judged(BY_NAME[validator].check, bundle) == []
     assert tools.unclaimed_files(bundle) == []

@@ -12,18 +12,22 @@ import pytest
 import yaml
 from rules.helpers import facts, hardware, profile
 
+from generator.commands.generate import render_for
 from generator.errors import InputError
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import HardwareSpec, resolve_facts
+from generator.inputs.load import load_inputs
 from generator.inputs.profile import Profile
 from generator.model import layout, vendors
+from generator.model.layout import in_overlay
 from generator.model.probes import WHOLE_SECTIONS
 from generator.model.setting import DRIVER_MODULE_PREFIXES, Note, Setting
 from generator.model.vendors import GPU_VENDORS, GpuVendor, VendorSpec
 from generator.paths import hardware_db_dir
 from generator.plan.build import build_plan, run_rules
-from generator.render.datafile import gpu_vendor_lines
+from generator.render.datafile import gpu_script, gpu_vendor_lines
+from generator.render.render import render_bundle
 from generator.rules import REGISTRY
 from generator.rules.base import Output, gpu_action, rule
 
@@ -43,11 +47,29 @@ def test_the_vocabulary_and_the_table_hold_the_same_vendors() -> None:
 def test_each_row_names_what_the_bundle_really_has(spec: VendorSpec) -> None:
     setup = SCRIPTS / spec.setup_script
     assert setup.is_file(), f"{spec.vendor}: no fixed script templates/scripts/{setup.name}"
-    assert layout.GPU_SCRIPT.endswith(f"/{spec.setup_script}")
+    assert gpu_script(spec) in layout.FIXED_SCRIPTS
     assert re.search(rf"\b{re.escape(spec.smi_tool)}\b", setup.read_text())
-    assert spec.collector_section in WHOLE_SECTIONS
     assert set(spec.driver_module_prefixes) <= set(DRIVER_MODULE_PREFIXES)
     assert 0 < spec.pci_vendor_id < 0xFFFF and spec.sysfs_id == f"0x{spec.pci_hex}"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(
+            spec,
+            id=spec.vendor,
+            # the AMD collector section comes with the detect/verify branch (amd-observe):
+            # strict, so the merge that brings it fails here until this mark is removed
+            marks=[pytest.mark.xfail(strict=True, reason="gpu-amd collector: amd-observe")]
+            if spec.vendor == GpuVendor.AMD
+            else [],
+        )
+        for spec in GPU_VENDORS.values()
+    ],
+)
+def test_each_row_names_a_collector_section(spec: VendorSpec) -> None:
+    assert spec.collector_section in WHOLE_SECTIONS
 
 
 @pytest.mark.parametrize("spec", GPU_VENDORS.values(), ids=lambda spec: spec.vendor)
@@ -55,7 +77,8 @@ def test_each_row_names_what_the_bundle_really_has(spec: VendorSpec) -> None:
     "distro", sorted((ROOT / "hardware_db" / "distros").glob("*.yaml")), ids=lambda p: p.stem
 )
 def test_packaged_units_are_what_the_distro_tables_describe(spec: VendorSpec, distro: Path) -> None:
-    section = yaml.safe_load(distro.read_text())[spec.vendor]
+    # a vendor without packaged units (AMD: none described yet) needs no section
+    section = yaml.safe_load(distro.read_text()).get(spec.vendor) or {}
     assert set(spec.packaged_units) <= set(section), distro.name
 
 
@@ -145,6 +168,7 @@ def machine_with(catalog: Catalog, *gpus: dict[str, object]) -> Facts:
     return resolve_facts(spec, catalog, "test.yaml")
 
 
+AMD_PARTS = profile("training", gpu_compute_partition="CPX", gpu_power_limit_percent=90)
 NVIDIA_RULES = {r.id for r in REGISTRY if r.vendors == (GpuVendor.NVIDIA,)}
 
 
@@ -192,11 +216,30 @@ def test_on_a_mixed_machine_each_rule_sees_its_vendors_gpus(acme_catalog: Catalo
 
 
 def test_the_boot_scripts_data_lists_the_second_vendors_id(acme_catalog: Catalog) -> None:
-    """Step 3: the fixed scripts' data files gain the vendor's PCI id (gpu-vendor 0x1234)."""
-    assert [line.text for line in gpu_vendor_lines()] == [
+    """Step 3: the fixed scripts' data files list the PCI id of each vendor the plan's GPUs are
+    (gpu-vendor 0x1234 for Acme's), in table order; a plan that names none is NVIDIA's."""
+    assert [line.text for line in gpu_vendor_lines(("acme",))] == ["gpu-vendor\t0x1234"]
+    assert [line.text for line in gpu_vendor_lines(("acme", "nvidia"))] == [
         "gpu-vendor\t0x10de",
         "gpu-vendor\t0x1234",
     ]
+    assert [line.text for line in gpu_vendor_lines(())] == ["gpu-vendor\t0x10de"]
+
+
+def test_a_bundles_data_lists_only_the_vendors_its_gpus_are() -> None:
+    """Issue 31: an NVIDIA bundle's data files are what they were before AMD's row (0x10de only),
+    and an AMD bundle's list 0x1002 alone. Fails on main, which has no AMD row or catalog."""
+    nvidia = render_for("dgx-h100", "training")
+    acs = nvidia[in_overlay(layout.ACS_DATA)][0].decode()
+    assert "gpu-vendor\t0x10de\n" in acs and "0x1002" not in acs
+    amd = render_bundle(build_plan(load_inputs("mi300x-8x-epyc", "training").facts, AMD_PARTS))
+    collect = amd[in_overlay(layout.COLLECT_DATA)][0].decode()
+    assert "gpu-vendor\t0x1002\n" in collect and "0x10de" not in collect
+    assert in_overlay(layout.AMD_GPU_SCRIPT) in amd and in_overlay(layout.GPU_SCRIPT) not in amd
+    assert (
+        "ExecStart=/usr/local/libexec/goldtune/gpu-setup-amd "
+        in amd[in_overlay(layout.unit_file(layout.GPU_UNIT))][0].decode()
+    )
 
 
 def test_a_catalog_gpu_of_an_unknown_vendor_is_refused(tmp_path: Path) -> None:

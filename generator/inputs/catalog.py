@@ -56,8 +56,9 @@ class GpuModel(StrictModel):
     aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
     vendor: GpuVendorName = GpuVendor.NVIDIA.value  # a row of generator/model/vendors.py
     pci_device_ids: Annotated[list[PciDeviceId], Field(min_length=1)]
-    architecture: Literal["ampere", "ada", "hopper", "blackwell"]
-    form_factor: Literal["sxm", "pcie", "superchip"]
+    architecture: Literal["ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4"]
+    # oam: an OCP Accelerator Module on a universal baseboard (AMD Instinct MI300X and later)
+    form_factor: Literal["sxm", "pcie", "superchip", "oam"]
     compute_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] | None = None
     memory_gib: Annotated[float, Field(gt=0)] | None = None
     # GDDR keeps ECC inline, in the same DRAM (about 1/16 of capacity); HBM has dedicated ECC bits.
@@ -75,6 +76,12 @@ class GpuModel(StrictModel):
     # fabric manager; the host shares GPU memory across trays through IMEX.
     multi_node_nvlink: bool = False
     ecc_default_on: bool | None = None
+    # AMD Instinct: xGMI (Infinity Fabric) links to peer GPUs on its 8-GPU baseboard; the compute
+    # (accelerator) and memory (NPS) partition modes amd-smi sets (amd-smi set --compute-partition /
+    # --memory-partition). None: not known here; NVIDIA models leave them empty.
+    xgmi_links: Annotated[int, Field(ge=0, le=16)] | None = None
+    compute_partitions: list[Literal["SPX", "DPX", "TPX", "QPX", "CPX"]] | None = None
+    memory_partitions: list[Literal["NPS1", "NPS2", "NPS4", "NPS8"]] | None = None
     notes: str = ""
     source: Sources
 

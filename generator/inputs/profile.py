@@ -76,6 +76,10 @@ class Knobs(StrictModel):
         ]
         | None
     ) = None
+    # AMD Instinct partition modes (amd-smi set --compute-partition / --memory-partition), set
+    # by the GPU boot unit; unset: the GPU's own (SPX, NPS1 on MI300X)
+    gpu_compute_partition: Literal["SPX", "DPX", "TPX", "QPX", "CPX"] | None = None
+    gpu_memory_partition: Literal["NPS1", "NPS2", "NPS4", "NPS8"] | None = None
     irq: Literal["pin", "irqbalance"] | None = None
     # PCIe ACS on the ports above GPUs and NICs; unset: from the intent (boot.acs)
     pcie_acs: Literal["keep", "disable-p2p"] | None = None
@@ -121,6 +125,8 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "gpu_mig": "leave",
     "gpu_mps": False,
     "gpu_mig_layout": None,
+    "gpu_compute_partition": None,
+    "gpu_memory_partition": None,
     "irq": "pin",
     "pcie_acs": None,
     "init_on_alloc": None,
@@ -200,6 +206,16 @@ class Profile(NamedTuple):
     def gpu_mig_layout(self) -> dict[str, int] | None:
         value = self.knobs["gpu_mig_layout"]
         return None if value is None else {str(name): int(n) for name, n in value.items()}
+
+    @property
+    def gpu_compute_partition(self) -> str | None:
+        value = self.knobs["gpu_compute_partition"]
+        return None if value is None else str(value)
+
+    @property
+    def gpu_memory_partition(self) -> str | None:
+        value = self.knobs["gpu_memory_partition"]
+        return None if value is None else str(value)
 
     @property
     def irq(self) -> str:

@@ -70,6 +70,9 @@ class GpuAction(StrEnum):
     ECC = "ecc"
     MIG = "mig"
     MIG_LAYOUT = "mig-layout"  # GPU instances (with their default compute instance), after mig on
+    # AMD Instinct (gpu-setup-amd): the memory partition is compared first, then the compute one
+    MEMORY_PARTITION = "memory-partition"
+    COMPUTE_PARTITION = "compute-partition"
     COMPUTE_MODE = "compute-mode"
     CLOCKS = "clocks"
     POWER_LIMIT = "power-limit"
@@ -340,6 +343,8 @@ KINDS: tuple[KindSpec, ...] = (
                 GpuAction.MIG: "on|off",
                 # the instances in nvidia-smi mig -cgi order: profile names, comma-separated
                 GpuAction.MIG_LAYOUT: rf"{MIG_PROFILE_NAME}(?:,{MIG_PROFILE_NAME}){{0,6}}",
+                GpuAction.MEMORY_PARTITION: "NPS1|NPS2|NPS4|NPS8",
+                GpuAction.COMPUTE_PARTITION: "SPX|DPX|TPX|QPX|CPX",
             }
         ),
         shape=f"one of the GPU actions {', '.join(GpuAction)}",

@@ -59,6 +59,8 @@ UNNAMED_TARGETS = frozenset({DOCKER_DAEMON_JSON, NCCL_CONF})
 LIBEXEC = f"/usr/local/libexec/{TOOL}"
 SCRIPTS_DIR = "scripts"  # under templates/: the fixed scripts, copied verbatim
 GPU_SCRIPT = f"{LIBEXEC}/gpu-setup"
+# AMD Instinct GPUs: the same unit and data file, run by amd-smi's script (vendors.py's row)
+AMD_GPU_SCRIPT = f"{LIBEXEC}/gpu-setup-amd"
 IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
 COLLECT_SCRIPT = f"{LIBEXEC}/collect"
 ACS_SCRIPT = f"{LIBEXEC}/pcie-acs"
@@ -75,7 +77,7 @@ INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed
 # they are installed: absent is not-applicable, installed but not the bundle's still differs.
 VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
 # The fixed scripts (templates/scripts/): comments explaining the code, not the plan.
-FIXED_SCRIPTS = frozenset({GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT})
+FIXED_SCRIPTS = frozenset({GPU_SCRIPT, AMD_GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT})
 
 
 def compact_in_user_data(target: str) -> bool:

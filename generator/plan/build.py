@@ -11,7 +11,7 @@ from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
-from generator.model.vendors import GpuVendor
+from generator.model.vendors import GpuVendor, vendor_table
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
@@ -192,6 +192,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
         nvidia_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.NVIDIA),
+        gpu_vendors=tuple(vendor for vendor in vendor_table() if facts.has_gpus_of(vendor)),
     )
 
 

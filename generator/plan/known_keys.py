@@ -121,10 +121,10 @@ KNOWN_KERNEL_ARGS: dict[str, KnownKey] = {
     "nohz_full": KnownKey((3, 10)),
     "nosmt": KnownKey((4, 19), arches=X86),
     "numa_balancing": KnownKey((3, 8)),
-    # pci=opt[,opt...] (drivers/pci/pci.c pci_setup, an early_param): realloc=off is in NVIDIA's
-    # h100 tuned profile, which a fleet may want to keep (gpu.vendor-profiles says why goldtune
-    # does not set it); listed, so a profile override needs no unlisted: true
-    "pci": KnownKey((2, 6)),
+    # pci=opt[,opt...] (drivers/pci/pci.c pci_setup, an early_param; realloc[=on|off] through
+    # pci_realloc_get_opt(), Linux 3.0+): realloc=off is in NVIDIA's h100 tuned profile and AMD's
+    # MI300X guide; listed, so a profile override needs no unlisted: true
+    "pci": KnownKey((3, 0)),
     "processor.max_cstate": KnownKey((2, 6), arches=X86),
     "rcu_nocbs": KnownKey((3, 7)),
     "rd.driver.blacklist": KnownKey((2, 6)),  # read by dracut's initramfs, harmless elsewhere

@@ -102,7 +102,7 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
     items = _items(plan)
     whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
     if whole["gpu"] or any(word == "gpus" for word, _ in items["acs"]):
-        lines += gpu_vendor_lines()
+        lines += gpu_vendor_lines(plan.gpu_vendors)
     for section in LIST_SECTIONS:
         seen: set[str] = set()
         for word, setting in items[section]:

@@ -8,8 +8,9 @@ from typing import Any, NamedTuple
 
 from generator import TOOL, __version__
 from generator.model import layout
-from generator.model.kinds import KINDS, Kind, KindSpec
+from generator.model.kinds import KINDS, GpuAction, Kind, KindSpec
 from generator.model.setting import KIND_TITLES, Plan, Setting, settings_by_kind
+from generator.model.vendors import GpuVendor
 from generator.render.cloudinit import (
     MERGE_HOW,
     CloudInitOptions,
@@ -20,7 +21,14 @@ from generator.render.cloudinit import (
 )
 from generator.render.collector import collect_lines
 from generator.render.containers import containers_context, dropin_sections
-from generator.render.datafile import DataLine, fixed_line, gpu_vendor_lines, setting_line
+from generator.render.datafile import (
+    DataLine,
+    fixed_line,
+    gpu_script,
+    gpu_unit_vendor,
+    gpu_vendor_lines,
+    setting_line,
+)
 from generator.render.engine import fixed_script_text
 from generator.render.formats import comment_text, file_header, kernel_arg_text, unique_in_order
 from generator.render.install_list import install_lines
@@ -28,15 +36,8 @@ from generator.render.outputs import Output, RenderedFiles, driver_modules, kern
 from generator.render.overlay import install_steps, overlay_files
 from generator.render.tuned import tuned_sections
 
-GPU_ACTION_ORDER = (
-    "persistence",
-    "ecc",
-    "mig",
-    "mig-layout",
-    "compute-mode",
-    "clocks",
-    "power-limit",
-)
+# The order the GPU boot scripts run their actions in: GpuAction's (persistence first, power last)
+GPU_ACTION_ORDER = tuple(GpuAction)
 
 
 # Where a reviewer finds each kind (EXPLAIN.md); services are applied by the delivery files.
@@ -83,7 +84,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "tuned_profile": layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else "",
         "tuned_sections": tuned_sections(plan),
         "gpu_unit": layout.GPU_UNIT,
-        "gpu_script": layout.GPU_SCRIPT,
+        **gpu_unit_context(plan),
         "gpu_data_file": layout.GPU_DATA,
         "gpu_log_tag": layout.GPU_LOG_TAG,
         "irq_unit": layout.IRQ_UNIT,
@@ -104,6 +105,19 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "workload_units": " ".join(layout.WORKLOAD_UNITS),
         "gpu_client_units": " ".join(layout.GPU_CLIENT_UNITS),
         **containers_context(plan),
+    }
+
+
+def gpu_unit_context(plan: Plan) -> dict[str, str]:
+    """The GPU unit's vendor-specific words: its script, tool, what it sets, and the vendor's
+    helper units it is ordered after (absent ones are ignored)."""
+    spec = gpu_unit_vendor(plan)
+    nvidia = spec.vendor == GpuVendor.NVIDIA
+    return {
+        "gpu_script": gpu_script(spec),
+        "gpu_tool": spec.smi_tool,
+        "gpu_settings": "persistence, ECC, clocks, power" if nvidia else "partitions, power",
+        "gpu_after": " nvidia-persistenced.service nvidia-fabricmanager.service" if nvidia else "",
     }
 
 
@@ -146,7 +160,7 @@ def acs_lines(plan: Plan) -> list[DataLine]:
         fixed_line(
             f"layout: messages are tagged {layout.ACS_LOG_TAG}", ("log-as", layout.ACS_LOG_TAG)
         ),
-        *(gpu_vendor_lines() if any(s.key == "gpus" for s in settings) else ()),
+        *(gpu_vendor_lines(plan.gpu_vendors) if any(s.key == "gpus" for s in settings) else ()),
         *(setting_line(s, ("acs-off", *s.key.split(" "))) for s in settings),
     ]
 

@@ -13,8 +13,7 @@ import re
 from generator import TOOL
 from generator.model import layout
 from generator.model.setting import Plan
-from generator.model.vendors import NVIDIA
-from generator.render.datafile import DataLine, fixed_line, setting_line
+from generator.render.datafile import DataLine, fixed_line, gpu_unit_vendor, setting_line
 from generator.render.formats import kernel_arg_text
 from generator.render.overlay import (
     INSTALL_SH_PHASES,
@@ -76,10 +75,11 @@ def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]
         if s.value == "enable" and s.key not in own_units and not s.optional
     ]
     if plan.of_kind("gpu"):
+        tool = gpu_unit_vendor(plan).smi_tool
         lines.append(
             fixed_line(
-                f"gpu: {layout.GPU_UNIT} applies the GPU settings with the driver's nvidia-smi",
-                ("require", "command", NVIDIA.smi_tool),
+                f"gpu: {layout.GPU_UNIT} applies the GPU settings with the driver's {tool}",
+                ("require", "command", tool),
             )
         )
     if plan.of_kind("tuned"):

@@ -14,7 +14,9 @@ from generator.model import layout
 from generator.model.kinds import KINDS, KindSpec
 from generator.model.layout import in_overlay, target_of
 from generator.model.setting import Plan, Setting, is_driver_module
+from generator.model.vendors import GPU_VENDORS
 from generator.render.containers import dropin_sections
+from generator.render.datafile import gpu_script, gpu_unit_vendor
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
@@ -29,11 +31,17 @@ class Output(NamedTuple):
     verbatim: bool = False  # copied byte for byte: the same file in every bundle
     unit: str = ""  # a per-unit file ({unit} of the kind's file): the unit whose drop-in it is
     service: str = ""  # an optional unit of the bundle's own: rendered when the plan enables it
+    vendor: str = ""  # a GPU vendor's boot script: rendered only where the GPU unit runs it
 
     def bundle_path(self, plan: Plan) -> str:
         return self.path.format(profile=plan.profile_name)
 
     def applies_to(self, plan: Plan) -> bool:
+        if self.vendor and gpu_unit_vendor(plan).vendor != self.vendor:
+            return False
+        return self._applies_to(plan)
+
+    def _applies_to(self, plan: Plan) -> bool:
         if self.template == "modules-load.conf.j2":
             return bool(kernel_modules(plan))
         if self.unit:  # one drop-in per packaged unit that has settings
@@ -53,10 +61,17 @@ def driver_modules(plan: Plan) -> list[Setting]:
     return [s for s in plan.of_kind("module-load") if is_driver_module(s.key)]
 
 
-def _script(target: str, kinds: tuple[str, ...] = ()) -> Output:
+def _script(target: str, kinds: tuple[str, ...] = (), vendor: str = "") -> Output:
     """A fixed script of templates/scripts/, named like its installed file."""
     name = target.rsplit("/", 1)[-1]
-    return Output(in_overlay(target), f"{layout.SCRIPTS_DIR}/{name}", 0o755, kinds, verbatim=True)
+    return Output(
+        in_overlay(target),
+        f"{layout.SCRIPTS_DIR}/{name}",
+        0o755,
+        kinds,
+        verbatim=True,
+        vendor=vendor,
+    )
 
 
 def _kind_outputs(spec: KindSpec) -> tuple[Output, ...]:
@@ -75,7 +90,8 @@ def _kind_outputs(spec: KindSpec) -> tuple[Output, ...]:
 KIND_OUTPUTS: tuple[Output, ...] = tuple(output for spec in KINDS for output in _kind_outputs(spec))
 OVERLAY_OUTPUTS: tuple[Output, ...] = (
     *(output for output in KIND_OUTPUTS if target_of(output.path)),
-    _script(layout.GPU_SCRIPT, ("gpu",)),
+    # one GPU boot script per vendor (vendors.py's setup_script), the one the GPU unit runs
+    *(_script(gpu_script(spec), ("gpu",), spec.vendor) for spec in GPU_VENDORS.values()),
     Output(in_overlay(layout.unit_file(layout.GPU_UNIT)), "gpu.service.j2", 0o644, ("gpu",)),
     _script(layout.IRQ_SCRIPT, ("irq",)),
     Output(

@@ -9,13 +9,40 @@ from generator.model.layout import ACS_UNIT
 from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, acs_off, kernel_arg, note, rule, service
 
+# AMD Instinct's host settings follow "AMD Instinct MI300X system optimization" (ROCm/amdgpu-docs,
+# docs/system-optimization/mi300x.rst, commit 67902e2), cited by section.
+AMD_GUIDE = "AMD's MI300X system optimization guide"
 
-@rule("boot.iommu-passthrough", vendors=(GpuVendor.NVIDIA,))
+
+def amd_gpus(facts: Facts) -> str:
+    """``8x MI300X``: the machine's AMD GPUs, "" when it has none."""
+    return ", ".join(
+        f"{group.count}x {group.model.key}"
+        for group in facts.gpus
+        if group.model.vendor == GpuVendor.AMD
+    )
+
+
+@rule("boot.iommu-passthrough", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
-    """IOMMU passthrough for GPUDirect: GPUs with RDMA NICs only."""
-    if not (facts.has_gpus and facts.rdma_nics):
+    """IOMMU passthrough: for GPUDirect (NVIDIA GPUs with RDMA NICs), and with any AMD Instinct.
+
+    AMD's MI300X guide ("GRUB settings") recommends IOMMU support in pass-through mode on every
+    Instinct host, ``iommu=pt`` on AMD CPUs and ``intel_iommu=on iommu=pt`` on Intel ones; with
+    the IOMMU off the kernel drops X2APIC and sees at most 255 CPUs ("IOMMU configuration --
+    systems with 256 CPU threads"). NVIDIA's condition (RDMA NICs) is NVIDIA's; each vendor's
+    GPUs follow their own guide.
+    """
+    if (amd := amd_gpus(facts)) and facts.cpu.arch == "x86_64":
+        why = (
+            f"{amd}: {AMD_GUIDE}, GRUB settings, recommends IOMMU support in pass-through mode "
+            "(no DMA translation for the GPUs); with the IOMMU off the kernel drops X2APIC and "
+            "sees at most 255 CPUs (IOMMU configuration, 256 CPU threads)"
+        )
+    elif facts.has_nvidia_gpus and facts.rdma_nics:
+        why = "GPUDirect RDMA: passthrough removes IOMMU translation from GPU<->NIC DMA"
+    else:
         return
-    why = "GPUDirect RDMA: passthrough removes IOMMU translation from GPU<->NIC DMA"
     if facts.cpu.arch == "aarch64":
         yield kernel_arg("iommu.passthrough", 1, why + " (the arm64 SMMU form of iommu=pt)")
         return
@@ -24,7 +51,53 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
         yield kernel_arg(
             "intel_iommu",
             "on",
-            "Intel VT-d is off unless asked for; on + pt keeps it usable for devices that need it",
+            "Intel VT-d is off unless asked for; on + pt keeps it usable for devices that need it"
+            + (f" ({AMD_GUIDE}, GRUB settings: intel_iommu=on iommu=pt)" if amd else ""),
+        )
+
+
+@rule("boot.pci-realloc", vendors=(GpuVendor.AMD,))
+def pci_realloc(facts: Facts, profile: Profile) -> Output:
+    """Keep the BIOS's PCI resource assignment on AMD Instinct hosts (pci=realloc=off).
+
+    AMD's MI300X guide, "GRUB settings": with it Linux "is able to unambiguously detect all GPUs"
+    of the system, as it disables the automatic reallocation of PCI resources, which is used
+    when the BIOS has not allocated the SR-IOV BARs. NVIDIA's guides do not ask for it.
+    """
+    if not facts.has_gpus:
+        return
+    yield kernel_arg(
+        "pci",
+        "realloc=off",
+        f"{amd_gpus(facts)}: {AMD_GUIDE}, GRUB settings, recommends pci=realloc=off so that "
+        "the kernel keeps the BIOS's PCI resource assignment and detects every GPU (automatic "
+        "reallocation is for SR-IOV BARs the BIOS left unassigned)",
+    )
+
+
+@rule("boot.amd-firmware", vendors=(GpuVendor.AMD,))
+def amd_firmware(facts: Facts, profile: Profile) -> Output:
+    """Name what AMD's MI300X guide asks of the firmware and of C-states that the bundle leaves.
+
+    "System BIOS settings" (EPYC 9004) are set in firmware. "CPU core states (C-states)" disables
+    the power-gated C2 state (``cpupower idle-set -d 2``) for high-performance, low-latency
+    networks: the profile's ``cstates: shallow`` does that (cpu.cstates: processor.max_cstate=1
+    keeps the ACPI idle driver at C1); a profile that keeps the default is not overruled.
+    """
+    if not facts.has_gpus:
+        return
+    yield note(
+        f"{amd_gpus(facts)}: {AMD_GUIDE}, System BIOS settings (EPYC 9004), set in firmware, "
+        "not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA nodes per socket "
+        "Auto (NPS1), APBDIS 1 (no data-fabric P-states), determinism slider Power, TSME "
+        "disabled, SMT control Disable where the work is compute-bound"
+    )
+    if profile.cstates != "shallow":
+        yield note(
+            f"{amd_gpus(facts)}: {AMD_GUIDE} (CPU core states) disables the power-gated C2 "
+            "state (cpupower idle-set -d 2) for high-performance, low-latency networks; this "
+            "profile keeps the default C-states, and cstates: shallow follows AMD's advice "
+            "(processor.max_cstate=1)"
         )
 
 

@@ -112,7 +112,7 @@ def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
     if profile.containers == "none":
         return
     if not facts.has_gpus:
-        yield note("no GPU: the NVIDIA container runtime is not configured")
+        yield note("no NVIDIA GPU: the NVIDIA container runtime is not configured")
         return
     if profile.runtime_config == "gpu-operator":
         yield note(
@@ -167,6 +167,42 @@ def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
         f"runtimes.{NVIDIA_RUNTIME}.path",
         NVIDIA_RUNTIME_BINARY,
         "nvidia-container-runtime injects the driver's devices and libraries, then runs runc",
+    )
+
+
+AMD_RUNTIME = "amd"
+# what `amd-ctk runtime configure` writes (ROCm/container-toolkit cmd/amd-ctk/runtime/configure:
+# defaultAmdRuntimeName, defaultAmdRuntimeExecutable; the packages install /usr/bin/...)
+AMD_RUNTIME_BINARY = "amd-container-runtime"
+
+
+@rule("containers.amd-runtime", vendors=(GpuVendor.AMD,))
+def amd_runtime(facts: Facts, profile: Profile) -> Output:
+    """The AMD container runtime in Docker, as AMD's container toolkit configures it.
+
+    ``amd-ctk runtime configure`` adds ``runtimes.amd.path = amd-container-runtime`` to
+    /etc/docker/daemon.json and sets ``default-runtime`` only with ``--amd-set-as-default``
+    (ROCm/container-toolkit cmd/amd-ctk/runtime/configure/configure.go, engine/docker/docker.go);
+    containers ask for it with ``--runtime=amd``. It configures Docker alone ("target runtime
+    engine, [docker for now]"): under containerd and Kubernetes the AMD GPU device plugin hands
+    /dev/kfd and /dev/dri to pods, with no runtime of AMD's.
+    """
+    if profile.containers == "none" or not facts.has_gpus:
+        return
+    if profile.containers == "containerd":
+        yield note(
+            "containerd: no AMD runtime is configured (AMD's container toolkit configures Docker "
+            "only, amd-ctk runtime configure); the AMD GPU device plugin gives pods /dev/kfd and "
+            "/dev/dri; users of the GPUs outside pods need the render and video groups (AMD "
+            "container toolkit, System Requirements)"
+        )
+        return
+    yield docker_option(
+        f"runtimes.{AMD_RUNTIME}.path",
+        AMD_RUNTIME_BINARY,
+        "AMD's container toolkit registers its runtime under this name, as amd-ctk runtime "
+        "configure does; containers ask for it with --runtime=amd (not the default runtime, "
+        "which AMD sets only with --amd-set-as-default)",
     )
 
 

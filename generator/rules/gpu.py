@@ -156,17 +156,35 @@ def persistence(facts: Facts, profile: Profile) -> Output:
         )
 
 
-@rule("gpu.boot-unit", vendors=(GpuVendor.NVIDIA,))
+@rule("gpu.boot-unit", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def boot_unit(facts: Facts, profile: Profile) -> Output:
-    """Apply GPU settings at boot on the real machine (images are built without GPUs)."""
-    if not facts.has_gpus:
+    """Apply GPU settings at boot on the real machine (images are built without GPUs).
+
+    NVIDIA GPUs always have settings (persistence, ECC); AMD Instinct ones only what the profile
+    asks (a power cap, partition modes), applied with amd-smi by gpu-setup-amd.
+    """
+    if facts.has_nvidia_gpus:
+        tool = "nvidia-smi"
+    elif facts.has_gpus and any(amd_gpu_knobs(profile)):
+        tool = "amd-smi"
+    else:
         return
     yield service(
         GPU_UNIT,
         "enable",
-        "nvidia-smi settings need the GPU, so they run at boot; the unit logs and "
+        f"{tool} settings need the GPU, so they run at boot; the unit logs and "
         "skips when the driver or the GPU is absent",
     )
+
+
+def amd_gpu_knobs(profile: Profile) -> tuple[object, ...]:
+    """The profile's knobs that give AMD GPUs a boot-time setting (None: not asked)."""
+    knobs = (
+        profile.gpu_power_limit_percent,
+        profile.gpu_compute_partition,
+        profile.gpu_memory_partition,
+    )
+    return tuple(knob for knob in knobs if knob is not None)
 
 
 @rule("gpu.ecc", vendors=(GpuVendor.NVIDIA,))
@@ -256,17 +274,27 @@ def clocks(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("gpu.power-limit", vendors=(GpuVendor.NVIDIA,))
+@rule("gpu.power-limit", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def power_limit(facts: Facts, profile: Profile) -> Output:
     """Cap board power at a share of each card's own default limit, only when the profile says so.
 
     Always a percentage, resolved at boot against the card's reported power.default_limit: one
     model name covers boards of different defaults (A100 SXM4 at 400 W and 500 W,
     hardware_db/gpus/A100-SXM4-80GB.yaml), so watts from the catalog would cap a 500 W board
-    at 80 % of 400 W.
+    at 80 % of 400 W. AMD Instinct: the card's amdgpu hwmon power1_cap_default (microwatts),
+    set with ``amd-smi set --power-cap`` and clamped to power1_cap_min/max by gpu-setup-amd.
     """
     percent = profile.gpu_power_limit_percent
     if not facts.has_gpus or percent is None:
+        return
+    if not facts.has_nvidia_gpus:
+        yield gpu_action(
+            "power-limit",
+            f"{percent}%",
+            f"the profile caps {_models(facts)} at {percent}% of each card's own default power "
+            "cap, read at boot from amdgpu's hwmon power1_cap_default and set with amd-smi; "
+            "clamped to the card's min/max cap",
+        )
         return
     defaults = sorted({g.model.power.default_w for g in facts.gpus if g.model.power.default_w})
     catalog = (
@@ -337,6 +365,61 @@ def mig_clients_note() -> str:
         "(systemctl edit <unit>), or the change fails 'In use by another client' or stays "
         "pending, and the boot unit logs that the MIG layout was not created"
     )
+
+
+def not_offered(facts: Facts, field: str, mode: str) -> list[str]:
+    """The GPU models whose catalog entry lists its partition modes (``field``) without ``mode``."""
+    return [
+        group.model.key
+        for group in facts.gpus
+        if (modes := getattr(group.model, field)) is not None and mode not in modes
+    ]
+
+
+@rule("gpu.amd-partitions", vendors=(GpuVendor.AMD,))
+def amd_partitions(facts: Facts, profile: Profile) -> Output:
+    """AMD Instinct compute and memory partition modes, only when the profile asks.
+
+    AMD's MI300X partitioning overview and quick-start guide (ROCm/amdgpu-docs
+    docs/gpu-partitioning/mi300x/): the compute partition returns to SPX at every boot and every
+    amdgpu reload, so the boot unit sets it each time; a memory partition change restarts the
+    amdgpu driver with every GPU workload stopped, so the boot unit compares it and reports the
+    command, never changes it; on MI300X the memory partitions may not outnumber the compute
+    ones (NPS4 needs CPX).
+    """
+    compute, memory = profile.gpu_compute_partition, profile.gpu_memory_partition
+    if not facts.has_gpus or (compute is None and memory is None):
+        return
+    for knob, field, mode in (
+        ("gpu_compute_partition", "compute_partitions", compute),
+        ("gpu_memory_partition", "memory_partitions", memory),
+    ):
+        if mode is not None and (models := not_offered(facts, field, mode)):
+            yield note(f"{knob}: {mode} is not a mode of {', '.join(models)} ({field}); not set")
+            return
+    if memory == "NPS4" and compute not in (None, "CPX"):
+        yield note(
+            f"gpu_memory_partition NPS4 with gpu_compute_partition {compute}: AMD's MI300X "
+            "partitioning guide allows NPS4 only with CPX; neither set"
+        )
+        return
+    if memory is not None:
+        yield gpu_action(
+            "memory-partition",
+            memory,
+            f"the profile asks memory partition {memory} on {_models(facts)}: compared at boot, "
+            "a GPU in another mode reported with the amd-smi command; changing it restarts the "
+            "amdgpu driver with every GPU workload stopped (AMD's MI300X partitioning "
+            "quick-start guide), so the boot unit does not",
+        )
+    if compute is not None:
+        yield gpu_action(
+            "compute-partition",
+            compute,
+            f"the profile asks compute partition {compute} on {_models(facts)}: set at each "
+            "boot with amd-smi, as the GPU returns to SPX at every reboot and amdgpu reload "
+            "(AMD's MI300X partitioning overview)",
+        )
 
 
 @rule("gpu.mps", vendors=(GpuVendor.NVIDIA,))

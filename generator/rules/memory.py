@@ -100,9 +100,14 @@ def coherent_gpu_models(facts: Facts) -> str:
     return ", ".join(superchips)
 
 
-@rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA,))
+@rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def numa_balancing(facts: Facts, profile: Profile) -> Output:
-    """Automatic NUMA balancing: off on Grace superchips and for training on NUMA machines.
+    """Automatic NUMA balancing: off with AMD Instinct, on Grace and for training on NUMA hosts.
+
+    AMD's MI300X system optimization guide (ROCm/amdgpu-docs docs/system-optimization/mi300x.rst,
+    "Disable NUMA auto-balancing") disables it for every workload: applications "in general,
+    benefit from disabling NUMA balancing"; it asks to compare both values on the workload. Where
+    AMD and NVIDIA differ (inference), each vendor's GPUs follow their own guide.
 
     Inference keeps the kernel default (TUNING.md principle 1: no value equal to the default
     unless pinning is the point); DGX OS ships nvidia-disable-numa-balancing, which a pinned 1
@@ -115,6 +120,16 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
     hardware_db, which holds where the file leaves memory_only_numa_nodes out; the other branches
     count NUMA nodes WITH CPUs (facts.is_numa): processes are balanced between those only.
     """
+    if amd := [group for group in facts.gpus if group.model.vendor == GpuVendor.AMD]:
+        models = ", ".join(f"{group.count}x {group.model.key}" for group in amd)
+        yield sysctl(
+            "kernel.numa_balancing",
+            0,
+            f"{models}: AMD's MI300X system optimization guide (Disable NUMA auto-balancing) "
+            "turns it off: the kernel's page scanning and migration second-guess the placement "
+            "of GPU host buffers; AMD asks to compare 0 and 1 on the workload",
+        )
+        return
     if superchips := coherent_gpu_models(facts):
         yield sysctl(
             "kernel.numa_balancing",

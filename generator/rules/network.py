@@ -392,3 +392,21 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
         else "NCCL binds its threads to each GPU's local CPUs itself; pin data loaders the same"
     )
     yield note(f"NUMA affinity hint (nvidia-smi's GPU index): {places}: {who}")
+
+
+@rule("network.rccl-conf", vendors=(GpuVendor.AMD,))
+def rccl_conf(facts: Facts, profile: Profile) -> Output:
+    """Say that RCCL reads /etc/rccl.conf, not the /etc/nccl.conf network.nccl writes.
+
+    RCCL honours the NCCL_* variables, but its configuration file is ``~/.rccl.conf`` if present,
+    otherwise ``/etc/rccl.conf`` (RCCL environment variables, NCCL_CONF_FILE; src/misc/param.cc),
+    so the defaults in this bundle's /etc/nccl.conf reach RCCL only through NCCL_CONF_FILE.
+    """
+    if not facts.has_gpus:
+        return
+    yield note(
+        "RCCL (AMD's NCCL) reads NCCL_* variables from the environment and from ~/.rccl.conf "
+        "or /etc/rccl.conf (RCCL environment variables: NCCL_CONF_FILE), not from "
+        "/etc/nccl.conf: where this bundle writes nccl.conf, set NCCL_CONF_FILE=/etc/nccl.conf "
+        "for RCCL jobs"
+    )

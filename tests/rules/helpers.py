@@ -32,6 +32,7 @@ BASE_HARDWARE: dict[str, Any] = {
 # Reusable hardware fragments (lists replace, so a case states every GPU/NIC it wants).
 H100X8 = {"model": "H100-SXM5-80GB", "count": 8}
 L4X1 = {"model": "L4", "count": 1}
+MI300X8 = {"model": "MI300X", "count": 8}  # AMD Instinct (issue 31)
 DUAL_XEON = {
     "cpu": {
         "model": "Xeon-8480C",

@@ -13,6 +13,7 @@ from .helpers import (
     GRACE,
     H100X8,
     L4X1,
+    MI300X8,
     Case,
     case_ids,
     check_case,
@@ -21,6 +22,7 @@ from .helpers import (
 )
 
 GH200X1 = {"model": "GH200", "count": 1}
+AMD_EPYC = {**DUAL_EPYC, "gpus": [MI300X8]}  # no NIC: AMD's pass-through does not hinge on RDMA
 # Arm servers that are not Grace: the arm64 IOMMU form, but no Grace-only parameter
 AMPERE = {"cpu": {"vendor": "ampere", "sockets": 1, "cores_per_socket": 128}, "numa_nodes": 1}
 GRAVITON = {"cpu": {"vendor": "other", "arch": "aarch64", "sockets": 1, "cores_per_socket": 64}}
@@ -176,6 +178,26 @@ CASES: tuple[Case, ...] = (
     # aarch64 is not Grace: Ampere and Graviton have no NVIDIA guide asking for the cap
     Case("power-meter-ampere", boot.acpi_power_meter, set(), hw={**AMPERE, "gpus": [A100X1]}),
     Case("power-meter-graviton", boot.acpi_power_meter, set(), hw={**GRAVITON, "gpus": [A100X1]}),
+    # AMD Instinct (AMD's MI300X system optimization guide, GRUB settings): pass-through on every
+    # Instinct host, RDMA NICs or not; Intel hosts add intel_iommu=on
+    Case("iommu-mi300x-epyc", boot.iommu_passthrough, {("kernel-arg", "iommu", "pt")}, hw=AMD_EPYC),
+    Case(
+        "iommu-mi300x-xeon", boot.iommu_passthrough, INTEL_PT, hw={**DUAL_XEON, "gpus": [MI300X8]}
+    ),
+    Case(
+        "pci-realloc-mi300x", boot.pci_realloc, {("kernel-arg", "pci", "realloc=off")}, hw=AMD_EPYC
+    ),
+    Case("pci-realloc-h100", boot.pci_realloc, set(), hw={**DUAL_EPYC, "gpus": [H100X8]}),
+    Case("amd-firmware-mi300x", boot.amd_firmware, set(), hw=AMD_EPYC, note="APBDIS 1"),
+    Case(
+        "amd-firmware-mi300x-c2",
+        boot.amd_firmware,
+        set(),
+        hw=AMD_EPYC,
+        intent="training",
+        note="cpupower idle-set -d 2",
+    ),
+    Case("amd-firmware-h100", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [H100X8]}),
 )
 
 

@@ -8,7 +8,18 @@ from generator.model.setting import Setting
 from generator.plan.known_keys import NR_OPEN_DEFAULT
 from generator.rules import containers, limits
 
-from .helpers import H100X8, L4X1, Case, case_ids, check_case, facts, notes_of, profile, settings_of
+from .helpers import (
+    H100X8,
+    L4X1,
+    MI300X8,
+    Case,
+    case_ids,
+    check_case,
+    facts,
+    notes_of,
+    profile,
+    settings_of,
+)
 
 
 def dropin(unit: str) -> set[tuple[str, str, str]]:
@@ -100,7 +111,31 @@ CASES: tuple[Case, ...] = (
         containers.nvidia_runtime,
         set(),
         knobs={"containers": "containerd"},
-        note="no GPU",
+        note="no NVIDIA GPU",
+    ),
+    # AMD's container toolkit (amd-ctk runtime configure): Docker's runtimes.amd, not the default
+    Case(
+        "amd-docker",
+        containers.amd_runtime,
+        {("docker", "runtimes.amd.path", '"amd-container-runtime"')},
+        hw={"gpus": [MI300X8]},
+        knobs={"containers": "docker"},
+    ),
+    Case(
+        "amd-containerd",
+        containers.amd_runtime,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"containers": "containerd"},
+        note="AMD's container toolkit configures Docker only",
+    ),
+    Case("amd-none", containers.amd_runtime, set(), hw={"gpus": [MI300X8]}),
+    Case(
+        "amd-on-h100",
+        containers.amd_runtime,
+        set(),
+        hw={"gpus": [H100X8]},
+        knobs={"containers": "docker"},
     ),
     Case("shm-none", containers.shm, set()),
     Case("shm-docker-64g", containers.shm, docker_shm("8G"), knobs={"containers": "docker"}),

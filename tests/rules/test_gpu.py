@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from generator.model.layout import GPU_UNIT
 from generator.rules import gpu
 from generator.rules.base import Rule
 
@@ -12,6 +13,7 @@ from .helpers import (
     GRACE,
     H100X8,
     L4X1,
+    MI300X8,
     Case,
     case_ids,
     check_case,
@@ -403,6 +405,55 @@ CASES: tuple[Case, ...] = (
             "gpus": [H100X8],
             "nics": [nic("ens3", "storage", 400, rdma=True, model="BlueField-3")],
         },
+    ),
+    # AMD Instinct (issue 31): the boot unit only when the profile asks an amd-smi setting
+    Case("boot-unit-mi300x-nothing-asked", gpu.boot_unit, set(), hw={"gpus": [MI300X8]}),
+    Case(
+        "boot-unit-mi300x-partition",
+        gpu.boot_unit,
+        {("service", GPU_UNIT, "enable")},
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_compute_partition": "CPX"},
+    ),
+    Case(
+        "power-mi300x",
+        gpu.power_limit,
+        {("gpu", "power-limit", "90%")},
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_power_limit_percent": 90},
+    ),
+    Case("partitions-unset", gpu.amd_partitions, set(), hw={"gpus": [MI300X8]}),
+    Case(
+        "partitions-cpx-nps4",
+        gpu.amd_partitions,
+        {("gpu", "compute-partition", "CPX"), ("gpu", "memory-partition", "NPS4")},
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_compute_partition": "CPX", "gpu_memory_partition": "NPS4"},
+    ),
+    # AMD's partitioning guide: NPS4 only with CPX on MI300X
+    Case(
+        "partitions-spx-nps4",
+        gpu.amd_partitions,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_compute_partition": "SPX", "gpu_memory_partition": "NPS4"},
+        note="allows NPS4 only with CPX",
+    ),
+    # a mode the catalog does not list for the model (MI300X: NPS1, NPS4)
+    Case(
+        "partitions-mode-not-offered",
+        gpu.amd_partitions,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_memory_partition": "NPS2"},
+        note="NPS2 is not a mode of MI300X",
+    ),
+    Case(
+        "partitions-on-h100",
+        gpu.amd_partitions,
+        set(),
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_compute_partition": "CPX"},
     ),
 )
 

@@ -64,6 +64,14 @@ CASES: tuple[Case, ...] = (
     Case("overcommit-no-gpu", memory.overcommit, set()),
     # NUMA balancing: only on multi-node machines; 0 training, 1 inference
     Case("numa-balancing-single-node", memory.numa_balancing, set(), note=SINGLE_NODE_NOTE),
+    # AMD Instinct: off for every intent (AMD's MI300X guide, Disable NUMA auto-balancing), where
+    # NVIDIA's rule keeps inference at the kernel default
+    Case(
+        "numa-balancing-mi300x-inference",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={"gpus": [{"model": "MI300X", "count": 8}]},
+    ),
     Case(
         "numa-balancing-single-node-training",
         memory.numa_balancing,

@@ -446,6 +446,20 @@ CASES: tuple[Case, ...] = (
         note="one NUMA node with CPUs: every process is local to the GPUs",
     ),
     Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
+    # AMD: RCCL's config file is /etc/rccl.conf (RCCL environment variables, NCCL_CONF_FILE)
+    Case(
+        "rccl-conf-mi300x",
+        network.rccl_conf,
+        set(),
+        hw={"gpus": [{"model": "MI300X", "count": 8}]},
+        note="/etc/rccl.conf",
+    ),
+    Case(
+        "rccl-conf-h100",
+        network.rccl_conf,
+        set(),
+        hw={"gpus": [{"model": "H100-SXM5-80GB", "count": 8}]},
+    ),
 )
 
 
