@@ -419,6 +419,24 @@ CATALOG_FOLDERS = {
     "GPU": "hardware_db/gpus/ (pci_device_ids)",
     "NIC": "hardware_db/nics/ (pci_ids)",
 }
+# What a new entry must hold (the required fields of GpuModel and NicModel in
+# generator/inputs/catalog.py), what it should hold where a source says it, and where those
+# facts are found: the fix for a refused PCI id is an entry, so the refusal says how to write it.
+CATALOG_RECIPES = {
+    "GPU": (
+        "key (the file name), name, vendor, pci_device_ids, architecture, form_factor, source; "
+        "then memory_gib, power (default_w, min_w, max_w), partition or MIG modes, null where no "
+        "source says. The facts: pci.ids (github.com/pciutils/pciids) for the id and name, "
+        "`nvidia-smi -q` or `amd-smi static` on the machine for memory and power limits, "
+        "the vendor's datasheet for the rest"
+    ),
+    "NIC": (
+        "key (the file name), name, vendor, pci_ids, driver, rdma, source; then max_speed_gbps, "
+        "rdma_driver, infiniband. The facts: pci.ids (github.com/pciutils/pciids) for the id "
+        "and name, `ethtool -i` and `ls /sys/class/infiniband` on the machine for the drivers, "
+        "the vendor's datasheet for the speed"
+    ),
+}
 
 
 def _find_model(
@@ -438,6 +456,8 @@ def _find_model(
             # entry, not a different name, so no list of known names.
             folder = CATALOG_FOLDERS.get(index.kind, "hardware_db/")
             hint = f"no catalog entry has this PCI id: add one to {folder} listing it"
+            if index.kind in CATALOG_RECIPES:
+                hint += f", with {CATALOG_RECIPES[index.kind]}"
             return None, [Problem(source, where, message, hint)]
         return None, [Problem(source, where, message, closest(name, index.keys))]
     return entry, []

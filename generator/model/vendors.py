@@ -22,6 +22,7 @@ class GpuVendor(StrEnum):
     """A GPU vendor, as ``hardware_db/gpus/*.yaml`` spells it (``vendor: nvidia``)."""
 
     NVIDIA = "nvidia"
+    AMD = "amd"
 
 
 class VendorSpec(NamedTuple):
@@ -61,6 +62,16 @@ GPU_VENDORS: Mapping[str, VendorSpec] = MappingProxyType(
             collector_section="gpu",
             driver_module_prefixes=("nvidia",),
             packaged_units=("persistenced", "fabricmanager"),
+        ),
+        GpuVendor.AMD: VendorSpec(
+            GpuVendor.AMD,
+            "AMD",
+            0x1002,
+            smi_tool="amd-smi",
+            setup_script="gpu-setup-amd",
+            collector_section="gpu-amd",
+            driver_module_prefixes=("amdgpu",),
+            packaged_units=(),
         ),
     }
 )
