@@ -55,7 +55,8 @@ def test_each_row_names_what_the_bundle_really_has(spec: VendorSpec) -> None:
     "distro", sorted((ROOT / "hardware_db" / "distros").glob("*.yaml")), ids=lambda p: p.stem
 )
 def test_packaged_units_are_what_the_distro_tables_describe(spec: VendorSpec, distro: Path) -> None:
-    section = yaml.safe_load(distro.read_text())[spec.vendor]
+    # a vendor without packaged units (AMD: none described yet) needs no section
+    section = yaml.safe_load(distro.read_text()).get(spec.vendor) or {}
     assert set(spec.packaged_units) <= set(section), distro.name
 
 
