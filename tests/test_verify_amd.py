@@ -97,17 +97,6 @@ def test_gpus_without_partitions_or_driver_or_a_collected_section() -> None:
     assert check.verdict == Verdict.NOT_APPLICABLE
 
 
-def test_a_kind_of_its_own_is_judged_the_same() -> None:
-    """Whether AMD's actions come as gpu settings or as a kind whose live check is gpu-amd, the
-    check is the same function."""
-    from generator.verify.live import CHECKS
-
-    assert "gpu-amd" in CHECKS
-    setting = Setting("gpu", "compute-partition", "CPX", "test", "gpu.test")
-    live = Live.of(snapshot_of(*AMD_MACHINE, amd_record()), Bundle(Path("."), Plan("x", "y", ())))
-    assert CHECKS["gpu-amd"](setting, live).verdict == Verdict.OK
-
-
 def test_an_action_nvidia_smi_cannot_read_is_not_judged_on_an_nvidia_machine() -> None:
     """On main, gpu_actual's last branch answered True for any action it did not know."""
     row = "0, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, "

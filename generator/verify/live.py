@@ -1274,7 +1274,6 @@ CHECKS: dict[str, Callable[[Setting, Live], Check]] = {
     "udev": check_udev,
     "tuned": check_tuned,
     "gpu": check_gpu,
-    "gpu-amd": lambda setting, live: check_gpu_amd(setting, live.snapshot),
     "irq": check_irq,
     "pcie-acs": check_pcie_acs,
     "service": check_service,
