@@ -205,3 +205,21 @@ def test_a_hung_amd_smi_costs_its_timeout_not_the_run(
     assert driver_amd.run_amd_smi() == "amd-smi: exit status 3"
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     assert driver_amd.run_amd_smi() == "amd-smi: not installed"
+
+
+def test_the_ports_of_one_card_are_written_as_one_card(tmp_path: Path) -> None:
+    """Issue 31's "the two ports of one card": two functions of one PCI device (a dual-port
+    ConnectX) share a card name, which `gen check` holds to one NUMA node and one model."""
+    box = trees.epyc_nps4()
+    box.pci("0000:41:00.1", "15b3", "101d", "0x020000", node=1)
+    box.nic("ens1f1np1", "0000:41:00.1", speed=200000)
+    status, text, _ = detect(box.build(tmp_path / "tree"))
+    assert status == 0
+    by_name = {nic["name"]: nic for nic in yaml.safe_load(text)["nics"]}
+    assert by_name["ens1np0"]["card"] == by_name["ens1f1np1"]["card"] == "0000-41-00"
+    assert "card" not in by_name["ens2np0"]
+    assert "PCI slot 0000:41:00, ports ens1f1np1, ens1np0" in text
+    path = tmp_path / "detected.yaml"
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["check", "--hw", str(path), "--profile", "training"])
+    assert result.exit_code == 0, result.output

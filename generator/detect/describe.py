@@ -365,8 +365,30 @@ def nic_lines(
         return [*lines, field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
     lines.append("nics:")
     shared = _shared_rdma_devices(usable)
+    cards = _cards(usable)
     for nic in usable:
-        lines += _nic(nic, routes, numa, catalog, shared)
+        described = _nic(nic, routes, numa, catalog, shared)
+        if nic.name in cards:  # before the closing names_real line
+            described.insert(len(described) - 1, cards[nic.name])
+        lines += described
+    return lines
+
+
+def _cards(nics: list[Nic]) -> dict[str, str]:
+    """The card line of each interface that shares its PCI slot (domain, bus, device) with
+    another: the functions of one device are the ports of one card (a dual-port ConnectX is
+    functions .0 and .1; a dual-port mlx4 is two interfaces on one function)."""
+    slots: dict[str, list[Nic]] = {}
+    for nic in nics:
+        if nic.pci is not None:
+            slots.setdefault(nic.pci.address.rsplit(".", 1)[0], []).append(nic)
+    lines = {}
+    for slot, ports in slots.items():
+        if len(ports) > 1:
+            names = ", ".join(port.name for port in ports)
+            card = slot.replace(":", "-")
+            for port in ports:
+                lines[port.name] = field(4, "card", card, f"PCI slot {slot}, ports {names}")
     return lines
 
 
