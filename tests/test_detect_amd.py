@@ -223,3 +223,26 @@ def test_the_ports_of_one_card_are_written_as_one_card(tmp_path: Path) -> None:
     path.write_text(text)
     result = CliRunner().invoke(main, ["check", "--hw", str(path), "--profile", "training"])
     assert result.exit_code == 0, result.output
+
+
+def test_snc3_over_cores_that_do_not_divide_is_written_node_by_node(tmp_path: Path) -> None:
+    """Issue 31's uneven NUMA split: 2x 128 cores in SNC3 (43, 43, 42 per socket) was a
+    description `gen check` refused; now it names each node's cores and is accepted."""
+    sizes = [43, 43, 42] * 2
+    nodes, first = {}, 0
+    for node, size in enumerate(sizes):  # cores socket by socket, SMT siblings from 256
+        nodes[node] = [*range(first, first + size), *range(256 + first, 256 + first + size)]
+        first += size
+    box = trees.FakeMachine(
+        trees.x86_cpuinfo("GenuineIntel", "Intel(R) Xeon(R) 6980P"),
+        2,
+        128,
+        2,
+        nodes,
+        1024 * trees.GIB,
+    )
+    status, text, errors = detect(box.build(tmp_path / "tree"))
+    assert status == 0, errors
+    data = yaml.safe_load(text)
+    assert data["numa_nodes"] == 6 and data["cpu"]["cores_per_numa_node"] == [43, 43, 42]
+    assert errors == ""  # gen check takes it: no warning

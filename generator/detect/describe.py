@@ -48,7 +48,9 @@ def describe(machine: Machine, command: str) -> str:
     numa = cpus.read_numa(tree)
     functions = devices.read_pci(tree)
     lines = header(command, machine)
-    lines += cpu_lines(identity, cpus.read_topology(tree), len(numa.cpu_nodes))
+    topology = cpus.read_topology(tree)
+    lines += cpu_lines(identity, topology, len(numa.cpu_nodes))
+    lines += node_cores_lines(topology, numa)
     lines += memory_lines(cpus.read_memory_kib(tree), numa)
     lines += gpu_lines(functions, numa, machine)
     lines += nic_lines(tree, functions, numa, machine.catalog)
@@ -101,6 +103,22 @@ def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology, cpu_nodes: in
     lines.append(field(2, "cores_per_socket", cores, "core_id per package"))
     lines.append(field(2, "threads_per_core", topology.threads_per_core, "online CPUs per core"))
     return lines
+
+
+def node_cores_lines(topology: cpus.Topology, numa: cpus.NumaLayout) -> list[str]:
+    """cpu.cores_per_numa_node where the nodes of a socket differ in size (SNC3 of 128 cores:
+    43, 43, 42): each node's CPUs over the threads per core, the first socket's nodes in order;
+    nothing for an even split, or where the sockets' splits differ (the format has one list)."""
+    nodes = [len(numa.cpus_of_node.get(node, ())) for node in numa.cpu_nodes]
+    sockets, threads = topology.sockets, topology.threads_per_core
+    if len(set(nodes)) <= 1 or len(nodes) % sockets or any(n % threads for n in nodes):
+        return []
+    per_socket = len(nodes) // sockets
+    split = [n // threads for n in nodes[:per_socket]]
+    if nodes != nodes[:per_socket] * sockets or sum(split) != topology.cores_per_socket:
+        return [comment(2, "cores_per_numa_node: left out, the sockets' NUMA splits differ")]
+    note = "CPUs of each node of a socket over its threads per core (/sys/devices/system/node)"
+    return [field(2, "cores_per_numa_node", split, note)]
 
 
 def memory_lines(total_kib: int, numa: cpus.NumaLayout) -> list[str]:
