@@ -46,9 +46,9 @@ def test_smt_bios_keeps_the_thread_count_unknown_where_the_model_gives_it() -> N
     assert resolved(cpu=XEON_6980P).cpu.threads_known  # the catalog's 2
     facts = resolved(cpu={**XEON_6980P, "smt": "bios"})
     assert not facts.cpu.threads_known and facts.cpu.threads_per_core == 1
-    off = resolved(cpu={**XEON_6980P, "smt": "off"}).cpu
+    off = resolved(cpu={**XEON_6980P, "smt": "disabled"}).cpu
     assert (off.threads_per_core, off.threads_known) == (1, True)
-    on = resolved(cpu={**XEON_6980P, "smt": "on"}).cpu
+    on = resolved(cpu={**XEON_6980P, "smt": "enabled"}).cpu
     assert (on.threads_per_core, on.threads_known) == (2, True)
 
 
@@ -56,10 +56,13 @@ def test_smt_bios_keeps_the_thread_count_unknown_where_the_model_gives_it() -> N
     ("cpu", "message"),
     [
         ({**XEON_6980P, "smt": "bios", "threads_per_core": 2}, "bios says the BIOS decides"),
-        ({**XEON_6980P, "smt": "off", "threads_per_core": 2}, "SMT off means 1 thread"),
-        ({**XEON_6980P, "smt": "on", "threads_per_core": 1}, "SMT on, but threads_per_core is 1"),
+        ({**XEON_6980P, "smt": "disabled", "threads_per_core": 2}, "SMT disabled means 1 thread"),
+        (
+            {**XEON_6980P, "smt": "enabled", "threads_per_core": 1},
+            "SMT enabled, but threads_per_core is 1",
+        ),
         ({"model": "Grace", "sockets": 1, "smt": "bios"}, "Grace has no SMT"),
-        ({"model": "Grace", "sockets": 1, "smt": "on"}, "SMT on, but Grace has 1 thread"),
+        ({"model": "Grace", "sockets": 1, "smt": "enabled"}, "SMT enabled, but Grace has 1 thread"),
     ],
 )
 def test_smt_that_contradicts_the_threads_is_refused(cpu: dict[str, Any], message: str) -> None:
@@ -176,3 +179,13 @@ def test_an_unknown_gpu_by_pci_id_says_which_fields_to_add_and_where_to_find_the
         assert field in text
     assert "pciutils/pciids" in text and "nvidia-smi -q" in text and "amd-smi static" in text
     assert "H100" not in text  # no list of known names: the fix is an entry, not a rename
+
+
+def test_smt_words_survive_yaml() -> None:
+    """on/off would reach the model as booleans (YAML 1.1): the words are enabled, disabled,
+    bios, read here through the loader `gen check` uses."""
+    from generator.inputs.yamlio import parse_yaml_text
+
+    for word in ("enabled", "disabled", "bios"):
+        data = parse_yaml_text(f"cpu: {{model: Xeon-6980P, sockets: 2, smt: {word}}}\n", "t")
+        assert resolved(cpu=data["cpu"]).cpu.threads_known == (word != "bios")

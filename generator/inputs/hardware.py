@@ -94,10 +94,11 @@ class CpuSpec(StrictModel):
         int | None, Field(ge=1, le=8, description="hardware threads per core (2 with SMT on)")
     ] = None
     smt: Annotated[
-        Literal["on", "off", "bios"] | None,
+        Literal["enabled", "disabled", "bios"] | None,
         _doc(
-            "SMT as the machine runs: on, off, or bios (the chip has SMT and the BIOS setting "
-            "is not known here: the thread count stays unknown, even where the model gives it)"
+            "SMT as the machine runs: enabled, disabled, or bios (the chip has SMT and the "
+            "BIOS setting is not known here: the thread count stays unknown, even where the "
+            "model gives it)"
         ),
     ] = None
     cores_per_numa_node: Annotated[

@@ -32,7 +32,8 @@ def resolve_threads(
     ``smt: bios``: the chip has SMT and the BIOS decides (a fleet whose BIOS profiles differ, an
     image for all of them): the thread count stays unknown even where the catalog gives the
     chip's, and rules that depend on it decide at boot or say they cannot (CpuFacts.threads_known).
-    ``smt: off``: one thread per core. ``smt: on``: the chip's threads (more than one).
+    ``smt: disabled``: one thread per core. ``smt: enabled``: the chip's threads (more than
+    one). Not on/off: YAML 1.1 reads those as booleans.
     """
     written, chip = spec.threads_per_core, model.threads_per_core if model else None
     where = "cpu.smt"
@@ -45,15 +46,15 @@ def resolve_threads(
         if chip == 1 and model is not None:
             return None, [Problem(source, where, f"{model.key} has no SMT (1 thread per core)")]
         return None, []
-    if spec.smt == "off":
+    if spec.smt == "disabled":
         if written not in (None, 1):
-            message = f"SMT off means 1 thread per core, not threads_per_core {written}"
+            message = f"SMT disabled means 1 thread per core, not threads_per_core {written}"
             return 1, [Problem(source, where, message)]
         return 1, []
     threads = written or chip
     if threads == 1:
         what = f"{model.key} has" if chip == 1 and model is not None else "threads_per_core is"
-        return threads, [Problem(source, where, f"SMT on, but {what} 1 thread per core")]
+        return threads, [Problem(source, where, f"SMT enabled, but {what} 1 thread per core")]
     return threads, []
 
 
