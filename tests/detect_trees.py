@@ -8,6 +8,7 @@ way the kernel lays it out, so the detector follows the same links it follows on
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -375,4 +376,98 @@ def vm_without_gpus() -> FakeMachine:
     box.disk("vda", f"{pci_dir('0000:00:04.0')}/virtio1/block", "254:0", rotational=1)
     box.disk("zram0", None, "252:0")
     box.root_on("254:0", "/dev/vda")
+    return box
+
+
+# The PCI functions of the eight OAM GPUs of an MI300X platform on two EPYC sockets: four behind
+# each socket (illustrative bus numbers; each GPU is a processing accelerator, class 0x120000).
+MI300X_BUSES = ["05", "26", "46", "65", "85", "a6", "c6", "e5"]
+MI300X_SIMDS = 1216  # 304 CUs x 4 SIMDs (a fake value, as the KFD node prints it)
+
+
+def kfd_node(box: FakeMachine, node: int, gpu_id: int, address: str = "", simds: int = 0) -> None:
+    """One node of /sys/class/kfd/kfd/topology/nodes (kfd_topology.c node_show): a CPU node
+    (no SIMDs, gpu_id 0) or a GPU compute partition (its PCI function as domain, location_id)."""
+    base = f"sys/class/kfd/kfd/topology/nodes/{node}"
+    location = domain = 0
+    if address:
+        domain, bus, rest = address.split(":")
+        device, function = rest.split(".")
+        location = int(bus, 16) << 8 | int(device, 16) << 3 | int(function)
+    box.entries[f"{base}/gpu_id"] = f"{gpu_id}\n"
+    box.entries[f"{base}/properties"] = (
+        f"cpu_cores_count {0 if address else 96}\nsimd_count {simds}\nmem_banks_count 1\n"
+        f"vendor_id {4098 if address else 0}\ndevice_id {0x74A1 if address else 0}\n"
+        f"location_id {location}\ndomain {int(domain, 16) if address else 0}\n"
+        f"drm_render_minor {128 + node if address else 0}\n"
+    )
+
+
+def amd_smi_static(addresses: list[str], wrapped: bool = False) -> str:
+    """What `amd-smi static --asic --bus --vram --limit --partition --json` prints (the shape of
+    amdsmi_cli/amdsmi_commands.py static_gpu; values of an MI300X, for a test)."""
+    gpus = [
+        {
+            "gpu": index,
+            "asic": {
+                "market_name": "AMD Instinct MI300X",
+                "vendor_id": "0x1002",
+                "device_id": "0x74a1",
+                "rev_id": "0x00",
+                "num_compute_units": 304,
+                "target_graphics_version": "gfx942",
+            },
+            "bus": {"bdf": address, "max_pcie_width": 16},
+            "vram": {"type": "HBM3", "size": {"value": 196592, "unit": "MB"}},
+            "limit": {
+                "max_power": {"value": 750, "unit": "W"},
+                "min_power": {"value": 0, "unit": "W"},
+                "socket_power": {"value": 750, "unit": "W"},
+            },
+            "partition": {
+                "compute_partition": "SPX",
+                "memory_partition": "NPS1",
+                "partition_id": 0,
+            },
+        }
+        for index, address in enumerate(addresses)
+    ]
+    return json.dumps({"gpu_data": gpus} if wrapped else gpus, indent=4)
+
+
+def mi300x_epyc() -> FakeMachine:
+    """2x EPYC 9654 (NPS1), 8 MI300X OAM GPUs (vendor 0x1002, class 0x1200), their KFD nodes,
+    an ASPEED BMC VGA, 8 ConnectX-7 InfiniBand ports, a captured amd-smi answer."""
+    box = FakeMachine(
+        x86_cpuinfo("AuthenticAMD", "AMD EPYC 9654 96-Core Processor"),
+        2,
+        96,
+        2,
+        split_nodes(384, 2),
+        2304 * GIB,
+    )
+    kfd_node(box, 0, 0)
+    kfd_node(box, 1, 0)
+    addresses = [f"0000:{bus}:00.0" for bus in MI300X_BUSES]
+    for index, address in enumerate(addresses):
+        box.pci(address, "1002", "74a1", "0x120000", node=index // 4)
+        kfd_node(box, 2 + index, 40000 + index, address, MI300X_SIMDS)
+    box.entries["goldtune-capture/amd-smi-static.json"] = amd_smi_static(addresses)
+    box.pci("0000:02:00.0", "1a03", "2000", "0x030000", node=0)
+    for index, bus in enumerate(["0c", "2c", "4c", "6c", "8c", "ac", "cc", "ec"]):
+        address = f"0000:{bus}:00.0"
+        box.pci(address, "15b3", "1021", "0x020700", node=index // 4)
+        box.nic(f"ibp{int(bus, 16)}s0", address, speed=400000, link_type=32)
+        box.rdma(f"mlx5_{index}", address)
+    box.pci("0000:a1:00.0", "14e4", "1750", "0x020000", node=1)
+    box.nic("ens1f0np0", "0000:a1:00.0", speed=100000)
+    box.default_route("ens1f0np0")
+    box.pci("0000:b0:00.0", "144d", "a80a", "0x010802", node=0)
+    box.disk(
+        "nvme0n1",
+        f"{pci_dir('0000:b0:00.0')}/nvme/nvme0",
+        "259:0",
+        partitions={"nvme0n1p1": "259:1"},
+    )
+    box.root_on("259:1", "/dev/nvme0n1p1")
     return box

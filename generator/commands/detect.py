@@ -17,6 +17,7 @@ import click
 
 from generator.detect.describe import Machine, describe
 from generator.detect.driver import DriverReport, parse_nvidia_smi, query_driver
+from generator.detect.driver_amd import MAX_JSON_BYTES, parse_amd_smi, run_amd_smi
 from generator.detect.tree import Tree
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.catalog import Catalog, load_catalog
@@ -28,6 +29,7 @@ from generator.inputs.yamlio import parse_yaml_text
 CAPTURE_SCRIPT = Path(__file__).resolve().parent.parent / "detect" / "capture.sh"
 # Where the capture script leaves nvidia-smi's answer inside the tarball.
 CAPTURED_SMI = "/goldtune-capture/nvidia-smi-q-x.xml"
+CAPTURED_AMD_SMI = "/goldtune-capture/amd-smi-static.json"
 
 
 def capture_script() -> str:
@@ -44,6 +46,18 @@ def driver_facts(tree: Tree, live: bool) -> DriverReport | str:
     return parse_nvidia_smi(xml.encode("utf-8"), source="captured nvidia-smi -q -x")
 
 
+def amd_driver_facts(tree: Tree, live: bool) -> DriverReport | str:
+    """amd-smi's answers: asked here when live (only when it is installed, bounded); read from
+    the capture otherwise."""
+    if live:
+        answer = run_amd_smi()
+        return parse_amd_smi(answer) if isinstance(answer, bytes) else answer
+    text = tree.read(CAPTURED_AMD_SMI, limit=MAX_JSON_BYTES)
+    if text is None:
+        return "the capture holds no amd-smi static --json output"
+    return parse_amd_smi(text.encode("utf-8"), source="captured amd-smi static --json")
+
+
 def command_line(root: Path | None) -> str:
     return "gen detect" + (f" --root {root}" if root is not None else "")
 
@@ -56,7 +70,9 @@ def detect_text(root: Path | None) -> tuple[str, list[str]]:
     live = root is None
     catalog = load_catalog()
     distros = tuple(sorted(load_distros()))
-    machine = Machine(tree, catalog, driver_facts(tree, live), live, distros)
+    machine = Machine(
+        tree, catalog, driver_facts(tree, live), live, distros, amd_driver_facts(tree, live)
+    )
     text = describe(machine, command_line(root))
     return text, check_description(text, catalog)
 
@@ -81,7 +97,7 @@ def check_description(text: str, catalog: Catalog) -> list[str]:
 def _gap(problem: Problem) -> str:
     """What `gen check` will say, without the placeholder file name and the list of known keys."""
     text = f"{problem.path}: {problem.message}"
-    if problem.path.startswith("gpus[") and "unknown GPU model '0x" in problem.message:
+    if problem.path.startswith("gpus[") and problem.hint.startswith("no catalog entry"):
         text += " (written by PCI device id: add a hardware_db/gpus/ entry with that id)"
     return text
 

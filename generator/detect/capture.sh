@@ -6,9 +6,9 @@
 #   mkdir DIR && tar -xzf OUTPUT.tar.gz -C DIR && gen detect --root DIR
 #
 # It only reads. It needs sh, cat, grep, head, ln, mkdir, readlink, tar and gzip (coreutils or
-# busybox); nvidia-smi's answer is added when nvidia-smi and timeout are installed. Sysfs
-# files are copied with cat (their sizes in stat are not their contents), and sysfs links are
-# kept as links, so the tree has the shape the kernel gives it.
+# busybox); nvidia-smi's and amd-smi's answers are added when they and timeout are installed.
+# Sysfs files are copied with cat (their sizes in stat are not their contents), and sysfs links
+# are kept as links, so the tree has the shape the kernel gives it.
 set -eu
 
 out=${1:-goldtune-capture.tar.gz}
@@ -103,6 +103,19 @@ for disk in /sys/block/*; do
         copy_link "$slave"
     done
 done
+
+# The KFD topology of AMD GPUs (amdgpu): one properties file and gpu_id per node.
+for node in /sys/class/kfd/kfd/topology/nodes/[0-9]*; do
+    copy_file "$node/properties"
+    copy_file "$node/gpu_id"
+done
+
+if command -v amd-smi >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
+    mkdir -p "$stage/goldtune-capture"
+    timeout 30 amd-smi static --asic --bus --vram --limit --partition --json \
+        > "$stage/goldtune-capture/amd-smi-static.json" 2>/dev/null \
+        || rm -f "$stage/goldtune-capture/amd-smi-static.json"
+fi
 
 if command -v nvidia-smi >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then
     mkdir -p "$stage/goldtune-capture"

@@ -15,10 +15,12 @@ from generator.detect import cpu as cpus
 from generator.detect import devices
 from generator.detect.devices import ARPHRD_INFINIBAND, Disk, Nic, PciFunction
 from generator.detect.driver import DriverGpu, DriverReport
+from generator.detect.driver_amd import KfdGpu, read_kfd
 from generator.detect.emit import comment, field, line
 from generator.detect.system import read_os
 from generator.detect.tree import Tree, shown
 from generator.inputs.catalog import Catalog, GpuModel, NicModel
+from generator.model.vendors import vendor_spec, vendor_table
 
 INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")  # as inputs/hardware.py
 DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}$")
@@ -26,6 +28,7 @@ RDMA_DEVICE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")  # fullmatch,
 KIB_PER_GIB = 1024 * 1024
 FAST_PORT_MBPS = 25000
 NVIDIA_ID = devices.NVIDIA_VENDOR
+AMD_ID = devices.AMD_VENDOR
 
 
 class Machine(NamedTuple):
@@ -33,9 +36,10 @@ class Machine(NamedTuple):
 
     tree: Tree
     catalog: Catalog
-    driver: DriverReport | str  # the report, or why there is none
+    driver: DriverReport | str  # the NVIDIA driver's report, or why there is none
     live: bool
     distros: tuple[str, ...] = ()  # the distribution tables' keys and aliases (os.distro)
+    amd_driver: DriverReport | str = "amd-smi: not asked"  # amd-smi's report, or why none
 
 
 def describe(machine: Machine, command: str) -> str:
@@ -45,7 +49,9 @@ def describe(machine: Machine, command: str) -> str:
     numa = cpus.read_numa(tree)
     functions = devices.read_pci(tree)
     lines = header(command, machine)
-    lines += cpu_lines(identity, cpus.read_topology(tree), len(numa.cpu_nodes))
+    topology = cpus.read_topology(tree)
+    lines += cpu_lines(identity, topology, len(numa.cpu_nodes))
+    lines += node_cores_lines(topology, numa)
     lines += memory_lines(cpus.read_memory_kib(tree), numa)
     lines += gpu_lines(functions, numa, machine)
     lines += nic_lines(tree, functions, numa, machine.catalog)
@@ -96,6 +102,22 @@ def cpu_lines(identity: cpus.CpuIdentity, topology: cpus.Topology, cpu_nodes: in
     return lines
 
 
+def node_cores_lines(topology: cpus.Topology, numa: cpus.NumaLayout) -> list[str]:
+    """cpu.cores_per_numa_node where the nodes of a socket differ in size (SNC3 of 128 cores:
+    43, 43, 42): each node's CPUs over the threads per core, the first socket's nodes in order;
+    nothing for an even split, or where the sockets' splits differ (the format has one list)."""
+    nodes = [len(numa.cpus_of_node.get(node, ())) for node in numa.cpu_nodes]
+    sockets, threads = topology.sockets, topology.threads_per_core
+    if len(set(nodes)) <= 1 or len(nodes) % sockets or any(n % threads for n in nodes):
+        return []
+    per_socket = len(nodes) // sockets
+    split = [n // threads for n in nodes[:per_socket]]
+    if nodes != nodes[:per_socket] * sockets or sum(split) != topology.cores_per_socket:
+        return [comment(2, "cores_per_numa_node: left out, the sockets' NUMA splits differ")]
+    note = "CPUs of each node of a socket over its threads per core (/sys/devices/system/node)"
+    return [field(2, "cores_per_numa_node", split, note)]
+
+
 def memory_lines(total_kib: int, numa: cpus.NumaLayout) -> list[str]:
     usable = max(total_kib - numa.memory_only_kib, KIB_PER_GIB) // KIB_PER_GIB
     note = "MemTotal of /proc/meminfo, rounded down (a little below the installed RAM)"
@@ -140,8 +162,22 @@ def node_index(node: int, numa: cpus.NumaLayout, note: str) -> tuple[int | None,
     return node, note
 
 
-def find_gpu(catalog: Catalog, device: str) -> GpuModel | None:
-    return next((g for g in catalog.gpus.entries if f"0x{device}" in g.pci_device_ids), None)
+def find_gpu(catalog: Catalog, device: str, vendor: str = NVIDIA_ID) -> GpuModel | None:
+    """The catalog entry of a PCI vendor:device: a device id is the vendor's own numbering, so
+    an entry matches only with its vendor's PCI id (generator/model/vendors.py)."""
+    return next(
+        (
+            g
+            for g in catalog.gpus.entries
+            if f"0x{device}" in g.pci_device_ids and vendor_spec(g.vendor).pci_hex == vendor
+        ),
+        None,
+    )
+
+
+def vendor_name(pci_vendor: str) -> str:
+    """NVIDIA, AMD: the name of the GPU vendor whose PCI vendor id this is."""
+    return next((v.name for v in vendor_table().values() if v.pci_hex == pci_vendor), pci_vendor)
 
 
 def find_nic(catalog: Catalog, pci_id: str) -> NicModel | None:
@@ -160,32 +196,39 @@ def gpu_lines(
             comment(
                 0,
                 f"display functions of other vendors left out ({ids}): the "
-                "format describes NVIDIA GPUs only",
+                "format describes NVIDIA and AMD GPUs only",
             )
         )
     if not found:
-        return [*lines, field(0, "gpus", [], "no NVIDIA display or 3D function on the PCI bus")]
+        return [
+            *lines,
+            field(0, "gpus", [], "no NVIDIA or AMD GPU function on the PCI bus"),
+        ]
     lines.append("gpus:")
-    for device in sorted({f.device for f in found}, key=lambda d: _first(found, d)):
-        lines += _gpu_group([f for f in found if f.device == device], numa, machine)
-    lines += nvswitch_lines(functions, machine.driver)
+    kfd = read_kfd(machine.tree) if any(f.vendor == AMD_ID for f in found) else {}
+    for pci_id in sorted({f.pci_id for f in found}, key=lambda i: _first(found, i)):
+        group = [f for f in found if f.pci_id == pci_id]
+        lines += _gpu_group(group, numa, machine)
+        lines += kfd_comments(group, kfd)
+    if any(f.vendor == NVIDIA_ID for f in found):
+        lines += nvswitch_lines(functions, machine.driver)
     return lines
 
 
-def _first(found: list[PciFunction], device: str) -> str:
-    return min(f.address for f in found if f.device == device)
+def _first(found: list[PciFunction], pci_id: str) -> str:
+    return min(f.address for f in found if f.pci_id == pci_id)
 
 
 def _gpu_group(group: list[PciFunction], numa: cpus.NumaLayout, machine: Machine) -> list[str]:
-    device = group[0].device
-    model = find_gpu(machine.catalog, device)
-    key = model.key if model else f"0x{device}"
+    vendor, device = group[0].vendor, group[0].device
+    model = find_gpu(machine.catalog, device, vendor)
+    key = model.key if model else f"0x{device}" if vendor == NVIDIA_ID else f"{vendor}:{device}"
     where = (
         "catalog entry by PCI id"
         if model
         else "NOT IN THE CATALOG (hardware_db/gpus/); `gen check` names the missing entry"
     )
-    lines = [field(2, "- model", key, f"PCI {NVIDIA_ID}:{device}, {where}")]
+    lines = [field(2, "- model", key, f"PCI {vendor}:{device}, {where}")]
     lines.append(field(4, "count", len(group), f"{len(group)} PCI functions"))
     nodes = [device_node(f, numa) for f in group]
     if all(node is not None for node, _ in nodes):
@@ -199,7 +242,33 @@ def _gpu_group(group: list[PciFunction], numa: cpus.NumaLayout, machine: Machine
         )
     else:
         lines.append(comment(4, f"numa_nodes left out: {next(n for v, n in nodes if v is None)}"))
-    lines += driver_comments(group, model, machine.driver)
+    driver = machine.amd_driver if vendor == AMD_ID else machine.driver
+    lines += driver_comments(group, model, driver)
+    return lines
+
+
+def kfd_comments(group: list[PciFunction], kfd: dict[str, KfdGpu]) -> list[str]:
+    """What the KFD topology says of each AMD GPU: its compute partitions and SIMDs."""
+    if group[0].vendor != AMD_ID:
+        return []
+    if not kfd:
+        return [comment(4, "kfd: no GPU node in /sys/class/kfd/kfd/topology (amdgpu not loaded?)")]
+    lines = []
+    for function in group:
+        nodes = kfd.get(function.address)
+        if nodes is None:
+            lines.append(comment(4, f"kfd: {function.address} has no KFD node"))
+            continue
+        ids = ", ".join(str(gpu_id) for gpu_id in nodes.gpu_ids[:8])
+        partitions = len(nodes.gpu_ids)
+        mode = "one compute partition" if partitions == 1 else f"{partitions} compute partitions"
+        lines.append(
+            comment(
+                4,
+                f"kfd {function.address}: {mode} (gpu_id {ids}), {nodes.simd_count} SIMDs; "
+                "count is PCI functions, not partitions",
+            )
+        )
     return lines
 
 
@@ -232,7 +301,9 @@ def _gpu_summary(gpu: DriverGpu) -> str:
     if gpu.memory_mib is not None:
         parts.append(f"{gpu.memory_mib} MiB")
     default, low, high = gpu.power_w
-    if default or low or high:
+    if default is None and high:  # amd-smi gives the range and the cap, not the default
+        parts.append(f"power range {low or 0}-{high} W")
+    elif default or low or high:
         parts.append(f"power default {default} W, range {low}-{high} W")
     graphics, memory = gpu.max_clocks_mhz
     if graphics or memory:
@@ -241,6 +312,10 @@ def _gpu_summary(gpu: DriverGpu) -> str:
         parts.append(f"MIG {gpu.mig_mode}")
     if gpu.nvlinks_active is not None:
         parts.append(f"{gpu.nvlinks_active} NVLinks active")
+    if gpu.power_cap_w is not None:
+        parts.append(f"power cap {gpu.power_cap_w} W")
+    if gpu.compute_partition or gpu.memory_partition:
+        parts.append(f"partition {gpu.compute_partition or '?'}/{gpu.memory_partition or '?'}")
     return ", ".join(parts)
 
 
@@ -305,8 +380,30 @@ def nic_lines(
         return [*lines, field(0, "nics", [], "no interface backed by a device in /sys/class/net")]
     lines.append("nics:")
     shared = _shared_rdma_devices(usable)
+    cards = _cards(usable)
     for nic in usable:
-        lines += _nic(nic, routes, numa, catalog, shared)
+        described = _nic(nic, routes, numa, catalog, shared)
+        if nic.name in cards:  # before the closing names_real line
+            described.insert(len(described) - 1, cards[nic.name])
+        lines += described
+    return lines
+
+
+def _cards(nics: list[Nic]) -> dict[str, str]:
+    """The card line of each interface that shares its PCI slot (domain, bus, device) with
+    another: the functions of one device are the ports of one card (a dual-port ConnectX is
+    functions .0 and .1; a dual-port mlx4 is two interfaces on one function)."""
+    slots: dict[str, list[Nic]] = {}
+    for nic in nics:
+        if nic.pci is not None:
+            slots.setdefault(nic.pci.address.rsplit(".", 1)[0], []).append(nic)
+    lines = {}
+    for slot, ports in slots.items():
+        if len(ports) > 1:
+            names = ", ".join(port.name for port in ports)
+            card = slot.replace(":", "-")
+            for port in ports:
+                lines[port.name] = field(4, "card", card, f"PCI slot {slot}, ports {names}")
     return lines
 
 

@@ -7,14 +7,23 @@ from typing import NamedTuple
 
 from generator.detect.cpu import cpulist
 from generator.detect.tree import Tree, shown
-from generator.model.vendors import NVIDIA
+from generator.model.vendors import GPU_VENDORS, NVIDIA, GpuVendor
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 PCI_ID = re.compile(r"^0x([0-9a-f]{4})$")
 NVIDIA_VENDOR = NVIDIA.pci_hex  # generator/model/vendors.py
+AMD_VENDOR = GPU_VENDORS[GpuVendor.AMD].pci_hex
 # PCI base class 03 (display): 0300 VGA, 0302 3D controller (data-centre GPUs). Other display
-# functions (a BMC's VGA, a VM's virtual GPU) are not NVIDIA and are left out.
+# functions (a BMC's VGA, a VM's virtual GPU) are no GPU vendor's and are left out.
 GPU_CLASSES = ("0x0300", "0x0302")
+# The classes each GPU vendor's data-centre GPUs carry. AMD: amdgpu binds vendor 0x1002 by class,
+# VGA 0x0300, display-other 0x0380 (MI200 and earlier Instinct) and processing accelerator 0x1200
+# (MI300 on: "drm/amdgpu: add the accelerator pcie class", the pciidlist entry
+# PCI_CLASS_ACCELERATOR_PROCESSING << 8 in drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c).
+GPU_CLASSES_OF_VENDOR = {
+    NVIDIA_VENDOR: GPU_CLASSES,
+    AMD_VENDOR: ("0x0300", "0x0380", "0x1200"),
+}
 # NVSwitch PCI functions: LR10 (A100 generation) 0x1ae8, 0x1af0-0x1aff; LS10 (H100 generation)
 # 0x22a0-0x22af. Source: open-gpu-kernel-modules src/common/nvswitch/kernel/nvswitch.c device
 # tables [P] (research/hardware-facts.md A1). Blackwell NVSwitches have no PCI function there.
@@ -92,21 +101,18 @@ def read_pci(tree: Tree) -> dict[str, PciFunction]:
     return functions
 
 
+def is_gpu(function: PciFunction) -> bool:
+    """A GPU of a vendor goldtune knows: its vendor id with one of that vendor's GPU classes."""
+    classes = GPU_CLASSES_OF_VENDOR.get(function.vendor, ())
+    return bool(classes) and function.pci_class.startswith(classes)
+
+
 def gpus_of(functions: dict[str, PciFunction]) -> list[PciFunction]:
-    found = [
-        f
-        for f in functions.values()
-        if f.vendor == NVIDIA_VENDOR and f.pci_class.startswith(GPU_CLASSES)
-    ]
-    return sorted(found, key=lambda f: f.address)
+    return sorted(filter(is_gpu, functions.values()), key=lambda f: f.address)
 
 
 def other_display_functions(functions: dict[str, PciFunction]) -> list[PciFunction]:
-    found = [
-        f
-        for f in functions.values()
-        if f.vendor != NVIDIA_VENDOR and f.pci_class.startswith(GPU_CLASSES)
-    ]
+    found = [f for f in functions.values() if not is_gpu(f) and f.pci_class.startswith(GPU_CLASSES)]
     return sorted(found, key=lambda f: f.address)
 
 

@@ -33,10 +33,14 @@ class DriverGpu(NamedTuple):
     mig_mode: str | None = None  # enabled | disabled
     nvlinks_active: int | None = None
     nvswitch: bool | None = None
+    # amd-smi's (generator/detect/driver_amd.py): the power cap now, and the partition modes
+    power_cap_w: int | None = None
+    compute_partition: str | None = None  # SPX | DPX | QPX | CPX
+    memory_partition: str | None = None  # NPS1 | NPS4
 
 
 class DriverReport(NamedTuple):
-    source: str  # NVML | nvidia-smi -q -x | why neither answered
+    source: str  # NVML | nvidia-smi -q -x | amd-smi static --json
     gpus: dict[str, DriverGpu]
 
 

@@ -23,6 +23,9 @@ class CpuFacts(NamedTuple):
     # False when neither the hardware file nor the CPU model says: threads_per_core is then a
     # placeholder 1, and rules that depend on SMT decide at boot or say they cannot
     threads_known: bool = True
+    # the physical cores of each NUMA node of a socket where they differ (SNC3 of 128 cores: 43,
+    # 43, 42); None: the nodes split the cores evenly
+    cores_per_node: tuple[int, ...] | None = None
 
     @property
     def is_grace(self) -> bool:
@@ -51,6 +54,8 @@ class GpuGroup(NamedTuple):
     # Shadows tuple.count (a method) on purpose: "count" is what the hardware format calls it.
     count: int  # type: ignore[assignment]
     numa_nodes: tuple[int, ...] | None
+    # PCIe cards joined by an NVLink bridge: pairs of positions in the group (PCI order)
+    nvlink_bridges: tuple[tuple[int, int], ...] = ()
 
 
 class NicFacts(NamedTuple):
@@ -64,6 +69,7 @@ class NicFacts(NamedTuple):
     # True: name and rdma_device are stated as the host's own (gen detect, or the user), not
     # placeholders; only such names may be pinned where a wrong one breaks the consumer
     names_real: bool = False
+    card: str | None = None  # the physical card, a name its ports share; None: not given
 
     @property
     def carries_tcp(self) -> bool:
@@ -164,8 +170,11 @@ class Facts(NamedTuple):
         node), then the SMT siblings in the same order: on 2 x 56 cores x 2 threads node 0 holds
         0-55 and 112-167.
         """
-        cores_per_node = self.cpu.physical_cores // self.numa_nodes
-        first = node * cores_per_node
+        sizes = self.cpu.cores_per_node
+        if sizes is None:
+            sizes = (self.cpu.physical_cores // self.numa_nodes,)
+        per_node = sizes * (self.numa_nodes // len(sizes))  # each socket's nodes, in order
+        first, cores_per_node = sum(per_node[:node]), per_node[node]
         cpus: list[int] = []
         for thread in range(self.cpu.threads_per_core):
             offset = thread * self.cpu.physical_cores

@@ -24,6 +24,12 @@ from generator.inputs.catalog import (
 )
 from generator.inputs.facts import CpuFacts, DiskFacts, Facts, GpuGroup, NicFacts, OsFacts
 from generator.inputs.schema import StrictModel, closest, validate_model
+from generator.inputs.topology import (
+    check_bridges,
+    check_cards,
+    resolve_node_cores,
+    resolve_threads,
+)
 from generator.inputs.yamlio import name_or_stem, read_yaml_file
 from generator.textsafe import short_key
 
@@ -38,6 +44,7 @@ InterfaceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0
 # (NCCL_IB_HCA separates devices and ports with them) nor a shell or udev metacharacter.
 RdmaDeviceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")]
 DiskName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]{0,31}$")]
+CardName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$")]
 BundleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 NumaNode = Annotated[int, Field(ge=0, le=63)]
 
@@ -86,6 +93,25 @@ class CpuSpec(StrictModel):
     threads_per_core: Annotated[
         int | None, Field(ge=1, le=8, description="hardware threads per core (2 with SMT on)")
     ] = None
+    smt: Annotated[
+        Literal["enabled", "disabled", "bios"] | None,
+        _doc(
+            "SMT as the machine runs: enabled, disabled, or bios (the chip has SMT and the "
+            "BIOS setting is not known here: the thread count stays unknown, even where the "
+            "model gives it)"
+        ),
+    ] = None
+    cores_per_numa_node: Annotated[
+        list[Annotated[int, Field(ge=1, le=1024)]] | None,
+        Field(
+            min_length=1,
+            max_length=16,
+            description=(
+                "physical cores of each NUMA node of one socket, for an uneven split (SNC3 of "
+                "128 cores: [43, 43, 42]); default: numa_nodes split the cores evenly"
+            ),
+        ),
+    ] = None
 
 
 class GpuSpec(StrictModel):
@@ -99,6 +125,17 @@ class GpuSpec(StrictModel):
     count: Annotated[int, Field(ge=1, le=64, description="GPUs of this model")]
     numa_nodes: Annotated[
         list[NumaNode] | None, _doc("NUMA node of each GPU, one per GPU, in PCI order")
+    ] = None
+    nvlink_bridges: Annotated[
+        list[Annotated[list[Annotated[int, Field(ge=0, le=63)]], Field(min_length=2, max_length=2)]]
+        | None,
+        Field(
+            max_length=32,
+            description=(
+                "PCIe cards joined by NVLink bridges, as pairs of GPU positions in this group "
+                "(PCI order, from 0): [[0, 1], [2, 3]]; a card in no pair has no bridge"
+            ),
+        ),
     ] = None
 
 
@@ -126,6 +163,13 @@ class NicSpec(StrictModel):
         _doc(
             "the RDMA device the kernel gives this port (mlx5_0: /sys/class/net/<name>/device/"
             "infiniband/); names the compute HCAs in NCCL_IB_HCA"
+        ),
+    ] = None
+    card: Annotated[
+        CardName | None,
+        _doc(
+            "the physical card this port is on, a name its ports share (slot3): the ports of "
+            "one card share its PCIe slot, NUMA node and model"
         ),
     ] = None
     names_real: Annotated[
@@ -401,7 +445,9 @@ def _resolve_cpu(spec: CpuSpec, catalog: Catalog, source: str) -> tuple[CpuFacts
         problems.append(
             Problem(source, "cpu.cores_per_socket", "required (the CPU model does not give it)")
         )
-    stated = spec.threads_per_core or (model.threads_per_core if model else None)
+    stated, smt_problems = resolve_threads(spec, model, source)
+    if not problems:
+        problems += smt_problems
     facts = CpuFacts(
         model,
         vendor or "intel",
@@ -420,6 +466,24 @@ PCI_ID = r"(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{4}|0x[0-9a-fA-F]{4})"
 CATALOG_FOLDERS = {
     "GPU": "hardware_db/gpus/ (pci_device_ids)",
     "NIC": "hardware_db/nics/ (pci_ids)",
+}
+# What a new entry must hold (the required fields of GpuModel and NicModel in
+# generator/inputs/catalog.py), what it should hold where a source says it, and where those
+# facts are found: the fix for a refused PCI id is an entry, so the refusal says how to write it.
+CATALOG_RECIPES = {
+    "GPU": (
+        "key (the file name), name, vendor, pci_device_ids, architecture, form_factor, source; "
+        "then memory_gib, power (default_w, min_w, max_w), partition or MIG modes, null where no "
+        "source says. The facts: pci.ids (github.com/pciutils/pciids) for the id and name, "
+        "`nvidia-smi -q` or `amd-smi static` on the machine for memory and power limits, "
+        "the vendor's datasheet for the rest"
+    ),
+    "NIC": (
+        "key (the file name), name, vendor, pci_ids, driver, rdma, source; then max_speed_gbps, "
+        "rdma_driver, infiniband. The facts: pci.ids (github.com/pciutils/pciids) for the id "
+        "and name, `ethtool -i` and `ls /sys/class/infiniband` on the machine for the drivers, "
+        "the vendor's datasheet for the speed"
+    ),
 }
 
 
@@ -440,6 +504,8 @@ def _find_model(
             # entry, not a different name, so no list of known names.
             folder = CATALOG_FOLDERS.get(index.kind, "hardware_db/")
             hint = f"no catalog entry has this PCI id: add one to {folder} listing it"
+            if index.kind in CATALOG_RECIPES:
+                hint += f", with {CATALOG_RECIPES[index.kind]}"
             return None, [Problem(source, where, message, hint)]
         return None, [Problem(source, where, message, closest(name, index.keys))]
     return entry, []
@@ -476,7 +542,11 @@ def _resolve_gpus(
                             f"(the machine has {numa_nodes}: 0-{numa_nodes - 1})",
                         )
                     )
-        groups.append(GpuGroup(model, gpu.count, tuple(gpu.numa_nodes) if gpu.numa_nodes else None))
+        bridges = tuple((pair[0], pair[1]) for pair in gpu.nvlink_bridges or ())
+        if bridges:
+            problems += check_bridges(bridges, gpu.count, model, where, source)
+        nodes = tuple(gpu.numa_nodes) if gpu.numa_nodes else None
+        groups.append(GpuGroup(model, gpu.count, nodes, bridges))
     total = sum(group.count for group in groups)
     if total > 64:
         problems.append(
@@ -525,7 +595,15 @@ def _resolve_nic(
         hint = "set rdma: true, or leave rdma_device out"
         problems.append(Problem(source, f"{where}.rdma_device", message, hint))
     facts = NicFacts(
-        nic.name, model, speed, nic.numa_node, nic.role, rdma, nic.rdma_device, nic.names_real
+        nic.name,
+        model,
+        speed,
+        nic.numa_node,
+        nic.role,
+        rdma,
+        nic.rdma_device,
+        nic.names_real,
+        nic.card,
     )
     return facts, problems
 
@@ -603,14 +681,16 @@ def resolve_facts(
                 f"{numa_nodes} is not a multiple of {spec.cpu.sockets} sockets",
             )
         )
-    elif not problems and cpu.cores_per_socket % (numa_nodes // spec.cpu.sockets):
-        problems.append(
-            Problem(
-                source,
-                "numa_nodes",
-                f"{numa_nodes} nodes do not split {cpu.cores_per_socket} cores per socket evenly",
-            )
+    elif not problems:
+        node_cores, node_problems = resolve_node_cores(
+            spec.cpu.cores_per_numa_node,
+            cpu.cores_per_socket,
+            spec.cpu.sockets,
+            numa_nodes,
+            source,
         )
+        problems += node_problems
+        cpu = cpu._replace(cores_per_node=node_cores)
     if cpu_resolved:
         problems += _check_page_size(spec.os, cpu.arch, source)
     gpus, gpu_problems = _resolve_gpus(spec, catalog, numa_nodes, source)
@@ -621,6 +701,7 @@ def resolve_facts(
         nics.append(nic)
         problems += nic_problems
     problems += _check_unique([nic.name for nic in spec.nics], "nics", source)
+    problems += check_cards(spec.nics, [nic.model for nic in nics], source)
     problems += _check_unique(
         [nic.rdma_device for nic in spec.nics], "nics", source, key="rdma_device"
     )

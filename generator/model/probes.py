@@ -47,11 +47,14 @@ LIST_SECTIONS = (
     "confs",  # files the plan writes at paths without the tool's name: /etc/nccl.conf (issue 18)
     "acs",  # the devices pcie-acs clears ACS above: gpus, nic:<interface> (issue 18)
 )
-WHOLE_SECTIONS = ("block", "gpu", "tuned", "own_units", "system", "journal", "files")
+WHOLE_SECTIONS = ("block", "gpu", "gpu-amd", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
-# A GPU vendor's PCI id (0x10de, generator/model/vendors.py), one line each: the GPUs `acs gpus`
-# and the `gpu` section's PCI count look for; either needs one.
+# A GPU vendor's PCI id (0x10de, generator/model/vendors.py), one line each: the GPUs `acs gpus`,
+# the `gpu` section's PCI count and the `gpu-amd` section look for; each needs one.
 VENDOR_SECTION = "gpu-vendor"
+# GPU actions only AMD's GPUs have (amd-smi set --compute-partition, --memory-partition): a plan
+# with one is judged from the gpu-amd section whatever kind carries it.
+AMD_ONLY_ACTIONS = frozenset({"compute-partition", "memory-partition"})
 PCI_VENDOR_WORD = re.compile(r"0x[0-9a-f]{4}")
 
 
@@ -156,7 +159,7 @@ def check_collect_data(text: str, source: str) -> None:
     problems += [
         Problem(source, "", f"no {name} line") for name in NAME_SECTIONS if name not in present
     ]
-    if ({"acs\tgpus", "gpu"} & set(lines)) and VENDOR_SECTION not in present:
+    if ({"acs\tgpus", "gpu", "gpu-amd"} & set(lines)) and VENDOR_SECTION not in present:
         problems.append(Problem(source, "", f"acs gpus or gpu without a {VENDOR_SECTION} line"))
     if problems:
         raise InputError(problems[:5])

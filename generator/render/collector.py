@@ -14,6 +14,7 @@ from generator import TOOL
 from generator.errors import InputError, Problem
 from generator.model import layout
 from generator.model.probes import (
+    AMD_ONLY_ACTIONS,
     EFFECT_PATHS,
     GOVERNOR,
     LIST_SECTIONS,
@@ -32,12 +33,20 @@ EFFECT_REASON = "collect: the effect of kernel arguments and tuned options is re
 WHOLE_REASONS = {
     "block": "collect: the disks the udev rules may match",
     "gpu": "collect: the GPUs the plan's nvidia-smi actions apply to",
+    "gpu-amd": "collect: the AMD GPUs the plan's amd-smi actions apply to",
     "tuned": "collect: the tuned profile the plan selects",
     "own_units": "collect: the state of this tool's own units",
     "system": "collect: the health of the boot",
     "journal": "collect: warnings of the configuration's consumers",
     "files": "collect: the installed files, against the manifest",
 }
+
+
+def amd_gpu_settings(plan: Plan) -> list[Setting]:
+    """The gpu settings read back from the gpu-amd section: the partition actions, which only
+    AMD's GPUs have (generator/verify/live.py judges a plan's other gpu actions from it too on
+    a machine whose GPUs are AMD's)."""
+    return [s for s in plan.of_kind("gpu") if s.key in AMD_ONLY_ACTIONS]
 
 
 def bundle_word(plan: Plan) -> str:
@@ -101,6 +110,7 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
     ]
     items = _items(plan)
     whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
+    whole["gpu-amd"] = bool(amd_gpu_settings(plan))  # a gpu setting too: vendor lines follow
     if whole["gpu"] or any(word == "gpus" for word, _ in items["acs"]):
         lines += gpu_vendor_lines(plan.gpu_vendors)
     for section in LIST_SECTIONS:

@@ -51,6 +51,7 @@ from generator.model.layout import (
     NCCL_CONF,
 )
 from generator.model.probes import (
+    AMD_ONLY_ACTIONS,
     GOVERNOR,
     THP_DEFRAG,
     THP_ENABLED,
@@ -61,6 +62,8 @@ from generator.model.probes import (
 from generator.model.setting import Setting
 from generator.model.vendors import NVIDIA
 from generator.paths import hardware_db_dir
+from generator.verify.gpu_amd import SECTION as AMD_SECTION
+from generator.verify.gpu_amd import check_gpu_amd
 from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.udevmatch import Disk, assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Bundle, Check, Verdict, check_of
@@ -104,6 +107,11 @@ GPU_FIELDS = (
     "clocks.max.gr",
     "mig.mode.current",
     "mig.mode.pending",
+)
+# The GPU actions read back through nvidia-smi (gpu_actual, check_mig_layout); another action
+# (a vendor's own) is not judged from these rows, never passed.
+NVIDIA_GPU_ACTIONS = frozenset(
+    {"persistence", "ecc", "mig", "mig-layout", "compute-mode", "clocks", "power-limit"}
 )
 
 
@@ -517,6 +525,15 @@ def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]
     return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
 
 
+def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
+    """A gpu setting for AMD's GPUs: an action only they have, or any action on a machine whose
+    snapshot has AMD GPUs and no NVIDIA ones (the gpu-amd section, nvidia-smi absent)."""
+    if setting.key in AMD_ONLY_ACTIONS:
+        return True
+    amd = [key for key, _ in live.snapshot.section(AMD_SECTION) if key != "tool"]
+    return bool(amd) and live.snapshot.value("gpu", "tool") in (None, "!absent")
+
+
 def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
     """One GPU against the planned MIG instances: (what it has, whether that is the plan)."""
     mode = row["mig.mode.current"]
@@ -547,6 +564,11 @@ def check_mig_layout(setting: Setting, live: Live) -> Check:
 
 
 def check_gpu(setting: Setting, live: Live) -> Check:
+    if is_amd_gpu_setting(setting, live):
+        return check_gpu_amd(setting, live.snapshot)
+    if setting.key not in NVIDIA_GPU_ACTIONS:
+        reason = f"this goldtune has no reading of {setting.key} through nvidia-smi"
+        return check_of(setting, "not read", NOT_JUDGED, reason)
     tool = live.snapshot.value("gpu", "tool")
     if tool is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
