@@ -72,10 +72,13 @@ def test_gen_check_takes_the_mi300x_host_or_says_which_entry_to_add(tmp_path: Pa
 
 
 def catalog_with(*extra: GpuModel) -> Catalog:
-    """The shipped catalog with GPU entries of a test's own."""
+    """The shipped catalog with GPU entries of a test's own, in place of the shipped entries
+    that list one of their PCI device ids."""
     shipped = load_catalog()
     catalog = Catalog(shipped.root)
-    catalog.__dict__["gpus"] = Index.build("GPU", [*shipped.gpus.entries, *extra])
+    theirs = {device for entry in extra for device in entry.pci_device_ids}
+    kept = [e for e in shipped.gpus.entries if not theirs & set(e.pci_device_ids)]
+    catalog.__dict__["gpus"] = Index.build("GPU", [*kept, *extra])
     return catalog
 
 

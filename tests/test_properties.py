@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from generator.inputs.catalog import CpuModel, GpuModel, load_catalog
 from generator.inputs.hardware import load_facts
+from generator.model.vendors import vendor_spec
 from generator.plan.checks import EXCLUSIVE_SYSCTLS
 from generator.plan.known_keys import KNOWN_KERNEL_ARGS, KNOWN_SYSCTLS
 from tests.conftest import IN_CI, PROFILES, REPO, SYSTEMS, missing_tool
@@ -60,7 +61,10 @@ GPU_NAMES = sorted(
             *model.aliases,
             *(alias.lower() for alias in model.aliases),
             *model.pci_device_ids,
-            *(f"10de:{device[2:]}" for device in model.pci_device_ids),
+            *(
+                f"{vendor_spec(model.vendor).pci_hex}:{device[2:]}"
+                for device in model.pci_device_ids
+            ),
         ]
         if name.lower() not in CATALOG.gpus.shared_names
     }

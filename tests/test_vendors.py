@@ -59,11 +59,6 @@ def test_each_row_names_what_the_bundle_really_has(spec: VendorSpec) -> None:
         pytest.param(
             spec,
             id=spec.vendor,
-            # the AMD collector section comes with the detect/verify branch (amd-observe):
-            # strict, so the merge that brings it fails here until this mark is removed
-            marks=[pytest.mark.xfail(strict=True, reason="gpu-amd collector: amd-observe")]
-            if spec.vendor == GpuVendor.AMD
-            else [],
         )
         for spec in GPU_VENDORS.values()
     ],

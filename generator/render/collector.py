@@ -26,6 +26,7 @@ from generator.model.probes import (
     module_param,
 )
 from generator.model.setting import Plan, Setting
+from generator.model.vendors import GpuVendor
 from generator.render.datafile import DataLine, gpu_vendor_lines, setting_line
 
 # Why the collector reads what no single setting asks for.
@@ -45,7 +46,9 @@ WHOLE_REASONS = {
 def amd_gpu_settings(plan: Plan) -> list[Setting]:
     """The gpu settings read back from the gpu-amd section: the partition actions, which only
     AMD's GPUs have (generator/verify/live.py judges a plan's other gpu actions from it too on
-    a machine whose GPUs are AMD's)."""
+    a machine whose GPUs are AMD's), or all of a plan for AMD GPUs (a power limit alone)."""
+    if GpuVendor.AMD in plan.gpu_vendors:
+        return list(plan.of_kind("gpu"))
     return [s for s in plan.of_kind("gpu") if s.key in AMD_ONLY_ACTIONS]
 
 
