@@ -14,7 +14,7 @@ What it says:
   directory), hardware, profile, the goldtune version that made it and its content digest: the
   sha256 of its ``plan.json`` (every setting, note and warning, no timestamps: two bundles with
   the same digest apply the same settings). The node-side metrics script and the NFD feature file
-  carry the same digest, computed at render time (``bundle_digest``).
+  carry the same digest, computed at render time (``generator.model.planio.content_digest``).
 - ``goldtune_verify_checks{verdict}``: how many checks have each verdict, every verdict present
   (a 0 is an answer; an absent series is not).
 - ``goldtune_verify_failed``: 1 when a check fails (differs, missing, not judged), the exit status
@@ -28,7 +28,6 @@ What it says:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
@@ -63,11 +62,6 @@ class BundleIdentity(NamedTuple):
     profile: str
     version: str  # the goldtune version that made the bundle
     digest: str  # sha256 of plan.json, 64 hex digits
-
-
-def bundle_digest(plan_json: bytes) -> str:
-    """The bundle's content digest: the sha256 of its plan.json, as hex."""
-    return hashlib.sha256(plan_json).hexdigest()
 
 
 def escape_label_value(value: str) -> str:

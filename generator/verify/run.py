@@ -37,6 +37,7 @@ from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, check_intact, read_bund
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, PLAN_FILE, SCRIPTS_DIR, in_overlay
+from generator.model.planio import content_digest
 from generator.model.probes import check_collect_data
 from generator.model.xids import XidTable
 from generator.paths import templates_dir
@@ -45,7 +46,7 @@ from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health
 from generator.verify.image import check_root
 from generator.verify.live import check_settings
-from generator.verify.prometheus import BundleIdentity, Preflight, bundle_digest, render_prometheus
+from generator.verify.prometheus import BundleIdentity, Preflight, render_prometheus
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
 
@@ -190,7 +191,7 @@ def bundle_identity(bundle: Bundle) -> BundleIdentity:
         hardware=plan.hardware_name,
         profile=plan.profile_name,
         version=version if isinstance(version, str) else "?",
-        digest=bundle_digest(raw),
+        digest=content_digest(raw),
     )
 
 
