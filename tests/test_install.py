@@ -234,6 +234,25 @@ def test_files_a_newer_bundle_drops_are_removed(tmp_path: Path) -> None:
     assert (root / "usr/local/libexec/goldtune/gpu-setup").exists()
 
 
+def test_a_dropped_timer_takes_its_timers_target_link_along(tmp_path: Path) -> None:
+    """goldtune-metrics.timer (knob prometheus_textfile) is linked into timers.target.wants; a
+    later bundle without it disables it before removing the file, so no dangling link stays
+    (before: only *.service files were disabled on removal)."""
+    root = tmp_path / "image"
+    root.mkdir()
+    path = make_bin(tmp_path, {})
+    timer = setting("service", "goldtune-metrics.timer", "enable", "hygiene.prometheus-textfile")
+    link = root / "etc/systemd/system/timers.target.wants/goldtune-metrics.timer"
+    for name, plan in (("on", full_plan(settings=(*FULL_SETTINGS, timer))), ("off", full_plan())):
+        result = run(
+            bundle_for(tmp_path, plan, name) / "install.sh", "--root", str(root), path=path
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert link.is_symlink() is (name == "on"), result.stdout
+    assert "disable goldtune-metrics.timer" in result.stdout
+    assert not (root / "etc/systemd/system/goldtune-metrics.timer").exists()
+
+
 def test_an_absolute_symlink_in_the_image_is_not_written_through(tmp_path: Path) -> None:
     outside = tmp_path / "host-etc"
     outside.mkdir()
