@@ -28,6 +28,8 @@ DIGEST = hashlib.sha256(b"plan").hexdigest()
 def data_file(tmp_path: Path, **changes: str) -> Path:
     fields = {
         "log-as": "goldtune-report",
+        "metric-prefix": "goldtune",
+        "nfd-label": "feature.node.kubernetes.io/goldtune-preflight",
         "bundle": "hw-inference",
         "hardware": "hw",
         "profile": "inference",
@@ -157,6 +159,10 @@ def test_nfd_writes_no_label_for_a_state_kubernetes_refuses(tmp_path, state):
         ({"textfile": "relative/goldtune.prom"}, "not an absolute path"),
         ({"bundle": "a b"}, "not a name"),
         ({"nfd": ""}, "no nfd line"),
+        ({"metric-prefix": "gold-tune"}, "not a metric name prefix"),
+        ({"nfd-label": "goldtune-preflight"}, "not a label name"),
+        ({"nfd-label": "Feature.io/x"}, "not a label name"),
+        ({"nfd-label": "feature.io/x-"}, "not a label name"),
         ({"colour": "blue"}, "unknown key"),
     ],
 )

@@ -162,6 +162,7 @@ NODE_LABELS_UNIT = f"{TOOL}-node-labels.service"
 # which Debian sets to this directory (the path in the binary; its README.textfile: "create files
 # in the /var/lib/prometheus/node-exporter directory that are readable by the prometheus user").
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+METRIC_PREFIX = TOOL  # <prefix>_bundle_info, ...: gen verify --format prometheus and the report
 TEXTFILE = f"{TEXTFILE_DIR}/{TOOL}.prom"
 # Node Feature Discovery's local source reads every file of this directory but dot files
 # (kubernetes-sigs/node-feature-discovery source/local/local.go featureFilesDir,

@@ -28,6 +28,7 @@ REPORTED_UNITS = (layout.GPU_UNIT, layout.IRQ_UNIT, layout.ACS_UNIT, layout.MPS_
 # applies (apimachinery util/validation IsValidLabelValue: at most 63 characters, alphanumeric
 # at both ends, '-', '_' and '.' between, or empty).
 NFD_NAMESPACE = "feature.node.kubernetes.io"
+NFD_PREFLIGHT_LABEL = f"{NFD_NAMESPACE}/{TOOL}-preflight"
 LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 LABEL_VALUE_MAX = 63
 # The digest in a label: its first 16 hex digits (a label value holds 63 characters, the digest
@@ -72,24 +73,32 @@ def bundle_name(plan: Plan) -> str:
 
 
 def report_lines(plan: Plan, digest: str, units: list[str]) -> list[DataLine]:
+    tag = layout.REPORT_LOG_TAG
     return [
+        fixed_line(f"layout: messages are tagged {tag}", ("log-as", tag)),
+        fixed_line("layout: the metric names' prefix", ("metric-prefix", layout.METRIC_PREFIX)),
         fixed_line(
-            f"layout: messages are tagged {layout.REPORT_LOG_TAG}",
-            ("log-as", layout.REPORT_LOG_TAG),
+            "layout: the NFD label of the preflight's state", ("nfd-label", NFD_PREFLIGHT_LABEL)
         ),
-        fixed_line("the bundle: <hardware>-<profile>", ("bundle", bundle_name(plan))),
-        fixed_line("the hardware file the bundle was made from", ("hardware", plan.hardware_name)),
-        fixed_line("the profile the bundle was made from", ("profile", plan.profile_name)),
-        fixed_line(f"the {TOOL} version that made the bundle", ("version", __version__)),
-        fixed_line("the bundle's content digest: sha256 of its plan.json", ("digest", digest)),
-        *(fixed_line("a boot unit of the bundle: failed is reported", ("unit", u)) for u in units),
-        fixed_line("the boot-time preflight's result", ("preflight", layout.PREFLIGHT_RESULT)),
+        fixed_line("bundle: its name, <hardware>-<profile>", ("bundle", bundle_name(plan))),
+        fixed_line("bundle: the hardware file it was made from", ("hardware", plan.hardware_name)),
+        fixed_line("bundle: the profile it was made from", ("profile", plan.profile_name)),
+        fixed_line(f"bundle: the {TOOL} version that made it", ("version", __version__)),
+        fixed_line("bundle: its content digest, sha256 of its plan.json", ("digest", digest)),
+        *(
+            fixed_line("bundle: a boot unit of its own, reported failed", ("unit", u))
+            for u in units
+        ),
         fixed_line(
-            "node_exporter's textfile collector directory (Debian's default)",
+            "layout: the boot-time preflight's result", ("preflight", layout.PREFLIGHT_RESULT)
+        ),
+        fixed_line(
+            "layout: node_exporter's textfile directory (Debian's prometheus-node-exporter)",
             ("textfile", layout.TEXTFILE),
         ),
         fixed_line(
-            "the preflight's state for NFD's local source", ("nfd", layout.NFD_PREFLIGHT_FILE)
+            "layout: NFD's features.d, beside the bundle's labels",
+            ("nfd", layout.NFD_PREFLIGHT_FILE),
         ),
     ]
 

@@ -31,9 +31,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
+from generator.model.layout import METRIC_PREFIX
 from generator.verify.verdicts import Check, Verdict
 
-PREFIX = "goldtune"
+PREFIX = METRIC_PREFIX
 
 
 class MismatchLike(Protocol):
@@ -96,7 +97,7 @@ def bundle_lines(identity: BundleIdentity) -> list[str]:
     }
     return family(
         f"{PREFIX}_bundle_info",
-        "The goldtune bundle: name, hardware, profile, the goldtune version that made it and its "
+        "The bundle: name, hardware, profile, the version of the generator that made it and its "
         "content digest (sha256 of plan.json).",
         [sample(f"{PREFIX}_bundle_info", labels, 1)],
     )
