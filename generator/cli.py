@@ -18,7 +18,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
-from generator.errors import GoldtuneError
+from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
@@ -498,9 +498,22 @@ def detect(output: Path | None, root: Path | None, capture: bool) -> None:
     "lines and its hardware file say must be there and is not: units, commands, the NVIDIA "
     "driver, the GPUs.",
 )
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json", "prometheus"]),
+    default="table",
+    show_default=True,
+    help="prometheus: node_exporter's textfile format (verdict counts, the bundle's digest).",
+)
 @reports_errors
 def verify(
-    bundle: Path, root: Path | None, snapshot: Path | None, as_json: bool, strict: bool
+    bundle: Path,
+    root: Path | None,
+    snapshot: Path | None,
+    as_json: bool,
+    strict: bool,
+    output_format: str,
 ) -> None:
     """Compare this machine, a mounted image or a collected snapshot with a bundle.
 
@@ -508,6 +521,7 @@ def verify(
       gen verify out/dgx-h100-inference                 # this machine, live
       gen verify out/dgx-h100-inference --root /mnt/img # a mounted image
       gen verify out/dgx-h100-inference --snapshot state.txt
+      gen verify out/dgx-h100-inference --format prometheus > goldtune.prom
 
     Per setting: expected, actual and a verdict (ok, differs, missing, not-applicable with the
     reason; warning: reported, not failed, such as an application's Xid). Run it as root on a
@@ -523,9 +537,19 @@ def verify(
     from generator.inputs.xids import load_xid_table
     from generator.verify.run import run_verify
 
+    if as_json and output_format not in ("table", "json"):
+        raise InputError(Problem("gen verify", "--json", f"excludes --format {output_format}"))
     xids = load_xid_table() if root is None else None  # an image has no kernel log to class
     sys.exit(
-        run_verify(bundle, root=root, snapshot=snapshot, as_json=as_json, xids=xids, strict=strict)
+        run_verify(
+            bundle,
+            root=root,
+            snapshot=snapshot,
+            as_json=as_json,
+            xids=xids,
+            strict=strict,
+            output_format=output_format,
+        )
     )
 
 

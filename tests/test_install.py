@@ -150,6 +150,8 @@ def test_services_are_linked_in_the_image_and_missing_units_are_skipped(tmp_path
         "goldtune: enable goldtune-irq-affinity.service",
         "goldtune: enable goldtune-pcie-acs.service",
         "goldtune: enable goldtune-cuda-mps.service",  # shipped by the bundle
+        "goldtune: enable goldtune-metrics.timer",
+        "goldtune: enable goldtune-node-labels.service",
     ]
     wants = root / "etc/systemd/system/multi-user.target.wants"
     assert os.readlink(wants / "goldtune-gpu.service") == "/etc/systemd/system/goldtune-gpu.service"
@@ -179,8 +181,11 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
         "goldtune-cuda-mps.service",
         "goldtune-gpu.service",
         "goldtune-irq-affinity.service",
+        "goldtune-node-labels.service",
         "goldtune-pcie-acs.service",
     ]
+    timers = root / "etc/systemd/system/timers.target.wants"
+    assert os.listdir(timers) == ["goldtune-metrics.timer"]
     assert os.readlink(root / "etc/systemd/system/bluetooth.service") == "/dev/null"
 
 
@@ -232,6 +237,25 @@ def test_files_a_newer_bundle_drops_are_removed(tmp_path: Path) -> None:
         in result.stdout
     )
     assert (root / "usr/local/libexec/goldtune/gpu-setup").exists()
+
+
+def test_a_dropped_timer_takes_its_timers_target_link_along(tmp_path: Path) -> None:
+    """goldtune-metrics.timer (knob prometheus_textfile) is linked into timers.target.wants; a
+    later bundle without it disables it before removing the file, so no dangling link stays
+    (before: only *.service files were disabled on removal)."""
+    root = tmp_path / "image"
+    root.mkdir()
+    path = make_bin(tmp_path, {})
+    without_timer = tuple(s for s in FULL_SETTINGS if s.key != "goldtune-metrics.timer")
+    link = root / "etc/systemd/system/timers.target.wants/goldtune-metrics.timer"
+    for name, plan in (("on", full_plan()), ("off", full_plan(settings=without_timer))):
+        result = run(
+            bundle_for(tmp_path, plan, name) / "install.sh", "--root", str(root), path=path
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert link.is_symlink() is (name == "on"), result.stdout
+    assert "disable goldtune-metrics.timer" in result.stdout
+    assert not (root / "etc/systemd/system/goldtune-metrics.timer").exists()
 
 
 def test_an_absolute_symlink_in_the_image_is_not_written_through(tmp_path: Path) -> None:
@@ -1014,6 +1038,8 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable nvidia-persistenced.service",
         "systemctl is-enabled -- nvidia-persistenced.service",  # a static unit is not enabled
         "systemctl --quiet enable goldtune-cuda-mps.service",
+        "systemctl --quiet enable goldtune-metrics.timer",
+        "systemctl --quiet enable goldtune-node-labels.service",
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
     assert not [c for c in calls if c.startswith("tuned-adm")]
@@ -1025,7 +1051,8 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "tuned loads goldtune-inference, "
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
-        "nvidia-persistenced.service, goldtune-cuda-mps.service"
+        "nvidia-persistenced.service, goldtune-cuda-mps.service, goldtune-metrics.timer, "
+        "goldtune-node-labels.service"
     )
 
 

@@ -47,6 +47,7 @@ IRQ_DATA = "rootfs/etc/goldtune/irq.conf"
 COLLECT_DATA = "rootfs/etc/goldtune/collect.conf"
 IRQ_UNIT = "rootfs/etc/systemd/system/goldtune-irq-affinity.service"
 ACS_SCRIPT = "rootfs/usr/local/libexec/goldtune/pcie-acs"
+REPORT = "rootfs/usr/local/libexec/goldtune/report"
 ACS_DATA = "rootfs/etc/goldtune/pcie-acs.conf"
 ACS_UNIT = "rootfs/etc/systemd/system/goldtune-pcie-acs.service"
 DELIVERY = {
@@ -61,7 +62,8 @@ DELIVERY = {
     "plan.json",
 }
 COMMENTED = [SYSCTL, LIMITS, MANAGER, MODPROBE, MODULES, TMPFILES, UDEV, TUNED]
-DATA_FILES = [GPU_DATA, IRQ_DATA, ACS_DATA, COLLECT_DATA, "install.list"]
+REPORT_DATA = "rootfs/etc/goldtune/report.conf"
+DATA_FILES = [GPU_DATA, IRQ_DATA, ACS_DATA, COLLECT_DATA, REPORT_DATA, "install.list"]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +99,7 @@ def test_files_without_settings_of_their_kind_are_not_rendered() -> None:
 def test_modes_are_fixed() -> None:
     files = render_bundle(full_plan())
     executables = {path for path, (_, mode) in files.items() if mode == 0o755}
-    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, COLLECTOR}
+    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, COLLECTOR, REPORT}
     assert {mode for _, mode in files.values()} == {0o644, 0o755}
 
 
@@ -383,7 +385,7 @@ def test_services_disable_and_mask_come_before_enable(full: dict[str, str]) -> N
     order = [
         m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))
     ]
-    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 5
+    assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 7
 
 
 def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:

@@ -57,6 +57,8 @@ class Case:
     expect: str  # a substring of one problem; "" = the sample is good
 
 
+NFD_FILE = "rootfs/etc/kubernetes/node-feature-discovery/features.d/goldtune"
+NFD_NS = "feature.node.kubernetes.io"
 SCRIPT = "rootfs/usr/local/libexec/goldtune/setup"
 UNIT = "rootfs/etc/systemd/system/goldtune-test.service"
 GOOD_SCRIPT = '#!/bin/sh\nset -eu\nprintf "%s\\n" "ok"\n'
@@ -754,6 +756,18 @@ CASES = [
         },
         "step runtime needs containerd, docker, kubelet or persistenced",
     ),
+    Case(
+        "nfd",
+        "good",
+        {NFD_FILE: "# why\nfeature.node.kubernetes.io/goldtune-digest=0123abcd\nvendor.io/x\n"},
+        "",
+    ),
+    Case("nfd", "unprefixed", {NFD_FILE: "goldtune-digest=0123abcd\n"}, "no namespace"),
+    Case("nfd", "long-value", {NFD_FILE: f"{NFD_NS}/d={'a' * 64}\n"}, "not a label value"),
+    Case("nfd", "bad-end", {NFD_FILE: f"{NFD_NS}/state=ok-\n"}, "not a label value"),
+    Case("nfd", "denied-ns", {NFD_FILE: "node.kubernetes.io/x=1\n"}, "kubernetes.io namespace"),
+    Case("nfd", "directive", {NFD_FILE: f"# +because it is\n{NFD_NS}/x=1\n"}, "directive"),
+    Case("nfd", "too-big", {NFD_FILE: f"# {'x' * 65536}\n{NFD_NS}/x=1\n"}, "NFD ignores"),
     Case("json", "good", {"manifest.json": '{"files": []}'}, ""),
     Case("json", "broken", {"manifest.json": '{"files": [}'}, "manifest.json: Expecting value"),
 ]
@@ -889,6 +903,30 @@ def test_docker_bundle_is_accepted(
     daemon = json.loads((bundle / "rootfs/etc/docker/daemon.json").read_text())
     assert runtime in daemon["runtimes"]
     assert (bundle / "rootfs/etc/systemd/system/docker.service.d/90-goldtune.conf").is_file()
+    assert judged(BY_NAME[validator].check, bundle) == []
+    assert tools.unclaimed_files(bundle) == []
+
+
+# --- the node's report to the fleet (issue 28; no shipped profile turns it on) ------------------
+
+REPORT_PROFILE = "extends: training-k8s\nprometheus_textfile: true\nnfd_features: true\n"
+
+
+@pytest.mark.parametrize("validator", ["units", "data", "nfd", "scripts", "cloud-init", "json"])
+def test_report_bundle_is_accepted(validator: str, tmp_path: Path) -> None:
+    """The metrics service and timer (systemd-analyze verify), report.conf (the report script's
+    --check), the NFD feature file (NFD's parser and label rules): a bundle with both knobs."""
+    (tmp_path / "training-report.yaml").write_text(REPORT_PROFILE)
+    result = generate("dgx-h100", tmp_path / "training-report.yaml", tmp_path / "bundle")
+    assert result.exit_code == 0, result.output
+    bundle = tmp_path / "bundle"
+    for unit in (
+        "goldtune-metrics.service",
+        "goldtune-metrics.timer",
+        "goldtune-node-labels.service",
+    ):
+        assert (bundle / "rootfs/etc/systemd/system" / unit).is_file()
+    assert (bundle / NFD_FILE).is_file()
     assert judged(BY_NAME[validator].check, bundle) == []
     assert tools.unclaimed_files(bundle) == []
 

@@ -101,6 +101,10 @@ class Knobs(StrictModel):
     kubernetes: bool | None = None
     # kubelet's maxPods; kubeReserved memory is sized from it (11 MiB a pod: kubernetes.reserved)
     max_pods: Annotated[int, Field(ge=1, le=1024)] | None = None
+    # Fleet visibility (issue 28), opt-in: a timer writes the node's report for node_exporter's
+    # textfile collector; the bundle's labels (and the preflight's state) for NFD's local source.
+    prometheus_textfile: bool | None = None
+    nfd_features: bool | None = None
 
 
 class ProfileFile(Knobs):
@@ -137,6 +141,8 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "runtime_config": "goldtune",
     "kubernetes": False,
     "max_pods": 110,  # kubelet's own default (KubeletConfiguration v1beta1 maxPods)
+    "prometheus_textfile": False,
+    "nfd_features": False,
 }
 DEFAULT_ORIGIN = "goldtune default"
 
@@ -262,6 +268,14 @@ class Profile(NamedTuple):
     @property
     def max_pods(self) -> int:
         return int(self.knobs["max_pods"])
+
+    @property
+    def prometheus_textfile(self) -> bool:
+        return bool(self.knobs["prometheus_textfile"])
+
+    @property
+    def nfd_features(self) -> bool:
+        return bool(self.knobs["nfd_features"])
 
 
 def find_profile_file(reference: str, folder: Path, relative_to: Path | None = None) -> Path:

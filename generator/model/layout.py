@@ -76,8 +76,13 @@ INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed
 # the cloud-init delivery leaves them out (about 15 KB, issue 13). verify judges them only when
 # they are installed: absent is not-applicable, installed but not the bundle's still differs.
 VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
+# The node's report to the fleet (issue 28): one fixed script writes the bundle's identity, its
+# boot units' state and the boot-time preflight's result for node_exporter's textfile collector
+# (knob prometheus_textfile) and for Node Feature Discovery's local source (knob nfd_features).
+REPORT_SCRIPT = f"{LIBEXEC}/report"
+REPORT_DATA = f"{DATA_DIR}/report.conf"
 # The fixed scripts (templates/scripts/): comments explaining the code, not the plan.
-FIXED_SCRIPTS = frozenset({GPU_SCRIPT, AMD_GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT})
+FIXED_SCRIPTS = frozenset({GPU_SCRIPT, AMD_GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, REPORT_SCRIPT})
 
 
 def compact_in_user_data(target: str) -> bool:
@@ -147,6 +152,30 @@ GPU_CLIENT_UNITS = (
     MPS_UNIT,
     *WORKLOAD_UNITS,
 )
+# The node's report (REPORT_SCRIPT): to node_exporter's textfile collector from a timer, and the
+# preflight's state to NFD's features.d once a boot.
+REPORT_LOG_TAG = f"{TOOL}-report"
+METRICS_UNIT = f"{TOOL}-metrics.service"
+METRICS_TIMER = f"{TOOL}-metrics.timer"
+NODE_LABELS_UNIT = f"{TOOL}-node-labels.service"
+# Debian's prometheus-node-exporter (bookworm 1.5.0-1+b6): /etc/default/prometheus-node-exporter
+# has ARGS="" and the unit runs `prometheus-node-exporter $ARGS`, so the textfile collector
+# (enabled by default) reads *.prom from the binary's built-in --collector.textfile.directory,
+# which Debian sets to this directory (the path in the binary; its README.textfile: "create files
+# in the /var/lib/prometheus/node-exporter directory that are readable by the prometheus user").
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+METRIC_PREFIX = TOOL  # <prefix>_bundle_info, ...: gen verify --format prometheus and the report
+TEXTFILE = f"{TEXTFILE_DIR}/{TOOL}.prom"
+# Node Feature Discovery's local source reads every file of this directory but dot files
+# (kubernetes-sigs/node-feature-discovery source/local/local.go featureFilesDir,
+# getFeaturesFromFiles): the bundle's labels fixed at generation, and the preflight's state
+# written by the report at boot beside them.
+NFD_FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+NFD_FEATURE_FILE = f"{NFD_FEATURES_DIR}/{TOOL}"
+NFD_PREFLIGHT_FILE = f"{NFD_FEATURES_DIR}/{TOOL}-preflight"
+# The boot-time preflight's result on the node, and its unit (ordering only: absent, ignored).
+PREFLIGHT_RESULT = f"/run/{TOOL}/preflight"
+PREFLIGHT_UNIT = f"{TOOL}-preflight.service"
 # The packaged NVIDIA persistence daemon, which gets a drop-in for its command line (issue 16).
 PERSISTENCED_UNIT = "nvidia-persistenced.service"
 # Every packaged unit the bundle may write a drop-in for (one file each).

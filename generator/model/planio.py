@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -52,6 +53,12 @@ def warning_data(warning: PlanWarning) -> dict[str, str]:
 def plan_to_json(plan: Plan) -> str:
     """plan.json's text: keys sorted, two spaces an indent, a final newline."""
     return json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
+
+
+def content_digest(plan_json: bytes) -> str:
+    """A bundle's content digest: the sha256 of its plan.json, in hex. The plan holds every
+    setting, note and warning and no timestamp: two bundles of one digest apply the same."""
+    return hashlib.sha256(plan_json).hexdigest()
 
 
 def _setting_from(item: dict[str, Any]) -> Setting:

@@ -34,6 +34,7 @@ from generator.render.formats import comment_text, file_header, kernel_arg_text,
 from generator.render.install_list import install_lines
 from generator.render.outputs import Output, RenderedFiles, driver_modules, kernel_modules
 from generator.render.overlay import install_steps, overlay_files
+from generator.render.report import report_context
 from generator.render.tuned import tuned_sections
 
 # The order the GPU boot scripts run their actions in: GpuAction's (persistence first, power last)
@@ -46,7 +47,7 @@ SERVICE_FILES = f"{layout.INSTALL_LIST}, {layout.USER_DATA}"
 
 def bundle_context(plan: Plan) -> dict[str, Any]:
     """What every template of the bundle is given."""
-    return {**plan_context(plan), **data_context(plan)}
+    return {**plan_context(plan), **data_context(plan), **report_context(plan)}
 
 
 def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,8 @@ class Output(NamedTuple):
     unit: str = ""  # a per-unit file ({unit} of the kind's file): the unit whose drop-in it is
     service: str = ""  # an optional unit of the bundle's own: rendered when the plan enables it
     vendor: str = ""  # a GPU vendor's boot script: rendered only where the GPU unit runs it
+    # rendered when the plan enables one of these units of the bundle's own (a file they share)
+    services: tuple[str, ...] = ()
 
     def bundle_path(self, plan: Plan) -> str:
         return self.path.format(profile=plan.profile_name)
@@ -48,6 +50,8 @@ class Output(NamedTuple):
             return bool(dropin_sections(plan, self.unit))
         if self.service:
             return any(s.key == self.service for s in plan.of_kind("service"))
+        if self.services:
+            return any(s.key in self.services for s in plan.of_kind("service"))
         return not self.kinds or any(plan.of_kind(kind) for kind in self.kinds)
 
 
@@ -85,6 +89,10 @@ def _kind_outputs(spec: KindSpec) -> tuple[Output, ...]:
     )
 
 
+# The units of the bundle's own that run the report script (REPORT_SCRIPT): the timer of the
+# textfile report, the boot unit of the NFD label.
+REPORT_UNITS = (layout.METRICS_TIMER, layout.NODE_LABELS_UNIT)
+
 # The files the kinds table names come first (one per kind, in the table's order); then what the
 # boot units and the collector need beside them.
 KIND_OUTPUTS: tuple[Output, ...] = tuple(output for spec in KINDS for output in _kind_outputs(spec))
@@ -112,6 +120,34 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),
+    # the node's report to the fleet (issue 28): node_exporter's textfile, NFD's labels
+    Output(
+        in_overlay(layout.REPORT_SCRIPT),
+        f"{layout.SCRIPTS_DIR}/report",
+        0o755,
+        verbatim=True,
+        services=REPORT_UNITS,
+    ),
+    Output(in_overlay(layout.REPORT_DATA), "report.conf.j2", 0o644, services=REPORT_UNITS),
+    *(
+        Output(in_overlay(layout.unit_file(unit)), template, 0o644, service=layout.METRICS_TIMER)
+        for unit, template in (
+            (layout.METRICS_UNIT, "metrics.service.j2"),
+            (layout.METRICS_TIMER, "metrics.timer.j2"),
+        )
+    ),
+    Output(
+        in_overlay(layout.unit_file(layout.NODE_LABELS_UNIT)),
+        "node-labels.service.j2",
+        0o644,
+        service=layout.NODE_LABELS_UNIT,
+    ),
+    Output(
+        in_overlay(layout.NFD_FEATURE_FILE),
+        "nfd-features.j2",
+        0o644,
+        service=layout.NODE_LABELS_UNIT,
+    ),
     # kubeadm's kubelet.service passes no --config-dir: the kubelet drop-in is read through this
     Output(in_overlay(layout.KUBELET_UNIT_DROPIN), "kubelet-dropin.conf.j2", 0o644, ("kubelet",)),
 )

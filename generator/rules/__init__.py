@@ -78,6 +78,8 @@ REGISTRY: tuple[Rule, ...] = (
     storage.hdd_scheduler,
     hygiene.modules,
     hygiene.services,
+    hygiene.prometheus_textfile,
+    hygiene.nfd_features,
     containers.runtime_limits,
     containers.nvidia_runtime,
     containers.amd_runtime,

@@ -12,6 +12,9 @@ Three sources, one comparison per planned setting (expected, actual, verdict):
   mode, the effective configuration of each consumer read offline (later drop-ins win as they do
   on the machine), units enabled or masked, boot arguments in the GRUB configuration.
 
+Formats: a table (the default), ``--json`` (``--format json``), and ``--format prometheus``,
+node_exporter's textfile format (generator/verify/prometheus.py), whatever the source.
+
 Verdicts: ok, differs, missing, not-applicable (always with the reason: no GPU, no such interface,
 tuned not installed…), warning (reported, not failed: an application's Xid). Live and snapshot
 checks add the health of the boot (system state, failed units, the bundle's own units,
@@ -31,10 +34,11 @@ from typing import Any
 
 import click
 
-from generator.bundle.read import check_intact, read_bundle
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, check_intact, read_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
-from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, SCRIPTS_DIR, in_overlay
+from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, PLAN_FILE, SCRIPTS_DIR, in_overlay
+from generator.model.planio import content_digest
 from generator.model.probes import check_collect_data
 from generator.model.xids import XidTable
 from generator.paths import templates_dir
@@ -43,6 +47,7 @@ from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health
 from generator.verify.image import Image, check_root
 from generator.verify.live import check_settings
+from generator.verify.prometheus import BundleIdentity, Preflight, render_prometheus
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.strict import StrictFailure, root_failures, snapshot_failures
 from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
@@ -198,6 +203,23 @@ def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> 
     return json.dumps(data, indent=2, sort_keys=True)
 
 
+def bundle_identity(bundle: Bundle) -> BundleIdentity:
+    """Name, inputs, version and content digest of a bundle, from the plan.json it holds."""
+    raw = read_beneath(bundle.path, PLAN_FILE, MAX_BUNDLE_FILE_BYTES)
+    version = json.loads(raw).get("version")  # load_bundle has parsed it already
+    plan = bundle.plan
+    return BundleIdentity(
+        bundle=f"{plan.hardware_name}-{plan.profile_name}",
+        hardware=plan.hardware_name,
+        profile=plan.profile_name,
+        version=version if isinstance(version, str) else "?",
+        digest=content_digest(raw),
+    )
+
+
+FORMATS = ("table", "json", "prometheus")
+
+
 def run_verify(
     bundle_dir: Path,
     root: Path | None = None,
@@ -205,16 +227,24 @@ def run_verify(
     as_json: bool = False,
     xids: XidTable | None = None,
     strict: bool = False,
+    output_format: str = "table",
+    preflight: Preflight | None = None,
 ) -> int:
     """`gen verify`: print the report and return the exit status (0 ok, 1 something differs).
 
     ``xids`` classes the Xid events of the snapshot; without it every Xid is unknown and fails.
-    ``strict``: also 1 when something the bundle or its hardware file requires is not there."""
+    ``strict``: also 1 when something the bundle or its hardware file requires is not there.
+    ``as_json`` is ``output_format="json"``. ``preflight``: the boot-time preflight's result,
+    printed by the prometheus format."""
     if root is not None and snapshot is not None:
         raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
     bundle = load_bundle(bundle_dir)
     checks, source = verify_checks(bundle, root, snapshot, xids, strict)
-    click.echo(
-        report_json(bundle, checks, source) if as_json else format_report(bundle, checks, source)
-    )
+    chosen = "json" if as_json else output_format
+    if chosen == "prometheus":
+        click.echo(render_prometheus(bundle_identity(bundle), checks, preflight), nl=False)
+    elif chosen == "json":
+        click.echo(report_json(bundle, checks, source))
+    else:
+        click.echo(format_report(bundle, checks, source))
     return exit_status(checks, source.get("strict", []))

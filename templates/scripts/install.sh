@@ -1206,7 +1206,9 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
     target_of "$1" existing || return 0
     [ -e "$target" ] || [ -L "$target" ] || return 0
     case $1 in
-        /etc/systemd/system/*.service) service disable "${1##*/}" ;;
+        # a timer too (the metrics timer): disabled first, so no link in timers.target.wants
+        # is left pointing at the removed file
+        /etc/systemd/system/*.service | /etc/systemd/system/*.timer) service disable "${1##*/}" ;;
         # A drop-in with an [Install] section (nvidia-persistenced's WantedBy): the unit is
         # disabled while the drop-in is still there, so that the links its [Install] made go too
         # (systemctl disable removes the links the unit's [Install], drop-ins included, names).

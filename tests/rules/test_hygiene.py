@@ -38,6 +38,21 @@ CASES: tuple[Case, ...] = (
     Case("modules-not-headless", hygiene.modules, set(), knobs={"headless": False}),
     Case("services-headless", hygiene.services, SERVICES),
     Case("services-not-headless", hygiene.services, set(), knobs={"headless": False}),
+    # the node's report to the fleet (issue 28): opt-in, nothing by default
+    Case("prometheus-textfile-default-off", hygiene.prometheus_textfile, set()),
+    Case(
+        "prometheus-textfile-on",
+        hygiene.prometheus_textfile,
+        {("service", "goldtune-metrics.timer", "enable")},
+        knobs={"prometheus_textfile": True},
+    ),
+    Case("nfd-features-default-off", hygiene.nfd_features, set()),
+    Case(
+        "nfd-features-on",
+        hygiene.nfd_features,
+        {("service", "goldtune-node-labels.service", "enable")},
+        knobs={"nfd_features": True},
+    ),
 )
 
 

@@ -17,6 +17,9 @@
 #               (dpkg-deb, for --deb, is in every Debian system)
 #   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
 #               an ext4 image with mkfs.ext4 -d and boots it under QEMU
+#   prometheus  promtool: `promtool check metrics` of `gen verify --format prometheus` and the
+#               metrics script's textfile, `promtool check rules`/`test rules` of
+#               examples/prometheus/ (the package also brings the server; only promtool is used)
 #   packer, qemu-utils, openssh-client: `packer validate` of examples/packer/ and the real
 #               `packer build` of tests/boot/test_packer.py (its qemu builder runs qemu-img; the
 #               build user's key is made with ssh-keygen)
@@ -36,7 +39,7 @@ set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
     grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs packer qemu-utils
-    openssh-client)
+    openssh-client prometheus)
 TOOLS_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}
 UDEV_DIR=$TOOLS_DIR/udev
 TUNED_TREES=$TOOLS_DIR/tuned-trees

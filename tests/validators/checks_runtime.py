@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from . import docker_keys, kubelet_fields, nccl_conf
+from . import docker_keys, kubelet_fields, nccl_conf, nfd_features
 from .layout import ROOTFS, files, output_problems, relative
 from .run import copy_readable, find_tool, run, scratch, unprivileged
 
@@ -23,6 +23,7 @@ CONTAINERD_PATTERNS = (f"{ROOTFS}/etc/containerd/conf.d/*.toml",)
 DOCKER_PATTERNS = (f"{ROOTFS}/etc/docker/daemon.json",)
 KUBELET_PATTERNS = (f"{ROOTFS}/etc/kubernetes/kubelet.conf.d/*.conf",)
 NCCL_PATTERNS = (f"{ROOTFS}/etc/nccl.conf",)
+NFD_PATTERNS = (f"{ROOTFS}/etc/kubernetes/node-feature-discovery/features.d/*",)
 TOML_SEGMENT = re.compile(r'"[^"]*"|[^.]+')
 
 
@@ -184,4 +185,15 @@ def check_nccl(bundle: Path) -> list[str]:
     for path in files(bundle, *NCCL_PATTERNS):
         label = relative(bundle, path)
         problems += [f"{label}: {problem}" for problem in nccl_conf.problems_of(path.read_text())]
+    return problems
+
+
+def check_nfd(bundle: Path) -> list[str]:
+    """Each features.d file as NFD's local source reads it and its label rules (nfd_features.py)."""
+    problems: list[str] = []
+    for path in files(bundle, *NFD_PATTERNS):
+        label = relative(bundle, path)
+        problems += [
+            f"{label}: {problem}" for problem in nfd_features.problems_of(path.read_bytes())
+        ]
     return problems

@@ -35,6 +35,7 @@ PACKAGES = {
     "sh": "dash",
     "udevadm": "udev 254+ (tests/tools/install-tools.sh unpacks it from bookworm-backports)",
     SYSTEM_PYTHON: "python3",
+    "promtool": "prometheus",
     "tuned": "tuned",
     "containerd": "containerd",
 }

@@ -27,10 +27,12 @@ from .checks_runtime import (
     DOCKER_PATTERNS,
     KUBELET_PATTERNS,
     NCCL_PATTERNS,
+    NFD_PATTERNS,
     check_containerd,
     check_docker,
     check_kubelet,
     check_nccl,
+    check_nfd,
 )
 from .checks_system import (
     LIMITS_PATTERNS,
@@ -91,6 +93,7 @@ __all__ = [
     "check_modprobe",
     "check_modules_load",
     "check_nccl",
+    "check_nfd",
     "check_scripts",
     "check_scripts_many",
     "check_sysctl",
@@ -180,6 +183,12 @@ VALIDATORS: tuple[Validator, ...] = (
         check_kubelet,
     ),
     Validator("nccl", "NCCL's setEnvFile reading (nccl_conf.py)", NCCL_PATTERNS, check_nccl),
+    Validator(
+        "nfd",
+        "NFD's local source parseFeatureFile and label rules (nfd_features.py)",
+        NFD_PATTERNS,
+        check_nfd,
+    ),
 )
 
 
