@@ -236,7 +236,12 @@ def explain(
     as_json: bool,
     os_name: str | None,
 ) -> None:
-    """Print every planned setting with its value, the rule that set it and why."""
+    """Print every planned setting with its value, the rule that set it and why.
+
+    Then the notes: what a rule decided not to set. --kind keeps the notes of the rules that
+    set a setting of that kind; --key keeps the notes whose text contains the key text. With
+    both, a note must pass both, as a setting must.
+    """
     from generator.commands.explain import run_explain
 
     run_explain(hardware, profile, keys, kinds, as_json, os_name)

@@ -16,7 +16,7 @@ from typing import Literal
 import click
 
 from generator.bundle.read import BundleFiles, check_intact, read_bundle
-from generator.commands.terminal import stream_is_terminal
+from generator.commands.terminal import stream_is_terminal, table_width
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
 from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
@@ -249,10 +249,11 @@ def _code(value: str | None) -> str:
     return "" if value is None else f"`{printable(_shown(value))}`"
 
 
-def format_terminal(difference: Difference, colour: bool) -> str:
+def format_terminal(difference: Difference, colour: bool, width: int | None = None) -> str:
+    """The table of changes (cells wrapped to ``width`` columns when given), then text diffs."""
     import click
 
-    from generator.table import format_table
+    from generator.table import table_rows
 
     if difference.same:
         return ""
@@ -269,11 +270,12 @@ def format_terminal(difference: Difference, colour: bool) -> str:
             ]
             for c in difference.changes
         ]
-        table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
-        out.append(table[0])
-        out += [
-            paint(line, c.status) for line, c in zip(table[1:], difference.changes, strict=True)
-        ]
+        header, *lines = table_rows(
+            ["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows, width=width
+        )
+        out += header
+        for row_lines, c in zip(lines, difference.changes, strict=True):
+            out += [paint(line, c.status) for line in row_lines]
     for file_diff in difference.files:
         out += [
             f"text diff of {printable(file_diff.path)}:",
@@ -295,7 +297,8 @@ def run_diff(
     elif output_format == "markdown":
         click.echo(format_markdown(difference))
     else:
-        click.echo(format_terminal(difference, colour=stream_is_terminal("stdout")), nl=False)
+        text = format_terminal(difference, stream_is_terminal("stdout"), table_width())
+        click.echo(text, nl=False)
     return 0 if difference.same else 1
 
 

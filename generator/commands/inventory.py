@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from generator.commands.terminal import table_width
 from generator.inputs.catalog import load_catalog
 from generator.inputs.hardware import load_hardware
 from generator.inputs.profile import load_profile
@@ -52,6 +53,11 @@ def run_list(as_json: bool) -> None:
         click.echo(f"{section.upper()}")
         columns = list(rows[0]) if rows else []
         click.echo(
-            format_table(columns, [[str(row[c]) for c in columns] for row in rows], indent="  ")
+            format_table(
+                columns,
+                [[str(row[c]) for c in columns] for row in rows],
+                indent="  ",
+                width=table_width(),
+            )
         )
         click.echo()

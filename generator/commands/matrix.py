@@ -23,7 +23,7 @@ import click
 
 from generator.bundle.write import write_bundles
 from generator.commands.generate import cloud_init_options
-from generator.commands.terminal import progress_on_stderr, stream_is_terminal
+from generator.commands.terminal import progress_on_stderr, stream_is_terminal, table_width
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.distro import load_distros, resolve_distro
@@ -360,7 +360,8 @@ def run_matrix(request: MatrixRequest, output_root: Path) -> int:
         ]
         for o in outcomes
     ]
-    click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))
+    headers = ["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"]
+    click.echo(format_table(headers, rows, width=table_width()))
     failed = sum(not o.ok for o in outcomes)
     click.echo(f"{len(outcomes) - failed} written, {failed} failed")
     return 1 if failed else 0

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from generator.commands.terminal import table_width
 from generator.rules import REGISTRY
 from generator.table import format_table
 
@@ -20,5 +21,9 @@ def run_rules(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(
-        format_table(["ID", "AREA", "SUMMARY"], [[r["id"], r["area"], r["summary"]] for r in rows])
+        format_table(
+            ["ID", "AREA", "SUMMARY"],
+            [[r["id"], r["area"], r["summary"]] for r in rows],
+            width=table_width(),
+        )
     )
