@@ -93,3 +93,60 @@ def test_explain_filters_notes_by_key(capsys):
     notes = explain_notes(capsys, keys=("ibp24s0",))
     assert notes and all("ibp24s0" in line for line in notes)
 
+
+def reworded(plan, rule: str):
+    """The plan with the reasons of one rule's settings reworded: what a new goldtune that
+    explains a value better writes, with no value changed."""
+    settings = tuple(
+        s._replace(reason=s.reason + " (reworded)") if s.rule == rule else s for s in plan.settings
+    )
+    return plan._replace(settings=settings)
+
+
+def test_stale_in_the_gate_is_never_no_change_in_the_diff(tmp_path):
+    from generator.bundle.read import read_bundle
+    from generator.commands import fleet_check
+    from generator.commands.diff import diff_bundles, format_markdown
+    from generator.commands.generate import generate_bundle, plan_for
+    from generator.render.render import render_bundle
+
+    committed = read_bundle(generate_bundle("dgx-h100", "training", tmp_path / "b"))
+    plan = plan_for("dgx-h100", "training", None)
+    assert fleet_check.compare("b", committed, plan, render_bundle(plan)).state == "current"
+    newer = reworded(plan, "irq.pin-nics")
+    files = render_bundle(newer)
+    state = fleet_check.compare("b", committed, newer, files)
+    assert state.state == "stale" and state.difference is not None
+    assert not state.difference.same
+    assert "No change." not in format_markdown(state.difference)
+    assert "(reworded)" in format_markdown(state.difference)
+    # gen diff of the same two bundles agrees with the gate.
+    difference = diff_bundles(committed, fleet_check.rendered_bundle(tmp_path, newer, files))
+    assert not difference.same
+
+
+def test_a_version_stamp_alone_is_equal_for_both(tmp_path):
+    from generator.bundle.equal import differing_paths
+    from generator.bundle.read import read_bundle
+    from generator.commands.diff import diff_bundles
+    from generator.commands.generate import generate_bundle
+
+    root = generate_bundle("dgx-h100", "training", tmp_path / "b")
+    other = generate_bundle("dgx-h100", "training", tmp_path / "c")
+    for path in (root / "manifest.json", root / "plan.json"):
+        text = path.read_text()
+        import generator
+
+        path.write_text(text.replace(f'"{generator.__version__}"', '"0.0.1"'))
+    # plan.json's digest in the manifest no longer matches: refresh it as a release would.
+    import hashlib
+    import json
+
+    manifest = json.loads((root / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        if entry["path"] == "plan.json":
+            entry["sha256"] = hashlib.sha256((root / "plan.json").read_bytes()).hexdigest()
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    old, new = read_bundle(root), read_bundle(other)
+    assert differing_paths(old, new) == []
+    assert diff_bundles(old, new).same

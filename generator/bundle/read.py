@@ -42,9 +42,11 @@ class BundleFiles(NamedTuple):
     def entries(self) -> dict[str, dict[str, str]]:
         return {entry["path"]: entry for entry in self.manifest["files"]}
 
+    def data(self, path: str) -> bytes:
+        return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
+
     def text(self, path: str) -> str:
-        content = read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
-        return content.decode("utf-8", errors="replace")
+        return self.data(path).decode("utf-8", errors="replace")
 
 
 def load_bundle_json(root: Path, name: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Literal
 
 import click
 
+from generator.bundle.equal import comparable, differing_paths
 from generator.bundle.read import BundleFiles, check_intact, read_bundle
 from generator.commands.terminal import stream_is_terminal, table_width
 from generator.model import layout
@@ -176,8 +177,60 @@ def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
     """The difference of two intact bundles; a tampered one is an InputError, nothing shown."""
     check_intact(old)
     check_intact(new)
+    return bundle_difference(old, new, str(old.root), str(new.root))
+
+
+def bundle_difference(
+    old: BundleFiles,
+    new: BundleFiles,
+    old_label: str,
+    new_label: str,
+    differing_bytes: tuple[str, ...] = (),
+) -> Difference:
+    """Settings first, then files no setting explains; when neither shows anything yet the
+    bundles are not equal (``generator.bundle.equal``, the fleet gate's test: a reason's text,
+    a note, a header), the whole text diff of each file that differs, so that no diff of
+    bundles the gate calls stale says "No change". ``differing_bytes``: the files the caller
+    found different byte for byte (the gate: a reformatted manifest.json), shown last."""
     changes = diff_plans(old.plan, new.plan)
-    return Difference(str(old.root), str(new.root), changes, diff_files(old, new, changes))
+    files = diff_files(old, new, changes)
+    if not changes and not files:
+        paths = differing_paths(old, new) or list(differing_bytes)
+        files = tuple(whole_file_diff(old, new, path) for path in paths)
+    return Difference(old_label, new_label, changes, files)
+
+
+def whole_file_diff(old: BundleFiles, new: BundleFiles, path: str) -> FileDiff:
+    """One file's text diff, comments included, as the equality test compares it (its raw
+    bytes where only they differ: a reformatted plan.json)."""
+    sides = [_side(bundle, path) for bundle in (old, new)]
+    if any(b"\0" in side for side in sides) or path.endswith(".gz"):
+        return FileDiff(path, "binary content differs\n")
+    text = _unified(path, *sides)
+    if not text:
+        text = _unified(path, *(_side(bundle, path, raw=True) for bundle in (old, new)))
+    if not text:
+        modes = (bundle.entries.get(path, {}).get("mode") for bundle in (old, new))
+        text = "mode {} -> {}\n".format(*modes)
+    return FileDiff(path, text)
+
+
+def _side(bundle: BundleFiles, path: str, raw: bool = False) -> bytes:
+    if path not in bundle.entries and path != MANIFEST:
+        return b""
+    if raw:
+        return bundle.data(path)
+    try:
+        return comparable(bundle, path)
+    except (ValueError, AttributeError, TypeError, KeyError):  # a JSON file's shape
+        return bundle.data(path)
+
+
+def _unified(path: str, before: bytes, after: bytes) -> str:
+    old_lines, new_lines = (
+        side.decode("utf-8", errors="replace").splitlines(keepends=True) for side in (before, after)
+    )
+    return "".join(difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}"))
 
 
 def label(plan: Plan) -> str:
