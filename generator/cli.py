@@ -311,6 +311,11 @@ def diff(
     new value. Files that changed without a setting change get a unified text diff. A bundle
     whose files do not match its manifest is reported. Nothing is written.
 
+    NICs renamed between the sides (a new generation: ib0 -> ibp24s0) are paired by role and
+    position in the hardware file, the n-th renamed NIC of a role with the n-th; a setting keyed
+    on one shows as changed, "ib0 → ibp24s0 (compute NIC 1)". A NIC named on both sides is
+    itself.
+
     Exit status like diff(1): 0 same, 1 different, 2 trouble.
     """
     from generator.commands.diff import run_diff

@@ -150,3 +150,46 @@ def test_a_version_stamp_alone_is_equal_for_both(tmp_path):
     old, new = read_bundle(root), read_bundle(other)
     assert differing_paths(old, new) == []
     assert diff_bundles(old, new).same
+
+
+def test_generation_diff_pairs_renamed_nics_by_role_and_position():
+    difference = compute_diff((), ("dgx-a100", "dgx-h100"), ("training",))
+    by_target = {(c.kind, c.key): c for c in difference.changes}
+    first = by_target[("irq", "ibp24s0")]
+    assert (first.status, first.old_key, first.nic) == ("changed", "ib0", "compute NIC 1")
+    assert (first.old, first.new) == ("local", "1-55,113-167")
+    assert first.shown_key == "ib0 → ibp24s0 (compute NIC 1)"
+    acs = by_target[("pcie-acs", "nic ibp24s0")]
+    assert (acs.status, acs.old_key) == ("changed", "nic ib0")  # same value, renamed key
+    # No setting of a renamed NIC is one removed and one added.
+    assert not any(
+        c.status == "removed" and c.key.startswith(("ib", "nic ib")) for c in difference.changes
+    )
+    text = format_terminal(difference, colour=False)
+    assert "ib0 → ibp24s0 (compute NIC 1)" in text
+
+
+def test_bundles_carry_their_nics_for_the_pairing(tmp_path):
+    from generator.bundle.read import read_bundle
+    from generator.commands.diff import diff_bundles
+    from generator.commands.generate import generate_bundle
+
+    old = read_bundle(generate_bundle("dgx-a100", "training", tmp_path / "a"))
+    new = read_bundle(generate_bundle("dgx-h100", "training", tmp_path / "h"))
+    assert old.plan.nics[0] == ("ib0", "compute")
+    changes = {(c.kind, c.key): c for c in diff_bundles(old, new).changes}
+    assert changes[("irq", "ibp24s0")].old_key == "ib0"
+
+
+def test_pairing_keeps_names_on_both_sides_and_pairs_the_rest_in_order():
+    from generator.commands.nicpair import key_translator, pair_nics
+    from generator.model.setting import NicRole
+
+    old = tuple(NicRole(n, "compute") for n in ("a", "b", "ib1"))
+    new = tuple(NicRole(n, "compute") for n in ("b", "ib1", "ib10"))
+    pairs = pair_nics(old, new)
+    assert [(p.old, p.new, p.where) for p in pairs] == [("a", "ib10", "compute NIC 3")]
+    translate = key_translator(pair_nics((NicRole("ib1", "compute"),), (NicRole("x", "compute"),)))
+    assert translate("nic ib1")[0] == "nic x"
+    assert translate("nic ib10") == ("nic ib10", None)  # ib1 is not the start of ib10
+    assert translate("net.ipv4.conf.ib1.arp_ignore")[0] == "net.ipv4.conf.x.arp_ignore"

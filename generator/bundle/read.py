@@ -77,7 +77,7 @@ def check_plan_shape(data: Any) -> None:
     """What ``plan_from_data`` assumes of plan.json's containers; ValueError where it fails."""
     if not isinstance(data, dict):
         raise ValueError("plan.json is not a JSON object")
-    for field in ("settings", "notes", "warnings"):
+    for field in ("settings", "notes", "warnings", "nics"):
         if field in data and not _is_list_of_mappings(data[field]):
             raise ValueError(f"'{field}' is not a list of objects")
     for item in data.get("settings", []):

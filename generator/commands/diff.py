@@ -17,6 +17,7 @@ import click
 
 from generator.bundle.equal import comparable, differing_paths
 from generator.bundle.read import BundleFiles, check_intact, read_bundle
+from generator.commands.nicpair import NicPair, key_translator, pair_nics
 from generator.commands.terminal import stream_is_terminal, table_width
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
@@ -42,6 +43,18 @@ class Change:
     new: str | None
     rule: str
     reason: str
+    # A setting keyed on a renamed NIC: its key on the old side (None when it was removed),
+    # and the NIC's role and position ("compute NIC 1"); None and "" otherwise.
+    old_key: str | None = None
+    nic: str = ""
+
+    @property
+    def shown_key(self) -> str:
+        """The key, and for a renamed NIC's setting the pairing: ib0 → ibp24s0 (compute NIC 1);
+        a removed one says where its NIC went: ens1f1np1 (management NIC 1, now eno1)."""
+        if self.old_key is not None:
+            return f"{self.old_key} → {self.key} ({self.nic})"
+        return f"{self.key} ({self.nic})" if self.nic else self.key
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,7 @@ class Difference:
     changes: tuple[Change, ...]
     files: tuple[FileDiff, ...] = ()
     tampered: tuple[str, ...] = field(default=())
+    nic_pairs: tuple[NicPair, ...] = ()
 
     @property
     def same(self) -> bool:
@@ -64,12 +78,19 @@ class Difference:
 
 
 def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
-    before = {s.target: s for s in old.settings}
+    """Per setting, paired by kind and key; a setting keyed on a NIC renamed between the two
+    (``nicpair``) is paired with the one keyed on its new name."""
+    translate = key_translator(pair_nics(old.nics, new.nics))
+    before: dict[tuple[str, str], tuple[Setting, NicPair | None]] = {}
+    for setting in old.settings:
+        key, pair = translate(setting.key)
+        before[(setting.kind, key)] = (setting, pair)
     after = {s.target: s for s in new.settings}
     changes: list[Change] = []
     for target in sorted(before.keys() | after.keys(), key=_order):
-        was, now = before.get(target), after.get(target)
-        if was is not None and now is not None and was.value == now.value:
+        was, pair = before.get(target, (None, None))
+        now = after.get(target)
+        if was is not None and now is not None and was.value == now.value and pair is None:
             continue
         status: Status = "added" if was is None else "removed" if now is None else "changed"
         source: Setting = now or was  # type: ignore[assignment]
@@ -77,14 +98,22 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
             Change(
                 status,
                 target[0],
-                target[1],
+                now.key if now else source.key,
                 was.value if was else None,
                 now.value if now else None,
                 source.rule,
                 source.reason,
+                was.key if was and now and pair else None,
+                _where(pair, now),
             )
         )
     return tuple(changes)
+
+
+def _where(pair: NicPair | None, now: Setting | None) -> str:
+    if pair is None:
+        return ""
+    return pair.where if now else f"{pair.where}, now {pair.new}"
 
 
 def _order(target: tuple[str, str]) -> tuple[int, str]:
@@ -197,7 +226,8 @@ def bundle_difference(
     if not changes and not files:
         paths = differing_paths(old, new) or list(differing_bytes)
         files = tuple(whole_file_diff(old, new, path) for path in paths)
-    return Difference(old_label, new_label, changes, files)
+    pairs = pair_nics(old.plan.nics, new.plan.nics)
+    return Difference(old_label, new_label, changes, files, nic_pairs=pairs)
 
 
 def whole_file_diff(old: BundleFiles, new: BundleFiles, path: str) -> FileDiff:
@@ -239,15 +269,35 @@ def label(plan: Plan) -> str:
 
 
 def format_json(difference: Difference) -> str:
-    data = {
+    data: dict[str, object] = {
         "old": difference.old_label,
         "new": difference.new_label,
         "same": difference.same,
-        "changes": [asdict(c) for c in difference.changes],
+        "changes": [_change_data(c) for c in difference.changes],
         "files": [asdict(f) for f in difference.files],
         "tampered": list(difference.tampered),
     }
+    if difference.nic_pairs:
+        data["nic_pairs"] = [pair._asdict() for pair in difference.nic_pairs]
     return json.dumps(data, indent=2) + "\n"
+
+
+def _change_data(change: Change) -> dict[str, object]:
+    """A change for JSON: the pairing fields only where a NIC was renamed (every other change
+    reads as it did before NICs were paired)."""
+    data = asdict(change)
+    for name in ("old_key", "nic"):
+        if not data[name]:
+            del data[name]
+    return data
+
+
+def nic_pairing_line(difference: Difference) -> str:
+    """One line naming every renamed NIC and its partner; "" when none was renamed."""
+    if not difference.nic_pairs:
+        return ""
+    pairs = ", ".join(printable(pair.label) for pair in difference.nic_pairs)
+    return f"NICs paired by role and position: {pairs}."
 
 
 def _shown(value: str | None) -> str:
@@ -266,6 +316,8 @@ def format_markdown(difference: Difference) -> str:
         f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.",
         "",
     ]
+    if difference.nic_pairs:
+        lines += [nic_pairing_line(difference), ""]
     if difference.changes:
         lines += [
             "| | Kind | Key | Old | New | Rule | Why |",
@@ -275,7 +327,7 @@ def format_markdown(difference: Difference) -> str:
             cells = [
                 SYMBOL[c.status],
                 printable(c.kind),
-                f"`{printable(c.key)}`",
+                f"`{printable(c.shown_key)}`",
                 _code(c.old),
                 _code(c.new),
                 printable(c.rule),
@@ -315,11 +367,16 @@ def format_terminal(difference: Difference, colour: bool, width: int | None = No
         return click.style(text, fg=COLOUR[status]) if colour else text
 
     out = [f"--- {printable(difference.old_label)}", f"+++ {printable(difference.new_label)}"]
+    if difference.nic_pairs:
+        out.append("NICs paired by role and position:")
+        out += [f"  {printable(pair.label)}" for pair in difference.nic_pairs]
     if difference.changes:
         rows = [
             [
                 SYMBOL[c.status],
-                *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason)),
+                *map(
+                    printable, (c.kind, c.shown_key, _shown(c.old), _shown(c.new), c.rule, c.reason)
+                ),
             ]
             for c in difference.changes
         ]
@@ -389,7 +446,8 @@ def compute_diff(
         for index in range(2)
     ]
     old, new = (plan_side(hw, profile, os_name) for hw, profile, os_name in pairs)
-    return Difference(label(old), label(new), diff_plans(old, new))
+    renamed = pair_nics(old.nics, new.nics)
+    return Difference(label(old), label(new), diff_plans(old, new), nic_pairs=renamed)
 
 
 def plan_side(hardware: str, profile: str, os_name: str | None = None) -> Plan:

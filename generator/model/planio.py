@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
-from generator.model.setting import SETTING_KINDS, Note, Plan, PlanWarning, Setting
+from generator.model.setting import SETTING_KINDS, NicRole, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
 
@@ -25,8 +25,11 @@ def _plan_data(
 ) -> dict[str, Any]:
     # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
     target = {"distro": plan.distro} if plan.distro else {}
+    # A plan without NICs has no "nics" field: its plan.json is what it was before there was one.
+    nics = {"nics": [nic._asdict() for nic in plan.nics]} if plan.nics else {}
     return {
         **target,
+        **nics,
         "format": FORMAT,
         "tool": TOOL,
         "version": __version__,
@@ -89,4 +92,7 @@ def plan_from_data(data: Any) -> Plan:
             for w in data.get("warnings", [])
         ),
         distro=str(data.get("distro", "")),
+        nics=tuple(
+            NicRole(str(n.get("name", "")), str(n.get("role", ""))) for n in data.get("nics", [])
+        ),
     )

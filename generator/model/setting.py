@@ -114,6 +114,14 @@ class PlanWarning(NamedTuple):
     check: str
 
 
+class NicRole(NamedTuple):
+    """A NIC of the hardware file, in its order: what `gen diff` pairs a renamed NIC by (the
+    n-th NIC of a role on one side with the n-th of that role on the other)."""
+
+    name: str
+    role: str
+
+
 class Plan(NamedTuple):
     """Everything the bundle will carry, in a stable order; the single source of truth."""
 
@@ -124,6 +132,7 @@ class Plan(NamedTuple):
     warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
     distro: str = ""  # the target distribution's key; "" for a portable bundle
+    nics: tuple[NicRole, ...] = ()  # the hardware file's NICs, in order
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

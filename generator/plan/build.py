@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
-from generator.model.setting import KIND_ORDER, Note, Plan, Setting
+from generator.model.setting import KIND_ORDER, NicRole, Note, Plan, Setting
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
@@ -180,6 +180,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(notes),
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
+        nics=tuple(NicRole(nic.name, nic.role) for nic in facts.nics),
     )
 
 
