@@ -7,12 +7,23 @@ scripts and snapshots get one line per row, as before.
 
 from __future__ import annotations
 
+import shutil
+import sys
 import textwrap
 
 SEPARATOR = "  "
 # A column is never narrowed below its header or this many characters: a narrower one would be
 # unreadable, and a line over the terminal's width is the lesser evil.
 MIN_COLUMN = 8
+
+
+def table_width() -> int | None:
+    """The width a table on stdout is wrapped to: the terminal's (COLUMNS first, as
+    shutil.get_terminal_size reads it) while stdout is a terminal; None for a pipe or a file,
+    which get one line per row whatever their length."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 def format_table(

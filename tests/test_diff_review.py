@@ -55,6 +55,20 @@ def test_diff_on_a_terminal_fits_its_width():
     assert "intel_iommu" in text  # the rows are all there, wrapped
 
 
+def test_verify_on_a_terminal_fits_its_width(tmp_path):
+    from generator.commands.generate import generate_bundle
+
+    bundle = generate_bundle("dgx-h100", "training", tmp_path / "b")
+    (tmp_path / "root").mkdir()
+    code, text = gen_on_terminal(
+        "verify", str(bundle), "--root", str(tmp_path / "root"), columns=90
+    )
+    assert code == 1
+    table = text.split("\n\n", 1)[0].splitlines()  # the summary line after it is prose
+    assert any(line.startswith("missing") for line in table)
+    assert max(map(len, table)) <= 90, max(table, key=len)
+
+
 def test_table_to_a_pipe_is_not_wrapped():
     rows = [["a", "x" * 300]]
     assert format_table(["K", "V"], rows) == "K  V\n" + "a  " + "x" * 300

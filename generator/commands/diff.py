@@ -18,11 +18,12 @@ import click
 from generator.bundle.equal import comparable, differing_paths
 from generator.bundle.read import BundleFiles, check_intact, read_bundle
 from generator.commands.nicpair import NicPair, key_translator, pair_nics
-from generator.commands.terminal import stream_is_terminal, table_width
+from generator.commands.terminal import stream_is_terminal
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
 from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
 from generator.model.setting import KIND_ORDER, Plan, Setting
+from generator.table import table_width
 from generator.textsafe import printable, printable_lines
 
 # Tampered files named in the error, one line each; the rest are counted.

@@ -6,12 +6,11 @@ import json
 
 import click
 
-from generator.commands.terminal import table_width
 from generator.inputs.load import load_inputs
 from generator.model.setting import Note, Plan
 from generator.plan.build import build_plan
 from generator.plan.distro import portable_notes
-from generator.table import format_table
+from generator.table import format_table, table_width
 from generator.textsafe import printable
 
 

@@ -7,12 +7,11 @@ from typing import Any
 
 import click
 
-from generator.commands.terminal import table_width
 from generator.inputs.catalog import load_catalog
 from generator.inputs.hardware import load_hardware
 from generator.inputs.profile import load_profile
 from generator.paths import profiles_dir
-from generator.table import format_table
+from generator.table import format_table, table_width
 
 
 def shipped_inventory() -> dict[str, list[dict[str, Any]]]:

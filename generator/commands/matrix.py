@@ -23,7 +23,7 @@ import click
 
 from generator.bundle.write import write_bundles
 from generator.commands.generate import cloud_init_options
-from generator.commands.terminal import progress_on_stderr, stream_is_terminal, table_width
+from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.distro import load_distros, resolve_distro
@@ -38,7 +38,7 @@ from generator.render.cloudinit import CloudInitOptions
 from generator.render.engine import preload_templates
 from generator.render.outputs import RenderedFiles
 from generator.render.render import render_bundle
-from generator.table import format_table
+from generator.table import format_table, table_width
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
 # time: large enough that syncs and the pool's messaging stay cheap, small enough that the

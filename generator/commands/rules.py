@@ -7,9 +7,8 @@ from typing import Any
 
 import click
 
-from generator.commands.terminal import table_width
 from generator.rules import REGISTRY
-from generator.table import format_table
+from generator.table import format_table, table_width
 
 
 def run_rules(as_json: bool) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from typing import IO, Any, Literal
 
@@ -13,15 +12,6 @@ def stream_is_terminal(name: Literal["stdout", "stderr"]) -> bool:
     """Whether the process's stream of that name is a terminal (colour, progress)."""
     stream: IO[str] = sys.stdout if name == "stdout" else sys.stderr
     return stream.isatty()
-
-
-def table_width() -> int | None:
-    """The width a table on stdout is wrapped to: the terminal's (COLUMNS first, as
-    shutil.get_terminal_size reads it) while stdout is a terminal; None for a pipe or a file,
-    which get one line per row whatever their length."""
-    if not stream_is_terminal("stdout"):
-        return None
-    return shutil.get_terminal_size().columns
 
 
 def progress_on_stderr(**options: Any) -> Any:
