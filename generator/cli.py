@@ -249,7 +249,12 @@ def explain(
     as_json: bool,
     os_name: str | None,
 ) -> None:
-    """Print every planned setting with its value, the rule that set it and why."""
+    """Print every planned setting with its value, the rule that set it and why.
+
+    Then the notes: what a rule decided not to set. --kind keeps the notes of the rules that
+    set a setting of that kind; --key keeps the notes whose text contains the key text. With
+    both, a note must pass both, as a setting must.
+    """
     from generator.commands.explain import run_explain
 
     run_explain(hardware, profile, keys, kinds, as_json, os_name)
@@ -318,6 +323,11 @@ def diff(
     Per setting: added (+), removed (-), changed (~, old -> new) with the rule and reason of the
     new value. Files that changed without a setting change get a unified text diff. A bundle
     whose files do not match its manifest is reported. Nothing is written.
+
+    NICs renamed between the sides (a new generation: ib0 -> ibp24s0) are paired by role and
+    position in the hardware file, the n-th renamed NIC of a role with the n-th; a setting keyed
+    on one shows as changed, "ib0 → ibp24s0 (compute NIC 1)". A NIC named on both sides is
+    itself.
 
     Exit status like diff(1): 0 same, 1 different, 2 trouble.
     """

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator import __version__, cli
+from generator.bundle import equal
 from generator.commands import fleet_check, matrix
 from generator.errors import GenerationError
 from tests.conftest import REPO
@@ -172,13 +173,11 @@ def test_bad_input_is_exit_2_with_one_line(fleet, tmp_path, trouble):
 
 def test_version_free_drops_only_the_version():
     plan = json.dumps({"tool": "goldtune", "version": "1", "settings": []}).encode()
-    assert fleet_check.version_free("plan.json", plan) == fleet_check.version_free(
+    assert equal.version_free("plan.json", plan) == equal.version_free(
         "plan.json", plan.replace(b'"1"', b'"2"')
     )
     other = json.dumps({"tool": "goldtune", "version": "1", "settings": [1]}).encode()
-    assert fleet_check.version_free("plan.json", plan) != fleet_check.version_free(
-        "plan.json", other
-    )
+    assert equal.version_free("plan.json", plan) != equal.version_free("plan.json", other)
 
 
 def test_matrix_progress_goes_to_stderr(capsys):

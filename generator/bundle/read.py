@@ -42,9 +42,11 @@ class BundleFiles(NamedTuple):
     def entries(self) -> dict[str, dict[str, str]]:
         return {entry["path"]: entry for entry in self.manifest["files"]}
 
+    def data(self, path: str) -> bytes:
+        return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
+
     def text(self, path: str) -> str:
-        content = read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
-        return content.decode("utf-8", errors="replace")
+        return self.data(path).decode("utf-8", errors="replace")
 
 
 def load_bundle_json(root: Path, name: str) -> Any:
@@ -75,7 +77,7 @@ def check_plan_shape(data: Any) -> None:
     """What ``plan_from_data`` assumes of plan.json's containers; ValueError where it fails."""
     if not isinstance(data, dict):
         raise ValueError("plan.json is not a JSON object")
-    for field in ("settings", "notes", "warnings"):
+    for field in ("settings", "notes", "warnings", "nics"):
         if field in data and not _is_list_of_mappings(data[field]):
             raise ValueError(f"'{field}' is not a list of objects")
     for item in data.get("settings", []):

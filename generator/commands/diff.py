@@ -15,12 +15,15 @@ from typing import Literal
 
 import click
 
+from generator.bundle.equal import comparable, differing_paths
 from generator.bundle.read import BundleFiles, check_intact, read_bundle
+from generator.commands.nicpair import NicPair, key_translator, pair_nics
 from generator.commands.terminal import stream_is_terminal
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
 from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
 from generator.model.setting import KIND_ORDER, Plan, Setting
+from generator.table import table_width
 from generator.textsafe import (
     markdown_code,
     markdown_fence,
@@ -47,6 +50,18 @@ class Change:
     new: str | None
     rule: str
     reason: str
+    # A setting keyed on a renamed NIC: its key on the old side (None when it was removed),
+    # and the NIC's role and position ("compute NIC 1"); None and "" otherwise.
+    old_key: str | None = None
+    nic: str = ""
+
+    @property
+    def shown_key(self) -> str:
+        """The key, and for a renamed NIC's setting the pairing: ib0 → ibp24s0 (compute NIC 1);
+        a removed one says where its NIC went: ens1f1np1 (management NIC 1, now eno1)."""
+        if self.old_key is not None:
+            return f"{self.old_key} → {self.key} ({self.nic})"
+        return f"{self.key} ({self.nic})" if self.nic else self.key
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class Difference:
     changes: tuple[Change, ...]
     files: tuple[FileDiff, ...] = ()
     tampered: tuple[str, ...] = field(default=())
+    nic_pairs: tuple[NicPair, ...] = ()
 
     @property
     def same(self) -> bool:
@@ -69,12 +85,19 @@ class Difference:
 
 
 def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
-    before = {s.target: s for s in old.settings}
+    """Per setting, paired by kind and key; a setting keyed on a NIC renamed between the two
+    (``nicpair``) is paired with the one keyed on its new name."""
+    translate = key_translator(pair_nics(old.nics, new.nics))
+    before: dict[tuple[str, str], tuple[Setting, NicPair | None]] = {}
+    for setting in old.settings:
+        key, pair = translate(setting.key)
+        before[(setting.kind, key)] = (setting, pair)
     after = {s.target: s for s in new.settings}
     changes: list[Change] = []
     for target in sorted(before.keys() | after.keys(), key=_order):
-        was, now = before.get(target), after.get(target)
-        if was is not None and now is not None and was.value == now.value:
+        was, pair = before.get(target, (None, None))
+        now = after.get(target)
+        if was is not None and now is not None and was.value == now.value and pair is None:
             continue
         status: Status = "added" if was is None else "removed" if now is None else "changed"
         source: Setting = now or was  # type: ignore[assignment]
@@ -82,14 +105,22 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
             Change(
                 status,
                 target[0],
-                target[1],
+                now.key if now else source.key,
                 was.value if was else None,
                 now.value if now else None,
                 source.rule,
                 source.reason,
+                was.key if was and now and pair else None,
+                _where(pair, now),
             )
         )
     return tuple(changes)
+
+
+def _where(pair: NicPair | None, now: Setting | None) -> str:
+    if pair is None:
+        return ""
+    return pair.where if now else f"{pair.where}, now {pair.new}"
 
 
 def _order(target: tuple[str, str]) -> tuple[int, str]:
@@ -182,8 +213,61 @@ def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
     """The difference of two intact bundles; a tampered one is an InputError, nothing shown."""
     check_intact(old)
     check_intact(new)
+    return bundle_difference(old, new, str(old.root), str(new.root))
+
+
+def bundle_difference(
+    old: BundleFiles,
+    new: BundleFiles,
+    old_label: str,
+    new_label: str,
+    differing_bytes: tuple[str, ...] = (),
+) -> Difference:
+    """Settings first, then files no setting explains; when neither shows anything yet the
+    bundles are not equal (``generator.bundle.equal``, the fleet gate's test: a reason's text,
+    a note, a header), the whole text diff of each file that differs, so that no diff of
+    bundles the gate calls stale says "No change". ``differing_bytes``: the files the caller
+    found different byte for byte (the gate: a reformatted manifest.json), shown last."""
     changes = diff_plans(old.plan, new.plan)
-    return Difference(str(old.root), str(new.root), changes, diff_files(old, new, changes))
+    files = diff_files(old, new, changes)
+    if not changes and not files:
+        paths = differing_paths(old, new) or list(differing_bytes)
+        files = tuple(whole_file_diff(old, new, path) for path in paths)
+    pairs = pair_nics(old.plan.nics, new.plan.nics)
+    return Difference(old_label, new_label, changes, files, nic_pairs=pairs)
+
+
+def whole_file_diff(old: BundleFiles, new: BundleFiles, path: str) -> FileDiff:
+    """One file's text diff, comments included, as the equality test compares it (its raw
+    bytes where only they differ: a reformatted plan.json)."""
+    sides = [_side(bundle, path) for bundle in (old, new)]
+    if any(b"\0" in side for side in sides) or path.endswith(".gz"):
+        return FileDiff(path, "binary content differs\n")
+    text = _unified(path, *sides)
+    if not text:
+        text = _unified(path, *(_side(bundle, path, raw=True) for bundle in (old, new)))
+    if not text:
+        modes = (bundle.entries.get(path, {}).get("mode") for bundle in (old, new))
+        text = "mode {} -> {}\n".format(*modes)
+    return FileDiff(path, text)
+
+
+def _side(bundle: BundleFiles, path: str, raw: bool = False) -> bytes:
+    if path not in bundle.entries and path != MANIFEST:
+        return b""
+    if raw:
+        return bundle.data(path)
+    try:
+        return comparable(bundle, path)
+    except (ValueError, AttributeError, TypeError, KeyError):  # a JSON file's shape
+        return bundle.data(path)
+
+
+def _unified(path: str, before: bytes, after: bytes) -> str:
+    old_lines, new_lines = (
+        side.decode("utf-8", errors="replace").splitlines(keepends=True) for side in (before, after)
+    )
+    return "".join(difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}"))
 
 
 def label(plan: Plan) -> str:
@@ -192,15 +276,35 @@ def label(plan: Plan) -> str:
 
 
 def format_json(difference: Difference) -> str:
-    data = {
+    data: dict[str, object] = {
         "old": difference.old_label,
         "new": difference.new_label,
         "same": difference.same,
-        "changes": [asdict(c) for c in difference.changes],
+        "changes": [_change_data(c) for c in difference.changes],
         "files": [asdict(f) for f in difference.files],
         "tampered": list(difference.tampered),
     }
+    if difference.nic_pairs:
+        data["nic_pairs"] = [pair._asdict() for pair in difference.nic_pairs]
     return json.dumps(data, indent=2) + "\n"
+
+
+def _change_data(change: Change) -> dict[str, object]:
+    """A change for JSON: the pairing fields only where a NIC was renamed (every other change
+    reads as it did before NICs were paired)."""
+    data = asdict(change)
+    for name in ("old_key", "nic"):
+        if not data[name]:
+            del data[name]
+    return data
+
+
+def nic_pairing_line(difference: Difference) -> str:
+    """One line naming every renamed NIC and its partner; "" when none was renamed."""
+    if not difference.nic_pairs:
+        return ""
+    pairs = ", ".join(printable(pair.label) for pair in difference.nic_pairs)
+    return f"NICs paired by role and position: {pairs}."
 
 
 def _shown(value: str | None) -> str:
@@ -220,6 +324,8 @@ def format_markdown(difference: Difference, excerpt: Excerpt | None = None) -> s
         f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.",
         "",
     ]
+    if difference.nic_pairs:
+        lines += [nic_pairing_line(difference), ""]
     if difference.changes:
         lines += [
             "| | Kind | Key | Old | New | Rule | Why |",
@@ -229,7 +335,7 @@ def format_markdown(difference: Difference, excerpt: Excerpt | None = None) -> s
             cells = [
                 SYMBOL[c.status],
                 markdown_text(c.kind),
-                markdown_code(c.key),
+                markdown_code(c.shown_key),
                 _code(c.old),
                 _code(c.new),
                 markdown_text(c.rule),
@@ -278,10 +384,11 @@ def _code(value: str | None) -> str:
     return "" if value is None else markdown_code(_shown(value))
 
 
-def format_terminal(difference: Difference, colour: bool) -> str:
+def format_terminal(difference: Difference, colour: bool, width: int | None = None) -> str:
+    """The table of changes (cells wrapped to ``width`` columns when given), then text diffs."""
     import click
 
-    from generator.table import format_table
+    from generator.table import table_rows
 
     if difference.same:
         return ""
@@ -290,19 +397,25 @@ def format_terminal(difference: Difference, colour: bool) -> str:
         return click.style(text, fg=COLOUR[status]) if colour else text
 
     out = [f"--- {printable(difference.old_label)}", f"+++ {printable(difference.new_label)}"]
+    if difference.nic_pairs:
+        out.append("NICs paired by role and position:")
+        out += [f"  {printable(pair.label)}" for pair in difference.nic_pairs]
     if difference.changes:
         rows = [
             [
                 SYMBOL[c.status],
-                *map(printable, (c.kind, c.key, _shown(c.old), _shown(c.new), c.rule, c.reason)),
+                *map(
+                    printable, (c.kind, c.shown_key, _shown(c.old), _shown(c.new), c.rule, c.reason)
+                ),
             ]
             for c in difference.changes
         ]
-        table = format_table(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows).splitlines()
-        out.append(table[0])
-        out += [
-            paint(line, c.status) for line, c in zip(table[1:], difference.changes, strict=True)
-        ]
+        header, *lines = table_rows(
+            ["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows, width=width
+        )
+        out += header
+        for row_lines, c in zip(lines, difference.changes, strict=True):
+            out += [paint(line, c.status) for line in row_lines]
     for file_diff in difference.files:
         out += [
             f"text diff of {printable(file_diff.path)}:",
@@ -324,7 +437,8 @@ def run_diff(
     elif output_format == "markdown":
         click.echo(format_markdown(difference))
     else:
-        click.echo(format_terminal(difference, colour=stream_is_terminal("stdout")), nl=False)
+        text = format_terminal(difference, stream_is_terminal("stdout"), table_width())
+        click.echo(text, nl=False)
     return 0 if difference.same else 1
 
 
@@ -362,7 +476,8 @@ def compute_diff(
         for index in range(2)
     ]
     old, new = (plan_side(hw, profile, os_name) for hw, profile, os_name in pairs)
-    return Difference(label(old), label(new), diff_plans(old, new))
+    renamed = pair_nics(old.nics, new.nics)
+    return Difference(label(old), label(new), diff_plans(old, new), nic_pairs=renamed)
 
 
 def plan_side(hardware: str, profile: str, os_name: str | None = None) -> Plan:

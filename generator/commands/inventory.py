@@ -11,7 +11,7 @@ from generator.inputs.catalog import load_catalog
 from generator.inputs.hardware import load_hardware
 from generator.inputs.profile import load_profile
 from generator.paths import profiles_dir
-from generator.table import format_table
+from generator.table import format_table, table_width
 
 
 def shipped_inventory() -> dict[str, list[dict[str, Any]]]:
@@ -52,6 +52,11 @@ def run_list(as_json: bool) -> None:
         click.echo(f"{section.upper()}")
         columns = list(rows[0]) if rows else []
         click.echo(
-            format_table(columns, [[str(row[c]) for c in columns] for row in rows], indent="  ")
+            format_table(
+                columns,
+                [[str(row[c]) for c in columns] for row in rows],
+                indent="  ",
+                width=table_width(),
+            )
         )
         click.echo()

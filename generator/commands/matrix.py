@@ -39,7 +39,7 @@ from generator.render.cloudinit import CloudInitOptions
 from generator.render.engine import preload_templates
 from generator.render.outputs import RenderedFiles
 from generator.render.render import render_bundle
-from generator.table import format_table
+from generator.table import format_table, table_width
 
 # Bundles written as one batch (one flush to disk for all of them) and handed to a worker at a
 # time: large enough that syncs and the pool's messaging stay cheap, small enough that the
@@ -361,7 +361,8 @@ def run_matrix(request: MatrixRequest, output_root: Path) -> int:
         ]
         for o in outcomes
     ]
-    click.echo(format_table(["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"], rows))
+    headers = ["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"]
+    click.echo(format_table(headers, rows, width=table_width()))
     size_warnings(outcomes, options, request.cloud_init_parts)
     failed = sum(not o.ok for o in outcomes)
     click.echo(f"{len(outcomes) - failed} written, {failed} failed")

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from generator.rules import REGISTRY
-from generator.table import format_table
+from generator.table import format_table, table_width
 
 
 def run_rules(as_json: bool) -> None:
@@ -20,5 +20,9 @@ def run_rules(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo(
-        format_table(["ID", "AREA", "SUMMARY"], [[r["id"], r["area"], r["summary"]] for r in rows])
+        format_table(
+            ["ID", "AREA", "SUMMARY"],
+            [[r["id"], r["area"], r["summary"]] for r in rows],
+            width=table_width(),
+        )
     )

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
-from generator.model.setting import SETTING_KINDS, Note, Plan, PlanWarning, Setting
+from generator.model.setting import SETTING_KINDS, NicRole, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
 
@@ -26,11 +26,14 @@ def _plan_data(
 ) -> dict[str, Any]:
     # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
     target = {"distro": plan.distro} if plan.distro else {}
-    # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field.
+    # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
+    # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
+    nics = {"nics": [nic._asdict() for nic in plan.nics]} if plan.nics else {}
     return {
         **target,
         **gpus,
+        **nics,
         "format": FORMAT,
         "tool": TOOL,
         "version": __version__,
@@ -100,6 +103,9 @@ def plan_from_data(data: Any) -> Plan:
         ),
         distro=str(data.get("distro", "")),
         nvidia_gpus=_gpu_count(data.get("nvidia_gpus", 0)),
+        nics=tuple(
+            NicRole(str(n.get("name", "")), str(n.get("role", ""))) for n in data.get("nics", [])
+        ),
     )
 
 

@@ -114,6 +114,14 @@ class PlanWarning(NamedTuple):
     check: str
 
 
+class NicRole(NamedTuple):
+    """A NIC of the hardware file, in its order: what `gen diff` pairs a renamed NIC by (the
+    n-th NIC of a role on one side with the n-th of that role on the other)."""
+
+    name: str
+    role: str
+
+
 class Plan(NamedTuple):
     """Everything the bundle will carry, in a stable order; the single source of truth."""
 
@@ -131,6 +139,7 @@ class Plan(NamedTuple):
     # only their PCI ids. Not in plan.json: nothing renders from a plan read back, and an NVIDIA
     # plan.json stays what it was before there was a second vendor.
     gpu_vendors: tuple[str, ...] = ()
+    nics: tuple[NicRole, ...] = ()  # the hardware file's NICs, in order
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

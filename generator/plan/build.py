@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
-from generator.model.setting import KIND_ORDER, Note, Plan, Setting
+from generator.model.setting import KIND_ORDER, NicRole, Note, Plan, Setting
 from generator.model.vendors import GpuVendor, vendor_table
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
@@ -193,6 +193,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         distro=distro.key if distro else "",
         nvidia_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.NVIDIA),
         gpu_vendors=tuple(vendor for vendor in vendor_table() if facts.has_gpus_of(vendor)),
+        nics=tuple(NicRole(nic.name, nic.role) for nic in facts.nics),
     )
 
 

@@ -42,7 +42,7 @@ from generator.model.planio import content_digest
 from generator.model.probes import check_collect_data
 from generator.model.xids import XidTable
 from generator.paths import templates_dir
-from generator.table import format_table
+from generator.table import format_table, table_width
 from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health
 from generator.verify.image import Image, check_root
@@ -158,7 +158,8 @@ def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -
     ]
     counts = summary(checks)
     where = source.get("root") or source.get("snapshot") or "this machine"
-    lines = [format_table(["VERDICT", "KIND", "KEY", "EXPECTED", "ACTUAL", "NOTE"], rows), ""]
+    headers = ["VERDICT", "KIND", "KEY", "EXPECTED", "ACTUAL", "NOTE"]
+    lines = [format_table(headers, rows, width=table_width()), ""]
     boot = source.get("boot")
     if boot and boot["units"]:
         per_unit = ", ".join(
