@@ -340,7 +340,8 @@ def acs_machine(
 
 
 def acs_checks(tmp_path: Path, tree: Path) -> tuple[Snapshot, list[Check]]:
-    from generator.verify.live import Live, check_pcie_acs
+    from generator.verify.checks_gpu import check_pcie_acs
+    from generator.verify.live_state import Live
     from generator.verify.verdicts import Bundle
 
     result = run_collector(tmp_path, {}, ACS_PLAN, TEST_SYSROOT=str(tree))
@@ -475,7 +476,8 @@ def test_dcgm_is_optional_in_the_plan_and_survives_plan_json() -> None:
 
 
 def test_verify_says_an_absent_optional_unit_is_optional() -> None:
-    from generator.verify.live import Live, check_service
+    from generator.verify.checks_runtime import check_service
+    from generator.verify.live_state import Live
     from generator.verify.verdicts import Bundle
 
     snap = snapshot_of(("unit-enabled", "nvidia-dcgm.service", "!absent"))
@@ -500,7 +502,8 @@ WITHOUT_GPUS = {
 
 
 def service_check(unit: str, records: list[tuple[str, str, str]], distro: str = "") -> Check:
-    from generator.verify.live import Live, check_service
+    from generator.verify.checks_runtime import check_service
+    from generator.verify.live_state import Live
     from generator.verify.verdicts import Bundle
 
     setting = Setting("service", unit, "enable", "r", "gpu.fabric")
@@ -539,7 +542,8 @@ def test_a_missing_unit_names_its_package_only_where_the_distro_table_knows_it(
 
 
 def test_an_absent_own_unit_on_a_gpu_machine_is_missing_the_bundle() -> None:
-    from generator.verify.live import Live, check_service
+    from generator.verify.checks_runtime import check_service
+    from generator.verify.live_state import Live
     from generator.verify.verdicts import Bundle
 
     setting = Setting("service", layout.GPU_UNIT, "enable", "r", "gpu.unit")

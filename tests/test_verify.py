@@ -18,7 +18,8 @@ from generator.model.probes import check_collect_data
 from generator.model.setting import Plan, Setting
 from generator.render.collector import collect_lines
 from generator.render.render import render_bundle
-from generator.verify.live import check_settings, parse_cmdline
+from generator.verify.consumers import parse_cmdline
+from generator.verify.live import check_settings
 from generator.verify.run import collector_script, run_verify, verify_checks
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.verdicts import Verdict, load_bundle

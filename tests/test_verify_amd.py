@@ -16,7 +16,8 @@ from generator.model.probes import WHOLE_SECTIONS
 from generator.model.setting import Plan, Setting
 from generator.model.vendors import GPU_VENDORS, GpuVendor
 from generator.render.collector import collect_lines
-from generator.verify.live import Live, check_live
+from generator.verify.live import check_live
+from generator.verify.live_state import Live
 from generator.verify.run import collector_script
 from generator.verify.snapshot import Snapshot, parse_snapshot
 from generator.verify.verdicts import Bundle, Check, Verdict

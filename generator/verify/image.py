@@ -38,18 +38,16 @@ from generator.model.layout import (
     NCCL_CONF,
 )
 from generator.model.setting import Setting, is_driver_module
-from generator.verify.grubvars import GrubVars, parse_grub_files
-from generator.verify.live import (
+from generator.verify.checks_runtime import check_daemon_json, check_nccl_text, provider_of
+from generator.verify.consumers import (
     arg_name,
     arg_value_holds,
-    check_daemon_json,
-    check_nccl_text,
     daemon_json_object,
     parse_cmdline,
-    provider_of,
     toml_lookup,
     toml_value,
 )
+from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.verdicts import (
     Bundle,

@@ -1,0 +1,305 @@
+"""Live checks of the GPUs and what is pinned to them: nvidia-smi's settings and MIG layout (AMD's
+through gpu_amd.py), NIC interrupt affinity and the PCIe ACS registers."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from generator.model.cpulist import expand_cpus
+from generator.model.layout import (
+    ACS_UNIT,
+    GPU_UNIT,
+)
+from generator.model.probes import (
+    AMD_ONLY_ACTIONS,
+    acs_word,
+)
+from generator.model.setting import Setting
+from generator.verify.gpu_amd import SECTION as AMD_SECTION
+from generator.verify.gpu_amd import check_gpu_amd
+from generator.verify.live_state import (
+    DIFFERS,
+    MISSING,
+    NA,
+    NOT_COLLECTED,
+    NOT_JUDGED,
+    OK,
+    Live,
+    normal,
+    own_unit_props,
+)
+from generator.verify.snapshot import TIMED_OUT
+from generator.verify.verdicts import Check, check_of
+
+GPU_FIELDS = (
+    "index",
+    "pci.bus_id",
+    "name",
+    "persistence_mode",
+    "ecc.mode.current",
+    "ecc.mode.pending",
+    "compute_mode",
+    "power.limit",
+    "power.default_limit",
+    "clocks.gr",
+    "clocks.max.gr",
+    "mig.mode.current",
+    "mig.mode.pending",
+)
+
+
+# The GPU actions read back through nvidia-smi (gpu_actual, check_mig_layout); another action
+# (a vendor's own) is not judged from these rows, never passed.
+NVIDIA_GPU_ACTIONS = frozenset(
+    {"persistence", "ecc", "mig", "mig-layout", "compute-mode", "clocks", "power-limit"}
+)
+
+
+def gpu_rows(live: Live) -> list[dict[str, str]]:
+    rows = []
+    for key, value in live.snapshot.section("gpu"):
+        if key != "tool":
+            parts = [part.strip() for part in value.split(",")]
+            padded = parts + ["?"] * (len(GPU_FIELDS) - len(parts))
+            # strict=False: fields past GPU_FIELDS (a newer nvidia-smi) are dropped, as before.
+            rows.append(dict(zip(GPU_FIELDS, padded, strict=False)))
+    return rows
+
+
+def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]:
+    if action == "persistence":
+        return row["persistence_mode"], normal(row["persistence_mode"]) == normal(value)
+    if action == "ecc":
+        current, pending = row["ecc.mode.current"], row["ecc.mode.pending"]
+        return f"{current} (pending {pending})", normal(pending) == normal(value)
+    if action == "mig":
+        return row["mig.mode.current"], normal(row["mig.mode.current"]) == normal(value)
+    if action == "compute-mode":
+        return row["compute_mode"], row["compute_mode"].upper() == value.upper()
+    if action == "power-limit":
+        try:
+            limit, default = float(row["power.limit"]), float(row["power.default_limit"])
+        except ValueError:
+            return row["power.limit"], False
+        target = float(value[:-1]) * default / 100 if value.endswith("%") else float(value)
+        return f"{row['power.limit']} W", abs(limit - target) <= 1
+    return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
+
+
+def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
+    """A gpu setting for AMD's GPUs: an action only they have, or any action on a machine whose
+    snapshot has AMD GPUs and no NVIDIA ones (the gpu-amd section, nvidia-smi absent)."""
+    if setting.key in AMD_ONLY_ACTIONS:
+        return True
+    amd = [key for key, _ in live.snapshot.section(AMD_SECTION) if key != "tool"]
+    return bool(amd) and live.snapshot.value("gpu", "tool") in (None, "!absent")
+
+
+def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
+    """One GPU against the planned MIG instances: (what it has, whether that is the plan)."""
+    mode = row["mig.mode.current"]
+    if mode != "Enabled":
+        return f"MIG {mode}", "N/A" in mode or "Supported" in mode
+    found = live.snapshot.value("gpu-mig", row["index"])
+    if found is None:
+        return "instances not collected", False
+    if found.startswith("!"):
+        return found[1:], False
+    names = Counter() if found == "none" else Counter(found.split(","))
+    return found, names == planned
+
+
+def check_mig_layout(setting: Setting, live: Live) -> Check:
+    """Each MIG-capable GPU has exactly the planned GPU instances (GPUs without MIG: skipped)."""
+    planned = Counter(setting.value.split(","))
+    rows = gpu_rows(live)
+    results = [(row["index"], *mig_layout_actual(row, live, planned)) for row in rows]
+    text = "; ".join(f"GPU {index}: {actual}" for index, actual, _ in results)
+    if not results:
+        return check_of(setting, "no GPU rows", MISSING, NOT_COLLECTED)
+    if all(ok for _, _, ok in results):
+        return check_of(setting, text, OK)
+    return check_of(
+        setting, text, DIFFERS, f"{GPU_UNIT}'s log says why (a pending MIG mode, other instances)"
+    )
+
+
+def check_gpu(setting: Setting, live: Live) -> Check:
+    if is_amd_gpu_setting(setting, live):
+        return check_gpu_amd(setting, live.snapshot)
+    if setting.key not in NVIDIA_GPU_ACTIONS:
+        reason = f"this goldtune has no reading of {setting.key} through nvidia-smi"
+        return check_of(setting, "not read", NOT_JUDGED, reason)
+    tool = live.snapshot.value("gpu", "tool")
+    if tool is None:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if tool == "!absent":
+        return check_of(
+            setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)"
+        )
+    if tool.startswith(TIMED_OUT):
+        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi hung: nothing could be read")
+    if tool.startswith("!"):
+        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
+    if setting.key == "mig-layout":
+        return check_mig_layout(setting, live)
+    results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
+    if setting.key == "clocks":
+        ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
+        return check_of(
+            setting,
+            f"{'reset' if setting.value == 'reset' else 'locked'} by {GPU_UNIT}"
+            if ok
+            else "the GPU unit did not succeed",
+            OK if ok else DIFFERS,
+            "locked clocks are not readable through nvidia-smi --query-gpu",
+        )
+    text = "; ".join(f"GPU {i}: {actual}" for i, (actual, _) in enumerate(results))
+    if results and all("N/A" in actual for actual, _ in results):
+        return check_of(
+            setting, text, NA, f"nvidia-smi reports {setting.key} as not supported by these GPUs"
+        )
+    return check_of(setting, text, OK if all(ok for _, ok in results) else DIFFERS)
+
+
+def check_irq(setting: Setting, live: Live) -> Check:
+    rows = live.snapshot.values("irq", setting.key)
+    if not rows:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    if rows[0] == "!absent":
+        return check_of(
+            setting, "no such interface", NA, f"no interface {setting.key} on this machine"
+        )
+    if rows[0] == "!no-msi-irqs":
+        return check_of(setting, "no MSI IRQs", NA, f"{setting.key} has no MSI interrupts to pin")
+    pairs = [row.split(" ", 1) for row in rows]
+    if setting.value == "local":  # resolved at boot from the device: one list for every IRQ
+        lists = {cpus for _, cpus in pairs}
+        if len(lists) == 1 and not next(iter(lists)).startswith("!"):
+            return check_of(setting, f"{next(iter(lists))} ({len(pairs)} IRQs, read at boot)", OK)
+        return check_of(
+            setting, "; ".join(sorted(lists)[:4]), DIFFERS, "IRQs not on one boot-time CPU list"
+        )
+    wanted = expand_cpus(setting.value)
+    wrong = [
+        f"IRQ {irq}: {cpus}"
+        for irq, cpus in pairs
+        if cpus.startswith("!") or expand_cpus(cpus) != wanted
+    ]
+    if wrong:
+        return check_of(
+            setting, "; ".join(wrong[:4]), DIFFERS, f"{len(wrong)} of {len(pairs)} IRQs elsewhere"
+        )
+    return check_of(setting, f"{setting.value} ({len(pairs)} IRQs)", OK)
+
+
+# What pcie-acs logs when it wrote nothing on purpose (templates/scripts/pcie-acs).
+ACS_SKIPPED = ("virtual machine", "setpci (pciutils) is not installed", "no GPU of vendor")
+
+
+# The ACS Control register's bits (PCIe base spec 7.7.11.3); pcie-acs clears them all (0000).
+ACS_CONTROL_BITS = (
+    "source validation",
+    "translation blocking",
+    "P2P request redirect",
+    "P2P completion redirect",
+    "upstream forwarding",
+    "P2P egress control",
+    "direct translated P2P",
+)
+
+
+_ACS_PORT = re.compile(
+    r"([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) (root|downstream) ([0-9a-f]{4})"
+)
+
+
+def acs_bits(control: int) -> str:
+    """``0x001d`` -> ``source validation, P2P request redirect, …``: the ACS controls on."""
+    named = [name for bit, name in enumerate(ACS_CONTROL_BITS) if control >> bit & 1]
+    return ", ".join(named + (["other bits"] if control >> len(ACS_CONTROL_BITS) else []))
+
+
+def check_acs_registers(setting: Setting, rows: list[str]) -> Check:
+    """The ACS Control register of each root and downstream port above the setting's devices,
+    as the collector read it from config space: every bit pcie-acs cleared must still be clear."""
+    if rows == ["!absent"]:
+        return check_of(setting, "no such device", NA, f"no {setting.key} on this machine")
+    if any(row.endswith("!unreadable") for row in rows):
+        return check_of(
+            setting,
+            "config space unreadable",
+            NOT_JUDGED,
+            "the ACS registers lie beyond the first 64 bytes of a port's config space, which "
+            "only root may read: run the collector as root",
+        )
+    ports = [found.groups() for row in rows if (found := _ACS_PORT.fullmatch(row))]
+    # devices whose DMA the IOMMU translates: pcie-acs leaves ACS on above them, on purpose
+    left_on = [row.split()[1] for row in rows if row.startswith("!iommu ") and len(row.split()) > 1]
+    wrong = [
+        f"{port}: {control} ({acs_bits(int(control, 16))})"
+        for port, _, control in ports
+        if int(control, 16)
+    ]
+    if wrong:
+        return check_of(
+            setting,
+            "; ".join(wrong[:4]),
+            DIFFERS,
+            f"{len(wrong)} of {len(ports)} ports have ACS on again (set after {ACS_UNIT} ran: a "
+            "hot-plug, a reset of the port, firmware?)",
+        )
+    left_on_note = (
+        f"ACS left on above {', '.join(left_on)}: the IOMMU translates its DMA" if left_on else ""
+    )
+    if not ports:
+        why = "no root or downstream port above it has ACS"
+        return check_of(
+            setting, "no port with ACS", NA, "; ".join(filter(None, [why, left_on_note]))
+        )
+    return check_of(
+        setting,
+        f"ACS control 0000 on {len(ports)} ports (read from config space)",
+        OK,
+        left_on_note,
+    )
+
+
+def check_pcie_acs(setting: Setting, live: Live) -> Check:
+    """ACS off above the devices: the ACS Control registers the collector read from each port's
+    config space; with an older collector, the ACS unit's run (its result and what it logged)."""
+    props = own_unit_props(live, ACS_UNIT)
+    rows = live.snapshot.values("acs", acs_word(setting.key))
+    if not props and not rows:
+        return check_of(setting, "?", MISSING, NOT_COLLECTED)
+    log = live.snapshot.values("own-unit-log", ACS_UNIT)
+    skipped = next((line for line in log for why in ACS_SKIPPED if why in line), None)
+    if skipped is not None:
+        return check_of(setting, skipped, NA, f"{ACS_UNIT} wrote nothing here, on purpose")
+    if rows:
+        return check_acs_registers(setting, rows)
+    if props.get("Result") != "success" or props.get("ActiveState") != "active":
+        state = f"{props.get('ActiveState', '?')}, result {props.get('Result', '?')}"
+        return check_of(setting, f"{ACS_UNIT} {state}", DIFFERS, "the ACS unit did not succeed")
+    summary = next((line for line in reversed(log) if "had ACS turned off" in line), "ran")
+    return check_of(setting, f"{ACS_UNIT}: {summary}", OK)
+
+
+def gpu_evidence(live: Live) -> str | None:
+    """What in the snapshot shows an NVIDIA GPU on this machine, or None when nothing does.
+
+    Facts the collector recorded, never a hostname or a SKU: nvidia-smi's rows; the NVIDIA
+    display/3D functions on the PCI bus (``gpu-pci``: also without a driver, which is when the
+    NVIDIA packages are most likely absent); the PCI ports above the GPUs that the ACS read found.
+    """
+    rows = gpu_rows(live) if live.snapshot.value("gpu", "tool") == "ok" else []
+    if rows:
+        return f"nvidia-smi lists {len(rows)} GPU{'' if len(rows) == 1 else 's'}"
+    on_pci = live.snapshot.value("gpu-pci", "count") or ""
+    if on_pci.isdigit() and int(on_pci) > 0:
+        return f"{on_pci} NVIDIA GPU{'' if on_pci == '1' else 's'} on the PCI bus"
+    acs_rows = live.snapshot.values("acs", acs_word("gpus"))
+    if acs_rows and acs_rows != ["!absent"]:
+        return "NVIDIA GPUs on the PCI bus (the ACS read found them)"
+    return None
