@@ -522,6 +522,39 @@ def test_bls_entries_with_tuned_params_are_edited_around_the_variable(tmp_path: 
     assert "its options are not plain words or grub variables" in result.stdout
 
 
+def grub_cmdline_linux(root: Path) -> list[str]:
+    text = (root / "etc/default/grub").read_text()
+    return [line for line in text.splitlines() if line.startswith("GRUB_CMDLINE_LINUX=")]
+
+
+def test_a_bls_image_build_edits_grub_cmdline_linux_too(tmp_path: Path) -> None:
+    """Issue 27 item 5: RHEL 9.0-9.2's grub2-mkconfig rewrites every BLS entry's options from
+    GRUB_CMDLINE_LINUX (rhboot/grub2 10_linux.in update_bls_cmdline(); opt-in from 9.3,
+    RHELDOCS-16752), so the image's next grub2-mkconfig dropped the arguments. Live, grubby
+    --update-kernel=ALL edits it (grubby(8)); an image build edits it as text. On main the line
+    was left as it was."""
+    root = rhel_root(tmp_path / "image")
+    path = make_bin(tmp_path, {})
+    bundles = {
+        plan.profile_name: bundle_for(tmp_path, plan, plan.profile_name)
+        for plan in (INFERENCE, TRAINING)
+    }
+    for name, plan in (("inference", INFERENCE), ("training", TRAINING), ("inference", INFERENCE)):
+        result = run(bundles[name] / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert grub_cmdline_linux(root) == [
+            f'GRUB_CMDLINE_LINUX="crashkernel=1G-4G:192M rhgb quiet {kernel_cmdline(plan)}"'
+        ]
+    assert "GRUB_ENABLE_BLSCFG=true" in (root / "etc/default/grub").read_text()
+    # a line the shell would expand is not edited, and the run says so
+    grub = root / "etc/default/grub"
+    grub.write_text('GRUB_CMDLINE_LINUX="$EXTRA quiet"\nGRUB_ENABLE_BLSCFG=true\n')
+    result = run(bundles["training"] / "install.sh", "--root", str(root), path=path)
+    assert result.returncode == 1
+    assert "GRUB_CMDLINE_LINUX is not one line" in result.stdout
+    assert grub.read_text() == 'GRUB_CMDLINE_LINUX="$EXTRA quiet"\nGRUB_ENABLE_BLSCFG=true\n'
+
+
 def test_a_new_kernel_cmdline_is_seeded_without_the_entrys_variables(tmp_path: Path) -> None:
     """/etc/kernel/cmdline is read by every kernel-install layout; only grub expands
     ``$tuned_params`` (and 92-tuned.install adds it to new grub entries itself)."""

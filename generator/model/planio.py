@@ -24,7 +24,9 @@ def _plan_data(
     plan: Plan, settings: list[Any], notes: list[Any], warnings: list[Any]
 ) -> dict[str, Any]:
     # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
-    target = {"distro": plan.distro} if plan.distro else {}
+    target: dict[str, Any] = {"distro": plan.distro} if plan.distro else {}
+    if not plan.grub_dropins:  # said only where false: other plan.json files stay as they were
+        target["grub_dropins"] = False
     return {
         **target,
         "format": FORMAT,
@@ -89,4 +91,5 @@ def plan_from_data(data: Any) -> Plan:
             for w in data.get("warnings", [])
         ),
         distro=str(data.get("distro", "")),
+        grub_dropins=data.get("grub_dropins") is not False,
     )

@@ -124,6 +124,10 @@ class Plan(NamedTuple):
     warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
     distro: str = ""  # the target distribution's key; "" for a portable bundle
+    # Whether the target's grub-mkconfig sources /etc/default/grub.d (its distro table's
+    # boot_args.reads): RHEL's does not, so its bundles carry no drop-in; a portable bundle may
+    # land on Debian or Ubuntu and keeps it.
+    grub_dropins: bool = True
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

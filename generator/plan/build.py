@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
+from generator.model.layout import GRUB_FILE
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
@@ -180,7 +181,14 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(notes),
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
+        grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
     )
+
+
+def reads_grub_dropins(reads: Iterable[str]) -> bool:
+    """Whether a distribution's boot tools (its table's boot_args.reads) read the GRUB drop-ins."""
+    dropin_dir = GRUB_FILE.rsplit("/", 1)[0]
+    return any(path.startswith(dropin_dir + "/") for path in reads)
 
 
 def raise_findings(findings: list[Finding], facts: Facts, source: str) -> None:

@@ -41,6 +41,9 @@ GPU_ACTION_ORDER = (
 
 # Where a reviewer finds each kind (EXPLAIN.md); services are applied by the delivery files.
 SERVICE_FILES = f"{layout.INSTALL_LIST}, {layout.USER_DATA}"
+# A target whose grub-mkconfig reads no drop-in (RHEL: BLS): install.sh writes the arguments
+# into the boot entries, /etc/kernel/cmdline and GRUB_CMDLINE_LINUX from install.list's lines.
+BLS_ARGS_FILES = f"{layout.INSTALL_LIST}, {layout.KERNEL_CMDLINE}"
 
 
 def bundle_context(plan: Plan) -> dict[str, Any]:
@@ -219,4 +222,6 @@ def kind_tables(plan: Plan) -> list[KindTable]:
 def kind_files(plan: Plan, spec: KindSpec, settings: tuple[Setting, ...]) -> str:
     if spec.kind == Kind.SERVICE:
         return SERVICE_FILES
+    if spec.kind == Kind.KERNEL_ARG and not plan.grub_dropins:
+        return BLS_ARGS_FILES
     return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings)))

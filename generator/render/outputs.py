@@ -34,6 +34,8 @@ class Output(NamedTuple):
         return self.path.format(profile=plan.profile_name)
 
     def applies_to(self, plan: Plan) -> bool:
+        if self.path == in_overlay(layout.GRUB_FILE) and not plan.grub_dropins:
+            return False  # a drop-in the target's grub-mkconfig never reads (RHEL's)
         if self.template == "modules-load.conf.j2":
             return bool(kernel_modules(plan))
         if self.unit:  # one drop-in per packaged unit that has settings

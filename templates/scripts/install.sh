@@ -50,8 +50,11 @@
 #       later (seeded from the newest entry, less its variables, when absent). A list argument
 #       (modprobe.blacklist, rd.driver.blacklist, module_blacklist: list_keys) of the bundle's
 #       carries the image's elements first, then its own.
-#       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
-#       entries unless run with --update-bls-cmdline (RHEL 9.3 release notes, RHELDOCS-16752).
+#       GRUB_CMDLINE_LINUX of /etc/default/grub gets the same edit: RHEL 9.0-9.2's grub2-mkconfig
+#       rewrites every entry's options from it (9.3 made that opt-in, --update-bls-cmdline: RHEL
+#       9.3 release notes, RHELDOCS-16752). Live, grubby --update-kernel=ALL edits it itself
+#       (grubby-bls since grubby 8.40-41, unless --no-etc-grub-update: grubby(8)); in an image
+#       build it is edited as text here (edit_grub_default).
 # tuned: active_profile becomes "<the selected profiles, the tool's dropped> <the bundle's>";
 #   tuned merges the profiles of active_profile left to right, the later one winning
 #   (redhat-performance/tuned 2bfa4423, tuned/profiles/loader.py load(), merger.py merge()). The
@@ -1503,7 +1506,50 @@ edit_kernel_cmdline() {
     write_text /etc/kernel/cmdline "$(edited_cmdline "$current")"
 }
 
-boot_bls() { # the BLS entries (grubby live, text offline), then /etc/kernel/cmdline
+# edit_grub_default: GRUB_CMDLINE_LINUX of /etc/default/grub, in an image build (live, grubby
+# --update-kernel=ALL edits it). RHEL 9.0-9.2's grub2-mkconfig writes "root=... ro
+# $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT" into every entry's options (rhboot/grub2
+# 10_linux.in update_bls_cmdline()), so arguments only in the entries would be lost at the next
+# kernel update or grub2-mkconfig. The file is sourced by a shell: only one line of the form
+# GRUB_CMDLINE_LINUX="plain words" is edited; anything else is said and left alone.
+edit_grub_default() {
+    status=0
+    contents_of /etc/default/grub || status=$?
+    case $status in
+        1) return 0 ;;
+        2)
+            say "/etc/default/grub is not a plain file; GRUB_CMDLINE_LINUX not edited"
+            return 1
+            ;;
+    esac
+    count=$(printf '%s\n' "$contents" | grep -c '^[[:space:]]*\(export[[:space:]]*\)\{0,1\}GRUB_CMDLINE_LINUX=' || true)
+    [ "$count" -gt 0 ] || return 0
+    plain=$(printf '%s\n' "$contents" | grep -c '^GRUB_CMDLINE_LINUX="[^"$`\\]*"[[:space:]]*$' || true)
+    current=$(printf '%s\n' "$contents" | sed -n 's/^GRUB_CMDLINE_LINUX="\([^"]*\)"[[:space:]]*$/\1/p')
+    if [ "$count" -ne 1 ] || [ "$plain" -ne 1 ] || ! is_plain_cmdline "$current"; then
+        say "/etc/default/grub: GRUB_CMDLINE_LINUX is not one line GRUB_CMDLINE_LINUX=\"plain words\"; not edited (grub2-mkconfig of RHEL 9.0-9.2 would take the arguments out of the entries)"
+        return 1
+    fi
+    new=$(edited_cmdline "$current")
+    grub_file=$(mktemp) || die "cannot create a temporary file"
+    printf '%s\n' "$contents" | while IFS= read -r grub_line; do
+        case $grub_line in
+            GRUB_CMDLINE_LINUX=*) printf 'GRUB_CMDLINE_LINUX="%s"\n' "$new" ;;
+            *) printf '%s\n' "$grub_line" ;;
+        esac
+    done >"$grub_file"
+    if same_file "$grub_file" "$target" "$(stat -c %a -- "$target")"; then
+        say "unchanged /etc/default/grub"
+        unchanged=$((unchanged + 1))
+    else
+        put "$grub_file" "$(stat -c %a -- "$target")"
+        say "edited GRUB_CMDLINE_LINUX of /etc/default/grub"
+        installed=$((installed + 1))
+    fi
+    rm -f -- "$grub_file"
+}
+
+boot_bls() { # the BLS entries and GRUB_CMDLINE_LINUX (grubby live, text offline), then /etc/kernel/cmdline
     if [ "$live" = yes ]; then
         run_step bootloader
     else
@@ -1512,6 +1558,7 @@ boot_bls() { # the BLS entries (grubby live, text offline), then /etc/kernel/cmd
         done 3<<ENTRIES
 $entries
 ENTRIES
+        edit_grub_default || failed=$((failed + 1))
     fi
     last_entry=$(bls_entries | tail -n 1)
     seed=''
