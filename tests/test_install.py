@@ -150,6 +150,7 @@ def test_services_are_linked_in_the_image_and_missing_units_are_skipped(tmp_path
         "goldtune: enable goldtune-irq-affinity.service",
         "goldtune: enable goldtune-pcie-acs.service",
         "goldtune: enable goldtune-cuda-mps.service",  # shipped by the bundle
+        "goldtune: enable goldtune-kernel-args.service",  # the image's boot check (issue 27)
     ]
     wants = root / "etc/systemd/system/multi-user.target.wants"
     assert os.readlink(wants / "goldtune-gpu.service") == "/etc/systemd/system/goldtune-gpu.service"
@@ -179,6 +180,7 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
         "goldtune-cuda-mps.service",
         "goldtune-gpu.service",
         "goldtune-irq-affinity.service",
+        "goldtune-kernel-args.service",  # the image's boot check of its kernel arguments
         "goldtune-pcie-acs.service",
     ]
     assert os.readlink(root / "etc/systemd/system/bluetooth.service") == "/dev/null"
@@ -491,7 +493,11 @@ def test_bls_arguments_are_added_and_removed_across_bundles_in_an_image(tmp_path
     )
 
     install("inference")
-    assert image_tree(root) == after_inference  # back exactly: nothing of training is left
+    # back exactly: nothing of training is left, but the record of what this run removed (the
+    # boot check's kernel-args-removed: training's iommu=pt)
+    removed = "/var/lib/goldtune/kernel-args-removed"
+    assert image_tree(root)[removed] == ("0644", b"iommu=pt\n")
+    assert {**image_tree(root), removed: after_inference[removed]} == after_inference
     assert "done: 0 written," in install("inference").stdout
 
 
@@ -1047,6 +1053,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable nvidia-persistenced.service",
         "systemctl is-enabled -- nvidia-persistenced.service",  # a static unit is not enabled
         "systemctl --quiet enable goldtune-cuda-mps.service",
+        "systemctl --quiet enable goldtune-kernel-args.service",  # the boot check (issue 27)
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
     assert not [c for c in calls if c.startswith("tuned-adm")]
@@ -1058,7 +1065,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "tuned loads goldtune-inference, "
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
-        "nvidia-persistenced.service, goldtune-cuda-mps.service"
+        "nvidia-persistenced.service, goldtune-cuda-mps.service, goldtune-kernel-args.service"
     )
 
 

@@ -451,3 +451,12 @@ def test_a_grub_dropin_only_for_a_target_that_reads_it(
     assert plan_from_data(plan_to_data(plan)).grub_dropins is has_dropin
     explain = files["EXPLAIN.md"][0].decode()
     assert ("grub.d/90-goldtune.cfg" in explain) is has_dropin
+
+
+def test_the_reboot_knob_reaches_the_plan_only_with_kernel_arguments(tmp_path: Path) -> None:
+    """Issue 27: profile knob reboot_for_kernel_args -> plan -> install.list kernel-args-reboot."""
+    inputs = load_inputs("dgx-h100", "inference")
+    knob = inputs.profile.knobs | {"reboot_for_kernel_args": True}
+    profile = inputs.profile._replace(knobs=knob)
+    assert build_plan(inputs.facts, profile).reboot_for_kernel_args
+    assert not build_plan(inputs.facts, inputs.profile).reboot_for_kernel_args

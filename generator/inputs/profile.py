@@ -73,6 +73,9 @@ class Knobs(StrictModel):
     # Page zeroing on allocation (init_on_alloc): "keep" leaves the kernel's build default, a
     # hardening; unset: off on GPU servers, as NVIDIA's base tuned profile (boot.init-on-alloc)
     init_on_alloc: Literal["keep", "off"] | None = None
+    # An image's boot check (install.sh --root / --image-build) reboots once when a kernel argument
+    # of the bundle is not on /proc/cmdline; unset or false: it only says so in the journal.
+    reboot_for_kernel_args: bool | None = None
     headless: bool | None = None
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
@@ -111,6 +114,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "irq": "pin",
     "pcie_acs": None,
     "init_on_alloc": None,
+    "reboot_for_kernel_args": False,
     "headless": True,
     "multinode": False,
     "containers": "none",
@@ -202,6 +206,10 @@ class Profile(NamedTuple):
         """keep | off, or None: off on GPU servers (boot.init-on-alloc)."""
         value = self.knobs["init_on_alloc"]
         return None if value is None else str(value)
+
+    @property
+    def reboot_for_kernel_args(self) -> bool:
+        return bool(self.knobs["reboot_for_kernel_args"])
 
     @property
     def headless(self) -> bool:

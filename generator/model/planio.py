@@ -27,6 +27,8 @@ def _plan_data(
     target: dict[str, Any] = {"distro": plan.distro} if plan.distro else {}
     if not plan.grub_dropins:  # said only where false: other plan.json files stay as they were
         target["grub_dropins"] = False
+    if plan.reboot_for_kernel_args:
+        target["reboot_for_kernel_args"] = True
     return {
         **target,
         "format": FORMAT,
@@ -92,4 +94,5 @@ def plan_from_data(data: Any) -> Plan:
         ),
         distro=str(data.get("distro", "")),
         grub_dropins=data.get("grub_dropins") is not False,
+        reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
     )

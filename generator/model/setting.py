@@ -128,6 +128,9 @@ class Plan(NamedTuple):
     # boot_args.reads): RHEL's does not, so its bundles carry no drop-in; a portable bundle may
     # land on Debian or Ubuntu and keeps it.
     grub_dropins: bool = True
+    # The profile's reboot_for_kernel_args, when the plan has kernel arguments: an image's boot
+    # check reboots once when one is not in effect (install.list's kernel-args-reboot line).
+    reboot_for_kernel_args: bool = False
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

@@ -182,6 +182,8 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
         grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
+        reboot_for_kernel_args=profile.reboot_for_kernel_args
+        and any(s.kind == "kernel-arg" for s in settings),
     )
 
 
