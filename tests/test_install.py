@@ -152,6 +152,7 @@ def test_services_are_linked_in_the_image_and_missing_units_are_skipped(tmp_path
         "goldtune: enable goldtune-cuda-mps.service",  # shipped by the bundle
         "goldtune: enable goldtune-metrics.timer",
         "goldtune: enable goldtune-node-labels.service",
+        "goldtune: enable goldtune-kernel-args.service",  # the image's boot check (issue 27)
     ]
     wants = root / "etc/systemd/system/multi-user.target.wants"
     assert os.readlink(wants / "goldtune-gpu.service") == "/etc/systemd/system/goldtune-gpu.service"
@@ -181,6 +182,7 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
         "goldtune-cuda-mps.service",
         "goldtune-gpu.service",
         "goldtune-irq-affinity.service",
+        "goldtune-kernel-args.service",  # the image's boot check of its kernel arguments
         "goldtune-node-labels.service",
         "goldtune-pcie-acs.service",
     ]
@@ -515,7 +517,11 @@ def test_bls_arguments_are_added_and_removed_across_bundles_in_an_image(tmp_path
     )
 
     install("inference")
-    assert image_tree(root) == after_inference  # back exactly: nothing of training is left
+    # back exactly: nothing of training is left, but the record of what this run removed (the
+    # boot check's kernel-args-removed: training's iommu=pt)
+    removed = "/var/lib/goldtune/kernel-args-removed"
+    assert image_tree(root)[removed] == ("0644", b"iommu=pt\n")
+    assert {**image_tree(root), removed: after_inference[removed]} == after_inference
     assert "done: 0 written," in install("inference").stdout
 
 
@@ -544,6 +550,39 @@ def test_bls_entries_with_tuned_params_are_edited_around_the_variable(tmp_path: 
     result = run(bundles["inference"] / "install.sh", "--root", str(root), path=path)
     assert result.returncode == 1
     assert "its options are not plain words or grub variables" in result.stdout
+
+
+def grub_cmdline_linux(root: Path) -> list[str]:
+    text = (root / "etc/default/grub").read_text()
+    return [line for line in text.splitlines() if line.startswith("GRUB_CMDLINE_LINUX=")]
+
+
+def test_a_bls_image_build_edits_grub_cmdline_linux_too(tmp_path: Path) -> None:
+    """Issue 27 item 5: RHEL 9.0-9.2's grub2-mkconfig rewrites every BLS entry's options from
+    GRUB_CMDLINE_LINUX (rhboot/grub2 10_linux.in update_bls_cmdline(); opt-in from 9.3,
+    RHELDOCS-16752), so the image's next grub2-mkconfig dropped the arguments. Live, grubby
+    --update-kernel=ALL edits it (grubby(8)); an image build edits it as text. On main the line
+    was left as it was."""
+    root = rhel_root(tmp_path / "image")
+    path = make_bin(tmp_path, {})
+    bundles = {
+        plan.profile_name: bundle_for(tmp_path, plan, plan.profile_name)
+        for plan in (INFERENCE, TRAINING)
+    }
+    for name, plan in (("inference", INFERENCE), ("training", TRAINING), ("inference", INFERENCE)):
+        result = run(bundles[name] / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert grub_cmdline_linux(root) == [
+            f'GRUB_CMDLINE_LINUX="crashkernel=1G-4G:192M rhgb quiet {kernel_cmdline(plan)}"'
+        ]
+    assert "GRUB_ENABLE_BLSCFG=true" in (root / "etc/default/grub").read_text()
+    # a line the shell would expand is not edited, and the run says so
+    grub = root / "etc/default/grub"
+    grub.write_text('GRUB_CMDLINE_LINUX="$EXTRA quiet"\nGRUB_ENABLE_BLSCFG=true\n')
+    result = run(bundles["training"] / "install.sh", "--root", str(root), path=path)
+    assert result.returncode == 1
+    assert "GRUB_CMDLINE_LINUX is not one line" in result.stdout
+    assert grub.read_text() == 'GRUB_CMDLINE_LINUX="$EXTRA quiet"\nGRUB_ENABLE_BLSCFG=true\n'
 
 
 def test_a_new_kernel_cmdline_is_seeded_without_the_entrys_variables(tmp_path: Path) -> None:
@@ -1040,6 +1079,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable goldtune-cuda-mps.service",
         "systemctl --quiet enable goldtune-metrics.timer",
         "systemctl --quiet enable goldtune-node-labels.service",
+        "systemctl --quiet enable goldtune-kernel-args.service",  # the boot check (issue 27)
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
     assert not [c for c in calls if c.startswith("tuned-adm")]
@@ -1052,7 +1092,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
         "nvidia-persistenced.service, goldtune-cuda-mps.service, goldtune-metrics.timer, "
-        "goldtune-node-labels.service"
+        "goldtune-node-labels.service, goldtune-kernel-args.service"
     )
 
 

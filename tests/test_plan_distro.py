@@ -426,3 +426,37 @@ def test_the_persistenced_reasons_speak_of_the_target_distributions_packaging(
     assert (static in reasons) == (os_name == "ubuntu-24.04")
     portable = plan_of("l4-inference", "inference").settings
     assert "Ubuntu's packaged unit has no [Install]" in " ".join(s.reason for s in portable)
+
+
+# --- boot arguments: a drop-in only where the target's grub-mkconfig reads it (issue 27 item 5) --
+
+GRUB_DROPIN = "rootfs/etc/default/grub.d/90-goldtune.cfg"
+
+
+@pytest.mark.parametrize(
+    ("os_name", "has_dropin"),
+    [(None, True), ("ubuntu-24.04", True), ("debian-12", True), ("rhel-9", False)],
+)
+def test_a_grub_dropin_only_for_a_target_that_reads_it(
+    os_name: str | None, has_dropin: bool
+) -> None:
+    """hardware_db/distros/rhel-9.yaml boot_args.reads has no /etc/default/grub.d: Red Hat's
+    grub2-mkconfig sources only /etc/default/grub. On main every bundle with kernel arguments
+    carried the drop-in, a RHEL one too; a portable bundle keeps it (it may land on Debian)."""
+    plan = plan_of("dgx-h100", "inference", os_name)
+    assert plan.of_kind("kernel-arg")
+    files = render_bundle(plan)
+    assert (GRUB_DROPIN in files) is has_dropin
+    assert "kernel-cmdline" in files
+    assert plan_from_data(plan_to_data(plan)).grub_dropins is has_dropin
+    explain = files["EXPLAIN.md"][0].decode()
+    assert ("grub.d/90-goldtune.cfg" in explain) is has_dropin
+
+
+def test_the_reboot_knob_reaches_the_plan_only_with_kernel_arguments(tmp_path: Path) -> None:
+    """Issue 27: profile knob reboot_for_kernel_args -> plan -> install.list kernel-args-reboot."""
+    inputs = load_inputs("dgx-h100", "inference")
+    knob = inputs.profile.knobs | {"reboot_for_kernel_args": True}
+    profile = inputs.profile._replace(knobs=knob)
+    assert build_plan(inputs.facts, profile).reboot_for_kernel_args
+    assert not build_plan(inputs.facts, inputs.profile).reboot_for_kernel_args

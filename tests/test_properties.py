@@ -294,6 +294,7 @@ KNOBS = {
     "irq": st.sampled_from(["pin", "irqbalance"]),
     "pcie_acs": st.sampled_from(["keep", "disable-p2p"]),
     "init_on_alloc": st.sampled_from(["keep", "off"]),
+    "reboot_for_kernel_args": st.booleans(),
     "headless": st.booleans(),
     "multinode": st.booleans(),
 }

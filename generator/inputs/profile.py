@@ -90,6 +90,9 @@ class Knobs(StrictModel):
     # required), or "off" (no tuned profile, no tuned required; each value only tuned carried
     # goes through sysfs instead: cpu.governor, cpu.energy-preference). Ubuntu installs no tuned.
     tuned: Annotated[Literal["layered", "off"], BARE_OFF] | None = None
+    # An image's boot check (install.sh --root / --image-build) reboots once when a kernel argument
+    # of the bundle is not on /proc/cmdline; unset or false: it only says so in the journal.
+    reboot_for_kernel_args: bool | None = None
     headless: bool | None = None
     multinode: bool | None = None
     # The node's container and Kubernetes layer (issue 14): nothing of it unless asked for.
@@ -135,6 +138,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "pcie_acs": None,
     "init_on_alloc": None,
     "tuned": "layered",
+    "reboot_for_kernel_args": False,
     "headless": True,
     "multinode": False,
     "containers": "none",
@@ -243,6 +247,10 @@ class Profile(NamedTuple):
     def tuned(self) -> str:
         """layered | off: whether the bundle has a tuned profile (and requires tuned)."""
         return str(self.knobs["tuned"])
+
+    @property
+    def reboot_for_kernel_args(self) -> bool:
+        return bool(self.knobs["reboot_for_kernel_args"])
 
     @property
     def headless(self) -> bool:

@@ -25,7 +25,11 @@ def _plan_data(
     plan: Plan, settings: list[Any], notes: list[Any], warnings: list[Any]
 ) -> dict[str, Any]:
     # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
-    target = {"distro": plan.distro} if plan.distro else {}
+    target: dict[str, Any] = {"distro": plan.distro} if plan.distro else {}
+    if not plan.grub_dropins:  # said only where false: other plan.json files stay as they were
+        target["grub_dropins"] = False
+    if plan.reboot_for_kernel_args:
+        target["reboot_for_kernel_args"] = True
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
@@ -106,6 +110,8 @@ def plan_from_data(data: Any) -> Plan:
         nics=tuple(
             NicRole(str(n.get("name", "")), str(n.get("role", ""))) for n in data.get("nics", [])
         ),
+        grub_dropins=data.get("grub_dropins") is not False,
+        reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
     )
 
 

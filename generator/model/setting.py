@@ -140,6 +140,13 @@ class Plan(NamedTuple):
     # plan.json stays what it was before there was a second vendor.
     gpu_vendors: tuple[str, ...] = ()
     nics: tuple[NicRole, ...] = ()  # the hardware file's NICs, in order
+    # Whether the target's grub-mkconfig sources /etc/default/grub.d (its distro table's
+    # boot_args.reads): RHEL's does not, so its bundles carry no drop-in; a portable bundle may
+    # land on Debian or Ubuntu and keeps it.
+    grub_dropins: bool = True
+    # The profile's reboot_for_kernel_args, when the plan has kernel arguments: an image's boot
+    # check reboots once when one is not in effect (install.list's kernel-args-reboot line).
+    reboot_for_kernel_args: bool = False
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

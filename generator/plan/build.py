@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
+from generator.model.layout import GRUB_FILE
 from generator.model.setting import KIND_ORDER, NicRole, Note, Plan, Setting
 from generator.model.vendors import GpuVendor, vendor_table
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
@@ -194,7 +195,16 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         nvidia_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.NVIDIA),
         gpu_vendors=tuple(vendor for vendor in vendor_table() if facts.has_gpus_of(vendor)),
         nics=tuple(NicRole(nic.name, nic.role) for nic in facts.nics),
+        grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
+        reboot_for_kernel_args=profile.reboot_for_kernel_args
+        and any(s.kind == "kernel-arg" for s in settings),
     )
+
+
+def reads_grub_dropins(reads: Iterable[str]) -> bool:
+    """Whether a distribution's boot tools (its table's boot_args.reads) read the GRUB drop-ins."""
+    dropin_dir = GRUB_FILE.rsplit("/", 1)[0]
+    return any(path.startswith(dropin_dir + "/") for path in reads)
 
 
 def raise_findings(findings: list[Finding], facts: Facts, source: str) -> None:

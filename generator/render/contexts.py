@@ -43,6 +43,10 @@ GPU_ACTION_ORDER = tuple(GpuAction)
 
 # Where a reviewer finds each kind (EXPLAIN.md); services are applied by the delivery files.
 SERVICE_FILES = f"{layout.INSTALL_LIST}, {layout.USER_DATA}"
+# A target whose grub-mkconfig reads no drop-in (RHEL: BLS): install.sh writes the arguments
+# into the boot entries, /etc/kernel/cmdline and GRUB_CMDLINE_LINUX from install.list's lines.
+BLS_ARGS_FILES = f"{layout.INSTALL_LIST}, {layout.KERNEL_CMDLINE}"
+BLS_ARGS_TITLE = "Kernel command line (BLS entries, /etc/kernel/cmdline, GRUB_CMDLINE_LINUX)"
 
 
 def bundle_context(plan: Plan) -> dict[str, Any]:
@@ -225,13 +229,21 @@ def kind_tables(plan: Plan) -> list[KindTable]:
     (from the kinds table); services are applied by the delivery files."""
     by_kind = settings_by_kind(plan.settings)
     return [
-        KindTable(KIND_TITLES[spec.kind], kind_files(plan, spec, settings), settings)
+        KindTable(kind_title(plan, spec), kind_files(plan, spec, settings), settings)
         for spec in KINDS
         if (settings := by_kind.get(spec.kind, ()))
     ]
 
 
+def kind_title(plan: Plan, spec: KindSpec) -> str:
+    if spec.kind == Kind.KERNEL_ARG and not plan.grub_dropins:
+        return BLS_ARGS_TITLE
+    return KIND_TITLES[spec.kind]
+
+
 def kind_files(plan: Plan, spec: KindSpec, settings: tuple[Setting, ...]) -> str:
     if spec.kind == Kind.SERVICE:
         return SERVICE_FILES
+    if spec.kind == Kind.KERNEL_ARG and not plan.grub_dropins:
+        return BLS_ARGS_FILES
     return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings)))

@@ -64,9 +64,20 @@ ENTRY_FUNCTIONS = (
 # boot_arguments reaches boot_image_grub (and through it the
 # unit that regenerates an image's grub.cfg at its first boot) only for an image (--root): the
 # first boot is the live system, which runs the bootloader step itself; service reaches
-# service_offline (with unit_links) only for an image too (live is always yes there).
+# service_offline (with unit_links) only for an image too (live is always yes there), and so does
+# boot_arguments reach boot_check_unit (the image's boot check of its kernel arguments) and
+# image_mechanism with boot_bootc (a bootc image's kargs.d).
 NOT_REACHED_AT_FIRST_BOOT = frozenset(
-    {"merge_nccl_conf", "carry_image_cri", "boot_image_grub", "service_offline"}
+    {
+        "merge_nccl_conf",
+        "carry_image_cri",
+        "boot_image_grub",
+        "service_offline",
+        "boot_check_unit",
+        "kernel_args_check",
+        "image_mechanism",
+        "boot_bootc",
+    }
 )
 # The line after which the script is the main: what comes before it is install.sh's text.
 MAIN_MARKER = f"# --- {TOOL} first boot: install.sh's phase 5, on this live system"

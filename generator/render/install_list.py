@@ -138,4 +138,11 @@ def install_lines(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]:
     lines += [
         setting_line(s, ("kernel-arg", kernel_arg_text(s))) for s in plan.of_kind("kernel-arg")
     ]
+    if plan.reboot_for_kernel_args:
+        lines.append(
+            fixed_line(
+                "profile: reboot_for_kernel_args: an image's boot check reboots once to take them",
+                ("kernel-args-reboot", "once"),
+            )
+        )
     return lines

@@ -41,6 +41,8 @@ class Output(NamedTuple):
     def applies_to(self, plan: Plan) -> bool:
         if self.vendor and gpu_unit_vendor(plan).vendor != self.vendor:
             return False
+        if self.path == in_overlay(layout.GRUB_FILE) and not plan.grub_dropins:
+            return False  # a drop-in the target's grub-mkconfig never reads (RHEL's)
         return self._applies_to(plan)
 
     def _applies_to(self, plan: Plan) -> bool:

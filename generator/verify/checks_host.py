@@ -61,12 +61,21 @@ def kernel_arg_effect(setting: Setting, live: Live) -> str | None:
     return None
 
 
+def not_in_effect(setting: Setting) -> str:
+    """The same words as the image's boot check (install.sh kernel_args_check)."""
+    word = f"{setting.key}={setting.value}" if setting.value else setting.key
+    return (
+        f"kernel argument {word} not in effect: "
+        "the bootloader config was not regenerated (not on /proc/cmdline)"
+    )
+
+
 def check_kernel_arg(setting: Setting, live: Live) -> Check:
     if not live.cmdline:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     name = arg_name(setting.key)
     if name not in live.cmdline:
-        return check_of(setting, "absent", MISSING, "not on /proc/cmdline")
+        return check_of(setting, "absent", MISSING, not_in_effect(setting))
     value = live.cmdline[name] or ""
     if not arg_value_holds(name, live.cmdline[name], setting.value):
         return check_of(

@@ -40,6 +40,8 @@
 #   step <name> [<word>]             an activation step on a live system (one step_<name> each)
 #   kernel-arg <word>                a kernel argument of the bundle (see "Boot arguments")
 #   tuned <profile>                  the bundle's tuned profile, layered on the selected one
+#   kernel-args-reboot once          an image's boot check reboots once when an argument is
+#                                    not in effect (the profile's reboot_for_kernel_args)
 #   require unit|command <name>      the target must carry this unit or command for the plan to
 #                                    take effect (checked in every mode; --strict fails on it)
 #
@@ -51,6 +53,9 @@
 #       it; with --root DIR nothing of the image runs here: <tool>-update-grub.service, written
 #       and enabled in the image, runs its update-grub once at first boot (a marker in the record
 #       directory), and the arguments are in effect from the boot after.
+#   bootc (an image build of a bootc / ostree image: /usr/lib/bootc, or
+#       /usr/lib/ostree/prepare-root.conf): /usr/lib/bootc/kargs.d/90-<tool>.toml, which bootc
+#       applies when the image is installed or updated (boot_bootc).
 #   BLS (RHEL 9: GRUB_ENABLE_BLSCFG=true or /boot/loader/entries/*.conf): live, grubby
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
 #       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
@@ -58,8 +63,11 @@
 #       later (seeded from the newest entry, less its variables, when absent). A list argument
 #       (modprobe.blacklist, rd.driver.blacklist, module_blacklist: list_keys) of the bundle's
 #       carries the image's elements first, then its own.
-#       GRUB_CMDLINE_LINUX is not edited: with BLS, grub2-mkconfig does not write it into the
-#       entries unless run with --update-bls-cmdline (RHEL 9.3 release notes, RHELDOCS-16752).
+#       GRUB_CMDLINE_LINUX of /etc/default/grub gets the same edit: RHEL 9.0-9.2's grub2-mkconfig
+#       rewrites every entry's options from it (9.3 made that opt-in, --update-bls-cmdline: RHEL
+#       9.3 release notes, RHELDOCS-16752). Live, grubby --update-kernel=ALL edits it itself
+#       (grubby-bls since grubby 8.40-41, unless --no-etc-grub-update: grubby(8)); in an image
+#       build it is edited as text here (edit_grub_default).
 # tuned: active_profile becomes "<the selected profiles, the tool's dropped> <the bundle's>";
 #   tuned merges the profiles of active_profile left to right, the later one winning
 #   (redhat-performance/tuned 2bfa4423, tuned/profiles/loader.py load(), merger.py merge()). The
@@ -133,7 +141,7 @@ is_command_name() { # a program name looked up in the target's bin directories (
 # read_list: every line checked, then kept in newline-separated lists (words have no blanks).
 read_list() {
     files='' texts='' services='' steps='' kernel_args='' record='' label='' tuned_profile=''
-    needs=''
+    needs='' args_reboot=''
     number=0
     while IFS= read -r line || [ -n "$line" ]; do
         number=$((number + 1))
@@ -194,6 +202,10 @@ read_line() { # the fields after the key
         kernel-arg:1)
             is_word "$1" || bad_data "$number" "not a kernel argument"
             kernel_args="${kernel_args:+$kernel_args }$1"
+            ;;
+        kernel-args-reboot:1)
+            [ "$1" = once ] || bad_data "$number" "kernel-args-reboot takes once"
+            args_reboot=--reboot-once
             ;;
         tuned:1)
             is_profile "$1" || bad_data "$number" "not a tuned profile name"
@@ -1518,7 +1530,50 @@ edit_kernel_cmdline() {
     write_text /etc/kernel/cmdline "$(edited_cmdline "$current")"
 }
 
-boot_bls() { # the BLS entries (grubby live, text offline), then /etc/kernel/cmdline
+# edit_grub_default: GRUB_CMDLINE_LINUX of /etc/default/grub, in an image build (live, grubby
+# --update-kernel=ALL edits it). RHEL 9.0-9.2's grub2-mkconfig writes "root=... ro
+# $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT" into every entry's options (rhboot/grub2
+# 10_linux.in update_bls_cmdline()), so arguments only in the entries would be lost at the next
+# kernel update or grub2-mkconfig. The file is sourced by a shell: only one line of the form
+# GRUB_CMDLINE_LINUX="plain words" is edited; anything else is said and left alone.
+edit_grub_default() {
+    status=0
+    contents_of /etc/default/grub || status=$?
+    case $status in
+        1) return 0 ;;
+        2)
+            say "/etc/default/grub is not a plain file; GRUB_CMDLINE_LINUX not edited"
+            return 1
+            ;;
+    esac
+    count=$(printf '%s\n' "$contents" | grep -c '^[[:space:]]*\(export[[:space:]]*\)\{0,1\}GRUB_CMDLINE_LINUX=' || true)
+    [ "$count" -gt 0 ] || return 0
+    plain=$(printf '%s\n' "$contents" | grep -c '^GRUB_CMDLINE_LINUX="[^"$`\\]*"[[:space:]]*$' || true)
+    current=$(printf '%s\n' "$contents" | sed -n 's/^GRUB_CMDLINE_LINUX="\([^"]*\)"[[:space:]]*$/\1/p')
+    if [ "$count" -ne 1 ] || [ "$plain" -ne 1 ] || ! is_plain_cmdline "$current"; then
+        say "/etc/default/grub: GRUB_CMDLINE_LINUX is not one line GRUB_CMDLINE_LINUX=\"plain words\"; not edited (grub2-mkconfig of RHEL 9.0-9.2 would take the arguments out of the entries)"
+        return 1
+    fi
+    new=$(edited_cmdline "$current")
+    grub_file=$(mktemp) || die "cannot create a temporary file"
+    printf '%s\n' "$contents" | while IFS= read -r grub_line; do
+        case $grub_line in
+            GRUB_CMDLINE_LINUX=*) printf 'GRUB_CMDLINE_LINUX="%s"\n' "$new" ;;
+            *) printf '%s\n' "$grub_line" ;;
+        esac
+    done >"$grub_file"
+    if same_file "$grub_file" "$target" "$(stat -c %a -- "$target")"; then
+        say "unchanged /etc/default/grub"
+        unchanged=$((unchanged + 1))
+    else
+        put "$grub_file" "$(stat -c %a -- "$target")"
+        say "edited GRUB_CMDLINE_LINUX of /etc/default/grub"
+        installed=$((installed + 1))
+    fi
+    rm -f -- "$grub_file"
+}
+
+boot_bls() { # the BLS entries and GRUB_CMDLINE_LINUX (grubby live, text offline), then /etc/kernel/cmdline
     if [ "$live" = yes ]; then
         run_step bootloader
     else
@@ -1527,6 +1582,7 @@ boot_bls() { # the BLS entries (grubby live, text offline), then /etc/kernel/cmd
         done 3<<ENTRIES
 $entries
 ENTRIES
+        edit_grub_default || failed=$((failed + 1))
     fi
     last_entry=$(bls_entries | tail -n 1)
     seed=''
@@ -1606,8 +1662,11 @@ boot_arguments() {
     removed=$(words_not_in "$added" "$kernel_args")
     [ -n "$kernel_args" ] || [ -n "$removed" ] || return 0
     boot_mechanism
+    [ "$live" = yes ] || image_mechanism
     say "boot arguments ($mechanism): add '${kernel_args:-nothing}', remove '${removed:-nothing}'"
-    if [ "$mechanism" = bls ]; then
+    if [ "$mechanism" = bootc ]; then
+        boot_bootc
+    elif [ "$mechanism" = bls ]; then
         boot_bls
     elif [ "$live" = yes ]; then
         run_step bootloader
@@ -1618,8 +1677,140 @@ boot_arguments() {
     # Only a complete edit is recorded: after a failure the next run removes the old ones again.
     if [ "$failed" -eq "$failed_before" ]; then
         write_text "$args_record" "$(printf '%s' "$kernel_args" | tr ' ' '\n')"
+        [ "$live" = yes ] || boot_check_unit
     fi
 }
+
+# image_mechanism (an image build): $mechanism is bootc in a bootc / ostree image (RHEL 9.4+ and
+# Fedora image mode): bootc takes the image's kernel arguments from /usr/lib/bootc/kargs.d/*.toml
+# (containers/bootc lib/src/kargs.rs get_kargs_in_root, KARGS_PATH) and writes the BLS entries
+# itself (docs/src/building/kernel-arguments.md). Its markers: /usr/lib/bootc (bootc's own
+# directory) or /usr/lib/ostree/prepare-root.conf (every ostree-based image boots through it).
+image_mechanism() {
+    if (resolve_dir /usr/lib/bootc existing) 2>/dev/null ||
+        (target_of /usr/lib/ostree/prepare-root.conf existing && [ -f "$target" ]) 2>/dev/null; then
+        mechanism=bootc
+    fi
+}
+
+# boot_bootc: the bundle's arguments as one kargs.d file, rewritten whole: bootc applies the
+# difference between the image's old and new sets at the next update and keeps the machine's own
+# (kernel-arguments.md), so an argument a later bundle drops is dropped from the file only. The
+# format (kargs.rs Config, deny_unknown_fields): kargs = [strings], optional
+# match-architectures, which is left out (Rust's names, not uname's: the bundle is per machine).
+# Words are the safe alphabet: no quote or backslash to escape in a TOML basic string.
+boot_bootc() {
+    kargs_file=/usr/lib/bootc/kargs.d/90-$tool.toml
+    if [ -z "$kernel_args" ]; then
+        if target_of "$kargs_file" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+            rm -f -- "$target"
+            say "removed $kargs_file"
+        fi
+        return 0
+    fi
+    set -f
+    kargs=''
+    for arg in $kernel_args; do
+        kargs="${kargs:+$kargs, }\"$arg\""
+    done
+    set +f
+    write_text "$kargs_file" "# Written by $tool's install.sh: the bundle's kernel arguments, for bootc
+kargs = [$kargs]"
+}
+
+# boot_check_unit (an image build): a oneshot unit of the image compares /proc/cmdline at each
+# boot with the arguments recorded here (kernel-args: added; kernel-args-removed) and says, one
+# journal line per argument, which are not in effect; with kernel-args-reboot once it reboots
+# once to take them (a marker in the record directory, removed here: never a loop). The check
+# script is fixed text of this script, run by /bin/sh (write_text writes 0644).
+boot_check_unit() {
+    check_script=/usr/local/libexec/$tool/kernel-args-check
+    check_unit=$tool-kernel-args.service
+    check_dir=${record%/*}
+    # what bundles removed and this one does not add again, accumulated: a second run of the
+    # same bundle (which removes nothing) keeps the record as it is
+    previous=''
+    if contents_of "$check_dir/kernel-args-removed" && is_plain_cmdline "$contents"; then
+        previous=$contents
+    fi
+    gone=''
+    set -f
+    for word in $previous $removed; do
+        case " $gone $kernel_args " in *" $word "*) ;; *) gone="${gone:+$gone }$word" ;; esac
+    done
+    set +f
+    write_text "$check_dir/kernel-args-removed" "$(printf '%s' "$gone" | tr ' ' '\n')"
+    write_text "$check_script" "$(kernel_args_check)"
+    write_text "/etc/systemd/system/$check_unit" "# Written by $tool's install.sh: are the kernel arguments of the bundle in effect?
+[Unit]
+Description=$tool: check that the kernel arguments of the bundle are in effect
+ConditionPathExists=$check_dir/kernel-args
+RequiresMountsFor=$check_dir
+After=$tool-update-grub.service
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh $check_script $check_dir${args_reboot:+ $args_reboot}
+SyslogIdentifier=$tool-kernel-args
+
+[Install]
+WantedBy=multi-user.target"
+    if target_of "$check_dir/kernel-args-rebooted" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+        rm -f -- "$target"
+        say "removed $check_dir/kernel-args-rebooted: $check_unit may reboot once again"
+    fi
+    service enable "$check_unit"
+}
+
+# The check script boot_check_unit installs (its own words are the record's: checked words).
+# TEST_SYSROOT (for tests only, never set by the unit) stands in for / (proc/cmdline).
+kernel_args_check() {
+    cat <<'CHECK'
+#!/bin/sh
+# Written by install.sh: RECORD_DIR [--reboot-once]. One line per kernel argument of the bundle
+# (RECORD_DIR/kernel-args) not on /proc/cmdline, and per removed one (kernel-args-removed) still
+# on it; exit 1 if any. --reboot-once: then reboot, once (marker RECORD_DIR/kernel-args-rebooted).
+set -u
+dir=$1
+cmdline=$(cat "${TEST_SYSROOT:-}/proc/cmdline") || exit 1
+list_keys=' modprobe.blacklist rd.driver.blacklist module_blacklist '
+set -f
+on_cmdline() { # word: on the command line; a list argument: each element in an occurrence
+    case " $cmdline " in *" $1 "*) return 0 ;; esac
+    case $1 in *=*) ;; *) return 1 ;; esac
+    case $list_keys in *" ${1%%=*} "*) ;; *) return 1 ;; esac
+    have=,
+    for word in $cmdline; do
+        case $word in "${1%%=*}"=*) have="$have${word#*=}," ;; esac
+    done
+    rest=${1#*=},
+    while [ -n "$rest" ]; do
+        case $have in *",${rest%%,*},"*) ;; *) return 1 ;; esac
+        rest=${rest#*,}
+    done
+}
+missing=0
+for arg in $(cat "$dir/kernel-args" 2>/dev/null); do
+    on_cmdline "$arg" && continue
+    echo "kernel argument $arg not in effect: the bootloader config was not regenerated"
+    missing=1
+done
+for arg in $(cat "$dir/kernel-args-removed" 2>/dev/null); do
+    case " $cmdline " in *" $arg "*) ;; *) continue ;; esac
+    echo "kernel argument $arg still in effect although the bundle removed it: the bootloader config was not regenerated"
+    missing=1
+done
+[ "$missing" = 1 ] && [ "${2:-}" = --reboot-once ] || exit "$missing"
+if [ -e "$dir/kernel-args-rebooted" ]; then
+    echo "rebooted once already for the kernel arguments ($dir/kernel-args-rebooted); not again"
+    exit 1
+fi
+: >"$dir/kernel-args-rebooted" || exit 1
+echo "rebooting once so that the kernel arguments take effect"
+exec systemctl reboot
+CHECK
+}
+
 
 # --- tuned: the bundle's profile layered on the selected one ------------------------------------
 
