@@ -82,6 +82,7 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("service", "goldtune-pcie-acs.service", "enable", "boot.acs"),
     setting("service", "nvidia-persistenced.service", "enable", "gpu.persistence"),
     setting("service", "goldtune-cuda-mps.service", "enable", "gpu.mps"),
+    setting("service", "goldtune-preflight.service", "enable", "boot.preflight"),
     setting("service", "irqbalance.service", "disable", "irq.irqbalance"),
     setting("service", "bluetooth.service", "mask", "hygiene.services"),
     setting(

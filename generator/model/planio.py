@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
+from generator.model.claims import Claim, claim_from_data
 from generator.model.setting import SETTING_KINDS, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
@@ -25,8 +26,10 @@ def _plan_data(
 ) -> dict[str, Any]:
     # A portable plan has no "distro" field, so its plan.json is what it was before there was one.
     target = {"distro": plan.distro} if plan.distro else {}
+    claims = {"claims": [claim.as_json() for claim in plan.claims]} if plan.claims else {}
     return {
         **target,
+        **claims,
         "format": FORMAT,
         "tool": TOOL,
         "version": __version__,
@@ -89,4 +92,11 @@ def plan_from_data(data: Any) -> Plan:
             for w in data.get("warnings", [])
         ),
         distro=str(data.get("distro", "")),
+        claims=_claims_from(data.get("claims", [])),
     )
+
+
+def _claims_from(items: Any) -> tuple[Claim, ...]:
+    if not isinstance(items, list):
+        raise ValueError("'claims' is not a list")
+    return tuple(claim_from_data(item) for item in items)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple, get_args
 
+from generator.model.claims import Claim
 from generator.model.kinds import KIND_ORDER, KIND_TITLES, SETTING_KINDS, Kind
 from generator.model.vendors import GPU_VENDORS
 
@@ -124,6 +125,8 @@ class Plan(NamedTuple):
     warnings: tuple[PlanWarning, ...] = ()
     inputs: Mapping[str, str] = MappingProxyType({})  # role -> sha256 of the input file
     distro: str = ""  # the target distribution's key; "" for a portable bundle
+    # the hardware file's claims the plan depends on, which the preflight unit judges at boot
+    claims: tuple[Claim, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

@@ -12,6 +12,7 @@ from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
 from generator.model.setting import KIND_ORDER, Note, Plan, Setting
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
+from generator.plan.claims import plan_claims
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
@@ -180,6 +181,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(notes),
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
+        claims=plan_claims(facts, settings),
     )
 
 

@@ -55,6 +55,7 @@ REGISTRY: tuple[Rule, ...] = (
     boot.init_on_alloc,
     boot.acs,
     boot.acpi_power_meter,
+    boot.preflight,
     network.rdma_paths,
     network.socket_buffers,
     network.backlog,

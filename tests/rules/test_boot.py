@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.model.layout import ACS_UNIT
+from generator.model.layout import ACS_UNIT, PREFLIGHT_UNIT
 from generator.rules import boot
 
 from .helpers import (
@@ -176,6 +176,14 @@ CASES: tuple[Case, ...] = (
     # aarch64 is not Grace: Ampere and Graviton have no NVIDIA guide asking for the cap
     Case("power-meter-ampere", boot.acpi_power_meter, set(), hw={**AMPERE, "gpus": [A100X1]}),
     Case("power-meter-graviton", boot.acpi_power_meter, set(), hw={**GRAVITON, "gpus": [A100X1]}),
+    # issue 28: every bundle checks its hardware file's claims at boot, GPUs or not
+    Case(
+        "preflight-gpu-server",
+        boot.preflight,
+        {("service", PREFLIGHT_UNIT, "enable")},
+        hw={"gpus": [H100X8]},
+    ),
+    Case("preflight-cpu-only", boot.preflight, {("service", PREFLIGHT_UNIT, "enable")}),
 )
 
 
