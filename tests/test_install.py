@@ -150,6 +150,7 @@ def test_services_are_linked_in_the_image_and_missing_units_are_skipped(tmp_path
         "goldtune: enable goldtune-irq-affinity.service",
         "goldtune: enable goldtune-pcie-acs.service",
         "goldtune: enable goldtune-cuda-mps.service",  # shipped by the bundle
+        "goldtune: enable goldtune-preflight.service",  # issue 28
     ]
     wants = root / "etc/systemd/system/multi-user.target.wants"
     assert os.readlink(wants / "goldtune-gpu.service") == "/etc/systemd/system/goldtune-gpu.service"
@@ -180,6 +181,7 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
         "goldtune-gpu.service",
         "goldtune-irq-affinity.service",
         "goldtune-pcie-acs.service",
+        "goldtune-preflight.service",
     ]
     assert os.readlink(root / "etc/systemd/system/bluetooth.service") == "/dev/null"
 
@@ -1014,6 +1016,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable nvidia-persistenced.service",
         "systemctl is-enabled -- nvidia-persistenced.service",  # a static unit is not enabled
         "systemctl --quiet enable goldtune-cuda-mps.service",
+        "systemctl --quiet enable goldtune-preflight.service",
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
     assert not [c for c in calls if c.startswith("tuned-adm")]
@@ -1025,7 +1028,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "tuned loads goldtune-inference, "
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
-        "nvidia-persistenced.service, goldtune-cuda-mps.service"
+        "nvidia-persistenced.service, goldtune-cuda-mps.service, goldtune-preflight.service"
     )
 
 
