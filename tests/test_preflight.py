@@ -7,6 +7,7 @@ units then skip what those claims carry. verify reads the result back (parse_pre
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -339,3 +340,29 @@ def test_verify_without_a_result_is_not_judged_and_without_the_unit_not_applicab
     assert check_preflight(absent, False) == []
     ok = snapshot({"preflight": [("line", "state\tok")]})
     assert [c.verdict for c in check_preflight(ok, True)] == [Verdict.OK]
+
+
+def test_gen_verify_shows_the_mismatches_of_a_snapshot(tmp_path: Path) -> None:
+    """Through `gen verify --snapshot` (table and JSON): each mismatch one failing row."""
+    from test_verify import make_bundle, write_snapshot
+
+    bundle = make_bundle(
+        tmp_path, [("sysctl", "vm.swappiness", "1"), ("service", layout.PREFLIGHT_UNIT, "enable")]
+    )
+    lines = ["state\tmismatch", "mismatch\tgpu.count\t8\t7\tgpu:ecc,gpu:persistence"]
+    snap = write_snapshot(
+        tmp_path,
+        ("sysctl", "vm.swappiness", "1"),
+        ("unit-enabled", layout.PREFLIGHT_UNIT, "enabled"),
+        *(("preflight", "line", line) for line in lines),
+    )
+    table = CliRunner().invoke(main, ["verify", str(bundle), "--snapshot", str(snap)])
+    assert table.exit_code == 1, table.output
+    (row,) = [line for line in table.output.splitlines() if line.startswith("differs  preflight")]
+    assert "gpu.count" in row and "8" in row and "7" in row
+    report = CliRunner().invoke(main, ["verify", str(bundle), "--snapshot", str(snap), "--json"])
+    checks = [c for c in json.loads(report.output)["checks"] if c["kind"] == "preflight"]
+    assert [(c["key"], c["expected"], c["actual"], c["verdict"]) for c in checks] == [
+        ("gpu.count", "8", "7", "differs")
+    ]
+    assert "gpu:ecc, gpu:persistence" in checks[0]["reason"]
