@@ -84,6 +84,7 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("service", "goldtune-cuda-mps.service", "enable", "gpu.mps"),
     setting("service", "goldtune-metrics.timer", "enable", "hygiene.prometheus-textfile"),
     setting("service", "goldtune-node-labels.service", "enable", "hygiene.nfd-features"),
+    setting("service", "goldtune-preflight.service", "enable", "boot.preflight"),
     setting("service", "irqbalance.service", "disable", "irq.irqbalance"),
     setting("service", "bluetooth.service", "mask", "hygiene.services"),
     setting(

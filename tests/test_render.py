@@ -50,6 +50,10 @@ ACS_SCRIPT = "rootfs/usr/local/libexec/goldtune/pcie-acs"
 REPORT = "rootfs/usr/local/libexec/goldtune/report"
 ACS_DATA = "rootfs/etc/goldtune/pcie-acs.conf"
 ACS_UNIT = "rootfs/etc/systemd/system/goldtune-pcie-acs.service"
+PREFLIGHT_SCRIPT = "rootfs/usr/local/libexec/goldtune/preflight"
+PREFLIGHT_DATA = "rootfs/etc/goldtune/preflight.conf"
+PREFLIGHT_UNIT = "rootfs/etc/systemd/system/goldtune-preflight.service"
+IMAGE_ONLY = (PREFLIGHT_SCRIPT, PREFLIGHT_DATA, PREFLIGHT_UNIT)
 DELIVERY = {
     "install.sh",
     "install.list",
@@ -99,7 +103,15 @@ def test_files_without_settings_of_their_kind_are_not_rendered() -> None:
 def test_modes_are_fixed() -> None:
     files = render_bundle(full_plan())
     executables = {path for path, (_, mode) in files.items() if mode == 0o755}
-    assert executables == {"install.sh", GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, COLLECTOR, REPORT}
+    assert executables == {
+        "install.sh",
+        GPU_SCRIPT,
+        IRQ_SCRIPT,
+        ACS_SCRIPT,
+        COLLECTOR,
+        REPORT,
+        PREFLIGHT_SCRIPT,
+    }
     assert {mode for _, mode in files.values()} == {0o644, 0o755}
 
 
@@ -353,13 +365,15 @@ def test_unit_and_script_exist_only_with_settings_of_their_kind() -> None:
 
 
 def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
-    """All but the collector and its data, which are for gen verify (layout.VERIFY_ONLY_TARGETS)."""
+    """All but the collector and its data, which are for gen verify (layout.VERIFY_ONLY_TARGETS),
+    and the preflight unit, which does not fit EC2's 16 KB (layout.IMAGE_ONLY_TARGETS, issue 28):
+    neither it nor its enable step is in the user-data."""
     text = full["cloud-init/user-data"]
     assert text.startswith("#cloud-config\n")
     data = yaml.safe_load(text)
     written = {entry["path"]: entry for entry in data["write_files"]}
     for path, content in full.items():
-        if path.startswith("rootfs/") and path not in (COLLECTOR, COLLECT_DATA):
+        if path.startswith("rootfs/") and path not in (COLLECTOR, COLLECT_DATA, *IMAGE_ONLY):
             target = "/" + path.removeprefix("rootfs/")
             # daemon.json: written beside the first-boot script, which merges it (issue 16)
             entry = written.get(target) or written[first_boot_staged(target)]
@@ -375,6 +389,8 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
     assert "/etc/tuned/active_profile" not in written
     assert "tuned_profile='goldtune-inference'" in written["/run/goldtune/first-boot"]["content"]
     assert "sh /run/goldtune/first-boot" in data["runcmd"][-1]
+    assert not {"/" + path.removeprefix("rootfs/") for path in IMAGE_ONLY} & set(written)
+    assert not [step for step in data["runcmd"] if "goldtune-preflight" in step]
     assert all(isinstance(command, str) for command in data["runcmd"])
     assert data["runcmd"][0].startswith("echo 'goldtune: reload systemd units'")
     assert any("systemctl mask --now 'bluetooth.service'" in command for command in data["runcmd"])

@@ -114,6 +114,24 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
                 _where(pair, now),
             )
         )
+    return tuple(changes) + diff_claims(old, new)
+
+
+CLAIM_KIND = "claim"  # a change of the hardware file's claims (preflight.conf), not a setting
+CLAIM_REASON = "a claim of the hardware file the preflight unit judges at boot"
+
+
+def diff_claims(old: Plan, new: Plan) -> tuple[Change, ...]:
+    """The claims whose assumed value differs (the settings made from them are changes above)."""
+    before = {c.name: c.expected for c in old.claims}
+    after = {c.name: c.expected for c in new.claims}
+    changes: list[Change] = []
+    for name in sorted(before.keys() | after.keys()):
+        was, now = before.get(name), after.get(name)
+        if was == now:
+            continue
+        status: Status = "added" if was is None else "removed" if now is None else "changed"
+        changes.append(Change(status, CLAIM_KIND, name, was, now, "boot.preflight", CLAIM_REASON))
     return tuple(changes)
 
 
@@ -133,6 +151,7 @@ WHOLE_PLAN_FILES = {
     *layout.USER_DATA_FORMS,
     layout.EXPLAIN,
     in_overlay(layout.COLLECT_DATA),
+    in_overlay(layout.PREFLIGHT_DATA),  # the claims and the settings made from each
 }
 
 
@@ -177,7 +196,9 @@ def diff_files(
             continue
         kinds = _kinds_of_file(path, new.plan if now else old.plan)
         # A file rendered from the whole plan (install.sh) is explained by any setting change.
-        explained_by = set(kinds) if kinds else (set(KIND_ORDER) if kinds == () else set())
+        explained_by = (
+            set(kinds) if kinds else ({*KIND_ORDER, CLAIM_KIND} if kinds == () else set())
+        )
         if changed_kinds & explained_by:
             continue
         before = _identity_free(old, path) if was else []

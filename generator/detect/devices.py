@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from generator.detect.cpu import cpulist
 from generator.detect.tree import Tree, shown
-from generator.model.vendors import GPU_VENDORS, NVIDIA, GpuVendor
+from generator.model.vendors import GPU_VENDORS, NVIDIA, NVSWITCH_DEVICE_IDS, GpuVendor
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 PCI_ID = re.compile(r"^0x([0-9a-f]{4})$")
@@ -24,12 +24,6 @@ GPU_CLASSES_OF_VENDOR = {
     NVIDIA_VENDOR: GPU_CLASSES,
     AMD_VENDOR: ("0x0300", "0x0380", "0x1200"),
 }
-# NVSwitch PCI functions: LR10 (A100 generation) 0x1ae8, 0x1af0-0x1aff; LS10 (H100 generation)
-# 0x22a0-0x22af. Source: open-gpu-kernel-modules src/common/nvswitch/kernel/nvswitch.c device
-# tables [P] (research/hardware-facts.md A1). Blackwell NVSwitches have no PCI function there.
-NVSWITCH_DEVICE_IDS = frozenset(
-    ["1ae8", *(f"1af{d:x}" for d in range(16)), *(f"22a{d:x}" for d in range(16))]
-)
 ARPHRD_ETHER, ARPHRD_INFINIBAND = "1", "32"  # include/uapi/linux/if_arp.h [P]
 
 

@@ -64,11 +64,18 @@ AMD_GPU_SCRIPT = f"{LIBEXEC}/gpu-setup-amd"
 IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
 COLLECT_SCRIPT = f"{LIBEXEC}/collect"
 ACS_SCRIPT = f"{LIBEXEC}/pcie-acs"
+PREFLIGHT_SCRIPT = f"{LIBEXEC}/preflight"
 DATA_DIR = f"/etc/{TOOL}"
 GPU_DATA = f"{DATA_DIR}/gpu.conf"
 IRQ_DATA = f"{DATA_DIR}/irq.conf"
 COLLECT_DATA = f"{DATA_DIR}/collect.conf"
 ACS_DATA = f"{DATA_DIR}/pcie-acs.conf"
+PREFLIGHT_DATA = f"{DATA_DIR}/preflight.conf"
+# What the preflight unit found at this boot (tmpfs: a new boot judges again): "state<TAB>ok" or
+# "state<TAB>mismatch", then one "mismatch<TAB>claim<TAB>file says<TAB>node has<TAB>depends" line
+# per mismatch. irq-affinity and gpu-setup skip what depends on a claim that failed; the collector
+# reads it for `gen verify` (generator/verify/preflight.py parses it).
+PREFLIGHT_RESULT = f"/run/{TOOL}/preflight"
 INSTALL_RECORD = f"/var/lib/{TOOL}/installed-files"  # what install.sh installed last time
 # Verify-side tooling, not tuning: `gen verify BUNDLE` runs the package's own copy of the
 # collector with the data file read from the bundle, so neither has to be on the machine.
@@ -82,7 +89,9 @@ VERIFY_ONLY_TARGETS = frozenset({COLLECT_SCRIPT, COLLECT_DATA})
 REPORT_SCRIPT = f"{LIBEXEC}/report"
 REPORT_DATA = f"{DATA_DIR}/report.conf"
 # The fixed scripts (templates/scripts/): comments explaining the code, not the plan.
-FIXED_SCRIPTS = frozenset({GPU_SCRIPT, AMD_GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, REPORT_SCRIPT})
+FIXED_SCRIPTS = frozenset(
+    {GPU_SCRIPT, AMD_GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, REPORT_SCRIPT, PREFLIGHT_SCRIPT}
+)
 
 
 def compact_in_user_data(target: str) -> bool:
@@ -119,6 +128,8 @@ REBOOT_MARKER = f"/run/{TOOL}/kernel-args-pending"
 GPU_UNIT = f"{TOOL}-gpu.service"
 IRQ_UNIT = f"{TOOL}-irq-affinity.service"
 ACS_UNIT = f"{TOOL}-pcie-acs.service"
+PREFLIGHT_UNIT = f"{TOOL}-preflight.service"
+PREFLIGHT_LOG_TAG = f"{TOOL}-preflight"
 GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
 IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
 # The CUDA MPS control daemon (nvidia-cuda-mps-control -d), when the profile asks for MPS. The
@@ -193,6 +204,13 @@ def tuned_file(profile_name: str) -> str:
 
 def unit_file(unit: str) -> str:
     return f"{UNIT_DIR}/{unit}"
+
+
+# The preflight unit, its script and data: installed by install.sh (an image), left out of the
+# cloud-init user-data, which has no room for them under EC2's 16 KB (issue 28): a node tuned at
+# first boot by cloud-init runs without a preflight, its IRQ and GPU units apply everything, and
+# verify says the unit is not installed there (not-applicable), never that it is missing.
+IMAGE_ONLY_TARGETS = frozenset({PREFLIGHT_SCRIPT, PREFLIGHT_DATA, unit_file(PREFLIGHT_UNIT)})
 
 
 def unit_dropin(unit: str) -> str:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
+from generator.model.claims import Claim, claim_from_data
 from generator.model.setting import SETTING_KINDS, NicRole, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
@@ -33,11 +34,13 @@ def _plan_data(
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
+    claims = {"claims": [claim.as_json() for claim in plan.claims]} if plan.claims else {}
     nics = {"nics": [nic._asdict() for nic in plan.nics]} if plan.nics else {}
     return {
         **target,
         **gpus,
         **nics,
+        **claims,
         "format": FORMAT,
         "tool": TOOL,
         "version": __version__,
@@ -112,6 +115,7 @@ def plan_from_data(data: Any) -> Plan:
         ),
         grub_dropins=data.get("grub_dropins") is not False,
         reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
+        claims=_claims_from(data.get("claims", [])),
     )
 
 
@@ -120,3 +124,9 @@ def _gpu_count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4096:
         raise ValueError("'nvidia_gpus' is not a count of GPUs")
     return value
+
+
+def _claims_from(items: Any) -> tuple[Claim, ...]:
+    if not isinstance(items, list):
+        raise ValueError("'claims' is not a list")
+    return tuple(claim_from_data(item) for item in items)

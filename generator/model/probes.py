@@ -12,7 +12,7 @@ import re
 
 from generator import TOOL
 from generator.errors import InputError, Problem
-from generator.model.layout import UNNAMED_TARGETS
+from generator.model.layout import PREFLIGHT_RESULT, UNNAMED_TARGETS
 
 # Everything a data word may contain once it reaches a script: no quotes, no blanks, no '$'.
 # The scripts check the same alphabet (safe_word in collect).
@@ -46,6 +46,7 @@ LIST_SECTIONS = (
     "runtimes",  # container runtime and kubelet units (issue 14)
     "confs",  # files the plan writes at paths without the tool's name: /etc/nccl.conf (issue 18)
     "acs",  # the devices pcie-acs clears ACS above: gpus, nic:<interface> (issue 18)
+    "preflight",  # the preflight unit's result file (issue 28)
 )
 WHOLE_SECTIONS = ("block", "gpu", "gpu-amd", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
@@ -79,6 +80,7 @@ SECTION_WORDS = {
     "runtimes": re.compile(_UNIT),
     "confs": re.compile("|".join(re.escape(path) for path in sorted(UNNAMED_TARGETS))),
     "acs": re.compile(rf"gpus|nic:{_INTERFACE}"),
+    "preflight": re.compile(re.escape(PREFLIGHT_RESULT)),
 }
 WHAT = {
     "sysctl": "not a kernel parameter under /proc/sys",
@@ -92,6 +94,7 @@ WHAT = {
     "runtimes": "not a unit name",
     "confs": f"not one of {', '.join(sorted(UNNAMED_TARGETS))}",
     "acs": "not gpus or nic:<interface>",
+    "preflight": f"not {PREFLIGHT_RESULT}",
 }
 
 

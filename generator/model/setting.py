@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, NamedTuple, get_args
 
+from generator.model.claims import Claim
 from generator.model.kinds import KIND_ORDER, KIND_TITLES, SETTING_KINDS, Kind
 from generator.model.vendors import GPU_VENDORS
 
@@ -147,6 +148,8 @@ class Plan(NamedTuple):
     # The profile's reboot_for_kernel_args, when the plan has kernel arguments: an image's boot
     # check reboots once when one is not in effect (install.list's kernel-args-reboot line).
     reboot_for_kernel_args: bool = False
+    # the hardware file's claims the plan depends on, which the preflight unit judges at boot
+    claims: tuple[Claim, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

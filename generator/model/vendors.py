@@ -98,3 +98,12 @@ def pci_vendor_ids(vendors: Iterable[str] | None = None) -> tuple[str, ...]:
 # NVIDIA's row, for the readers that only NVIDIA has today (detect's NVML and nvidia-smi, the
 # collector's nvidia-smi fields in verify).
 NVIDIA = GPU_VENDORS[GpuVendor.NVIDIA]
+
+
+# NVSwitch PCI functions: LR10 (A100 generation) 0x1ae8, 0x1af0-0x1aff; LS10 (H100 generation)
+# 0x22a0-0x22af. Source: open-gpu-kernel-modules src/common/nvswitch/kernel/nvswitch.c device
+# tables [P] (research/hardware-facts.md A1). Blackwell NVSwitches have no PCI function there.
+# gen detect and the preflight unit (its data file) find them by these ids.
+NVSWITCH_DEVICE_IDS = frozenset(
+    ["1ae8", *(f"1af{d:x}" for d in range(16)), *(f"22a{d:x}" for d in range(16))]
+)

@@ -14,6 +14,7 @@ from generator.model.layout import GRUB_FILE
 from generator.model.setting import KIND_ORDER, NicRole, Note, Plan, Setting
 from generator.model.vendors import GpuVendor, vendor_table
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
+from generator.plan.claims import plan_claims
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
@@ -198,6 +199,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
         reboot_for_kernel_args=profile.reboot_for_kernel_args
         and any(s.kind == "kernel-arg" for s in settings),
+        claims=plan_claims(facts, settings),
     )
 
 

@@ -102,8 +102,9 @@ MIME_BOUNDARY = f"=={TOOL}-user-data=="
 
 def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
     """The overlay files the user-data writes: all but the verify-side collector and its data
-    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs; each without its comment
-    lines where layout.compact_in_user_data says so (EC2's 16 KB)."""
+    (layout.VERIFY_ONLY_TARGETS), which first-boot tuning never runs, and the preflight unit
+    (layout.IMAGE_ONLY_TARGETS), which does not fit; each without its comment lines where
+    layout.compact_in_user_data says so (EC2's 16 KB)."""
     return [
         staged_at_first_boot(
             item._replace(text=without_comment_lines(item.text))
@@ -111,7 +112,7 @@ def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
             else item
         )
         for item in overlay
-        if item.target not in layout.VERIFY_ONLY_TARGETS
+        if item.target not in layout.VERIFY_ONLY_TARGETS | layout.IMAGE_ONLY_TARGETS
     ]
 
 

@@ -83,6 +83,11 @@ def _items(plan: Plan) -> dict[str, Sequence[tuple[str, Setting | None]]]:
         "confs": [(layout.NCCL_CONF, s) for s in plan.of_kind("nccl")[:1]]
         + [(layout.DOCKER_DAEMON_JSON, s) for s in plan.of_kind("docker")[:1]],
         "acs": [(acs_word(s.key), s) for s in plan.of_kind("pcie-acs")],
+        "preflight": [
+            (layout.PREFLIGHT_RESULT, s)
+            for s in plan.of_kind("service")
+            if s.key == layout.PREFLIGHT_UNIT
+        ],
     }
 
 

@@ -34,6 +34,7 @@ from generator.render.formats import comment_text, file_header, kernel_arg_text,
 from generator.render.install_list import install_lines
 from generator.render.outputs import Output, RenderedFiles, driver_modules, kernel_modules
 from generator.render.overlay import install_steps, overlay_files
+from generator.render.preflight import preflight_lines, result_line
 from generator.render.report import report_context
 from generator.render.tuned import tuned_sections
 
@@ -104,6 +105,11 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "acs_script": layout.ACS_SCRIPT,
         "acs_data_file": layout.ACS_DATA,
         "acs_log_tag": layout.ACS_LOG_TAG,
+        "preflight_unit": layout.PREFLIGHT_UNIT,
+        "preflight_script": layout.PREFLIGHT_SCRIPT,
+        "preflight_data_file": layout.PREFLIGHT_DATA,
+        "preflight_log_tag": layout.PREFLIGHT_LOG_TAG,
+        "preflight_result": layout.PREFLIGHT_RESULT,
         "collect_script": layout.COLLECT_SCRIPT,
         "kubelet_config_args": layout.KUBELET_CONFIG_ARGS,
         # what the boot units run before (ordering only; absent units are ignored)
@@ -132,6 +138,7 @@ def data_context(plan: Plan) -> dict[str, list[DataLine]]:
         "gpu_data": gpu_lines(plan),
         "irq_data": irq_lines(plan),
         "acs_data": acs_lines(plan),
+        "preflight_data": preflight_lines(plan),
         "collect_data": collect_lines(plan),
     }
 
@@ -145,6 +152,7 @@ def gpu_lines(plan: Plan) -> list[DataLine]:
         ),
         *(setting_line(s, (s.key, s.value)) for s in actions),
         *(setting_line(s, ("module", s.key)) for s in driver_modules(plan)),
+        *result_line(plan),
     ]
 
 
@@ -154,6 +162,7 @@ def irq_lines(plan: Plan) -> list[DataLine]:
             f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
         ),
         *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
+        *result_line(plan),
     ]
 
 
@@ -204,6 +213,12 @@ def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions
         "power_state": power_state(plan, options.reboot),
         "reboot_asked": options.reboot,
         "steps": install_steps(plan),
+        # not the preflight unit's enable: the user-data does not carry it (IMAGE_ONLY_TARGETS)
+        "first_boot_steps": [
+            step
+            for step in install_steps(plan)
+            if layout.unit_file(step.word) not in layout.IMAGE_ONLY_TARGETS
+        ],
         "install_data": install_lines(plan, overlay),
         "first_boot_path": layout.FIRST_BOOT_SCRIPT,
         "first_boot_script": first_boot_text(

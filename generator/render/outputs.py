@@ -119,6 +119,23 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     Output(
         in_overlay(layout.unit_file(layout.ACS_UNIT)), "pcie-acs.service.j2", 0o644, ("pcie-acs",)
     ),
+    # judges the hardware file's claims at boot; the units above read what it found
+    Output(
+        in_overlay(layout.PREFLIGHT_SCRIPT),
+        f"{layout.SCRIPTS_DIR}/preflight",
+        0o755,
+        verbatim=True,
+        service=layout.PREFLIGHT_UNIT,
+    ),
+    Output(
+        in_overlay(layout.PREFLIGHT_DATA), "preflight.conf.j2", 0o644, service=layout.PREFLIGHT_UNIT
+    ),
+    Output(
+        in_overlay(layout.unit_file(layout.PREFLIGHT_UNIT)),
+        "preflight.service.j2",
+        0o644,
+        service=layout.PREFLIGHT_UNIT,
+    ),
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),

@@ -58,6 +58,7 @@ REGISTRY: tuple[Rule, ...] = (
     boot.acpi_power_meter,
     boot.pci_realloc,
     boot.amd_firmware,
+    boot.preflight,
     network.rdma_paths,
     network.socket_buffers,
     network.backlog,

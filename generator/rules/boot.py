@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.model.layout import ACS_UNIT
+from generator.model.layout import ACS_UNIT, PREFLIGHT_UNIT
 from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, acs_off, kernel_arg, note, rule, service
 
@@ -223,4 +223,24 @@ def acpi_power_meter(facts: Facts, profile: Profile) -> Output:
         "y",
         "NVIDIA's Grace guide: the ACPI power meter then offers its power cap "
         "(power1_cap), which the driver otherwise hides as unsafe; no cap is set here",
+    )
+
+
+@rule("boot.preflight")
+def preflight(facts: Facts, profile: Profile) -> Output:
+    """Check at every boot that the node is the machine the hardware file describes.
+
+    A bundle is only as right as its hardware file, and one image boots on many machines: an
+    interface renamed, a GPU fallen off the bus, a NUMA layout changed in the BIOS make its values
+    wrong for that node. The fixed script preflight compares each claim the plan depends on with
+    sysfs (the plan's claims, generator/plan/claims.py), fails its unit on a mismatch and tells the
+    IRQ and GPU units which settings to skip.
+    """
+    yield service(
+        PREFLIGHT_UNIT,
+        "enable",
+        "checks at boot that this node matches the hardware file (CPUs, NUMA, GPUs, NICs, disks); "
+        "a mismatch fails the unit and the settings made from that claim are skipped",
+        # install.sh installs it; the cloud-init user-data has no room for it (layout.py)
+        optional=True,
     )

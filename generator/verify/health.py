@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
-from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF
+from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF, PREFLIGHT_UNIT
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
+from generator.verify.preflight import check_preflight
 from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.verdicts import (
     Bundle,
@@ -397,6 +398,7 @@ def check_health(bundle: Bundle, snapshot: Snapshot, xids: XidTable) -> list[Che
         + check_journal(snapshot)
         + check_xid(snapshot, xids)
         + check_nvidia_smi(snapshot)
+        + check_preflight(snapshot, bundle.plan.get("service", PREFLIGHT_UNIT) is not None)
     )
 
 

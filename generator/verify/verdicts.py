@@ -22,6 +22,7 @@ from generator.foreign import read_beneath
 from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
+    IMAGE_ONLY_TARGETS,
     MANIFEST,
     NCCL_CONF,
     TUNED_DIR,
@@ -83,13 +84,20 @@ def check_of(setting: Setting, actual: str, verdict: Verdict, reason: str = "") 
 
 
 VERIFY_ONLY_REASON = "verify-side tooling: gen verify runs its own collector with the bundle's data"
+IMAGE_ONLY_REASON = (
+    "installed by install.sh only: the cloud-init user-data leaves the preflight unit out "
+    "(EC2's 16 KB)"
+)
 
 
 def file_not_installed(target: str, expected: str) -> Check:
     """An overlay file the machine lacks: missing, unless it is verify-side tooling
-    (``layout.VERIFY_ONLY_TARGETS``), which first-boot tuning never reads."""
+    (``layout.VERIFY_ONLY_TARGETS``), which first-boot tuning never reads, or the preflight unit
+    (``layout.IMAGE_ONLY_TARGETS``), which the cloud-init delivery leaves out."""
     if target in VERIFY_ONLY_TARGETS:
         return Check("file", target, expected, "not installed", NOT_APPLICABLE, VERIFY_ONLY_REASON)
+    if target in IMAGE_ONLY_TARGETS:
+        return Check("file", target, expected, "not installed", NOT_APPLICABLE, IMAGE_ONLY_REASON)
     return Check("file", target, expected, "not installed", Verdict.MISSING)
 
 

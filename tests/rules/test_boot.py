@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.model.layout import ACS_UNIT
+from generator.model.layout import ACS_UNIT, PREFLIGHT_UNIT
 from generator.rules import boot
 
 from .helpers import (
@@ -198,6 +198,14 @@ CASES: tuple[Case, ...] = (
         note="cpupower idle-set -d 2",
     ),
     Case("amd-firmware-h100", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [H100X8]}),
+    # issue 28: every bundle checks its hardware file's claims at boot, GPUs or not
+    Case(
+        "preflight-gpu-server",
+        boot.preflight,
+        {("service", PREFLIGHT_UNIT, "enable")},
+        hw={"gpus": [H100X8]},
+    ),
+    Case("preflight-cpu-only", boot.preflight, {("service", PREFLIGHT_UNIT, "enable")}),
 )
 
 

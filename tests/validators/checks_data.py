@@ -19,6 +19,7 @@ DATA_READERS = {
     f"{ROOTFS}/etc/goldtune/pcie-acs.conf": f"{ROOTFS}/usr/local/libexec/goldtune/pcie-acs",
     f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/local/libexec/goldtune/collect",
     f"{ROOTFS}/etc/goldtune/report.conf": f"{ROOTFS}/usr/local/libexec/goldtune/report",
+    f"{ROOTFS}/etc/goldtune/preflight.conf": f"{ROOTFS}/usr/local/libexec/goldtune/preflight",
 }
 DATA_PATTERNS = (*DATA_READERS, INSTALL_LIST)
 

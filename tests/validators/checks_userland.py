@@ -48,6 +48,12 @@ FIRST_BOOT_SCRIPT = "/run/goldtune/first-boot"
 FIRST_BOOT_MAIN = "# --- goldtune first boot: install.sh's phase 5, on this live system\n"
 # rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
 VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
+# the preflight unit, which install.sh installs and the user-data has no room for (issue 28)
+IMAGE_ONLY = {
+    "/usr/local/libexec/goldtune/preflight",
+    "/etc/goldtune/preflight.conf",
+    "/etc/systemd/system/goldtune-preflight.service",
+}
 # rootfs/ files the user-data writes beside the first-boot script, which installs them with
 # install.sh's install_file (daemon.json: merged into the one in place, not replaced)
 STAGED_AT_FIRST_BOOT = {"/run/goldtune/rootfs/etc/docker/daemon.json": "/etc/docker/daemon.json"}
@@ -163,7 +169,7 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
     modes = {STAGED_AT_FIRST_BOOT.get(path, path): mode for path, mode in modes.items()}
     problems = [
         f"{USER_DATA}: write_files lacks {path} (in rootfs/)"
-        for path in sorted(set(overlay) - set(modes) - VERIFY_ONLY)
+        for path in sorted(set(overlay) - set(modes) - VERIFY_ONLY - IMAGE_ONLY)
     ]
     for path, mode in sorted(modes.items()):
         if path == FIRST_BOOT_SCRIPT:
