@@ -366,3 +366,27 @@ def test_gen_verify_shows_the_mismatches_of_a_snapshot(tmp_path: Path) -> None:
         ("gpu.count", "8", "7", "differs")
     ]
     assert "gpu:ecc, gpu:persistence" in checks[0]["reason"]
+
+
+def test_gen_verify_prometheus_carries_the_snapshots_preflight(tmp_path: Path) -> None:
+    """`gen verify --format prometheus` reads the preflight result from the checks: the state
+    gauge and one series per mismatch, as node_exporter's textfile would show them."""
+    from test_verify import make_bundle, write_snapshot
+
+    bundle = make_bundle(
+        tmp_path, [("sysctl", "vm.swappiness", "1"), ("service", layout.PREFLIGHT_UNIT, "enable")]
+    )
+    lines = ["state\tmismatch", "mismatch\tgpu.count\t8\t7\tgpu:ecc"]
+    snap = write_snapshot(
+        tmp_path,
+        ("sysctl", "vm.swappiness", "1"),
+        ("unit-enabled", layout.PREFLIGHT_UNIT, "enabled"),
+        *(("preflight", "line", line) for line in lines),
+    )
+    args = ["verify", str(bundle), "--snapshot", str(snap), "--format", "prometheus"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert 'goldtune_preflight_mismatch{claim="gpu.count",expected="8",actual="7"} 1' in (
+        result.output
+    )
+    assert 'goldtune_preflight_state{state="mismatch"} 1' in result.output

@@ -35,7 +35,7 @@ def preflight_lines(plan: Plan) -> list[DataLine]:
             f"layout: what this boot found, for {layout.IRQ_UNIT}, {layout.GPU_UNIT} and verify",
             ("result", layout.PREFLIGHT_RESULT),
         ),
-        *gpu_vendor_lines(),
+        *gpu_vendor_lines(plan.gpu_vendors),
         fixed_line(
             "vendors: NVSwitch PCI device ids (LR10, LS10: open-gpu-kernel-modules "
             "src/common/nvswitch/kernel/nvswitch.c)",

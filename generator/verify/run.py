@@ -47,6 +47,7 @@ from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health
 from generator.verify.image import Image, check_root
 from generator.verify.live import check_settings
+from generator.verify.preflight import Mismatch, PreflightResult
 from generator.verify.prometheus import BundleIdentity, Preflight, render_prometheus
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.strict import StrictFailure, root_failures, snapshot_failures
@@ -135,6 +136,20 @@ def verify_checks(
     if strict:  # live: a required command is looked up on this machine, as install.sh would
         source["strict"] = snapshot_failures(bundle, parsed, None if snapshot else Image(Path("/")))
     return check_settings(bundle, parsed) + check_health(bundle, parsed, xids or {}), source
+
+
+def preflight_of(checks: list[Check]) -> PreflightResult | None:
+    """The boot-time preflight's result as its checks (generator/verify/preflight.py) judged it:
+    None when it was not judged here (no unit, no result, an image)."""
+    judged = [
+        c for c in checks if c.kind == "preflight" and c.verdict in (Verdict.OK, Verdict.DIFFERS)
+    ]
+    if not judged:
+        return None
+    mismatches = tuple(
+        Mismatch(c.key, c.expected, c.actual, ()) for c in judged if c.verdict == Verdict.DIFFERS
+    )
+    return PreflightResult("mismatch" if mismatches else "ok", mismatches)
 
 
 def summary(checks: list[Check]) -> dict[str, int]:
@@ -243,7 +258,8 @@ def run_verify(
     checks, source = verify_checks(bundle, root, snapshot, xids, strict)
     chosen = "json" if as_json else output_format
     if chosen == "prometheus":
-        click.echo(render_prometheus(bundle_identity(bundle), checks, preflight), nl=False)
+        found = preflight if preflight is not None else preflight_of(checks)
+        click.echo(render_prometheus(bundle_identity(bundle), checks, found), nl=False)
     elif chosen == "json":
         click.echo(report_json(bundle, checks, source))
     else:
