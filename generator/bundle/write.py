@@ -23,6 +23,7 @@ empty or a goldtune bundle (our manifest.json, and no file the manifest does not
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -36,7 +37,7 @@ from functools import cache
 from pathlib import Path
 
 from generator import TOOL
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan, present_entries
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
@@ -253,26 +254,9 @@ def check_target(target: Path) -> None:
 
 
 def bundle_entries(directory: Path) -> set[str]:
-    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed).
-
-    A link to a directory is an entry, not a folder to descend into; a folder that cannot be
-    listed is skipped, as ``os.walk`` skips it. Plain strings and ``scandir``'s own file types:
-    replacing a bundle lists its ~45 entries on the critical path.
-    """
-    found: set[str] = set()
-    pending = [("", os.fspath(directory))]
-    while pending:
-        prefix, folder = pending.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if _is_real_directory(entry):
-                        pending.append((f"{prefix}{entry.name}/", entry.path))
-                    else:
-                        found.add(prefix + entry.name)
-        except OSError:
-            continue
-    return found
+    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed);
+    a tree deeper or larger than any bundle is bad input (``read.present_entries``)."""
+    return present_entries(directory)
 
 
 def _is_real_directory(entry: os.DirEntry[str]) -> bool:
@@ -498,6 +482,12 @@ def remove_trees(trees: Sequence[Path]) -> None:
         remove_marked(tree)
 
 
+def _remove_directory(path: str) -> None:
+    # nested deeper than rmtree recurses: left marked, as after an error
+    with contextlib.suppress(RecursionError):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def remove_marked(tree: Path) -> None:
     """Remove a hidden tree of ours so that, cut short at any point, what is left is known as
     ours: the staging marker goes in first and out last. A bundle half removed may have lost
@@ -515,7 +505,7 @@ def remove_marked(tree: Path) -> None:
             children = [entry for entry in entries if entry.name != STAGING_MARKER]
         for entry in children:
             if _is_real_directory(entry):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                _remove_directory(entry.path)
             else:
                 os.unlink(entry.path)
         os.unlink(tree / STAGING_MARKER)
@@ -549,7 +539,7 @@ def remove_leftovers(targets: Sequence[Path]) -> None:
             try:
                 if is_our_leftover(Path(path)):
                     remove_marked(Path(path))
-            except OSError:  # gone meanwhile, or unreadable: not ours to judge
+            except (OSError, GoldtuneError):  # gone meanwhile, unreadable, no bundle: not ours
                 continue
 
 

@@ -16,6 +16,7 @@ import yaml
 
 from generator import TOOL
 from generator.errors import GenerationError, InputError, Problem
+from generator.foreign import YAML_VALUE_ERRORS
 from generator.model import layout
 from generator.model.setting import Plan
 from generator.model.shellform import without_comment_lines
@@ -153,6 +154,9 @@ def team_part(raw: bytes, source: str) -> bytes:
         where = f"line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise InputError(Problem(source, where, f"not valid YAML: {problem}")) from None
+    except YAML_VALUE_ERRORS:
+        why = "not valid YAML: nested too deeply, or a value its type cannot hold"
+        raise InputError(Problem(source, "", why)) from None
     if not isinstance(loaded, dict):
         raise InputError(Problem(source, "", "a cloud-config is a YAML mapping"))
     return raw

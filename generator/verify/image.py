@@ -44,6 +44,7 @@ from generator.verify.live import (
     check_daemon_json,
     check_nccl_text,
     daemon_json_object,
+    kubelet_yaml,
     parse_cmdline,
     provider_of,
     toml_lookup,
@@ -672,11 +673,10 @@ def check_kubelet(setting: Setting, image: Image) -> Check:
     field, _, entry = setting.key.partition("/")
     found = None
     for path, text in image.dropins(KUBELET_DROPIN_DIR.removeprefix("/etc/"), ".conf", ("/etc",)):
-        try:
-            data = yaml.load(text, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
-        except yaml.YAMLError:
-            continue
-        value = data.get(field) if isinstance(data, dict) else None
+        data = kubelet_yaml(text)  # a mapping, or why not: nested, aliased, bad YAML
+        if isinstance(data, str):  # what it sets is unknown: no verdict holds without it
+            return check_of(setting, "not judged", NOT_JUDGED, f"{path}: {data}")
+        value = data.get(field)
         if entry and field == "reservedMemory" and isinstance(value, list):
             value = next(
                 (

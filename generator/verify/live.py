@@ -37,7 +37,7 @@ from functools import cache
 import yaml
 
 from generator.errors import InputError
-from generator.foreign import read_foreign
+from generator.foreign import YAML_VALUE_ERRORS, read_foreign
 from generator.model.cpulist import expand_cpus
 from generator.model.kinds import KIND_SPECS, TOML_KEY_SEGMENT
 from generator.model.layout import (
@@ -1146,8 +1146,8 @@ def kubelet_yaml(text: str) -> dict[str, object] | str:
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not readable as YAML"
         return f"invalid YAML: {' '.join(str(problem).split())[:120]}"
-    except RecursionError:
-        return "invalid YAML: nested too deeply"
+    except YAML_VALUE_ERRORS:
+        return "invalid YAML: nested too deeply, or a value its type cannot hold"
     if data is None:
         return {}
     return data if isinstance(data, dict) else "not a YAML mapping"
