@@ -23,6 +23,10 @@ from generator.errors import InputError, Problem
 
 # A file descriptor read in chunks of this size: the cap is enforced without reading past it.
 CHUNK = 1 << 16
+# What PyYAML's safe loaders raise on foreign text besides yaml.YAMLError: RecursionError on
+# deep nesting (its composer and constructor recurse), ValueError on an integer of more than
+# 4,300 digits, and the rest from a constructor given a scalar its tag cannot hold.
+YAML_VALUE_ERRORS = (RecursionError, ValueError, TypeError, OverflowError, LookupError)
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFCHR: "a character device",

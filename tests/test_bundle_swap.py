@@ -224,6 +224,50 @@ def test_a_staging_directory_left_by_a_killed_run_is_removed_by_the_next(
     assert os.listdir(tmp_path) == ["bundle"]
 
 
+def killed_while_removing(target: Path, last: str, nth: int) -> None:
+    """Replace the bundle at ``target`` in a child that SIGKILLs itself right after its
+    ``nth`` unlink of an entry named ``last``."""
+    child = os.fork()
+    if child == 0:
+        try:
+            real_unlink = os.unlink
+            unlinked: list[str] = []
+
+            def unlink_then_die(path: object, *args: object, **kwargs: object) -> None:
+                real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+                if os.fsdecode(path).rpartition("/")[2] == last:  # type: ignore[arg-type]
+                    unlinked.append(last)
+                    if len(unlinked) == nth:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+            os.unlink = unlink_then_die  # type: ignore[assignment]
+            write_bundle(render_bundle(full_plan()), target)
+        finally:
+            os._exit(3)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+# the staging marker is unlinked once when the new bundle is complete, then from the old one last
+@pytest.mark.parametrize(
+    ("last", "nth"), [("manifest.json", 1), ("plan.json", 1), (bundle.STAGING_MARKER, 2)]
+)
+def test_a_bundle_half_removed_by_a_killed_run_is_removed_by_the_next(
+    tmp_path: Path, last: str, nth: int
+) -> None:
+    """Issue 29 family 8: killed while it removes the bundle it replaced, a run left a hidden
+    tree without its manifest (or plan), which no later run knew as its own (fails on main).
+    The marker goes in before the removal and out last; an empty tree is ours too."""
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(minimal_plan()), target)
+    killed_while_removing(target, last, nth)
+    (leftover,) = hidden_entries(tmp_path)
+    assert not (tmp_path / leftover / last).exists()
+    assert (target / "manifest.json").is_file()  # the new bundle is in place
+    write_bundle(render_bundle(minimal_plan()), target)
+    assert os.listdir(tmp_path) == ["bundle"]
+
+
 def plant(directory: Path, marker: bool = True) -> Path:
     directory.mkdir()
     if marker:

@@ -7,23 +7,34 @@
   control character, nothing of the file beyond a short key.
 - Bundles: any JSON as plan.json or manifest.json: an InputError or a plan, never another exception.
 - Terminal text: ``printable`` leaves no control character and keeps printable text as it is.
+- Captures (issue 29): a `gen detect --root` tree with one file's text, or one sysfs name, made
+  hostile (numbers of thousands of digits, control characters, junk): exit 0 with YAML that
+  parses and holds no control character, or exit 2 with one printable line; never a traceback.
+- Fleet repositories (issue 29): a committed bundle of a `gen matrix --check` repository changed
+  (a file's bytes, a planted file, a link, nested directories, a hostile name): exit 1 or 2 with
+  a bounded report, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from generator.bundle.read import read_bundle
+from generator.cli import main
 from generator.errors import InputError
 from generator.textsafe import printable, printable_lines
 from generator.verify.grubvars import CMDLINE_VARS, parse_grub_files
+from tests import detect_trees
 from tests.conftest import MINIMAL_HW
 from tests.generate import generate
 
@@ -232,3 +243,124 @@ def test_kernel_release_with_shell_text_is_refused(kernel: str, tmp_path: Path) 
     hw.write_text(MINIMAL_HW + f"os: {{kernel: {json.dumps(kernel)}}}\n")
     result = generate(hw, "inference", tmp_path / "bundle")
     assert result.exit_code == 2 and "os.kernel: invalid value" in result.stderr, result.output
+
+
+# --- captures (gen detect --root) --------------------------------------------------------------
+
+CAPTURE_FILES = [
+    "proc/meminfo",
+    "proc/cpuinfo",
+    "proc/self/smaps",
+    "proc/self/mountinfo",
+    "proc/net/route",
+    "proc/sys/kernel/osrelease",
+    "etc/os-release",
+    "sys/devices/system/cpu/online",
+    "sys/devices/system/node/node0/cpulist",
+    "goldtune-capture/nvidia-smi-q-x.xml",
+]
+HOSTILE_TEXT = st.one_of(
+    st.text(st.characters(blacklist_categories=["Cs"]), max_size=40),
+    st.sampled_from(["9" * 5000, "1e999", "nan", "-1", "0", "\x1b[2J", "a\nmemory_gib: 1"]),
+    st.builds(
+        lambda key, number: f"{key}: {number} kB\n",
+        st.sampled_from(["MemTotal", "KernelPageSize", "Node 0 MemTotal"]),
+        st.one_of(st.integers(min_value=0), st.just("9" * 5000)),
+    ),
+    st.builds(
+        lambda number: (
+            f'<nvidia_smi_log><gpu id="00000000:00:04.0"><fb_memory_usage><total>'
+            f"{number} MiB</total></fb_memory_usage></gpu></nvidia_smi_log>"
+        ),
+        st.one_of(st.integers().map(str), st.just("9" * 5000), st.just("inf")),
+    ),
+)
+HOSTILE_NAME = st.text(
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="/\x00"),
+    min_size=1,
+    max_size=20,
+).filter(lambda name: name not in (".", ".."))
+
+
+@given(
+    where=st.sampled_from(CAPTURE_FILES),
+    text=HOSTILE_TEXT,
+    rename=st.one_of(
+        st.none(), st.tuples(st.sampled_from(["sys/block", "sys/class/net"]), HOSTILE_NAME)
+    ),
+)
+def test_a_hostile_capture_is_yaml_or_one_line(
+    where: str, text: str, rename: tuple[str, str] | None
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = detect_trees.vm_without_gpus().build(Path(tmp) / "tree")
+        target = root / where
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, errors="surrogateescape")
+        if rename is not None:
+            folder, name = rename
+            first = sorted((root / folder).iterdir())[0]
+            if not (root / folder / name).exists():
+                first.rename(root / folder / name)
+        result = CliRunner().invoke(main, ["detect", "--root", str(root)])
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not crashed, repr(result.exception)
+    assert result.exit_code in (0, 2), (result.exit_code, result.stderr)
+    if result.exit_code == 2:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and printable(lines[0]) == lines[0], result.stderr
+        return
+    assert all(c == "\n" or printable(c) == c for c in result.stdout), result.stdout
+    assert isinstance(yaml.safe_load(result.stdout), dict)
+
+
+# --- fleet repositories (gen matrix --check) ----------------------------------------------------
+
+FLEET_ARGS = ["matrix", "--hw", "l4-inference", "--profile", "inference", "-j", "1"]
+
+
+@pytest.fixture(scope="module")
+def committed_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    fleet = tmp_path_factory.mktemp("fleet") / "bundles"
+    result = CliRunner().invoke(main, [*FLEET_ARGS, "-o", str(fleet)])
+    assert result.exit_code == 0, result.output
+    return fleet
+
+
+def _plant(bundle: Path, change: str, name: str, data: bytes) -> None:
+    inner = bundle / "rootfs/etc"
+    if change == "bytes":
+        victim = sorted(p for p in inner.rglob("*") if p.is_file())[0]
+        victim.write_bytes(data)
+    elif change == "file":
+        (inner / name).write_bytes(data)
+    elif change == "link":
+        (inner / name).symlink_to("/etc/passwd")
+    elif change == "nested":
+        folder = bundle / "n"
+        for _ in range(40):
+            folder = folder / "d"
+        folder.mkdir(parents=True)
+    elif change == "manifest":
+        (bundle / "manifest.json").write_bytes(data)
+
+
+@given(
+    change=st.sampled_from(["bytes", "file", "link", "nested", "manifest"]),
+    name=HOSTILE_NAME,
+    data=st.one_of(st.binary(max_size=64), st.just(b"9" * 5000), st.just(b"[" * 5000)),
+)
+def test_a_hostile_fleet_repository_is_a_report_or_one_line(
+    committed_fleet: Path, change: str, name: str, data: bytes
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        fleet = Path(tmp) / "bundles"
+        shutil.copytree(committed_fleet, fleet, symlinks=True)
+        _plant(next(fleet.iterdir()), change, name, data)
+        result = CliRunner().invoke(main, [*FLEET_ARGS, "--check", str(fleet)])
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not crashed, repr(result.exception)
+    assert result.exit_code in (1, 2), (result.exit_code, result.output[-2000:])
+    assert len(result.stdout) < 1_000_000
+    if result.exit_code == 2:
+        assert len(result.stderr.strip().splitlines()) <= 12, result.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from generator import TOOL
@@ -27,6 +27,10 @@ from generator.textsafe import printable, short_key
 MAX_TAMPERED_LINES = 10
 # Far above any real bundle file (the largest, EXPLAIN.md of a big machine, is about 100 KiB).
 MAX_BUNDLE_FILE_BYTES = 16 * 1024 * 1024
+# A bundle is some 70 files at most 8 directories deep (rootfs/etc/systemd/system/…): far more
+# is not a bundle, and is refused before it is walked to its end.
+MAX_BUNDLE_DEPTH = 32
+MAX_BUNDLE_ENTRIES = 10_000
 
 
 class BundleFiles(NamedTuple):
@@ -138,14 +142,34 @@ def _file_state(root: Path, entry: dict[str, str]) -> bool:
 
 
 def present_entries(root: Path) -> set[str]:
-    """Every non-directory entry below ``root``, and every link to a directory (not followed)."""
+    """Every non-directory entry below ``root``, and every link to a directory (not followed).
+
+    Walked with a list, not recursion (os.walk of Python 3.11 recurses, and 1,100 nested
+    directories raised RecursionError in diff, package and matrix --check), and bounded: a tree
+    deeper or larger than any bundle is refused as bad input before it is walked further.
+    """
     found: set[str] = set()
-    for parent, dirs, names in os.walk(root):
-        relative = PurePosixPath(Path(parent).relative_to(root))
-        found.update(str(relative / name) for name in names)
-        links = [name for name in dirs if os.path.islink(os.path.join(parent, name))]
-        found.update(str(relative / name) for name in links)
-    return {path.removeprefix("./") for path in found}
+    pending = [("", os.fspath(root), 0)]
+    seen = 0
+    while pending:
+        prefix, folder, depth = pending.pop()
+        if depth > MAX_BUNDLE_DEPTH:
+            why = f"directories nested more than {MAX_BUNDLE_DEPTH} deep; not a {TOOL} bundle"
+            raise InputError(Problem(f"{root}/{printable(prefix[:200])}", "", why))
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_BUNDLE_ENTRIES:
+                        why = f"more than {MAX_BUNDLE_ENTRIES} entries; not a {TOOL} bundle"
+                        raise InputError(Problem(str(root), "", why))
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append((f"{prefix}{entry.name}/", entry.path, depth + 1))
+                    else:
+                        found.add(prefix + entry.name)
+        except OSError:
+            continue  # as os.walk: a folder that cannot be listed is skipped
+    return found
 
 
 def holds_own_plan(root: Path, files: list[Any]) -> bool:

@@ -15,13 +15,15 @@ A failure at any point before the swap leaves the previous bundle byte for byte 
 removes the staging directory. Hidden directories that a killed run left for the same target are
 removed by the next run, only when they are ours: our name, keyed by the target's name, with the
 id of a process that no longer runs; a real directory of our user, holding our staging marker or
-a goldtune bundle and nothing else. The target is never followed through a symbolic link, and an
-existing directory is only replaced when it is empty or a goldtune bundle (our manifest.json,
-and no file the manifest does not list).
+a goldtune bundle and nothing else, or empty. A replaced bundle gets the marker back before its
+removal starts and loses it last, so one killed half removed is still known as ours. The target
+is never followed through a symbolic link, and an existing directory is only replaced when it is
+empty or a goldtune bundle (our manifest.json, and no file the manifest does not list).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -35,7 +37,7 @@ from functools import cache
 from pathlib import Path
 
 from generator import TOOL
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan, present_entries
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
@@ -252,26 +254,9 @@ def check_target(target: Path) -> None:
 
 
 def bundle_entries(directory: Path) -> set[str]:
-    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed).
-
-    A link to a directory is an entry, not a folder to descend into; a folder that cannot be
-    listed is skipped, as ``os.walk`` skips it. Plain strings and ``scandir``'s own file types:
-    replacing a bundle lists its ~45 entries on the critical path.
-    """
-    found: set[str] = set()
-    pending = [("", os.fspath(directory))]
-    while pending:
-        prefix, folder = pending.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if _is_real_directory(entry):
-                        pending.append((f"{prefix}{entry.name}/", entry.path))
-                    else:
-                        found.add(prefix + entry.name)
-        except OSError:
-            continue
-    return found
+    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed);
+    a tree deeper or larger than any bundle is bad input (``read.present_entries``)."""
+    return present_entries(directory)
 
 
 def _is_real_directory(entry: os.DirEntry[str]) -> bool:
@@ -490,11 +475,43 @@ def _last_errno() -> int:
 
 
 def remove_trees(trees: Sequence[Path]) -> None:
-    """Remove the bundles a batch replaced, under their hidden names (rmtree never follows a
-    link). An old tree whose removal a signal cut short is a dead run's leftover, which the
-    next run for its target removes (remove_leftovers)."""
+    """Remove the bundles a batch replaced, under their hidden names. An old tree whose removal
+    a signal cut short is a dead run's leftover, which the next run for its target removes
+    (remove_leftovers): ``remove_marked`` keeps it recognisable as ours until it is empty."""
     for tree in trees:
-        shutil.rmtree(tree, ignore_errors=True)
+        remove_marked(tree)
+
+
+def _remove_directory(path: str) -> None:
+    # nested deeper than rmtree recurses: left marked, as after an error
+    with contextlib.suppress(RecursionError):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_marked(tree: Path) -> None:
+    """Remove a hidden tree of ours so that, cut short at any point, what is left is known as
+    ours: the staging marker goes in first and out last. A bundle half removed may have lost
+    its manifest.json, which otherwise says whose it is; then only an empty directory is left
+    (``is_our_leftover``). Nothing is followed through a link (rmtree, unlink of the entry)."""
+    try:
+        write_file(tree, STAGING_MARKER, b"", 0o600)
+    except FileExistsError:
+        pass  # a leftover being removed again: its marker is there
+    except OSError:
+        shutil.rmtree(tree, ignore_errors=True)  # no marker can be made: remove what can be
+        return
+    try:
+        with os.scandir(tree) as entries:
+            children = [entry for entry in entries if entry.name != STAGING_MARKER]
+        for entry in children:
+            if _is_real_directory(entry):
+                _remove_directory(entry.path)
+            else:
+                os.unlink(entry.path)
+        os.unlink(tree / STAGING_MARKER)
+        os.rmdir(tree)
+    except OSError:
+        return  # left marked: the next run for this target tries again
 
 
 # .goldtune-new-<target key>-<pid>-<random> (or -old-): what hidden_prefix and mkdtemp make.
@@ -521,8 +538,8 @@ def remove_leftovers(targets: Sequence[Path]) -> None:
         for path in found:
             try:
                 if is_our_leftover(Path(path)):
-                    shutil.rmtree(path, ignore_errors=True)
-            except OSError:  # gone meanwhile, or unreadable: not ours to judge
+                    remove_marked(Path(path))
+            except (OSError, GoldtuneError):  # gone meanwhile, unreadable, no bundle: not ours
                 continue
 
 
@@ -546,10 +563,14 @@ def process_runs(pid: int) -> bool:
 
 
 def is_our_leftover(directory: Path) -> bool:
-    """A real directory of our user holding our staging marker, or a goldtune bundle only."""
+    """A real directory of our user, empty or holding our staging marker or a goldtune bundle
+    only. Empty: ``remove_marked`` cut short after its last unlink (rmdir removes no more)."""
     info = os.lstat(directory)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
         return False
+    with os.scandir(directory) as children:
+        if next(children, None) is None:
+            return True
     try:
         if stat.S_ISREG(os.lstat(directory / STAGING_MARKER).st_mode):
             return True

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
-from generator.detect.tree import Tree, shown
+from generator.detect.tree import Tree, decimal, shown
 from generator.errors import InputError, Problem
 from generator.inputs.catalog import AmbiguousNameError, Catalog
 from generator.model.cpulist import expand_cpus
@@ -73,7 +73,7 @@ def cpulist(text: str | None, source: str) -> list[int]:
         return []
     if not re.fullmatch(r"[0-9,\-]{1,4096}", text.strip()):
         raise InputError(Problem(source, "", f"not a CPU list: {shown(text.strip())!r}"))
-    if any(int(n) >= MAX_CPUS for n in re.findall(r"\d+", text)):
+    if any(decimal(n, source) >= MAX_CPUS for n in re.findall(r"\d+", text)):
         raise InputError(
             Problem(source, "", f"CPU number above {MAX_CPUS - 1}: {shown(text.strip())!r}")
         )
@@ -158,7 +158,8 @@ def read_topology(tree: Tree) -> Topology:
     base = "/sys/devices/system/cpu"
     online = cpulist(tree.value(f"{base}/online"), tree.label(f"{base}/online"))
     if not online:
-        online = sorted(int(n[3:]) for n in tree.entries(base) if re.fullmatch(r"cpu\d+", n))
+        names = [n for n in tree.entries(base) if re.fullmatch(r"cpu\d+", n)]
+        online = sorted(decimal(n[3:], tree.label(f"{base}/{n}")) for n in names)
     if not online:
         raise InputError(
             Problem(tree.label(base), "", "no CPUs found (no online list, no cpuN directories)")
@@ -194,7 +195,8 @@ def read_topology(tree: Tree) -> Topology:
 
 def read_numa(tree: Tree) -> NumaLayout:
     base = "/sys/devices/system/node"
-    nodes = sorted(int(n[4:]) for n in tree.entries(base) if re.fullmatch(r"node\d+", n))
+    names = [n for n in tree.entries(base) if re.fullmatch(r"node\d+", n)]
+    nodes = sorted(decimal(n[4:], tree.label(f"{base}/{n}")) for n in names)
     cpu_nodes: list[int] = []
     memory_only: list[int] = []
     memory_only_kib = 0
@@ -207,19 +209,19 @@ def read_numa(tree: Tree) -> NumaLayout:
             cpus_of_node[node] = frozenset(node_cpus)
             continue
         memory_only.append(node)
-        memory_only_kib += (
-            _meminfo_kib(tree.read(f"{base}/node{node}/meminfo"), f"Node {node} MemTotal") or 0
-        )
+        meminfo = f"{base}/node{node}/meminfo"
+        found = _meminfo_kib(tree.read(meminfo), f"Node {node} MemTotal", tree.label(meminfo))
+        memory_only_kib += found or 0
     return NumaLayout(tuple(cpu_nodes) or (0,), tuple(memory_only), memory_only_kib, cpus_of_node)
 
 
-def _meminfo_kib(text: str | None, key: str) -> int | None:
+def _meminfo_kib(text: str | None, key: str, source: str) -> int | None:
     match = re.search(rf"^{re.escape(key)}:\s+(\d+) kB", text or "", re.MULTILINE)
-    return int(match.group(1)) if match else None
+    return decimal(match.group(1), source, "memory_gib") if match else None
 
 
 def read_memory_kib(tree: Tree) -> int:
-    total = _meminfo_kib(tree.read("/proc/meminfo"), "MemTotal")
+    total = _meminfo_kib(tree.read("/proc/meminfo"), "MemTotal", tree.label("/proc/meminfo"))
     if total is None:
         raise InputError(Problem(tree.label("/proc/meminfo"), "memory_gib", "no MemTotal line"))
     return total

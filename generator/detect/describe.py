@@ -16,14 +16,17 @@ from generator.detect import devices
 from generator.detect.devices import ARPHRD_INFINIBAND, Disk, Nic, PciFunction
 from generator.detect.driver import DriverGpu, DriverReport
 from generator.detect.driver_amd import KfdGpu, read_kfd
-from generator.detect.emit import comment, field, line
+from generator.detect.emit import comment, field, line, scalar
 from generator.detect.system import read_os
 from generator.detect.tree import Tree, shown
+from generator.errors import InputError, Problem
 from generator.inputs.catalog import Catalog, GpuModel, NicModel
+from generator.inputs.hardware import HardwareSpec
 from generator.model.vendors import vendor_spec, vendor_table
 
-INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")  # as inputs/hardware.py
-DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}$")
+# \Z, not $: Python's $ also matches before a final newline, which a name in /sys may end with
+INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")  # as inputs/hardware.py
+DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}\Z")
 RDMA_DEVICE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")  # fullmatch, as hardware.py
 KIB_PER_GIB = 1024 * 1024
 FAST_PORT_MBPS = 25000
@@ -52,7 +55,7 @@ def describe(machine: Machine, command: str) -> str:
     topology = cpus.read_topology(tree)
     lines += cpu_lines(identity, topology, len(numa.cpu_nodes))
     lines += node_cores_lines(topology, numa)
-    lines += memory_lines(cpus.read_memory_kib(tree), numa)
+    lines += memory_lines(cpus.read_memory_kib(tree), numa, tree.label("/proc/meminfo"))
     lines += gpu_lines(functions, numa, machine)
     lines += nic_lines(tree, functions, numa, machine.catalog)
     lines += disk_lines(tree)
@@ -118,8 +121,29 @@ def node_cores_lines(topology: cpus.Topology, numa: cpus.NumaLayout) -> list[str
     return [field(2, "cores_per_numa_node", split, note)]
 
 
-def memory_lines(total_kib: int, numa: cpus.NumaLayout) -> list[str]:
-    usable = max(total_kib - numa.memory_only_kib, KIB_PER_GIB) // KIB_PER_GIB
+def memory_gib_range() -> tuple[int, int]:
+    """The memory_gib the input format takes (inputs/hardware.py), read from the model itself."""
+    limits = HardwareSpec.model_fields["memory_gib"].metadata
+    low = next(limit.ge for limit in limits if hasattr(limit, "ge"))
+    high = next(limit.le for limit in limits if hasattr(limit, "le"))
+    return int(low), int(high)
+
+
+def memory_lines(total_kib: int, numa: cpus.NumaLayout, source: str) -> list[str]:
+    """memory_gib: MemTotal less the CPU-less nodes' memory, in whole GiB. Outside the range the
+    format takes (a MemTotal of a few kB, or of exabytes) it is refused, never made up."""
+    usable = (total_kib - numa.memory_only_kib) // KIB_PER_GIB
+    low, high = memory_gib_range()
+    if not low <= usable <= high:
+        less = f" less {numa.memory_only_kib} kB on CPU-less nodes" if numa.memory_only_kib else ""
+        raise InputError(
+            Problem(
+                source,
+                "memory_gib",
+                f"MemTotal {total_kib} kB{less} is not {low}-{high} GiB, the range "
+                "memory_gib takes; refused",
+            )
+        )
     note = "MemTotal of /proc/meminfo, rounded down (a little below the installed RAM)"
     if numa.memory_only_kib:
         note += f"; less {numa.memory_only_kib // KIB_PER_GIB} GiB on CPU-less nodes"
@@ -545,7 +569,7 @@ def disk_lines(tree: Tree) -> list[str]:
 def _disk(disk: Disk, holds_root: bool) -> str:
     role = "os" if holds_root else "data"
     why = "holds / (/proc/self/mountinfo)" if holds_root else "GUESS: data (cache is never guessed)"
-    text = f"- {{name: {disk.name}, kind: {disk.kind}, role: {role}}}"
+    text = f"- {{name: {scalar(disk.name)}, kind: {scalar(disk.kind)}, role: {role}}}"
     return line(2, text, f"{disk.kind_note}; {why}")
 
 

@@ -9,8 +9,9 @@ from generator.detect.cpu import cpulist
 from generator.detect.tree import Tree, shown
 from generator.model.vendors import GPU_VENDORS, NVIDIA, NVSWITCH_DEVICE_IDS, GpuVendor
 
-PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-PCI_ID = re.compile(r"^0x([0-9a-f]{4})$")
+# \Z, not $: a name or value with a newline at its end must not match
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
+PCI_ID = re.compile(r"^0x([0-9a-f]{4})\Z")
 NVIDIA_VENDOR = NVIDIA.pci_hex  # generator/model/vendors.py
 AMD_VENDOR = GPU_VENDORS[GpuVendor.AMD].pci_hex
 # PCI base class 03 (display): 0300 VGA, 0302 3D controller (data-centre GPUs). Other display

@@ -9,6 +9,7 @@ XML is parsed with the standard library after refusing entity declarations.
 from __future__ import annotations
 
 import importlib
+import math
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -19,6 +20,12 @@ from xml.etree import ElementTree
 NVIDIA_SMI_TIMEOUT_S = 20
 MAX_XML_BYTES = 8 * 1024 * 1024
 NVML_NVLINK_DEVICE_TYPE_SWITCH = 2  # nvml.h nvmlNvLinkDeviceType_t [P]
+# MiB, W and MHz of a real GPU are below a million; a larger number in the XML is forged
+MAX_SMI_NUMBER = 10**9
+
+
+class AbsurdNumberError(ValueError):
+    """A number of nvidia-smi's XML that no GPU reports: the whole XML is ignored, with why."""
 
 
 class DriverGpu(NamedTuple):
@@ -159,7 +166,12 @@ def parse_nvidia_smi(xml: bytes, source: str = "nvidia-smi -q -x") -> DriverRepo
         root = ElementTree.fromstring(xml)  # noqa: S314 -- size capped and entities refused above
     except ElementTree.ParseError as error:
         return f"{source}: not valid XML ({error})"
-    gpus = [_smi_gpu(element) for element in root.findall("gpu")]
+    except RecursionError:
+        return f"{source}: nested too deep; ignored"
+    try:
+        gpus = [_smi_gpu(element) for element in root.findall("gpu")]
+    except AbsurdNumberError as error:
+        return f"{source}: {error}; ignored"
     return DriverReport(source, {gpu.address: gpu for gpu in gpus if gpu.address})
 
 
@@ -167,9 +179,15 @@ def _number(element: ElementTree.Element, path: str) -> int | None:
     """``700.00 W`` or ``1980 MHz`` -> 700 / 1980; None for N/A or absent."""
     words = (element.findtext(path) or "").split()
     try:
-        return round(float(words[0])) if words else None
+        value = float(words[0]) if words else None
     except ValueError:
+        return None  # N/A, [Not Supported]
+    if value is None:
         return None
+    if not math.isfinite(value) or abs(value) > MAX_SMI_NUMBER:
+        shown = words[0][:20] + ("..." if len(words[0]) > 20 else "")
+        raise AbsurdNumberError(f"{path} is {shown!r}, no GPU reports that")
+    return round(value)
 
 
 def _smi_gpu(gpu: ElementTree.Element) -> DriverGpu:

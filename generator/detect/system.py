@@ -8,9 +8,9 @@ import shlex
 from collections.abc import Collection
 from typing import NamedTuple
 
-from generator.detect.tree import Tree, shown
+from generator.detect.tree import Tree, decimal, shown
 
-KERNEL_RELEASE = re.compile(r"^\d+\.\d+[0-9A-Za-z._+~-]{0,60}$")
+KERNEL_RELEASE = re.compile(r"\d+\.\d+[0-9A-Za-z._+~-]{0,60}")  # fullmatch: no newline
 
 
 class OsInfo(NamedTuple):
@@ -73,7 +73,7 @@ def read_kernel(tree: Tree) -> tuple[str | None, str]:
     release = tree.value("/proc/sys/kernel/osrelease")
     if release is None:
         return None, "/proc/sys/kernel/osrelease missing"
-    if not KERNEL_RELEASE.match(release):
+    if not KERNEL_RELEASE.fullmatch(release):
         return (
             None,
             f"/proc/sys/kernel/osrelease {shown(release)!r} is not a kernel release; left out",
@@ -90,7 +90,8 @@ def read_page_size(tree: Tree, live: bool) -> tuple[int | None, str]:
     )
     if match is None:
         return None, "no KernelPageSize in /proc/self/smaps of the capture; the default 4 applies"
-    return int(match.group(1)), "KernelPageSize in /proc/self/smaps of the capture"
+    page = decimal(match.group(1), tree.label("/proc/self/smaps"), "os.page_size_kib")
+    return page, "KernelPageSize in /proc/self/smaps of the capture"
 
 
 def read_os(tree: Tree, live: bool, known_distros: Collection[str] = ()) -> OsInfo:

@@ -20,12 +20,25 @@ from generator.foreign import EscapesRootError, TooManyLinksError, resolve_withi
 MAX_FILE_BYTES = 256 * 1024  # /proc/cpuinfo of a 1024-CPU machine is about 1.5 KiB per CPU
 MAX_DIR_ENTRIES = 4096
 MAX_SHOWN_CHARS = 40
+# Every count and size a machine reports (KiB of memory, CPU and node numbers, page sizes) fits
+# in 64 bits: a longer number is forged, and Python's int() raises ValueError on one of more
+# than 4,300 digits deep inside the parse.
+MAX_DIGITS = 19
 
 
 def shown(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     """A short, escaped rendering of a foreign value for an error or a comment."""
     escaped = text.encode("unicode_escape", "backslashreplace").decode("ascii")
     return escaped if len(escaped) <= limit else escaped[:limit] + "..."
+
+
+def decimal(digits: str, source: str, field: str = "") -> int:
+    """A decimal number read from a foreign file; bad input (one line, exit 2) when it is
+    longer than any real count or size."""
+    if len(digits) > MAX_DIGITS:
+        what = f"a number of {len(digits)} digits ({shown(digits, 20)}); refused"
+        raise InputError(Problem(source, field, what))
+    return int(digits)
 
 
 class Tree:

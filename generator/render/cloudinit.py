@@ -16,6 +16,7 @@ import yaml
 
 from generator import TOOL
 from generator.errors import GenerationError, InputError, Problem
+from generator.foreign import YAML_VALUE_ERRORS
 from generator.model import layout
 from generator.model.setting import Plan
 from generator.model.shellform import without_comment_lines
@@ -208,6 +209,9 @@ def _yaml_mapping(text: str, source: str) -> dict[Any, Any]:
         where = f"line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or "not valid YAML"
         raise InputError(Problem(source, where, f"not valid YAML: {problem}")) from None
+    except YAML_VALUE_ERRORS:
+        why = "not valid YAML: nested too deeply, or a value its type cannot hold"
+        raise InputError(Problem(source, "", why)) from None
     if not isinstance(loaded, dict):
         what = "a cloud-config" if text.startswith("#cloud-config\n") else "a part"
         raise InputError(Problem(source, "", f"{what} is a YAML mapping"))

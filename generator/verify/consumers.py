@@ -11,6 +11,7 @@ import tomllib
 
 import yaml
 
+from generator.foreign import YAML_VALUE_ERRORS
 from generator.model.kinds import TOML_KEY_SEGMENT
 
 # limits.conf item -> (/proc/self/limits row, units of limits.conf per unit of /proc)
@@ -222,8 +223,8 @@ def kubelet_yaml(text: str) -> dict[str, object] | str:
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not readable as YAML"
         return f"invalid YAML: {' '.join(str(problem).split())[:120]}"
-    except RecursionError:
-        return "invalid YAML: nested too deeply"
+    except YAML_VALUE_ERRORS:
+        return "invalid YAML: nested too deeply, or a value its type cannot hold"
     if data is None:
         return {}
     return data if isinstance(data, dict) else "not a YAML mapping"

@@ -12,6 +12,13 @@ where a word is made of unquoted text, '…', "…" with backslash escapes, and 
 drop-in). Anything else that could change the two variables (a command substitution, an
 assignment under ``if`` or in a function, ``.``/``source``/``eval``, bash's ``+=``, a variable no
 file sets) is not guessed: the result says, with file and line, what it could not judge.
+
+grub-mkconfig sources the files in its own shell, under ``set -e`` (Debian 12's
+/usr/sbin/grub-mkconfig, lines 2 and 160-166): an ``exit`` or ``return``, or any command that
+fails, ends the sourcing before goldtune's drop-in is read. So a line that runs a command is not
+judged, whatever the command, except ``:``, ``true`` and ``echo`` with plain words; and so is
+every line after one whose quote, ``$(…)``, here-document or backslash-newline continues past
+its end where the parser stops reading it line by line (sh would read on).
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ _COMPOUND = re.compile(
     r"(if|then|else|elif|fi|for|while|until|do|done|case|esac|function)\b|[{}()]"
 )
 _EXPORT_ONLY = re.compile(r"export([ \t]+[A-Za-z_][A-Za-z0-9_]*)+[ \t]*(#.*)?$")
-_SOURCING = re.compile(r"(\.|source|eval|read|unset|set|readonly|local|declare|typeset)([ \t]|$)")
 _WORD_END = " \t\n;&|<>()"
+# A command that cannot end the sourcing or set a variable of grub-mkconfig's shell: plain words.
+_HARMLESS = re.compile(r"(?::|true|echo)(?:[ \t][^;&|<>()$`'\"\\\n]*)?")
 BACKTICKS = "a command substitution (`…`); goldtune does not run the image's code"
 
 
@@ -186,31 +194,72 @@ class _Reader:
 Assigned = tuple[str, str | None, str]  # (name, value or None, why it is not judged)
 
 
+def closes_on_its_line(rest: str) -> bool:
+    """Whether sh stops reading ``rest`` at the end of its line: no quote, backquote, ``$(``
+    or ``(`` left open, no here-document, no backslash-newline. Errs towards False (the caller
+    then judges nothing): quotes nested in substitutions are not followed."""
+    if "<<" in rest:
+        return False
+    quote, backquoted, depth, index = "", False, 0, 0
+    while index < len(rest):
+        char = rest[index]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\":
+            index += 1
+            if index >= len(rest):
+                return False  # a backslash-newline: the line goes on
+        elif char == "#" and not quote and (index == 0 or rest[index - 1] in " \t;&|()"):
+            break  # a comment, to the end of the line
+        elif char in "'\"":
+            quote = "" if quote == char else quote or char
+        elif char == "`":
+            backquoted = not backquoted
+        elif rest.startswith("$(", index) or (char == "(" and not quote):
+            depth += 1
+        elif char == ")" and (not quote or depth):
+            depth -= 1
+        index += 1
+    return not quote and not backquoted and depth == 0
+
+
+def _line_rest(reader: _Reader) -> str:
+    line_end = reader.text.find("\n", reader.pos)
+    return reader.text[reader.pos :] if line_end < 0 else reader.text[reader.pos : line_end]
+
+
+EVERY = "*"  # an Assigned name: what follows leaves both variables not judged
+
+
+def _everything(why: str) -> list[Assigned]:
+    return [(EVERY, None, why)]
+
+
 def _statement(reader: _Reader, conditional: bool) -> tuple[list[Assigned], bool]:
     """The assignments of the statement at the cursor: (name, value or None, why not judged)."""
     reader.skip_blanks()
-    line_end = reader.text.find("\n", reader.pos)
-    rest = reader.text[reader.pos :] if line_end < 0 else reader.text[reader.pos : line_end]
+    rest = _line_rest(reader)
     if rest.startswith("#") or not rest.strip():
-        reader.skip_to_line_end()
+        reader.skip_to_line_end()  # sh ends a comment at the newline, backslash or not
         return [], conditional
     found = _ASSIGNMENT.match(reader.text, reader.pos)
     if found is None and _EXPORT_ONLY.match(rest):
         reader.skip_to_line_end()  # marks variables for export: their values do not change
         return [], conditional
     if found is None:
-        if _COMPOUND.match(rest) or _SOURCING.match(rest) or any(v in rest for v in CMDLINE_VARS):
-            why = "shell code other than plain assignments"
-            reader.skip_to_line_end()
-            sourcing = bool(_SOURCING.match(rest))
-            touched: list[tuple[str, str | None, str]] = [
-                (name, None, why) for name in CMDLINE_VARS if name in rest or sourcing
-            ]
-            return touched, conditional or bool(_COMPOUND.match(rest))
-        reader.skip_to_line_end()  # a command that cannot set a variable of this shell (echo, :)
-        return [], conditional
+        reader.skip_to_line_end()
+        if _HARMLESS.fullmatch(rest.rstrip()):
+            return [], conditional
+        command = rest.split(None, 1)[0][:20]
+        why = (
+            f"a command ({command}) that grub-mkconfig runs as it sources the file: under its "
+            "set -e, exit, return or a failing command ends the sourcing, and shell code is "
+            "not evaluated"
+        )
+        return _everything(why), conditional or bool(_COMPOUND.match(rest))
     name, append = found.group(1), found.group(2)
     reader.pos = found.end()
+    touched: list[Assigned] = []
     try:
         if append:
             raise Unjudged("bash's += (grub-mkconfig's sh does not read it)")
@@ -218,12 +267,15 @@ def _statement(reader: _Reader, conditional: bool) -> tuple[list[Assigned], bool
         why = "an assignment under if/for/case or in a function" if conditional else ""
     except Unjudged as error:
         value, why = None, str(error)
+        if not closes_on_its_line(_line_rest(reader)):
+            touched = _everything(f"{why}, continued past its line (sh reads on; this does not)")
         reader.skip_to_line_end()
     reader.skip_blanks()
     if reader.peek() not in ("", "\n", ";", "#"):
         value, why = None, why or "an assignment followed by a command or an operator"
+        touched = _everything(f"{why}: the command runs under grub-mkconfig's set -e")
         reader.skip_to_line_end()
-    return [(name, None if why else value, why)], conditional
+    return [(name, None if why else value, why), *touched], conditional
 
 
 def parse_grub_files(files: list[tuple[str, str]]) -> GrubVars:
@@ -236,6 +288,10 @@ def parse_grub_files(files: list[tuple[str, str]]) -> GrubVars:
             line = reader.line
             assignments, conditional = _statement(reader, conditional)
             for name, value, why in assignments:
+                if name == EVERY:
+                    result.values.update(dict.fromkeys(CMDLINE_VARS))
+                    result.unjudged.append(f"{path}: line {line}: {why}")
+                    continue
                 result.values[name] = value
                 if value is None and name in CMDLINE_VARS:
                     result.unjudged.append(f"{path}: line {line}: {name} is set by {why}")

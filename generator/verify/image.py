@@ -25,8 +25,6 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from generator.errors import InputError
-from generator.foreign import TooManyLinksError, read_foreign, resolve_within
 from generator.model.kinds import KIND_SPECS, dropin_section
 from generator.model.layout import (
     CONTAINERD_CONFIG,
@@ -43,12 +41,15 @@ from generator.verify.consumers import (
     arg_name,
     arg_value_holds,
     daemon_json_object,
+    kubelet_yaml,
     parse_cmdline,
     toml_lookup,
     toml_value,
 )
 from generator.verify.grubvars import GrubVars, parse_grub_files
+from generator.verify.imagefs import MASKED, Image
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
+from generator.verify.units import undone_by, unit_enabled, unit_exists, unit_files, unit_lines
 from generator.verify.verdicts import (
     Bundle,
     Check,
@@ -60,83 +61,16 @@ from generator.verify.verdicts import (
     merged_nccl_conf,
 )
 
-# A configuration file is a few KiB; modules.dep of a distribution kernel about 1 MiB.
-MAX_IMAGE_FILE_BYTES = 16 * 1024 * 1024
-
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 NOT_JUDGED = Verdict.NOT_JUDGED
-LIB_DIRS = ("/etc", "/run", "/usr/local/lib", "/usr/lib", "/lib")
 # The C-accelerated safe loader where PyYAML has it (kubelet drop-ins of the image)
 YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 CONTAINERD_DROPIN_DIR = str(PurePosixPath(CONTAINERD_DROPIN).parent)
-UNIT_DIRS = (
-    "/etc/systemd/system",
-    "/run/systemd/system",
-    "/usr/local/lib/systemd/system",
-    "/usr/lib/systemd/system",
-    "/lib/systemd/system",
-)
 SAMPLE_DISKS = {
     "nvme": Disk("nvme0n1", {"queue/rotational": "0", "removable": "0"}),
     "ssd": Disk("sda", {"queue/rotational": "0", "removable": "0"}),
     "hdd": Disk("sda", {"queue/rotational": "1", "removable": "0"}),
 }
-
-
-class Image:
-    """Paths of a mounted image, with links resolved inside it."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def resolve(self, path: str) -> Path | None:
-        """The host path of an image path, following links inside the image; None if absent."""
-        try:
-            return resolve_within(self.root, path, clamp_at_root=True)
-        except (TooManyLinksError, OSError):
-            return None
-
-    def read(self, path: str) -> str | None:
-        """The text of a regular file of the image; None when absent or not a regular file."""
-        content = self.read_bytes(path)
-        return None if content is None else content.decode("utf-8", errors="replace")
-
-    def read_bytes(self, path: str) -> bytes | None:
-        host = self.resolve(path)
-        if host is None:
-            return None
-        try:  # a FIFO or a device planted in the image must not hang the check; nor a huge file
-            return read_foreign(host, MAX_IMAGE_FILE_BYTES, follow_links=False)
-        except InputError:
-            return None
-
-    def lexists(self, path: str) -> bool:
-        directory = self.resolve(str(PurePosixPath(path).parent))
-        return directory is not None and os.path.lexists(directory / PurePosixPath(path).name)
-
-    def link_target(self, path: str) -> str | None:
-        directory = self.resolve(str(PurePosixPath(path).parent))
-        host = directory / PurePosixPath(path).name if directory else None
-        return os.readlink(host) if host is not None and host.is_symlink() else None
-
-    def dropins(
-        self, subdir: str, suffix: str, dirs: tuple[str, ...] = LIB_DIRS
-    ) -> list[tuple[str, str]]:
-        """(path, text) of every drop-in, one per file name (earlier dirs win), in name order."""
-        chosen: dict[str, str] = {}
-        for base in dirs:
-            directory = self.resolve(f"{base}/{subdir}")
-            if directory is None or not directory.is_dir():
-                continue
-            for entry in sorted(directory.iterdir()):
-                if entry.name.endswith(suffix) and entry.name not in chosen:
-                    chosen[entry.name] = f"{base}/{subdir}/{entry.name}"
-        found = []
-        for name in sorted(chosen):
-            text = self.read(chosen[name])
-            if text is not None and self.link_target(chosen[name]) != "/dev/null":
-                found.append((chosen[name], text))
-        return found
 
 
 def config_lines(text: str) -> list[str]:
@@ -186,11 +120,19 @@ def check_sysctl(setting: Setting, image: Image) -> Check:
 
 
 def grub_cmdline(image: Image) -> GrubVars:
-    """GRUB_CMDLINE_LINUX(_DEFAULT) of /etc/default/grub, then grub.d/*.cfg, as grub-mkconfig."""
-    names = ["/etc/default/grub"]
+    """GRUB_CMDLINE_LINUX(_DEFAULT) of /etc/default/grub, then grub.d/*.cfg, as grub-mkconfig
+    sources them (Debian 12's /usr/sbin/grub-mkconfig, lines 160-166): /etc/default/grub only
+    when ``test -f`` holds, each ``*.cfg`` (sh's glob: no hidden name) when ``[ -e ]`` does. A
+    grub.d entry that is there but cannot be read (a FIFO, which would hang update-grub, a file
+    over the read cap) is recorded unread: the verdict is then not judged."""
+    names = []
+    main = image.resolve("/etc/default/grub")
+    if main is not None and main.is_file():
+        names.append("/etc/default/grub")
     directory = image.resolve("/etc/default/grub.d")
     if directory is not None and directory.is_dir():
-        names += [f"/etc/default/grub.d/{p.name}" for p in sorted(directory.glob("*.cfg"))]
+        cfgs = sorted(p.name for p in directory.iterdir() if not p.name.startswith("."))
+        names += [f"/etc/default/grub.d/{name}" for name in cfgs if name.endswith(".cfg")]
     files = [(name, text) for name in names if (text := image.read(name)) is not None]
     return parse_grub_files(files)
 
@@ -480,26 +422,17 @@ def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
     )
 
 
-def unit_exists(image: Image, unit: str) -> bool:
-    template = re.sub(r"@[^.]*\.", "@.", unit)
-    return any(image.lexists(f"{d}/{name}") for d in UNIT_DIRS for name in (unit, template))
-
-
-def unit_enabled(image: Image, unit: str) -> bool:
-    directory = image.resolve("/etc/systemd/system")
-    if directory is None:
-        return False
-    return any(os.path.lexists(d / unit) for d in directory.glob("*.wants")) or any(
-        os.path.lexists(d / unit) for d in directory.glob("*.requires")
-    )
+def bundle_targets(bundle: Bundle) -> set[str]:
+    return {item.target for item in bundle.overlay_files() if item.target}
 
 
 def check_service(setting: Setting, image: Image, bundle: Bundle) -> Check:
     """A unit the image lacks is not applicable: ``--root`` judges whether the bundle took
     effect in the image, and the build host has no GPU to tell a GPU image by. For a unit the
     plan requires the reason names the contract that does decide it, install.list's require
-    line (install.sh --strict refuses an image without the unit), and where the unit comes from."""
-    masked = image.link_target(f"/etc/systemd/system/{setting.key}") == "/dev/null"
+    line (install.sh --strict refuses an image without the unit), and where the unit comes from.
+    A unit the bundle ships is also held to its own command (``units.undone_by``)."""
+    masked = image.link_target(f"/etc/systemd/system/{setting.key}") == MASKED
     if setting.value == "mask":
         return check_of(setting, "masked" if masked else "not masked", OK if masked else MISSING)
     if not unit_exists(image, setting.key):
@@ -513,15 +446,24 @@ def check_service(setting: Setting, image: Image, bundle: Bundle) -> Check:
     enabled = unit_enabled(image, setting.key)
     state = "masked" if masked else "enabled" if enabled else "disabled"
     good = enabled and not masked if setting.value == "enable" else not enabled
+    ours = bundle_targets(bundle)
+    shipped = any(target.endswith(f"/{setting.key}") for target in ours)
+    undone = undone_by(image, setting.key, ours) if good and shipped else None
+    if undone is not None:
+        return check_of(setting, *undone)
     return check_of(setting, state, OK if good else DIFFERS)
 
 
-def check_boot_unit(setting: Setting, image: Image, unit: str) -> Check:
-    """GPU and IRQ settings run at boot from the bundle's unit: it must be there and enabled."""
+def check_boot_unit(setting: Setting, image: Image, unit: str, ours: set[str]) -> Check:
+    """GPU and IRQ settings run at boot from the bundle's unit: it must be there and enabled,
+    and run the bundle's command (no drop-in of the image empties or replaces it)."""
     if not unit_exists(image, unit):
         return check_of(
             setting, f"{unit} missing", MISSING, "the unit that applies it at boot is not installed"
         )
+    undone = undone_by(image, unit, ours)
+    if undone is not None:
+        return check_of(setting, *undone)
     enabled = unit_enabled(image, unit)
     return check_of(
         setting,
@@ -594,24 +536,13 @@ def check_boot_applied(setting: Setting, image: Image, bundle: Bundle) -> Check:
     unit = KIND_SPECS[setting.kind].applied_at_boot_by
     if unit is None:
         return check_of(setting, "?", MISSING, f"no unit is named to apply {setting.kind} at boot")
-    return check_boot_unit(setting, image, unit)
+    return check_boot_unit(setting, image, unit, bundle_targets(bundle))
 
 
 # --- container runtimes and kubelet (issue 14) -------------------------------------------------
 
 # Where a kubelet's flags live: the unit, kubeadm's drop-in and the environment files it reads.
 KUBELET_FLAG_FILES = ("/etc/default/kubelet", "/etc/sysconfig/kubelet")
-
-
-def unit_files(image: Image, unit: str) -> list[tuple[str, str]]:
-    """The unit file systemd loads, then its drop-ins in name order (systemd.unit(5))."""
-    found = []
-    for directory in UNIT_DIRS:
-        text = image.read(f"{directory}/{unit}")
-        if text is not None:
-            found.append((f"{directory}/{unit}", text))
-            break
-    return found + image.dropins(f"{unit}.d", ".conf", UNIT_DIRS)
 
 
 def check_unit_dropin(setting: Setting, image: Image) -> Check:
@@ -707,18 +638,6 @@ NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 ASSIGNMENT = re.compile(rf"""(?:"({NAME})=([^"]*)"|({NAME})=(\S*))""")
 
 
-def unit_lines(files: list[tuple[str, str]], option: str) -> list[str]:
-    """The values of OPTION= lines of a unit and its drop-ins, in the order systemd reads them
-    (a line ending in a backslash continues on the next, systemd.syntax(7))."""
-    prefix = re.compile(rf"^\s*{option}\s*=\s*(.*)$")
-    return [
-        found.group(1)
-        for _, text in files
-        for line in text.replace("\\\n", " ").splitlines()
-        if (found := prefix.match(line))
-    ]
-
-
 def kubelet_environment(image: Image, files: list[tuple[str, str]]) -> dict[str, str]:
     """kubelet.service's Environment= (a later assignment wins), then the environment files
     kubeadm's 10-kubeadm.conf reads, which win over Environment= (systemd.exec(5))."""
@@ -752,11 +671,10 @@ def check_kubelet(setting: Setting, image: Image) -> Check:
     field, _, entry = setting.key.partition("/")
     found = None
     for path, text in image.dropins(KUBELET_DROPIN_DIR.removeprefix("/etc/"), ".conf", ("/etc",)):
-        try:
-            data = yaml.load(text, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
-        except yaml.YAMLError:
-            continue
-        value = data.get(field) if isinstance(data, dict) else None
+        data = kubelet_yaml(text)  # a mapping, or why not: nested, aliased, bad YAML
+        if isinstance(data, str):  # what it sets is unknown: no verdict holds without it
+            return check_of(setting, "not judged", NOT_JUDGED, f"{path}: {data}")
+        value = data.get(field)
         if entry and field == "reservedMemory" and isinstance(value, list):
             value = next(
                 (
@@ -821,7 +739,19 @@ def check_in_image(setting: Setting, image: Image, bundle: Bundle) -> Check:
     return check(setting, image, bundle)
 
 
+def judged_in_image(setting: Setting, image: Image, bundle: Bundle) -> Check:
+    """A setting's verdict, or ``not-judged`` naming the file when the check met one of the
+    image that it could not read (over the read cap, a FIFO, a device): what that file sets is
+    unknown, so no verdict drawn without it holds."""
+    image.unread.clear()
+    check = check_in_image(setting, image, bundle)
+    if not image.unread:
+        return check
+    why = f"{image.unread[0]}; what it sets is unknown"
+    return check_of(setting, "not judged", NOT_JUDGED, why)
+
+
 def check_root(bundle: Bundle, root: Path) -> list[Check]:
     image = Image(root)
     checks = [check_file(f, image) for f in bundle.overlay_files() if f.target]
-    return checks + [check_in_image(setting, image, bundle) for setting in bundle.plan.settings]
+    return checks + [judged_in_image(setting, image, bundle) for setting in bundle.plan.settings]

@@ -45,7 +45,8 @@ from generator.paths import templates_dir
 from generator.table import format_table, table_width
 from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health
-from generator.verify.image import Image, check_root
+from generator.verify.image import check_root
+from generator.verify.imagefs import Image
 from generator.verify.live import check_settings
 from generator.verify.preflight import Mismatch, PreflightResult
 from generator.verify.prometheus import BundleIdentity, Preflight, render_prometheus

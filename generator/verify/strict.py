@@ -28,8 +28,10 @@ from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import INSTALL_LIST
 from generator.model.vendors import NVIDIA
-from generator.verify.image import Image, image_modules, unit_exists
+from generator.verify.image import image_modules
+from generator.verify.imagefs import Image
 from generator.verify.snapshot import Snapshot
+from generator.verify.units import unit_exists
 from generator.verify.verdicts import Bundle
 
 INSTALL_LIST_LIMIT = 4 << 20  # bytes; install.list is tens of kB

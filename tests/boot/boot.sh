@@ -156,6 +156,18 @@ EOF
     # sized for emulation. Units that set their own (goldtune-gpu.service) keep it.
     mkdir -p "$root/etc/systemd/system.conf.d"
     printf '[Manager]\nDefaultTimeoutStartSec=900s\n' >"$root/etc/systemd/system.conf.d/00-boottest-emulation.conf"
+    # The default does not reach a unit that sets its own limit. In Debian 12 systemd's early
+    # units do (systemd-sysctl, systemd-modules-load and their aliases procps, kmod: TimeoutSec=90s;
+    # systemd-machine-id-commit 30s): each packaged unit with a limit of its own gets the same
+    # 900 s in a drop-in. tuned.service (tuned 2.20.0-1) sets none, cloud-init's units set
+    # TimeoutSec=0 (none): those the default above already covers.
+    for unit in "$root"/lib/systemd/system/*.service; do
+        [ -f "$unit" ] && [ ! -L "$unit" ] || continue
+        grep -qE '^Timeout(Start)?Sec=' "$unit" || continue
+        grep -qE '^Timeout(Start)?Sec=(0|infinity)$' "$unit" && continue
+        mkdir -p "$root/etc/systemd/system/${unit##*/}.d"
+        printf '[Service]\nTimeoutStartSec=900s\n' >"$root/etc/systemd/system/${unit##*/}.d/00-boottest-emulation.conf"
+    done
     mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
     ln -sf ../boottest-report.service "$root/etc/systemd/system/multi-user.target.wants/boottest-report.service"
 }
