@@ -184,9 +184,6 @@ TEXTFILE = f"{TEXTFILE_DIR}/{TOOL}.prom"
 NFD_FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 NFD_FEATURE_FILE = f"{NFD_FEATURES_DIR}/{TOOL}"
 NFD_PREFLIGHT_FILE = f"{NFD_FEATURES_DIR}/{TOOL}-preflight"
-# The boot-time preflight's result on the node, and its unit (ordering only: absent, ignored).
-PREFLIGHT_RESULT = f"/run/{TOOL}/preflight"
-PREFLIGHT_UNIT = f"{TOOL}-preflight.service"
 # The packaged NVIDIA persistence daemon, which gets a drop-in for its command line (issue 16).
 PERSISTENCED_UNIT = "nvidia-persistenced.service"
 # Every packaged unit the bundle may write a drop-in for (one file each).
