@@ -390,3 +390,22 @@ def test_gen_verify_prometheus_carries_the_snapshots_preflight(tmp_path: Path) -
         result.output
     )
     assert 'goldtune_preflight_state{state="mismatch"} 1' in result.output
+
+
+def test_an_amd_instinct_node_matches_its_own_description(tmp_path: Path) -> None:
+    """MI300X functions are processing accelerators (class 0x1200), not display controllers:
+    the preflight counts them as GPUs, so an 8x MI300X node made from its own `gen detect`
+    description has no mismatch (on the preflight as first merged, gpu.count 8 -> 0)."""
+    tree = trees.mi300x_epyc().build(tmp_path / "tree")
+    for net in sorted((tree / "sys/class/net").iterdir()):
+        if (net / "device").exists():  # each NIC's bound driver, as dgx_tree links them
+            device = (net / "device").resolve()
+            vendor = (device / "vendor").read_text().strip()
+            driver = {"0x15b3": "mlx5_core", "0x14e4": "bnxt_en"}[vendor]
+            (device / "driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+    hardware = detected(tree)
+    assert hardware["gpus"][0]["count"] == 8
+    made = bundle(hardware, tmp_path, "mi300x")
+    status, output = run_script("preflight", made / PREFLIGHT_DATA, tree)
+    assert "gpu.count" not in output or "mismatch" not in output, output
+    assert status == 0, output
