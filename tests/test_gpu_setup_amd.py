@@ -180,3 +180,16 @@ def test_the_amd_bundles_data_file_is_what_the_script_accepts(tmp_path: Path) ->
         "set --gpu 0000:05:00.0 --compute-partition CPX",
         "set --gpu 0000:05:00.0 --power-cap 675",
     ]
+
+
+def test_a_failed_gpu_claim_of_the_preflight_skips_every_action(tmp_path: Path) -> None:
+    """The preflight unit found other GPUs than the plan's (issue 28): no amd-smi call, a line
+    naming the claim; the data's preflight line, which AMD bundles carry, is accepted."""
+    result_file = tmp_path / "root/run/goldtune/preflight"
+    result_file.parent.mkdir(parents=True)
+    result_file.write_text("state\tmismatch\nmismatch\tgpu.count\t8\t7\tgpu:power-limit\n")
+    data = "preflight\t/run/goldtune/preflight\ncompute-partition\tCPX\npower-limit\t90%\n"
+    result, calls = run_setup(tmp_path, data)
+    assert result.returncode == 0, result.stdout
+    assert calls == []
+    assert "every GPU action skipped: preflight: gpu.count differs" in result.stdout

@@ -175,9 +175,10 @@ def test_the_links_are_the_ones_systemctl_makes(tmp_path: Path) -> None:
     for link in ours:
         if ours[link] != "/dev/null":
             (root / link.lstrip("/")).unlink()
+    # and the unit install.sh writes for an image build to check the kernel arguments at boot
     units = [
         name
-        for name in enabled_units(bundle)
+        for name in [*enabled_units(bundle), "goldtune-kernel-args.service"]
         if (root / "etc/systemd/system" / name).exists() or (root / PACKAGED / name).exists()
     ]
     subprocess.run([SYSTEMCTL or "", f"--root={root}", "--quiet", "enable", *units], check=True)

@@ -204,7 +204,7 @@ def test_the_rendered_data_file_passes_check_and_names_the_plan_digest(tmp_path)
         "feature.node.kubernetes.io/goldtune-bundle": "dgx-h100-report",
         "feature.node.kubernetes.io/goldtune-hardware": "dgx-h100",
         "feature.node.kubernetes.io/goldtune-profile": "report",
-        "feature.node.kubernetes.io/goldtune-version": __version__,
+        "feature.node.kubernetes.io/goldtune-version": __version__.replace("+", "_"),
         "feature.node.kubernetes.io/goldtune-digest": digest[:16],
     }
 

@@ -66,7 +66,9 @@ ENTRY_FUNCTIONS = (
 # first boot is the live system, which runs the bootloader step itself; service reaches
 # service_offline (with unit_links) only for an image too (live is always yes there), and so does
 # boot_arguments reach boot_check_unit (the image's boot check of its kernel arguments) and
-# image_mechanism with boot_bootc (a bootc image's kargs.d).
+# image_mechanism with boot_bootc (a bootc image's kargs.d); boot_bls edits the BLS entries and
+# /etc/default/grub as text only offline (edit_bls_entry, edit_grub_default: live, grubby
+# --update-kernel=ALL does both).
 NOT_REACHED_AT_FIRST_BOOT = frozenset(
     {
         "merge_nccl_conf",
@@ -77,6 +79,8 @@ NOT_REACHED_AT_FIRST_BOOT = frozenset(
         "kernel_args_check",
         "image_mechanism",
         "boot_bootc",
+        "edit_grub_default",
+        "edit_bls_entry",
     }
 )
 # The line after which the script is the main: what comes before it is install.sh's text.

@@ -116,7 +116,8 @@ def nfd_labels(plan: Plan, digest: str) -> list[tuple[str, str]]:
         "bundle": bundle_name(plan),
         "hardware": plan.hardware_name,
         "profile": plan.profile_name,
-        "version": __version__,
+        # a label value has no '+' (a dev build's local part: 0.2.1.dev3+g1a2b3c4)
+        "version": __version__.replace("+", "_"),
         "digest": digest[:NFD_DIGEST_DIGITS],
     }
     return [

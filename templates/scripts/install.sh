@@ -1727,6 +1727,10 @@ boot_check_unit() {
     check_script=/usr/local/libexec/$tool/kernel-args-check
     check_unit=$tool-kernel-args.service
     check_dir=${record%/*}
+    if [ "$uninstall" = yes ]; then
+        take_back_boot_check
+        return 0
+    fi
     # what bundles removed and this one does not add again, accumulated: a second run of the
     # same bundle (which removes nothing) keeps the record as it is
     previous=''
@@ -1917,6 +1921,19 @@ tuned_unlayer() {
     fi
 }
 
+# take_back_boot_check: boot_check_unit's unit and script, for --uninstall (its records go with
+# the record directory).
+take_back_boot_check() {
+    if target_of "/etc/systemd/system/$check_unit" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+        service disable "$check_unit"
+        remove_own "/etc/systemd/system/$check_unit"
+    fi
+    remove_own "$check_script"
+    if resolve_dir "${check_script%/*}" existing && rmdir -- "$dir" 2>/dev/null; then
+        say "removed ${check_script%/*}"
+    fi
+}
+
 # take_back_grub_unit: the oneshot an earlier image build wrote to run update-grub at first boot.
 take_back_grub_unit() {
     grub_unit=$tool-update-grub.service
@@ -1953,7 +1970,7 @@ uninstall_bundle() {
     kernel_args=''
     boot_arguments
     take_back_grub_unit
-    for own in kernel-args tuned-previous grub-regenerated; do
+    for own in kernel-args kernel-args-removed kernel-args-rebooted tuned-previous grub-regenerated; do
         remove_own "${record%/*}/$own"
     done
     if resolve_dir "${record%/*}" existing && rmdir -- "$dir" 2>/dev/null; then
