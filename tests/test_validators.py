@@ -1046,3 +1046,15 @@ def test_a_script_shared_by_bundles_is_checked_once_and_judged_in_each(tmp_path:
         assert any("install.sh:2" in p and "SC2045" in p for p in results[bundle]), results
         assert not any(str(tmp_path) in p for p in results[bundle]), results
     assert results[clean] == []
+
+
+def test_an_amd_gpu_data_file_is_judged_by_the_amd_script(tmp_path: Path) -> None:
+    """gpu.conf is read by the GPU vendor's script the bundle carries: an MI300X bundle with a
+    power limit has gpu-setup-amd, not gpu-setup (the property test found the validator looking
+    for gpu-setup)."""
+    profile = tmp_path / "amd.yaml"
+    profile.write_text("intent: inference\ngpu_power_limit_percent: 90\n")
+    out = tmp_path / "bundle"
+    assert generate("mi300x-8x-epyc", profile, out).exit_code == 0
+    assert (out / "rootfs/etc/goldtune/gpu.conf").is_file()
+    assert tools.check_data_files(out) == []

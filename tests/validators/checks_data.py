@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from generator.model.vendors import GPU_VENDORS
+
 from .layout import INSTALL_LIST, INSTALL_SH, ROOTFS, files, output_problems, relative
 from .run import copy_readable, run, scratch, unprivileged
 
-# data file -> the fixed script that reads it (bundle-relative)
+# data file -> the fixed script that reads it (bundle-relative); gpu.conf is read by the GPU
+# vendor's script the bundle carries (one per vendor, generator/model/vendors.py)
+GPU_READERS = tuple(
+    f"{ROOTFS}/usr/local/libexec/goldtune/{spec.setup_script}" for spec in GPU_VENDORS.values()
+)
 DATA_READERS = {
-    f"{ROOTFS}/etc/goldtune/gpu.conf": f"{ROOTFS}/usr/local/libexec/goldtune/gpu-setup",
+    f"{ROOTFS}/etc/goldtune/gpu.conf": GPU_READERS[0],
     f"{ROOTFS}/etc/goldtune/irq.conf": f"{ROOTFS}/usr/local/libexec/goldtune/irq-affinity",
     f"{ROOTFS}/etc/goldtune/pcie-acs.conf": f"{ROOTFS}/usr/local/libexec/goldtune/pcie-acs",
     f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/local/libexec/goldtune/collect",
@@ -30,6 +36,8 @@ def check_data_files(bundle: Path) -> list[str]:
         for data, reader in DATA_READERS.items():
             if not (bundle / data).is_file():
                 continue
+            if reader in GPU_READERS:
+                reader = next((r for r in GPU_READERS if (bundle / r).is_file()), reader)
             if not (bundle / reader).is_file():
                 problems.append(f"{data}: its reader {reader} is not in the bundle")
                 continue
