@@ -227,6 +227,7 @@ def preflight_failures(report: dict[str, Any]) -> set[tuple[str, str]]:
     return {("preflight", c["key"]) for c in rows} | {
         ("system", "state"),
         ("system", "failed-unit"),
+        ("unit", PREFLIGHT_UNIT),
     }
 
 
