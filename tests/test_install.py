@@ -89,9 +89,14 @@ def bundle_for(tmp_path: Path, plan: Plan, name: str = "bundle") -> Path:
 
 
 def run(
-    script: Path, *args: str, path: Path, log: Path | None = None
+    script: Path, *args: str, path: Path, log: Path | None = None, sysroot: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """Run a bundle script with stub tools first on PATH. ``sysroot`` (TEST_SYSROOT) stands in for
+    / where the script reads /run: without it, a preflight result a run on this host left in
+    /run/goldtune would judge the test's GPUs (CI failed so once)."""
     env = {"PATH": str(path), "STUB_LOG": str(log or "/dev/null"), "LC_ALL": "C"}
+    if sysroot is not None:
+        env["TEST_SYSROOT"] = str(sysroot)
     return subprocess.run(
         [str(script), *args], capture_output=True, text=True, env=env, check=False
     )
@@ -338,7 +343,11 @@ def run_gpu_setup(
     log = tmp_path / "smi.log"
     log.touch()
     result = run(
-        bundle / GPU_SETUP, str(bundle / GPU_DATA), path=make_bin(tmp_path, stubs), log=log
+        bundle / GPU_SETUP,
+        str(bundle / GPU_DATA),
+        path=make_bin(tmp_path, stubs),
+        log=log,
+        sysroot=tmp_path / "no-preflight-result",
     )
     return result, [line for line in log.read_text().splitlines() if not line.startswith("--query")]
 
@@ -420,7 +429,13 @@ def test_gpu_setup_sets_legacy_persistence_only_without_a_daemon_and_a_gpu_off(
     rows = [f"{row}, {mode}" for row, mode in zip(INVENTORY.splitlines(), modes, strict=True)]
     inventory = "".join(row + "\n" for row in rows)
     path = make_bin(tmp_path, {"systemctl": f"{daemon}\n", "nvidia-smi": fake_smi(inventory)})
-    result = run(bundle / GPU_SETUP, str(bundle / GPU_DATA), path=path, log=log)
+    result = run(
+        bundle / GPU_SETUP,
+        str(bundle / GPU_DATA),
+        path=path,
+        log=log,
+        sysroot=tmp_path / "no-preflight-result",
+    )
     state = "active" if daemon == "exit 0" else "not active"
     assert f"(nvidia-persistenced {state})" in result.stdout
     assert log.read_text().splitlines().count("-pm 1") == pm_calls, result.stdout
