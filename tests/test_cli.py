@@ -80,6 +80,31 @@ def test_check_json_bad_input_is_a_json_error_object_one_line_and_exit_2():
     assert set(problem) == {"file", "field", "message", "hint"}
 
 
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--hw", "dgx-h100", "--json"], "Missing option '--profile'"),
+        (["--hw", "dgx-h100", "--profile", "inference", "--json", "--bogus"], "--bogus"),
+    ],
+)
+def test_check_json_usage_error_is_a_json_error_object_too(args, needle):
+    """A usage error printed click's text and nothing on stdout, though --json promises an
+    object on bad input (failed before JsonUsageErrors)."""
+    result = gen("check", *args)
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    assert report["ok"] is False and report["exit_status"] == 2
+    [problem] = report["errors"]
+    assert needle in problem["message"] and problem["hint"].endswith(" check --help'")
+    assert "check [OPTIONS]" in result.stderr
+
+
+def test_check_without_json_keeps_clicks_usage_error_on_stderr_only():
+    result = gen("check", "--hw", "dgx-h100")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Missing option '--profile'" in result.stderr
+
+
 def test_check_json_bad_field_names_the_field(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("extends: inference\nthp: sometimes\n")

@@ -92,3 +92,11 @@ def error_report(error: GoldtuneError) -> dict[str, Any]:
             {"file": "", "field": "", "message": line, "hint": ""} for line in error.lines()
         ]
     return {"ok": False, "exit_status": error.exit_code, "errors": problems}
+
+
+def usage_report(message: str, ctx: click.Context) -> dict[str, Any]:
+    """`gen check --json` on a usage error (exit 2): the object error_report gives, with click's
+    message and where the options are explained."""
+    hint = f"see '{ctx.command_path} --help'"
+    problem = {"file": "", "field": "", "message": message, "hint": hint}
+    return {"ok": False, "exit_status": 2, "errors": [problem]}
