@@ -219,3 +219,60 @@ def test_no_module_of_render_or_commands_is_over_600_lines(package: str) -> None
         if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}, f"split by job: {long}"
+
+
+# One reader of a bundle's manifest and one Bundle type (code-review-3 W8).
+BUNDLE_READER = PACKAGE / "bundle" / "read.py"
+
+
+def manifest_parsers(path: Path) -> list[str]:
+    """Calls in ``path`` that read and parse manifest.json themselves: ``json.loads`` (or the
+    bundle JSON loader) of anything naming ``MANIFEST``. Copying its bytes (gen package) is not
+    parsing it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+        if name not in ("loads", "load_bundle_json"):
+            continue
+        names = {n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+        if "MANIFEST" in names:
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    return found
+
+
+def test_only_bundle_read_parses_a_manifest() -> None:
+    """On main before the merge, verify/verdicts.py (load_manifest), bundle/write.py
+    (read_manifest_paths), commands/fleet_check.py and commands/generate.py parsed it too."""
+    others = [
+        where
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != BUNDLE_READER
+        for where in manifest_parsers(path)
+    ]
+    assert others == [], f"read it with generator.bundle.read.read_manifest: {others}"
+
+
+def bundle_classes(path: Path) -> list[str]:
+    """Classes in ``path`` that stand for a bundle or a manifest entry and do not derive from
+    bundle.read's Bundle (a rendered bundle read through its interface does)."""
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{node.name}"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ClassDef)
+        and (node.name.endswith(("Bundle", "BundleFiles")) or node.name.startswith("Manifest"))
+        and not any(getattr(base, "id", "") == "Bundle" for base in node.bases)
+    ]
+
+
+def test_one_bundle_type() -> None:
+    """On main before the merge, bundle/read.py had BundleFiles and verify/verdicts.py had Bundle
+    and ManifestFile."""
+    outside = [
+        where
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != BUNDLE_READER
+        for where in bundle_classes(path)
+    ]
+    assert outside == [], f"use generator.bundle.read's Bundle and ManifestFile: {outside}"

@@ -12,6 +12,7 @@ import pytest
 from packaged_units import PERSISTENCED, RHEL_PERSISTENCED, UBUNTU_PERSISTENCED
 from plans import full_plan
 
+from generator.bundle.read import Bundle, read_bundle
 from generator.bundle.write import write_bundle
 from generator.commands.generate import plan_for
 from generator.inputs.distro import load_distros
@@ -22,7 +23,7 @@ from generator.rules.gpu import PORTABLE_PERSISTENCED
 from generator.verify import image, live
 from generator.verify.run import verify_checks
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Verdict, load_bundle
+from generator.verify.verdicts import Verdict
 
 SYSTEMCTL = shutil.which("systemctl")
 needs_systemctl = pytest.mark.skipif(SYSTEMCTL is None, reason="systemctl not installed")
@@ -109,7 +110,7 @@ def test_the_drop_in_makes_ubuntus_static_unit_enabled_in_an_image(tmp_path: Pat
     assert "is static" not in result.stdout
     assert os.readlink(root / WANTS) == PACKAGED
     assert is_enabled(root) == "enabled"
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     ours = {(c.kind, c.key): c for c in checks if PERSISTENCED in c.key}
     assert set(ours) == {
         ("file", DROPIN),

@@ -10,11 +10,12 @@ from pathlib import Path
 
 from test_verify_runtime import collector_functions
 
+from generator.bundle.read import Bundle, ManifestFile
 from generator.model.layout import NCCL_CONF
 from generator.model.setting import Plan, Setting
 from generator.verify import health, image, live
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Check, ManifestFile, Verdict
+from generator.verify.verdicts import Check, Verdict
 
 IFNAME = Setting("nccl", "NCCL_SOCKET_IFNAME", "=ens3", "because", rule="network.nccl")
 HCA = Setting("nccl", "NCCL_IB_HCA", "=mlx5_0,mlx5_10", "because", rule="network.nccl")

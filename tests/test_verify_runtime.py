@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from generator.bundle.read import Bundle
 from generator.model.setting import Plan, Setting
 from generator.verify import image, live
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Verdict
+from generator.verify.verdicts import Verdict
 
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
 
@@ -363,8 +364,8 @@ def test_a_daemon_json_nested_past_the_parser_is_not_json_not_a_traceback(tmp_pa
 
 
 def test_live_file_check_accepts_a_daemon_json_merged_in_place() -> None:
+    from generator.bundle.read import ManifestFile
     from generator.verify.health import check_files
-    from generator.verify.verdicts import ManifestFile
 
     ours = ManifestFile("rootfs/etc/docker/daemon.json", "a" * 64, 0o644)
     bundle = Bundle(Path("/nonexistent"), BUNDLE.plan, (ours,))

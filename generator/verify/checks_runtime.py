@@ -11,6 +11,7 @@ from functools import cache
 
 import yaml
 
+from generator.bundle.read import Bundle
 from generator.errors import InputError
 from generator.foreign import read_foreign
 from generator.model.layout import (
@@ -41,7 +42,7 @@ from generator.verify.consumers import (
     toml_value,
 )
 from generator.verify.live_state import DIFFERS, MISSING, NA, NOT_COLLECTED, OK, Live, unit_prop
-from generator.verify.verdicts import Bundle, Check, check_of
+from generator.verify.verdicts import Check, check_of
 
 # The bundle's own units that start a daemon: enabled is not enough, it must be running.
 DAEMON_UNITS = frozenset({MPS_UNIT})

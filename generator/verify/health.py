@@ -26,14 +26,13 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
+from generator.bundle.read import Bundle, ManifestFile
 from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF, PREFLIGHT_UNIT
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.preflight import check_preflight
 from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.verdicts import (
-    Bundle,
     Check,
-    ManifestFile,
     Verdict,
     file_not_installed,
     merged_file_check,

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from generator.bundle.read import Bundle, ManifestFile
 from generator.model.kinds import KIND_SPECS, dropin_section
 from generator.model.layout import (
     CONTAINERD_CONFIG,
@@ -51,9 +52,7 @@ from generator.verify.imagefs import MASKED, Image
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
 from generator.verify.units import undone_by, unit_enabled, unit_exists, unit_files, unit_lines
 from generator.verify.verdicts import (
-    Bundle,
     Check,
-    ManifestFile,
     Verdict,
     check_of,
     file_not_installed,

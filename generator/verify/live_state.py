@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from generator.bundle.read import Bundle
 from generator.verify.consumers import parse_cmdline
 from generator.verify.snapshot import Snapshot
 from generator.verify.udevmatch import Disk
-from generator.verify.verdicts import Bundle, Verdict
+from generator.verify.verdicts import Verdict
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.bundle.read import Bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import INSTALL_LIST
@@ -32,7 +33,6 @@ from generator.verify.image import image_modules
 from generator.verify.imagefs import Image
 from generator.verify.snapshot import Snapshot
 from generator.verify.units import unit_exists
-from generator.verify.verdicts import Bundle
 
 INSTALL_LIST_LIMIT = 4 << 20  # bytes; install.list is tens of kB
 # install.sh's command_in_image: the bin directories a required command is looked up in
@@ -70,12 +70,12 @@ class Requirement:
 
 def bundle_requirements(bundle: Bundle) -> list[Requirement]:
     """install.list's ``require`` lines, each with the reason written above it."""
-    path = bundle.path / INSTALL_LIST
+    path = bundle.root / INSTALL_LIST
     if not os.path.lexists(path):
         raise InputError(
             Problem(str(path), "", "no install.list: --strict reads the bundle's require lines")
         )
-    text = read_beneath(bundle.path, INSTALL_LIST, INSTALL_LIST_LIMIT).decode("utf-8", "replace")
+    text = read_beneath(bundle.root, INSTALL_LIST, INSTALL_LIST_LIMIT).decode("utf-8", "replace")
     found: list[Requirement] = []
     why = ""
     for number, line in enumerate(text.splitlines(), start=1):
