@@ -19,8 +19,8 @@ from generator.inputs.distro import load_distros
 from generator.model.layout import unit_dropin
 from generator.model.setting import Plan, Setting
 from generator.render.render import render_bundle
-from generator.rules.gpu import PORTABLE_PERSISTENCED
-from generator.verify import image, live
+from generator.rules.gpu.driver import PORTABLE_PERSISTENCED
+from generator.verify import image, image_runtime, live
 from generator.verify.run import verify_checks
 from generator.verify.snapshot import Snapshot
 from generator.verify.verdicts import Verdict
@@ -183,22 +183,22 @@ OURS = f"[Service]\nExecStart=\nExecStart={COMMAND}\n\n[Install]\nWantedBy=multi
 
 def test_image_the_drop_in_replaces_the_packaged_command(tmp_path: Path) -> None:
     machine = tree(tmp_path, {PACKAGED: UBUNTU_PERSISTENCED, DROPIN: OURS})
-    assert image.check_unit_dropin(EXEC_START, machine).verdict == Verdict.OK
-    assert image.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.OK
+    assert image_runtime.check_unit_dropin(EXEC_START, machine).verdict == Verdict.OK
+    assert image_runtime.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.OK
 
 
 def test_image_without_the_drop_in_the_packaged_command_differs(tmp_path: Path) -> None:
     machine = tree(tmp_path, {PACKAGED: UBUNTU_PERSISTENCED})
-    check = image.check_unit_dropin(EXEC_START, machine)
+    check = image_runtime.check_unit_dropin(EXEC_START, machine)
     assert check.verdict == Verdict.DIFFERS and "--no-persistence-mode" in check.actual
-    assert image.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.MISSING
+    assert image_runtime.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.MISSING
 
 
 def test_image_a_later_drop_in_that_restores_no_persistence_mode_wins(tmp_path: Path) -> None:
     later = f"[Service]\nExecStart=\nExecStart={COMMAND} --no-persistence-mode\n"
     files = {PACKAGED: UBUNTU_PERSISTENCED, DROPIN: OURS}
     files[DROPIN.replace("90-goldtune", "99-local")] = later
-    check = image.check_unit_dropin(EXEC_START, tree(tmp_path, files))
+    check = image_runtime.check_unit_dropin(EXEC_START, tree(tmp_path, files))
     assert check.verdict == Verdict.DIFFERS and "99-local.conf" in check.actual
 
 
