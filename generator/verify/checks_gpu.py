@@ -13,6 +13,7 @@ from generator.model.layout import (
 )
 from generator.model.probes import (
     AMD_ONLY_ACTIONS,
+    Section,
     acs_word,
 )
 from generator.model.setting import Setting
@@ -58,7 +59,7 @@ NVIDIA_GPU_ACTIONS = frozenset(
 
 def gpu_rows(live: Live) -> list[dict[str, str]]:
     rows = []
-    for key, value in live.snapshot.section("gpu"):
+    for key, value in live.snapshot.section(Section.GPU):
         if key != "tool":
             parts = [part.strip() for part in value.split(",")]
             padded = parts + ["?"] * (len(GPU_FIELDS) - len(parts))
@@ -93,7 +94,7 @@ def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
     if setting.key in AMD_ONLY_ACTIONS:
         return True
     amd = [key for key, _ in live.snapshot.section(AMD_SECTION) if key != "tool"]
-    return bool(amd) and live.snapshot.value("gpu", "tool") in (None, "!absent")
+    return bool(amd) and live.snapshot.value(Section.GPU, "tool") in (None, "!absent")
 
 
 def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
@@ -101,7 +102,7 @@ def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) ->
     mode = row["mig.mode.current"]
     if mode != "Enabled":
         return f"MIG {mode}", "N/A" in mode or "Supported" in mode
-    found = live.snapshot.value("gpu-mig", row["index"])
+    found = live.snapshot.value(Section.GPU_MIG, row["index"])
     if found is None:
         return "instances not collected", False
     if found.startswith("!"):
@@ -131,7 +132,7 @@ def check_gpu(setting: Setting, live: Live) -> Check:
     if setting.key not in NVIDIA_GPU_ACTIONS:
         reason = f"this goldtune has no reading of {setting.key} through nvidia-smi"
         return check_of(setting, "not read", NOT_JUDGED, reason)
-    tool = live.snapshot.value("gpu", "tool")
+    tool = live.snapshot.value(Section.GPU, "tool")
     if tool is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if tool == "!absent":
@@ -164,7 +165,7 @@ def check_gpu(setting: Setting, live: Live) -> Check:
 
 
 def check_irq(setting: Setting, live: Live) -> Check:
-    rows = live.snapshot.values("irq", setting.key)
+    rows = live.snapshot.values(Section.IRQ, setting.key)
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if rows[0] == "!absent":
@@ -270,10 +271,10 @@ def check_pcie_acs(setting: Setting, live: Live) -> Check:
     """ACS off above the devices: the ACS Control registers the collector read from each port's
     config space; with an older collector, the ACS unit's run (its result and what it logged)."""
     props = own_unit_props(live, ACS_UNIT)
-    rows = live.snapshot.values("acs", acs_word(setting.key))
+    rows = live.snapshot.values(Section.ACS, acs_word(setting.key))
     if not props and not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    log = live.snapshot.values("own-unit-log", ACS_UNIT)
+    log = live.snapshot.values(Section.OWN_UNIT_LOG, ACS_UNIT)
     skipped = next((line for line in log for why in ACS_SKIPPED if why in line), None)
     if skipped is not None:
         return check_of(setting, skipped, NA, f"{ACS_UNIT} wrote nothing here, on purpose")
@@ -293,13 +294,13 @@ def gpu_evidence(live: Live) -> str | None:
     display/3D functions on the PCI bus (``gpu-pci``: also without a driver, which is when the
     NVIDIA packages are most likely absent); the PCI ports above the GPUs that the ACS read found.
     """
-    rows = gpu_rows(live) if live.snapshot.value("gpu", "tool") == "ok" else []
+    rows = gpu_rows(live) if live.snapshot.value(Section.GPU, "tool") == "ok" else []
     if rows:
         return f"nvidia-smi lists {len(rows)} GPU{'' if len(rows) == 1 else 's'}"
-    on_pci = live.snapshot.value("gpu-pci", "count") or ""
+    on_pci = live.snapshot.value(Section.GPU_PCI, "count") or ""
     if on_pci.isdigit() and int(on_pci) > 0:
         return f"{on_pci} NVIDIA GPU{'' if on_pci == '1' else 's'} on the PCI bus"
-    acs_rows = live.snapshot.values("acs", acs_word("gpus"))
+    acs_rows = live.snapshot.values(Section.ACS, acs_word("gpus"))
     if acs_rows and acs_rows != ["!absent"]:
         return "NVIDIA GPUs on the PCI bus (the ACS read found them)"
     return None

@@ -39,7 +39,7 @@ from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, PLAN_FILE, SCRIPTS_DIR, in_overlay
 from generator.model.planio import content_digest
-from generator.model.probes import check_collect_data
+from generator.model.probes import Section, check_collect_data
 from generator.model.xids import XidTable
 from generator.paths import templates_dir
 from generator.table import format_table, table_width
@@ -131,8 +131,8 @@ def verify_checks(
     text = read_snapshot(snapshot) if snapshot is not None else collect_here(bundle)
     parsed = parse_snapshot(text, str(snapshot) if snapshot else "the collector's output")
     source = {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
-    source["host"] = parsed.value("meta", "hostname") or "?"
-    source["kernel"] = parsed.value("meta", "kernel") or "?"
+    source["host"] = parsed.value(Section.META, "hostname") or "?"
+    source["kernel"] = parsed.value(Section.META, "kernel") or "?"
     source["boot"] = boot_timing(parsed)
     if strict:  # live: a required command is looked up on this machine, as install.sh would
         source["strict"] = snapshot_failures(bundle, parsed, None if snapshot else Image(Path("/")))

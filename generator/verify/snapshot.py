@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from generator.errors import InputError, Problem
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
-from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END
+from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END, Section
 
 # The value of a record whose call did not answer within the collector's bound (nvidia-smi).
 TIMED_OUT = "!timed-out"
@@ -21,21 +21,25 @@ TIMED_OUT = "!timed-out"
 
 @dataclass
 class Snapshot:
-    """The records of one collector run: ``records[section]`` is a list of (key, value)."""
+    """The records of one collector run: ``records[section]`` is a list of (key, value).
+
+    Read by ``Section`` only: a name the collector does not print is a type error, and
+    tests/test_collector_contract.py holds each kind's live check to the sections its row in
+    ``generator.model.kinds`` declares."""
 
     records: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
 
-    def values(self, section: str, key: str) -> list[str]:
+    def values(self, section: Section, key: str) -> list[str]:
         return [value for k, value in self.records.get(section, []) if k == key]
 
-    def value(self, section: str, key: str) -> str | None:
+    def value(self, section: Section, key: str) -> str | None:
         found = self.values(section, key)
         return found[-1] if found else None
 
-    def section(self, section: str) -> list[tuple[str, str]]:
+    def section(self, section: Section) -> list[tuple[str, str]]:
         return list(self.records.get(section, []))
 
-    def has(self, section: str) -> bool:
+    def has(self, section: Section) -> bool:
         return bool(self.records.get(section))
 
 
