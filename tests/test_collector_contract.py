@@ -27,6 +27,7 @@ from generator.model.probes import Section
 from generator.model.vendors import GPU_VENDORS
 from generator.render.collector import collect_lines
 from generator.verify import live
+from generator.verify.snapshot import SMI_QUERY, GpuRecord
 from tests.plans import full_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,3 +201,17 @@ def test_the_checker_sees_a_section_read_that_a_row_leaves_out() -> None:
     broken = next(spec for spec in KINDS if spec.kind == "sysctl")._replace(collector_sections=())
     with pytest.raises(AssertionError, match=r"reads \[<Section\.SYSCTL"):
         test_a_live_check_reads_only_the_sections_its_row_declares(broken)
+
+
+def smi_query_of_the_script() -> tuple[str, ...]:
+    """collect_gpu's ``fields=`` lines, joined as the script joins them."""
+    body = script_functions()["collect_gpu"]
+    lines = re.findall(r"^\s*fields=(\S+)$", body, re.M)
+    return tuple(",".join(lines).replace("$fields,", "").split(","))
+
+
+def test_the_gpu_record_names_the_fields_the_collector_queries() -> None:
+    """GpuRecord's fields are nvidia-smi's, in order: a field added to the script's query and
+    not to SMI_QUERY (or moved) would shift every field after it."""
+    assert smi_query_of_the_script() == SMI_QUERY
+    assert len(GpuRecord._fields) == len(SMI_QUERY)

@@ -30,25 +30,8 @@ from generator.verify.live_state import (
     normal,
     own_unit_props,
 )
-from generator.verify.snapshot import TIMED_OUT
+from generator.verify.snapshot import TIMED_OUT, GpuRecord, gpu_records
 from generator.verify.verdicts import Check, check_of
-
-GPU_FIELDS = (
-    "index",
-    "pci.bus_id",
-    "name",
-    "persistence_mode",
-    "ecc.mode.current",
-    "ecc.mode.pending",
-    "compute_mode",
-    "power.limit",
-    "power.default_limit",
-    "clocks.gr",
-    "clocks.max.gr",
-    "mig.mode.current",
-    "mig.mode.pending",
-)
-
 
 # The GPU actions read back through nvidia-smi (gpu_actual, check_mig_layout); another action
 # (a vendor's own) is not judged from these rows, never passed.
@@ -57,35 +40,24 @@ NVIDIA_GPU_ACTIONS = frozenset(
 )
 
 
-def gpu_rows(live: Live) -> list[dict[str, str]]:
-    rows = []
-    for key, value in live.snapshot.section(Section.GPU):
-        if key != "tool":
-            parts = [part.strip() for part in value.split(",")]
-            padded = parts + ["?"] * (len(GPU_FIELDS) - len(parts))
-            # strict=False: fields past GPU_FIELDS (a newer nvidia-smi) are dropped, as before.
-            rows.append(dict(zip(GPU_FIELDS, padded, strict=False)))
-    return rows
-
-
-def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]:
+def gpu_actual(action: str, row: GpuRecord, value: str) -> tuple[str, bool]:
     if action == "persistence":
-        return row["persistence_mode"], normal(row["persistence_mode"]) == normal(value)
+        return row.persistence_mode, normal(row.persistence_mode) == normal(value)
     if action == "ecc":
-        current, pending = row["ecc.mode.current"], row["ecc.mode.pending"]
+        current, pending = row.ecc_current, row.ecc_pending
         return f"{current} (pending {pending})", normal(pending) == normal(value)
     if action == "mig":
-        return row["mig.mode.current"], normal(row["mig.mode.current"]) == normal(value)
+        return row.mig_current, normal(row.mig_current) == normal(value)
     if action == "compute-mode":
-        return row["compute_mode"], row["compute_mode"].upper() == value.upper()
+        return row.compute_mode, row.compute_mode.upper() == value.upper()
     if action == "power-limit":
         try:
-            limit, default = float(row["power.limit"]), float(row["power.default_limit"])
+            limit, default = float(row.power_limit), float(row.power_default_limit)
         except ValueError:
-            return row["power.limit"], False
+            return row.power_limit, False
         target = float(value[:-1]) * default / 100 if value.endswith("%") else float(value)
-        return f"{row['power.limit']} W", abs(limit - target) <= 1
-    return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
+        return f"{row.power_limit} W", abs(limit - target) <= 1
+    return f"{row.clocks_gr} MHz now (max {row.clocks_max_gr})", True
 
 
 def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
@@ -97,12 +69,12 @@ def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
     return bool(amd) and live.snapshot.value(Section.GPU, "tool") in (None, "!absent")
 
 
-def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
+def mig_layout_actual(row: GpuRecord, live: Live, planned: Counter[str]) -> tuple[str, bool]:
     """One GPU against the planned MIG instances: (what it has, whether that is the plan)."""
-    mode = row["mig.mode.current"]
+    mode = row.mig_current
     if mode != "Enabled":
         return f"MIG {mode}", "N/A" in mode or "Supported" in mode
-    found = live.snapshot.value(Section.GPU_MIG, row["index"])
+    found = live.snapshot.value(Section.GPU_MIG, row.gpu_index)
     if found is None:
         return "instances not collected", False
     if found.startswith("!"):
@@ -114,8 +86,8 @@ def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) ->
 def check_mig_layout(setting: Setting, live: Live) -> Check:
     """Each MIG-capable GPU has exactly the planned GPU instances (GPUs without MIG: skipped)."""
     planned = Counter(setting.value.split(","))
-    rows = gpu_rows(live)
-    results = [(row["index"], *mig_layout_actual(row, live, planned)) for row in rows]
+    rows = gpu_records(live.snapshot)
+    results = [(row.gpu_index, *mig_layout_actual(row, live, planned)) for row in rows]
     text = "; ".join(f"GPU {index}: {actual}" for index, actual, _ in results)
     if not results:
         return check_of(setting, "no GPU rows", MISSING, NOT_COLLECTED)
@@ -145,7 +117,7 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
     if setting.key == "mig-layout":
         return check_mig_layout(setting, live)
-    results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
+    results = [gpu_actual(setting.key, row, setting.value) for row in gpu_records(live.snapshot)]
     if setting.key == "clocks":
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
         return check_of(
@@ -294,7 +266,7 @@ def gpu_evidence(live: Live) -> str | None:
     display/3D functions on the PCI bus (``gpu-pci``: also without a driver, which is when the
     NVIDIA packages are most likely absent); the PCI ports above the GPUs that the ACS read found.
     """
-    rows = gpu_rows(live) if live.snapshot.value(Section.GPU, "tool") == "ok" else []
+    rows = gpu_records(live.snapshot) if live.snapshot.value(Section.GPU, "tool") == "ok" else []
     if rows:
         return f"nvidia-smi lists {len(rows)} GPU{'' if len(rows) == 1 else 's'}"
     on_pci = live.snapshot.value(Section.GPU_PCI, "count") or ""
