@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -242,15 +243,20 @@ def manifest_parsers(path: Path) -> list[str]:
     return found
 
 
-def test_only_bundle_read_parses_a_manifest() -> None:
-    """On main before the merge, verify/verdicts.py (load_manifest), bundle/write.py
-    (read_manifest_paths), commands/fleet_check.py and commands/generate.py parsed it too."""
-    others = [
+def outside_the_reader(finds: Callable[[Path], list[str]]) -> list[str]:
+    """What ``finds`` finds in every module but bundle/read.py."""
+    return [
         where
         for path in sorted(PACKAGE.rglob("*.py"))
         if path != BUNDLE_READER
-        for where in manifest_parsers(path)
+        for where in finds(path)
     ]
+
+
+def test_only_bundle_read_parses_a_manifest() -> None:
+    """On main before the merge, verify/verdicts.py (load_manifest), bundle/write.py
+    (read_manifest_paths), commands/fleet_check.py and commands/generate.py parsed it too."""
+    others = outside_the_reader(manifest_parsers)
     assert others == [], f"read it with generator.bundle.read.read_manifest: {others}"
 
 
@@ -269,10 +275,5 @@ def bundle_classes(path: Path) -> list[str]:
 def test_one_bundle_type() -> None:
     """On main before the merge, bundle/read.py had BundleFiles and verify/verdicts.py had Bundle
     and ManifestFile."""
-    outside = [
-        where
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path != BUNDLE_READER
-        for where in bundle_classes(path)
-    ]
+    outside = outside_the_reader(bundle_classes)
     assert outside == [], f"use generator.bundle.read's Bundle and ManifestFile: {outside}"
