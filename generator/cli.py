@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import atexit
-import errno
 import gc
 import json
-import os
 import sys
 from collections.abc import Callable
-from contextlib import suppress
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -613,67 +610,3 @@ def package(bundle: Path, deb: bool, rpm: bool, output: Path) -> None:
         raise click.UsageError("name at least one of --deb and --rpm")
     for path in package_bundle(bundle, formats, output):
         click.echo(f"wrote {path}")
-
-
-# A write to standard output or error that failed for want of room or a device error; a
-# broken pipe (EPIPE) click ends itself, quietly, with status 1.
-OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
-
-
-def console() -> None:
-    """The `gen` command (its console script, ``python -m generator``): ``main``, then Python's
-    own exit. Output that cannot be written (``gen list >/dev/full``) ends any command with one
-    line and status 1 (output_failed), not a traceback."""
-    try:
-        main()
-    except SystemExit:
-        # click ends every run with SystemExit. What is still buffered is written now, so that
-        # a failure to write it is reported as any other, not by the interpreter's last flush.
-        try:
-            flush_output()
-        except OSError as error:
-            output_failed(error)
-        except ValueError:  # a stream closed by the run: Python's own exit then
-            pass
-        raise
-    except OSError as error:
-        if not _output_failed_with(error):
-            raise
-        output_failed(error)
-
-
-def flush_output() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:  # None: the descriptor was closed when Python started
-            stream.flush()
-
-
-def _output_failed_with(error: OSError) -> bool:
-    """Whether ``error`` is standard output's failure (not a file's, which names it): such an
-    error, and the stream still cannot be written (flushing it fails again)."""
-    if error.filename is not None or error.errno not in OUTPUT_ERRORS:
-        return False
-    try:
-        flush_output()
-    except OSError:
-        return True
-    except ValueError:
-        return False
-    return False
-
-
-def output_failed(error: OSError) -> NoReturn:
-    """End the process after standard output or error could not be written: one line says why
-    (nothing for a broken pipe: the reader left, as click has it), status 1. What is still
-    buffered could not be written either: the standard streams are pointed at /dev/null first,
-    so that the interpreter's last flush does not report it again (the recipe of Python's
-    signal module documentation, "Note on SIGPIPE")."""
-    if error.errno != errno.EPIPE:
-        with suppress(OSError, ValueError, AttributeError):  # no stderr either
-            sys.stderr.write(f"{TOOL}: error: cannot write the output: {error.strerror}\n")
-            sys.stderr.flush()
-    null = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(OSError, ValueError, AttributeError):  # closed, or no descriptor
-            os.dup2(null, stream.fileno())
-    sys.exit(1)

@@ -80,7 +80,7 @@ def teardown(event, arguments, write=os.write):  # Python's finalization announc
 
 sys.addaudithook(teardown)
 atexit.register(print, "atexit handler ran")
-from generator.cli import console
+from generator.console import console
 sys.argv = ["gen", *sys.argv[1:]]
 console()
 """
@@ -188,7 +188,8 @@ def test_the_command_line_is_imported_without_collector_passes(before: str, afte
 AFTER_A_RUN = """
 import sys
 from click.testing import CliRunner
-from generator.cli import console, main
+from generator.cli import main
+from generator.console import console
 out = sys.argv[1]
 first = CliRunner().invoke(main, ["--hw", "dgx-h100", "--profile", "inference", "-o", out])
 assert first.exit_code == 0

@@ -15,7 +15,8 @@ from rules.helpers import hardware
 from generator.errors import InputError
 from generator.inputs.catalog import load_catalog
 from generator.inputs.facts import Facts
-from generator.inputs.hardware import HardwareSpec, resolve_facts
+from generator.inputs.hardware import resolve_facts
+from generator.inputs.hardware_spec import HardwareSpec
 from generator.inputs.schema import validate_model
 
 CATALOG = load_catalog()

@@ -340,9 +340,9 @@ def acs_machine(
 
 
 def acs_checks(tmp_path: Path, tree: Path) -> tuple[Snapshot, list[Check]]:
+    from generator.bundle.read import Bundle
     from generator.verify.checks_gpu import check_pcie_acs
     from generator.verify.live_state import Live
-    from generator.verify.verdicts import Bundle
 
     result = run_collector(tmp_path, {}, ACS_PLAN, TEST_SYSROOT=str(tree))
     assert result.returncode == 0, result.stderr
@@ -476,9 +476,9 @@ def test_dcgm_is_optional_in_the_plan_and_survives_plan_json() -> None:
 
 
 def test_verify_says_an_absent_optional_unit_is_optional() -> None:
+    from generator.bundle.read import Bundle
     from generator.verify.checks_runtime import check_service
     from generator.verify.live_state import Live
-    from generator.verify.verdicts import Bundle
 
     snap = snapshot_of(("unit-enabled", "nvidia-dcgm.service", "!absent"))
     dcgm = Setting("service", "nvidia-dcgm.service", "enable", "r", "gpu.dcgm", optional=True)
@@ -502,9 +502,9 @@ WITHOUT_GPUS = {
 
 
 def service_check(unit: str, records: list[tuple[str, str, str]], distro: str = "") -> Check:
+    from generator.bundle.read import Bundle
     from generator.verify.checks_runtime import check_service
     from generator.verify.live_state import Live
-    from generator.verify.verdicts import Bundle
 
     setting = Setting("service", unit, "enable", "r", "gpu.fabric")
     snap = snapshot_of(("unit-enabled", unit, "!absent"), *records)
@@ -542,9 +542,9 @@ def test_a_missing_unit_names_its_package_only_where_the_distro_table_knows_it(
 
 
 def test_an_absent_own_unit_on_a_gpu_machine_is_missing_the_bundle() -> None:
+    from generator.bundle.read import Bundle
     from generator.verify.checks_runtime import check_service
     from generator.verify.live_state import Live
-    from generator.verify.verdicts import Bundle
 
     setting = Setting("service", layout.GPU_UNIT, "enable", "r", "gpu.unit")
     snap = snapshot_of(("unit-enabled", layout.GPU_UNIT, "!absent"), ("gpu-pci", "count", "8"))

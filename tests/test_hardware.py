@@ -465,7 +465,8 @@ def test_the_default_os_builds_no_validator_of_its_own():
     schema build per input model and run (the cold run's CPU, issue 17)."""
     code = (
         "from generator.inputs.catalog import load_catalog\n"
-        "from generator.inputs.hardware import OsSpec, load_facts\n"
+        "from generator.inputs.hardware import load_facts\n"
+        "from generator.inputs.hardware_spec import OsSpec\n"
         "facts, _ = load_facts('dgx-h100', load_catalog())\n"
         "assert (facts.os.page_size_kib, facts.os.distro, facts.os.kernel) == (4, None, None)\n"
         "print(OsSpec.__pydantic_complete__)\n"

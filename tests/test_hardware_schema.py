@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from generator.inputs.hardware import json_schema
+from generator.inputs.hardware_spec import json_schema
 
 SCHEMA = json_schema()
 ANNOTATIONS = {"title", "description", "default", "$schema", "$defs"}

@@ -268,7 +268,8 @@ def grub_image(root: Path, files: dict[str, str]) -> Path:
 
 def kernel_arg_check(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]
     from generator.model.setting import Setting
-    from generator.verify.image import Image, check_kernel_arg
+    from generator.verify.image_cmdline import check_kernel_arg
+    from generator.verify.imagefs import Image
 
     image = Image(grub_image(tmp_path / "image", files))
     setting = Setting("kernel-arg", "iommu", "pt", "because", rule="test.boot")

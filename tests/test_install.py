@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from plans import FULL_SETTINGS, full_plan, plan_without, setting
 
+from generator.bundle.read import read_bundle
 from generator.bundle.write import write_bundle
 from generator.commands.generate import render_for
 from generator.model import layout
@@ -23,7 +24,7 @@ from generator.model.setting import Plan
 from generator.render.overlay import kernel_cmdline
 from generator.render.render import render_bundle
 from generator.verify.run import verify_checks
-from generator.verify.verdicts import Verdict, load_bundle
+from generator.verify.verdicts import Verdict
 
 TOOLS = (
     "sh",
@@ -520,7 +521,7 @@ def test_bls_arguments_are_added_and_removed_across_bundles_in_an_image(tmp_path
     assert (root / "var/lib/goldtune/kernel-args").read_text().split() == kernel_cmdline(
         INFERENCE
     ).split()
-    checks, _ = verify_checks(load_bundle(bundles["inference"]), root, None)
+    checks, _ = verify_checks(read_bundle(bundles["inference"]), root, None)
     args = [c for c in checks if c.kind == "kernel-arg"]
     assert args and all(c.verdict == Verdict.OK for c in args), args
 
@@ -647,7 +648,7 @@ def test_list_arguments_of_the_image_and_the_bundle_are_merged_not_replaced(
     ).read_text() == f"{RHEL_OPTIONS} iommu=on {others} {merged}\n"
     again = run(bundle / "install.sh", "--root", str(root), path=path)
     assert "done: 0 written," in again.stdout  # the merged list is stable
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     args = [c for c in checks if c.kind == "kernel-arg"]
     assert len(args) == 5 and all(c.verdict == Verdict.OK for c in args), args
     # a bundle without them takes back only its own element: the image's lists stay
@@ -798,7 +799,7 @@ def test_kernel_install_gives_a_later_kernel_the_bundles_arguments(tmp_path: Pat
     assert [o.rsplit(" systemd.machine_id=", 1)[0] for o in options] == [
         f"{RHEL_OPTIONS} {kernel_cmdline(INFERENCE)}"
     ]
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     args = [c for c in checks if c.kind == "kernel-arg"]
     assert args and all(c.verdict == Verdict.OK for c in args), args
 
@@ -1372,7 +1373,7 @@ def test_daemon_json_is_merged_into_the_one_in_place(tmp_path: Path, merger: str
     assert second.returncode == 0, second.stdout
     assert "unchanged /etc/docker/daemon.json" in second.stdout
     assert image_tree(root) == before
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     docker = [c for c in checks if c.kind == "docker" or c.key == "/etc/docker/daemon.json"]
     assert docker and all(c.verdict == Verdict.OK for c in docker), docker
 
@@ -1481,7 +1482,7 @@ def test_the_images_nccl_conf_lines_are_kept_after_the_bundles(tmp_path: Path) -
         assert image_part == NDV5_KEPT
         assert "2 of its 4 lines kept" in result.stdout
         assert b"\x1b" not in result.stdout.encode()
-        checks, _ = verify_checks(load_bundle(bundle), root, None)
+        checks, _ = verify_checks(read_bundle(bundle), root, None)
         nccl = [c for c in checks if c.kind == "nccl" or c.key == layout.NCCL_CONF]
         assert nccl and all(c.verdict == Verdict.OK for c in nccl), nccl
         assert any("merged" in c.actual for c in nccl if c.kind == "file")

@@ -12,17 +12,18 @@ import pytest
 from packaged_units import PERSISTENCED, RHEL_PERSISTENCED, UBUNTU_PERSISTENCED
 from plans import full_plan
 
+from generator.bundle.read import Bundle, read_bundle
 from generator.bundle.write import write_bundle
 from generator.commands.generate import plan_for
 from generator.inputs.distro import load_distros
 from generator.model.layout import unit_dropin
 from generator.model.setting import Plan, Setting
 from generator.render.render import render_bundle
-from generator.rules.gpu import PORTABLE_PERSISTENCED
-from generator.verify import image, live
+from generator.rules.gpu.driver import PORTABLE_PERSISTENCED
+from generator.verify import image, image_runtime, live
 from generator.verify.run import verify_checks
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Verdict, load_bundle
+from generator.verify.verdicts import Verdict
 
 SYSTEMCTL = shutil.which("systemctl")
 needs_systemctl = pytest.mark.skipif(SYSTEMCTL is None, reason="systemctl not installed")
@@ -109,7 +110,7 @@ def test_the_drop_in_makes_ubuntus_static_unit_enabled_in_an_image(tmp_path: Pat
     assert "is static" not in result.stdout
     assert os.readlink(root / WANTS) == PACKAGED
     assert is_enabled(root) == "enabled"
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     ours = {(c.kind, c.key): c for c in checks if PERSISTENCED in c.key}
     assert set(ours) == {
         ("file", DROPIN),
@@ -182,22 +183,22 @@ OURS = f"[Service]\nExecStart=\nExecStart={COMMAND}\n\n[Install]\nWantedBy=multi
 
 def test_image_the_drop_in_replaces_the_packaged_command(tmp_path: Path) -> None:
     machine = tree(tmp_path, {PACKAGED: UBUNTU_PERSISTENCED, DROPIN: OURS})
-    assert image.check_unit_dropin(EXEC_START, machine).verdict == Verdict.OK
-    assert image.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.OK
+    assert image_runtime.check_unit_dropin(EXEC_START, machine).verdict == Verdict.OK
+    assert image_runtime.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.OK
 
 
 def test_image_without_the_drop_in_the_packaged_command_differs(tmp_path: Path) -> None:
     machine = tree(tmp_path, {PACKAGED: UBUNTU_PERSISTENCED})
-    check = image.check_unit_dropin(EXEC_START, machine)
+    check = image_runtime.check_unit_dropin(EXEC_START, machine)
     assert check.verdict == Verdict.DIFFERS and "--no-persistence-mode" in check.actual
-    assert image.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.MISSING
+    assert image_runtime.check_unit_dropin(WANTED_BY, machine).verdict == Verdict.MISSING
 
 
 def test_image_a_later_drop_in_that_restores_no_persistence_mode_wins(tmp_path: Path) -> None:
     later = f"[Service]\nExecStart=\nExecStart={COMMAND} --no-persistence-mode\n"
     files = {PACKAGED: UBUNTU_PERSISTENCED, DROPIN: OURS}
     files[DROPIN.replace("90-goldtune", "99-local")] = later
-    check = image.check_unit_dropin(EXEC_START, tree(tmp_path, files))
+    check = image_runtime.check_unit_dropin(EXEC_START, tree(tmp_path, files))
     assert check.verdict == Verdict.DIFFERS and "99-local.conf" in check.actual
 
 

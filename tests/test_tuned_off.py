@@ -131,14 +131,14 @@ def test_a_bare_off_is_the_word_off_not_false(tmp_path: Path, knob):
 
 
 def test_verify_strict_does_not_require_tuned_when_off(tmp_path: Path):
+    from generator.bundle.read import read_bundle
     from generator.verify.strict import bundle_requirements
-    from generator.verify.verdicts import load_bundle
     from tests.generate import generate
 
     path = tmp_path / "no-tuned.yaml"
     path.write_text("extends: inference\ntuned: off\n")
     assert generate("dgx-h100", path, tmp_path / "off").exit_code == 0
     assert generate("dgx-h100", "inference", tmp_path / "layered").exit_code == 0
-    off = {need.label for need in bundle_requirements(load_bundle(tmp_path / "off"))}
-    layered = {need.label for need in bundle_requirements(load_bundle(tmp_path / "layered"))}
+    off = {need.label for need in bundle_requirements(read_bundle(tmp_path / "off"))}
+    layered = {need.label for need in bundle_requirements(read_bundle(tmp_path / "layered"))}
     assert layered - off == {"unit tuned.service"}

@@ -16,7 +16,8 @@ from generator.commands.generate import render_for
 from generator.errors import InputError
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
-from generator.inputs.hardware import HardwareSpec, resolve_facts
+from generator.inputs.hardware import resolve_facts
+from generator.inputs.hardware_spec import HardwareSpec
 from generator.inputs.load import load_inputs
 from generator.inputs.profile import Profile
 from generator.model import layout, vendors

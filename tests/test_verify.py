@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.bundle.read import read_bundle
 from generator.bundle.write import write_bundle
 from generator.errors import InputError
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, in_overlay
@@ -22,7 +23,7 @@ from generator.verify.consumers import parse_cmdline
 from generator.verify.live import check_settings
 from generator.verify.run import collector_script, run_verify, verify_checks
 from generator.verify.snapshot import parse_snapshot
-from generator.verify.verdicts import Verdict, load_bundle
+from generator.verify.verdicts import Verdict
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 
@@ -93,7 +94,7 @@ def verdicts_for(
     *records: tuple[str, str, str],
     files: dict[str, tuple[str, int]] | None = None,
 ) -> list:
-    bundle = load_bundle(make_bundle(tmp_path, settings, files))
+    bundle = read_bundle(make_bundle(tmp_path, settings, files))
     return check_settings(bundle, parse_snapshot(snapshot_text(*records)))
 
 
@@ -603,7 +604,7 @@ def test_cmdline_parsing_stops_at_init_arguments():
 
 def health(tmp_path: Path, *records: tuple[str, str, str], files=None) -> list:
     bundle = make_bundle(tmp_path, [], files)
-    checks, _ = verify_checks(load_bundle(bundle), None, write_snapshot(tmp_path, *records))
+    checks, _ = verify_checks(read_bundle(bundle), None, write_snapshot(tmp_path, *records))
     return checks
 
 
@@ -1038,7 +1039,7 @@ def root_verdicts(
     }
     bundle = make_bundle(tmp_path, ROOT_SETTINGS, overlay)
     root = image_tree(tmp_path / "image", files, links)
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     return {(c.kind, c.key): c.verdict for c in checks}
 
 
@@ -1079,8 +1080,8 @@ def test_root_finds_what_overrides_or_is_missing(tmp_path):
 def test_root_a_required_unit_the_image_lacks_names_the_contract_and_its_package(tmp_path):
     """The build host has no GPU to tell a GPU image by: install.list's require lines
     (install.sh --strict) are the image-side contract, and the reason says so."""
+    from generator.bundle.read import Bundle
     from generator.verify.image import Image, check_service
-    from generator.verify.verdicts import Bundle
 
     fabric = Setting("service", "nvidia-fabricmanager.service", "enable", "r", "gpu.fabric")
     dcgm = Setting("service", "nvidia-dcgm.service", "enable", "r", "gpu.dcgm", optional=True)
@@ -1107,7 +1108,7 @@ def test_root_without_the_collector_verifies_and_a_missing_tuning_file_fails(tmp
         (tmp_path / name).mkdir()
         bundle = make_bundle(tmp_path / name, ROOT_SETTINGS, overlay)
         root = image_tree(tmp_path / name / "image", files, ROOT_LINKS)
-        checks, _ = verify_checks(load_bundle(bundle), root, None)
+        checks, _ = verify_checks(read_bundle(bundle), root, None)
         return {c.key: c.verdict for c in checks if c.kind == "file"}
 
     assert file_verdicts("without", ROOT_FILES)[COLLECT_SCRIPT] == NA
@@ -1162,7 +1163,7 @@ def test_root_driver_module_is_loaded_by_the_gpu_unit(tmp_path):
     good = image_tree(tmp_path / "good", {"/etc/goldtune/gpu.conf": data}, {})
     bad = image_tree(tmp_path / "bad", {"/etc/goldtune/gpu.conf": "# nothing\n"}, {})
     verdict = {
-        name: verify_checks(load_bundle(bundle), root, None)[0]
+        name: verify_checks(read_bundle(bundle), root, None)[0]
         for name, root in (("good", good), ("bad", bad))
     }
     pick = lambda checks: next(c.verdict for c in checks if c.kind == "module-load")  # noqa: E731
@@ -1182,7 +1183,7 @@ RHEL_FILES = {
 def bls_arg_verdict(tmp_path: Path, files: dict[str, str]) -> tuple[Verdict, str]:
     bundle = make_bundle(tmp_path, [("kernel-arg", "iommu", "pt")], {})
     root = image_tree(tmp_path / "image", {**ROOT_FILES, **files}, ROOT_LINKS)
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     found = next(c for c in checks if c.kind == "kernel-arg")
     return found.verdict, found.actual
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.bundle.read import Bundle
 from generator.model.probes import WHOLE_SECTIONS
 from generator.model.setting import Plan, Setting
 from generator.model.vendors import GPU_VENDORS, GpuVendor
@@ -20,7 +21,7 @@ from generator.verify.live import check_live
 from generator.verify.live_state import Live
 from generator.verify.run import collector_script
 from generator.verify.snapshot import Snapshot, parse_snapshot
-from generator.verify.verdicts import Bundle, Check, Verdict
+from generator.verify.verdicts import Check, Verdict
 from tests.detect_trees import Link, build
 
 MI300X = "0000:05:00.0"

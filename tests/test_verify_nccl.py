@@ -10,11 +10,12 @@ from pathlib import Path
 
 from test_verify_runtime import collector_functions
 
+from generator.bundle.read import Bundle, ManifestFile
 from generator.model.layout import NCCL_CONF
 from generator.model.setting import Plan, Setting
-from generator.verify import health, image, live
+from generator.verify import health, image, image_runtime, live
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Check, ManifestFile, Verdict
+from generator.verify.verdicts import Check, Verdict
 
 IFNAME = Setting("nccl", "NCCL_SOCKET_IFNAME", "=ens3", "because", rule="network.nccl")
 HCA = Setting("nccl", "NCCL_IB_HCA", "=mlx5_0,mlx5_10", "because", rule="network.nccl")
@@ -49,11 +50,11 @@ def test_image_nccl_conf_as_nccl_reads_it(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     conf = tmp_path / NCCL_CONF.lstrip("/")
     conf.write_text(GOOD)
-    assert image.check_nccl(HCA, image.Image(tmp_path)).verdict == Verdict.OK
+    assert image_runtime.check_nccl(HCA, image.Image(tmp_path)).verdict == Verdict.OK
     conf.write_text(SHADOWED)
-    assert image.check_nccl(IFNAME, image.Image(tmp_path)).verdict == Verdict.DIFFERS
+    assert image_runtime.check_nccl(IFNAME, image.Image(tmp_path)).verdict == Verdict.DIFFERS
     conf.unlink()
-    assert image.check_nccl(IFNAME, image.Image(tmp_path)).verdict == Verdict.MISSING
+    assert image_runtime.check_nccl(IFNAME, image.Image(tmp_path)).verdict == Verdict.MISSING
 
 
 def collect_confs(*paths: Path) -> list[list[str]]:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from generator.bundle.read import Bundle
 from generator.model.setting import Plan, Setting
-from generator.verify import image, live
+from generator.verify import image, image_runtime, live
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Verdict
+from generator.verify.verdicts import Verdict
 
 CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
 
@@ -243,12 +244,12 @@ UNIT = {
 
 
 def test_image_unit_dropin_wins_over_the_packaged_unit(tmp_path: Path) -> None:
-    assert image.check_unit_dropin(NOFILE, tree(tmp_path, UNIT)).verdict == Verdict.OK
+    assert image_runtime.check_unit_dropin(NOFILE, tree(tmp_path, UNIT)).verdict == Verdict.OK
 
 
 def test_image_a_later_dropin_overrides_ours(tmp_path: Path) -> None:
     later = {**UNIT, f"{DROPINS}/99-local.conf": "[Service]\nLimitNOFILE=infinity\n"}
-    check = image.check_unit_dropin(NOFILE, tree(tmp_path, later))
+    check = image_runtime.check_unit_dropin(NOFILE, tree(tmp_path, later))
     assert check.verdict == Verdict.DIFFERS and "99-local.conf" in check.actual
 
 
@@ -276,14 +277,17 @@ IMPORTS = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
 def test_image_containerd_dropin_imported_and_effective(
     tmp_path: Path, files: dict[str, str], verdict: Verdict
 ) -> None:
-    assert image.check_containerd(RUNTIME, tree(tmp_path, {**DROPIN, **files})).verdict == verdict
+    assert (
+        image_runtime.check_containerd(RUNTIME, tree(tmp_path, {**DROPIN, **files})).verdict
+        == verdict
+    )
 
 
 def test_image_daemon_json(tmp_path: Path) -> None:
     good = tree(tmp_path / "a", {"/etc/docker/daemon.json": '{"default-runtime": "nvidia"}'})
-    assert image.check_docker(DOCKER, good).verdict == Verdict.OK
+    assert image_runtime.check_docker(DOCKER, good).verdict == Verdict.OK
     other = tree(tmp_path / "b", {"/etc/docker/daemon.json": '{"default-runtime": "runc"}'})
-    assert image.check_docker(DOCKER, other).verdict == Verdict.DIFFERS
+    assert image_runtime.check_docker(DOCKER, other).verdict == Verdict.DIFFERS
 
 
 KUBELET = (
@@ -309,22 +313,22 @@ def test_image_kubelet_flag_counts_only_where_execstart_expands_it(tmp_path: Pat
     """A variable that carries --config-dir reaches kubelet only if the ExecStart that starts it
     expands it (issue 26 item 4: on main, --config-dir anywhere in the files counted)."""
     unused = {**FLAGS, "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": "[Service]\n"}
-    check = image.check_kubelet(POLICY, tree(tmp_path, {OURS: KUBELET, **unused}))
+    check = image_runtime.check_kubelet(POLICY, tree(tmp_path, {OURS: KUBELET, **unused}))
     assert check.verdict == Verdict.MISSING and "not in effect" in check.reason
 
 
 def test_image_kubelet_dropin_and_its_flag(tmp_path: Path) -> None:
     good = tree(tmp_path / "a", {OURS: KUBELET, **FLAGS})
-    assert image.check_kubelet(POLICY, good).verdict == Verdict.OK
-    assert image.check_kubelet(RESERVED, good).verdict == Verdict.OK
+    assert image_runtime.check_kubelet(POLICY, good).verdict == Verdict.OK
+    assert image_runtime.check_kubelet(RESERVED, good).verdict == Verdict.OK
     no_flag = tree(tmp_path / "b", {OURS: KUBELET, **NO_FLAG})
-    check = image.check_kubelet(POLICY, no_flag)
+    check = image_runtime.check_kubelet(POLICY, no_flag)
     assert check.verdict == Verdict.MISSING and "not in effect" in check.reason
     no_kubelet = tree(tmp_path / "d", {OURS: KUBELET})
-    assert image.check_kubelet(POLICY, no_kubelet).verdict == Verdict.NOT_APPLICABLE
+    assert image_runtime.check_kubelet(POLICY, no_kubelet).verdict == Verdict.NOT_APPLICABLE
     local = OURS.replace("90-goldtune", "95-local")
     later = tree(tmp_path / "c", {OURS: KUBELET, **FLAGS, local: "cpuManagerPolicy: none\n"})
-    assert image.check_kubelet(POLICY, later).verdict == Verdict.DIFFERS
+    assert image_runtime.check_kubelet(POLICY, later).verdict == Verdict.DIFFERS
 
 
 # --- daemon.json live: dockerd reads no drop-ins, install.sh merges the bundle's keys in -------
@@ -359,12 +363,12 @@ def test_a_daemon_json_nested_past_the_parser_is_not_json_not_a_traceback(tmp_pa
     assert (found.verdict, found.actual) == (Verdict.DIFFERS, "not JSON")
     assert not merged_in_place(DAEMON_JSON, snapshot(**daemon_json_rows(nested)).snapshot)
     image_tree = tree(tmp_path, {DAEMON_JSON: nested})
-    assert image.check_docker(SHM, image_tree).actual == "not JSON"
+    assert image_runtime.check_docker(SHM, image_tree).actual == "not JSON"
 
 
 def test_live_file_check_accepts_a_daemon_json_merged_in_place() -> None:
+    from generator.bundle.read import ManifestFile
     from generator.verify.health import check_files
-    from generator.verify.verdicts import ManifestFile
 
     ours = ManifestFile("rootfs/etc/docker/daemon.json", "a" * 64, 0o644)
     bundle = Bundle(Path("/nonexistent"), BUNDLE.plan, (ours,))

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from generator.bundle.read import read_bundle
 from generator.cli import main
 from generator.errors import InputError
 from generator.model.planio import plan_from_data
 from generator.verify.run import run_verify
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.strict import bundle_requirements, snapshot_failures
-from generator.verify.verdicts import load_bundle
 from tests.generate import generate
 
 FABRIC = "nvidia-fabricmanager.service"
@@ -67,7 +67,7 @@ def snapshot_file(tmp_path: Path, *records: tuple[str, str, str]) -> Path:
 
 
 def test_requirements_are_install_lists_require_lines_with_their_reasons(tmp_path):
-    needs = bundle_requirements(load_bundle(hand_bundle(tmp_path)))
+    needs = bundle_requirements(read_bundle(hand_bundle(tmp_path)))
     assert [(n.what, n.name, n.why) for n in needs] == [
         ("unit", FABRIC, "gpu.fabric-manager: NVSwitch needs it"),
         ("unit", PERSISTENCED, "gpu.persistence: driver start"),
@@ -162,7 +162,7 @@ def test_a_node_whose_driver_did_not_load_fails_strict(tmp_path, capsys):
 def test_the_gpus_of_the_hardware_file_must_all_be_there(tmp_path, records, expected):
     units = [("unit-enabled", FABRIC, "enabled"), ("unit-enabled", PERSISTENCED, "enabled")]
     snapshot = parse_snapshot(snapshot_file(tmp_path, *records, *units).read_text())
-    failures = snapshot_failures(load_bundle(hand_bundle(tmp_path)), snapshot)
+    failures = snapshot_failures(read_bundle(hand_bundle(tmp_path)), snapshot)
     assert sorted(f"{f.what}: {f.found}" for f in failures) == sorted(expected)
 
 
@@ -186,7 +186,7 @@ def test_a_required_unit_on_a_node(tmp_path, state, found):
     if state is not None:
         records.append(("unit-enabled", FABRIC, state))
     snapshot = parse_snapshot(snapshot_file(tmp_path, *records).read_text())
-    failures = snapshot_failures(load_bundle(hand_bundle(tmp_path)), snapshot)
+    failures = snapshot_failures(read_bundle(hand_bundle(tmp_path)), snapshot)
     assert [(f.what, f.found) for f in failures] == [(f"unit {FABRIC}", found)]
 
 
@@ -202,7 +202,7 @@ def test_a_snapshot_cannot_show_a_command_other_than_nvidia_smi(tmp_path):
     ]
     records += [("unit-enabled", FABRIC, "enabled"), ("unit-enabled", PERSISTENCED, "enabled")]
     snapshot = parse_snapshot(snapshot_file(tmp_path, *records).read_text())
-    [failure] = snapshot_failures(load_bundle(bundle), snapshot)
+    [failure] = snapshot_failures(read_bundle(bundle), snapshot)
     assert failure.what == "command nvidia-container-runtime"
     assert failure.found.startswith("not shown: a snapshot does not record it")
 
@@ -237,7 +237,7 @@ def test_a_generated_bundle_carries_the_hardware_files_gpus(tmp_path):
     plan = json.loads((tmp_path / "b/plan.json").read_text())
     assert plan["nvidia_gpus"] == 8
     assert plan_from_data(plan).nvidia_gpus == 8
-    needs = {n.label for n in bundle_requirements(load_bundle(tmp_path / "b"))}
+    needs = {n.label for n in bundle_requirements(read_bundle(tmp_path / "b"))}
     assert {f"unit {FABRIC}", f"unit {PERSISTENCED}", "command nvidia-smi"} <= needs
 
 

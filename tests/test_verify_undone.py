@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from generator.bundle.read import read_bundle
 from generator.verify.run import verify_checks
-from generator.verify.verdicts import Check, Verdict, load_bundle
+from generator.verify.verdicts import Check, Verdict
 from tests.test_verify import ROOT_FILES, ROOT_LINKS, ROOT_SETTINGS, image_tree, make_bundle
 
 OK, DIFFERS, NOT_JUDGED = Verdict.OK, Verdict.DIFFERS, Verdict.NOT_JUDGED
@@ -32,7 +33,7 @@ def checks_of(
     }
     bundle = make_bundle(tmp_path, ROOT_SETTINGS, overlay)
     root = image_tree(tmp_path / "image", {**ROOT_FILES, **files}, {**ROOT_LINKS, **(links or {})})
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     return {(c.kind, c.key): c for c in checks}
 
 

@@ -18,8 +18,9 @@ import pytest
 from plans import full_plan, plan_without
 from test_install import KUBEADM_DROPIN, bundle_for, make_bin, run
 
+from generator.bundle.read import read_bundle
 from generator.verify.run import verify_checks
-from generator.verify.verdicts import Verdict, load_bundle
+from generator.verify.verdicts import Verdict
 
 # Debian 12's containerd 1.6.20~ds1-1+deb12u3 /etc/containerd/config.toml, byte for byte.
 DEBIAN_CONFIG = """version = 2
@@ -143,7 +144,7 @@ def test_kubelet_gets_config_dir_through_kubeadms_variable(tmp_path: Path) -> No
     bundle = bundle_for(tmp_path, full_plan())
     root = image(tmp_path)
     run(bundle / "install.sh", "--root", str(root), path=tools(tmp_path))
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     kubelet = [c for c in checks if c.kind == "kubelet"]
     assert kubelet and all(c.verdict == Verdict.OK for c in kubelet), kubelet
 
@@ -175,7 +176,7 @@ def test_verify_root_says_not_in_effect_when_nothing_reads_the_drop_ins(tmp_path
     ):
         (root / target[1:]).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(bundle / f"rootfs{target}", root / target[1:])
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     for kind in ("containerd", "kubelet"):
         found = [c for c in checks if c.kind == kind]
         assert found and all(

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 
 from generator import TOOL
-from generator.bundle.read import BundleFiles
+from generator.bundle.read import Bundle
 from generator.model.layout import MANIFEST, PLAN_FILE
 
 
@@ -37,15 +37,9 @@ def stamp_free(content: bytes, version: str) -> bytes:
     return content.replace(f"{TOOL} {version}.".encode(), f"{TOOL} <version>.".encode())
 
 
-def recorded_version(bundle: BundleFiles) -> str:
-    tool = bundle.manifest.get("tool")
-    version = tool.get("version") if isinstance(tool, dict) else None
-    return version if isinstance(version, str) else ""
-
-
-def comparable(bundle: BundleFiles, path: str) -> bytes:
+def comparable(bundle: Bundle, path: str) -> bytes:
     """The file as the comparison sees it: no version, no digests, no names of its own."""
-    content = stamp_free(version_free(path, bundle.data(path)), recorded_version(bundle))
+    content = stamp_free(version_free(path, bundle.data(path)), bundle.tool_version)
     for name, token in (
         (bundle.plan.hardware_name, b"<hardware>"),
         (bundle.plan.profile_name, b"<profile>"),
@@ -55,11 +49,11 @@ def comparable(bundle: BundleFiles, path: str) -> bytes:
     return content
 
 
-def modes(bundle: BundleFiles) -> Mapping[str, str | None]:
-    return {path: entry.get("mode") for path, entry in bundle.entries.items()}
+def modes(bundle: Bundle) -> Mapping[str, int]:
+    return {path: entry.mode for path, entry in bundle.entries.items()}
 
 
-def differing_paths(old: BundleFiles, new: BundleFiles) -> list[str]:
+def differing_paths(old: Bundle, new: Bundle) -> list[str]:
     """The files in which the two bundles are not equal (see the module's docstring), sorted; a
     file on one side only, or a committed JSON file of the wrong shape, differs."""
     old_modes, new_modes = modes(old), modes(new)
@@ -68,7 +62,7 @@ def differing_paths(old: BundleFiles, new: BundleFiles) -> list[str]:
         if path != MANIFEST and old_modes[path] != new_modes[path]:
             differing.add(path)
             continue
-        if path != MANIFEST and old.entries[path].get("sha256") == new.entries[path].get("sha256"):
+        if path != MANIFEST and old.entries[path].sha256 == new.entries[path].sha256:
             continue  # the same bytes (the manifests are checked against the files first)
         try:
             if comparable(old, path) != comparable(new, path):

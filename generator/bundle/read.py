@@ -9,16 +9,28 @@ any file's content.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from generator import TOOL
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_beneath_with_mode, relative_parts
-from generator.model.layout import MANIFEST, PLAN_FILE
+from generator.model.layout import (
+    MANIFEST,
+    PLAN_FILE,
+    TUNED_DIR,
+    UDEV_FILE,
+    UNIT_DIR,
+    in_overlay,
+    target_of,
+)
 from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
 from generator.textsafe import printable, short_key
@@ -31,20 +43,68 @@ MAX_BUNDLE_FILE_BYTES = 16 * 1024 * 1024
 # is not a bundle, and is refused before it is walked to its end.
 MAX_BUNDLE_DEPTH = 32
 MAX_BUNDLE_ENTRIES = 10_000
+# A file's mode as manifest.json writes it (render.manifest.manifest_entry: 0644, 0755).
+OCTAL = re.compile(r"[0-7]{1,6}")
 
 
-class BundleFiles(NamedTuple):
-    root: Path
-    manifest: dict[str, Any]
-    plan: Plan
-    tampered: tuple[
-        str, ...
-    ]  # files whose content or mode differs from the manifest, or are missing
-    unlisted: tuple[str, ...]  # files in the directory the manifest does not list
+@dataclass(frozen=True)
+class ManifestFile:
+    """One file a bundle's manifest.json lists."""
+
+    path: str  # in the bundle: rootfs/etc/sysctl.d/90-goldtune.conf
+    sha256: str
+    mode: int
+    # the file's digest as the cloud-init user-data writes it, without its comment lines
+    # (layout.compact_in_user_data); either form is the bundle's file
+    first_boot_sha256: str | None = None
+
+    def is_bundles(self, digest: str) -> bool:
+        return digest == self.sha256 or (
+            self.first_boot_sha256 is not None and digest == self.first_boot_sha256
+        )
 
     @property
-    def entries(self) -> dict[str, dict[str, str]]:
-        return {entry["path"]: entry for entry in self.manifest["files"]}
+    def mode_text(self) -> str:
+        """The mode as manifest.json writes it (0644)."""
+        return f"{self.mode:04o}"
+
+    @property
+    def target(self) -> str | None:
+        """Where the file lands on the machine, or None for a delivery file (install.sh…)."""
+        return target_of(self.path)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A bundle's manifest.json, as every reader of it sees it."""
+
+    files: tuple[ManifestFile, ...] = ()
+    tool_name: str = ""  # "" where the manifest names none (not a string)
+    tool_version: str = ""
+    # each cloud-init form's size and the providers it fits (render.providers.delivery_sizes)
+    user_data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle directory read back: its plan, its manifest, and the overlay files verify judges
+    against. Nothing here says the files match the manifest: ``tampered``/``unlisted`` are
+    computed when first asked (``check_intact``)."""
+
+    root: Path
+    plan: Plan
+    files: tuple[ManifestFile, ...] = ()
+    tool_version: str = ""  # the goldtune version manifest.json records
+    udev_rules: str | None = None  # the bundle's own I/O scheduler rules, None when it has none
+    tuned_profile: str | None = None
+    units: dict[str, str] = field(default_factory=dict)  # own unit name -> its text
+
+    @property
+    def entries(self) -> dict[str, ManifestFile]:
+        return {entry.path: entry for entry in self.files}
+
+    def overlay_files(self) -> list[ManifestFile]:
+        return [f for f in self.files if f.target is not None]
 
     def data(self, path: str) -> bytes:
         return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
@@ -52,16 +112,35 @@ class BundleFiles(NamedTuple):
     def text(self, path: str) -> str:
         return self.data(path).decode("utf-8", errors="replace")
 
+    @functools.cached_property
+    def tampered(self) -> tuple[str, ...]:
+        """Files whose content or mode differs from the manifest, or are missing."""
+        return tuple(sorted(e.path for e in self.files if not _file_state(self.root, e)))
 
-def load_bundle_json(root: Path, name: str) -> Any:
-    """``root/name`` parsed as JSON; a missing, linked, huge, deep or broken file: InputError."""
-    source = str(root / name)
+    @functools.cached_property
+    def unlisted(self) -> tuple[str, ...]:
+        """Files in the directory the manifest does not list."""
+        listed = {entry.path for entry in self.files}
+        return tuple(sorted(present_entries(self.root) - listed - {MANIFEST}))
+
+
+def read_bundle_file(root: Path, name: str) -> bytes:
+    """``root/name``; a missing, linked or huge file: InputError."""
     try:
-        raw = read_beneath(root, name, MAX_BUNDLE_FILE_BYTES)
+        return read_beneath(root, name, MAX_BUNDLE_FILE_BYTES)
     except InputError as error:
         if error.problems[0].message == "no such file":
             raise InputError(Problem(str(root), "", f"not a goldtune bundle: no {name}")) from None
         raise
+
+
+def load_bundle_json(root: Path, name: str) -> Any:
+    """``root/name`` parsed as JSON; a missing, linked, huge, deep or broken file: InputError."""
+    return parse_bundle_json(read_bundle_file(root, name), str(root / name))
+
+
+def parse_bundle_json(raw: bytes, source: str) -> Any:
+    """A bundle's JSON file ``raw`` parsed; a broken, deep or huge-number one: InputError."""
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as error:
@@ -70,7 +149,7 @@ def load_bundle_json(root: Path, name: str) -> Any:
         why = f"{error.msg} at line {error.lineno}"
     except (ValueError, RecursionError):  # a 5,000-digit number; nesting past the parser's stack
         why = "numbers too long or nested too deeply"
-    raise InputError(Problem(source, "", f"unreadable {name}: {why}"))
+    raise InputError(Problem(source, "", f"unreadable {source.rsplit('/', 1)[-1]}: {why}"))
 
 
 def _is_list_of_mappings(value: Any) -> bool:
@@ -81,9 +160,9 @@ def check_plan_shape(data: Any) -> None:
     """What ``plan_from_data`` assumes of plan.json's containers; ValueError where it fails."""
     if not isinstance(data, dict):
         raise ValueError("plan.json is not a JSON object")
-    for field in ("settings", "notes", "warnings", "nics"):
-        if field in data and not _is_list_of_mappings(data[field]):
-            raise ValueError(f"'{field}' is not a list of objects")
+    for name in ("settings", "notes", "warnings", "nics"):
+        if name in data and not _is_list_of_mappings(data[name]):
+            raise ValueError(f"'{name}' is not a list of objects")
     for item in data.get("settings", []):
         for optional in ("original_value", "original_rule"):
             if item.get(optional) is not None and not isinstance(item[optional], str):
@@ -108,37 +187,60 @@ def load_plan(root: Path) -> Plan:
         ) from None
 
 
-def check_manifest_shape(manifest: Any, source: str) -> None:
-    """A list of files, each a plain relative path with a sha256 (and an optional mode string)."""
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(files, list) or not all(
-        isinstance(e, dict)
-        and isinstance(e.get("path"), str)
-        and isinstance(e.get("sha256"), str)
-        and isinstance(e.get("mode", ""), str)
-        for e in files
-    ):
-        raise InputError(Problem(source, "files", "manifest has no valid file list"))
-    for index, entry in enumerate(files):
-        try:
-            relative_parts(entry["path"])
-        except ValueError:
-            raise InputError(
-                Problem(
-                    source, f"files[{index}].path", "not a plain relative path inside the bundle"
-                )
-            ) from None
+def _manifest_file(entry: Any, index: int, source: str) -> ManifestFile:
+    """One entry of the manifest's list: a plain relative path, a sha256, an octal mode."""
+    valid = (
+        isinstance(entry, dict)
+        and all(isinstance(entry.get(name), str) for name in ("path", "sha256", "mode"))
+        and OCTAL.fullmatch(entry["mode"]) is not None
+        and isinstance(entry.get("first_boot_sha256", ""), str)
+    )
+    if not valid:
+        raise InputError(Problem(source, f"files[{index}]", "needs path, sha256 and an octal mode"))
+    try:
+        relative_parts(entry["path"])
+    except ValueError:
+        why = "not a plain relative path inside the bundle"
+        raise InputError(Problem(source, f"files[{index}].path", why)) from None
+    return ManifestFile(
+        entry["path"], entry["sha256"], int(entry["mode"], 8), entry.get("first_boot_sha256")
+    )
 
 
-def _file_state(root: Path, entry: dict[str, str]) -> bool:
+def parse_manifest(raw: bytes, source: str) -> Manifest:
+    """manifest.json's bytes as a Manifest; not JSON, or a shape no goldtune wrote: InputError."""
+    data = parse_bundle_json(raw, source)
+    entries = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise InputError(Problem(source, "files", "a manifest has a list of files"))
+    files = tuple(_manifest_file(entry, index, source) for index, entry in enumerate(entries))
+    tool = data.get("tool")
+    tool = tool if isinstance(tool, dict) else {}
+    user_data = data.get("user_data")
+    return Manifest(
+        files,
+        _text(tool.get("name")),
+        _text(tool.get("version")),
+        user_data if isinstance(user_data, dict) else {},
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def read_manifest(root: Path) -> Manifest:
+    """The one reader of a bundle's manifest.json: read as foreign, then checked for shape."""
+    return parse_manifest(read_bundle_file(root, MANIFEST), str(root / MANIFEST))
+
+
+def _file_state(root: Path, entry: ManifestFile) -> bool:
     """True when the file is regular, below ``root`` (no link on the way), of its digest, mode."""
     try:
-        content, mode = read_beneath_with_mode(root, entry["path"], MAX_BUNDLE_FILE_BYTES)
+        content, mode = read_beneath_with_mode(root, entry.path, MAX_BUNDLE_FILE_BYTES)
     except InputError:
         return False
-    if hashlib.sha256(content).hexdigest() != entry["sha256"]:
-        return False
-    return entry.get("mode") is None or f"{mode:04o}" == entry["mode"]
+    return hashlib.sha256(content).hexdigest() == entry.sha256 and mode == entry.mode
 
 
 def present_entries(root: Path) -> set[str]:
@@ -172,10 +274,10 @@ def present_entries(root: Path) -> set[str]:
     return found
 
 
-def holds_own_plan(root: Path, files: list[Any]) -> bool:
+def holds_own_plan(root: Path, files: tuple[ManifestFile, ...]) -> bool:
     """True when ``files`` (a manifest's list) has plan.json with the sha256 of ``root/plan.json``,
     and that file is a goldtune plan: what a hand-made manifest naming goldtune does not have."""
-    entry = next((e for e in files if isinstance(e, dict) and e.get("path") == PLAN_FILE), None)
+    entry = next((e for e in files if e.path == PLAN_FILE), None)
     if entry is None:
         return False
     try:
@@ -184,27 +286,89 @@ def holds_own_plan(root: Path, files: list[Any]) -> bool:
     except (InputError, ValueError, RecursionError):
         return False
     return (
-        hashlib.sha256(raw).hexdigest() == entry.get("sha256")
+        hashlib.sha256(raw).hexdigest() == entry.sha256
         and isinstance(data, dict)
         and data.get("tool") == TOOL
         and data.get("format") == FORMAT
     )
 
 
-def read_bundle(root: Path) -> BundleFiles:
-    """Load a bundle directory; bad or foreign directories raise InputError (exit 2)."""
+def read_bundle(root: Path, *, manifest_required: bool = True) -> Bundle:
+    """Load a bundle directory; bad or foreign directories raise InputError (exit 2).
+
+    ``gen verify`` reads a bundle without a manifest.json too (``manifest_required=False``):
+    its checks of settings need only the plan, and the overlay files it judges are read here."""
     if not root.is_dir():
-        raise InputError(Problem(str(root), "", "not a directory"))
-    manifest = load_bundle_json(root, MANIFEST)
-    check_manifest_shape(manifest, str(root / MANIFEST))
+        why = "not a directory"
+        raise InputError(Problem(str(root), "", why, hint="give the bundle directory (gen -o DIR)"))
+    if manifest_required or os.path.lexists(root / MANIFEST):
+        manifest = read_manifest(root)
+    else:
+        manifest = Manifest()
     plan = load_plan(root)
-    listed = {entry["path"] for entry in manifest["files"]}
-    tampered = tuple(sorted(e["path"] for e in manifest["files"] if not _file_state(root, e)))
-    unlisted = tuple(sorted(present_entries(root) - listed - {MANIFEST}))
-    return BundleFiles(root, manifest, plan, tampered, unlisted)
+    rules = overlay_texts(root, in_overlay(UDEV_FILE.rsplit("/", 1)[0]), ".rules")
+    tuned = tuned_profiles(root)
+    bundle = Bundle(
+        root=root,
+        plan=plan,
+        files=manifest.files,
+        tool_version=manifest.tool_version,
+        udev_rules="\n".join(rules.values()) if rules else None,
+        tuned_profile=tuned[0] if tuned else None,
+        units=overlay_texts(root, in_overlay(UNIT_DIR), ".service"),
+    )
+    if manifest_required:
+        # Walked now: a tree deeper or larger than any bundle is refused as the bundle is read,
+        # not taken for a bundle whose files differ from its manifest (gen matrix --check).
+        _ = bundle.unlisted
+    return bundle
 
 
-def check_intact(bundle: BundleFiles) -> None:
+def _plain_directory(bundle_dir: Path, subdir: str) -> bool:
+    """``bundle_dir/subdir`` exists and every component of ``subdir`` is a directory, not a link."""
+    current = bundle_dir
+    for part in subdir.split("/"):
+        current = current / part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
+    """name -> text of each regular file ``subdir/*suffix`` of the bundle, in name order.
+
+    No link is followed: a linked directory or file is not read (``read_beneath``).
+    """
+    if not _plain_directory(bundle_dir, subdir):
+        return {}
+    with os.scandir(bundle_dir / subdir) as entries:
+        names = sorted(
+            entry.name
+            for entry in entries
+            if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False)
+        )
+    texts = {
+        name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES) for name in names
+    }
+    return {name: content.decode("utf-8", "replace") for name, content in texts.items()}
+
+
+def tuned_profiles(bundle_dir: Path) -> list[str]:
+    """The bundle's tuned profile directories that hold a tuned.conf, in name order."""
+    tuned_dir = in_overlay(TUNED_DIR)
+    if not _plain_directory(bundle_dir, tuned_dir):
+        return []
+    with os.scandir(bundle_dir / tuned_dir) as entries:
+        names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    return [
+        name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")
+    ]
+
+
+def check_intact(bundle: Bundle) -> None:
     """Refuse a bundle whose files are not exactly its manifest's, before any of it is read."""
     bad = [*bundle.tampered, *bundle.unlisted]
     if not bad:

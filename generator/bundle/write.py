@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -37,9 +36,8 @@ from functools import cache
 from pathlib import Path
 
 from generator import TOOL
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, holds_own_plan, present_entries
+from generator.bundle.read import holds_own_plan, present_entries, read_manifest
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
-from generator.foreign import read_beneath
 from generator.model.layout import MANIFEST
 
 DIR_MODE = 0o755
@@ -268,24 +266,13 @@ def _is_real_directory(entry: os.DirEntry[str]) -> bool:
 
 def read_manifest_paths(directory: Path) -> set[str] | None:
     """The paths a goldtune manifest in ``directory`` lists, or None when it is not ours."""
-    try:  # a regular file, not a link, a FIFO or a huge file
-        data = json.loads(read_beneath(directory, MANIFEST, MAX_BUNDLE_FILE_BYTES))
-    except (InputError, ValueError, RecursionError):
+    try:  # a regular file, not a link, a FIFO or a huge file, of a manifest's shape
+        manifest = read_manifest(directory)
+    except InputError:
         return None
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("tool"), dict)
-        or data["tool"].get("name") != TOOL
-    ):
+    if manifest.tool_name != TOOL or not holds_own_plan(directory, manifest.files):
         return None
-    files = data.get("files")
-    if not isinstance(files, list) or not holds_own_plan(directory, files):
-        return None
-    return {
-        entry["path"]
-        for entry in files
-        if isinstance(entry, dict) and isinstance(entry.get("path"), str)
-    }
+    return {entry.path for entry in manifest.files}
 
 
 NOT_NAMES = frozenset({"", ".", ".."})  # a path part that names no entry of its own

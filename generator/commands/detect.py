@@ -22,7 +22,8 @@ from generator.detect.tree import Tree
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.distro import load_distros
-from generator.inputs.hardware import HardwareSpec, resolve_facts
+from generator.inputs.hardware import resolve_facts
+from generator.inputs.hardware_spec import HardwareSpec
 from generator.inputs.schema import validate_model
 from generator.inputs.yamlio import parse_yaml_text
 

@@ -16,7 +16,7 @@ from typing import Literal
 import click
 
 from generator.bundle.equal import comparable, differing_paths
-from generator.bundle.read import BundleFiles, check_intact, read_bundle
+from generator.bundle.read import Bundle, check_intact, read_bundle
 from generator.commands.nicpair import NicPair, key_translator, pair_nics
 from generator.commands.terminal import stream_is_terminal
 from generator.model import layout
@@ -181,9 +181,7 @@ def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
     return kinds or None
 
 
-def diff_files(
-    old: BundleFiles, new: BundleFiles, changes: tuple[Change, ...]
-) -> tuple[FileDiff, ...]:
+def diff_files(old: Bundle, new: Bundle, changes: tuple[Change, ...]) -> tuple[FileDiff, ...]:
     """Text diffs of files that changed while no setting of theirs did."""
     changed_kinds = {c.kind for c in changes}
     old_entries, new_entries = old.entries, new.entries
@@ -192,7 +190,7 @@ def diff_files(
         if path in DERIVED_FILES:
             continue
         was, now = old_entries.get(path), new_entries.get(path)
-        if was and now and was["sha256"] == now["sha256"] and was.get("mode") == now.get("mode"):
+        if was and now and was.sha256 == now.sha256 and was.mode == now.mode:
             continue
         kinds = _kinds_of_file(path, new.plan if now else old.plan)
         # A file rendered from the whole plan (install.sh) is explained by any setting change.
@@ -203,16 +201,16 @@ def diff_files(
             continue
         before = _identity_free(old, path) if was else []
         after = _identity_free(new, path) if now else []
-        if was and now and before == after and was.get("mode") == now.get("mode"):
+        if was and now and before == after and was.mode == now.mode:
             continue  # only the bundle's own name differs (file headers)
         text = "".join(difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"))
         if not text and was and now:
-            text = f"mode {was.get('mode')} -> {now.get('mode')}\n"
+            text = f"mode {was.mode_text} -> {now.mode_text}\n"
         diffs.append(FileDiff(path, text))
     return tuple(diffs)
 
 
-def _identity_free(bundle: BundleFiles, path: str) -> list[str]:
+def _identity_free(bundle: Bundle, path: str) -> list[str]:
     """The file's lines without comment lines (reasons, headers: the semantic diff covers them)
     and with the bundle's hardware/profile names replaced by placeholders."""
     text = bundle.text(path)
@@ -230,7 +228,7 @@ def _identity_free(bundle: BundleFiles, path: str) -> list[str]:
     ]
 
 
-def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
+def diff_bundles(old: Bundle, new: Bundle) -> Difference:
     """The difference of two intact bundles; a tampered one is an InputError, nothing shown."""
     check_intact(old)
     check_intact(new)
@@ -238,8 +236,8 @@ def diff_bundles(old: BundleFiles, new: BundleFiles) -> Difference:
 
 
 def bundle_difference(
-    old: BundleFiles,
-    new: BundleFiles,
+    old: Bundle,
+    new: Bundle,
     old_label: str,
     new_label: str,
     differing_bytes: tuple[str, ...] = (),
@@ -258,7 +256,7 @@ def bundle_difference(
     return Difference(old_label, new_label, changes, files, nic_pairs=pairs)
 
 
-def whole_file_diff(old: BundleFiles, new: BundleFiles, path: str) -> FileDiff:
+def whole_file_diff(old: Bundle, new: Bundle, path: str) -> FileDiff:
     """One file's text diff, comments included, as the equality test compares it (its raw
     bytes where only they differ: a reformatted plan.json)."""
     sides = [_side(bundle, path) for bundle in (old, new)]
@@ -268,12 +266,13 @@ def whole_file_diff(old: BundleFiles, new: BundleFiles, path: str) -> FileDiff:
     if not text:
         text = _unified(path, *(_side(bundle, path, raw=True) for bundle in (old, new)))
     if not text:
-        modes = (bundle.entries.get(path, {}).get("mode") for bundle in (old, new))
+        entries = (bundle.entries.get(path) for bundle in (old, new))
+        modes = (None if entry is None else entry.mode_text for entry in entries)
         text = "mode {} -> {}\n".format(*modes)
     return FileDiff(path, text)
 
 
-def _side(bundle: BundleFiles, path: str, raw: bool = False) -> bytes:
+def _side(bundle: Bundle, path: str, raw: bool = False) -> bytes:
     if path not in bundle.entries and path != MANIFEST:
         return b""
     if raw:

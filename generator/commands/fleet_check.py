@@ -18,15 +18,20 @@ import functools
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import click
 
 from generator import TOOL, __version__
-from generator.bundle.equal import differing_paths, recorded_version
-from generator.bundle.read import BundleFiles, check_intact, read_bundle
+from generator.bundle.equal import differing_paths
+from generator.bundle.read import (
+    Bundle,
+    check_intact,
+    parse_manifest,
+    read_bundle,
+)
 from generator.commands.diff import Difference, Excerpt, bundle_difference
 from generator.commands.diff import format_markdown as diff_markdown
 from generator.commands.generate import cloud_init_options
@@ -63,27 +68,38 @@ class BundleState:
     difference: Difference | None = None  # the semantic diff of a stale bundle
 
 
-class RenderedBundle(BundleFiles):
+@dataclass(frozen=True)
+class RenderedBundle(Bundle):
     """A bundle regenerated in memory, read through the same interface as one on disk."""
 
-    contents: RenderedFiles
+    contents: RenderedFiles = field(default_factory=dict)
 
     def data(self, path: str) -> bytes:
         return self.contents[path][0]
 
+    # Rendered by this run with its own manifest: nothing in it can differ from that manifest.
+    @property
+    def tampered(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def unlisted(self) -> tuple[str, ...]:
+        return ()
+
 
 def rendered_bundle(root: Path, plan: Plan, files: RenderedFiles) -> RenderedBundle:
-    manifest = json.loads(files[MANIFEST][0])
-    bundle = RenderedBundle(root, manifest, plan, (), ())
-    bundle.contents = files
-    return bundle
+    source = str(root / MANIFEST)
+    manifest = parse_manifest(files[MANIFEST][0], source)
+    return RenderedBundle(
+        root, plan, manifest.files, tool_version=manifest.tool_version, contents=files
+    )
 
 
-def committed_files(bundle: BundleFiles) -> dict[str, bytes]:
+def committed_files(bundle: Bundle) -> dict[str, bytes]:
     return {path: bundle.data(path) for path in [*bundle.entries, MANIFEST]}
 
 
-def compare(name: str, old: BundleFiles, plan: Plan, new: RenderedFiles) -> BundleState:
+def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleState:
     """One committed bundle against its regeneration."""
     try:
         check_intact(old)
@@ -91,14 +107,14 @@ def compare(name: str, old: BundleFiles, plan: Plan, new: RenderedFiles) -> Bund
         files = ", ".join(p.source.rsplit("/", 1)[-1] for p in error.problems)
         return BundleState(name, "stale", f"files do not match its manifest.json: {files}")
     committed = committed_files(old)
-    modes = {entry["path"]: entry.get("mode") for entry in old.manifest["files"]}
+    modes = {entry.path: entry.mode for entry in old.files}
     if committed.keys() == new.keys() and all(
-        committed[path] == content and modes.get(path, f"{mode:04o}") == f"{mode:04o}"
+        committed[path] == content and modes.get(path, mode) == mode
         for path, (content, mode) in new.items()
     ):
         return BundleState(name, "current")
     regenerated = rendered_bundle(old.root, plan, new)
-    version = recorded_version(old)
+    version = old.tool_version
     # The one definition of equal, shared with `gen diff` (generator.bundle.equal).
     if version != __version__ and not differing_paths(old, regenerated):
         return BundleState(name, "version-only", f"{TOOL} {version} -> {__version__}")

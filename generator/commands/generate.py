@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from generator import TOOL
+from generator.bundle.read import read_manifest
 from generator.bundle.write import write_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_foreign
 from generator.inputs.load import load_inputs
-from generator.model.layout import MANIFEST, USER_DATA
+from generator.model.layout import USER_DATA
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
 from generator.render.budgets import budget_warnings, overruns
@@ -50,7 +50,7 @@ def bundle_size_warnings(
     """The providers whose user-data limit no cloud-init form of the bundle just written fits,
     among the forms that carry every --cloud-init-part (its manifest, written by this run,
     records the sizes), with what each part costs in the form."""
-    sizes = json.loads((bundle_dir / MANIFEST).read_text())["user_data"]
+    sizes = read_manifest(bundle_dir).user_data
     if not overruns(sizes):
         return []
     parts = (options or CloudInitOptions()).parts

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from generator import TOOL
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, BundleFiles, check_intact, read_bundle
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import kind_of, read_beneath
 from generator.model.layout import INSTALL_LIST, INSTALL_RECORD, INSTALL_SH, MANIFEST, OVERLAY
@@ -104,12 +104,11 @@ def package_name(hardware: str, profile: str) -> str:
     return "-".join([TOOL, *(word for word in words if word)])
 
 
-def bundle_identity(bundle: BundleFiles, manifest_bytes: bytes) -> Identity:
+def bundle_identity(bundle: Bundle, manifest_bytes: bytes) -> Identity:
     """Name from the bundle's hardware and profile, version from its tool and manifest hash."""
-    tool = bundle.manifest.get("tool")
-    tool_version = tool.get("version") if isinstance(tool, dict) else None
+    tool_version = bundle.tool_version
     source = str(bundle.root / MANIFEST)
-    if not isinstance(tool_version, str) or not PLAIN_VERSION.fullmatch(tool_version):
+    if not PLAIN_VERSION.fullmatch(tool_version):
         raise InputError(Problem(source, "tool.version", "not a plain version number"))
     digest = hashlib.sha256(manifest_bytes).hexdigest()[:HASH_CHARS]
     name = package_name(bundle.plan.hardware_name, bundle.plan.profile_name)
@@ -117,17 +116,17 @@ def bundle_identity(bundle: BundleFiles, manifest_bytes: bytes) -> Identity:
     return Identity(name, f"{tool_version}+{digest}", summary)
 
 
-def bundle_payload(bundle: BundleFiles, identity: Identity) -> list[Payload]:
+def bundle_payload(bundle: Bundle, identity: Identity) -> list[Payload]:
     """The overlay at its targets and the whole bundle under its home, sorted by path."""
     files: list[Payload] = []
-    for entry in bundle.manifest["files"]:
-        relative = entry["path"]
+    for entry in bundle.files:
+        relative = entry.path
         if not PLAIN_PATH.fullmatch(relative):
             raise InputError(
                 Problem(str(bundle.root / MANIFEST), "files", "a path outside the plain alphabet")
             )
         content = read_beneath(bundle.root, relative, MAX_BUNDLE_FILE_BYTES)
-        mode = int(entry.get("mode", "0644"), 8) & 0o755
+        mode = entry.mode & 0o755
         files.append(Payload(f"{identity.home}/{relative}", content, mode))
         if relative.startswith(OVERLAY):
             target = "/" + relative.removeprefix(OVERLAY)
@@ -139,7 +138,7 @@ def bundle_payload(bundle: BundleFiles, identity: Identity) -> list[Payload]:
     return sorted(files, key=lambda item: item.path)
 
 
-def check_target(bundle: BundleFiles, target: str) -> None:
+def check_target(bundle: Bundle, target: str) -> None:
     """An overlay file lands on the machine, never in a bundle's home (it would replace the
     install.sh the maintainer script runs, or its data) nor in dpkg's control directory."""
     if target.startswith(f"{BUNDLES_HOME}/"):
@@ -151,12 +150,12 @@ def check_target(bundle: BundleFiles, target: str) -> None:
     raise InputError(Problem(str(bundle.root / MANIFEST), "files", f"{why}: {target}"))
 
 
-def check_payload(bundle: BundleFiles, files: list[Payload]) -> None:
+def check_payload(bundle: Bundle, files: list[Payload]) -> None:
     """The bundle's own files are what the package runs: refuse a bundle that lacks install.sh
     or install.list, and two files at one path or a file where another needs a directory (one
     would replace the other in the staged tree)."""
     source = str(bundle.root / MANIFEST)
-    listed = {entry["path"] for entry in bundle.manifest["files"]}
+    listed = {entry.path for entry in bundle.files}
     for required in REQUIRED_FILES:
         if required not in listed:
             raise InputError(Problem(source, "files", f"no {required}: not an installable bundle"))

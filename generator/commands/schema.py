@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.inputs.catalog import AmbiguousNameError, Catalog, Index, load_catalog, names_of
-from generator.inputs.hardware import json_schema
+from generator.inputs.hardware_spec import json_schema
 from generator.inputs.profile import ProfileFile
 
 # JSON Schema patterns are ECMA-262 regular expressions: these are the characters to escape

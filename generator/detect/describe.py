@@ -21,11 +21,11 @@ from generator.detect.system import read_os
 from generator.detect.tree import Tree, shown
 from generator.errors import InputError, Problem
 from generator.inputs.catalog import Catalog, GpuModel, NicModel
-from generator.inputs.hardware import HardwareSpec
+from generator.inputs.hardware_spec import HardwareSpec
 from generator.model.vendors import vendor_spec, vendor_table
 
 # \Z, not $: Python's $ also matches before a final newline, which a name in /sys may end with
-INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")  # as inputs/hardware.py
+INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")  # as inputs/hardware_spec.py
 DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}\Z")
 RDMA_DEVICE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")  # fullmatch, as hardware.py
 KIB_PER_GIB = 1024 * 1024
@@ -122,7 +122,7 @@ def node_cores_lines(topology: cpus.Topology, numa: cpus.NumaLayout) -> list[str
 
 
 def memory_gib_range() -> tuple[int, int]:
-    """The memory_gib the input format takes (inputs/hardware.py), read from the model itself."""
+    """The memory_gib the input format takes (inputs/hardware_spec.py), read from the model."""
     limits = HardwareSpec.model_fields["memory_gib"].metadata
     low = next(limit.ge for limit in limits if hasattr(limit, "ge"))
     high = next(limit.le for limit in limits if hasattr(limit, "le"))

@@ -16,7 +16,7 @@ from generator.inputs.catalog import CpuModel, GpuModel, NicModel
 
 
 class CpuSmt(Protocol):
-    """The fields of a hardware file's cpu mapping read here (inputs/hardware.py CpuSpec)."""
+    """The fields of a hardware file's cpu mapping read here (inputs/hardware_spec.py CpuSpec)."""
 
     @property
     def threads_per_core(self) -> int | None: ...
@@ -112,7 +112,7 @@ def check_bridges(
 
 
 class NicPort(Protocol):
-    """The fields of a NIC entry read here (inputs/hardware.py NicSpec)."""
+    """The fields of a NIC entry read here (inputs/hardware_spec.py NicSpec)."""
 
     @property
     def name(self) -> str: ...

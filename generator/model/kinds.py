@@ -38,6 +38,7 @@ from typing import NamedTuple
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
+from generator.model.probes import Section
 
 
 class Kind(StrEnum):
@@ -196,6 +197,9 @@ class KindSpec(NamedTuple):
     applied_at_boot_by: str | None = None
     # a per-key value in words, where ``values`` holds a pattern rather than a list of words
     value_shapes: Mapping[str, str] = _NO_WORDS
+    # the snapshot sections the live check reads, each printed by the collector for a plan
+    # with this kind (tests/test_collector_contract.py proves both from the code and the script)
+    collector_sections: tuple[Section, ...] = ()
 
     def key_fits(self, key: str) -> bool:
         return whole_match(self.key)(key) is not None
@@ -232,6 +236,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="sysctl.conf.j2",
         live_step="sysctl",
         live_check="sysctl",
+        collector_sections=(Section.SYSCTL,),
         image_check="sysctl",
     ),
     KindSpec(
@@ -244,6 +249,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="grub.cfg.j2",
         live_step="bootloader",
         live_check="kernel-arg",
+        collector_sections=(Section.CMDLINE, Section.SYSFS, Section.MODPARAM, Section.KERNEL),
         image_check="kernel-arg",
     ),
     KindSpec(
@@ -256,6 +262,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.LIMITS_FILE),
         template="limits.conf.j2",
         live_check="limit",
+        collector_sections=(Section.LIMITS,),
         image_check="limit",
     ),
     KindSpec(
@@ -267,6 +274,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.MANAGER_FILE),
         template="system.conf.j2",
         live_check="systemd-manager",
+        collector_sections=(Section.MANAGER,),
         image_check="systemd-manager",
     ),
     KindSpec(
@@ -278,6 +286,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.MODPROBE_FILE),
         template="modprobe.conf.j2",
         live_check="modprobe",
+        collector_sections=(Section.MODPARAM, Section.MODULE, Section.MODPROBE_CONFIG),
         image_check="modprobe",
     ),
     KindSpec(
@@ -290,6 +299,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="modules-load.conf.j2",
         live_step="modules",
         live_check="module-load",
+        collector_sections=(Section.META, Section.MODULE),
         image_check="module-load",
     ),
     KindSpec(
@@ -302,6 +312,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="tmpfiles.conf.j2",
         live_step="tmpfiles",
         live_check="sysfs",
+        collector_sections=(Section.SYSFS,),
         image_check="sysfs",
     ),
     KindSpec(
@@ -314,6 +325,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="io-scheduler.rules.j2",
         live_step="udev",
         live_check="udev",
+        collector_sections=(Section.BLOCK,),
         image_check="udev",
     ),
     KindSpec(
@@ -326,6 +338,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="tuned.conf.j2",
         live_step="tuned",
         live_check="tuned",
+        collector_sections=(Section.SYSCTL, Section.SYSFS, Section.TUNED, Section.TUNED_LOG),
         image_check="tuned",
     ),
     KindSpec(
@@ -351,6 +364,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.GPU_DATA),
         template="gpu.conf.j2",
         live_check="gpu",
+        collector_sections=(Section.GPU, Section.GPU_MIG, Section.GPU_AMD, Section.OWN_UNIT),
         image_check="boot-unit",
         applied_at_boot_by=layout.GPU_UNIT,
     ),
@@ -363,6 +377,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.IRQ_DATA),
         template="irq.conf.j2",
         live_check="irq",
+        collector_sections=(Section.IRQ,),
         image_check="boot-unit",
         applied_at_boot_by=layout.IRQ_UNIT,
     ),
@@ -376,6 +391,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.ACS_DATA),
         template="pcie-acs.conf.j2",
         live_check="pcie-acs",
+        collector_sections=(Section.ACS, Section.OWN_UNIT, Section.OWN_UNIT_LOG),
         image_check="boot-unit",
         applied_at_boot_by=layout.ACS_UNIT,
     ),
@@ -388,6 +404,13 @@ KINDS: tuple[KindSpec, ...] = (
         file=layout.INSTALL_LIST,
         template="install.list.j2",
         live_check="service",
+        collector_sections=(
+            Section.ACS,
+            Section.GPU,
+            Section.GPU_PCI,
+            Section.UNIT_ENABLED,
+            Section.UNIT_ACTIVE,
+        ),
         image_check="service",
     ),
     KindSpec(
@@ -420,6 +443,12 @@ KINDS: tuple[KindSpec, ...] = (
         template="unit-dropin.conf.j2",
         live_step="runtime",
         live_check="unit-dropin",
+        collector_sections=(
+            Section.UNIT_ENABLED,
+            Section.RUNTIME_UNIT,
+            Section.RUNTIME_LIMITS,
+            Section.RUNTIME_CMDLINE,
+        ),
         image_check="unit-dropin",
     ),
     KindSpec(
@@ -433,6 +462,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="containerd.toml.j2",
         live_step="runtime",
         live_check="containerd",
+        collector_sections=(Section.CONTAINERD_DUMP,),
         image_check="containerd",
     ),
     KindSpec(
@@ -446,6 +476,7 @@ KINDS: tuple[KindSpec, ...] = (
         template="daemon.json.j2",
         live_step="runtime",
         live_check="docker",
+        collector_sections=(Section.DOCKER_INFO, Section.CONF, Section.CONF_LINE),
         image_check="docker",
     ),
     KindSpec(
@@ -459,6 +490,12 @@ KINDS: tuple[KindSpec, ...] = (
         template="kubelet.conf.j2",
         live_step="runtime",
         live_check="kubelet",
+        collector_sections=(
+            Section.RUNTIME_UNIT,
+            Section.RUNTIME_CMDLINE,
+            Section.KUBELET_FILE,
+            Section.KUBELET_CONFIG,
+        ),
         image_check="kubelet",
     ),
     KindSpec(
@@ -470,6 +507,7 @@ KINDS: tuple[KindSpec, ...] = (
         file=in_overlay(layout.NCCL_CONF),
         template="nccl.conf.j2",
         live_check="nccl",
+        collector_sections=(Section.CONF, Section.CONF_LINE),
         image_check="nccl",
     ),
 )

@@ -9,6 +9,7 @@ The collector itself is the fixed script ``templates/scripts/collect``; its data
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
 from generator import TOOL
 from generator.errors import InputError, Problem
@@ -31,6 +32,54 @@ WILDCARD_USER = "nobody"
 
 SNAPSHOT_BEGIN = ("goldtune-snapshot", "begin")
 SNAPSHOT_END = ("goldtune-snapshot", "end")
+
+
+class Section(StrEnum):
+    """The sections of a snapshot, as the collector prints them (templates/scripts/collect's
+    header documents each). Verify reads a snapshot by these names only (``Snapshot`` takes a
+    Section); tests/test_collector_contract.py ties them to the script's records."""
+
+    META = "meta"
+    CMDLINE = "cmdline"
+    SYSCTL = "sysctl"
+    SYSFS = "sysfs"
+    MODPARAM = "modparam"
+    MEMINFO = "meminfo"
+    MODULE = "module"
+    MODPROBE_CONFIG = "modprobe-config"
+    MODPROBE_ERROR = "modprobe-error"
+    LIMITS = "limits"
+    MANAGER = "manager"
+    BLOCK = "block"
+    IRQ = "irq"
+    ACS = "acs"
+    GPU = "gpu"
+    GPU_PCI = "gpu-pci"
+    XID = "xid"
+    XID_EVENT = "xid-event"
+    GPU_MIG = "gpu-mig"
+    GPU_AMD = "gpu-amd"
+    TUNED = "tuned"
+    TUNED_LOG = "tuned-log"
+    UNIT_ENABLED = "unit-enabled"
+    UNIT_ACTIVE = "unit-active"
+    OWN_UNIT = "own-unit"
+    OWN_UNIT_LOG = "own-unit-log"
+    SYSTEM = "system"
+    JOURNAL = "journal"
+    KERNEL = "kernel"
+    FILE = "file"
+    RUNTIME_UNIT = "runtime-unit"
+    RUNTIME_LIMITS = "runtime-limits"
+    RUNTIME_CMDLINE = "runtime-cmdline"
+    CONTAINERD_DUMP = "containerd-dump"
+    KUBELET_FILE = "kubelet-file"
+    KUBELET_CONFIG = "kubelet-config"
+    DOCKER_INFO = "docker-info"
+    CONF = "conf"
+    CONF_LINE = "conf-line"
+    PREFLIGHT = "preflight"
+
 
 # The collector's data sections, in the order it reads them: those that take one word per line
 # (one item to read each), and those named alone (read as a whole).

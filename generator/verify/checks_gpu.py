@@ -13,6 +13,7 @@ from generator.model.layout import (
 )
 from generator.model.probes import (
     AMD_ONLY_ACTIONS,
+    Section,
     acs_word,
 )
 from generator.model.setting import Setting
@@ -29,25 +30,8 @@ from generator.verify.live_state import (
     normal,
     own_unit_props,
 )
-from generator.verify.snapshot import TIMED_OUT
+from generator.verify.snapshot import TIMED_OUT, GpuRecord, gpu_records
 from generator.verify.verdicts import Check, check_of
-
-GPU_FIELDS = (
-    "index",
-    "pci.bus_id",
-    "name",
-    "persistence_mode",
-    "ecc.mode.current",
-    "ecc.mode.pending",
-    "compute_mode",
-    "power.limit",
-    "power.default_limit",
-    "clocks.gr",
-    "clocks.max.gr",
-    "mig.mode.current",
-    "mig.mode.pending",
-)
-
 
 # The GPU actions read back through nvidia-smi (gpu_actual, check_mig_layout); another action
 # (a vendor's own) is not judged from these rows, never passed.
@@ -56,35 +40,24 @@ NVIDIA_GPU_ACTIONS = frozenset(
 )
 
 
-def gpu_rows(live: Live) -> list[dict[str, str]]:
-    rows = []
-    for key, value in live.snapshot.section("gpu"):
-        if key != "tool":
-            parts = [part.strip() for part in value.split(",")]
-            padded = parts + ["?"] * (len(GPU_FIELDS) - len(parts))
-            # strict=False: fields past GPU_FIELDS (a newer nvidia-smi) are dropped, as before.
-            rows.append(dict(zip(GPU_FIELDS, padded, strict=False)))
-    return rows
-
-
-def gpu_actual(action: str, row: dict[str, str], value: str) -> tuple[str, bool]:
+def gpu_actual(action: str, row: GpuRecord, value: str) -> tuple[str, bool]:
     if action == "persistence":
-        return row["persistence_mode"], normal(row["persistence_mode"]) == normal(value)
+        return row.persistence_mode, normal(row.persistence_mode) == normal(value)
     if action == "ecc":
-        current, pending = row["ecc.mode.current"], row["ecc.mode.pending"]
+        current, pending = row.ecc_current, row.ecc_pending
         return f"{current} (pending {pending})", normal(pending) == normal(value)
     if action == "mig":
-        return row["mig.mode.current"], normal(row["mig.mode.current"]) == normal(value)
+        return row.mig_current, normal(row.mig_current) == normal(value)
     if action == "compute-mode":
-        return row["compute_mode"], row["compute_mode"].upper() == value.upper()
+        return row.compute_mode, row.compute_mode.upper() == value.upper()
     if action == "power-limit":
         try:
-            limit, default = float(row["power.limit"]), float(row["power.default_limit"])
+            limit, default = float(row.power_limit), float(row.power_default_limit)
         except ValueError:
-            return row["power.limit"], False
+            return row.power_limit, False
         target = float(value[:-1]) * default / 100 if value.endswith("%") else float(value)
-        return f"{row['power.limit']} W", abs(limit - target) <= 1
-    return f"{row['clocks.gr']} MHz now (max {row['clocks.max.gr']})", True
+        return f"{row.power_limit} W", abs(limit - target) <= 1
+    return f"{row.clocks_gr} MHz now (max {row.clocks_max_gr})", True
 
 
 def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
@@ -93,15 +66,15 @@ def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
     if setting.key in AMD_ONLY_ACTIONS:
         return True
     amd = [key for key, _ in live.snapshot.section(AMD_SECTION) if key != "tool"]
-    return bool(amd) and live.snapshot.value("gpu", "tool") in (None, "!absent")
+    return bool(amd) and live.snapshot.value(Section.GPU, "tool") in (None, "!absent")
 
 
-def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) -> tuple[str, bool]:
+def mig_layout_actual(row: GpuRecord, live: Live, planned: Counter[str]) -> tuple[str, bool]:
     """One GPU against the planned MIG instances: (what it has, whether that is the plan)."""
-    mode = row["mig.mode.current"]
+    mode = row.mig_current
     if mode != "Enabled":
         return f"MIG {mode}", "N/A" in mode or "Supported" in mode
-    found = live.snapshot.value("gpu-mig", row["index"])
+    found = live.snapshot.value(Section.GPU_MIG, row.gpu_index)
     if found is None:
         return "instances not collected", False
     if found.startswith("!"):
@@ -113,8 +86,8 @@ def mig_layout_actual(row: dict[str, str], live: Live, planned: Counter[str]) ->
 def check_mig_layout(setting: Setting, live: Live) -> Check:
     """Each MIG-capable GPU has exactly the planned GPU instances (GPUs without MIG: skipped)."""
     planned = Counter(setting.value.split(","))
-    rows = gpu_rows(live)
-    results = [(row["index"], *mig_layout_actual(row, live, planned)) for row in rows]
+    rows = gpu_records(live.snapshot)
+    results = [(row.gpu_index, *mig_layout_actual(row, live, planned)) for row in rows]
     text = "; ".join(f"GPU {index}: {actual}" for index, actual, _ in results)
     if not results:
         return check_of(setting, "no GPU rows", MISSING, NOT_COLLECTED)
@@ -131,7 +104,7 @@ def check_gpu(setting: Setting, live: Live) -> Check:
     if setting.key not in NVIDIA_GPU_ACTIONS:
         reason = f"this goldtune has no reading of {setting.key} through nvidia-smi"
         return check_of(setting, "not read", NOT_JUDGED, reason)
-    tool = live.snapshot.value("gpu", "tool")
+    tool = live.snapshot.value(Section.GPU, "tool")
     if tool is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if tool == "!absent":
@@ -144,7 +117,7 @@ def check_gpu(setting: Setting, live: Live) -> Check:
         return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
     if setting.key == "mig-layout":
         return check_mig_layout(setting, live)
-    results = [gpu_actual(setting.key, row, setting.value) for row in gpu_rows(live)]
+    results = [gpu_actual(setting.key, row, setting.value) for row in gpu_records(live.snapshot)]
     if setting.key == "clocks":
         ok = own_unit_props(live, GPU_UNIT).get("Result") == "success"
         return check_of(
@@ -164,7 +137,7 @@ def check_gpu(setting: Setting, live: Live) -> Check:
 
 
 def check_irq(setting: Setting, live: Live) -> Check:
-    rows = live.snapshot.values("irq", setting.key)
+    rows = live.snapshot.values(Section.IRQ, setting.key)
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if rows[0] == "!absent":
@@ -270,10 +243,10 @@ def check_pcie_acs(setting: Setting, live: Live) -> Check:
     """ACS off above the devices: the ACS Control registers the collector read from each port's
     config space; with an older collector, the ACS unit's run (its result and what it logged)."""
     props = own_unit_props(live, ACS_UNIT)
-    rows = live.snapshot.values("acs", acs_word(setting.key))
+    rows = live.snapshot.values(Section.ACS, acs_word(setting.key))
     if not props and not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    log = live.snapshot.values("own-unit-log", ACS_UNIT)
+    log = live.snapshot.values(Section.OWN_UNIT_LOG, ACS_UNIT)
     skipped = next((line for line in log for why in ACS_SKIPPED if why in line), None)
     if skipped is not None:
         return check_of(setting, skipped, NA, f"{ACS_UNIT} wrote nothing here, on purpose")
@@ -293,13 +266,13 @@ def gpu_evidence(live: Live) -> str | None:
     display/3D functions on the PCI bus (``gpu-pci``: also without a driver, which is when the
     NVIDIA packages are most likely absent); the PCI ports above the GPUs that the ACS read found.
     """
-    rows = gpu_rows(live) if live.snapshot.value("gpu", "tool") == "ok" else []
+    rows = gpu_records(live.snapshot) if live.snapshot.value(Section.GPU, "tool") == "ok" else []
     if rows:
         return f"nvidia-smi lists {len(rows)} GPU{'' if len(rows) == 1 else 's'}"
-    on_pci = live.snapshot.value("gpu-pci", "count") or ""
+    on_pci = live.snapshot.value(Section.GPU_PCI, "count") or ""
     if on_pci.isdigit() and int(on_pci) > 0:
         return f"{on_pci} NVIDIA GPU{'' if on_pci == '1' else 's'} on the PCI bus"
-    acs_rows = live.snapshot.values("acs", acs_word("gpus"))
+    acs_rows = live.snapshot.values(Section.ACS, acs_word("gpus"))
     if acs_rows and acs_rows != ["!absent"]:
         return "NVIDIA GPUs on the PCI bus (the ACS read found them)"
     return None

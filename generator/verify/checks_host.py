@@ -11,6 +11,7 @@ from generator.model.probes import (
     GOVERNOR,
     THP_DEFRAG,
     THP_ENABLED,
+    Section,
     limit_user,
     module_param,
 )
@@ -30,7 +31,7 @@ from generator.verify.verdicts import Check, check_of
 
 
 def check_sysctl(setting: Setting, live: Live) -> Check:
-    actual = live.snapshot.value("sysctl", setting.key)
+    actual = live.snapshot.value(Section.SYSCTL, setting.key)
     if actual is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if actual == "!absent":
@@ -42,15 +43,15 @@ def check_sysctl(setting: Setting, live: Live) -> Check:
 
 def kernel_arg_effect(setting: Setting, live: Live) -> str | None:
     """What differs in the kernel's own view of an argument on the command line, if anything."""
-    unknown = " ".join(live.snapshot.values("kernel", "unknown-params"))
+    unknown = " ".join(live.snapshot.values(Section.KERNEL, "unknown-params"))
     if re.search(rf'(?<![\w.-]){re.escape(setting.key)}(=|\s|"|$)', unknown):
         return "the kernel does not know this parameter (it passed it on to init)"
     if setting.key == "transparent_hugepage":
-        thp = live.snapshot.value("sysfs", THP_ENABLED)
+        thp = live.snapshot.value(Section.SYSFS, THP_ENABLED)
         if thp and not thp.startswith("!") and selected(thp) != setting.value:
             return f"{THP_ENABLED} is {thp}"
     item = module_param(setting.key)
-    param = live.snapshot.value("modparam", item) if item else None
+    param = live.snapshot.value(Section.MODPARAM, item) if item else None
     if (
         param is not None
         and not param.startswith("!")
@@ -96,7 +97,7 @@ def check_limit(setting: Setting, live: Live) -> Check:
         return check_of(
             setting, "-", NA, f"{item} is not a resource limit: pam_limits enforces it at login"
         )
-    rows = live.snapshot.values("limits", user)
+    rows = live.snapshot.values(Section.LIMITS, user)
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if rows[0] == "!absent":
@@ -123,14 +124,14 @@ def check_limit(setting: Setting, live: Live) -> Check:
 
 
 def check_manager(setting: Setting, live: Live) -> Check:
-    actual = live.snapshot.value("manager", setting.key)
+    actual = live.snapshot.value(Section.MANAGER, setting.key)
     if actual is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if actual.startswith("!"):
         return check_of(setting, "-", NA, "systemd is not the service manager here")
     if setting.key.startswith("DefaultLimit"):
         soft_text, _, hard_text = setting.value.partition(":")
-        soft_actual = live.snapshot.value("manager", setting.key + "Soft") or "?"
+        soft_actual = live.snapshot.value(Section.MANAGER, setting.key + "Soft") or "?"
         ok = (
             limit_number(hard_text or soft_text) == actual
             and limit_number(soft_text) == soft_actual
@@ -142,11 +143,11 @@ def check_manager(setting: Setting, live: Live) -> Check:
 
 
 def module_state(live: Live, module: str) -> str | None:
-    return live.snapshot.value("module", module)
+    return live.snapshot.value(Section.MODULE, module)
 
 
 def modprobe_lines(live: Live) -> list[str]:
-    return [" ".join(value.split()) for _, value in live.snapshot.section("modprobe-config")]
+    return [" ".join(value.split()) for _, value in live.snapshot.section(Section.MODPROBE_CONFIG)]
 
 
 def check_modprobe(setting: Setting, live: Live) -> Check:
@@ -185,7 +186,7 @@ def check_modprobe(setting: Setting, live: Live) -> Check:
         )
     if values[-1] != setting.value:
         return check_of(setting, values[-1], DIFFERS, "modprobe --showconfig has another value")
-    live_value = live.snapshot.value("modparam", f"{module}/{param}")
+    live_value = live.snapshot.value(Section.MODPARAM, f"{module}/{param}")
     if (
         state == "loaded"
         and live_value
@@ -205,7 +206,7 @@ def check_modprobe(setting: Setting, live: Live) -> Check:
 
 def check_module_load(setting: Setting, live: Live) -> Check:
     state = module_state(live, setting.key)
-    kernel = live.snapshot.value("meta", "kernel") or "this kernel"
+    kernel = live.snapshot.value(Section.META, "kernel") or "this kernel"
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if state == "absent":
@@ -221,7 +222,7 @@ def check_module_load(setting: Setting, live: Live) -> Check:
 def check_sysfs(setting: Setting, live: Live) -> Check:
     found = [
         (path, value)
-        for path, value in live.snapshot.section("sysfs")
+        for path, value in live.snapshot.section(Section.SYSFS)
         if path == setting.key or fnmatchcase(path, setting.key)
     ]
     if not found:
@@ -245,7 +246,7 @@ def check_sysfs(setting: Setting, live: Live) -> Check:
 
 
 def check_udev(setting: Setting, live: Live) -> Check:
-    if not live.snapshot.has("block"):
+    if not live.snapshot.has(Section.BLOCK):
         return check_of(setting, "no disks", NA, "the snapshot shows no disks with a scheduler")
     rules = parse_rules(live.bundle.udev_rules) if live.bundle.udev_rules is not None else None
     of_kind = [d for d in live.disks if disk_kind(d) == setting.key]
@@ -260,10 +261,10 @@ def check_udev(setting: Setting, live: Live) -> Check:
 
 
 def check_tuned(setting: Setting, live: Live) -> Check:
-    active = live.snapshot.value("tuned", "active")
+    active = live.snapshot.value(Section.TUNED, "active")
     if active is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if active == "!absent" and live.snapshot.value("tuned", "verify") is None:
+    if active == "!absent" and live.snapshot.value(Section.TUNED, "verify") is None:
         return check_of(setting, "-", NA, "tuned is not installed here")
     wanted = live.bundle.tuned_profile
     # install.sh layers the bundle's profile on the selected one ("base goldtune-x"): tuned
@@ -285,7 +286,7 @@ def check_tuned(setting: Setting, live: Live) -> Check:
     if path:
         found = check_sysfs(Setting("sysfs", path, setting.value, "", setting.rule), live)
         return check_of(setting, found.actual, found.verdict, found.reason)
-    verified = live.snapshot.value("tuned", "verify")
+    verified = live.snapshot.value(Section.TUNED, "verify")
     if section == "main" or verified == "ok":
         return check_of(
             setting,
@@ -293,6 +294,6 @@ def check_tuned(setting: Setting, live: Live) -> Check:
             OK,
         )
     errors = "; ".join(
-        value for _, value in live.snapshot.section("tuned-log") if " ERROR " in value
+        value for _, value in live.snapshot.section(Section.TUNED_LOG) if " ERROR " in value
     )[:300]
     return check_of(setting, f"profile {active} active, tuned-adm verify failed", DIFFERS, errors)

@@ -11,6 +11,7 @@ from functools import cache
 
 import yaml
 
+from generator.bundle.read import Bundle
 from generator.errors import InputError
 from generator.foreign import read_foreign
 from generator.model.layout import (
@@ -21,6 +22,7 @@ from generator.model.layout import (
     MPS_UNIT,
     NCCL_CONF,
 )
+from generator.model.probes import Section
 from generator.model.setting import Setting
 from generator.model.vendors import NVIDIA
 from generator.paths import hardware_db_dir
@@ -41,7 +43,7 @@ from generator.verify.consumers import (
     toml_value,
 )
 from generator.verify.live_state import DIFFERS, MISSING, NA, NOT_COLLECTED, OK, Live, unit_prop
-from generator.verify.verdicts import Bundle, Check, check_of
+from generator.verify.verdicts import Check, check_of
 
 # The bundle's own units that start a daemon: enabled is not enough, it must be running.
 DAEMON_UNITS = frozenset({MPS_UNIT})
@@ -50,12 +52,12 @@ DAEMON_UNITS = frozenset({MPS_UNIT})
 def check_nccl(setting: Setting, live: Live) -> Check:
     """/etc/nccl.conf as NCCL reads it when a job starts (the collector's conf-line records);
     NCCL_CONF_FILE or ~/.nccl.conf, read first, and a job's environment still win over it."""
-    state = live.snapshot.value("conf", NCCL_CONF)
+    state = live.snapshot.value(Section.CONF, NCCL_CONF)
     if state is None:
         return check_of(setting, "-", NA, f"the snapshot has no {NCCL_CONF} record")
     if state != "present":
         return check_of(setting, state.removeprefix("!"), MISSING, f"{NCCL_CONF}: {state[1:]}")
-    return check_nccl_text(setting, "\n".join(live.snapshot.values("conf-line", NCCL_CONF)))
+    return check_nccl_text(setting, "\n".join(live.snapshot.values(Section.CONF_LINE, NCCL_CONF)))
 
 
 def check_nccl_text(setting: Setting, text: str) -> Check:
@@ -138,7 +140,7 @@ def provider_of(unit: str, bundle: Bundle) -> str:
 
 
 def check_service(setting: Setting, live: Live) -> Check:
-    state = live.snapshot.value("unit-enabled", setting.key)
+    state = live.snapshot.value(Section.UNIT_ENABLED, setting.key)
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if state == "!unavailable":
@@ -156,7 +158,7 @@ def check_service(setting: Setting, live: Live) -> Check:
         if setting.value == "enable":
             return check_required_absent(setting, live)
         return check_of(setting, "not installed", NA, f"{setting.key} is not installed here")
-    active = live.snapshot.value("unit-active", setting.key) or "?"
+    active = live.snapshot.value(Section.UNIT_ACTIVE, setting.key) or "?"
     good = {
         "enable": {"enabled", "enabled-runtime", "alias", "static", "indirect", "generated"},
         "disable": {"disabled", "masked", "masked-runtime"},
@@ -184,7 +186,7 @@ RUNTIME_LIMIT_ROWS = {
 def process_limit(live: Live, unit: str, option: str) -> tuple[str, str] | None:
     """(soft, hard) of the unit's running process for a LimitX option, from /proc/<pid>/limits."""
     row = RUNTIME_LIMIT_ROWS.get(option)
-    rows = live.snapshot.values("runtime-limits", unit)
+    rows = live.snapshot.values(Section.RUNTIME_LIMITS, unit)
     if row is None or not rows:
         return None
     for line in rows:
@@ -206,7 +208,7 @@ def check_daemon_command(setting: Setting, live: Live) -> Check:
         return check_of(setting, "-", NA, "systemd is not the service manager here")
     if unit_prop(live, unit, "LoadState") == "not-found":
         return check_of(setting, "no such unit", NA, f"{unit} is not installed here")
-    running = live.snapshot.values("runtime-cmdline", unit)
+    running = live.snapshot.values(Section.RUNTIME_CMDLINE, unit)
     if not running:
         return check_of(
             setting, f"not running ({state})", DIFFERS, "no daemon keeps persistence mode on"
@@ -237,7 +239,7 @@ def check_wanted_by(setting: Setting, live: Live) -> Check:
     """[Install] WantedBy= of the drop-in took effect when systemctl enable made the unit
     enabled; a unit without [Install] anywhere stays static and starts only when wanted."""
     unit = setting.key.split(" ", 1)[0]
-    state = live.snapshot.value("unit-enabled", unit)
+    state = live.snapshot.value(Section.UNIT_ENABLED, unit)
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if state == "!unavailable":
@@ -314,7 +316,7 @@ def containerd_unread(document: dict[str, object]) -> str:
 
 def check_containerd(setting: Setting, live: Live) -> Check:
     """The value in `containerd config dump`: the configuration containerd merged (imports too)."""
-    lines = live.snapshot.values("containerd-dump", "-")
+    lines = live.snapshot.values(Section.CONTAINERD_DUMP, "-")
     if not lines:
         return check_of(setting, "-", NA, "containerd is not installed here (no config dump)")
     try:
@@ -354,16 +356,16 @@ def check_docker(setting: Setting, live: Live) -> Check:
     """What the running dockerd reports (its default runtime); the other daemon.json keys as the
     file on the machine says, which dockerd read when it started (it reads no drop-ins)."""
     if setting.key != "default-runtime":
-        state = live.snapshot.value("conf", DOCKER_DAEMON_JSON)
+        state = live.snapshot.value(Section.CONF, DOCKER_DAEMON_JSON)
         if state is None:
             return check_of(setting, "-", NA, f"the snapshot has no {DOCKER_DAEMON_JSON} record")
         if state != "present":
             return check_of(
                 setting, state.removeprefix("!"), MISSING, f"{DOCKER_DAEMON_JSON}: {state[1:]}"
             )
-        text = "\n".join(live.snapshot.values("conf-line", DOCKER_DAEMON_JSON))
+        text = "\n".join(live.snapshot.values(Section.CONF_LINE, DOCKER_DAEMON_JSON))
         return check_daemon_json(setting, text, DOCKER_DAEMON_JSON)
-    actual = live.snapshot.value("docker-info", "DefaultRuntime")
+    actual = live.snapshot.value(Section.DOCKER_INFO, "DefaultRuntime")
     if actual is None:
         return check_of(setting, "-", NA, "docker is not installed here")
     if actual.startswith("!") or not actual:
@@ -374,10 +376,10 @@ def check_docker(setting: Setting, live: Live) -> Check:
 def kubelet_files(live: Live) -> list[tuple[str, dict[str, object]]] | str:
     """(path, mapping) of each file kubelet read, in merge order; or why they cannot be had."""
     files = []
-    for path in live.snapshot.values("kubelet-file", "-"):
+    for path in live.snapshot.values(Section.KUBELET_FILE, "-"):
         if path.startswith("!"):
             return path[1:]
-        parsed = kubelet_yaml("\n".join(live.snapshot.values("kubelet-config", path)))
+        parsed = kubelet_yaml("\n".join(live.snapshot.values(Section.KUBELET_CONFIG, path)))
         if isinstance(parsed, str):
             return f"{path}: {parsed}"
         files.append((path, parsed))
@@ -392,7 +394,7 @@ def check_kubelet(setting: Setting, live: Live) -> Check:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
     if state != "active":
         return check_of(setting, "-", NA, "kubelet is not running here")
-    arguments = " ".join(live.snapshot.values("runtime-cmdline", KUBELET_UNIT))
+    arguments = " ".join(live.snapshot.values(Section.RUNTIME_CMDLINE, KUBELET_UNIT))
     if not re.search(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|$)", arguments):
         return check_of(
             setting,

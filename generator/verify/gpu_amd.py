@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from generator.model.probes import Section
 from generator.model.setting import Setting
 from generator.model.vendors import GPU_VENDORS, GpuVendor
 from generator.verify.snapshot import Snapshot
 from generator.verify.verdicts import Check, Verdict, check_of
 
-SECTION = GPU_VENDORS[GpuVendor.AMD].collector_section
+SECTION = Section(GPU_VENDORS[GpuVendor.AMD].collector_section)
 DRIVERS = GPU_VENDORS[GpuVendor.AMD].driver_module_prefixes
 NOT_COLLECTED = "not in the snapshot (was it collected with this bundle's collector?)"
 MICROWATTS = 1_000_000

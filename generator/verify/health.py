@@ -26,14 +26,14 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
+from generator.bundle.read import Bundle, ManifestFile
 from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF, PREFLIGHT_UNIT
+from generator.model.probes import Section
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.preflight import check_preflight
 from generator.verify.snapshot import TIMED_OUT, Snapshot
 from generator.verify.verdicts import (
-    Bundle,
     Check,
-    ManifestFile,
     Verdict,
     file_not_installed,
     merged_file_check,
@@ -99,7 +99,7 @@ def is_config_error(line: JournalLine) -> bool:
 
 
 def check_system(snapshot: Snapshot) -> list[Check]:
-    state = snapshot.value("system", "state")
+    state = snapshot.value(Section.SYSTEM, "state")
     if state is None or state.startswith("!"):
         return []
     checks = [
@@ -112,7 +112,7 @@ def check_system(snapshot: Snapshot) -> list[Check]:
             "" if state == "running" else "systemctl is-system-running",
         )
     ]
-    failed = snapshot.values("system", "failed-unit")
+    failed = snapshot.values(Section.SYSTEM, "failed-unit")
     checks += [
         Check("system", "failed-unit", "none", unit, DIFFERS, "a unit failed this boot")
         for unit in failed
@@ -124,7 +124,7 @@ def check_system(snapshot: Snapshot) -> list[Check]:
 
 def unit_props(snapshot: Snapshot, unit: str) -> dict[str, str]:
     props = {}
-    for value in snapshot.values("own-unit", unit):
+    for value in snapshot.values(Section.OWN_UNIT, unit):
         name, _, text = value.partition("=")
         props[name] = text
     return props
@@ -143,7 +143,7 @@ def unit_seconds(props: dict[str, str]) -> float | None:
 
 
 def own_units(snapshot: Snapshot) -> list[str]:
-    return list(dict.fromkeys(unit for unit, _ in snapshot.section("own-unit")))
+    return list(dict.fromkeys(unit for unit, _ in snapshot.section(Section.OWN_UNIT)))
 
 
 def check_own_units(snapshot: Snapshot) -> list[Check]:
@@ -151,7 +151,7 @@ def check_own_units(snapshot: Snapshot) -> list[Check]:
     for unit in own_units(snapshot):
         props = unit_props(snapshot, unit)
         took = unit_seconds(props)
-        log = snapshot.values("own-unit-log", unit)
+        log = snapshot.values(Section.OWN_UNIT_LOG, unit)
         said = next(
             (line for line in reversed(log) if not line.startswith(("Starting ", "Finished "))), ""
         )
@@ -174,22 +174,22 @@ def check_own_units(snapshot: Snapshot) -> list[Check]:
 
 def check_journal(snapshot: Snapshot) -> list[Check]:
     checks = []
-    for _, text in snapshot.section("journal"):
+    for _, text in snapshot.section(Section.JOURNAL):
         line = parse_journal_line(text)
         if is_config_error(line):
             checks.append(
                 Check("journal", line.ident, "no warning", line.message, DIFFERS, "boot journal")
             )
-    for _, text in snapshot.section("modprobe-error"):
+    for _, text in snapshot.section(Section.MODPROBE_ERROR):
         checks.append(
             Check("journal", "modprobe", "no warning", text, DIFFERS, "modprobe --showconfig")
         )
-    for _, text in snapshot.section("tuned-log"):
+    for _, text in snapshot.section(Section.TUNED_LOG):
         if " ERROR " in text:
             checks.append(
                 Check("journal", "tuned", "no error", text, DIFFERS, "/var/log/tuned/tuned.log")
             )
-    if not checks and snapshot.has("system"):
+    if not checks and snapshot.has(Section.SYSTEM):
         checks.append(Check("journal", "config-errors", "none", "none", OK))
     return checks
 
@@ -197,10 +197,10 @@ def check_journal(snapshot: Snapshot) -> list[Check]:
 def merged_in_place(target: str, snapshot: Snapshot) -> bool:
     """daemon.json whose bytes are not the bundle's but which is a JSON object, as the collector
     read it line by line: install.sh merged the bundle's keys into the file in place."""
-    if target != DOCKER_DAEMON_JSON or snapshot.value("conf", target) != "present":
+    if target != DOCKER_DAEMON_JSON or snapshot.value(Section.CONF, target) != "present":
         return False
     try:
-        config = json.loads("\n".join(snapshot.values("conf-line", target)))
+        config = json.loads("\n".join(snapshot.values(Section.CONF_LINE, target)))
     except (ValueError, RecursionError):  # nesting past the parser's stack, too
         return False
     return isinstance(config, dict)
@@ -209,16 +209,16 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
 def merged_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
     """nccl.conf as the collector read it line by line: the bundle's file, then install.sh's
     mark and the image's own lines (verdicts.merged_nccl_conf)."""
-    if item.target != NCCL_CONF or snapshot.value("conf", NCCL_CONF) != "present":
+    if item.target != NCCL_CONF or snapshot.value(Section.CONF, NCCL_CONF) != "present":
         return False
-    text = "\n".join(snapshot.values("conf-line", NCCL_CONF))
+    text = "\n".join(snapshot.values(Section.CONF_LINE, NCCL_CONF))
     return merged_nccl_conf(item, text.encode("utf-8", "surrogateescape"))
 
 
 def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
-    if not snapshot.has("file"):
+    if not snapshot.has(Section.FILE):
         return []
-    installed = dict(snapshot.section("file"))
+    installed = dict(snapshot.section(Section.FILE))
     checks = []
     for item in bundle.overlay_files():
         assert item.target is not None
@@ -286,11 +286,11 @@ def xid_events(snapshot: Snapshot) -> list[XidEvent]:
     """Every (Xid, GPU) of this boot: the collector's ``xid-event`` records count all the lines it
     scanned; a snapshot without them (an older collector) has only the last lines it kept."""
     events = []
-    for key, value in snapshot.section("xid-event"):
+    for key, value in snapshot.section(Section.XID_EVENT):
         found = _EVENT.fullmatch(value)
         if _XID_KEY.fullmatch(key) and found:
             events.append(XidEvent(int(key), found.group(1).lower(), int(found.group(2))))
-    return events or xid_events_of_lines(snapshot.values("xid", "-"))
+    return events or xid_events_of_lines(snapshot.values(Section.XID, "-"))
 
 
 def xid_text(event: XidEvent, row: XidClass | None) -> str:
@@ -310,7 +310,7 @@ def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
     """This boot's Xids by class: a hardware or unknown Xid fails, naming the Xid and the GPU;
     an application's Xid is a warning (the GPU is still usable, as NVIDIA's device plugin
     judges it), so a job's own fault does not take the node out of the fleet."""
-    count = snapshot.value("xid", "count")
+    count = snapshot.value(Section.XID, "count")
     if count is None:
         return []
     if count.startswith("!"):
@@ -371,7 +371,7 @@ def check_nvidia_smi(snapshot: Snapshot) -> list[Check]:
     (it is bounded so that `gen verify` reports this instead of hanging)."""
     hung = [
         (f"GPU {key}" if key != "tool" else "inventory", value[1:])
-        for section in ("gpu", "gpu-mig")
+        for section in (Section.GPU, Section.GPU_MIG)
         for key, value in snapshot.section(section)
         if value.startswith(TIMED_OUT)
     ]
@@ -408,5 +408,5 @@ def boot_timing(snapshot: Snapshot) -> dict[str, object]:
     return {
         "units": units,
         "units_total_s": round(sum(s for s in units.values() if s is not None), 3),
-        "startup": snapshot.value("system", "boot-time") or "",
+        "startup": snapshot.value(Section.SYSTEM, "boot-time") or "",
     }

@@ -3,57 +3,42 @@
 Per setting, the configuration its consumer will read is computed offline the way the consumer
 reads it: drop-in directories merged by file name (``/etc`` over ``/run`` over ``/usr/lib``),
 files in name order, the last assignment winning. So a later drop-in of the image that overrides
-the bundle is found here, not only at boot. Kernel arguments are read from what the image's boot
-loader reads: on a BLS system (RHEL 9) the entries' ``options`` lines and ``/etc/kernel/cmdline``;
-otherwise the GRUB drop-ins (parsed, never executed: ``grubvars``; what cannot be judged without
-running the image's code is a ``not-judged`` verdict with the file and line); and, when the image
-has one, the ``linux`` lines of ``/boot/grub/grub.cfg`` or ``/boot/grub2/grub.cfg``. Symbolic
+the bundle is found here, not only at boot. Kernel arguments are judged by ``image_cmdline``
+(what the boot loader reads), the container runtimes, kubelet and NCCL by ``image_runtime``,
+the files read as their consumers read them by ``image_config``. Symbolic
 links inside the image are resolved inside it, never on the host, and only regular files are read
 (``generator.foreign``).
 """
 
 from __future__ import annotations
 
-import configparser
-import fnmatch
 import hashlib
 import os
 import re
 import tomllib
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-import yaml
-
-from generator.model.kinds import KIND_SPECS, dropin_section
-from generator.model.layout import (
-    CONTAINERD_CONFIG,
-    CONTAINERD_DROPIN,
-    DOCKER_DAEMON_JSON,
-    GPU_DATA,
-    GPU_SCRIPT,
-    KUBELET_DROPIN_DIR,
-    NCCL_CONF,
-)
+from generator.bundle.read import Bundle, ManifestFile
+from generator.model.kinds import KIND_SPECS
+from generator.model.layout import CONTAINERD_DROPIN, DOCKER_DAEMON_JSON, GPU_DATA, GPU_SCRIPT
 from generator.model.setting import Setting, is_driver_module
-from generator.verify.checks_runtime import check_daemon_json, check_nccl_text, provider_of
-from generator.verify.consumers import (
-    arg_name,
-    arg_value_holds,
-    daemon_json_object,
-    kubelet_yaml,
-    parse_cmdline,
-    toml_lookup,
-    toml_value,
+from generator.verify.checks_runtime import provider_of
+from generator.verify.consumers import arg_name, daemon_json_object
+from generator.verify.image_cmdline import check_kernel_arg
+from generator.verify.image_config import ini_value, last_assignment, verdict_of
+from generator.verify.image_runtime import (
+    check_containerd,
+    check_docker,
+    check_kubelet,
+    check_nccl,
+    check_unit_dropin,
 )
-from generator.verify.grubvars import GrubVars, parse_grub_files
 from generator.verify.imagefs import MASKED, Image
 from generator.verify.udevmatch import Disk, assigned_scheduler, parse_rules
-from generator.verify.units import undone_by, unit_enabled, unit_exists, unit_files, unit_lines
+from generator.verify.units import undone_by, unit_enabled, unit_exists
 from generator.verify.verdicts import (
-    Bundle,
     Check,
-    ManifestFile,
     Verdict,
     check_of,
     file_not_installed,
@@ -63,52 +48,11 @@ from generator.verify.verdicts import (
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 NOT_JUDGED = Verdict.NOT_JUDGED
-# The C-accelerated safe loader where PyYAML has it (kubelet drop-ins of the image)
-YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-CONTAINERD_DROPIN_DIR = str(PurePosixPath(CONTAINERD_DROPIN).parent)
 SAMPLE_DISKS = {
     "nvme": Disk("nvme0n1", {"queue/rotational": "0", "removable": "0"}),
     "ssd": Disk("sda", {"queue/rotational": "0", "removable": "0"}),
     "hdd": Disk("sda", {"queue/rotational": "1", "removable": "0"}),
 }
-
-
-def config_lines(text: str) -> list[str]:
-    return [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith(("#", ";"))
-    ]
-
-
-def last_assignment(
-    files: list[tuple[str, str]], match: Callable[[str], str | None]
-) -> tuple[str, str] | None:
-    """(value, file) of the last line for which ``match`` returns a value."""
-    found = None
-    for path, text in files:
-        for line in config_lines(text):
-            value = match(line)
-            if value is not None:
-                found = (value, path)
-    return found
-
-
-def verdict_of(
-    setting: Setting, found: tuple[str, str] | None, expected: str | None = None
-) -> Check:
-    if found is None:
-        return check_of(setting, "not configured", MISSING, "no file of the image sets it")
-    value, path = found
-    good = " ".join(value.split()) == " ".join(
-        (setting.value if expected is None else expected).split()
-    )
-    return check_of(
-        setting,
-        f"{value} ({path})",
-        OK if good else DIFFERS,
-        "" if good else f"{path} sets another value and is read last",
-    )
 
 
 def check_sysctl(setting: Setting, image: Image) -> Check:
@@ -117,129 +61,6 @@ def check_sysctl(setting: Setting, image: Image) -> Check:
         return value.strip() if equals and key.strip().replace("/", ".") == setting.key else None
 
     return verdict_of(setting, last_assignment(image.dropins("sysctl.d", ".conf"), match))
-
-
-def grub_cmdline(image: Image) -> GrubVars:
-    """GRUB_CMDLINE_LINUX(_DEFAULT) of /etc/default/grub, then grub.d/*.cfg, as grub-mkconfig
-    sources them (Debian 12's /usr/sbin/grub-mkconfig, lines 160-166): /etc/default/grub only
-    when ``test -f`` holds, each ``*.cfg`` (sh's glob: no hidden name) when ``[ -e ]`` does. A
-    grub.d entry that is there but cannot be read (a FIFO, which would hang update-grub, a file
-    over the read cap) is recorded unread: the verdict is then not judged."""
-    names = []
-    main = image.resolve("/etc/default/grub")
-    if main is not None and main.is_file():
-        names.append("/etc/default/grub")
-    directory = image.resolve("/etc/default/grub.d")
-    if directory is not None and directory.is_dir():
-        cfgs = sorted(p.name for p in directory.iterdir() if not p.name.startswith("."))
-        names += [f"/etc/default/grub.d/{name}" for name in cfgs if name.endswith(".cfg")]
-    files = [(name, text) for name in names if (text := image.read(name)) is not None]
-    return parse_grub_files(files)
-
-
-BLS_DIR = "/boot/loader/entries"
-KERNEL_CMDLINE_FILE = "/etc/kernel/cmdline"  # what kernel-install gives kernels installed later
-GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg")
-
-
-def bls_entries(image: Image) -> list[tuple[str, str]]:
-    """(path, text) of the Boot Loader Specification entries, in name order."""
-    directory = image.resolve(BLS_DIR)
-    if directory is None or not directory.is_dir():
-        return []
-    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".conf"))
-    found = [(f"{BLS_DIR}/{name}", image.read(f"{BLS_DIR}/{name}")) for name in names]
-    return [(path, text) for path, text in found if text is not None]
-
-
-def bls_options(text: str) -> str:
-    """An entry's kernel command line: its ``options`` lines, joined (the BLS key may repeat)."""
-    lines = [line.split(None, 1) for line in text.splitlines()]
-    return " ".join(f[1] if len(f) > 1 else "" for f in lines if f and f[0] == "options")
-
-
-def boots_from_bls(image: Image, grub: GrubVars) -> bool:
-    """RHEL 9: GRUB_ENABLE_BLSCFG=true, or entries in /boot/loader/entries (hardware_db/distros)."""
-    return bool(bls_entries(image)) or grub.values.get("GRUB_ENABLE_BLSCFG") == "true"
-
-
-def grub_cfg_lines(image: Image) -> list[tuple[str, str]]:
-    """(file, command line) of each ``linux`` line of the generated GRUB configurations."""
-    found = []
-    for path in GRUB_CFGS:
-        for line in (image.read(path) or "").splitlines():
-            if re.match(r"\s*linux(efi)?\s", line):
-                found.append((path, " ".join(line.split()[2:])))
-    return found
-
-
-def arg_verdict(setting: Setting, cmdlines: list[tuple[str, str]]) -> tuple[str, str] | None:
-    """(source, what is wrong) for the first command line lacking the argument or its value."""
-    name = arg_name(setting.key)
-    for source, cmdline in cmdlines:
-        args = parse_cmdline(cmdline)
-        if name not in args:
-            return source, "absent"
-        if not arg_value_holds(name, args[name], setting.value):
-            return source, f"{args[name] or '(flag)'}"
-    return None
-
-
-def check_bls_arg(setting: Setting, image: Image) -> Check:
-    """What a BLS system boots with: each entry's options; later kernels: /etc/kernel/cmdline.
-
-    The Debian drop-in is not read here (Red Hat's grub2-mkconfig sources /etc/default/grub
-    only, and with BLS it leaves the entries' options alone: hardware_db/distros/rhel-9.yaml).
-    """
-    entries = [(path, bls_options(text)) for path, text in bls_entries(image)]
-    if not entries:
-        return check_of(setting, "no BLS entry", MISSING, f"GRUB_ENABLE_BLSCFG but no {BLS_DIR}")
-    unread = [path for path, options in entries if "$" in options]
-    if unread:
-        why = f"{unread[0]}: options use a grubenv variable ($kernelopts), which is not read"
-        return check_of(setting, "not judged", NOT_JUDGED, why)
-    kernel_cmdline = image.read(KERNEL_CMDLINE_FILE)
-    later = [] if kernel_cmdline is None else [(KERNEL_CMDLINE_FILE, kernel_cmdline)]
-    wrong = arg_verdict(setting, entries + later + grub_cfg_lines(image))
-    if wrong is not None:
-        source, value = wrong
-        verdict = MISSING if value == "absent" else DIFFERS
-        return check_of(setting, f"{value} ({source})", verdict, "the boot loader reads it there")
-    if kernel_cmdline is None:
-        why = f"no {KERNEL_CMDLINE_FILE}: kernels installed later will not carry it"
-        return check_of(setting, "in the BLS entries only", DIFFERS, why)
-    return check_of(setting, setting.value or "(set)", OK, f"BLS entries, {KERNEL_CMDLINE_FILE}")
-
-
-def check_kernel_arg(setting: Setting, image: Image) -> Check:
-    grub = grub_cmdline(image)
-    if boots_from_bls(image, grub):
-        return check_bls_arg(setting, image)
-    cmdline = grub.cmdline()
-    if cmdline is None:
-        return check_of(setting, "not judged", NOT_JUDGED, "; ".join(grub.unjudged[:2]))
-    args = parse_cmdline(cmdline)
-    name = arg_name(setting.key)
-    if name not in args:
-        where = ", ".join(grub.files) or "no /etc/default/grub or grub.d drop-in"
-        return check_of(
-            setting, "absent", MISSING, f"not in GRUB_CMDLINE_LINUX(_DEFAULT) ({where})"
-        )
-    value = args[name] or ""
-    if not arg_value_holds(name, args[name], setting.value):
-        return check_of(
-            setting, value or "(flag)", DIFFERS, "another value in the GRUB configuration"
-        )
-    generated = grub_cfg_lines(image)
-    lacking = [path for path, line in generated if name not in parse_cmdline(line)]
-    if lacking:
-        return check_of(
-            setting,
-            "in the drop-in only",
-            DIFFERS,
-            f"{lacking[0]} lacks it: run update-grub in the image",
-        )
-    return check_of(setting, value or "(set)", OK, "GRUB configuration")
 
 
 def check_limit(setting: Setting, image: Image) -> Check:
@@ -266,22 +87,6 @@ def check_limit(setting: Setting, image: Image) -> Check:
         return verdict_of(setting, None)
     wrong = [f for f in found if f is not None and f[0] != setting.value]
     return verdict_of(setting, wrong[0] if wrong else found[-1])
-
-
-def ini_value(files: list[tuple[str, str]], section: str, option: str) -> tuple[str, str] | None:
-    found = None
-    for path, text in files:
-        parser = configparser.ConfigParser(
-            strict=False, interpolation=None, comment_prefixes=("#", ";")
-        )
-        parser.optionxform = str  # type: ignore[assignment,method-assign]
-        try:
-            parser.read_string(text)
-        except configparser.Error:
-            continue
-        if parser.has_option(section, option):
-            found = (parser.get(section, option), path)
-    return found
 
 
 def check_manager(setting: Setting, image: Image) -> Check:
@@ -540,172 +345,6 @@ def check_boot_applied(setting: Setting, image: Image, bundle: Bundle) -> Check:
 
 
 # --- container runtimes and kubelet (issue 14) -------------------------------------------------
-
-# Where a kubelet's flags live: the unit, kubeadm's drop-in and the environment files it reads.
-KUBELET_FLAG_FILES = ("/etc/default/kubelet", "/etc/sysconfig/kubelet")
-
-
-def check_unit_dropin(setting: Setting, image: Image) -> Check:
-    """The last assignment of the option in the unit and its drop-ins: a later drop-in wins."""
-    unit, option = setting.key.split(" ", 1)
-    files = unit_files(image, unit)
-    if not files or not files[0][0].endswith(f"/{unit}"):
-        return check_of(setting, "not installed", NA, f"the image has no {unit}")
-    return verdict_of(setting, ini_value(files, dropin_section(option), option))
-
-
-def glob_matches(pattern: str, path: str) -> bool:
-    return fnmatch.fnmatchcase(path, pattern)
-
-
-def containerd_imports(image: Image) -> list[str] | None:
-    """The import globs of the image's config.toml; None when it has none (or cannot be read)."""
-    text = image.read(CONTAINERD_CONFIG)
-    if text is None:
-        return None
-    try:
-        imports = tomllib.loads(text).get("imports", [])
-    except tomllib.TOMLDecodeError:
-        return None
-    return [str(item) for item in imports] if isinstance(imports, list) else None
-
-
-def check_containerd(setting: Setting, image: Image) -> Check:
-    """The drop-in counts only if config.toml imports it, and no later import sets the same key."""
-    ours = CONTAINERD_DROPIN
-    imports = containerd_imports(image)
-    if imports is None:
-        return check_of(
-            setting,
-            f"no {CONTAINERD_CONFIG}",
-            MISSING,
-            f"not in effect: containerd reads a drop-in only through the imports of the config "
-            f"it loads, and with no {CONTAINERD_CONFIG} it loads none (containerd LoadConfig; "
-            "2.2 only prints the import in `containerd config default`)",
-        )
-    if not any(glob_matches(pattern, ours) for pattern in imports):
-        return check_of(
-            setting,
-            "not imported",
-            MISSING,
-            f"not in effect: {CONTAINERD_CONFIG} does not import {ours}",
-        )
-    try:
-        own = toml_lookup(tomllib.loads(image.read(ours) or ""), setting.key)
-    except tomllib.TOMLDecodeError:
-        own = None
-    if own != toml_value(setting.value):
-        return check_of(setting, str(own), DIFFERS, f"{ours} does not set it so")
-    ours_name = PurePosixPath(ours).name
-    directory = image.resolve(CONTAINERD_DROPIN_DIR)
-    present = directory is not None and directory.is_dir()
-    later = sorted(entry.name for entry in directory.iterdir()) if directory and present else []
-    for name in (n for n in later if n > ours_name and n.endswith(".toml")):
-        text = image.read(f"{CONTAINERD_DROPIN_DIR}/{name}") or ""
-        try:
-            value = toml_lookup(tomllib.loads(text), setting.key)
-        except tomllib.TOMLDecodeError:
-            continue
-        if value is not None and value != toml_value(setting.value):
-            return check_of(
-                setting,
-                f"{value} ({CONTAINERD_DROPIN_DIR}/{name})",
-                DIFFERS,
-                "a later drop-in sets another value and is merged last",
-            )
-    return check_of(setting, f"{setting.value} (imported)", OK)
-
-
-def check_docker(setting: Setting, image: Image) -> Check:
-    text = image.read(DOCKER_DAEMON_JSON)
-    if text is None:
-        return check_of(
-            setting, "no daemon.json", MISSING, "the image has no /etc/docker/daemon.json"
-        )
-    return check_daemon_json(setting, text, DOCKER_DAEMON_JSON)
-
-
-def check_nccl(setting: Setting, image: Image) -> Check:
-    text = image.read(NCCL_CONF)
-    if text is None:
-        return check_of(setting, "no nccl.conf", MISSING, f"the image has no {NCCL_CONF}")
-    return check_nccl_text(setting, text)
-
-
-CONFIG_DIR_FLAG = re.compile(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|\"|'|$)")
-UNIT_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-ASSIGNMENT = re.compile(rf"""(?:"({NAME})=([^"]*)"|({NAME})=(\S*))""")
-
-
-def kubelet_environment(image: Image, files: list[tuple[str, str]]) -> dict[str, str]:
-    """kubelet.service's Environment= (a later assignment wins), then the environment files
-    kubeadm's 10-kubeadm.conf reads, which win over Environment= (systemd.exec(5))."""
-    variables: dict[str, str] = {}
-    for value in unit_lines(files, "Environment"):
-        for quoted, quoted_value, bare, bare_value in ASSIGNMENT.findall(value):
-            variables[quoted or bare] = quoted_value if quoted else bare_value
-    for path in KUBELET_FLAG_FILES:
-        for line in (image.read(path) or "").splitlines():
-            name, equals, value = line.strip().partition("=")
-            if equals and re.fullmatch(NAME, name):
-                variables[name] = value.strip().strip("\"'")
-    return variables
-
-
-def kubelet_reads_dropins(image: Image) -> bool:
-    """The ExecStart that starts kubelet (the last one of the unit and its drop-ins) passes
-    --config-dir on the drop-in directory, itself or through a variable it expands (kubeadm's
-    $KUBELET_CONFIG_ARGS, which the bundle's kubelet.service.d drop-in extends)."""
-    files = unit_files(image, "kubelet.service")
-    starts = [line for line in unit_lines(files, "ExecStart") if line.strip()]
-    if not starts:
-        return False
-    variables = kubelet_environment(image, files)
-    expanded = UNIT_VARIABLE.sub(lambda m: variables.get(m.group(1), ""), starts[-1])
-    return bool(CONFIG_DIR_FLAG.search(expanded))
-
-
-def check_kubelet(setting: Setting, image: Image) -> Check:
-    """The last drop-in (name order) that sets the field wins; kubelet must be told the dir."""
-    field, _, entry = setting.key.partition("/")
-    found = None
-    for path, text in image.dropins(KUBELET_DROPIN_DIR.removeprefix("/etc/"), ".conf", ("/etc",)):
-        data = kubelet_yaml(text)  # a mapping, or why not: nested, aliased, bad YAML
-        if isinstance(data, str):  # what it sets is unknown: no verdict holds without it
-            return check_of(setting, "not judged", NOT_JUDGED, f"{path}: {data}")
-        value = data.get(field)
-        if entry and field == "reservedMemory" and isinstance(value, list):
-            value = next(
-                (
-                    str(item.get("limits", {}).get("memory"))
-                    for item in value
-                    if isinstance(item, dict) and str(item.get("numaNode")) == entry
-                ),
-                None,
-            )
-        elif entry:
-            value = value.get(entry) if isinstance(value, dict) else None
-        if value is not None:
-            found = (str(value).lower() if isinstance(value, bool) else str(value), path)
-    check = verdict_of(setting, found)
-    if check.verdict == OK and not unit_exists(image, "kubelet.service"):
-        return check_of(
-            setting,
-            check.actual,
-            NA,
-            "the image has no kubelet.service (yet): the "
-            "unit that starts it must pass --config-dir",
-        )
-    if check.verdict == OK and not kubelet_reads_dropins(image):
-        return check_of(
-            setting,
-            check.actual,
-            MISSING,
-            f"not in effect: nothing in the image starts kubelet with --config-dir="
-            f"{KUBELET_DROPIN_DIR} (kubelet.service's ExecStart and the variables it expands)",
-        )
-    return check
 
 
 # Check name (``image_check`` of a row of generator.model.kinds.KINDS) -> how an image judges it.

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from generator.bundle.read import Bundle
 from generator.model.kinds import KIND_SPECS
 from generator.model.setting import Setting
 from generator.verify.checks_gpu import check_gpu, check_irq, check_pcie_acs
@@ -50,7 +51,7 @@ from generator.verify.checks_runtime import (
 )
 from generator.verify.live_state import MISSING, Live
 from generator.verify.snapshot import Snapshot
-from generator.verify.verdicts import Bundle, Check, check_of
+from generator.verify.verdicts import Check, check_of
 
 # Check name (``live_check`` of a row of generator.model.kinds.KINDS) -> how a snapshot judges it.
 CHECKS: dict[str, Callable[[Setting, Live], Check]] = {

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from generator.bundle.read import Bundle
+from generator.model.probes import Section
 from generator.verify.consumers import parse_cmdline
 from generator.verify.snapshot import Snapshot
 from generator.verify.udevmatch import Disk
-from generator.verify.verdicts import Bundle, Verdict
+from generator.verify.verdicts import Verdict
 
 OK, DIFFERS, MISSING, NA = Verdict.OK, Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_APPLICABLE
 
@@ -53,9 +55,9 @@ class Live:
 
     @classmethod
     def of(cls, snapshot: Snapshot, bundle: Bundle) -> Live:
-        live = cls(snapshot, bundle, parse_cmdline(snapshot.value("cmdline", "-") or ""))
+        live = cls(snapshot, bundle, parse_cmdline(snapshot.value(Section.CMDLINE, "-") or ""))
         attrs: dict[str, dict[str, str]] = {}
-        for key, value in snapshot.section("block"):
+        for key, value in snapshot.section(Section.BLOCK):
             name, _, attr = key.partition(":")
             attrs.setdefault(name, {})[attr] = value
         live.disks = [Disk(name, values) for name, values in attrs.items()]
@@ -63,12 +65,12 @@ class Live:
 
 
 def unit_prop(live: Live, unit: str, prop: str) -> str | None:
-    return live.snapshot.value("runtime-unit", f"{unit}:{prop}")
+    return live.snapshot.value(Section.RUNTIME_UNIT, f"{unit}:{prop}")
 
 
 def own_unit_props(live: Live, unit: str) -> dict[str, str]:
     props = {}
-    for value in live.snapshot.values("own-unit", unit):
+    for value in live.snapshot.values(Section.OWN_UNIT, unit):
         name, _, text = value.partition("=")
         props[name] = text
     return props

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from generator.model.layout import PREFLIGHT_RESULT, PREFLIGHT_UNIT
+from generator.model.probes import Section
 from generator.verify.snapshot import Snapshot
 from generator.verify.verdicts import Check, Verdict
 
@@ -89,8 +90,8 @@ def check_preflight(snapshot: Snapshot, planned: bool) -> list[Check]:
     or the machine has no preflight unit."""
     if not planned:
         return []
-    records = snapshot.section("preflight")
-    if snapshot.value("unit-enabled", PREFLIGHT_UNIT) == "!absent":
+    records = snapshot.section(Section.PREFLIGHT)
+    if snapshot.value(Section.UNIT_ENABLED, PREFLIGHT_UNIT) == "!absent":
         why = f"{PREFLIGHT_UNIT} is not installed here (delivered without it)"
         return [_check("state", "ok", "no unit", Verdict.NOT_APPLICABLE, why)]
     lines = [value for key, value in records if key == "line"]

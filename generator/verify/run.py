@@ -34,12 +34,12 @@ from typing import Any
 
 import click
 
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, check_intact, read_bundle
+from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, PLAN_FILE, SCRIPTS_DIR, in_overlay
 from generator.model.planio import content_digest
-from generator.model.probes import check_collect_data
+from generator.model.probes import Section, check_collect_data
 from generator.model.xids import XidTable
 from generator.paths import templates_dir
 from generator.table import format_table, table_width
@@ -52,7 +52,7 @@ from generator.verify.preflight import Mismatch, PreflightResult
 from generator.verify.prometheus import BundleIdentity, Preflight, render_prometheus
 from generator.verify.snapshot import parse_snapshot
 from generator.verify.strict import StrictFailure, root_failures, snapshot_failures
-from generator.verify.verdicts import Bundle, Check, Verdict, load_bundle
+from generator.verify.verdicts import Check, Verdict
 
 COLLECT_TIMEOUT_S = 300
 # A collector's output is tens of KiB; a console log of many boots around it a few MiB.
@@ -70,9 +70,9 @@ def collector_script() -> Path:
 
 def read_collect_data(bundle: Bundle) -> str:
     """The bundle's collector data, validated as the collector would (InputError otherwise)."""
-    path = bundle.path / in_overlay(COLLECT_DATA)
+    path = bundle.root / in_overlay(COLLECT_DATA)
     # No link below the bundle is followed, only a regular file is read, up to the limit.
-    raw = read_beneath(bundle.path, in_overlay(COLLECT_DATA), COLLECT_DATA_LIMIT)
+    raw = read_beneath(bundle.root, in_overlay(COLLECT_DATA), COLLECT_DATA_LIMIT)
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
@@ -86,7 +86,7 @@ def collect_here(bundle: Bundle) -> str:
 
     It runs as root here, so the bundle is first held to its manifest (as `gen diff` and `gen
     package` hold it): a collect.conf or plan.json changed after generation is refused."""
-    check_intact(read_bundle(bundle.path))
+    check_intact(read_bundle(bundle.root))
     data = read_collect_data(bundle)
     with tempfile.TemporaryDirectory(prefix="gen-verify-") as scratch:
         data_file = Path(scratch) / "collect.conf"  # the validated copy, not the bundle's file
@@ -131,8 +131,8 @@ def verify_checks(
     text = read_snapshot(snapshot) if snapshot is not None else collect_here(bundle)
     parsed = parse_snapshot(text, str(snapshot) if snapshot else "the collector's output")
     source = {"source": "snapshot", "snapshot": str(snapshot)} if snapshot else {"source": "live"}
-    source["host"] = parsed.value("meta", "hostname") or "?"
-    source["kernel"] = parsed.value("meta", "kernel") or "?"
+    source["host"] = parsed.value(Section.META, "hostname") or "?"
+    source["kernel"] = parsed.value(Section.META, "kernel") or "?"
     source["boot"] = boot_timing(parsed)
     if strict:  # live: a required command is looked up on this machine, as install.sh would
         source["strict"] = snapshot_failures(bundle, parsed, None if snapshot else Image(Path("/")))
@@ -207,7 +207,7 @@ def format_report(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -
 def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> str:
     failures: list[StrictFailure] = source.get("strict", [])
     data = {
-        "bundle": str(bundle.path),
+        "bundle": str(bundle.root),
         "hardware": bundle.plan.hardware_name,
         "profile": bundle.plan.profile_name,
         **source,
@@ -222,8 +222,8 @@ def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> 
 
 def bundle_identity(bundle: Bundle) -> BundleIdentity:
     """Name, inputs, version and content digest of a bundle, from the plan.json it holds."""
-    raw = read_beneath(bundle.path, PLAN_FILE, MAX_BUNDLE_FILE_BYTES)
-    version = json.loads(raw).get("version")  # load_bundle has parsed it already
+    raw = read_beneath(bundle.root, PLAN_FILE, MAX_BUNDLE_FILE_BYTES)
+    version = json.loads(raw).get("version")  # read_bundle has parsed it already
     plan = bundle.plan
     return BundleIdentity(
         bundle=f"{plan.hardware_name}-{plan.profile_name}",
@@ -255,7 +255,7 @@ def run_verify(
     printed by the prometheus format."""
     if root is not None and snapshot is not None:
         raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
-    bundle = load_bundle(bundle_dir)
+    bundle = read_bundle(bundle_dir, manifest_required=False)
     checks, source = verify_checks(bundle, root, snapshot, xids, strict)
     chosen = "json" if as_json else output_format
     if chosen == "prometheus":

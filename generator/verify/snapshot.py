@@ -10,33 +10,88 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from generator.errors import InputError, Problem
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
-from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END
+from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END, Section
 
 # The value of a record whose call did not answer within the collector's bound (nvidia-smi).
 TIMED_OUT = "!timed-out"
 
 
+class GpuRecord(NamedTuple):
+    """One NVIDIA GPU of the ``gpu`` section: a line of ``nvidia-smi --query-gpu=<SMI_QUERY>
+    --format=csv,noheader,nounits``, its fields named once here (``gpu_records``)."""
+
+    gpu_index: str  # nvidia-smi's index
+    bus_id: str
+    name: str
+    persistence_mode: str
+    ecc_current: str
+    ecc_pending: str
+    compute_mode: str
+    power_limit: str
+    power_default_limit: str
+    clocks_gr: str
+    clocks_max_gr: str
+    mig_current: str
+    mig_pending: str
+
+
+# The nvidia-smi fields the collector queries, in GpuRecord's order (templates/scripts/collect's
+# `fields` in collect_gpu; tests/test_collector_contract.py holds the two equal).
+SMI_QUERY = (
+    "index",
+    "pci.bus_id",
+    "name",
+    "persistence_mode",
+    "ecc.mode.current",
+    "ecc.mode.pending",
+    "compute_mode",
+    "power.limit",
+    "power.default_limit",
+    "clocks.gr",
+    "clocks.max.gr",
+    "mig.mode.current",
+    "mig.mode.pending",
+)
+
+
 @dataclass
 class Snapshot:
-    """The records of one collector run: ``records[section]`` is a list of (key, value)."""
+    """The records of one collector run: ``records[section]`` is a list of (key, value).
+
+    Read by ``Section`` only: a name the collector does not print is a type error, and
+    tests/test_collector_contract.py holds each kind's live check to the sections its row in
+    ``generator.model.kinds`` declares."""
 
     records: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
 
-    def values(self, section: str, key: str) -> list[str]:
+    def values(self, section: Section, key: str) -> list[str]:
         return [value for k, value in self.records.get(section, []) if k == key]
 
-    def value(self, section: str, key: str) -> str | None:
+    def value(self, section: Section, key: str) -> str | None:
         found = self.values(section, key)
         return found[-1] if found else None
 
-    def section(self, section: str) -> list[tuple[str, str]]:
+    def section(self, section: Section) -> list[tuple[str, str]]:
         return list(self.records.get(section, []))
 
-    def has(self, section: str) -> bool:
+    def has(self, section: Section) -> bool:
         return bool(self.records.get(section))
+
+
+def gpu_records(snapshot: Snapshot) -> list[GpuRecord]:
+    """The ``gpu`` section's GPUs (its ``tool`` record says whether nvidia-smi answered). A field
+    a line lacks is ``?``; fields past SMI_QUERY (a newer nvidia-smi) are dropped."""
+    records = []
+    for key, value in snapshot.section(Section.GPU):
+        if key != "tool":
+            parts = [part.strip() for part in value.split(",")]
+            padded = parts + ["?"] * (len(SMI_QUERY) - len(parts))
+            records.append(GpuRecord(*padded[: len(SMI_QUERY)]))
+    return records
 
 
 def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:

@@ -24,15 +24,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.bundle.read import Bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model.layout import INSTALL_LIST
+from generator.model.probes import Section
 from generator.model.vendors import NVIDIA
 from generator.verify.image import image_modules
 from generator.verify.imagefs import Image
 from generator.verify.snapshot import Snapshot
 from generator.verify.units import unit_exists
-from generator.verify.verdicts import Bundle
 
 INSTALL_LIST_LIMIT = 4 << 20  # bytes; install.list is tens of kB
 # install.sh's command_in_image: the bin directories a required command is looked up in
@@ -70,12 +71,12 @@ class Requirement:
 
 def bundle_requirements(bundle: Bundle) -> list[Requirement]:
     """install.list's ``require`` lines, each with the reason written above it."""
-    path = bundle.path / INSTALL_LIST
+    path = bundle.root / INSTALL_LIST
     if not os.path.lexists(path):
         raise InputError(
             Problem(str(path), "", "no install.list: --strict reads the bundle's require lines")
         )
-    text = read_beneath(bundle.path, INSTALL_LIST, INSTALL_LIST_LIMIT).decode("utf-8", "replace")
+    text = read_beneath(bundle.root, INSTALL_LIST, INSTALL_LIST_LIMIT).decode("utf-8", "replace")
     found: list[Requirement] = []
     why = ""
     for number, line in enumerate(text.splitlines(), start=1):
@@ -111,12 +112,12 @@ def snapshot_unit(snapshot: Snapshot, unit: str) -> str | None:
     """Why the snapshot shows ``unit`` is not there, or None when it is there. A unit the plan
     enables or disables has a ``unit-enabled`` record, one it configures a ``runtime-unit``
     record; tuned.service is told by tuned-adm (the collector's ``tuned`` records)."""
-    if unit == TUNED_UNIT and snapshot.has("tuned"):
-        absent = snapshot.value("tuned", "active") == "!absent"
+    if unit == TUNED_UNIT and snapshot.has(Section.TUNED):
+        absent = snapshot.value(Section.TUNED, "active") == "!absent"
         return "not installed (no tuned-adm)" if absent else None
-    enabled = snapshot.value("unit-enabled", unit)
-    load = snapshot.value("runtime-unit", f"{unit}:LoadState")
-    active = snapshot.value("runtime-unit", f"{unit}:ActiveState")
+    enabled = snapshot.value(Section.UNIT_ENABLED, unit)
+    load = snapshot.value(Section.RUNTIME_UNIT, f"{unit}:LoadState")
+    active = snapshot.value(Section.RUNTIME_UNIT, f"{unit}:ActiveState")
     if enabled == "!absent" or load == "not-found":
         return "not installed"
     if "masked" in (enabled, load):
@@ -129,7 +130,7 @@ def snapshot_unit(snapshot: Snapshot, unit: str) -> str | None:
 
 
 def gpu_tool(snapshot: Snapshot) -> str | None:
-    return snapshot.value("gpu", "tool")
+    return snapshot.value(Section.GPU, "tool")
 
 
 def snapshot_command(snapshot: Snapshot, command: str, here: Image | None) -> str | None:
@@ -148,7 +149,7 @@ def driver_and_gpus(snapshot: Snapshot, bundle: Bundle) -> list[StrictFailure]:
     if not expected:
         return []
     why = hardware_why(bundle)
-    on_pci = snapshot.value("gpu-pci", "count") or "?"
+    on_pci = snapshot.value(Section.GPU_PCI, "count") or "?"
     bus = f"{on_pci} NVIDIA GPU{'' if on_pci == '1' else 's'} on the PCI bus"
     failures = []
     if on_pci.isdigit() and int(on_pci) < expected:
@@ -165,7 +166,7 @@ def driver_and_gpus(snapshot: Snapshot, bundle: Bundle) -> list[StrictFailure]:
             *failures,
             StrictFailure("driver", f"not loaded or not answering: {state}; {bus}", why),
         ]
-    listed = sum(1 for key, _ in snapshot.section("gpu") if key != "tool")
+    listed = sum(1 for key, _ in snapshot.section(Section.GPU) if key != "tool")
     if listed < expected:
         failures.append(StrictFailure("gpus", f"nvidia-smi lists {listed} of {expected}", why))
     return failures

@@ -1,38 +1,24 @@
-"""What `gen verify` reads from a bundle, and what it says about each setting.
+"""What `gen verify` says about each setting: the verdicts, one check's record, and the checks of
+the bundle's own files that install.sh merges in place or that a delivery leaves out.
 
-A bundle is read through three files: ``plan.json`` (every setting, in the ``gen explain --json``
-vocabulary), ``manifest.json`` (every file with its sha256 and mode) and the overlay itself under
-``rootfs/`` (the udev rules, to know which disks they match; the tuned profile's name). Like
-``gen diff``, it reads the bundle as foreign: no symbolic link below the bundle directory is
-followed, only regular files are read, each with a size cap (``generator.bundle.read``).
+The bundle itself is read by ``generator.bundle.read`` (one ``Bundle``, one manifest reader).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
-from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, load_bundle_json, load_plan
-from generator.errors import InputError, Problem
-from generator.foreign import read_beneath
+from generator.bundle.read import ManifestFile
 from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
     IMAGE_ONLY_TARGETS,
-    MANIFEST,
     NCCL_CONF,
-    TUNED_DIR,
-    UDEV_FILE,
-    UNIT_DIR,
     VERIFY_ONLY_TARGETS,
-    in_overlay,
-    target_of,
 )
-from generator.model.setting import Plan, Setting
+from generator.model.setting import Setting
 
 
 class Verdict(StrEnum):
@@ -101,26 +87,6 @@ def file_not_installed(target: str, expected: str) -> Check:
     return Check("file", target, expected, "not installed", Verdict.MISSING)
 
 
-@dataclass(frozen=True)
-class ManifestFile:
-    path: str  # in the bundle: rootfs/etc/sysctl.d/90-goldtune.conf
-    sha256: str
-    mode: int
-    # the file's digest as the cloud-init user-data writes it, without its comment lines
-    # (layout.compact_in_user_data); either form is the bundle's file
-    first_boot_sha256: str | None = None
-
-    def is_bundles(self, digest: str) -> bool:
-        return digest == self.sha256 or (
-            self.first_boot_sha256 is not None and digest == self.first_boot_sha256
-        )
-
-    @property
-    def target(self) -> str | None:
-        """Where the file lands on the machine, or None for a delivery file (install.sh…)."""
-        return target_of(self.path)
-
-
 # The line install.sh's merge_nccl_conf writes between the bundle's nccl.conf and the image's own
 # lines it keeps after them (templates/scripts/install.sh; tests/test_install.py ties the two).
 NCCL_MERGE_MARK = b"\n\n# The image's own lines, kept by "
@@ -160,104 +126,3 @@ def merged_file_check(target: str, expected: str) -> Check:
     """The file check of a file install.sh merged in place (a key of MERGED_IN_PLACE)."""
     actual, note = MERGED_IN_PLACE[target]
     return Check("file", target, expected, actual, Verdict.OK, note)
-
-
-@dataclass(frozen=True)
-class Bundle:
-    path: Path
-    plan: Plan
-    files: tuple[ManifestFile, ...] = ()
-    udev_rules: str | None = None  # the bundle's own I/O scheduler rules, None when it has none
-    tuned_profile: str | None = None
-    units: dict[str, str] = field(default_factory=dict)  # own unit name -> its text
-
-    def overlay_files(self) -> list[ManifestFile]:
-        return [f for f in self.files if f.target is not None]
-
-
-def load_manifest(bundle_dir: Path) -> tuple[ManifestFile, ...]:
-    data = load_bundle_json(bundle_dir, MANIFEST)
-    source = str(bundle_dir / MANIFEST)
-    entries = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise InputError(Problem(source, "files", "a manifest has a list of files"))
-    files = []
-    for i, entry in enumerate(entries):
-        try:
-            first_boot = entry.get("first_boot_sha256")
-            files.append(
-                ManifestFile(
-                    str(entry["path"]),
-                    str(entry["sha256"]),
-                    int(str(entry["mode"]), 8),
-                    None if first_boot is None else str(first_boot),
-                )
-            )
-        except (TypeError, KeyError, ValueError):
-            raise InputError(
-                Problem(source, f"files[{i}]", "needs path, sha256 and an octal mode")
-            ) from None
-    return tuple(files)
-
-
-def _plain_directory(bundle_dir: Path, subdir: str) -> bool:
-    """``bundle_dir/subdir`` exists and every component of ``subdir`` is a directory, not a link."""
-    current = bundle_dir
-    for part in subdir.split("/"):
-        current = current / part
-        try:
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
-    """name -> text of each regular file ``subdir/*suffix`` of the bundle, in name order.
-
-    No link is followed: a linked directory or file is not read (``read_beneath``).
-    """
-    if not _plain_directory(bundle_dir, subdir):
-        return {}
-    with os.scandir(bundle_dir / subdir) as entries:
-        names = sorted(
-            entry.name
-            for entry in entries
-            if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False)
-        )
-    texts = {
-        name: read_beneath(bundle_dir, f"{subdir}/{name}", MAX_BUNDLE_FILE_BYTES) for name in names
-    }
-    return {name: content.decode("utf-8", "replace") for name, content in texts.items()}
-
-
-def tuned_profiles(bundle_dir: Path) -> list[str]:
-    """The bundle's tuned profile directories that hold a tuned.conf, in name order."""
-    tuned_dir = in_overlay(TUNED_DIR)
-    if not _plain_directory(bundle_dir, tuned_dir):
-        return []
-    with os.scandir(bundle_dir / tuned_dir) as entries:
-        names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    return [
-        name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")
-    ]
-
-
-def load_bundle(path: Path) -> Bundle:
-    if not path.is_dir():
-        raise InputError(
-            Problem(str(path), "", "not a directory", hint="give the bundle directory (gen -o DIR)")
-        )
-    plan = load_plan(path)
-    files = load_manifest(path) if os.path.lexists(path / MANIFEST) else ()
-    rules = overlay_texts(path, in_overlay(UDEV_FILE.rsplit("/", 1)[0]), ".rules")
-    tuned = tuned_profiles(path)
-    return Bundle(
-        path=path,
-        plan=plan,
-        files=files,
-        udev_rules="\n".join(rules.values()) if rules else None,
-        tuned_profile=tuned[0] if tuned else None,
-        units=overlay_texts(path, in_overlay(UNIT_DIR), ".service"),
-    )

@@ -16,7 +16,8 @@ from typing import Any
 
 from generator.inputs.catalog import Catalog, load_catalog
 from generator.inputs.facts import Facts
-from generator.inputs.hardware import HardwareSpec, deep_merge, resolve_facts
+from generator.inputs.hardware import deep_merge, resolve_facts
+from generator.inputs.hardware_spec import HardwareSpec
 from generator.inputs.profile import KNOB_DEFAULTS, KNOB_NAMES, Knobs, Override, Profile
 from generator.model.setting import Note, Plan, Setting
 from generator.rules.base import Rule
