@@ -3,11 +3,23 @@ the NCCL defaults and NUMA hints drawn from the NICs and GPUs the hardware file 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
+from generator.model.setting import Setting
 from generator.model.vendors import GpuVendor
-from generator.rules.base import MIB, Output, load_module, nccl_default, note, rule, sysctl
+from generator.rules.base import (
+    MIB,
+    Output,
+    load_module,
+    nccl_default,
+    note,
+    rccl_default,
+    rule,
+    sysctl,
+)
 
 # Round-trip times the socket buffer *limits* are sized for: a serving front end sees clients
 # across a region; training side paths (checkpoints, datasets) reach storage across sites. The
@@ -236,9 +248,13 @@ HOW_TO_MAKE_REAL = (
 )
 
 
-@rule("network.nccl")
+# The writer of one NCCL_* default, in the file one collective library reads.
+ConfWriter = Callable[[str, object, str], Setting]
+
+
+@rule("network.nccl", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def nccl(facts: Facts, profile: Profile) -> Output:
-    """NCCL defaults in /etc/nccl.conf for training on compute RDMA fabrics.
+    """NCCL defaults in /etc/nccl.conf (RCCL's in /etc/rccl.conf) for training on RDMA fabrics.
 
     NCCL reads NCCL_* variables from ~/.nccl.conf and /etc/nccl.conf as KEY=VALUE lines, a job's
     environment winning (NCCL User Guide, "Environment Variables"; src/misc/param.cc
@@ -259,12 +275,27 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     wrong NCCL_IB_HCA leaves the IB transport without devices, and NCCL moves the collectives onto
     TCP sockets without an error (src/plugin/net.cc: a plugin with no device is disabled, Socket
     is next). So without real names both stay unset and a note says how to pin them.
+
+    With AMD GPUs the same variables go to /etc/rccl.conf: RCCL, NCCL's code ported to ROCm,
+    reads ~/.rccl.conf and /etc/rccl.conf and never /etc/nccl.conf (ROCm/rccl
+    src/misc/param.cc initEnv), and takes the interface and HCA lists as NCCL does.
     """
     compute = [nic for nic in facts.rdma_nics if nic.role == "compute"]
     if profile.intent != "training" or not compute:
         return
-    yield from _socket_ifname(facts)
-    yield from _ib_hca(facts, compute)
+    writers = _conf_writers(facts)
+    yield from _socket_ifname(facts, writers)
+    yield from _ib_hca(facts, compute, writers)
+
+
+def _conf_writers(facts: Facts) -> tuple[ConfWriter, ...]:
+    """nccl.conf for NVIDIA GPUs (and a machine without GPUs), rccl.conf for AMD ones."""
+    writers: list[ConfWriter] = []
+    if facts.has_nvidia_gpus or not facts.has_gpus:
+        writers.append(nccl_default)
+    if facts.has_gpus_of(GpuVendor.AMD):
+        writers.append(rccl_default)
+    return tuple(writers)
 
 
 def _socket_nics(facts: Facts) -> tuple[str, list[NicFacts]] | None:
@@ -276,7 +307,7 @@ def _socket_nics(facts: Facts) -> tuple[str, list[NicFacts]] | None:
     return None
 
 
-def _socket_ifname(facts: Facts) -> Output:
+def _socket_ifname(facts: Facts, writers: tuple[ConfWriter, ...]) -> Output:
     sockets = _socket_nics(facts)
     others = sorted({nic.role for nic in facts.nics if nic.role in ("storage", "management")})
     if sockets is None:
@@ -297,16 +328,17 @@ def _socket_ifname(facts: Facts) -> Output:
         )
         return
     avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
-    yield nccl_default(
-        "NCCL_SOCKET_IFNAME",
-        "=" + ",".join(names),
-        f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
-        f"(the leading equals sign), not whichever interface it finds first{avoided}; "
-        "the compute ports carry the collectives over RDMA",
-    )
+    for write in writers:
+        yield write(
+            "NCCL_SOCKET_IFNAME",
+            "=" + ",".join(names),
+            f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
+            f"(the leading equals sign), not whichever interface it finds first{avoided}; "
+            "the compute ports carry the collectives over RDMA",
+        )
 
 
-def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
+def _ib_hca(facts: Facts, compute: list[NicFacts], writers: tuple[ConfWriter, ...]) -> Output:
     other_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
     also = f"NCCL would also use the RDMA ports of {', '.join(other_rdma)}" if other_rdma else ""
     why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
@@ -339,12 +371,13 @@ def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
         )
         return
     avoided = f"; {also} otherwise" if also else ""
-    yield nccl_default(
-        "NCCL_IB_HCA",
-        value,
-        "NCCL's RDMA transport uses exactly the compute HCAs (the leading equals sign: whole "
-        f"names, so mlx5_1 never also selects mlx5_10){avoided}",
-    )
+    for write in writers:
+        yield write(
+            "NCCL_IB_HCA",
+            value,
+            "NCCL's RDMA transport uses exactly the compute HCAs (the leading equals sign: whole "
+            f"names, so mlx5_1 never also selects mlx5_10){avoided}",
+        )
 
 
 def _nodes_of_gpus(facts: Facts) -> dict[int, list[int]]:
@@ -396,17 +429,20 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
 
 @rule("network.rccl-conf", vendors=(GpuVendor.AMD,))
 def rccl_conf(facts: Facts, profile: Profile) -> Output:
-    """Say that RCCL reads /etc/rccl.conf, not the /etc/nccl.conf network.nccl writes.
+    """Say which file RCCL reads: /etc/rccl.conf, where this bundle writes RCCL's defaults.
 
-    RCCL honours the NCCL_* variables, but its configuration file is ``~/.rccl.conf`` if present,
-    otherwise ``/etc/rccl.conf`` (RCCL environment variables, NCCL_CONF_FILE; src/misc/param.cc),
-    so the defaults in this bundle's /etc/nccl.conf reach RCCL only through NCCL_CONF_FILE.
+    RCCL's initEnv reads ``~/.rccl.conf``, then ``/etc/rccl.conf``, as KEY=VALUE lines with
+    setenv without overwrite, so a job's environment wins over both and the user's file over
+    the system's; it never reads /etc/nccl.conf (ROCm/rccl src/misc/param.cc initEnv,
+    setEnvFile; RCCL docs, "RCCL environment variables": NCCL_CONF_FILE, default ~/.rccl.conf
+    or /etc/rccl.conf). network.nccl therefore writes the NCCL_* defaults of an AMD machine to
+    /etc/rccl.conf.
     """
     if not facts.has_gpus:
         return
     yield note(
-        "RCCL (AMD's NCCL) reads NCCL_* variables from the environment and from ~/.rccl.conf "
-        "or /etc/rccl.conf (RCCL environment variables: NCCL_CONF_FILE), not from "
-        "/etc/nccl.conf: where this bundle writes nccl.conf, set NCCL_CONF_FILE=/etc/nccl.conf "
-        "for RCCL jobs"
+        "RCCL (AMD's NCCL) reads NCCL_* variables from the environment, then ~/.rccl.conf, then "
+        "/etc/rccl.conf, never /etc/nccl.conf (ROCm/rccl src/misc/param.cc initEnv; RCCL "
+        "environment variables: NCCL_CONF_FILE): the NCCL_* defaults this bundle decides for "
+        "RCCL go to /etc/rccl.conf"
     )

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from generator import TOOL
-from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF, PREFLIGHT_UNIT
+from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_STYLE_CONFS, PREFLIGHT_UNIT
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.preflight import check_preflight
 from generator.verify.snapshot import TIMED_OUT, Snapshot
@@ -209,9 +209,10 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
 def merged_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
     """nccl.conf as the collector read it line by line: the bundle's file, then install.sh's
     mark and the image's own lines (verdicts.merged_nccl_conf)."""
-    if item.target != NCCL_CONF or snapshot.value("conf", NCCL_CONF) != "present":
+    target = item.target
+    if target not in NCCL_STYLE_CONFS.values() or snapshot.value("conf", target) != "present":
         return False
-    text = "\n".join(snapshot.values("conf-line", NCCL_CONF))
+    text = "\n".join(snapshot.values("conf-line", target))
     return merged_nccl_conf(item, text.encode("utf-8", "surrogateescape"))
 
 

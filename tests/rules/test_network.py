@@ -312,6 +312,21 @@ CASES: tuple[Case, ...] = (
         hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("mgmt0", "management", 1)]},
         note="NCCL_IB_HCA not written: no rdma_device for ib0, ib1, ib2, ib3; every RDMA port",
     ),
+    # AMD GPUs: the same values in /etc/rccl.conf, the file RCCL reads (ROCm/rccl
+    # src/misc/param.cc initEnv), never nccl.conf (failed before: they went to nccl.conf)
+    Case(
+        "nccl-amd-gpus-write-rccl-conf",
+        network.nccl,
+        {
+            ("rccl", "NCCL_SOCKET_IFNAME", "=ens3"),
+            ("rccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11"),
+        },
+        intent="training",
+        hw={
+            "gpus": [{"model": "MI300X", "count": 8}],
+            "nics": [*real(*NAMED_FABRIC), REAL_FRONT_100, STORAGE_RDMA_NAMED],
+        },
+    ),
     # NCCL_IB_HCA: exact names (=), only the compute HCAs, in the file's order
     Case(
         "nccl-ib-hca-exact-compute-only",
@@ -446,13 +461,15 @@ CASES: tuple[Case, ...] = (
         note="one NUMA node with CPUs: every process is local to the GPUs",
     ),
     Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
-    # AMD: RCCL's config file is /etc/rccl.conf (RCCL environment variables, NCCL_CONF_FILE)
+    # AMD: RCCL's config file is /etc/rccl.conf (RCCL environment variables, NCCL_CONF_FILE),
+    # where network.nccl now writes RCCL's defaults (failed before: the note sent them to
+    # nccl.conf through NCCL_CONF_FILE)
     Case(
         "rccl-conf-mi300x",
         network.rccl_conf,
         set(),
         hw={"gpus": [{"model": "MI300X", "count": 8}]},
-        note="/etc/rccl.conf",
+        note="the NCCL_* defaults this bundle decides for RCCL go to /etc/rccl.conf",
     ),
     Case(
         "rccl-conf-h100",
