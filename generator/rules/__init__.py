@@ -84,6 +84,7 @@ REGISTRY: tuple[Rule, ...] = (
     containers.runtime_limits,
     containers.nvidia_runtime,
     containers.amd_runtime,
+    containers.amd_devices,
     containers.shm,
     kubernetes.cpu_manager,
     kubernetes.cgroup_driver,

@@ -130,6 +130,26 @@ CASES: tuple[Case, ...] = (
         note="AMD's container toolkit configures Docker only",
     ),
     Case("amd-none", containers.amd_runtime, set(), hw={"gpus": [MI300X8]}),
+    # containerd: AMD's toolkit has no containerd engine; CDI and the device plugin need none
+    # (failed before: the note did not say how containerd reaches the GPUs)
+    Case(
+        "amd-containerd-says-cdi",
+        containers.amd_runtime,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"containers": "containerd"},
+        note="through the CDI spec amd-ctk cdi generate writes (/etc/cdi/amd.json)",
+    ),
+    # /dev/kfd and renderD*: systemd's udev rules already give group render (failed before: no
+    # rule said why nothing is written)
+    Case(
+        "amd-devices",
+        containers.amd_devices,
+        set(),
+        hw={"gpus": [MI300X8]},
+        note="systemd's 50-udev-default.rules already gives both to group render",
+    ),
+    Case("amd-devices-on-h100", containers.amd_devices, set(), hw={"gpus": [H100X8]}),
     Case(
         "amd-on-h100",
         containers.amd_runtime,
