@@ -80,6 +80,7 @@ NOTE_ONLY = {
     "boot.amd-firmware",
     "network.rccl-conf",
     "containers.amd-devices",
+    "network.amd-gpu-rdma",
 }
 # Imports a rule module may use: no I/O, no environment, no clock.
 ALLOWED_IMPORTS = re.compile(

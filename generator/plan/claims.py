@@ -100,7 +100,9 @@ def gpu_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
         placement = _refs(
             settings,
             lambda s: (
-                is_topology(s) or s.kind in {"nccl", "rccl"} or ("GPU" in s.reason and "NUMA" in s.reason)
+                is_topology(s)
+                or s.kind in {"nccl", "rccl"}
+                or ("GPU" in s.reason and "NUMA" in s.reason)
             ),
         )
         nodes = ",".join(str(node) for node in facts.gpus[0].numa_nodes)

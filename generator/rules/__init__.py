@@ -68,6 +68,7 @@ REGISTRY: tuple[Rule, ...] = (
     network.nccl,
     network.gpu_numa_hints,
     network.rccl_conf,
+    network.amd_gpu_rdma,
     irq.pin_nics,
     irq.irqbalance,
     limits.nofile,

@@ -195,7 +195,7 @@ def amd_runtime(facts: Facts, profile: Profile) -> Output:
     if profile.containers == "containerd":
         yield note(
             "containerd: no AMD runtime is configured: AMD's container toolkit configures Docker "
-            "only (amd-ctk runtime configure: \"unsupported runtime engine\" for any other); "
+            'only (amd-ctk runtime configure: "unsupported runtime engine" for any other); '
             "containerd reaches AMD GPUs through the CDI spec amd-ctk cdi generate writes "
             "(/etc/cdi/amd.json), pods through the AMD GPU device plugin, which hands them "
             "/dev/kfd and /dev/dri"

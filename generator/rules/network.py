@@ -427,6 +427,65 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
     yield note(f"NUMA affinity hint (nvidia-smi's GPU index): {places}: {who}")
 
 
+# RDMA drivers that MLNX_OFED / DOCA-OFED extend with the PeerDirect peer-memory API
+# (ib_register_peer_memory_client), the one amdgpu-dkms's amdkfd registers with: mlx5.
+PEERDIRECT_RDMA_DRIVERS = frozenset({"mlx5_core"})
+
+
+@rule("network.amd-gpu-rdma", vendors=(GpuVendor.AMD,))
+def amd_gpu_rdma(facts: Facts, profile: Profile) -> Output:
+    """Say which path lets the RDMA NICs reach AMD GPU memory; no module is loaded for it.
+
+    RCCL's IB transport uses GPU memory directly through one of two paths (ROCm/rccl
+    src/transport/net_ib.cc ncclIbGdrSupport, ncclIbDmaBufSupport):
+
+    - PeerDirect: amdgpu-dkms's amdkfd registers as a peer-memory client with the ib_core of
+      MLNX_OFED / DOCA-OFED (ROCmRDMA, "now included as part of the ROCK Kernel Driver"; ROCm
+      docs, Remote Device Programming), which RCCL finds at
+      /sys/kernel/mm/memory_peers/amdkfd/version or by ib_register_peer_memory_client in
+      /proc/kallsyms. No module of its own: nothing for modules-load.d (unlike NVIDIA's
+      nvidia-peermem).
+    - DMA-BUF, with the inbox kernel RDMA stack and rdma-core: RCCL only tries it with
+      NCCL_DMABUF_ENABLE=1 (default 0, src/misc/rocmwrap.cc) and a kernel built with
+      CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y, which it reads from
+      /boot/config-<release>. goldtune does not write NCCL_DMABUF_ENABLE=1 to rccl.conf: that
+      RCCL reads the file through fopen's result without checking it (fgets on NULL), so a job
+      whose root has no /boot/config-<release>, as in most containers, would crash.
+
+    ROCmRDMA also wants large-BAR GPUs, the IOMMU off or in pass-through (the rule
+    boot.iommu-passthrough), and the NIC and GPU under one PCIe root complex.
+    """
+    if not facts.has_gpus:
+        return
+    rdma = facts.rdma_nics
+    if not rdma:
+        return
+    peerdirect = [
+        nic.name
+        for nic in rdma
+        if nic.model is not None and nic.model.driver in PEERDIRECT_RDMA_DRIVERS
+    ]
+    others = [nic.name for nic in rdma if nic.name not in peerdirect]
+    if peerdirect:
+        yield note(
+            f"GPU memory over RDMA for {', '.join(peerdirect)} (mlx5): with MLNX_OFED/DOCA-OFED, "
+            "amdgpu-dkms's amdkfd registers as a PeerDirect peer-memory client "
+            "(/sys/kernel/mm/memory_peers/amdkfd/version, which RCCL checks: "
+            "src/transport/net_ib.cc ncclIbGdrSupport); no module to load (nvidia-peermem is "
+            "NVIDIA's); with the inbox mlx5 stack the DMA-BUF path below applies instead"
+        )
+    if others or peerdirect:
+        yield note(
+            "GPU memory over RDMA through DMA-BUF (inbox kernel RDMA stack and rdma-core"
+            + (f": {', '.join(others)}" if others else "")
+            + "): RCCL needs NCCL_DMABUF_ENABLE=1 (default 0, src/misc/rocmwrap.cc) and a "
+            "kernel with CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y in "
+            "/boot/config-<release>; not written to rccl.conf: that RCCL reads the config file "
+            "without checking it opened, and a job without /boot (a container) would crash; "
+            "set it in jobs that see /boot"
+        )
+
+
 @rule("network.rccl-conf", vendors=(GpuVendor.AMD,))
 def rccl_conf(facts: Facts, profile: Profile) -> Output:
     """Say which file RCCL reads: /etc/rccl.conf, where this bundle writes RCCL's defaults.

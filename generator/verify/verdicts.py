@@ -129,8 +129,9 @@ NCCL_MERGE_MARK = b"\n\n# The image's own lines, kept by "
 
 
 def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
-    """nccl.conf (or rccl.conf) whose first lines are the bundle's file, then install.sh's mark and the image's
-    own lines: NCCL takes a name's first value, so ours win; each setting is judged by itself."""
+    """nccl.conf (or rccl.conf) whose first lines are the bundle's file, then install.sh's mark
+    and the image's own lines: NCCL takes a name's first value, so ours win; each setting is
+    judged by itself."""
     if item.target not in NCCL_STYLE_CONFS.values():
         return False
     ours, mark, _ = content.partition(NCCL_MERGE_MARK)

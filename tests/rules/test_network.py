@@ -461,6 +461,37 @@ CASES: tuple[Case, ...] = (
         note="one NUMA node with CPUs: every process is local to the GPUs",
     ),
     Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
+    # AMD GPUs over RDMA: PeerDirect (amdkfd's peer-memory client, MLNX_OFED) for mlx5, DMA-BUF
+    # otherwise; never a module to load (failed before: no rule said which path applies)
+    Case(
+        "amd-gpu-rdma-mlx5",
+        network.amd_gpu_rdma,
+        set(),
+        hw={"gpus": [{"model": "MI300X", "count": 8}], "nics": RDMA_FABRIC},
+        note="amdgpu-dkms's amdkfd registers as a PeerDirect peer-memory client",
+    ),
+    Case(
+        "amd-gpu-rdma-broadcom",
+        network.amd_gpu_rdma,
+        set(),
+        hw={
+            "gpus": [{"model": "MI300X", "count": 8}],
+            "nics": [{**rdma_compute("bnxt0", speed=200), "model": "BCM57508"}],
+        },
+        note="through DMA-BUF (inbox kernel RDMA stack and rdma-core: bnxt0)",
+    ),
+    Case(
+        "amd-gpu-rdma-no-rdma",
+        network.amd_gpu_rdma,
+        set(),
+        hw={"gpus": [{"model": "MI300X", "count": 8}]},
+    ),
+    Case(
+        "amd-gpu-rdma-h100",
+        network.amd_gpu_rdma,
+        set(),
+        hw={"gpus": [{"model": "H100-SXM5-80GB", "count": 8}], "nics": RDMA_FABRIC},
+    ),
     # AMD: RCCL's config file is /etc/rccl.conf (RCCL environment variables, NCCL_CONF_FILE),
     # where network.nccl now writes RCCL's defaults (failed before: the note sent them to
     # nccl.conf through NCCL_CONF_FILE)
