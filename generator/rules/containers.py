@@ -19,6 +19,7 @@ from generator.rules.base import (
     rule,
     unit_dropin,
 )
+from generator.rules.limits import amd_only
 
 # The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and the hard
 # limit of every other service, fs.nr_open's default. Soft = hard, unlike DefaultLimitNOFILE's soft
@@ -42,17 +43,21 @@ def runtime_units(profile: Profile) -> tuple[str, ...]:
     return ()
 
 
-@rule("containers.runtime-limits")
+@rule("containers.runtime-limits", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def runtime_limits(facts: Facts, profile: Profile) -> Output:
     """The runtime's locked-memory, open-file and task limits, which its containers inherit."""
+    locked = (
+        "RDMA registration (RCCL's IB transport) fails"
+        if amd_only(facts)
+        else "CUDA pinned host memory and RDMA registration fail"
+    )
     for unit in runtime_units(profile):
         yield unit_dropin(
             unit,
             "LimitMEMLOCK",
             "infinity",
-            "containers inherit the runtime's limits: CUDA pinned host memory and "
-            "RDMA registration fail under a memlock cap (DefaultLimitMEMLOCK does "
-            "not reach a unit that sets its own)",
+            f"containers inherit the runtime's limits: {locked} under a memlock cap "
+            "(DefaultLimitMEMLOCK does not reach a unit that sets its own)",
         )
         yield unit_dropin(
             unit,

@@ -6,6 +6,7 @@ from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.vendors import GpuVendor
 from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
+from generator.rules.limits import amd_only
 
 # arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G, and its THP is 512M
 # (Documentation/arch/arm64/hugetlbpage.rst); 4 KiB and 16 KiB page kernels offer 1G.
@@ -23,7 +24,7 @@ def swappiness(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("memory.thp-mode")
+@rule("memory.thp-mode", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def thp_mode(facts: Facts, profile: Profile) -> Output:
     """Transparent huge pages only where the application asks (madvise), set at boot.
 
@@ -32,8 +33,10 @@ def thp_mode(facts: Facts, profile: Profile) -> Output:
     multi-size THP of kernels >= 6.8 (Documentation/admin-guide/mm/transhuge.rst) is not set.
     """
     if profile.thp == "madvise":
+        # CUDA only where it runs: an AMD node's reason names no NVIDIA stack
+        askers = "PyTorch asks" if amd_only(facts) else "PyTorch and CUDA ask"
         reason = (
-            "PyTorch and CUDA ask for huge pages on long-lived allocations via madvise; "
+            f"{askers} for huge pages on long-lived allocations via madvise; "
             "everything else avoids the compaction stalls of 'always'"
         )
     else:

@@ -207,10 +207,12 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
 
 
 def merged_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
-    """nccl.conf as the collector read it line by line: the bundle's file, then install.sh's
-    mark and the image's own lines (verdicts.merged_nccl_conf)."""
+    """nccl.conf (rccl.conf) as the collector read it line by line: the bundle's file, then
+    install.sh's mark and the image's own lines (verdicts.merged_nccl_conf)."""
     target = item.target
-    if target not in NCCL_STYLE_CONFS.values() or snapshot.value("conf", target) != "present":
+    if target is None or target not in NCCL_STYLE_CONFS.values():
+        return False
+    if snapshot.value("conf", target) != "present":
         return False
     text = "\n".join(snapshot.values("conf-line", target))
     return merged_nccl_conf(item, text.encode("utf-8", "surrogateescape"))

@@ -232,3 +232,13 @@ def test_the_gpu_operator_keeps_its_runtime_keys_and_goldtune_its_limits(runtime
     assert not [s for s in output if isinstance(s, Setting)]
     limits_out = containers.runtime_limits.apply(machine, knobs)
     assert settings_of(limits_out, "unit-dropin")[f"{runtime}.service LimitNOFILE"] == "1048576"
+
+
+def test_an_amd_nodes_runtime_memlock_reason_names_no_cuda() -> None:
+    """containers.runtime-limits on AMD GPUs (failed before: 'CUDA pinned host memory')."""
+    amd = containers.runtime_limits.apply(
+        facts(gpus=[MI300X8]), profile("training", containers="docker")
+    )
+    reasons = [s.reason for s in amd if isinstance(s, Setting) and s.key.endswith("LimitMEMLOCK")]
+    assert reasons and all("RDMA registration (RCCL's IB transport)" in r for r in reasons)
+    assert not any("CUDA" in r for r in reasons)

@@ -292,3 +292,14 @@ def test_thp_caveat_only_on_64k_pages() -> None:
             facts(**GRACE, os={"page_size_kib": page_size_kib}), profile("inference")
         )
         assert notes_of(output) == []
+
+
+def test_an_amd_nodes_thp_reason_names_no_cuda() -> None:
+    """memory.thp-mode on AMD GPUs: PyTorch asks, not CUDA (failed before: it named CUDA)."""
+    amd = memory.thp_mode.apply(facts(gpus=[{"model": "MI300X", "count": 8}]), profile("training"))
+    nvidia = memory.thp_mode.apply(facts(gpus=[H100X8]), profile("training"))
+    assert [s.reason for s in amd if isinstance(s, Setting)] == [
+        "PyTorch asks for huge pages on long-lived allocations via madvise; everything else "
+        "avoids the compaction stalls of 'always'"
+    ]
+    assert all("PyTorch and CUDA ask" in s.reason for s in nvidia if isinstance(s, Setting))
