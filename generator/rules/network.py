@@ -471,8 +471,8 @@ def amd_gpu_rdma(facts: Facts, profile: Profile) -> Output:
             f"GPU memory over RDMA for {', '.join(peerdirect)} (mlx5): with MLNX_OFED/DOCA-OFED, "
             "amdgpu-dkms's amdkfd registers as a PeerDirect peer-memory client "
             "(/sys/kernel/mm/memory_peers/amdkfd/version, which RCCL checks: "
-            "src/transport/net_ib.cc ncclIbGdrSupport); no module to load (nvidia-peermem is "
-            "NVIDIA's); with the inbox mlx5 stack the DMA-BUF path below applies instead"
+            "src/transport/net_ib.cc ncclIbGdrSupport); no module to load, amdgpu registers "
+            "itself; with the inbox mlx5 stack the DMA-BUF path below applies instead"
         )
     if others or peerdirect:
         yield note(
