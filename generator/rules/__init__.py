@@ -27,6 +27,7 @@ REGISTRY: tuple[Rule, ...] = (
     memory.max_map_count,
     memory.overcommit,
     memory.numa_balancing,
+    memory.apu_ttm,
     memory.zone_reclaim,
     memory.dirty_bytes,
     memory.hugepages_1g,
