@@ -248,8 +248,9 @@ HOW_TO_MAKE_REAL = (
 )
 
 
-# The writer of one NCCL_* default, in the file one collective library reads.
-ConfWriter = Callable[[str, object, str], Setting]
+# The writer of one NCCL_* default, in the file one collective library reads, and the library's
+# name its reasons give.
+ConfWriter = tuple[Callable[[str, object, str], Setting], str]
 
 
 @rule("network.nccl", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
@@ -292,9 +293,9 @@ def _conf_writers(facts: Facts) -> tuple[ConfWriter, ...]:
     """nccl.conf for NVIDIA GPUs (and a machine without GPUs), rccl.conf for AMD ones."""
     writers: list[ConfWriter] = []
     if facts.has_nvidia_gpus or not facts.has_gpus:
-        writers.append(nccl_default)
+        writers.append((nccl_default, "NCCL"))
     if facts.has_gpus_of(GpuVendor.AMD):
-        writers.append(rccl_default)
+        writers.append((rccl_default, "RCCL"))
     return tuple(writers)
 
 
@@ -328,11 +329,11 @@ def _socket_ifname(facts: Facts, writers: tuple[ConfWriter, ...]) -> Output:
         )
         return
     avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
-    for write in writers:
+    for write, library in writers:
         yield write(
             "NCCL_SOCKET_IFNAME",
             "=" + ",".join(names),
-            f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
+            f"{library}'s bootstrap and socket fallback use the {role} NIC(s), exactly these names "
             f"(the leading equals sign), not whichever interface it finds first{avoided}; "
             "the compute ports carry the collectives over RDMA",
         )
@@ -371,12 +372,12 @@ def _ib_hca(facts: Facts, compute: list[NicFacts], writers: tuple[ConfWriter, ..
         )
         return
     avoided = f"; {also} otherwise" if also else ""
-    for write in writers:
+    for write, library in writers:
         yield write(
             "NCCL_IB_HCA",
             value,
-            "NCCL's RDMA transport uses exactly the compute HCAs (the leading equals sign: whole "
-            f"names, so mlx5_1 never also selects mlx5_10){avoided}",
+            f"{library}'s RDMA transport uses exactly the compute HCAs (the leading equals sign: "
+            f"whole names, so mlx5_1 never also selects mlx5_10){avoided}",
         )
 
 

@@ -611,3 +611,14 @@ def test_an_rdma_storage_port_alone_sizes_the_buffers_and_says_what_they_serve()
     (reason,) = {s.reason for s in out if isinstance(s, Setting)}
     assert "moves its storage traffic over RDMA" in reason and "IPoIB" in reason
     assert "never past this ceiling" in reason  # a ceiling, not an allocation
+
+
+def test_rccl_conf_reasons_name_rccl() -> None:
+    """AMD GPUs: rccl.conf's reasons speak of RCCL (failed before: they said NCCL's)."""
+    machine = facts(
+        gpus=[{"model": "MI300X", "count": 8}],
+        nics=[*real(*NAMED_FABRIC), REAL_FRONT_100],
+    )
+    output = network.nccl.apply(machine, profile("training"))
+    reasons = [s.reason for s in output if isinstance(s, Setting)]
+    assert len(reasons) == 2 and all(r.startswith("RCCL's ") for r in reasons)
