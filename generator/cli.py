@@ -15,6 +15,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
+from generator.commands.usage import JsonUsageErrors
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
@@ -181,22 +182,6 @@ def main(
         from generator.commands.generate import run_generate
 
         run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
-
-
-class JsonUsageErrors(click.Command):
-    """A command whose ``--json`` promise holds for a usage error too (a missing or unknown
-    option): a script reading stdout gets the same error object, click's lines stay on stderr."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        as_json = "--json" in args
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as error:
-            if as_json:
-                from generator.commands.check import usage_report
-
-                click.echo(json.dumps(usage_report(error.format_message(), ctx), indent=2))
-            raise
 
 
 @main.command(cls=JsonUsageErrors)

@@ -124,6 +124,7 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("kubelet", "kubeReserved/memory", "1465Mi", "kubernetes.reserved"),
     setting("kubelet", "reservedMemory/0", "2489Mi", "kubernetes.memory-manager"),
     setting("nccl", "NCCL_SOCKET_IFNAME", "=ens1f0np0", "network.nccl"),
+    setting("rccl", "NCCL_SOCKET_IFNAME", "=ens1f0np0", "network.nccl"),
 )
 
 

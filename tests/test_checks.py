@@ -75,6 +75,8 @@ DO_NOT_FIT = [
     ("nccl", "LD_PRELOAD", "/tmp/x.so"),
     ("nccl", "NCCL_SOCKET_IFNAME", "=eth0 # x"),
     ("nccl", "NCCL_IB_HCA", "=mlx5_0\nNCCL_DEBUG=INFO"),
+    ("rccl", "LD_PRELOAD", "/tmp/x.so"),
+    ("rccl", "NCCL_IB_HCA", "=mlx5_0\nNCCL_DEBUG=INFO"),
     ("kubelet", "evictionHard/memory.available", "1Gi\nauthentication: {}"),
 ]
 
@@ -105,6 +107,7 @@ FITS = [
     ("kubelet", "reservedSystemCPUs", "0,112"),
     ("nccl", "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"),
     ("nccl", "NCCL_SOCKET_IFNAME", "^docker,lo"),
+    ("rccl", "NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"),
 ]
 
 

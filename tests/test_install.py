@@ -1543,6 +1543,41 @@ def test_an_nccl_conf_too_large_to_merge_is_left_as_it_is(tmp_path: Path) -> Non
         shutil.rmtree(tmp_path / "later")
 
 
+def test_the_images_rccl_conf_is_merged_and_put_back_like_nccl_conf(tmp_path: Path) -> None:
+    """RCCL reads /etc/rccl.conf as NCCL reads nccl.conf (ROCm/rccl src/misc/param.cc): an
+    image's own lines are kept after the bundle's, the original at rccl.conf.image, and a bundle
+    without RCCL settings puts it back. Failed before: install.sh replaced the image's file and
+    a later bundle left the stale one in place."""
+    root = tmp_path / "image"
+    (root / "etc").mkdir(parents=True)
+    conf = root / "etc/rccl.conf"
+    conf.write_bytes(NDV5_NCCL_CONF)
+    conf.chmod(0o640)
+    path = make_bin(tmp_path, {})
+    bundle = bundle_for(tmp_path, full_plan(), "old")
+    result = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ours = (bundle / "rootfs/etc/rccl.conf").read_bytes()
+    assert conf.read_bytes().startswith(ours)
+    assert conf.read_bytes()[len(ours) :].split(b"\n", 2)[2] == NDV5_KEPT
+    kept = root / "var/lib/goldtune/rccl.conf.image"
+    assert kept.read_bytes() == NDV5_NCCL_CONF
+    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    rccl = [c for c in checks if c.kind == "rccl" or c.key == layout.RCCL_CONF]
+    assert rccl and all(c.verdict == Verdict.OK for c in rccl), rccl
+    result = run(
+        bundle_for(tmp_path, plan_without("rccl"), "new") / "install.sh",
+        "--root",
+        str(root),
+        path=path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"restored the image's own {layout.RCCL_CONF}" in result.stdout
+    assert conf.read_bytes() == NDV5_NCCL_CONF
+    assert conf.stat().st_mode & 0o7777 == 0o640
+    assert not kept.exists()
+
+
 def test_a_fifo_or_link_at_nccl_conf_is_replaced_not_read(tmp_path: Path) -> None:
     outside = tmp_path / "outside.conf"
     outside.write_bytes(NDV5_NCCL_CONF)

@@ -998,6 +998,7 @@ def test_explain_json_vocabulary_is_the_fixed_one() -> None:
         "docker",
         "kubelet",
         "nccl",  # issue 18: /etc/nccl.conf
+        "rccl",  # issue 31: /etc/rccl.conf, the file RCCL reads on AMD GPU nodes
     }
     data = explain_json("--hw", "dgx-h100", "--profile", "inference")
     by_kind: dict[str, list[dict[str, Any]]] = {}

@@ -79,6 +79,8 @@ NOTE_ONLY = {
     "network.gpu-numa-hints",
     "boot.amd-firmware",
     "network.rccl-conf",
+    "containers.amd-devices",
+    "network.amd-gpu-rdma",
 }
 # Imports a rule module may use: no I/O, no environment, no clock.
 ALLOWED_IMPORTS = re.compile(

@@ -147,6 +147,9 @@ NEW_GPU_NAMES = {
     "RTX-PRO-6000-Server": ["10de:2bb5", "NVIDIA RTX PRO 6000 Blackwell Server Edition"],
     "A100-PCIe-40GB": ["10de:20b1", "10de:20f1", "NVIDIA A100-PCIE-40GB"],
     "L40": ["10de:26b5", "NVIDIA L40"],
+    # AMD Instinct MI300A, the APU (pci.ids 74a0; amd-smi static's PRODUCT_NAME); failed before:
+    # no entry, and MI300X's must not answer for it
+    "MI300A": ["1002:74a0", "0x74a0", "AMD Instinct MI300A", "Aqua Vanjaram [Instinct MI300A]"],
 }
 
 

@@ -138,6 +138,7 @@ KUBELET = "rootfs/etc/kubernetes/kubelet.conf.d/90-test.conf"
 KUBELET_HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 RUNTIME_DROPIN = "rootfs/etc/systemd/system/containerd.service.d/90-test.conf"
 NCCL_CONF = "rootfs/etc/nccl.conf"
+RCCL_CONF = "rootfs/etc/rccl.conf"
 
 CASES = [
     Case("units", "good", unit(""), ""),
@@ -214,6 +215,8 @@ CASES = [
         "older NCCL keeps the first 16",
     ),
     Case("nccl", "hca-port", {NCCL_CONF: "NCCL_IB_HCA=mlx5_0:x\n"}, "is not a number"),
+    # RCCL's /etc/rccl.conf is read the same way (failed before: the validator did not look)
+    Case("nccl", "rccl-comment-with-equals", {RCCL_CONF: "# iommu=pt\nNCCL_DEBUG=WARN\n"}, "older"),
     Case(
         "kubelet",
         "good",

@@ -11,7 +11,7 @@ from pathlib import Path
 from test_verify_runtime import collector_functions
 
 from generator.bundle.read import Bundle, ManifestFile
-from generator.model.layout import NCCL_CONF
+from generator.model.layout import NCCL_CONF, RCCL_CONF
 from generator.model.setting import Plan, Setting
 from generator.verify import health, image, image_runtime, live
 from generator.verify.snapshot import Snapshot
@@ -140,3 +140,20 @@ def test_a_merged_nccl_conf_is_the_bundles_file_live_and_in_an_image(tmp_path: P
     for wrong in (NOT_OURS_FIRST, OURS.replace(b"ens3", b"ens4") + IMAGE_PART, OURS + b"x=1\n"):
         for check in (live_file_check(wrong), image_file_check(tmp_path, wrong)):
             assert check.verdict == Verdict.DIFFERS, (wrong, check)
+
+
+def test_live_rccl_setting_is_judged_by_rccl_conf_not_nccl_conf() -> None:
+    """An rccl setting reads /etc/rccl.conf's records (RCCL never reads nccl.conf); failed
+    before: there was no rccl kind, and check_nccl read nccl.conf for every setting."""
+    rccl = IFNAME._replace(kind="rccl")
+    only_nccl = machine("present", GOOD)
+    assert live.check_nccl(rccl, only_nccl).verdict == Verdict.NOT_APPLICABLE
+    records = {
+        "conf": [(RCCL_CONF, "present")],
+        "conf-line": [(RCCL_CONF, line) for line in GOOD.splitlines()],
+    }
+    found = live.check_nccl(rccl, live.Live.of(Snapshot(records=records), BUNDLE))
+    assert found.verdict == Verdict.OK
+    absent = {"conf": [(RCCL_CONF, "!absent")]}
+    missing = live.check_nccl(rccl, live.Live.of(Snapshot(records=absent), BUNDLE))
+    assert missing.verdict == Verdict.MISSING and RCCL_CONF in missing.reason

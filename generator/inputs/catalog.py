@@ -57,8 +57,10 @@ class GpuModel(StrictModel):
     vendor: GpuVendorName = GpuVendor.NVIDIA.value  # a row of generator/model/vendors.py
     pci_device_ids: Annotated[list[PciDeviceId], Field(min_length=1)]
     architecture: Literal["ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4"]
-    # oam: an OCP Accelerator Module on a universal baseboard (AMD Instinct MI300X and later)
-    form_factor: Literal["sxm", "pcie", "superchip", "oam"]
+    # oam: an OCP Accelerator Module on a universal baseboard (AMD Instinct MI300X and later);
+    # apu: CPU cores and the GPU in one socket sharing its HBM as system memory (AMD Instinct
+    # MI300A), whose memory Linux sees as ordinary NUMA nodes with CPUs, unlike a superchip's
+    form_factor: Literal["sxm", "pcie", "superchip", "oam", "apu"]
     compute_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] | None = None
     memory_gib: Annotated[float, Field(gt=0)] | None = None
     # GDDR keeps ECC inline, in the same DRAM (about 1/16 of capacity); HBM has dedicated ECC bits.

@@ -62,6 +62,7 @@ class Kind(StrEnum):
     DOCKER = "docker"
     KUBELET = "kubelet"
     NCCL = "nccl"
+    RCCL = "rccl"
 
 
 class GpuAction(StrEnum):
@@ -506,6 +507,18 @@ KINDS: tuple[KindSpec, ...] = (
         shape="an NCCL_* variable (NCCL_SOCKET_IFNAME) with a value without spaces, quotes or '#'",
         file=in_overlay(layout.NCCL_CONF),
         template="nccl.conf.j2",
+        live_check="nccl",
+        collector_sections=(Section.CONF, Section.CONF_LINE),
+        image_check="nccl",
+    ),
+    KindSpec(
+        Kind.RCCL,
+        "RCCL defaults (/etc/rccl.conf)",
+        key=r"NCCL_[A-Z0-9_]+",
+        value=r"[A-Za-z0-9_.,:=^+/-]+",
+        shape="an NCCL_* variable (NCCL_SOCKET_IFNAME) with a value without spaces, quotes or '#'",
+        file=in_overlay(layout.RCCL_CONF),
+        template="rccl.conf.j2",
         live_check="nccl",
         collector_sections=(Section.CONF, Section.CONF_LINE),
         image_check="nccl",

@@ -50,10 +50,17 @@ KUBELET_DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"  # kubelet --config-dir (>
 KUBELET_DROPIN = f"{KUBELET_DROPIN_DIR}/{DROP_IN}.conf"
 # NCCL reads ~/.nccl.conf, then /etc/nccl.conf, at its first call; the environment wins over both
 NCCL_CONF = "/etc/nccl.conf"
+# RCCL (AMD's NCCL) reads ~/.rccl.conf, then /etc/rccl.conf, never /etc/nccl.conf: the same
+# KEY=VALUE lines, the first assignment winning, a job's environment winning over both
+# (ROCm/rccl src/misc/param.cc initEnv/setEnvFile; RCCL docs, "RCCL environment variables":
+# NCCL_CONF_FILE, default ~/.rccl.conf or /etc/rccl.conf)
+RCCL_CONF = "/etc/rccl.conf"
+# The NCCL-style files by the kind that writes each (install.sh merges either with the image's own)
+NCCL_STYLE_CONFS = {"nccl": NCCL_CONF, "rccl": RCCL_CONF}
 # The overlay files whose paths cannot carry the tool's name (their consumers read one fixed
 # path): install.sh's stale_candidate lists them, so a bundle that drops one removes it (an
-# image's own nccl.conf, kept by install.sh's merge_nccl_conf, is put back instead).
-UNNAMED_TARGETS = frozenset({DOCKER_DAEMON_JSON, NCCL_CONF})
+# image's own nccl.conf or rccl.conf, kept by install.sh's merge_nccl_conf, is put back instead).
+UNNAMED_TARGETS = frozenset({DOCKER_DAEMON_JSON, NCCL_CONF, RCCL_CONF})
 
 # --- the fixed scripts and the data files they read -------------------------------------------
 LIBEXEC = f"/usr/local/libexec/{TOOL}"

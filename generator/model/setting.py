@@ -31,6 +31,7 @@ SettingKind = Literal[
     "docker",
     "kubelet",
     "nccl",
+    "rccl",
 ]
 assert get_args(SettingKind) == SETTING_KINDS, (
     "SettingKind lists generator.model.kinds.KINDS in order"

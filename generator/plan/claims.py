@@ -83,7 +83,7 @@ def gpu_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
 
     def on_gpus(s: Setting) -> bool:
         return (
-            s.kind in {"gpu", "nccl"}
+            s.kind in {"gpu", "nccl", "rccl"}
             or (s.kind == "pcie-acs" and s.key == "gpus")
             or is_topology(s)
             or any(names(s.reason, model) for model in models)
@@ -100,7 +100,9 @@ def gpu_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
         placement = _refs(
             settings,
             lambda s: (
-                is_topology(s) or s.kind == "nccl" or ("GPU" in s.reason and "NUMA" in s.reason)
+                is_topology(s)
+                or s.kind in {"nccl", "rccl"}
+                or ("GPU" in s.reason and "NUMA" in s.reason)
             ),
         )
         nodes = ",".join(str(node) for node in facts.gpus[0].numa_nodes)

@@ -79,8 +79,13 @@ def _items(plan: Plan) -> dict[str, Sequence[tuple[str, Setting | None]]]:
         "irq": [(s.key, s) for s in plan.of_kind("irq")],
         "units": [(s.key, s) for s in plan.of_kind("service")],
         "runtimes": runtime_units(plan),
-        # collect_files finds the files with the tool's name; NCCL and dockerd read fixed paths
-        "confs": [(layout.NCCL_CONF, s) for s in plan.of_kind("nccl")[:1]]
+        # collect_files finds the files with the tool's name; NCCL, RCCL and dockerd read fixed
+        # paths
+        "confs": [
+            (path, s)
+            for kind, path in layout.NCCL_STYLE_CONFS.items()
+            for s in plan.of_kind(kind)[:1]
+        ]
         + [(layout.DOCKER_DAEMON_JSON, s) for s in plan.of_kind("docker")[:1]],
         "acs": [(acs_word(s.key), s) for s in plan.of_kind("pcie-acs")],
         "preflight": [

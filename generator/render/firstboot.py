@@ -267,7 +267,7 @@ def first_boot_parts(
     installed = list(installed)
     if installed:  # install_file's source is $bundle/rootfs<path>
         words = {**words, "bundle": layout.FIRST_BOOT_BUNDLE}
-    if any(target == layout.NCCL_CONF for _, target in installed):
+    if any(target in layout.NCCL_STYLE_CONFS.values() for _, target in installed):
         raise GenerationError("the first boot does not stage nccl.conf (firstboot.py)")
     entries = ENTRY_FUNCTIONS + (("install_file",) if installed else ())
     body = first_boot_body(install_sh, entries, frozenset(words))

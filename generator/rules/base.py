@@ -173,6 +173,11 @@ def nccl_default(variable: str, value: object, reason: str) -> Setting:
     return Setting("nccl", variable, _text(value), reason)
 
 
+def rccl_default(variable: str, value: object, reason: str) -> Setting:
+    """One ``NCCL_X=value`` line of /etc/rccl.conf, the file RCCL reads instead of nccl.conf."""
+    return Setting("rccl", variable, _text(value), reason)
+
+
 def service(unit: str, action: str, reason: str, optional: bool = False) -> Setting:
     """A unit enabled, disabled or masked; ``optional``: enabled only where the image has it."""
     return Setting("service", unit, action, reason, optional=optional)

@@ -19,6 +19,7 @@ from generator.rules.base import (
     rule,
     unit_dropin,
 )
+from generator.rules.limits import amd_only
 
 # The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and the hard
 # limit of every other service, fs.nr_open's default. Soft = hard, unlike DefaultLimitNOFILE's soft
@@ -42,17 +43,21 @@ def runtime_units(profile: Profile) -> tuple[str, ...]:
     return ()
 
 
-@rule("containers.runtime-limits")
+@rule("containers.runtime-limits", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def runtime_limits(facts: Facts, profile: Profile) -> Output:
     """The runtime's locked-memory, open-file and task limits, which its containers inherit."""
+    locked = (
+        "RDMA registration (RCCL's IB transport) fails"
+        if amd_only(facts)
+        else "CUDA pinned host memory and RDMA registration fail"
+    )
     for unit in runtime_units(profile):
         yield unit_dropin(
             unit,
             "LimitMEMLOCK",
             "infinity",
-            "containers inherit the runtime's limits: CUDA pinned host memory and "
-            "RDMA registration fail under a memlock cap (DefaultLimitMEMLOCK does "
-            "not reach a unit that sets its own)",
+            f"containers inherit the runtime's limits: {locked} under a memlock cap "
+            "(DefaultLimitMEMLOCK does not reach a unit that sets its own)",
         )
         yield unit_dropin(
             unit,
@@ -184,17 +189,21 @@ def amd_runtime(facts: Facts, profile: Profile) -> Output:
     /etc/docker/daemon.json and sets ``default-runtime`` only with ``--amd-set-as-default``
     (ROCm/container-toolkit cmd/amd-ctk/runtime/configure/configure.go, engine/docker/docker.go);
     containers ask for it with ``--runtime=amd``. It configures Docker alone ("target runtime
-    engine, [docker for now]"): under containerd and Kubernetes the AMD GPU device plugin hands
-    /dev/kfd and /dev/dri to pods, with no runtime of AMD's.
+    engine, [docker for now]"; any other --runtime is "unsupported runtime engine"): containerd
+    reaches AMD GPUs through the CDI spec ``amd-ctk cdi generate`` writes (/etc/cdi/amd.json;
+    nerdctl and ctr --device, docs/container-runtime/running-workloads.rst), and Kubernetes pods
+    through the AMD GPU device plugin, which hands them /dev/kfd and /dev/dri; neither needs a
+    runtime entry in containerd's configuration, so goldtune writes none.
     """
     if profile.containers == "none" or not facts.has_gpus:
         return
     if profile.containers == "containerd":
         yield note(
-            "containerd: no AMD runtime is configured (AMD's container toolkit configures Docker "
-            "only, amd-ctk runtime configure); the AMD GPU device plugin gives pods /dev/kfd and "
-            "/dev/dri; users of the GPUs outside pods need the render and video groups (AMD "
-            "container toolkit, System Requirements)"
+            "containerd: no AMD runtime is configured: AMD's container toolkit configures Docker "
+            'only (amd-ctk runtime configure: "unsupported runtime engine" for any other); '
+            "containerd reaches AMD GPUs through the CDI spec amd-ctk cdi generate writes "
+            "(/etc/cdi/amd.json), pods through the AMD GPU device plugin, which hands them "
+            "/dev/kfd and /dev/dri"
         )
         return
     yield docker_option(
@@ -203,6 +212,32 @@ def amd_runtime(facts: Facts, profile: Profile) -> Output:
         "AMD's container toolkit registers its runtime under this name, as amd-ctk runtime "
         "configure does; containers ask for it with --runtime=amd (not the default runtime, "
         "which AMD sets only with --amd-set-as-default)",
+    )
+
+
+@rule("containers.amd-devices", vendors=(GpuVendor.AMD,))
+def amd_devices(facts: Facts, profile: Profile) -> Output:
+    """Say why no device permission rule is written for /dev/kfd and /dev/dri/renderD*.
+
+    ROCm's runtimes use /dev/kfd, shared by all GPUs, and one /dev/dri/renderD<N> per GPU (ROCm
+    docs, "Running ROCm Docker containers"); a container gets them with --device, a pod from the
+    AMD GPU device plugin, which runs privileged and asks of the node only the amdgpu driver
+    (ROCm/k8s-device-plugin README, "System Requirements"; k8s-ds-amdgpu-dp.yaml). AMD asks of
+    the users who run containers membership of the render and video groups (ROCm/container-
+    toolkit docs/container-runtime/requirements.rst, "User Permissions"). The groups are already
+    the devices': systemd's udev rules give /dev/kfd and /dev/dri/renderD* group render with
+    mode group-render-mode (rules.d/50-udev-default.rules.in; meson_options.txt: 0666 upstream,
+    a distribution may build 0660), since v236 (PR 7112), so on Debian, Ubuntu and RHEL 8+
+    nothing is left for a udev rule of goldtune's; who is in which group is the site's choice.
+    """
+    if not facts.has_gpus:
+        return
+    yield note(
+        "no udev rule for /dev/kfd and /dev/dri/renderD*: systemd's 50-udev-default.rules "
+        "already gives both to group render (mode 0666 upstream, 0660 where the distribution "
+        "builds it so); the AMD GPU device plugin runs privileged and needs only the amdgpu "
+        "driver on the node; users who run ROCm containers belong in the render and video groups "
+        "(AMD Container Toolkit, System Requirements), which goldtune leaves to the site"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.kernel import NR_OPEN_DEFAULT
+from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, limit, manager_default, note, rule, sysctl
 
 NOFILE = 1048576
@@ -60,10 +61,28 @@ def nofile(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("limits.memlock")
+def amd_only(facts: Facts) -> bool:
+    """AMD GPUs and no NVIDIA ones: reasons name ROCm's stack, not CUDA's."""
+    return facts.has_gpus_of(GpuVendor.AMD) and not facts.has_nvidia_gpus
+
+
+# What locks pages on an AMD GPU node: RDMA memory registration, which ib_umem_get counts
+# against RLIMIT_MEMLOCK without CAP_IPC_LOCK (drivers/infiniband/core/umem.c). ROCm's own
+# pinned host memory is allocated through the KFD driver, not mlock(2), so it is not named.
+AMD_MEMLOCK_WHY = (
+    "RDMA memory registration (RCCL's IB transport, MPI) locks pages counted against the memlock "
+    "limit (drivers/infiniband/core/umem.c ib_umem_get); a cap fails it"
+)
+
+
+@rule("limits.memlock", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def memlock(facts: Facts, profile: Profile) -> Output:
     """Unlimited locked memory: pinned host buffers and RDMA memory registration."""
-    why = "CUDA pinned host memory and RDMA memory registration lock pages; a cap fails them"
+    why = (
+        AMD_MEMLOCK_WHY
+        if amd_only(facts)
+        else "CUDA pinned host memory and RDMA memory registration lock pages; a cap fails them"
+    )
     for domain in LOGIN_DOMAINS:
         yield limit(domain, "soft", "memlock", "unlimited", why + ROOT_NOTE[domain])
         yield limit(domain, "hard", "memlock", "unlimited", why + ROOT_NOTE[domain])

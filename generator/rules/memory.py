@@ -5,7 +5,17 @@ from __future__ import annotations
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model.vendors import GpuVendor
-from generator.rules.base import GIB, Output, kernel_arg, note, rule, sysctl, sysfs
+from generator.rules.base import (
+    GIB,
+    Output,
+    kernel_arg,
+    module_option,
+    note,
+    rule,
+    sysctl,
+    sysfs,
+)
+from generator.rules.limits import amd_only
 
 # arm64 with 64 KiB pages offers 2M/512M/16G huge pages, not 1G, and its THP is 512M
 # (Documentation/arch/arm64/hugetlbpage.rst); 4 KiB and 16 KiB page kernels offer 1G.
@@ -23,7 +33,7 @@ def swappiness(facts: Facts, profile: Profile) -> Output:
     )
 
 
-@rule("memory.thp-mode")
+@rule("memory.thp-mode", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def thp_mode(facts: Facts, profile: Profile) -> Output:
     """Transparent huge pages only where the application asks (madvise), set at boot.
 
@@ -32,8 +42,10 @@ def thp_mode(facts: Facts, profile: Profile) -> Output:
     multi-size THP of kernels >= 6.8 (Documentation/admin-guide/mm/transhuge.rst) is not set.
     """
     if profile.thp == "madvise":
+        # CUDA only where it runs: an AMD node's reason names no NVIDIA stack
+        askers = "PyTorch asks" if amd_only(facts) else "PyTorch and CUDA ask"
         reason = (
-            "PyTorch and CUDA ask for huge pages on long-lived allocations via madvise; "
+            f"{askers} for huge pages on long-lived allocations via madvise; "
             "everything else avoids the compaction stalls of 'always'"
         )
     else:
@@ -98,6 +110,43 @@ def coherent_gpu_models(facts: Facts) -> str:
     """Superchip GPUs (GH200, GB200) whose memory the Grace CPU maps coherently over NVLink-C2C."""
     superchips = [group.model.key for group in facts.gpus if group.model.form_factor == "superchip"]
     return ", ".join(superchips)
+
+
+# AMD's MI300A guide: amdttm's pages_limit and page_pool_size are 4 KiB pages, 33554432 (128 GiB)
+# per APU on the node (ROCm/amdgpu-docs docs/system-optimization/mi300a.rst, "Increase the amount
+# of allocatable memory").
+APU_TTM_PAGES_PER_APU = 33554432
+
+
+@rule("memory.apu-ttm", vendors=(GpuVendor.AMD,))
+def apu_ttm(facts: Facts, profile: Profile) -> Output:
+    """Let HIP's device allocator reach all of an APU's memory: amdttm pages_limit and pool.
+
+    On an APU the GPU's memory is the system's HBM, and TTM caps what the device allocator may
+    take (96 of 128 GiB on MI300A by default). AMD's MI300A system optimization guide sets
+    amdttm's pages_limit and page_pool_size to 33554432 4 KiB pages per APU on the node, in
+    /etc/modprobe.d, "the filesystem already set up when the kernel driver is loaded"
+    (ROCm/amdgpu-docs docs/system-optimization/mi300a.rst). amdttm is the TTM of AMD's
+    amdgpu-dkms driver; an inbox amdgpu uses ttm, for which the guide gives no values. Keyed on
+    the catalog's apu form factor, never a model name.
+    """
+    apus = sum(group.count for group in facts.gpus if group.model.form_factor == "apu")
+    if not apus:
+        return
+    pages = APU_TTM_PAGES_PER_APU * apus
+    why = (
+        f"{apus} APU(s) share the node's HBM with the CPU: TTM lets HIP's device allocator take "
+        "96 of each MI300A's 128 GiB by default; AMD's MI300A guide (Increase the amount of "
+        f"allocatable memory) sets {APU_TTM_PAGES_PER_APU} 4 KiB pages per APU; amdgpu-dkms's "
+        "amdttm reads it when amdgpu loads it"
+    )
+    yield module_option("amdttm", "pages_limit", pages, why)
+    yield module_option("amdttm", "page_pool_size", pages, why)
+    yield note(
+        "AMD's MI300A guide enables transparent huge pages for every allocation "
+        f"(transparent_hugepage=always); this profile keeps thp: {profile.thp} (memory.thp-mode, "
+        "whose knob offers madvise and never), which limits compaction stalls to what asks"
+    )
 
 
 @rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))

@@ -3,11 +3,23 @@ the NCCL defaults and NUMA hints drawn from the NICs and GPUs the hardware file 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
+from generator.model.setting import Setting
 from generator.model.vendors import GpuVendor
-from generator.rules.base import MIB, Output, load_module, nccl_default, note, rule, sysctl
+from generator.rules.base import (
+    MIB,
+    Output,
+    load_module,
+    nccl_default,
+    note,
+    rccl_default,
+    rule,
+    sysctl,
+)
 
 # Round-trip times the socket buffer *limits* are sized for: a serving front end sees clients
 # across a region; training side paths (checkpoints, datasets) reach storage across sites. The
@@ -236,9 +248,14 @@ HOW_TO_MAKE_REAL = (
 )
 
 
-@rule("network.nccl")
+# The writer of one NCCL_* default, in the file one collective library reads, and the library's
+# name its reasons give.
+ConfWriter = tuple[Callable[[str, object, str], Setting], str]
+
+
+@rule("network.nccl", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def nccl(facts: Facts, profile: Profile) -> Output:
-    """NCCL defaults in /etc/nccl.conf for training on compute RDMA fabrics.
+    """NCCL defaults in /etc/nccl.conf (RCCL's in /etc/rccl.conf) for training on RDMA fabrics.
 
     NCCL reads NCCL_* variables from ~/.nccl.conf and /etc/nccl.conf as KEY=VALUE lines, a job's
     environment winning (NCCL User Guide, "Environment Variables"; src/misc/param.cc
@@ -259,12 +276,27 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     wrong NCCL_IB_HCA leaves the IB transport without devices, and NCCL moves the collectives onto
     TCP sockets without an error (src/plugin/net.cc: a plugin with no device is disabled, Socket
     is next). So without real names both stay unset and a note says how to pin them.
+
+    With AMD GPUs the same variables go to /etc/rccl.conf: RCCL, NCCL's code ported to ROCm,
+    reads ~/.rccl.conf and /etc/rccl.conf and never /etc/nccl.conf (ROCm/rccl
+    src/misc/param.cc initEnv), and takes the interface and HCA lists as NCCL does.
     """
     compute = [nic for nic in facts.rdma_nics if nic.role == "compute"]
     if profile.intent != "training" or not compute:
         return
-    yield from _socket_ifname(facts)
-    yield from _ib_hca(facts, compute)
+    writers = _conf_writers(facts)
+    yield from _socket_ifname(facts, writers)
+    yield from _ib_hca(facts, compute, writers)
+
+
+def _conf_writers(facts: Facts) -> tuple[ConfWriter, ...]:
+    """nccl.conf for NVIDIA GPUs (and a machine without GPUs), rccl.conf for AMD ones."""
+    writers: list[ConfWriter] = []
+    if facts.has_nvidia_gpus or not facts.has_gpus:
+        writers.append((nccl_default, "NCCL"))
+    if facts.has_gpus_of(GpuVendor.AMD):
+        writers.append((rccl_default, "RCCL"))
+    return tuple(writers)
 
 
 def _socket_nics(facts: Facts) -> tuple[str, list[NicFacts]] | None:
@@ -276,7 +308,7 @@ def _socket_nics(facts: Facts) -> tuple[str, list[NicFacts]] | None:
     return None
 
 
-def _socket_ifname(facts: Facts) -> Output:
+def _socket_ifname(facts: Facts, writers: tuple[ConfWriter, ...]) -> Output:
     sockets = _socket_nics(facts)
     others = sorted({nic.role for nic in facts.nics if nic.role in ("storage", "management")})
     if sockets is None:
@@ -297,16 +329,17 @@ def _socket_ifname(facts: Facts) -> Output:
         )
         return
     avoided = f"; never the {'/'.join(others)} ports" if role == "frontend" and others else ""
-    yield nccl_default(
-        "NCCL_SOCKET_IFNAME",
-        "=" + ",".join(names),
-        f"NCCL's bootstrap and socket fallback use the {role} NIC(s), exactly these names "
-        f"(the leading equals sign), not whichever interface it finds first{avoided}; "
-        "the compute ports carry the collectives over RDMA",
-    )
+    for write, library in writers:
+        yield write(
+            "NCCL_SOCKET_IFNAME",
+            "=" + ",".join(names),
+            f"{library}'s bootstrap and socket fallback use the {role} NIC(s), exactly these names "
+            f"(the leading equals sign), not whichever interface it finds first{avoided}; "
+            "the compute ports carry the collectives over RDMA",
+        )
 
 
-def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
+def _ib_hca(facts: Facts, compute: list[NicFacts], writers: tuple[ConfWriter, ...]) -> Output:
     other_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
     also = f"NCCL would also use the RDMA ports of {', '.join(other_rdma)}" if other_rdma else ""
     why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
@@ -339,12 +372,13 @@ def _ib_hca(facts: Facts, compute: list[NicFacts]) -> Output:
         )
         return
     avoided = f"; {also} otherwise" if also else ""
-    yield nccl_default(
-        "NCCL_IB_HCA",
-        value,
-        "NCCL's RDMA transport uses exactly the compute HCAs (the leading equals sign: whole "
-        f"names, so mlx5_1 never also selects mlx5_10){avoided}",
-    )
+    for write, library in writers:
+        yield write(
+            "NCCL_IB_HCA",
+            value,
+            f"{library}'s RDMA transport uses exactly the compute HCAs (the leading equals sign: "
+            f"whole names, so mlx5_1 never also selects mlx5_10){avoided}",
+        )
 
 
 def _nodes_of_gpus(facts: Facts) -> dict[int, list[int]]:
@@ -394,19 +428,81 @@ def gpu_numa_hints(facts: Facts, profile: Profile) -> Output:
     yield note(f"NUMA affinity hint (nvidia-smi's GPU index): {places}: {who}")
 
 
+# RDMA drivers that MLNX_OFED / DOCA-OFED extend with the PeerDirect peer-memory API
+# (ib_register_peer_memory_client), the one amdgpu-dkms's amdkfd registers with: mlx5.
+PEERDIRECT_RDMA_DRIVERS = frozenset({"mlx5_core"})
+
+
+@rule("network.amd-gpu-rdma", vendors=(GpuVendor.AMD,))
+def amd_gpu_rdma(facts: Facts, profile: Profile) -> Output:
+    """Say which path lets the RDMA NICs reach AMD GPU memory; no module is loaded for it.
+
+    RCCL's IB transport uses GPU memory directly through one of two paths (ROCm/rccl
+    src/transport/net_ib.cc ncclIbGdrSupport, ncclIbDmaBufSupport):
+
+    - PeerDirect: amdgpu-dkms's amdkfd registers as a peer-memory client with the ib_core of
+      MLNX_OFED / DOCA-OFED (ROCmRDMA, "now included as part of the ROCK Kernel Driver"; ROCm
+      docs, Remote Device Programming), which RCCL finds at
+      /sys/kernel/mm/memory_peers/amdkfd/version or by ib_register_peer_memory_client in
+      /proc/kallsyms. No module of its own: nothing for modules-load.d (unlike NVIDIA's
+      nvidia-peermem).
+    - DMA-BUF, with the inbox kernel RDMA stack and rdma-core: RCCL only tries it with
+      NCCL_DMABUF_ENABLE=1 (default 0, src/misc/rocmwrap.cc) and a kernel built with
+      CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y, which it reads from
+      /boot/config-<release>. goldtune does not write NCCL_DMABUF_ENABLE=1 to rccl.conf: that
+      RCCL reads the file through fopen's result without checking it (fgets on NULL), so a job
+      whose root has no /boot/config-<release>, as in most containers, would crash.
+
+    ROCmRDMA also wants large-BAR GPUs, the IOMMU off or in pass-through (the rule
+    boot.iommu-passthrough), and the NIC and GPU under one PCIe root complex.
+    """
+    if not facts.has_gpus:
+        return
+    rdma = facts.rdma_nics
+    if not rdma:
+        return
+    peerdirect = [
+        nic.name
+        for nic in rdma
+        if nic.model is not None and nic.model.driver in PEERDIRECT_RDMA_DRIVERS
+    ]
+    others = [nic.name for nic in rdma if nic.name not in peerdirect]
+    if peerdirect:
+        yield note(
+            f"GPU memory over RDMA for {', '.join(peerdirect)} (mlx5): with MLNX_OFED/DOCA-OFED, "
+            "amdgpu-dkms's amdkfd registers as a PeerDirect peer-memory client "
+            "(/sys/kernel/mm/memory_peers/amdkfd/version, which RCCL checks: "
+            "src/transport/net_ib.cc ncclIbGdrSupport); no module to load, amdgpu registers "
+            "itself; with the inbox mlx5 stack the DMA-BUF path below applies instead"
+        )
+    if others or peerdirect:
+        yield note(
+            "GPU memory over RDMA through DMA-BUF (inbox kernel RDMA stack and rdma-core"
+            + (f": {', '.join(others)}" if others else "")
+            + "): RCCL needs NCCL_DMABUF_ENABLE=1 (default 0, src/misc/rocmwrap.cc) and a "
+            "kernel with CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y in "
+            "/boot/config-<release>; not written to rccl.conf: that RCCL reads the config file "
+            "without checking it opened, and a job without /boot (a container) would crash; "
+            "set it in jobs that see /boot"
+        )
+
+
 @rule("network.rccl-conf", vendors=(GpuVendor.AMD,))
 def rccl_conf(facts: Facts, profile: Profile) -> Output:
-    """Say that RCCL reads /etc/rccl.conf, not the /etc/nccl.conf network.nccl writes.
+    """Say which file RCCL reads: /etc/rccl.conf, where this bundle writes RCCL's defaults.
 
-    RCCL honours the NCCL_* variables, but its configuration file is ``~/.rccl.conf`` if present,
-    otherwise ``/etc/rccl.conf`` (RCCL environment variables, NCCL_CONF_FILE; src/misc/param.cc),
-    so the defaults in this bundle's /etc/nccl.conf reach RCCL only through NCCL_CONF_FILE.
+    RCCL's initEnv reads ``~/.rccl.conf``, then ``/etc/rccl.conf``, as KEY=VALUE lines with
+    setenv without overwrite, so a job's environment wins over both and the user's file over
+    the system's; it never reads /etc/nccl.conf (ROCm/rccl src/misc/param.cc initEnv,
+    setEnvFile; RCCL docs, "RCCL environment variables": NCCL_CONF_FILE, default ~/.rccl.conf
+    or /etc/rccl.conf). network.nccl therefore writes the NCCL_* defaults of an AMD machine to
+    /etc/rccl.conf.
     """
     if not facts.has_gpus:
         return
     yield note(
-        "RCCL (AMD's NCCL) reads NCCL_* variables from the environment and from ~/.rccl.conf "
-        "or /etc/rccl.conf (RCCL environment variables: NCCL_CONF_FILE), not from "
-        "/etc/nccl.conf: where this bundle writes nccl.conf, set NCCL_CONF_FILE=/etc/nccl.conf "
-        "for RCCL jobs"
+        "RCCL (AMD's NCCL) reads NCCL_* variables from the environment, then ~/.rccl.conf, then "
+        "/etc/rccl.conf, never /etc/nccl.conf (ROCm/rccl src/misc/param.cc initEnv; RCCL "
+        "environment variables: NCCL_CONF_FILE): the NCCL_* defaults this bundle decides for "
+        "RCCL go to /etc/rccl.conf"
     )

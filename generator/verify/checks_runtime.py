@@ -20,7 +20,7 @@ from generator.model.layout import (
     KUBELET_DROPIN_DIR,
     KUBELET_UNIT,
     MPS_UNIT,
-    NCCL_CONF,
+    NCCL_STYLE_CONFS,
 )
 from generator.model.probes import Section
 from generator.model.setting import Setting
@@ -50,24 +50,27 @@ DAEMON_UNITS = frozenset({MPS_UNIT})
 
 
 def check_nccl(setting: Setting, live: Live) -> Check:
-    """/etc/nccl.conf as NCCL reads it when a job starts (the collector's conf-line records);
-    NCCL_CONF_FILE or ~/.nccl.conf, read first, and a job's environment still win over it."""
-    state = live.snapshot.value(Section.CONF, NCCL_CONF)
+    """/etc/nccl.conf (an rccl setting: /etc/rccl.conf) as NCCL (RCCL) reads it when a job
+    starts (the collector's conf-line records); NCCL_CONF_FILE or the user's ~/.nccl.conf
+    (~/.rccl.conf), read first, and a job's environment still win over it."""
+    path = NCCL_STYLE_CONFS[setting.kind]
+    state = live.snapshot.value(Section.CONF, path)
     if state is None:
-        return check_of(setting, "-", NA, f"the snapshot has no {NCCL_CONF} record")
+        return check_of(setting, "-", NA, f"the snapshot has no {path} record")
     if state != "present":
-        return check_of(setting, state.removeprefix("!"), MISSING, f"{NCCL_CONF}: {state[1:]}")
-    return check_nccl_text(setting, "\n".join(live.snapshot.values(Section.CONF_LINE, NCCL_CONF)))
+        return check_of(setting, state.removeprefix("!"), MISSING, f"{path}: {state[1:]}")
+    return check_nccl_text(setting, "\n".join(live.snapshot.values(Section.CONF_LINE, path)))
 
 
 def check_nccl_text(setting: Setting, text: str) -> Check:
-    """One NCCL setting judged by nccl.conf's text: the first assignment of its name wins."""
+    """One NCCL (RCCL) setting judged by its file's text: the first assignment of a name wins."""
+    path = NCCL_STYLE_CONFS[setting.kind]
     actual = nccl_assignments(text).get(setting.key)
     if actual is None:
-        return check_of(setting, "not set", MISSING, f"{NCCL_CONF} does not set {setting.key}")
+        return check_of(setting, "not set", MISSING, f"{path} does not set {setting.key}")
     good = actual == setting.value
     return check_of(
-        setting, actual, OK if good else DIFFERS, "" if good else f"{NCCL_CONF} has another value"
+        setting, actual, OK if good else DIFFERS, "" if good else f"{path} has another value"
     )
 
 

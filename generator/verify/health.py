@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from generator import TOOL
 from generator.bundle.read import Bundle, ManifestFile
-from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_CONF, PREFLIGHT_UNIT
+from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_STYLE_CONFS, PREFLIGHT_UNIT
 from generator.model.probes import Section
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.preflight import check_preflight
@@ -207,11 +207,14 @@ def merged_in_place(target: str, snapshot: Snapshot) -> bool:
 
 
 def merged_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
-    """nccl.conf as the collector read it line by line: the bundle's file, then install.sh's
-    mark and the image's own lines (verdicts.merged_nccl_conf)."""
-    if item.target != NCCL_CONF or snapshot.value(Section.CONF, NCCL_CONF) != "present":
+    """nccl.conf (rccl.conf) as the collector read it line by line: the bundle's file, then
+    install.sh's mark and the image's own lines (verdicts.merged_nccl_conf)."""
+    target = item.target
+    if target is None or target not in NCCL_STYLE_CONFS.values():
         return False
-    text = "\n".join(snapshot.values(Section.CONF_LINE, NCCL_CONF))
+    if snapshot.value(Section.CONF, target) != "present":
+        return False
+    text = "\n".join(snapshot.values(Section.CONF_LINE, target))
     return merged_nccl_conf(item, text.encode("utf-8", "surrogateescape"))
 
 

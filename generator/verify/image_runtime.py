@@ -20,7 +20,7 @@ from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
     KUBELET_DROPIN_DIR,
-    NCCL_CONF,
+    NCCL_STYLE_CONFS,
 )
 from generator.model.setting import Setting
 from generator.verify.checks_runtime import check_daemon_json, check_nccl_text
@@ -126,9 +126,12 @@ def check_docker(setting: Setting, image: Image) -> Check:
 
 
 def check_nccl(setting: Setting, image: Image) -> Check:
-    text = image.read(NCCL_CONF)
+    """nccl.conf, or rccl.conf for an rccl setting (layout.NCCL_STYLE_CONFS)."""
+    path = NCCL_STYLE_CONFS[setting.kind]
+    text = image.read(path)
     if text is None:
-        return check_of(setting, "no nccl.conf", MISSING, f"the image has no {NCCL_CONF}")
+        name = path.rsplit("/", 1)[-1]
+        return check_of(setting, f"no {name}", MISSING, f"the image has no {path}")
     return check_nccl_text(setting, text)
 
 

@@ -16,6 +16,8 @@ from generator.model.layout import (
     DOCKER_DAEMON_JSON,
     IMAGE_ONLY_TARGETS,
     NCCL_CONF,
+    NCCL_STYLE_CONFS,
+    RCCL_CONF,
     VERIFY_ONLY_TARGETS,
 )
 from generator.model.setting import Setting
@@ -93,9 +95,10 @@ NCCL_MERGE_MARK = b"\n\n# The image's own lines, kept by "
 
 
 def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
-    """nccl.conf whose first lines are the bundle's file, then install.sh's mark and the image's
-    own lines: NCCL takes a name's first value, so ours win; each setting is judged by itself."""
-    if item.target != NCCL_CONF:
+    """nccl.conf (or rccl.conf) whose first lines are the bundle's file, then install.sh's mark
+    and the image's own lines: NCCL takes a name's first value, so ours win; each setting is
+    judged by itself."""
+    if item.target not in NCCL_STYLE_CONFS.values():
         return False
     ours, mark, _ = content.partition(NCCL_MERGE_MARK)
     return bool(mark) and item.is_bundles(hashlib.sha256(ours + b"\n").hexdigest())
@@ -117,6 +120,11 @@ MERGED_IN_PLACE = {
     NCCL_CONF: (
         "merged: the image's lines kept after the bundle's",
         "NCCL takes a name's first value, so the bundle's win; each NCCL setting is judged "
+        "by itself",
+    ),
+    RCCL_CONF: (
+        "merged: the image's lines kept after the bundle's",
+        "RCCL takes a name's first value, so the bundle's win; each RCCL setting is judged "
         "by itself",
     ),
 }

@@ -342,20 +342,21 @@ with open(sys.argv[1]) as there, open(sys.argv[2]) as ours:
     source=$merged
 }
 
-# merge_nccl_conf: NCCL reads this one path (after ~/.nccl.conf) and an image may carry its own:
+# merge_nccl_conf: NCCL reads this one path (after ~/.nccl.conf), RCCL its /etc/rccl.conf (after
+# ~/.rccl.conf; the same reading, ROCm/rccl src/misc/param.cc), and an image may carry its own:
 # Azure's NDv5 images set NCCL_TOPO_FILE and NCCL_IB_PCI_RELAXED_ORDERING there, and losing
 # them gives NCCL the wrong topology. So the image's own lines are kept after the bundle's: NCCL
 # takes a name's first assignment (src/misc/param.cc setEnvFile, setenv without overwrite), so
 # ours win; the image's lines for a name the bundle sets are dropped all the same (a reader of
 # the file sees one value). The image's file is kept once, before the first install, at
-# <record dir>/nccl.conf.image, and every later install merges from it (never from a merged
-# file); a later bundle without NCCL settings puts it back (restore_nccl_conf). It is read as
-# data: a regular file only (a link or FIFO is replaced as any target is), at most
+# <record dir>/nccl.conf.image (rccl.conf.image), and every later install merges from it (never
+# from a merged file); a later bundle without NCCL settings puts it back (restore_nccl_conf). It
+# is read as data: a regular file only (a link or FIFO is replaced as any target is), at most
 # $nccl_conf_limit bytes (a larger one is left as it is), never run; a line with a byte other
 # than printable ASCII or a tab (a CR may end it) is dropped from the merged file, never echoed,
 # and stays in the kept original. $source becomes the merged file.
 nccl_conf_limit=65536
-nccl_conf_image() { printf '%s' "${record%/*}/nccl.conf.image"; }
+nccl_conf_image() { printf '%s' "${record%/*}/${1##*/}.image"; } # path-in-root
 
 # ours_in_place PATH: the install record lists PATH and the file there starts with the bundle's
 # header (_header.j2): an earlier install wrote it. An image's file the merge left as it is (too
@@ -385,7 +386,7 @@ keep_nccl_conf_image() {
 }
 
 merge_nccl_conf() { # path-in-root
-    kept=$(nccl_conf_image)
+    kept=$(nccl_conf_image "$1")
     status=0
     contents_of "$kept" || status=$?
     if [ "$status" -eq 1 ]; then
@@ -439,7 +440,7 @@ merge_nccl_conf() { # path-in-root
 # restore_nccl_conf: a bundle without NCCL settings puts the image's own file back, byte for
 # byte with its mode; 1 when none was kept (the bundle's file is then removed).
 restore_nccl_conf() { # path-in-root
-    kept=$(nccl_conf_image)
+    kept=$(nccl_conf_image "$1")
     target_of "$kept" existing || return 1
     { [ -f "$target" ] && [ ! -L "$target" ]; } || return 1
     kept_file=$target
@@ -686,7 +687,7 @@ install_file() { # mode path-in-root
     fi
     target_of "$2" create
     [ "$2" != /etc/docker/daemon.json ] || merge_daemon_json "$2" || return 0
-    [ "$2" != /etc/nccl.conf ] || merge_nccl_conf "$2" || return 0
+    case $2 in /etc/[nr]ccl.conf) merge_nccl_conf "$2" || return 0 ;; esac
     case $2 in /etc/containerd/conf.d/*.toml) carry_image_cri "$2" ;; esac
     if same_file "$source" "$target" "$1"; then
         [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
@@ -1197,24 +1198,24 @@ stale_candidate() { # path
     case $1 in
         /etc/*"$tool"* | /usr/local/libexec/"$tool"/*) return 0 ;;
         # the files whose names cannot carry the tool's, each read at one fixed path by its
-        # consumer (layout.UNNAMED_TARGETS): dockerd's daemon.json, NCCL's nccl.conf
-        /etc/docker/daemon.json | /etc/nccl.conf) return 0 ;;
+        # consumer (layout.UNNAMED_TARGETS): dockerd's daemon.json, NCCL's nccl.conf, RCCL's
+        /etc/docker/daemon.json | /etc/nccl.conf | /etc/rccl.conf) return 0 ;;
     esac
     return 1
 }
 
 removal_reason='no longer in the bundle'
 remove_stale() { # path-in-root of a file an earlier bundle installed
-    # the image's own nccl.conf, kept by merge_nccl_conf, goes back instead
-    if [ "$1" = /etc/nccl.conf ] && ! restore_nccl_conf "$1"; then
+    # the image's own nccl.conf (rccl.conf), kept by merge_nccl_conf, goes back instead
+    case $1 in /etc/nccl.conf | /etc/rccl.conf)
+        restore_nccl_conf "$1" && return 0
         target_of "$1" existing || return 0
         if [ -f "$target" ] && [ ! -L "$target" ] && ! ours_in_place "$1"; then
             say "$1 is the image's own, not the bundle's: left in place"
             return 0
         fi
-    elif [ "$1" = /etc/nccl.conf ]; then
-        return 0
-    fi
+        ;;
+    esac
     target_of "$1" existing || return 0
     [ -e "$target" ] || [ -L "$target" ] || return 0
     case $1 in

@@ -130,6 +130,26 @@ CASES: tuple[Case, ...] = (
         note="AMD's container toolkit configures Docker only",
     ),
     Case("amd-none", containers.amd_runtime, set(), hw={"gpus": [MI300X8]}),
+    # containerd: AMD's toolkit has no containerd engine; CDI and the device plugin need none
+    # (failed before: the note did not say how containerd reaches the GPUs)
+    Case(
+        "amd-containerd-says-cdi",
+        containers.amd_runtime,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"containers": "containerd"},
+        note="through the CDI spec amd-ctk cdi generate writes (/etc/cdi/amd.json)",
+    ),
+    # /dev/kfd and renderD*: systemd's udev rules already give group render (failed before: no
+    # rule said why nothing is written)
+    Case(
+        "amd-devices",
+        containers.amd_devices,
+        set(),
+        hw={"gpus": [MI300X8]},
+        note="systemd's 50-udev-default.rules already gives both to group render",
+    ),
+    Case("amd-devices-on-h100", containers.amd_devices, set(), hw={"gpus": [H100X8]}),
     Case(
         "amd-on-h100",
         containers.amd_runtime,
@@ -212,3 +232,13 @@ def test_the_gpu_operator_keeps_its_runtime_keys_and_goldtune_its_limits(runtime
     assert not [s for s in output if isinstance(s, Setting)]
     limits_out = containers.runtime_limits.apply(machine, knobs)
     assert settings_of(limits_out, "unit-dropin")[f"{runtime}.service LimitNOFILE"] == "1048576"
+
+
+def test_an_amd_nodes_runtime_memlock_reason_names_no_cuda() -> None:
+    """containers.runtime-limits on AMD GPUs (failed before: 'CUDA pinned host memory')."""
+    amd = containers.runtime_limits.apply(
+        facts(gpus=[MI300X8]), profile("training", containers="docker")
+    )
+    reasons = [s.reason for s in amd if isinstance(s, Setting) and s.key.endswith("LimitMEMLOCK")]
+    assert reasons and all("RDMA registration (RCCL's IB transport)" in r for r in reasons)
+    assert not any("CUDA" in r for r in reasons)

@@ -105,3 +105,14 @@ def test_every_nofile_limit_passes_the_nr_open_check() -> None:
     assert [finding.message.split("=")[0] for finding in check_nofile(too_big)] == [
         "limit root hard nofile"
     ]
+
+
+def test_an_amd_node_names_no_cuda_in_its_memlock_reasons() -> None:
+    """AMD GPUs: the reason names RDMA registration (ib_umem_get), not CUDA; NVIDIA's keeps
+    CUDA (failed before: every AMD bundle said 'CUDA pinned host memory')."""
+    amd = limits.memlock.apply(facts(gpus=[{"model": "MI300X", "count": 8}]), profile("training"))
+    reasons = {s.reason for s in amd if isinstance(s, Setting)}
+    assert reasons and not any("CUDA" in reason for reason in reasons)
+    assert all("ib_umem_get" in reason for reason in reasons)
+    nvidia = limits.memlock.apply(facts(gpus=[H100X8]), profile("training"))
+    assert all("CUDA pinned" in s.reason for s in nvidia if isinstance(s, Setting))

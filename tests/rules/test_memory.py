@@ -18,6 +18,7 @@ from .helpers import (
     facts,
     notes_of,
     profile,
+    settings_of,
     triples,
 )
 
@@ -27,6 +28,17 @@ SINGLE_NODE_NOTE = "single NUMA node"
 GH200 = {"model": "GH200", "count": 1}
 
 CASES: tuple[Case, ...] = (
+    # AMD's MI300A guide (mi300a.rst): 33554432 pages per APU, 4 APUs as its example
+    Case(
+        "apu-ttm-4x-mi300a",
+        memory.apu_ttm,
+        {
+            ("modprobe", "options amdttm pages_limit", "134217728"),
+            ("modprobe", "options amdttm page_pool_size", "134217728"),
+        },
+        hw={"gpus": [{"model": "MI300A", "count": 4}]},
+        note="transparent_hugepage=always",
+    ),
     # swappiness: 1 everywhere, never the 0 trap
     Case("swappiness-inference", memory.swappiness, {("sysctl", "vm.swappiness", "1")}),
     Case(
@@ -292,3 +304,35 @@ def test_thp_caveat_only_on_64k_pages() -> None:
             facts(**GRACE, os={"page_size_kib": page_size_kib}), profile("inference")
         )
         assert notes_of(output) == []
+
+
+def test_an_amd_nodes_thp_reason_names_no_cuda() -> None:
+    """memory.thp-mode on AMD GPUs: PyTorch asks, not CUDA (failed before: it named CUDA)."""
+    amd = memory.thp_mode.apply(facts(gpus=[{"model": "MI300X", "count": 8}]), profile("training"))
+    nvidia = memory.thp_mode.apply(facts(gpus=[H100X8]), profile("training"))
+    assert [s.reason for s in amd if isinstance(s, Setting)] == [
+        "PyTorch asks for huge pages on long-lived allocations via madvise; everything else "
+        "avoids the compaction stalls of 'always'"
+    ]
+    assert all("PyTorch and CUDA ask" in s.reason for s in nvidia if isinstance(s, Setting))
+
+
+# AMD's MI300A guide: amdttm pages_limit/page_pool_size = 33554432 pages per APU (its own 4-APU
+# example: 134217728); failed before: no rule, and MI300A was not in the catalog
+@pytest.mark.parametrize(("count", "pages"), [(4, "134217728"), (2, "67108864")])
+def test_apu_ttm_follows_amds_mi300a_guide(count: int, pages: str) -> None:
+    output = memory.apu_ttm.apply(
+        facts(gpus=[{"model": "MI300A", "count": count}]), profile("training")
+    )
+    assert settings_of(output, "modprobe") == {
+        "options amdttm pages_limit": pages,
+        "options amdttm page_pool_size": pages,
+    }
+    assert any("transparent_hugepage=always" in text for text in notes_of(output))
+
+
+def test_apu_ttm_leaves_discrete_gpus_alone() -> None:
+    output = memory.apu_ttm.apply(
+        facts(gpus=[{"model": "MI300X", "count": 8}]), profile("training")
+    )
+    assert settings_of(output) == {} and notes_of(output) == []

@@ -312,6 +312,21 @@ CASES: tuple[Case, ...] = (
         hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("mgmt0", "management", 1)]},
         note="NCCL_IB_HCA not written: no rdma_device for ib0, ib1, ib2, ib3; every RDMA port",
     ),
+    # AMD GPUs: the same values in /etc/rccl.conf, the file RCCL reads (ROCm/rccl
+    # src/misc/param.cc initEnv), never nccl.conf (failed before: they went to nccl.conf)
+    Case(
+        "nccl-amd-gpus-write-rccl-conf",
+        network.nccl,
+        {
+            ("rccl", "NCCL_SOCKET_IFNAME", "=ens3"),
+            ("rccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11"),
+        },
+        intent="training",
+        hw={
+            "gpus": [{"model": "MI300X", "count": 8}],
+            "nics": [*real(*NAMED_FABRIC), REAL_FRONT_100, STORAGE_RDMA_NAMED],
+        },
+    ),
     # NCCL_IB_HCA: exact names (=), only the compute HCAs, in the file's order
     Case(
         "nccl-ib-hca-exact-compute-only",
@@ -446,13 +461,46 @@ CASES: tuple[Case, ...] = (
         note="one NUMA node with CPUs: every process is local to the GPUs",
     ),
     Case("numa-hints-no-gpu", network.gpu_numa_hints, set()),
-    # AMD: RCCL's config file is /etc/rccl.conf (RCCL environment variables, NCCL_CONF_FILE)
+    # AMD GPUs over RDMA: PeerDirect (amdkfd's peer-memory client, MLNX_OFED) for mlx5, DMA-BUF
+    # otherwise; never a module to load (failed before: no rule said which path applies)
+    Case(
+        "amd-gpu-rdma-mlx5",
+        network.amd_gpu_rdma,
+        set(),
+        hw={"gpus": [{"model": "MI300X", "count": 8}], "nics": RDMA_FABRIC},
+        note="amdgpu-dkms's amdkfd registers as a PeerDirect peer-memory client",
+    ),
+    Case(
+        "amd-gpu-rdma-broadcom",
+        network.amd_gpu_rdma,
+        set(),
+        hw={
+            "gpus": [{"model": "MI300X", "count": 8}],
+            "nics": [{**rdma_compute("bnxt0", speed=200), "model": "BCM57508"}],
+        },
+        note="through DMA-BUF (inbox kernel RDMA stack and rdma-core: bnxt0)",
+    ),
+    Case(
+        "amd-gpu-rdma-no-rdma",
+        network.amd_gpu_rdma,
+        set(),
+        hw={"gpus": [{"model": "MI300X", "count": 8}]},
+    ),
+    Case(
+        "amd-gpu-rdma-h100",
+        network.amd_gpu_rdma,
+        set(),
+        hw={"gpus": [{"model": "H100-SXM5-80GB", "count": 8}], "nics": RDMA_FABRIC},
+    ),
+    # AMD: RCCL's config file is /etc/rccl.conf (RCCL environment variables, NCCL_CONF_FILE),
+    # where network.nccl now writes RCCL's defaults (failed before: the note sent them to
+    # nccl.conf through NCCL_CONF_FILE)
     Case(
         "rccl-conf-mi300x",
         network.rccl_conf,
         set(),
         hw={"gpus": [{"model": "MI300X", "count": 8}]},
-        note="/etc/rccl.conf",
+        note="the NCCL_* defaults this bundle decides for RCCL go to /etc/rccl.conf",
     ),
     Case(
         "rccl-conf-h100",
@@ -563,3 +611,14 @@ def test_an_rdma_storage_port_alone_sizes_the_buffers_and_says_what_they_serve()
     (reason,) = {s.reason for s in out if isinstance(s, Setting)}
     assert "moves its storage traffic over RDMA" in reason and "IPoIB" in reason
     assert "never past this ceiling" in reason  # a ceiling, not an allocation
+
+
+def test_rccl_conf_reasons_name_rccl() -> None:
+    """AMD GPUs: rccl.conf's reasons speak of RCCL (failed before: they said NCCL's)."""
+    machine = facts(
+        gpus=[{"model": "MI300X", "count": 8}],
+        nics=[*real(*NAMED_FABRIC), REAL_FRONT_100],
+    )
+    output = network.nccl.apply(machine, profile("training"))
+    reasons = [s.reason for s in output if isinstance(s, Setting)]
+    assert len(reasons) == 2 and all(r.startswith("RCCL's ") for r in reasons)

@@ -22,7 +22,9 @@ from .run import copy_readable, find_tool, run, scratch, unprivileged
 CONTAINERD_PATTERNS = (f"{ROOTFS}/etc/containerd/conf.d/*.toml",)
 DOCKER_PATTERNS = (f"{ROOTFS}/etc/docker/daemon.json",)
 KUBELET_PATTERNS = (f"{ROOTFS}/etc/kubernetes/kubelet.conf.d/*.conf",)
-NCCL_PATTERNS = (f"{ROOTFS}/etc/nccl.conf",)
+# RCCL reads /etc/rccl.conf with NCCL's older setEnvFile (ROCm/rccl src/misc/param.cc): a '#'
+# line is not skipped there, which nccl_conf.problems_of already flags
+NCCL_PATTERNS = (f"{ROOTFS}/etc/nccl.conf", f"{ROOTFS}/etc/rccl.conf")
 NFD_PATTERNS = (f"{ROOTFS}/etc/kubernetes/node-feature-discovery/features.d/*",)
 TOML_SEGMENT = re.compile(r'"[^"]*"|[^.]+')
 
@@ -180,7 +182,7 @@ def check_kubelet(bundle: Path) -> list[str]:
 
 
 def check_nccl(bundle: Path) -> list[str]:
-    """Each nccl.conf as NCCL's setEnvFile reads it (nccl_conf.py)."""
+    """Each nccl.conf (and RCCL's rccl.conf) as NCCL's setEnvFile reads it (nccl_conf.py)."""
     problems: list[str] = []
     for path in files(bundle, *NCCL_PATTERNS):
         label = relative(bundle, path)

@@ -182,7 +182,9 @@ VALIDATORS: tuple[Validator, ...] = (
         KUBELET_PATTERNS,
         check_kubelet,
     ),
-    Validator("nccl", "NCCL's setEnvFile reading (nccl_conf.py)", NCCL_PATTERNS, check_nccl),
+    Validator(
+        "nccl", "NCCL's and RCCL's setEnvFile reading (nccl_conf.py)", NCCL_PATTERNS, check_nccl
+    ),
     Validator(
         "nfd",
         "NFD's local source parseFeatureFile and label rules (nfd_features.py)",
