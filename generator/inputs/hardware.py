@@ -199,7 +199,7 @@ KernelRelease = Annotated[
 
 
 # A distribution key or alias as the tables in hardware_db/distros/ spell them (ubuntu-24.04,
-# rhel-9); whether it is a known one is decided against those tables, with the known ones listed.
+# rhel-8, rhel-9); whether it is a known one is decided against those tables, with the known ones listed.
 DistroName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*-[0-9][0-9.]*$")]
 
 
@@ -213,7 +213,10 @@ class OsSpec(StrictModel):
     # None: a portable bundle, right on every supported distribution (no distro defaults used)
     distro: Annotated[
         DistroName | None,
-        _doc("target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-9); none: portable"),
+        _doc(
+            "target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9); "
+            "none: portable"
+        ),
     ] = None
 
 
@@ -715,8 +718,11 @@ def resolve_facts(
         raise InputError(problems)
     nvswitch = spec.nvswitch if spec.nvswitch is not None else _default_nvswitch(gpus)
     disks = tuple(DiskFacts(d.name, d.kind, d.role) for d in spec.disks)
+    # an unstated kernel is the named distribution's, where all its kernel lines share one
+    # mainline version (hardware_db/distros/: RHEL's 4.18 and 5.14), else a current one
+    kernel = _parse_kernel(spec.os.kernel) or (distro.kernel_version if distro else None)
     os_facts = OsFacts(
-        _parse_kernel(spec.os.kernel),
+        kernel,
         spec.os.page_size_kib,
         distro,
         spec.os.kernel,
