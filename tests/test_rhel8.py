@@ -186,3 +186,12 @@ def test_a_rhel_8_bundle_is_accepted_by_every_validator(
 
 def test_a_rhel_8_bundle_has_no_unchecked_file(rhel_8_10_bundle: Path) -> None:
     assert tools.unclaimed_files(rhel_8_10_bundle) == []
+
+
+@pytest.mark.parametrize(("os_id", "version"), [("rhel", "8.10"), ("rocky", "8.9")])
+def test_detect_names_rhel_8_from_os_release(os_id: str, version: str) -> None:
+    """gen detect on a RHEL 8 host writes os.distro (on main: left out, no table)."""
+    from generator.detect.system import match_distro
+
+    found, _ = match_distro({"ID": os_id, "VERSION_ID": version}, tuple(load_distros()))
+    assert found == f"{os_id}-8"
