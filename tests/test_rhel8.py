@@ -195,3 +195,24 @@ def test_detect_names_rhel_8_from_os_release(os_id: str, version: str) -> None:
 
     found, _ = match_distro({"ID": os_id, "VERSION_ID": version}, tuple(load_distros()))
     assert found == f"{os_id}-8"
+
+
+@pytest.mark.parametrize(
+    ("os_spec", "says"),
+    [
+        ({"distro": "rhel-8"}, "on 4.18 they are still sysctls"),
+        ({"distro": "rhel-9"}, "since Linux 5.13 they are debugfs files"),
+        ({}, "since Linux 5.13 they are debugfs files"),
+    ],
+)
+def test_the_cfs_note_follows_the_distributions_kernel(os_spec: dict[str, str], says: str) -> None:
+    """cpu.cfs-tunables reads the kernel fact (the table's 4.18 for rhel-8), not the name: on
+    main a rhel-8 plan said the 4.18 kernel had moved them to debugfs."""
+    from rules.helpers import profile
+
+    from generator.model.setting import Note
+    from generator.rules import cpu
+
+    machine = facts(gpus=[{"model": "H100-SXM5-80GB", "count": 8}], os=os_spec)
+    (note,) = cpu.cfs_tunables.apply(machine, profile("inference"))
+    assert isinstance(note, Note) and says in note.text
