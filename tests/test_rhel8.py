@@ -216,3 +216,58 @@ def test_the_cfs_note_follows_the_distributions_kernel(os_spec: dict[str, str], 
     machine = facts(gpus=[{"model": "H100-SXM5-80GB", "count": 8}], os=os_spec)
     (note,) = cpu.cfs_tunables.apply(machine, profile("inference"))
     assert isinstance(note, Note) and says in note.text
+
+
+# --- install.sh on a RHEL 8 image: entries with 'options $kernelopts' -------------------------
+
+GRUBENV_OPTS = "root=/dev/mapper/rhel-root ro crashkernel=auto resume=/dev/mapper/rhel-swap"
+
+
+def _rhel_8_image(root: Path, grubenv: str | None) -> Path:
+    """A RHEL 8 root as grubby-bls writes it: each entry's options are '$kernelopts
+    $tuned_params', the words themselves in /boot/grub2/grubenv (rhboot/grubby fc69ba6^)."""
+    from test_install import RHEL_ENTRY, rhel_root
+
+    rhel_root(root)
+    entry = root / RHEL_ENTRY
+    lines = entry.read_text().splitlines()
+    entry.write_text(
+        "\n".join(
+            "options $kernelopts $tuned_params" if line.startswith("options") else line
+            for line in lines
+        )
+        + "\n"
+    )
+    if grubenv is not None:
+        (root / "boot/grub2").mkdir(parents=True)
+        (root / "boot/grub2/grubenv").write_text(
+            f"# GRUB Environment Block\nkernelopts={grubenv}\n" + "#" * 600
+        )
+    return root
+
+
+@pytest.mark.parametrize("grubenv", [GRUBENV_OPTS, None])
+def test_kernel_cmdline_is_seeded_with_kernelopts_expanded(
+    grubenv: str | None, tmp_path: Path
+) -> None:
+    """/etc/kernel/cmdline started from a '$kernelopts' entry holds grubenv's words (root= among
+    them) and the bundle's; without a grubenv value it is not started at all. On main it held
+    the bundle's arguments alone: no root=."""
+    from test_install import INFERENCE, RHEL_ENTRY, bundle_for, make_bin, run
+
+    from generator.plan.checks import kernel_cmdline
+
+    root = _rhel_8_image(tmp_path / "image", grubenv)
+    plan = INFERENCE._replace(distro="rhel-8", grub_dropins=False)
+    bundle = bundle_for(tmp_path, plan, "inference")
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    args = kernel_cmdline(plan.settings)
+    entry = (root / RHEL_ENTRY).read_text()
+    assert f"options $kernelopts $tuned_params {args}\n" in entry  # the variables kept
+    cmdline = root / "etc/kernel/cmdline"
+    if grubenv:
+        assert cmdline.read_text() == f"{GRUBENV_OPTS} {args}\n"
+    else:
+        assert not cmdline.exists()
+        assert "$kernelopts has no plain value in /boot/grub2/grubenv" in result.stdout
