@@ -247,12 +247,12 @@ def _rhel_8_image(root: Path, grubenv: str | None) -> Path:
 
 
 @pytest.mark.parametrize("grubenv", [GRUBENV_OPTS, None])
-def test_kernel_cmdline_is_seeded_with_kernelopts_expanded(
+def test_kernel_cmdline_is_not_started_from_a_kernelopts_entry(
     grubenv: str | None, tmp_path: Path
 ) -> None:
-    """/etc/kernel/cmdline started from a '$kernelopts' entry holds grubenv's words (root= among
-    them) and the bundle's; without a grubenv value it is not started at all. On main it held
-    the bundle's arguments alone: no root=."""
+    """The entries keep $kernelopts and $tuned_params and get the bundle's arguments; no
+    /etc/kernel/cmdline is started from them. On main it was, less the variables: the bundle's
+    arguments alone, no root=, for the kernels kernel-install adds later."""
     from test_install import INFERENCE, RHEL_ENTRY, bundle_for, make_bin, run
 
     from generator.plan.checks import kernel_cmdline
@@ -263,11 +263,26 @@ def test_kernel_cmdline_is_seeded_with_kernelopts_expanded(
     result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
     assert result.returncode == 0, result.stdout + result.stderr
     args = kernel_cmdline(plan.settings)
-    entry = (root / RHEL_ENTRY).read_text()
-    assert f"options $kernelopts $tuned_params {args}\n" in entry  # the variables kept
-    cmdline = root / "etc/kernel/cmdline"
-    if grubenv:
-        assert cmdline.read_text() == f"{GRUBENV_OPTS} {args}\n"
-    else:
-        assert not cmdline.exists()
-        assert "$kernelopts has no plain value in /boot/grub2/grubenv" in result.stdout
+    assert f"options $kernelopts $tuned_params {args}\n" in (root / RHEL_ENTRY).read_text()
+    assert not (root / "etc/kernel/cmdline").exists()
+    assert "/etc/kernel/cmdline not started: the entries take $kernelopts" in result.stdout
+
+
+def test_an_existing_kernel_cmdline_is_still_edited_beside_kernelopts_entries(
+    tmp_path: Path,
+) -> None:
+    """An /etc/kernel/cmdline the image already has (RHEL 8.6+ moves the words into the
+    entries) is edited as on RHEL 9."""
+    from test_install import INFERENCE, bundle_for, make_bin, run
+
+    from generator.plan.checks import kernel_cmdline
+
+    root = _rhel_8_image(tmp_path / "image", GRUBENV_OPTS)
+    (root / "etc/kernel").mkdir(parents=True)
+    (root / "etc/kernel/cmdline").write_text(GRUBENV_OPTS + "\n")
+    plan = INFERENCE._replace(distro="rhel-8", grub_dropins=False)
+    bundle = bundle_for(tmp_path, plan, "inference")
+    result = run(bundle / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert result.returncode == 0, result.stdout + result.stderr
+    expected = f"{GRUBENV_OPTS} {kernel_cmdline(plan.settings)}\n"
+    assert (root / "etc/kernel/cmdline").read_text() == expected

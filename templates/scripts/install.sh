@@ -60,8 +60,8 @@
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
 #       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
 #       Both modes edit /etc/kernel/cmdline, which kernel-install reads for kernels installed
-#       later (seeded from the newest entry, less its variables, when absent; RHEL 8's
-#       $kernelopts is first expanded from /boot/grub2/grubenv). A list argument
+#       later (seeded from the newest entry, less its variables, when absent; not where the
+#       entry says $kernelopts, RHEL 8's, whose words are in /boot/grub2/grubenv). A list argument
 #       (modprobe.blacklist, rd.driver.blacklist, module_blacklist: list_keys) of the bundle's
 #       carries the image's elements first, then its own.
 #       GRUB_CMDLINE_LINUX of /etc/default/grub gets the same edit: RHEL 9.0-9.2's grub2-mkconfig
@@ -1336,32 +1336,6 @@ without_variables() { # text: its words less the blscfg variables
     printf '%s' "$out"
 }
 
-# with_kernelopts TEXT: TEXT with the word $kernelopts replaced by its value in
-# /boot/grub2/grubenv, what grub2's blscfg expands it to at boot. RHEL 8's entries say 'options
-# $kernelopts' (rhboot/grubby grubby-bls before fc69ba6), and grub2-mkconfig keeps 'root=... ro
-# $GRUB_CMDLINE_LINUX' there (rhboot/grub2 rhel-8-main 10_linux.in): less the variable, a seed
-# would lack root=. Fails (nothing printed) when the value is not plain words.
-with_kernelopts() {
-    case " $1 " in *" \$kernelopts "*) ;; *)
-        printf '%s' "$1"
-        return 0
-        ;;
-    esac
-    kernelopts=''
-    if contents_of /boot/grub2/grubenv; then
-        kernelopts=$(printf '%s\n' "$contents" | sed -n 's/^kernelopts=//p' | head -n 1)
-    fi
-    [ -n "$kernelopts" ] && is_plain_cmdline "$kernelopts" || return 1
-    set -f
-    out=''
-    for word in $1; do
-        [ "$word" = "\$kernelopts" ] && word=$kernelopts
-        out="${out:+$out }$word"
-    done
-    set +f
-    printf '%s' "$out"
-}
-
 # Arguments whose value is a comma-separated list that their reader accumulates: the image's
 # list and the bundle's are merged (each element once, the image's first), never replaced.
 #   modprobe.blacklist   kmod, libkmod/libkmod-config.c kcmdline_parse_result(): every
@@ -1615,14 +1589,13 @@ ENTRIES
     seed=''
     if [ -n "$last_entry" ] && contents_of "$last_entry"; then
         seed=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p' | head -n 1)
-        if is_boot_cmdline "$seed" && ! seed=$(with_kernelopts "$seed"); then
-            status=0
-            contents_of /etc/kernel/cmdline || status=$?
-            if [ "$status" -eq 1 ]; then
-                say "$last_entry: \$kernelopts has no plain value in /boot/grub2/grubenv; /etc/kernel/cmdline not started (it would lack root=)"
-                return 0
-            fi
-        fi
+        # RHEL 8's entries say 'options $kernelopts' (rhboot/grubby grubby-bls before fc69ba6):
+        # the words, root= among them, are in /boot/grub2/grubenv, which grubby edits; a file
+        # started without them would lack root= for the kernels kernel-install adds later
+        case " $seed " in *" \$kernelopts "*) contents_of /etc/kernel/cmdline || {
+            say "/etc/kernel/cmdline not started: the entries take \$kernelopts from grubenv"
+            return 0
+        } ;; esac
         ! is_boot_cmdline "$seed" || seed=$(without_variables "$seed")
     fi
     edit_kernel_cmdline "$(edited_cmdline "$seed")" || failed=$((failed + 1))
