@@ -1590,8 +1590,8 @@ ENTRIES
     if [ -n "$last_entry" ] && contents_of "$last_entry"; then
         seed=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p' | head -n 1)
         # RHEL 8's entries say 'options $kernelopts' (rhboot/grubby grubby-bls before fc69ba6):
-        # the words, root= among them, are in /boot/grub2/grubenv, which grubby edits; a file
-        # started without them would lack root= for the kernels kernel-install adds later
+        # the words, root= among them, are in /boot/grub2/grubenv, which grub2-mkconfig writes;
+        # a file started without them would lack root= for the kernels kernel-install adds later
         case " $seed " in *" \$kernelopts "*) contents_of /etc/kernel/cmdline || {
             say "/etc/kernel/cmdline not started: the entries take \$kernelopts from grubenv"
             return 0
