@@ -93,7 +93,7 @@ DISTRO_COMBINATIONS = [
     (system, "inference", distro)
     for system in ("dgx-h100", "l4-inference")
     for distro in ("ubuntu-22.04", "ubuntu-24.04", "debian-12", "rhel-9")
-]
+] + [("dgx-h100", "inference", "rhel-8")]  # RHEL 8: kernel 4.18, its backports (issue 27)
 
 
 def distro_changed(system: str, profile: str, distro: str) -> list[str]:

@@ -688,6 +688,20 @@ CASES = [
         {"kernel-cmdline": "iommu=pt\n"},
         "no GRUB drop-in carries them",
     ),
+    # a distribution whose grub reads drop-ins needs one (debian-12.yaml boot_args.reads)...
+    Case(
+        "grub",
+        "cmdline-without-dropin-debian",
+        {PLAN: '{"distro": "debian-12"}\n', "kernel-cmdline": "iommu=pt\n"},
+        "no GRUB drop-in carries them",
+    ),
+    # ...RHEL's does not (grub2-mkconfig sources only /etc/default/grub: rhel-8.yaml, rhel-9.yaml)
+    Case(
+        "grub",
+        "cmdline-without-dropin-rhel",
+        {PLAN: '{"distro": "rhel-8"}\n', "kernel-cmdline": "iommu=pt\n"},
+        "",
+    ),
     Case(
         "grub", "cmdline-too-long", {"kernel-cmdline": "x" * 2100 + "\n"}, "the kernel keeps 2047"
     ),

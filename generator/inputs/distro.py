@@ -211,6 +211,20 @@ class Distro(StrictModel):
             raise PydanticCustomError("repeated_key", message, {"keys": ", ".join(repeated)})
         return defaults
 
+    @property
+    def kernel_version(self) -> tuple[int, int] | None:
+        """The mainline version every kernel line of this distribution is based on (RHEL 8:
+        4.18 for its whole life), or None where the lines differ (Ubuntu's GA and HWE kernels).
+
+        A plan for this distribution with no os.kernel is made for that version: keys newer than
+        it are dropped unless ``kernel_backports`` lists them for a stated release.
+        """
+        versions = {kernel.version for kernel in self.kernels}
+        if len(versions) != 1:
+            return None
+        major, minor = next(iter(versions)).split(".")
+        return int(major), int(minor)
+
     def sysctl_default(self, key: str) -> SysctlDefault | None:
         """The distribution's boot-time value of ``key``, or None where it keeps the kernel's."""
         return next((default for default in self.sysctl_defaults if default.key == key), None)

@@ -84,7 +84,9 @@ class DiskFacts(NamedTuple):
 
 
 class OsFacts(NamedTuple):
-    kernel: tuple[int, int] | None  # None: not stated; rules assume a current LTS kernel
+    # None: not stated, and the named distribution (if any) has no one version; rules assume a
+    # current LTS kernel
+    kernel: tuple[int, int] | None
     page_size_kib: int
     # None: no distribution named; the bundle stays portable and uses no distribution's defaults
     distro: Distro | None = None

@@ -482,8 +482,11 @@ def resolve_facts(
         raise InputError(problems)
     nvswitch = spec.nvswitch if spec.nvswitch is not None else _default_nvswitch(gpus)
     disks = tuple(DiskFacts(d.name, d.kind, d.role) for d in spec.disks)
+    # an unstated kernel is the named distribution's, where all its kernel lines share one
+    # mainline version (hardware_db/distros/: RHEL's 4.18 and 5.14), else a current one
+    kernel = _parse_kernel(spec.os.kernel) or (distro.kernel_version if distro else None)
     os_facts = OsFacts(
-        _parse_kernel(spec.os.kernel),
+        kernel,
         spec.os.page_size_kib,
         distro,
         spec.os.kernel,

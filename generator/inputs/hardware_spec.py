@@ -177,7 +177,8 @@ KernelRelease = Annotated[
 
 
 # A distribution key or alias as the tables in hardware_db/distros/ spell them (ubuntu-24.04,
-# rhel-9); whether it is a known one is decided against those tables, with the known ones listed.
+# rhel-8, rhel-9); whether it is a known one is decided against those tables, with the known
+# ones listed.
 DistroName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*-[0-9][0-9.]*$")]
 
 
@@ -191,7 +192,10 @@ class OsSpec(StrictModel):
     # None: a portable bundle, right on every supported distribution (no distro defaults used)
     distro: Annotated[
         DistroName | None,
-        _doc("target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-9); none: portable"),
+        _doc(
+            "target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9); "
+            "none: portable"
+        ),
     ] = None
 
 

@@ -6,6 +6,7 @@ The plan is the single source of truth: `explain`, `diff`, the renderers and `ve
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
@@ -18,6 +19,9 @@ from generator.plan.claims import plan_claims
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
+
+if TYPE_CHECKING:  # the tables' models, for annotations only
+    from generator.inputs.distro import Backport
 
 
 def run_rules(
@@ -134,15 +138,31 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
                 )
             )
             continue
-        kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "a current kernel"
-        notes.append(
-            Note(
-                f"{setting.kind} {setting.key} dropped: it does not exist on {facts.cpu.arch} "
-                f"with {kernel}",
-                rule=setting.rule,
-            )
-        )
+        notes.append(Note(_dropped(setting, backport, facts), rule=setting.rule))
     return kept, notes
+
+
+def _dropped(setting: Setting, backport: Backport | None, facts: Facts) -> str:
+    """Why a key is left out; for a distribution backport, the stated release it would need."""
+    kernel = ".".join(map(str, facts.os.kernel)) if facts.os.kernel else "a current kernel"
+    dropped = f"{setting.kind} {setting.key} dropped: "
+    if backport is None or facts.os.distro is None or not _exists_on_arch(backport, facts):
+        return dropped + f"it does not exist on {facts.cpu.arch} with {kernel}"
+    release = facts.os.kernel_release
+    minor = f" ({backport.minor_release})" if backport.minor_release else ""
+    stated = f"os.kernel {release} is older" if release else "os.kernel is not stated"
+    return dropped + (
+        f"mainline has it from {backport.mainline}, not {kernel}; {facts.os.distro.key} "
+        f"backported it in {backport.kernel_release}{minor}, but {stated}: set os.kernel to "
+        "the release as uname -r prints it to keep it there"
+    )
+
+
+def _exists_on_arch(backport: Backport, facts: Facts) -> bool:
+    """Whether the backported key exists on this architecture at all (nosmt is x86 only)."""
+    table = KNOWN_TABLES.get(backport.kind)
+    known = table[0].get(backport.key) if table else None
+    return known is not None and known.available(None, facts.cpu.arch)
 
 
 # Kernel arguments the kernel reads in command-line order (mm/hugetlb.c): `hugepages=` counts

@@ -11,10 +11,10 @@ key makes the merged profile agree with sysctl.d.
 
 Which base is selected is known only when install.sh runs in the image, so the restated keys are
 those of every profile tuned ships, in every tuned version a target distribution ships
-(``hardware_db/tuned/*.yaml``: Debian 12's tuned 2.20 package, and the upstream tags RHEL 9's
-minor releases ship, each read by tests/validators/make_tuned_profiles.py): the bundle stays one
-file for every base. A vendor profile outside those tables (NVIDIA's) is not known here;
-EXPLAIN's tuned line says so.
+(``hardware_db/tuned/*.yaml``: Debian 12's tuned 2.20 package, and the upstream tags RHEL 8.10's
+and RHEL 9's minor releases ship, each read by tests/validators/make_tuned_profiles.py): the
+bundle stays one file for every base. A vendor profile outside those tables (NVIDIA's) is not
+known here; EXPLAIN's tuned line says so.
 
 From tuned 2.25 (RHEL 9.6 on) the shipped profiles set the dirty limits in ``[vm]``
 (``dirty_ratio = 40``; from 2.26 ``dirty_bytes = 40%``), options the vm plugin writes to the same

@@ -136,6 +136,10 @@ def smt(facts: Facts, profile: Profile) -> Output:
     )
 
 
+# Linux 5.13 moved the CFS tunables from /proc/sys/kernel to debugfs (commit 8a99b6833c88)
+CFS_SYSCTLS_MOVED = (5, 13)
+
+
 @rule("cpu.cfs-tunables", vendors=(GpuVendor.NVIDIA,))
 def cfs_tunables(facts: Facts, profile: Profile) -> Output:
     """Say why the CFS granularity sysctls of NVIDIA's inference profile are not set.
@@ -148,6 +152,16 @@ def cfs_tunables(facts: Facts, profile: Profile) -> Output:
     them there.
     """
     if not facts.has_gpus:
+        return
+    kernel = facts.os.kernel  # stated, or the named distribution's one version (RHEL 8: 4.18)
+    if kernel is not None and kernel < CFS_SYSCTLS_MOVED:
+        yield note(
+            "kernel.sched_latency_ns and kernel.sched_min_granularity_ns (NVIDIA's "
+            "h100-inference: 1000000/100000) not set: on "
+            f"{'.'.join(map(str, kernel))} they are still sysctls (Linux 5.13 moved them to "
+            "debugfs), but NVIDIA's newer profiles drop them, and the kernel's own scheduler "
+            "defaults are kept"
+        )
         return
     yield note(
         "kernel.sched_latency_ns and kernel.sched_min_granularity_ns (NVIDIA's h100-inference: "

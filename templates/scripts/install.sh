@@ -60,7 +60,8 @@
 #       --update-kernel=ALL --args=... --remove-args=...; in an image build, the options lines of the BLS
 #       entries are edited as text, a grub variable word ($tuned_params) kept where it stands.
 #       Both modes edit /etc/kernel/cmdline, which kernel-install reads for kernels installed
-#       later (seeded from the newest entry, less its variables, when absent). A list argument
+#       later (seeded from the newest entry, less its variables, when absent; not where the
+#       entry says $kernelopts, RHEL 8's, whose words are in /boot/grub2/grubenv). A list argument
 #       (modprobe.blacklist, rd.driver.blacklist, module_blacklist: list_keys) of the bundle's
 #       carries the image's elements first, then its own.
 #       GRUB_CMDLINE_LINUX of /etc/default/grub gets the same edit: RHEL 9.0-9.2's grub2-mkconfig
@@ -1589,6 +1590,13 @@ ENTRIES
     seed=''
     if [ -n "$last_entry" ] && contents_of "$last_entry"; then
         seed=$(printf '%s\n' "$contents" | sed -n 's/^options[[:space:]]*//p' | head -n 1)
+        # RHEL 8's entries say 'options $kernelopts' (rhboot/grubby grubby-bls before fc69ba6):
+        # the words, root= among them, are in /boot/grub2/grubenv, which grub2-mkconfig writes;
+        # a file started without them would lack root= for the kernels kernel-install adds later
+        case " $seed " in *" \$kernelopts "*) contents_of /etc/kernel/cmdline || {
+            say "/etc/kernel/cmdline not started: the entries take \$kernelopts from grubenv"
+            return 0
+        } ;; esac
         ! is_boot_cmdline "$seed" || seed=$(without_variables "$seed")
     fi
     edit_kernel_cmdline "$(edited_cmdline "$seed")" || failed=$((failed + 1))

@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+import yaml
+
 from . import limits, sysctl
 from .layout import ROOTFS, files, output_problems, relative
 from .run import copy_readable, find_tool, find_udevadm, lines_naming, run, scratch, unprivileged
@@ -260,6 +262,22 @@ def bundle_distro(bundle: Path) -> str:
     except (ValueError, AttributeError):
         return ""  # the json validator reports a plan.json that does not parse
     return distro if isinstance(distro, str) else ""
+
+
+GRUB_DROPIN_DIR = "/etc/default/grub.d/"
+
+
+def reads_grub_dropins(bundle: Path) -> bool:
+    """Whether the bundle's distribution reads GRUB drop-ins: its table's ``boot_args.reads``
+    (hardware_db/distros/, read as plain YAML) names /etc/default/grub.d. Red Hat's grub2-mkconfig
+    sources only /etc/default/grub, so a RHEL bundle carries none; a portable bundle may meet a
+    distribution that reads them, and so may a distribution without a table."""
+    distro = bundle_distro(bundle)
+    path = sysctl.DISTROS / f"{distro}.yaml"
+    if not distro or not path.is_file():
+        return True
+    reads = (yaml.safe_load(path.read_text(encoding="utf-8")).get("boot_args") or {}).get("reads")
+    return any(str(read).startswith(GRUB_DROPIN_DIR) for read in reads or [])
 
 
 def check_sysctl(bundle: Path) -> list[str]:

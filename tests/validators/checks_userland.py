@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from .checks_system import sysctl_assignments
+from .checks_system import reads_grub_dropins, sysctl_assignments
 from .layout import (
     INSTALL_SH,
     KERNEL_CMDLINE,
@@ -493,8 +493,10 @@ def check_grub(bundle: Path) -> list[str]:
     cmdline = cmdline_path.read_text().strip() if cmdline_path.is_file() else None
     problems = check_cmdline_text(cmdline) if cmdline is not None else []
     if not dropins:
+        # a distribution whose grub never reads drop-ins (RHEL: BLS entries, grubby) gets none
+        unread = cmdline and reads_grub_dropins(bundle)
         return problems + (
-            [f"{KERNEL_CMDLINE} has arguments but no GRUB drop-in carries them"] if cmdline else []
+            [f"{KERNEL_CMDLINE} has arguments but no GRUB drop-in carries them"] if unread else []
         )
     for path in dropins:
         syntax = run([find_tool("sh"), "-n", str(path)])
