@@ -1562,7 +1562,7 @@ def test_the_images_rccl_conf_is_merged_and_put_back_like_nccl_conf(tmp_path: Pa
     assert conf.read_bytes()[len(ours) :].split(b"\n", 2)[2] == NDV5_KEPT
     kept = root / "var/lib/goldtune/rccl.conf.image"
     assert kept.read_bytes() == NDV5_NCCL_CONF
-    checks, _ = verify_checks(load_bundle(bundle), root, None)
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
     rccl = [c for c in checks if c.kind == "rccl" or c.key == layout.RCCL_CONF]
     assert rccl and all(c.verdict == Verdict.OK for c in rccl), rccl
     result = run(
