@@ -168,9 +168,8 @@ def check_own_units(snapshot: Snapshot) -> list[Check]:
             "ConditionTimestampMonotonic", "0"
         ) not in ("0", "")
         if skipped and not ran:
-            checks.append(
-                Check("unit", unit, "ran this boot", actual, OK, "skipped: its condition is not met")
-            )
+            reason = "skipped: its condition is not met"
+            checks.append(Check("unit", unit, "ran this boot", actual, OK, reason))
         elif props.get("UnitFileState") == "enabled" and not ran:
             checks.append(
                 Check("unit", unit, "ran this boot", actual, DIFFERS, "enabled, but it did not run")
