@@ -520,8 +520,13 @@ fi
 # QEMU loads the kernel, or the image's own loader boots from the disk (the firmware's and the
 # loader's options go first in "$@"). --loader grub reboots once in the same QEMU process (the
 # snapshot's writes last as long as it does), so it runs without -no-reboot.
+# The root disk boots first under a loader (with -kernel, QEMU's linuxboot ROM has bootindex 0).
+boot_first=",bootindex=0"
 case $loader in
-    kernel) set -- -no-reboot -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" "$@" ;;
+    kernel)
+        boot_first=""
+        set -- -no-reboot -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" "$@"
+        ;;
     grub) ;;
     systemd-boot)
         cp "$OVMF_VARS" "$work/ovmf-vars.fd"
@@ -534,7 +539,7 @@ timeout "$boot_timeout" $netns qemu-system-x86_64 -accel "$accel" -m 2G -smp "$s
     -display none -monitor none \
     -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
     -drive "if=none,id=root,file=$disk,format=raw,snapshot=on" \
-    -device virtio-blk-pci,drive=root,bus=pci.0,bootindex=0 \
+    -device "virtio-blk-pci,drive=root,bus=pci.0$boot_first" \
     -device ahci,id=ahci,bus=pci.0 \
     -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
     -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \
