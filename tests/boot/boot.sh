@@ -317,6 +317,14 @@ record_previous_args() {
     printf '%s\n' $previous_args >"$dir/kernel-args"
 }
 
+# --loader kernel: the image has no boot loader, as before the cached root carried GRUB for
+# --loader grub; without its update-grub install.sh writes no first-boot unit to run it (which
+# would fail here: no /boot/grub) and a Packer build runs none.
+purge_grub() {
+    [ -e "$1/usr/sbin/update-grub" ] || return 0
+    chroot "$1" env LC_ALL=C dpkg --purge grub-pc-bin grub2-common >/dev/null
+}
+
 # --loader grub: a Debian GRUB image as its build left it, before the bundle. Its
 # /etc/default/grub (serial console, no menu wait), GRUB's modules where grub-install puts them
 # (the image's grub-pc-bin), and a grub.cfg that boots it without the bundle's arguments (with
@@ -458,6 +466,7 @@ timing copy-root "$(elapsed "$step")"
 
 step=$(now)
 case $loader in
+    kernel) purge_grub "$work/root" ;;
     grub) prepare_grub_image "$work/root" ;;
     systemd-boot) prepare_bls_image "$work/root" ;;
 esac
