@@ -1215,3 +1215,25 @@ def test_a_bls_image_is_judged_by_its_entries_and_kernel_cmdline(tmp_path, chang
 def test_grub_enable_blscfg_without_entries_is_missing(tmp_path):
     files = {"/etc/default/grub": "GRUB_ENABLE_BLSCFG=true\n"}
     assert bls_arg_verdict(tmp_path, files) == (MISSING, "no BLS entry")
+
+
+def test_a_once_unit_skipped_on_its_condition_is_healthy(tmp_path):
+    """Issue 27: goldtune-update-grub.service runs once at first boot, then its marker keeps it
+    from starting (ConditionPathExists=!...). Every later boot systemd skips it on the condition:
+    that is no failure (on main: "enabled, but it did not run"). An enabled unit that was never
+    started has ConditionResult=no too, but no condition timestamp: still a failure."""
+    unit = "goldtune-update-grub.service"
+    base = (
+        ("system", "state", "running"),
+        ("own-unit", unit, "UnitFileState=enabled"),
+        ("own-unit", unit, "ActiveState=inactive"),
+        ("own-unit", unit, "Result=success"),
+        ("own-unit", unit, "ConditionResult=no"),
+        ("own-unit", unit, "InactiveExitTimestampMonotonic=0"),
+    )
+    skipped = health(tmp_path, *base, ("own-unit", unit, "ConditionTimestampMonotonic=9120345"))
+    (check,) = [c for c in skipped if c.kind == "unit"]
+    assert check.verdict == OK and "condition" in check.reason, check
+    never = health(tmp_path, *base, ("own-unit", unit, "ConditionTimestampMonotonic=0"))
+    (check,) = [c for c in never if c.kind == "unit"]
+    assert check.verdict == DIFFERS and "did not run" in check.reason, check

@@ -161,7 +161,16 @@ def check_own_units(snapshot: Snapshot) -> list[Check]:
         )
         actual += f", {took:.2f} s" if took is not None else ""
         ran = props.get("InactiveExitTimestampMonotonic", "0") not in ("0", "")
-        if props.get("UnitFileState") == "enabled" and not ran:
+        # a unit systemd started and skipped on its Condition*= (the once-units: the first-boot
+        # update-grub after its marker) did what it should; a unit never started has
+        # ConditionResult=no too, but no condition timestamp
+        skipped = props.get("ConditionResult") == "no" and props.get(
+            "ConditionTimestampMonotonic", "0"
+        ) not in ("0", "")
+        if skipped and not ran:
+            reason = "skipped: its condition is not met"
+            checks.append(Check("unit", unit, "ran this boot", actual, OK, reason))
+        elif props.get("UnitFileState") == "enabled" and not ran:
             checks.append(
                 Check("unit", unit, "ran this boot", actual, DIFFERS, "enabled, but it did not run")
             )

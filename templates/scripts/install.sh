@@ -50,9 +50,12 @@
 # longer carries:
 #   GRUB drop-in (Debian, Ubuntu): the drop-in of the overlay carries the arguments; live, and in
 #       an image build of / (a Packer build VM), update-grub regenerates grub.cfg if the image has
-#       it; with --root DIR nothing of the image runs here: <tool>-update-grub.service, written
-#       and enabled in the image, runs its update-grub once at first boot (a marker in the record
-#       directory), and the arguments are in effect from the boot after.
+#       it; with --root DIR on a filesystem of its own (the image's disk mounted there) the
+#       image's update-grub runs chrooted, as image builders run it (grub_chrooted); otherwise
+#       (a directory, another architecture) nothing of the image runs here:
+#       <tool>-update-grub.service, written and enabled in the image, runs its update-grub once
+#       at first boot (a marker in the record directory), and the arguments are in effect from
+#       the boot after.
 #   bootc (an image build of a bootc / ostree image: /usr/lib/bootc, or
 #       /usr/lib/ostree/prepare-root.conf): /usr/lib/bootc/kargs.d/90-<tool>.toml, which bootc
 #       applies when the image is installed or updated (boot_bootc).
@@ -1603,8 +1606,8 @@ ENTRIES
 }
 
 # An image build of / (a build VM, a chroot): the image's own update-grub, so that the image is
-# captured with the arguments in grub.cfg. Otherwise (--root DIR) the image's update-grub runs at
-# its first boot (grub_at_first_boot).
+# captured with the arguments in grub.cfg. With --root DIR: the image's update-grub run chrooted
+# when the image can (grub_chrooted), else at its first boot (grub_at_first_boot).
 boot_image_grub() {
     if [ "$root" = / ] && command -v update-grub >/dev/null 2>&1; then
         run_step bootloader
@@ -1612,9 +1615,50 @@ boot_image_grub() {
         # no unit of the tool is left behind to regenerate grub.cfg: the image's own next
         # update-grub (any kernel update runs it) drops the arguments with the drop-in gone
         say "kernel arguments: grub.cfg of $root keeps them until the image's update-grub runs next"
+    elif grub_chrooted; then
+        take_back_grub_unit
+        grub_deferred="; grub.cfg regenerated in the image, in effect at its first boot"
     else
         grub_at_first_boot
     fi
+}
+
+# grub_chrooted: the image's own update-grub, chrooted, as image builders run it, when the image
+# can: DIR is a filesystem of its own (the image's disk mounted there: grub-probe then names the
+# image's device; on a directory of this host's filesystem it would name this host's, and
+# grub.cfg would boot the host's root), this host is root with chroot, unshare and mount, and it
+# runs the image's programs (its /bin/true runs: the same architecture). /dev, /proc and /sys are
+# bound in a mount namespace of the run's own, so no mount outlives it. 1 when the image cannot
+# or update-grub failed (said why): then its first boot does it.
+grub_chrooted() {
+    [ "$(id -u)" = 0 ] || return 1
+    for program in chroot unshare mount; do
+        command -v "$program" >/dev/null 2>&1 || return 1
+    done
+    image_command update-grub || return 1
+    if [ "$(stat -c %d -- "$root")" = "$(stat -c %d -- /)" ]; then
+        say "kernel arguments: $root is not a filesystem of its own (the image's disk mounted), so its update-grub is not run here"
+        return 1
+    fi
+    for api_dir in dev proc sys; do
+        if [ ! -d "$root/$api_dir" ] || [ -L "$root/$api_dir" ]; then
+            say "kernel arguments: the image has no /$api_dir directory to bind; its update-grub is not run here"
+            return 1
+        fi
+    done
+    if ! chroot "$root" /bin/true 2>/dev/null; then
+        say "kernel arguments: the image's programs do not run on this host; its update-grub is not run here"
+        return 1
+    fi
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    if unshare -m sh -c 'mount --make-rprivate / && mount --rbind /dev "$1/dev" &&
+        mount -t proc proc "$1/proc" && mount --rbind /sys "$1/sys" && exec chroot "$1" "$2"' \
+        sh "$root" "$found"; then
+        say "regenerated grub.cfg of $root with its own update-grub (chrooted)"
+        return 0
+    fi
+    say "kernel arguments: the image's update-grub failed chrooted"
+    return 1
 }
 
 # image_command NAME: $found is the path in the image of its program NAME (a bin directory of

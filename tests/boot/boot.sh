@@ -5,6 +5,7 @@
 #   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init|packer] [--user-data FILE]
 #           [--hook SCRIPT] [--collector FILE] [--timeout SECONDS] [--packer-timeout SECONDS]
 #           [--keep-image] [--smp SPEC] [--qemu-args FILE]
+#           [--loader kernel|grub|systemd-boot] [--previous-args ARGS]
 #
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
@@ -30,8 +31,26 @@
 #                          The disks name their bus (pci.0): QEMU would put a device without one
 #                          on an expander bridge given after them
 #
-# Every delivery boots with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
-# command line: the image has no boot loader, so this stands in for the GRUB drop-in.
+#   --loader kernel        (default) QEMU's -kernel/-initrd/-append: the image has no boot
+#                          loader, the bundle's kernel arguments (its kernel-cmdline file) are
+#                          appended by the harness, standing in for the GRUB drop-in
+#   --loader grub          (--delivery rootfs only) the image's own GRUB boots it, BIOS, from an
+#                          msdos-partitioned disk; no -kernel/-append. The image is a Debian GRUB
+#                          image as its build left it: /etc/default/grub, the modules of its
+#                          grub-pc-bin in /boot/grub/i386-pc, a grub.cfg without the bundle's
+#                          arguments. install.sh --image-build --root then leaves grub.cfg to its
+#                          first-boot unit (goldtune-update-grub.service, the image's own
+#                          update-grub); the harness reboots once after that first boot (in the
+#                          same QEMU process) and collects in the second, which GRUB boots from
+#                          the regenerated grub.cfg
+#   --loader systemd-boot  (--delivery rootfs only) systemd-boot under OVMF (UEFI) reads a BLS
+#                          entry from the ESP, a FAT image made with mtools from the image's
+#                          /boot after delivery: the entry, RHEL-style, ends in $tuned_params,
+#                          which systemd-boot passes on as it stands; install.sh edits its
+#                          options as text
+#   --previous-args ARGS   as if an earlier bundle had added ARGS: the install record's
+#                          kernel-args lists them and the image's loader config (grub.cfg, the
+#                          BLS entry) carries them; the bundle must take them out
 # The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log. A harness
 # unit waits until `systemctl is-system-running --wait` returns, runs the collector onto ttyS1
 # and powers off. QEMU runs under a hard timeout.
@@ -56,6 +75,8 @@ packer_timeout=960
 keep_image=no
 smp=2
 qemu_args=""
+loader=kernel
+previous_args=""
 
 log() { printf 'boot: %s\n' "$*" >&2; }
 die() { log "error: $1"; exit "${2:-1}"; }
@@ -77,12 +98,17 @@ while [ $# -gt 0 ]; do
         --keep-image) keep_image=yes; shift ;;
         --smp) smp=$2; shift 2 ;;
         --qemu-args) qemu_args=$2; shift 2 ;;
+        --loader) loader=$2; shift 2 ;;
+        --previous-args) previous_args=$2; shift 2 ;;
         *) die "unknown argument $1 (see the header of $0)" 2 ;;
     esac
 done
 if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
 case $delivery in rootfs | cloud-init | packer) ;; *) die "--delivery is rootfs, cloud-init or packer" 2 ;; esac
 [ -z "$qemu_args" ] || [ -f "$qemu_args" ] || die "--qemu-args: no file $qemu_args" 2
+case $loader in kernel | grub | systemd-boot) ;; *) die "--loader is kernel, grub or systemd-boot" 2 ;; esac
+[ "$loader" = kernel ] || [ "$delivery" = rootfs ] || die "--loader $loader needs --delivery rootfs" 2
+[ -z "$previous_args" ] || [ "$loader" != kernel ] || die "--previous-args needs --loader grub or systemd-boot" 2
 [ -f "$bundle/install.sh" ] || die "$bundle is not a bundle (no install.sh)" 2
 [ "$(id -u)" = 0 ] || die "needs root" 2
 bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
@@ -97,6 +123,32 @@ ensure_qemu() {
     log "installing qemu-system-x86 and e2fsprogs"
     apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends qemu-system-x86 e2fsprogs >&2
+}
+
+# What each loader needs on the host, and the Debian package that has it.
+SD_BOOT_EFI=/usr/lib/systemd/boot/efi/systemd-bootx64.efi
+OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd
+OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
+ensure_loader_tools() {
+    case $loader in
+        grub) needed="sfdisk:fdisk" ;;
+        systemd-boot) needed="sfdisk:fdisk mkfs.vfat:dosfstools mcopy:mtools $SD_BOOT_EFI:systemd-boot-efi $OVMF_CODE:ovmf" ;;
+        *) return 0 ;;
+    esac
+    packages=""
+    for pair in $needed; do
+        case ${pair%%:*} in
+            /*) [ -f "${pair%%:*}" ] && continue ;;
+            *) command -v "${pair%%:*}" >/dev/null 2>&1 && continue ;;
+        esac
+        packages="$packages ${pair#*:}"
+    done
+    [ -n "$packages" ] || return 0
+    [ "${GOLDTUNE_BOOT_INSTALL_TOOLS:-0}" = 1 ] || die "--loader $loader needs:$packages (apt-get install$packages)"
+    log "installing$packages"
+    apt-get update -qq >&2
+    # shellcheck disable=SC2086 # the package list is split on purpose
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $packages >&2
 }
 
 # KVM hangs or aborts in some nested sandboxes: use it only after a short probe shows the kernel
@@ -127,7 +179,14 @@ add_harness() {
     cat >"$root/usr/local/sbin/boottest-report" <<'EOF'
 #!/bin/sh
 # boot test harness: wait for the end of boot, print the snapshot on ttyS1, power off.
+# --loader grub: the first boot (the image's first-boot units ran) reboots once instead.
 timeout 900 systemctl is-system-running --wait >/dev/null 2>&1
+if [ -e /etc/boottest-reboot-once ] && [ ! -e /var/lib/boottest-rebooted ]; then
+    : >/var/lib/boottest-rebooted
+    sync
+    systemctl reboot --no-block
+    exit 0
+fi
 udevadm settle --timeout=60
 /usr/local/sbin/boottest-collect /usr/local/sbin/boottest-collect.conf >/dev/ttyS1 2>/dev/null
 systemctl poweroff --no-block
@@ -244,6 +303,143 @@ EOF
     [ -f "$disk" ] || die "packer build wrote no image at $disk"
 }
 
+# The install record's directory in the image (install.list: "record <path>").
+record_dir() {
+    awk -F '\t' '$1 == "record" { sub("/[^/]*$", "", $2); print $2; exit }' "$bundle/install.list"
+}
+
+# --previous-args: the arguments an earlier bundle added, in its install record.
+record_previous_args() {
+    [ -n "$previous_args" ] || return 0
+    dir="$1$(record_dir)"
+    mkdir -p "$dir"
+    # shellcheck disable=SC2086 # one argument a line
+    printf '%s\n' $previous_args >"$dir/kernel-args"
+}
+
+# --loader kernel: the image has no boot loader, as before the cached root carried GRUB for
+# --loader grub; without its update-grub install.sh writes no first-boot unit to run it (which
+# would fail here: no /boot/grub) and a Packer build runs none.
+purge_grub() {
+    [ -e "$1/usr/sbin/update-grub" ] || return 0
+    chroot "$1" env LC_ALL=C dpkg --purge grub-pc-bin grub2-common >/dev/null
+}
+
+# --loader grub: a Debian GRUB image as its build left it, before the bundle. Its
+# /etc/default/grub (serial console, no menu wait), GRUB's modules where grub-install puts them
+# (the image's grub-pc-bin), and a grub.cfg that boots it without the bundle's arguments (with
+# --previous-args, with those). The harness reboots once after its first boot.
+prepare_grub_image() {
+    root=$1
+    if [ ! -f "$root/usr/lib/grub/i386-pc/boot.img" ] || [ ! -x "$root/usr/sbin/update-grub" ]; then
+        die "the cached root has no grub-pc-bin and grub2-common (tests/boot/build-rootfs.sh)"
+    fi
+    version=$(cat "$cache/kernel-version")
+    printf '/dev/vda1 / ext4 defaults 0 1\n' >"$root/etc/fstab"
+    cat >"$root/etc/default/grub" <<'GRUB'
+# boot test: a Debian GRUB image on a serial console (no menu wait)
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=0
+GRUB_DISTRIBUTOR=Debian
+GRUB_CMDLINE_LINUX_DEFAULT=""
+GRUB_CMDLINE_LINUX="console=ttyS0 panic=-1"
+GRUB_TERMINAL=console
+GRUB
+    mkdir -p "$root/boot/grub"
+    cp -r "$root/usr/lib/grub/i386-pc" "$root/boot/grub/i386-pc"
+    cat >"$root/boot/grub/grub.cfg" <<GRUB
+# boot test: the grub.cfg of the image's build, made before the bundle
+set timeout=0
+menuentry 'Debian GNU/Linux' {
+    linux /boot/vmlinuz-$version root=/dev/vda1 ro console=ttyS0 panic=-1${previous_args:+ $previous_args}
+    initrd /boot/initrd.img-$version
+}
+GRUB
+    : >"$root/etc/boottest-reboot-once"
+    record_previous_args "$root"
+}
+
+# --loader systemd-boot: a BLS image whose /boot (the ESP at boot) has one entry as RHEL 9 writes
+# them: the options end in $tuned_params (tuned's 92-tuned.install), and grub2's blscfg keys
+# systemd-boot does not know (it skips them).
+BLS_ENTRY_ID=0123456789abcdef0123456789abcdef
+prepare_bls_image() {
+    root=$1
+    version=$(cat "$cache/kernel-version")
+    printf '/dev/vda2 / ext4 defaults 0 1\n' >"$root/etc/fstab"
+    mkdir -p "$root/boot/loader/entries"
+    cat >"$root/boot/loader/entries/$BLS_ENTRY_ID-$version.conf" <<BLS
+title Debian GNU/Linux 12 ($version)
+version $version
+linux /vmlinuz-$version
+initrd /initrd.img-$version
+options root=/dev/vda2 ro console=ttyS0 panic=-1${previous_args:+ $previous_args} \$tuned_params
+grub_users \$grub_users
+grub_arg --unrestricted
+grub_class debian
+BLS
+    record_previous_args "$root"
+}
+
+# The ESP of --loader systemd-boot, from the image's /boot after delivery: systemd-boot at the
+# removable-media path, the BLS entries, the kernel and initrd they name. FAT made and filled by
+# mtools (no mount). The entries are also copied to OUT.
+make_esp() {
+    root=$1
+    esp=$2
+    version=$(cat "$cache/kernel-version")
+    mkfs.vfat -C -n ESP "$esp" $((esp_mb * 1024)) >/dev/null
+    mmd -i "$esp" ::/EFI ::/EFI/BOOT ::/loader ::/loader/entries
+    mcopy -i "$esp" "$SD_BOOT_EFI" ::/EFI/BOOT/BOOTX64.EFI
+    printf 'timeout 0\n' >"$work/loader.conf"
+    mcopy -i "$esp" "$work/loader.conf" ::/loader/loader.conf
+    mcopy -i "$esp" "$root"/boot/loader/entries/*.conf ::/loader/entries/
+    mcopy -i "$esp" "$root/boot/vmlinuz-$version" "$root/boot/initrd.img-$version" ::/
+    cp "$root"/boot/loader/entries/*.conf "$out/"
+}
+
+# The boot disk from the image's root directory, without a loop device or a mount: partition
+# table by sfdisk on the file, ext4 by mkfs.ext4 -d at the partition's offset. grub: the image's
+# boot.img in the MBR (its code only, the table kept) and a core.img made by the image's own
+# grub-mkimage in the gap after it (boot.img reads sector 1 and diskboot's blocklist starts at
+# sector 2: the defaults grub-mkimage leaves, so no grub-bios-setup is needed). systemd-boot: a
+# GPT with the ESP first.
+make_disk() {
+    root=$1
+    disk=$2
+    size=$(($(du -sm "$root" | cut -f1) * 13 / 10 + 384))
+    case $loader in
+        kernel)
+            mkfs.ext4 -q -F -L goldtune-root -d "$root" "$disk" "${size}M"
+            return
+            ;;
+        grub)
+            chroot "$root" grub-mkimage -O i386-pc -p '(,msdos1)/boot/grub' -o /boottest-core.img \
+                biosdisk part_msdos ext2
+            mv "$root/boottest-core.img" "$work/core.img"
+            [ "$(stat -c %s "$work/core.img")" -le $((2047 * 512)) ] || die "core.img does not fit before the partition"
+            cp "$root/usr/lib/grub/i386-pc/boot.img" "$work/boot.img"
+            truncate -s "$((size + 1))M" "$disk"
+            printf 'label: dos\nstart=2048, type=L, bootable\n' | sfdisk -q "$disk"
+            root_offset=1
+            ;;
+        systemd-boot)
+            esp_mb=64
+            make_esp "$root" "$work/esp.img"
+            truncate -s "$((1 + esp_mb + size + 1))M" "$disk"
+            printf 'label: gpt\nstart=2048, size=%sMiB, type=U\nsize=%sMiB, type=L\n' "$esp_mb" "$size" |
+                sfdisk -q "$disk"
+            dd if="$work/esp.img" of="$disk" bs=1M seek=1 conv=notrunc status=none
+            root_offset=$((1 + esp_mb))
+            ;;
+    esac
+    mkfs.ext4 -q -F -L goldtune-root -d "$root" -E "offset=$((root_offset * 1048576)),nodiscard" "$disk" "${size}M"
+    if [ "$loader" = grub ]; then
+        dd if="$work/boot.img" of="$disk" bs=440 count=1 conv=notrunc status=none
+        dd if="$work/core.img" of="$disk" bs=512 seek=1 conv=notrunc status=none
+    fi
+}
+
 kernel_args() {
     if [ -f "$bundle/kernel-cmdline" ]; then
         tr '\n' ' ' <"$bundle/kernel-cmdline"
@@ -255,6 +451,7 @@ out=$(CDPATH='' cd -- "$out" && pwd -P)
 : >"$out/timings.txt"
 rm -f "$out/console.log" "$out/snapshot.log"
 ensure_qemu
+ensure_loader_tools
 
 started=$(now)
 cache=$("$HERE/build-rootfs.sh")
@@ -268,11 +465,18 @@ cp -a "$cache/root" "$work/root"
 timing copy-root "$(elapsed "$step")"
 
 step=$(now)
+case $loader in
+    kernel) purge_grub "$work/root" ;;
+    grub) prepare_grub_image "$work/root" ;;
+    systemd-boot) prepare_bls_image "$work/root" ;;
+esac
 if [ -n "$before" ]; then
     "$before" "$work/root" || die "script $before failed"
 fi
+install_flags=""
+[ "$loader" = kernel ] || install_flags="--image-build"
 case $delivery in
-    rootfs) sh "$bundle/install.sh" --root "$work/root" >"$out/install.log" 2>&1 || {
+    rootfs) sh "$bundle/install.sh" ${install_flags:+"$install_flags"} --root "$work/root" >"$out/install.log" 2>&1 || {
         cat "$out/install.log" >&2
         die "install.sh --root failed"
     } ;;
@@ -286,8 +490,7 @@ fi
 timing deliver "$(elapsed "$step")"
 
 step=$(now)
-size=$(( $(du -sm "$work/root" | cut -f1) * 13 / 10 + 384 ))
-mkfs.ext4 -q -F -L goldtune-root -d "$work/root" "$work/disk.img" "${size}M"
+make_disk "$work/root" "$work/disk.img"
 rm -rf "$work/root"
 for extra_disk in ssd hdd nvme; do truncate -s 64M "$work/$extra_disk.img"; done
 disk="$work/disk.img"
@@ -302,7 +505,11 @@ if [ "$delivery" = packer ]; then
     timing packer-build "$(elapsed "$step")"
     append="$append goldtune.boottest=report"
 fi
-log "booting ($accel, timeout ${boot_timeout} s): $append"
+if [ "$loader" = kernel ]; then
+    log "booting ($accel, timeout ${boot_timeout} s): $append"
+else
+    log "booting through $loader ($accel, timeout ${boot_timeout} s)"
+fi
 step=$(now)
 status=0
 netns=""
@@ -319,13 +526,29 @@ if [ -n "$qemu_args" ]; then
 else
     set --
 fi
+# QEMU loads the kernel, or the image's own loader boots from the disk (the firmware's and the
+# loader's options go first in "$@"). --loader grub reboots once in the same QEMU process (the
+# snapshot's writes last as long as it does), so it runs without -no-reboot.
+# The root disk boots first under a loader (with -kernel, QEMU's linuxboot ROM has bootindex 0).
+boot_first=",bootindex=0"
+case $loader in
+    kernel)
+        boot_first=""
+        set -- -no-reboot -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" "$@"
+        ;;
+    grub) ;;
+    systemd-boot)
+        cp "$OVMF_VARS" "$work/ovmf-vars.fd"
+        set -- -no-reboot -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
+            -drive "if=pflash,format=raw,unit=1,file=$work/ovmf-vars.fd" "$@"
+        ;;
+esac
 # shellcheck disable=SC2086 # $netns: nothing, or the command and its option
-timeout "$boot_timeout" $netns qemu-system-x86_64 -accel "$accel" -m 2G -smp "$smp" -nic none -no-reboot \
+timeout "$boot_timeout" $netns qemu-system-x86_64 -accel "$accel" -m 2G -smp "$smp" -nic none \
     -display none -monitor none \
     -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
-    -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" \
     -drive "if=none,id=root,file=$disk,format=raw,snapshot=on" \
-    -device virtio-blk-pci,drive=root,bus=pci.0 \
+    -device "virtio-blk-pci,drive=root,bus=pci.0$boot_first" \
     -device ahci,id=ahci,bus=pci.0 \
     -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
     -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \

@@ -24,7 +24,7 @@ DEST="$CACHE/rootfs-$HASH"
 SUITE=bookworm
 # The guest's packages beyond debootstrap's minbase. python3 comes with tuned and cloud-init.
 PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates
-CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd openssh-server sudo"
+CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd openssh-server sudo grub-pc-bin grub2-common"
 
 log() { printf 'build-rootfs: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -17,6 +17,10 @@
 #               (dpkg-deb, for --deb, is in every Debian system)
 #   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
 #               an ext4 image with mkfs.ext4 -d and boots it under QEMU
+#   fdisk, dosfstools, mtools, ovmf, systemd-boot-efi: the boot test's disks booted by the image's
+#               own loader (tests/boot/boot.sh --loader): sfdisk partitions the image file,
+#               mkfs.vfat and mcopy make the ESP without a mount; OVMF (UEFI) starts
+#               systemd-boot, which reads the BLS entry
 #   prometheus  promtool: `promtool check metrics` of `gen verify --format prometheus` and the
 #               metrics script's textfile, `promtool check rules`/`test rules` of
 #               examples/prometheus/ (the package also brings the server; only promtool is used)
@@ -39,7 +43,7 @@ set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
     grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs packer qemu-utils
-    openssh-client prometheus)
+    openssh-client prometheus fdisk dosfstools mtools ovmf systemd-boot-efi)
 TOOLS_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}
 UDEV_DIR=$TOOLS_DIR/udev
 TUNED_TREES=$TOOLS_DIR/tuned-trees
