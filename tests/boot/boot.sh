@@ -17,7 +17,9 @@
 #                          key made for this run, and run `install.sh --image-build`; the
 #                          image Packer writes is booted (--packer-timeout: the limit of
 #                          `packer build`, default 960 s)
-#   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
+#   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering;
+#                          or an extra report: an executable ROOT/usr/local/sbin/boottest-extra
+#                          runs after the collector, its output on ttyS2 -> OUT/extra.log)
 #   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
 #                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
@@ -32,9 +34,10 @@
 #
 # Every delivery boots with the bundle's kernel arguments (its kernel-cmdline file) on the QEMU
 # command line: the image has no boot loader, so this stands in for the GRUB drop-in.
-# The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log. A harness
-# unit waits until `systemctl is-system-running --wait` returns, runs the collector onto ttyS1
-# and powers off. QEMU runs under a hard timeout.
+# The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log, ttyS2 ->
+# OUT/extra.log. A harness unit waits until `systemctl is-system-running --wait` returns, runs the
+# collector onto ttyS1 (then a hook's boottest-extra onto ttyS2) and powers off. QEMU runs under
+# a hard timeout.
 #
 # OUT also gets install.log and timings.txt ("step seconds" per line). Exit status: 0 a snapshot
 # was captured, 1 a step failed, 2 bad usage, 3 the boot timed out, 4 the boot ended without a
@@ -130,6 +133,7 @@ add_harness() {
 timeout 900 systemctl is-system-running --wait >/dev/null 2>&1
 udevadm settle --timeout=60
 /usr/local/sbin/boottest-collect /usr/local/sbin/boottest-collect.conf >/dev/ttyS1 2>/dev/null
+[ ! -x /usr/local/sbin/boottest-extra ] || /usr/local/sbin/boottest-extra >/dev/ttyS2 2>&1
 systemctl poweroff --no-block
 EOF
     chmod 0755 "$root/usr/local/sbin/boottest-report"
@@ -253,7 +257,7 @@ kernel_args() {
 mkdir -p "$out"
 out=$(CDPATH='' cd -- "$out" && pwd -P)
 : >"$out/timings.txt"
-rm -f "$out/console.log" "$out/snapshot.log"
+rm -f "$out/console.log" "$out/snapshot.log" "$out/extra.log"
 ensure_qemu
 
 started=$(now)
@@ -319,16 +323,19 @@ if [ -n "$qemu_args" ]; then
 else
     set --
 fi
+# One disk on AHCI (the SSD): two SATA disks of one AHCI host are probed in parallel, so which
+# the kernel names sda changed from boot to boot and a bundle's disk claims with it. The rotating
+# disk is a second virtio disk (virtio-blk sets no non-rotational flag), named vdb in PCI order.
 # shellcheck disable=SC2086 # $netns: nothing, or the command and its option
 timeout "$boot_timeout" $netns qemu-system-x86_64 -accel "$accel" -m 2G -smp "$smp" -nic none -no-reboot \
     -display none -monitor none \
-    -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
+    -serial "file:$out/console.log" -serial "file:$out/snapshot.log" -serial "file:$out/extra.log" \
     -kernel "$cache/vmlinuz" -initrd "$cache/initrd.img" -append "$append" \
     -drive "if=none,id=root,file=$disk,format=raw,snapshot=on" \
     -device virtio-blk-pci,drive=root,bus=pci.0 \
     -device ahci,id=ahci,bus=pci.0 \
     -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
-    -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \
+    -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device virtio-blk-pci,drive=hdd,bus=pci.0 \
     -drive "if=none,id=nvme,file=$work/nvme.img,format=raw" -device nvme,drive=nvme,serial=goldtune0,bus=pci.0 \
     "$@" </dev/null >"$out/qemu.log" 2>&1 || status=$?
 timing boot "$(elapsed "$step")"
