@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -186,6 +187,16 @@ def verify_json(bundle: Path, snapshot: Path, output_format: str = "json") -> tu
     return verified.returncode, verified.stdout
 
 
+def report_timing(name: str, report: dict[str, Any], out: Path) -> None:
+    """The boot units' time and systemd-analyze's line, printed and kept (tests/boot/README.md)."""
+    boot = report["boot"]
+    units = ", ".join(f"{u} {t:.2f} s" for u, t in boot["units"].items() if t is not None)
+    line = f"{name}: bundle units {boot['units_total_s']:.2f} s ({units}); {boot['startup']}"
+    with (out / "timing.txt").open("a") as handle:
+        handle.write(line + "\n")
+    print(line)
+
+
 def section(log: str, name: str) -> str:
     match = re.search(rf"goldtune-{name}-begin\s+(.*?)\s*goldtune-{name}-end", log, re.DOTALL)
     assert match, f"no {name} section on ttyS2"
@@ -306,6 +317,7 @@ def test_a_bundle_from_a_wrong_hardware_file_reports_exactly_the_planted_mismatc
     status, text = verify_json(bundle, out / "snapshot.log")
     (out / "verify.json").write_text(text)
     report = json.loads(text)
+    report_timing("planted", report, out)
     preflight = {
         (c["key"], c["expected"], c["actual"], c["verdict"])
         for c in report["checks"]
@@ -347,6 +359,7 @@ def test_a_bundle_for_the_detected_vm_pins_its_nic_irqs_numa_locally_live(
     status, text = verify_json(bundle, out / "snapshot.log")
     (out / "verify.json").write_text(text)
     report = json.loads(text)
+    report_timing("matching", report, out)
     failing = [c for c in report["checks"] if c["verdict"] in ("differs", "missing")]
     assert status == 0 and not failing, json.dumps(failing, indent=2)
     preflight = [(c["key"], c["verdict"]) for c in report["checks"] if c["kind"] == "preflight"]
