@@ -7,6 +7,8 @@
 #           [--keep-image] [--smp SPEC] [--qemu-args FILE]
 #
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
+#   --delivery none        nothing of the bundle but its collector (the harness's): the base image,
+#                          booted as the others are (bench/boot_cost.py's baseline)
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
 #                          cloud-init/user-data; cloud-init applies it at first boot
 #   --user-data FILE       with --delivery cloud-init: this file is the seed's user-data instead
@@ -84,7 +86,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
-case $delivery in rootfs | cloud-init | packer) ;; *) die "--delivery is rootfs, cloud-init or packer" 2 ;; esac
+case $delivery in rootfs | cloud-init | packer | none) ;; *) die "--delivery is rootfs, cloud-init, packer or none" 2 ;; esac
 [ -z "$qemu_args" ] || [ -f "$qemu_args" ] || die "--qemu-args: no file $qemu_args" 2
 [ -f "$bundle/install.sh" ] || die "$bundle is not a bundle (no install.sh)" 2
 [ "$(id -u)" = 0 ] || die "needs root" 2
@@ -282,6 +284,7 @@ case $delivery in
     } ;;
     cloud-init) deliver_cloud_init "$work/root" ;;
     packer) prepare_packer_guest "$work/root" ;;
+    none) ;;
 esac
 add_harness "$work/root"
 if [ -n "$hook" ]; then
@@ -298,7 +301,8 @@ disk="$work/disk.img"
 timing image "$(elapsed "$step")"
 
 accel=$(choose_accel)
-append="root=/dev/vda rw console=ttyS0 panic=-1 $(kernel_args)"
+append="root=/dev/vda rw console=ttyS0 panic=-1"
+[ "$delivery" = none ] || append="$append $(kernel_args)"
 if [ "$delivery" = packer ]; then
     step=$(now)
     log "packer build ($accel, timeout ${packer_timeout} s)"
