@@ -50,6 +50,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import boot_cost
+
 REPO = Path(__file__).resolve().parent.parent
 GEN = Path(sys.executable).parent / "gen"
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
@@ -408,7 +410,24 @@ def main() -> None:
         default=None,
         help="where to write (repeatable; default: the temp dir and /dev/shm)",
     )
+    parser.add_argument(
+        "--boot",
+        action="store_true",
+        help="also what the bundle's boot units cost each boot: the cached QEMU image of "
+        "tests/boot without and with a bundle, interleaved (root; minutes per boot)",
+    )
+    parser.add_argument("--boot-rounds", type=int, default=2, help="boots without and with each")
+    parser.add_argument("--boot-system", default="dgx-h100", help="the bundle's hardware")
+    parser.add_argument("--boot-profile", default="inference", help="the bundle's profile")
+    parser.add_argument(
+        "--boot-only", action="store_true", help="only the boot cost (implies --boot)"
+    )
     options = parser.parse_args()
+    if options.boot_only:
+        print(
+            "\n".join(boot_cost.run(options.boot_rounds, options.boot_system, options.boot_profile))
+        )
+        return
     if not GEN.is_file():
         raise SystemExit(f"{GEN}: no installed console script; run `make .venv/.installed-stamp`")
     compileall.compile_dir(REPO / "generator", quiet=1)
@@ -426,6 +445,11 @@ def main() -> None:
         "goals judged on CPU medians\n"
     )
     print("\n".join(table(results, options.jobs)))
+    if options.boot:
+        print()
+        print(
+            "\n".join(boot_cost.run(options.boot_rounds, options.boot_system, options.boot_profile))
+        )
 
 
 if __name__ == "__main__":

@@ -91,6 +91,32 @@ def test_each_argument_not_in_effect_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "reboots").exists()  # not asked to reboot
 
 
+def test_the_check_starts_no_process(tmp_path: Path) -> None:
+    """It runs at every boot of the image: /proc/cmdline and the record are read with the shell's
+    read (as first merged: a cat for each of the three files)."""
+    root = debian_root(tmp_path / "image")
+    install(tmp_path, root, INFERENCE, "inference")
+    install(tmp_path, root, TRAINING, "training")
+    (root / "proc").mkdir(exist_ok=True)
+    (root / "proc/cmdline").write_text("root=/dev/vda1 ro intel_idle.max_cstate=1\n")
+    stubs = tmp_path / "only-stubs"  # nothing but stubs that log being started
+    stubs.mkdir()
+    for tool in ("cat", "head", "tr", "awk", "systemctl"):
+        (stubs / tool).write_text(f'#!/bin/sh\necho {tool} >>"{tmp_path / "started"}"\nexit 1\n')
+        (stubs / tool).chmod(0o755)
+    result = subprocess.run(
+        ["/bin/sh", str(root / SCRIPT), str(root / RECORD)],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(stubs), "TEST_SYSROOT": str(root)},
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "intel_idle.max_cstate=1 still in effect" in result.stdout
+    assert f"kernel argument {kernel_cmdline(TRAINING).split()[0]} not in effect" in result.stdout
+    assert not (tmp_path / "started").exists()
+
+
 def test_a_list_argument_merged_with_the_images_counts_as_in_effect(tmp_path: Path) -> None:
     root = debian_root(tmp_path / "image")
     install(tmp_path, root, INFERENCE)

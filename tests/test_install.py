@@ -458,7 +458,7 @@ def test_irq_affinity_skips_missing_interfaces_and_exits_0(tmp_path: Path) -> No
         "goldtune-irq-affinity: lo: no MSI interrupts (virtual or legacy device); skipped"
         in result.stdout
     )
-    assert "warning: irqbalance is running" in result.stdout
+    # irqbalance's warning: tests/test_scripts.py (a running irqbalance in a fake /proc)
 
 
 # --- boot arguments per mechanism and tuned layered: inference -> training -> inference --------

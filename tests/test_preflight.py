@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -43,6 +44,14 @@ DRIVERS = {"ib": "mlx5_core", "ens3f0np0": "ice", "eno1": "igb"}
 RENAMED = ("ibp24s0", "ibp99s0")
 
 
+def bind_driver(device: Path, driver: str) -> None:
+    """The device's driver link, and the driver's directory it names, as sysfs has both (the
+    script resolves the link with cd -P, which a dangling link fails)."""
+    link = device / "driver"
+    link.symlink_to(f"../../../bus/pci/drivers/{driver}")
+    link.resolve().mkdir(parents=True, exist_ok=True)
+
+
 def dgx_tree(root: Path) -> Path:
     """The DGX H100 tree with what the detector does not need: each NIC's bound driver (a link,
     as sysfs has it) and one link up, so that driver and speed claims are judged too."""
@@ -52,7 +61,7 @@ def dgx_tree(root: Path) -> Path:
         if not device.exists():
             continue
         driver = next(d for prefix, d in DRIVERS.items() if net.name.startswith(prefix))
-        (device.resolve() / "driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+        bind_driver(device.resolve(), driver)
     (tree / "sys/class/net/ibp64s0").resolve().joinpath("operstate").write_text("up\n")
     return tree
 
@@ -178,6 +187,79 @@ def test_only_the_renamed_nic_is_skipped(machine: tuple[Path, dict], tmp_path: P
     # the GPU actions do not depend on a NIC's name
     status, output = run_script("gpu-setup", made / in_overlay(layout.GPU_DATA), tree)
     assert "skipped: preflight" not in output
+
+
+# Every tool the preflight script ever started (on the script as first merged: head and tr per
+# NUMA node, readlink per NIC, tr and wc per GPU claim), each wrapped to log that it ran.
+COUNTED = ("awk", "head", "tr", "readlink", "wc", "cut", "cat", "mkdir", "mv", "udevadm")
+
+
+def counting_bin(tmp_path: Path, log: Path, extra: dict[str, str] | None = None) -> Path:
+    """A PATH of wrappers that log each tool started, then run the real one; ``extra``: stubs
+    (name: body) that log too."""
+    directory = tmp_path / "counting-bin"
+    directory.mkdir()
+    for tool in COUNTED:
+        real = shutil.which(tool)
+        body = (extra or {}).get(tool) or (f'exec {real} "$@"\n' if real else "exit 127\n")
+        path = directory / tool
+        path.write_text(f"#!/bin/sh\necho {tool} >>{log}\n{body}")
+        path.chmod(0o755)
+    return directory
+
+
+def test_a_matching_node_starts_three_processes(machine: tuple[Path, dict], tmp_path: Path) -> None:
+    """The unit runs at every boot of every node, where under emulation each process costs tens
+    of milliseconds: one awk for the CPU and NUMA topology, mkdir and mv for the result, however
+    many NUMA nodes, NICs and GPUs (as first merged: head and tr per node, readlink per NIC…)."""
+    tree, hardware = machine
+    made = bundle(hardware, tmp_path, "same")
+    (tree / "run/udev").mkdir(parents=True, exist_ok=True)
+    (tree / "run/udev/queue").write_text("")  # udev busy: a matching node still does not wait
+    shutil.rmtree(tree / RESULT.rsplit("/", 1)[0], ignore_errors=True)  # as at boot: no /run dir
+    log = tmp_path / "started.log"
+    try:
+        status, output = run_script(
+            "preflight", made / PREFLIGHT_DATA, tree, str(counting_bin(tmp_path, log))
+        )
+    finally:
+        (tree / "run/udev/queue").unlink()
+    assert status == 0, output
+    assert sorted(log.read_text().split()) == ["awk", "mkdir", "mv"]
+
+
+def test_a_claim_that_differs_while_udev_is_busy_is_judged_again_after_udev(
+    tmp_path: Path,
+) -> None:
+    """An interface udev has not named yet is not a mismatch: with events queued, the preflight
+    waits for udev's queue (udevadm settle, bounded) and judges again (as first merged, it never
+    waited in a test tree and reported nic/ibp99s0/present)."""
+    tree = dgx_tree(tmp_path / "tree")
+    hardware = detected(tree)
+    changed = yaml.safe_load(yaml.safe_dump(hardware))
+    next(n for n in changed["nics"] if n["name"] == RENAMED[0])["name"] = RENAMED[1]
+    made = bundle(changed, tmp_path, "renamed")
+    (tree / "run/udev").mkdir(parents=True)
+    (tree / "run/udev/queue").write_text("")
+    net = tree / "sys/class/net"
+    # udev, once it gets to the event, names the interface as the file does
+    mv, rm = shutil.which("mv"), shutil.which("rm")
+    settle = f"{mv} {net / RENAMED[0]} {net / RENAMED[1]}; {rm} {tree / 'run/udev/queue'}\n"
+    log = tmp_path / "started.log"
+    path = counting_bin(tmp_path, log, {"udevadm": settle})
+    status, output = run_script("preflight", made / PREFLIGHT_DATA, tree, str(path))
+    assert status == 0, output
+    assert "judging again once its queue is empty" in output
+    assert "the hardware file says" not in output
+    assert log.read_text().split().count("udevadm") == 1
+    # udev idle: a claim that differs is a mismatch at once, with no wait
+    log.unlink()
+    (net / RENAMED[1]).rename(net / RENAMED[0])
+    status, output = run_script("preflight", made / PREFLIGHT_DATA, tree, str(path))
+    assert status == 1, output
+    assert "udevadm" not in log.read_text().split()
+    said = "nic/ibp99s0/present: the hardware file says yes, this node has no such interface"
+    assert said in output
 
 
 def test_without_a_result_everything_is_applied(machine: tuple[Path, dict], tmp_path: Path) -> None:
@@ -402,7 +484,7 @@ def test_an_amd_instinct_node_matches_its_own_description(tmp_path: Path) -> Non
             device = (net / "device").resolve()
             vendor = (device / "vendor").read_text().strip()
             driver = {"0x15b3": "mlx5_core", "0x14e4": "bnxt_en"}[vendor]
-            (device / "driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+            bind_driver(device, driver)
     hardware = detected(tree)
     assert hardware["gpus"][0]["count"] == 8
     made = bundle(hardware, tmp_path, "mi300x")

@@ -222,3 +222,21 @@ def test_knobs_off_leave_no_report_file(tmp_path):
         "goldtune-node-labels.service",
         "features.d",
     }
+
+
+def test_multi_user_target_does_not_wait_for_the_reporting_units(tmp_path):
+    """The NFD label unit is wanted by multi-user.target but ordered after it, so that systemd
+    does not order the target after it (src/core/unit.c unit_add_default_target_dependency:
+    no After= where the target is already Before= the unit); the metrics unit has a timer, no
+    [Install] (as first merged, the label unit was on the target's critical chain)."""
+    profile = tmp_path / "report.yaml"
+    profile.write_text("extends: training\nprometheus_textfile: true\nnfd_features: true\n")
+    bundle = tmp_path / "bundle"
+    assert generate("dgx-h100", profile, bundle).exit_code == 0
+    units = bundle / "rootfs/etc/systemd/system"
+    labels = (units / "goldtune-node-labels.service").read_text().splitlines()
+    after = " ".join(line.removeprefix("After=") for line in labels if line.startswith("After="))
+    assert "multi-user.target" in after.split()
+    assert "WantedBy=multi-user.target" in labels
+    metrics = (units / "goldtune-metrics.service").read_text()
+    assert "[Install]" not in metrics and "WantedBy=" not in metrics

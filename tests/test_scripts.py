@@ -323,6 +323,77 @@ def test_irq_affinity_pins_every_msi_interrupt_of_each_interface(tmp_path: Path)
     assert "irqbalance" not in result.stdout
 
 
+def test_irq_affinity_warns_of_a_running_irqbalance_without_starting_a_process(
+    tmp_path: Path,
+) -> None:
+    """irqbalance found by its process (/proc/<pid>/comm), and the preflight's result read once
+    with the shell's read: no process at all for fixed CPU lists, however many interfaces (as
+    first merged: systemctl is-active, then an awk per interface)."""
+    tree = fake_tree(tmp_path / "tree", {"eth0": [40], "ib0": [50]})
+    (tree / "proc/4242").mkdir(parents=True)
+    (tree / "proc/4242/comm").write_text("irqbalance\n")
+    (tree / "run/goldtune").mkdir(parents=True)
+    (tree / "run/goldtune/preflight").write_text(
+        "state\tmismatch\nmismatch\tnic/ib0/present\tyes\tno such interface\tirq:ib0\n"
+    )
+    data = tmp_path / "irq.conf"
+    data.write_text(
+        "log-as\tgt-irq\npreflight\t/run/goldtune/preflight\npin\teth0\t0-3\npin\tib0\t4\n"
+    )
+    log = tmp_path / "started.log"
+    log.touch()
+    path = tmp_path / "bin"  # nothing but stubs that log being started
+    path.mkdir()
+    for tool in ("systemctl", "awk", "readlink", "cat", "head"):
+        (path / tool).write_text(f'#!/bin/sh\necho {tool} >>"{log}"\nexit 1\n')
+        (path / tool).chmod(0o755)
+    result = subprocess.run(
+        [str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stdout
+    assert "gt-irq: warning: irqbalance is running" in result.stdout
+    assert "gt-irq: ib0: skipped: preflight: nic/ib0/present differs" in result.stdout
+    assert "gt-irq: eth0: 1 interrupts pinned to CPUs 0-3; 0 refused" in result.stdout
+    assert log.read_text() == ""
+
+
+def test_gpu_setup_skips_by_the_preflight_without_starting_a_process(tmp_path: Path) -> None:
+    """No GPU driver, a preflight mismatch the GPU actions depend on: the actions are skipped
+    with the preflight's reason, and no process is started (as first merged: date for the time
+    budget and an awk for the preflight's result, at every boot of every node)."""
+    tree = tmp_path / "tree"
+    (tree / "run/goldtune").mkdir(parents=True)
+    (tree / "run/goldtune/preflight").write_text(
+        "state\tmismatch\nmismatch\tgpu.count\t2\t0\tgpu:clocks,gpu:persistence\n"
+    )
+    data = tmp_path / "gpu.conf"
+    data.write_text(
+        "log-as\tgt-gpu\npreflight\t/run/goldtune/preflight\npersistence\ton\nclocks\treset\n"
+    )
+    log = tmp_path / "started.log"
+    log.touch()
+    path = tmp_path / "bin"  # nothing but stubs that log being started
+    path.mkdir()
+    for tool in ("date", "awk", "tr", "cat", "head"):
+        (path / tool).write_text(f'#!/bin/sh\necho {tool} >>"{log}"\nexit 1\n')
+        (path / tool).chmod(0o755)
+    result = subprocess.run(
+        [str(SCRIPTS / "gpu-setup"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stdout
+    assert "gt-gpu: every GPU action skipped: preflight: gpu.count differs" in result.stdout
+    assert "gt-gpu: nvidia-smi not found" in result.stdout
+    assert log.read_text() == ""
+
+
 def virtio_nic(root: Path, irqs: list[int], modalias: str) -> Path:
     """eth0 as sysfs has a virtio NIC: its device link names the virtio device, whose parent is
     the virtio PCI function that holds msi_irqs (and numa_node)."""

@@ -1827,11 +1827,18 @@ kernel_args_check() {
 # Written by install.sh: RECORD_DIR [--reboot-once]. One line per kernel argument of the bundle
 # (RECORD_DIR/kernel-args) not on /proc/cmdline, and per removed one (kernel-args-removed) still
 # on it; exit 1 if any. --reboot-once: then reboot, once (marker RECORD_DIR/kernel-args-rebooted).
+# Files are read with the shell's read, not cat: the unit runs at every boot of the image.
 set -u
 dir=$1
-cmdline=$(cat "${TEST_SYSROOT:-}/proc/cmdline") || exit 1
+cmdline=''
+IFS= read -r cmdline <"${TEST_SYSROOT:-}/proc/cmdline" || [ -n "$cmdline" ] || exit 1
 list_keys=' modprobe.blacklist rd.driver.blacklist module_blacklist '
 set -f
+words_of() { # FILE: its lines as words in $words (none when it is not there)
+    words=''
+    [ -f "$1" ] || return 0
+    while IFS= read -r line || [ -n "$line" ]; do words="$words $line"; done <"$1"
+}
 on_cmdline() { # word: on the command line; a list argument: each element in an occurrence
     case " $cmdline " in *" $1 "*) return 0 ;; esac
     case $1 in *=*) ;; *) return 1 ;; esac
@@ -1847,12 +1854,14 @@ on_cmdline() { # word: on the command line; a list argument: each element in an 
     done
 }
 missing=0
-for arg in $(cat "$dir/kernel-args" 2>/dev/null); do
+words_of "$dir/kernel-args"
+for arg in $words; do
     on_cmdline "$arg" && continue
     echo "kernel argument $arg not in effect: the bootloader config was not regenerated"
     missing=1
 done
-for arg in $(cat "$dir/kernel-args-removed" 2>/dev/null); do
+words_of "$dir/kernel-args-removed"
+for arg in $words; do
     case " $cmdline " in *" $arg "*) ;; *) continue ;; esac
     echo "kernel argument $arg still in effect although the bundle removed it: the bootloader config was not regenerated"
     missing=1

@@ -8,6 +8,8 @@
 #           [--loader kernel|grub|systemd-boot] [--previous-args ARGS]
 #
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
+#   --delivery none        nothing of the bundle but its collector (the harness's): the base image,
+#                          booted as the others are (bench/boot_cost.py's baseline)
 #   --delivery cloud-init  the image carries a NoCloud seed whose user-data is the bundle's
 #                          cloud-init/user-data; cloud-init applies it at first boot
 #   --user-data FILE       with --delivery cloud-init: this file is the seed's user-data instead
@@ -18,7 +20,9 @@
 #                          key made for this run, and run `install.sh --image-build`; the
 #                          image Packer writes is booted (--packer-timeout: the limit of
 #                          `packer build`, default 960 s)
-#   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering)
+#   --hook SCRIPT          run `SCRIPT ROOT` after delivery, before the image is made (tampering;
+#                          or an extra report: an executable ROOT/usr/local/sbin/boottest-extra
+#                          runs after the collector, its output on ttyS2 -> OUT/extra.log)
 #   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
 #                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
@@ -51,9 +55,10 @@
 #   --previous-args ARGS   as if an earlier bundle had added ARGS: the install record's
 #                          kernel-args lists them and the image's loader config (grub.cfg, the
 #                          BLS entry) carries them; the bundle must take them out
-# The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log. A harness
-# unit waits until `systemctl is-system-running --wait` returns, runs the collector onto ttyS1
-# and powers off. QEMU runs under a hard timeout.
+# The guest: ttyS0 -> OUT/console.log (kernel, systemd), ttyS1 -> OUT/snapshot.log, ttyS2 ->
+# OUT/extra.log. A harness unit waits until `systemctl is-system-running --wait` returns, runs the
+# collector onto ttyS1 (then a hook's boottest-extra onto ttyS2) and powers off. QEMU runs under
+# a hard timeout.
 #
 # OUT also gets install.log and timings.txt ("step seconds" per line). Exit status: 0 a snapshot
 # was captured, 1 a step failed, 2 bad usage, 3 the boot timed out, 4 the boot ended without a
@@ -104,7 +109,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
-case $delivery in rootfs | cloud-init | packer) ;; *) die "--delivery is rootfs, cloud-init or packer" 2 ;; esac
+case $delivery in rootfs | cloud-init | packer | none) ;; *) die "--delivery is rootfs, cloud-init, packer or none" 2 ;; esac
 [ -z "$qemu_args" ] || [ -f "$qemu_args" ] || die "--qemu-args: no file $qemu_args" 2
 case $loader in kernel | grub | systemd-boot) ;; *) die "--loader is kernel, grub or systemd-boot" 2 ;; esac
 [ "$loader" = kernel ] || [ "$delivery" = rootfs ] || die "--loader $loader needs --delivery rootfs" 2
@@ -189,6 +194,7 @@ if [ -e /etc/boottest-reboot-once ] && [ ! -e /var/lib/boottest-rebooted ]; then
 fi
 udevadm settle --timeout=60
 /usr/local/sbin/boottest-collect /usr/local/sbin/boottest-collect.conf >/dev/ttyS1 2>/dev/null
+[ ! -x /usr/local/sbin/boottest-extra ] || /usr/local/sbin/boottest-extra >/dev/ttyS2 2>&1
 systemctl poweroff --no-block
 EOF
     chmod 0755 "$root/usr/local/sbin/boottest-report"
@@ -449,7 +455,7 @@ kernel_args() {
 mkdir -p "$out"
 out=$(CDPATH='' cd -- "$out" && pwd -P)
 : >"$out/timings.txt"
-rm -f "$out/console.log" "$out/snapshot.log"
+rm -f "$out/console.log" "$out/snapshot.log" "$out/extra.log"
 ensure_qemu
 ensure_loader_tools
 
@@ -482,6 +488,7 @@ case $delivery in
     } ;;
     cloud-init) deliver_cloud_init "$work/root" ;;
     packer) prepare_packer_guest "$work/root" ;;
+    none) ;;
 esac
 add_harness "$work/root"
 if [ -n "$hook" ]; then
@@ -497,7 +504,8 @@ disk="$work/disk.img"
 timing image "$(elapsed "$step")"
 
 accel=$(choose_accel)
-append="root=/dev/vda rw console=ttyS0 panic=-1 $(kernel_args)"
+append="root=/dev/vda rw console=ttyS0 panic=-1"
+[ "$delivery" = none ] || append="$append $(kernel_args)"
 if [ "$delivery" = packer ]; then
     step=$(now)
     log "packer build ($accel, timeout ${packer_timeout} s)"
@@ -543,15 +551,18 @@ case $loader in
             -drive "if=pflash,format=raw,unit=1,file=$work/ovmf-vars.fd" "$@"
         ;;
 esac
+# One disk on AHCI (the SSD): two SATA disks of one AHCI host are probed in parallel, so which
+# the kernel names sda changed from boot to boot and a bundle's disk claims with it. The rotating
+# disk is a second virtio disk (virtio-blk sets no non-rotational flag), named vdb in PCI order.
 # shellcheck disable=SC2086 # $netns: nothing, or the command and its option
 timeout "$boot_timeout" $netns qemu-system-x86_64 -accel "$accel" -m 2G -smp "$smp" -nic none \
     -display none -monitor none \
-    -serial "file:$out/console.log" -serial "file:$out/snapshot.log" \
+    -serial "file:$out/console.log" -serial "file:$out/snapshot.log" -serial "file:$out/extra.log" \
     -drive "if=none,id=root,file=$disk,format=raw,snapshot=on" \
     -device "virtio-blk-pci,drive=root,bus=pci.0$boot_first" \
     -device ahci,id=ahci,bus=pci.0 \
     -drive "if=none,id=ssd,file=$work/ssd.img,format=raw" -device ide-hd,drive=ssd,bus=ahci.0,rotation_rate=1 \
-    -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device ide-hd,drive=hdd,bus=ahci.1 \
+    -drive "if=none,id=hdd,file=$work/hdd.img,format=raw" -device virtio-blk-pci,drive=hdd,bus=pci.0 \
     -drive "if=none,id=nvme,file=$work/nvme.img,format=raw" -device nvme,drive=nvme,serial=goldtune0,bus=pci.0 \
     "$@" </dev/null >"$out/qemu.log" 2>&1 || status=$?
 timing boot "$(elapsed "$step")"

@@ -7,7 +7,9 @@
 #                                     file that boot.sh removes for the cloud-init scenario;
 #                                     openssh-server and sudo with the build user "build" for
 #                                     the Packer scenario: ssh.service is disabled and the user
-#                                     has no key until boot.sh --delivery packer adds one)
+#                                     has no key until boot.sh --delivery packer adds one;
+#                                     prometheus-node-exporter, disabled: tests/test_detect_boot.py
+#                                     starts it after boot to read its /metrics)
 #   $CACHE/rootfs-<hash>/vmlinuz      the Debian kernel
 #   $CACHE/rootfs-<hash>/initrd.img   a small initrd (MODULES=list: virtio_pci, virtio_blk, ext4)
 #
@@ -24,7 +26,8 @@ DEST="$CACHE/rootfs-$HASH"
 SUITE=bookworm
 # The guest's packages beyond debootstrap's minbase. python3 comes with tuned and cloud-init.
 PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates
-CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd openssh-server sudo grub-pc-bin grub2-common"
+CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd openssh-server sudo
+    grub-pc-bin grub2-common prometheus-node-exporter"
 
 log() { printf 'build-rootfs: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -92,6 +95,11 @@ prepare_guest() {
     chmod 0440 "$root/etc/sudoers.d/90-build"
     # Off in the other scenarios (they boot without a network).
     chroot "$root" systemctl disable --quiet ssh.service
+    # Off at boot, so that no boot measures it (bench.py --boot compares boots with and without
+    # a bundle); the detect test starts it once the boot is over. Debian's package runs it with
+    # ARGS="" (/etc/default/prometheus-node-exporter), so its textfile collector reads the
+    # binary's default directory, /var/lib/prometheus/node-exporter, which the package ships.
+    chroot "$root" systemctl disable --quiet prometheus-node-exporter.service
 }
 
 build() {
