@@ -489,6 +489,55 @@ def test_irq_affinity_resolves_local_at_boot_from_the_device(
         assert (tree / f"proc/irq/{irq}/smp_affinity_list").read_text() == pinned + "\n"
 
 
+def cpus_in(cpulist: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in cpulist.strip().split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+HOST_LISTS = (
+    Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"),
+    Path("/sys/devices/system/node/node0/cpulist"),
+)
+
+
+@pytest.mark.skipif(
+    not all(path.is_file() for path in HOST_LISTS), reason="no CPU topology or NUMA node in /sys"
+)
+def test_irq_affinity_reads_the_kernels_binary_cpu_lists(tmp_path: Path) -> None:
+    """A CPU's thread_siblings_list and a node's cpulist are binary sysfs attributes, from which
+    dash's read gets nothing: the fake tree links this host's real ones. On the script before,
+    the node's list read empty and nothing was pinned."""
+    tree = numa_machine(tmp_path / "tree", "0-63", {"numa_node": "0"})
+    siblings, node_cpus = HOST_LISTS
+    online = Path("/sys/devices/system/cpu/online").read_text().strip()
+    (tree / "sys/devices/system/cpu/online").write_text(online + "\n")
+    for fake, real in (
+        (tree / "sys/devices/system/cpu/cpu0/topology/thread_siblings_list", siblings),
+        (tree / "sys/devices/system/node/node0/cpulist", node_cpus),
+    ):
+        fake.unlink()
+        fake.symlink_to(real)
+    wanted = (cpus_in(node_cpus.read_text()) & cpus_in(online)) - cpus_in(siblings.read_text())
+    if not wanted:
+        pytest.skip("node 0 of this host has only the first core")
+    data = tmp_path / "irq.conf"
+    data.write_text("log-as\tgt-irq\npin\tib0\tlocal\n")
+    path = make_bin(tmp_path, {"systemctl": "exit 1\n"})
+    result = subprocess.run(
+        [shutil.which("dash") or "/bin/sh", str(SCRIPTS / "irq-affinity"), str(data)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stdout
+    pinned = (tree / "proc/irq/60/smp_affinity_list").read_text().strip()
+    assert cpus_in(pinned) == wanted, result.stdout
+
+
 def test_irq_affinity_leaves_a_nic_with_only_the_first_core_alone(tmp_path: Path) -> None:
     tree = numa_machine(tmp_path / "tree", "0-63", {"local_cpulist": "0,32"})
     data = tmp_path / "irq.conf"
