@@ -262,8 +262,11 @@ def test_the_script_is_install_sh_lines_then_its_main() -> None:
     words = first_boot_words("iommu=pt", "goldtune-inference")
     script = first_boot_script(text, words, "")
     code, _, main = script.partition("\n# --- goldtune first boot")
-    theirs = iter(text.splitlines())
-    assert all(any(line == other for other in theirs) for line in code.splitlines()[5:])
+    # install.sh's lines in order, without their indentation (the user-data form: shellform)
+    theirs = iter(line.lstrip(" \t") for line in text.splitlines())
+    assert all(
+        any(line.lstrip(" \t") == other for other in theirs) for line in code.splitlines()[5:]
+    )
     assert "kernel_args='iommu=pt'" in main and "tuned_profile='goldtune-inference'" in main
     assert re.search(r"^tuned_layer\nfailed_before_boot=\$failed\nboot_arguments$", main, re.M)
 

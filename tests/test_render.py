@@ -21,7 +21,7 @@ from generator.errors import GenerationError
 from generator.model.layout import VERIFY_ONLY_TARGETS as VERIFY_ONLY
 from generator.model.layout import compact_in_user_data, first_boot_staged, target_of
 from generator.model.setting import Setting
-from generator.model.shellform import without_comment_lines
+from generator.model.shellform import user_data_form
 from generator.render.engine import make_environment
 from generator.render.outputs import OUTPUTS
 from generator.render.render import render_bundle
@@ -378,8 +378,8 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
             # daemon.json: written beside the first-boot script, which merges it (issue 16)
             entry = written.get(target) or written[first_boot_staged(target)]
             assert compact_in_user_data(target) or target.endswith(".json")
-            if compact_in_user_data(target):  # without their comment lines
-                assert entry["content"] == without_comment_lines(content)
+            if compact_in_user_data(target):  # without their comment lines (scripts: indentation)
+                assert entry["content"] == user_data_form(target, content)
             else:
                 assert entry["content"] == content
             assert entry["permissions"] in {"0644", "0755"}
@@ -419,7 +419,7 @@ def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
         if target is None:  # delivery files (install.sh, user-data forms): one digest
             assert "first_boot_sha256" not in entry
             continue
-        compact = without_comment_lines(content.decode()).encode()
+        compact = user_data_form(target, content.decode()).encode()
         if compact_in_user_data(target) and compact != content and target not in VERIFY_ONLY:
             assert entry["first_boot_sha256"] == hashlib.sha256(compact).hexdigest()
         else:

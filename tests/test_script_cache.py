@@ -32,7 +32,7 @@ INSTALL_SH = '#!/bin/sh\n# helpers\nmode=1\nhelper() { :; }\nentry() {\n    help
 ENTRIES = ("entry",)
 OWN: frozenset[str] = frozenset({"root"})
 BODY = "#!/bin/sh\nset -eu\numask 022\nLC_ALL=C\nexport LC_ALL\nmode=1\nhelper() { :; }\n"
-BODY += 'entry() {\n    helper "$mode"\n}\n'
+BODY += 'entry() {\nhelper "$mode"\n}\n'  # the user-data form: no indentation (shellform)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from generator.model.layout import FIXED_SCRIPTS, LIBEXEC
-from generator.model.shellform import without_comment_lines
+from generator.model.shellform import without_comment_lines, without_indentation
 from tests.conftest import REPO
 
 SCRIPTS = sorted(target.removeprefix(f"{LIBEXEC}/") for target in FIXED_SCRIPTS)
@@ -65,7 +65,7 @@ def test_only_whole_comment_and_blank_lines_are_removed() -> None:
 def test_the_first_boot_form_passes_shellcheck(name: str, tmp_path: Path) -> None:
     text = (REPO / "templates" / "scripts" / name).read_text()
     compact = tmp_path / name
-    compact.write_text(without_comment_lines(text))
+    compact.write_text(without_indentation(without_comment_lines(text)))
     assert len(compact.read_text()) < len(text) * 0.8
     result = subprocess.run(
         ["shellcheck", "-s", "sh", str(compact)], capture_output=True, text=True, check=False
@@ -107,3 +107,69 @@ def test_a_generated_files_header_keeps_only_the_bundles_name() -> None:
     )
     other = "[Unit]\nDescription=a unit: with a colon\n"
     assert without_comment_lines(other) == other
+
+
+def test_indentation_goes_where_sh_ignores_it_and_stays_where_it_is_data() -> None:
+    script = (
+        "f() {\n"
+        '    if [ -n "$1" ]; then\n'
+        "        cat <<EOF\n"
+        "    a heredoc line keeps its blanks\n"
+        "EOF\n"
+        "        echo 'a string\n"
+        "    spanning lines keeps them'\n"
+        "        join\\\n"
+        "    ed\n"
+        "        two \\\n"
+        "            words\n"
+        "    fi\n"
+        "}\n"
+    )
+    assert without_indentation(script) == (
+        "f() {\n"
+        'if [ -n "$1" ]; then\n'
+        "cat <<EOF\n"
+        "    a heredoc line keeps its blanks\n"
+        "EOF\n"
+        "echo 'a string\n"
+        "    spanning lines keeps them'\n"
+        "join\\\n"
+        "    ed\n"
+        "two \\\n"
+        "words\n"
+        "fi\n"
+        "}\n"
+    )
+
+
+def pretty_printed(script: str, tmp_path: Path) -> str:
+    """bash's own parse of ``script``, printed back (--pretty-print: the commands as bash read
+    them, here-documents and strings as they are)."""
+    path = tmp_path / "script"
+    path.write_text(script)
+    result = subprocess.run(
+        ["bash", "--pretty-print", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to parse the scripts")
+@pytest.mark.parametrize("name", [*SCRIPTS, "install.sh"])
+def test_the_user_data_form_parses_as_the_script_does(name: str, tmp_path: Path) -> None:
+    """Each fixed script (and install.sh, whose functions the first-boot script carries) parses
+    the same with and without its indentation: bash prints the same commands for both."""
+    compact = without_comment_lines((REPO / "templates/scripts" / name).read_text())
+    assert pretty_printed(without_indentation(compact), tmp_path) == pretty_printed(
+        compact, tmp_path
+    )
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to parse the scripts")
+def test_a_word_joined_across_lines_keeps_its_indentation(tmp_path: Path) -> None:
+    """The check can fail: dedenting a line a backslash joins to the word before it changes it
+    (join\\ + '    ed' is 'join    ed'; without the blanks, 'joined')."""
+    script = "echo join\\\n    ed\n"
+    naive = "echo join\\\ned\n"
+    assert pretty_printed(naive, tmp_path) != pretty_printed(script, tmp_path)
+    assert pretty_printed(without_indentation(script), tmp_path) == pretty_printed(script, tmp_path)

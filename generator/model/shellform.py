@@ -145,6 +145,43 @@ def derived_without_comment_lines(text: str, after_first: bool = False) -> str:
     return "".join(kept)
 
 
+def user_data_form(target: str, text: str) -> str:
+    """The form of a bundle file the cloud-init user-data carries (layout.compact_in_user_data
+    says which are compact): its comment lines left out, and a fixed script's indentation too."""
+    compact = without_comment_lines(text)
+    return without_indentation(compact) if target in layout.FIXED_SCRIPTS else compact
+
+
+def without_indentation(script: str) -> str:
+    """A shell script's lines without their leading blanks, where sh ignores them: every line
+    the scan finds at the top level (no quote spanning lines open, not in a here-document, not
+    continuing a word after a backslash). The user-data carries the scripts this way: their
+    indentation was ~600 of EC2's 16,384 compressed bytes. Tests prove the parse unchanged with
+    bash's own --pretty-print of both forms."""
+    kept: list[str] = []
+    quote: str | None = None
+    heredoc: str | None = None
+    joins_word = False  # the previous line ended in a backslash right after a word
+    for line in script.splitlines(keepends=True):
+        if heredoc is not None:
+            kept.append(line)
+            if line.rstrip("\n").lstrip("\t") == heredoc:
+                heredoc = None
+            continue
+        if quote is None and not joins_word:
+            line = line.lstrip(" \t")
+        kept.append(line)
+        if quote is None and "<<" in line:
+            found = re.search(_HEREDOC, line.split(" #", 1)[0])
+            if found:
+                heredoc = found.group(2)
+        if quote is not None or "'" in line or '"' in line:
+            quote = _open_quote(line, quote)
+        body = line.rstrip("\n")
+        joins_word = body.endswith("\\") and not body[:-1].endswith((" ", "\t", ";", "|", "&"))
+    return "".join(kept)
+
+
 # --- the fixed scripts' compact forms, kept between runs -----------------------------------------
 
 # The fixed scripts (templates/scripts/, ~112 KB) are the same text in every bundle: deriving

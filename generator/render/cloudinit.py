@@ -19,7 +19,7 @@ from generator.errors import GenerationError, InputError, Problem
 from generator.foreign import YAML_VALUE_ERRORS
 from generator.model import layout
 from generator.model.setting import Plan
-from generator.model.shellform import without_comment_lines
+from generator.model.shellform import user_data_form
 from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
 from generator.render.formats import sh_quote
 from generator.render.overlay import OverlayFile, kernel_cmdline
@@ -108,7 +108,7 @@ def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
     layout.compact_in_user_data says so (EC2's 16 KB)."""
     return [
         staged_at_first_boot(
-            item._replace(text=without_comment_lines(item.text))
+            item._replace(text=user_data_form(item.target, item.text))
             if layout.compact_in_user_data(item.target)
             else item
         )

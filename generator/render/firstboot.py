@@ -38,7 +38,7 @@ from generator import TOOL, __version__
 from generator.cache import contents_key, json_entry, read_entry, store_entry
 from generator.errors import GenerationError
 from generator.model import layout, shellform
-from generator.model.shellform import without_comment_lines
+from generator.model.shellform import without_comment_lines, without_indentation
 from generator.paths import cache_dir
 from generator.render.formats import sh_quote
 
@@ -294,7 +294,7 @@ def derived_body(install_sh: str, entries: tuple[str, ...], own: frozenset[str])
     header = "".join(code.splitlines(keepends=True)[:1]) if code.startswith("#!") else ""
     prologue = "set -eu\numask 022\nLC_ALL=C\nexport LC_ALL\n"
     pieces = needed_pieces(top_level_pieces(code), entries, own, NOT_REACHED_AT_FIRST_BOOT)
-    return header + prologue + "".join(piece.text for piece in pieces)
+    return without_indentation(header + prologue + "".join(piece.text for piece in pieces))
 
 
 # A cold gen derived the body anew: ~1.45 ms of its CPU (the pieces and the calls they reach,

@@ -11,7 +11,7 @@ from generator import TOOL, __version__
 from generator.model import layout
 from generator.model.layout import compact_in_user_data, target_of
 from generator.model.setting import Plan
-from generator.model.shellform import without_comment_lines
+from generator.model.shellform import user_data_form
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.outputs import FIXED_SCRIPTS, RenderedFiles
 from generator.render.providers import delivery_sizes
@@ -35,7 +35,7 @@ def file_digests(path: str, content: bytes) -> dict[str, str]:
         and target not in layout.VERIFY_ONLY_TARGETS
         and compact_in_user_data(target)
     ):
-        compact = without_comment_lines(content.decode("utf-8")).encode("utf-8")
+        compact = user_data_form(target, content.decode("utf-8")).encode("utf-8")
         if compact != content:
             digests["first_boot_sha256"] = hashlib.sha256(compact).hexdigest()
     return digests
