@@ -140,11 +140,16 @@ def check_other_forms(bundle: Path) -> list[str]:
 
 def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
     """``delivered`` is ``original`` with only whole comment lines and blank lines left out
-    (and a generated file's header line cut to the bundle's name), and manifest.json names that
-    form's digest."""
+    (and a generated file's header line cut to the bundle's name; a fixed script's lines may
+    also lose their leading blanks, which tests/test_shellform.py proves sh ignores there), and
+    manifest.json names that form's digest."""
+    dedented = original.parent.parent.name == "libexec"  # rootfs/usr/local/libexec/<tool>/
     kept = iter(delivered.decode().splitlines())
     wanted = next(kept, None)
     for number, line in enumerate(original.read_text().splitlines()):
+        if dedented and wanted is not None and line.lstrip(" \t") == wanted:
+            wanted = next(kept, None)
+            continue
         header_cut = (
             number == 0
             and wanted is not None
@@ -205,10 +210,14 @@ def check_first_boot_script(bundle: Path, text: str) -> list[str]:
     code, marker, main = text.partition(FIRST_BOOT_MAIN)
     if not marker:
         return [f"{USER_DATA}: {FIRST_BOOT_SCRIPT} has no main line {FIRST_BOOT_MAIN.strip()!r}"]
-    install_lines = iter((bundle / INSTALL_SH).read_text().splitlines())
+    # install.sh's lines, compared without their leading blanks: the user-data form drops
+    # them where sh ignores them (tests/test_shellform.py proves the parse the same)
+    install_lines = iter(
+        line.lstrip(" \t") for line in (bundle / INSTALL_SH).read_text().splitlines()
+    )
     foreign = [
         line
-        for line in code.splitlines()[1:]  # after its #! line
+        for line in (line.lstrip(" \t") for line in code.splitlines()[1:])  # after its #! line
         if line not in {"set -eu", "umask 022", "LC_ALL=C", "export LC_ALL"}
         and not any(line == theirs for theirs in install_lines)
     ]
