@@ -27,7 +27,7 @@ from generator.model.probes import Section
 from generator.model.vendors import GPU_VENDORS
 from generator.render.collector import collect_lines
 from generator.verify import live
-from generator.verify.snapshot import SMI_QUERY, GpuRecord
+from generator.verify.records import SMI_QUERY, GpuRecord
 from tests.plans import full_plan
 
 ROOT = Path(__file__).resolve().parent.parent

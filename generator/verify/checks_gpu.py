@@ -3,7 +3,6 @@ through gpu_amd.py), NIC interrupt affinity and the PCIe ACS registers."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from generator.model.cpulist import expand_cpus
@@ -30,7 +29,14 @@ from generator.verify.live_state import (
     normal,
     own_unit_props,
 )
-from generator.verify.snapshot import TIMED_OUT, GpuRecord, gpu_records
+from generator.verify.records import (
+    AcsReading,
+    GpuRecord,
+    acs_reading,
+    gpu_records,
+    irq_rows,
+)
+from generator.verify.snapshot import Why, timed_out, why_not
 from generator.verify.verdicts import Check, check_of
 
 # The GPU actions read back through nvidia-smi (gpu_actual, check_mig_layout); another action
@@ -66,7 +72,8 @@ def is_amd_gpu_setting(setting: Setting, live: Live) -> bool:
     if setting.key in AMD_ONLY_ACTIONS:
         return True
     amd = [key for key, _ in live.snapshot.section(AMD_SECTION) if key != "tool"]
-    return bool(amd) and live.snapshot.value(Section.GPU, "tool") in (None, "!absent")
+    nvidia = live.snapshot.value(Section.GPU, "tool")
+    return bool(amd) and (nvidia is None or live.snapshot.absent(Section.GPU, "tool"))
 
 
 def mig_layout_actual(row: GpuRecord, live: Live, planned: Counter[str]) -> tuple[str, bool]:
@@ -77,8 +84,8 @@ def mig_layout_actual(row: GpuRecord, live: Live, planned: Counter[str]) -> tupl
     found = live.snapshot.value(Section.GPU_MIG, row.gpu_index)
     if found is None:
         return "instances not collected", False
-    if found.startswith("!"):
-        return found[1:], False
+    if (why := why_not(found)) is not None:
+        return why, False
     names = Counter() if found == "none" else Counter(found.split(","))
     return found, names == planned
 
@@ -107,14 +114,14 @@ def check_gpu(setting: Setting, live: Live) -> Check:
     tool = live.snapshot.value(Section.GPU, "tool")
     if tool is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if tool == "!absent":
+    why = why_not(tool)
+    if why == Why.ABSENT:
         return check_of(
             setting, "no GPU", NA, "no NVIDIA GPU here (nvidia-smi is absent or lists none)"
         )
-    if tool.startswith(TIMED_OUT):
-        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi hung: nothing could be read")
-    if tool.startswith("!"):
-        return check_of(setting, tool[1:], DIFFERS, "nvidia-smi failed")
+    if why is not None:
+        hung = "nvidia-smi hung: nothing could be read" if timed_out(tool) else ""
+        return check_of(setting, why, DIFFERS, hung or "nvidia-smi failed")
     if setting.key == "mig-layout":
         return check_mig_layout(setting, live)
     results = [gpu_actual(setting.key, row, setting.value) for row in gpu_records(live.snapshot)]
@@ -137,34 +144,32 @@ def check_gpu(setting: Setting, live: Live) -> Check:
 
 
 def check_irq(setting: Setting, live: Live) -> Check:
-    rows = live.snapshot.values(Section.IRQ, setting.key)
+    rows = irq_rows(live.snapshot, setting.key)
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if rows[0] == "!absent":
+    why = live.snapshot.why_not(Section.IRQ, setting.key)
+    if why == Why.ABSENT:
         return check_of(
             setting, "no such interface", NA, f"no interface {setting.key} on this machine"
         )
-    if rows[0] == "!no-msi-irqs":
+    if why == Why.NO_MSI_IRQS:
         return check_of(setting, "no MSI IRQs", NA, f"{setting.key} has no MSI interrupts to pin")
-    pairs = [row.split(" ", 1) for row in rows]
+    if why is not None:  # a reason collect_irq does not print today: not a row to judge
+        return check_of(setting, why, DIFFERS, "the collector read no interrupts")
     if setting.value == "local":  # resolved at boot from the device: one list for every IRQ
-        lists = {cpus for _, cpus in pairs}
-        if len(lists) == 1 and not next(iter(lists)).startswith("!"):
-            return check_of(setting, f"{next(iter(lists))} ({len(pairs)} IRQs, read at boot)", OK)
+        lists = {row.cpus for row in rows}
+        if len(lists) == 1 and all(row.cpu_list is not None for row in rows):
+            return check_of(setting, f"{next(iter(lists))} ({len(rows)} IRQs, read at boot)", OK)
         return check_of(
             setting, "; ".join(sorted(lists)[:4]), DIFFERS, "IRQs not on one boot-time CPU list"
         )
-    wanted = expand_cpus(setting.value)
-    wrong = [
-        f"IRQ {irq}: {cpus}"
-        for irq, cpus in pairs
-        if cpus.startswith("!") or expand_cpus(cpus) != wanted
-    ]
+    wanted = tuple(expand_cpus(setting.value))
+    wrong = [f"IRQ {row.irq}: {row.cpus}" for row in rows if row.cpu_list != wanted]
     if wrong:
         return check_of(
-            setting, "; ".join(wrong[:4]), DIFFERS, f"{len(wrong)} of {len(pairs)} IRQs elsewhere"
+            setting, "; ".join(wrong[:4]), DIFFERS, f"{len(wrong)} of {len(rows)} IRQs elsewhere"
         )
-    return check_of(setting, f"{setting.value} ({len(pairs)} IRQs)", OK)
+    return check_of(setting, f"{setting.value} ({len(rows)} IRQs)", OK)
 
 
 # What pcie-acs logs when it wrote nothing on purpose (templates/scripts/pcie-acs).
@@ -183,23 +188,18 @@ ACS_CONTROL_BITS = (
 )
 
 
-_ACS_PORT = re.compile(
-    r"([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) (root|downstream) ([0-9a-f]{4})"
-)
-
-
 def acs_bits(control: int) -> str:
     """``0x001d`` -> ``source validation, P2P request redirect, …``: the ACS controls on."""
     named = [name for bit, name in enumerate(ACS_CONTROL_BITS) if control >> bit & 1]
     return ", ".join(named + (["other bits"] if control >> len(ACS_CONTROL_BITS) else []))
 
 
-def check_acs_registers(setting: Setting, rows: list[str]) -> Check:
+def check_acs_registers(setting: Setting, acs: AcsReading) -> Check:
     """The ACS Control register of each root and downstream port above the setting's devices,
     as the collector read it from config space: every bit pcie-acs cleared must still be clear."""
-    if rows == ["!absent"]:
+    if acs.absent:
         return check_of(setting, "no such device", NA, f"no {setting.key} on this machine")
-    if any(row.endswith("!unreadable") for row in rows):
+    if acs.unreadable:
         return check_of(
             setting,
             "config space unreadable",
@@ -207,14 +207,8 @@ def check_acs_registers(setting: Setting, rows: list[str]) -> Check:
             "the ACS registers lie beyond the first 64 bytes of a port's config space, which "
             "only root may read: run the collector as root",
         )
-    ports = [found.groups() for row in rows if (found := _ACS_PORT.fullmatch(row))]
-    # devices whose DMA the IOMMU translates: pcie-acs leaves ACS on above them, on purpose
-    left_on = [row.split()[1] for row in rows if row.startswith("!iommu ") and len(row.split()) > 1]
-    wrong = [
-        f"{port}: {control} ({acs_bits(int(control, 16))})"
-        for port, _, control in ports
-        if int(control, 16)
-    ]
+    ports, left_on = acs.ports, acs.left_on  # left on: pcie-acs leaves ACS on there, on purpose
+    wrong = [f"{p.port}: {p.control} ({acs_bits(p.bits)})" for p in ports if p.bits]
     if wrong:
         return check_of(
             setting,
@@ -251,7 +245,7 @@ def check_pcie_acs(setting: Setting, live: Live) -> Check:
     if skipped is not None:
         return check_of(setting, skipped, NA, f"{ACS_UNIT} wrote nothing here, on purpose")
     if rows:
-        return check_acs_registers(setting, rows)
+        return check_acs_registers(setting, acs_reading(rows))
     if props.get("Result") != "success" or props.get("ActiveState") != "active":
         state = f"{props.get('ActiveState', '?')}, result {props.get('Result', '?')}"
         return check_of(setting, f"{ACS_UNIT} {state}", DIFFERS, "the ACS unit did not succeed")
@@ -273,6 +267,6 @@ def gpu_evidence(live: Live) -> str | None:
     if on_pci.isdigit() and int(on_pci) > 0:
         return f"{on_pci} NVIDIA GPU{'' if on_pci == '1' else 's'} on the PCI bus"
     acs_rows = live.snapshot.values(Section.ACS, acs_word("gpus"))
-    if acs_rows and acs_rows != ["!absent"]:
+    if acs_rows and not acs_reading(acs_rows).absent:
         return "NVIDIA GPUs on the PCI bus (the ACS read found them)"
     return None

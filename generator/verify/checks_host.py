@@ -22,10 +22,11 @@ from generator.verify.consumers import (
     arg_value_holds,
     expected_limit,
     limit_number,
-    limit_values,
     seconds,
 )
 from generator.verify.live_state import DIFFERS, MISSING, NA, NOT_COLLECTED, OK, Live, same
+from generator.verify.records import limit_rows
+from generator.verify.snapshot import Why, is_absent, why_not
 from generator.verify.udevmatch import assigned_scheduler, disk_kind, parse_rules, selected
 from generator.verify.verdicts import Check, check_of
 
@@ -34,7 +35,7 @@ def check_sysctl(setting: Setting, live: Live) -> Check:
     actual = live.snapshot.value(Section.SYSCTL, setting.key)
     if actual is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if actual == "!absent":
+    if live.snapshot.absent(Section.SYSCTL, setting.key):
         return check_of(
             setting, "no such key", MISSING, "the running kernel has no /proc/sys entry for it"
         )
@@ -48,13 +49,13 @@ def kernel_arg_effect(setting: Setting, live: Live) -> str | None:
         return "the kernel does not know this parameter (it passed it on to init)"
     if setting.key == "transparent_hugepage":
         thp = live.snapshot.value(Section.SYSFS, THP_ENABLED)
-        if thp and not thp.startswith("!") and selected(thp) != setting.value:
+        if thp and why_not(thp) is None and selected(thp) != setting.value:
             return f"{THP_ENABLED} is {thp}"
     item = module_param(setting.key)
     param = live.snapshot.value(Section.MODPARAM, item) if item else None
     if (
         param is not None
-        and not param.startswith("!")
+        and why_not(param) is None
         and setting.value
         and not same(setting.value, param)
     ):
@@ -97,19 +98,21 @@ def check_limit(setting: Setting, live: Live) -> Check:
         return check_of(
             setting, "-", NA, f"{item} is not a resource limit: pam_limits enforces it at login"
         )
-    rows = live.snapshot.values(Section.LIMITS, user)
+    rows = limit_rows(live.snapshot, user)
     if not rows:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if rows[0] == "!absent":
+    why = live.snapshot.why_not(Section.LIMITS, user)
+    if why == Why.ABSENT:
         return check_of(setting, "-", NA, f"no user {user} on this machine")
-    if rows[0].startswith("!"):
+    if why is not None:
         return check_of(
             setting, "-", NA, "the collector did not run as root (it measures through runuser)"
         )
-    values = limit_values(rows, item)
-    if values is None:
-        return check_of(setting, "?", MISSING, f"/proc/self/limits has no {LIMIT_ITEMS[item][0]!r}")
-    soft, hard = values
+    name = LIMIT_ITEMS[item][0]
+    row = next((row for row in rows if row.name == name), None)
+    if row is None:
+        return check_of(setting, "?", MISSING, f"/proc/self/limits has no {name!r}")
+    soft, hard = row.soft, row.hard
     expected = expected_limit(item, setting.value)
     measured = {"soft": [soft], "hard": [hard], "-": [soft, hard]}[kind]
     actual = f"soft {soft}, hard {hard} (session of {user})"
@@ -127,7 +130,7 @@ def check_manager(setting: Setting, live: Live) -> Check:
     actual = live.snapshot.value(Section.MANAGER, setting.key)
     if actual is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if actual.startswith("!"):
+    if why_not(actual) is not None:
         return check_of(setting, "-", NA, "systemd is not the service manager here")
     if setting.key.startswith("DefaultLimit"):
         soft_text, _, hard_text = setting.value.partition(":")
@@ -190,7 +193,7 @@ def check_modprobe(setting: Setting, live: Live) -> Check:
     if (
         state == "loaded"
         and live_value
-        and not live_value.startswith("!")
+        and why_not(live_value) is None
         and not same(setting.value, live_value)
     ):
         return check_of(
@@ -227,7 +230,7 @@ def check_sysfs(setting: Setting, live: Live) -> Check:
     ]
     if not found:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    present = [(path, value) for path, value in found if value != "!absent"]
+    present = [(path, value) for path, value in found if not is_absent(value)]
     if not present:
         return check_of(
             setting,
@@ -264,7 +267,8 @@ def check_tuned(setting: Setting, live: Live) -> Check:
     active = live.snapshot.value(Section.TUNED, "active")
     if active is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if active == "!absent" and live.snapshot.value(Section.TUNED, "verify") is None:
+    installed = live.snapshot.value(Section.TUNED, "verify") is not None  # tuned-adm ran
+    if live.snapshot.absent(Section.TUNED, "active") and not installed:
         return check_of(setting, "-", NA, "tuned is not installed here")
     wanted = live.bundle.tuned_profile
     # install.sh layers the bundle's profile on the selected one ("base goldtune-x"): tuned

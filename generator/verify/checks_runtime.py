@@ -43,6 +43,8 @@ from generator.verify.consumers import (
     toml_value,
 )
 from generator.verify.live_state import DIFFERS, MISSING, NA, NOT_COLLECTED, OK, Live, unit_prop
+from generator.verify.records import runtime_limit_rows
+from generator.verify.snapshot import Why, why_not
 from generator.verify.verdicts import Check, check_of
 
 # The bundle's own units that start a daemon: enabled is not enough, it must be running.
@@ -58,7 +60,8 @@ def check_nccl(setting: Setting, live: Live) -> Check:
     if state is None:
         return check_of(setting, "-", NA, f"the snapshot has no {path} record")
     if state != "present":
-        return check_of(setting, state.removeprefix("!"), MISSING, f"{path}: {state[1:]}")
+        why = why_not(state) or state
+        return check_of(setting, why, MISSING, f"{path}: {why}")
     return check_nccl_text(setting, "\n".join(live.snapshot.values(Section.CONF_LINE, path)))
 
 
@@ -146,9 +149,10 @@ def check_service(setting: Setting, live: Live) -> Check:
     state = live.snapshot.value(Section.UNIT_ENABLED, setting.key)
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if state == "!unavailable":
+    why = why_not(state)
+    if why == Why.UNAVAILABLE:
         return check_of(setting, "-", NA, "systemd is not the service manager here")
-    if state == "!absent":
+    if why == Why.ABSENT:
         if setting.value == "mask":
             return check_of(setting, "not masked", MISSING, "no unit and no mask")
         if setting.optional:
@@ -180,23 +184,22 @@ def check_service(setting: Setting, live: Live) -> Check:
 
 # --- container runtimes and kubelet (issue 14) -------------------------------------------------
 
+# A unit's LimitX= option -> its row of /proc/<pid>/limits (records.LIMIT_NAMES), in the same
+# units as systemctl show prints it (bytes, files).
 RUNTIME_LIMIT_ROWS = {
-    "LimitMEMLOCK": ("Max locked memory", 1),
-    "LimitNOFILE": ("Max open files", 1),
+    "LimitMEMLOCK": "Max locked memory",
+    "LimitNOFILE": "Max open files",
 }
 
 
 def process_limit(live: Live, unit: str, option: str) -> tuple[str, str] | None:
     """(soft, hard) of the unit's running process for a LimitX option, from /proc/<pid>/limits."""
-    row = RUNTIME_LIMIT_ROWS.get(option)
-    rows = live.snapshot.values(Section.RUNTIME_LIMITS, unit)
-    if row is None or not rows:
+    name = RUNTIME_LIMIT_ROWS.get(option)
+    if name is None:
         return None
-    for line in rows:
-        if line.startswith(row[0]):
-            words = line[len(row[0]) :].split()
-            return (words[0], words[1]) if len(words) >= 2 else None
-    return None
+    rows = runtime_limit_rows(live.snapshot, unit)
+    row = next((row for row in rows if row.name == name), None)
+    return (row.soft, row.hard) if row else None
 
 
 def check_daemon_command(setting: Setting, live: Live) -> Check:
@@ -207,7 +210,7 @@ def check_daemon_command(setting: Setting, live: Live) -> Check:
     state = unit_prop(live, unit, "ActiveState")
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if state.startswith("!"):
+    if why_not(state) is not None:
         return check_of(setting, "-", NA, "systemd is not the service manager here")
     if unit_prop(live, unit, "LoadState") == "not-found":
         return check_of(setting, "no such unit", NA, f"{unit} is not installed here")
@@ -245,9 +248,10 @@ def check_wanted_by(setting: Setting, live: Live) -> Check:
     state = live.snapshot.value(Section.UNIT_ENABLED, unit)
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if state == "!unavailable":
+    why = why_not(state)
+    if why == Why.UNAVAILABLE:
         return check_of(setting, "-", NA, "systemd is not the service manager here")
-    if state == "!absent":
+    if why == Why.ABSENT:
         return check_of(setting, "not installed", NA, f"{unit} is not installed here")
     good = state in ("enabled", "enabled-runtime")
     return check_of(
@@ -269,7 +273,7 @@ def check_unit_dropin(setting: Setting, live: Live) -> Check:
     state = unit_prop(live, unit, "ActiveState")
     if state is None:
         return check_of(setting, "?", MISSING, NOT_COLLECTED)
-    if state.startswith("!"):
+    if why_not(state) is not None:
         return check_of(setting, "-", NA, "systemd is not the service manager here")
     configured = unit_prop(live, unit, option)
     if configured is None or unit_prop(live, unit, "LoadState") == "not-found":
@@ -363,15 +367,14 @@ def check_docker(setting: Setting, live: Live) -> Check:
         if state is None:
             return check_of(setting, "-", NA, f"the snapshot has no {DOCKER_DAEMON_JSON} record")
         if state != "present":
-            return check_of(
-                setting, state.removeprefix("!"), MISSING, f"{DOCKER_DAEMON_JSON}: {state[1:]}"
-            )
+            why = why_not(state) or state
+            return check_of(setting, why, MISSING, f"{DOCKER_DAEMON_JSON}: {why}")
         text = "\n".join(live.snapshot.values(Section.CONF_LINE, DOCKER_DAEMON_JSON))
         return check_daemon_json(setting, text, DOCKER_DAEMON_JSON)
     actual = live.snapshot.value(Section.DOCKER_INFO, "DefaultRuntime")
     if actual is None:
         return check_of(setting, "-", NA, "docker is not installed here")
-    if actual.startswith("!") or not actual:
+    if why_not(actual) is not None or not actual:
         return check_of(setting, "-", NA, "dockerd is not running")
     return check_of(setting, actual, OK if f'"{actual}"' == setting.value else DIFFERS)
 
@@ -380,8 +383,8 @@ def kubelet_files(live: Live) -> list[tuple[str, dict[str, object]]] | str:
     """(path, mapping) of each file kubelet read, in merge order; or why they cannot be had."""
     files = []
     for path in live.snapshot.values(Section.KUBELET_FILE, "-"):
-        if path.startswith("!"):
-            return path[1:]
+        if (why := why_not(path)) is not None:
+            return why
         parsed = kubelet_yaml("\n".join(live.snapshot.values(Section.KUBELET_CONFIG, path)))
         if isinstance(parsed, str):
             return f"{path}: {parsed}"

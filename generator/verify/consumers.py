@@ -1,7 +1,7 @@
 """Parsers that read what a consumer reads the way it reads it: the kernel's command line,
-/proc/<pid>/limits, systemd's time spans, NCCL's nccl.conf, containerd's TOML, dockerd's
-daemon.json and kubelet's configuration files merged with its flags. Pure functions of text:
-the live checks (checks_*.py) and verify --root (image.py) share them."""
+the units of /proc/<pid>/limits (its rows: records.py), systemd's time spans, NCCL's nccl.conf,
+containerd's TOML, dockerd's daemon.json and kubelet's configuration files merged with its flags.
+Pure functions of text: the live checks (checks_*.py) and verify --root (image.py) share them."""
 
 from __future__ import annotations
 
@@ -71,14 +71,6 @@ def arg_value_holds(name: str, actual: str | None, wanted: str) -> bool:
     if arg_name(name) in LIST_ARGS and actual is not None:
         return set(wanted.split(",")) <= set(actual.split(","))
     return (actual or "") == wanted
-
-
-def limit_values(rows: list[str], item: str) -> tuple[str, str] | None:
-    name = LIMIT_ITEMS[item][0]
-    for row in rows:
-        if row[:26].strip() == name:
-            return row[26:47].strip(), row[47:68].strip()
-    return None
 
 
 def expected_limit(item: str, value: str) -> str:

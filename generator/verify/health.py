@@ -31,7 +31,8 @@ from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_STYLE_CONFS, PREFLIG
 from generator.model.probes import Section
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.preflight import check_preflight
-from generator.verify.snapshot import TIMED_OUT, Snapshot
+from generator.verify.records import unit_properties
+from generator.verify.snapshot import Snapshot, timed_out, why_not
 from generator.verify.verdicts import (
     Check,
     Verdict,
@@ -100,7 +101,7 @@ def is_config_error(line: JournalLine) -> bool:
 
 def check_system(snapshot: Snapshot) -> list[Check]:
     state = snapshot.value(Section.SYSTEM, "state")
-    if state is None or state.startswith("!"):
+    if state is None or why_not(state) is not None:
         return []
     checks = [
         Check(
@@ -123,11 +124,7 @@ def check_system(snapshot: Snapshot) -> list[Check]:
 
 
 def unit_props(snapshot: Snapshot, unit: str) -> dict[str, str]:
-    props = {}
-    for value in snapshot.values(Section.OWN_UNIT, unit):
-        name, _, text = value.partition("=")
-        props[name] = text
-    return props
+    return unit_properties(snapshot.values(Section.OWN_UNIT, unit))
 
 
 def unit_seconds(props: dict[str, str]) -> float | None:
@@ -325,7 +322,7 @@ def check_xid(snapshot: Snapshot, table: XidTable) -> list[Check]:
     count = snapshot.value(Section.XID, "count")
     if count is None:
         return []
-    if count.startswith("!"):
+    if why_not(count) is not None:
         return [
             Check("gpu", "xid", "none this boot", "kernel log unavailable", Verdict.NOT_APPLICABLE)
         ]
@@ -382,10 +379,10 @@ def check_nvidia_smi(snapshot: Snapshot) -> list[Check]:
     """A wedged GPU or driver: the collector's nvidia-smi call did not answer within its bound
     (it is bounded so that `gen verify` reports this instead of hanging)."""
     hung = [
-        (f"GPU {key}" if key != "tool" else "inventory", value[1:])
+        (f"GPU {key}" if key != "tool" else "inventory", why_not(value))
         for section in (Section.GPU, Section.GPU_MIG)
         for key, value in snapshot.section(section)
-        if value.startswith(TIMED_OUT)
+        if timed_out(value)
     ]
     if not hung:
         return []

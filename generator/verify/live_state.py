@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from generator.bundle.read import Bundle
 from generator.model.probes import Section
 from generator.verify.consumers import parse_cmdline
+from generator.verify.records import block_disks, unit_properties
 from generator.verify.snapshot import Snapshot
 from generator.verify.udevmatch import Disk
 from generator.verify.verdicts import Verdict
@@ -55,13 +56,8 @@ class Live:
 
     @classmethod
     def of(cls, snapshot: Snapshot, bundle: Bundle) -> Live:
-        live = cls(snapshot, bundle, parse_cmdline(snapshot.value(Section.CMDLINE, "-") or ""))
-        attrs: dict[str, dict[str, str]] = {}
-        for key, value in snapshot.section(Section.BLOCK):
-            name, _, attr = key.partition(":")
-            attrs.setdefault(name, {})[attr] = value
-        live.disks = [Disk(name, values) for name, values in attrs.items()]
-        return live
+        cmdline = parse_cmdline(snapshot.value(Section.CMDLINE, "-") or "")
+        return cls(snapshot, bundle, cmdline, block_disks(snapshot))
 
 
 def unit_prop(live: Live, unit: str, prop: str) -> str | None:
@@ -69,8 +65,4 @@ def unit_prop(live: Live, unit: str, prop: str) -> str | None:
 
 
 def own_unit_props(live: Live, unit: str) -> dict[str, str]:
-    props = {}
-    for value in live.snapshot.values(Section.OWN_UNIT, unit):
-        name, _, text = value.partition("=")
-        props[name] = text
-    return props
+    return unit_properties(live.snapshot.values(Section.OWN_UNIT, unit))

@@ -91,7 +91,7 @@ def check_preflight(snapshot: Snapshot, planned: bool) -> list[Check]:
     if not planned:
         return []
     records = snapshot.section(Section.PREFLIGHT)
-    if snapshot.value(Section.UNIT_ENABLED, PREFLIGHT_UNIT) == "!absent":
+    if snapshot.absent(Section.UNIT_ENABLED, PREFLIGHT_UNIT):
         why = f"{PREFLIGHT_UNIT} is not installed here (delivered without it)"
         return [_check("state", "ok", "no unit", Verdict.NOT_APPLICABLE, why)]
     lines = [value for key, value in records if key == "line"]

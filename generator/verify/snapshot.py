@@ -10,52 +10,47 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from enum import StrEnum
 
 from generator.errors import InputError, Problem
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END, Section
 
-# The value of a record whose call did not answer within the collector's bound (nvidia-smi).
-TIMED_OUT = "!timed-out"
+
+class Why(StrEnum):
+    """The reasons the collector prints as ``!<reason>`` instead of a value (its header lists
+    them). A reason with a message (``!failed <message>``, ``!timed-out <message>``) starts with
+    its word; a few sections print a reason in words of their own (conf, kubelet-file)."""
+
+    ABSENT = "absent"  # no such file, key, user, interface or tool
+    UNREADABLE = "unreadable"
+    UNAVAILABLE = "unavailable"  # no systemd, not root
+    NO_MSI_IRQS = "no-msi-irqs"
+    FAILED = "failed"
+    TIMED_OUT = "timed-out"  # a call that did not answer within the collector's bound
 
 
-class GpuRecord(NamedTuple):
-    """One NVIDIA GPU of the ``gpu`` section: a line of ``nvidia-smi --query-gpu=<SMI_QUERY>
-    --format=csv,noheader,nounits``, its fields named once here (``gpu_records``)."""
-
-    gpu_index: str  # nvidia-smi's index
-    bus_id: str
-    name: str
-    persistence_mode: str
-    ecc_current: str
-    ecc_pending: str
-    compute_mode: str
-    power_limit: str
-    power_default_limit: str
-    clocks_gr: str
-    clocks_max_gr: str
-    mig_current: str
-    mig_pending: str
+# The mark that starts a reason: the collector's one in-band signal, read here only (why_not),
+# so that no check compares a value with "!absent" or looks at its first character.
+_REASON_MARK = "!"
 
 
-# The nvidia-smi fields the collector queries, in GpuRecord's order (templates/scripts/collect's
-# `fields` in collect_gpu; tests/test_collector_contract.py holds the two equal).
-SMI_QUERY = (
-    "index",
-    "pci.bus_id",
-    "name",
-    "persistence_mode",
-    "ecc.mode.current",
-    "ecc.mode.pending",
-    "compute_mode",
-    "power.limit",
-    "power.default_limit",
-    "clocks.gr",
-    "clocks.max.gr",
-    "mig.mode.current",
-    "mig.mode.pending",
-)
+def why_not(value: str | None) -> str | None:
+    """The reason a value the collector printed gives for having none (``!absent`` ->
+    ``absent``, ``!failed exit 3`` -> ``failed exit 3``); None for a value, or no record."""
+    if value is None or not value.startswith(_REASON_MARK):
+        return None
+    return value[len(_REASON_MARK) :]
+
+
+def is_absent(value: str | None) -> bool:
+    """The collector found no such file, key, user, interface or tool (``!absent``)."""
+    return why_not(value) == Why.ABSENT
+
+
+def timed_out(value: str | None) -> bool:
+    """A call the collector bounds (nvidia-smi) did not answer: ``!timed-out <message>``."""
+    return (why_not(value) or "").startswith(Why.TIMED_OUT)
 
 
 @dataclass
@@ -81,17 +76,15 @@ class Snapshot:
     def has(self, section: Section) -> bool:
         return bool(self.records.get(section))
 
+    def why_not(self, section: Section, key: str) -> str | None:
+        """Why the collector has no value for ``key`` (a ``Why``, with its message if any), or
+        None where it printed one or nothing. A key with a reason has that one record, also in
+        a section of several rows a key (limits, irq, acs)."""
+        return why_not(self.value(section, key))
 
-def gpu_records(snapshot: Snapshot) -> list[GpuRecord]:
-    """The ``gpu`` section's GPUs (its ``tool`` record says whether nvidia-smi answered). A field
-    a line lacks is ``?``; fields past SMI_QUERY (a newer nvidia-smi) are dropped."""
-    records = []
-    for key, value in snapshot.section(Section.GPU):
-        if key != "tool":
-            parts = [part.strip() for part in value.split(",")]
-            padded = parts + ["?"] * (len(SMI_QUERY) - len(parts))
-            records.append(GpuRecord(*padded[: len(SMI_QUERY)]))
-    return records
+    def absent(self, section: Section, key: str) -> bool:
+        """The collector found no such file, key, user, interface or tool for ``key``."""
+        return is_absent(self.value(section, key))
 
 
 def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:

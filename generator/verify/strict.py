@@ -32,7 +32,7 @@ from generator.model.probes import Section
 from generator.model.vendors import NVIDIA
 from generator.verify.image import image_modules
 from generator.verify.imagefs import Image
-from generator.verify.snapshot import Snapshot
+from generator.verify.snapshot import Snapshot, Why, is_absent, why_not
 from generator.verify.units import unit_exists
 
 INSTALL_LIST_LIMIT = 4 << 20  # bytes; install.list is tens of kB
@@ -113,16 +113,16 @@ def snapshot_unit(snapshot: Snapshot, unit: str) -> str | None:
     enables or disables has a ``unit-enabled`` record, one it configures a ``runtime-unit``
     record; tuned.service is told by tuned-adm (the collector's ``tuned`` records)."""
     if unit == TUNED_UNIT and snapshot.has(Section.TUNED):
-        absent = snapshot.value(Section.TUNED, "active") == "!absent"
+        absent = snapshot.absent(Section.TUNED, "active")
         return "not installed (no tuned-adm)" if absent else None
     enabled = snapshot.value(Section.UNIT_ENABLED, unit)
     load = snapshot.value(Section.RUNTIME_UNIT, f"{unit}:LoadState")
     active = snapshot.value(Section.RUNTIME_UNIT, f"{unit}:ActiveState")
-    if enabled == "!absent" or load == "not-found":
+    if is_absent(enabled) or load == "not-found":
         return "not installed"
     if "masked" in (enabled, load):
         return "masked"
-    if "!unavailable" in (enabled, active):
+    if Why.UNAVAILABLE in (why_not(enabled), why_not(active)):
         return "not shown: systemd is not the service manager here"
     if enabled is None and load is None:
         return "not shown: the snapshot has no record of it"
@@ -137,7 +137,7 @@ def snapshot_command(snapshot: Snapshot, command: str, here: Image | None) -> st
     """Why ``command`` is not there, or None. nvidia-smi is in the snapshot (``gpu tool``);
     another command is looked up in this machine's bin directories when verifying live."""
     if command == NVIDIA.smi_tool and gpu_tool(snapshot) is not None:
-        return "not installed" if gpu_tool(snapshot) == "!absent" else None
+        return "not installed" if snapshot.absent(Section.GPU, "tool") else None
     if here is not None:
         return image_command(here, command)
     return "not shown: a snapshot does not record it (verify live or --root)"
@@ -161,7 +161,8 @@ def driver_and_gpus(snapshot: Snapshot, bundle: Bundle) -> list[StrictFailure]:
             StrictFailure("driver", "not shown: the snapshot has no gpu records", why),
         ]
     if tool != "ok":
-        state = "nvidia-smi is absent or lists no GPU" if tool == "!absent" else tool.lstrip("!")
+        reason = why_not(tool) or tool
+        state = "nvidia-smi is absent or lists no GPU" if reason == Why.ABSENT else reason
         return [
             *failures,
             StrictFailure("driver", f"not loaded or not answering: {state}; {bus}", why),
