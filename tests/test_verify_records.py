@@ -5,6 +5,8 @@ which must give a record, never an IndexError or ValueError out of a check."""
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -241,3 +243,36 @@ def test_unit_properties_by_name_the_last_wins() -> None:
         "Description": "a=b",
         "odd": "",
     }
+
+
+# --- the mark is read in one place ---------------------------------------------------------------
+
+VERIFY = Path(__file__).resolve().parent.parent / "generator" / "verify"
+
+
+def reason_literals(source: str) -> list[str]:
+    """String constants that spell the collector's reason mark: ``"!"``, ``"!absent"``…"""
+    return [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"!([a-z][a-z -]*)?", node.value)
+    ]
+
+
+def test_only_snapshot_py_spells_the_reason_mark() -> None:
+    """A check reads a reason through why_not / Snapshot.absent, never by comparing a value
+    with ``"!absent"`` or its first character with ``"!"``."""
+    spelled = {
+        path.name: literals
+        for path in sorted(VERIFY.glob("*.py"))
+        if path.name != "snapshot.py" and (literals := reason_literals(path.read_text()))
+    }
+    assert not spelled, f"use why_not / Snapshot.absent (generator/verify/snapshot.py): {spelled}"
+
+
+def test_the_mark_guard_sees_a_check_that_spells_it() -> None:
+    assert reason_literals('if rows[0] == "!absent":\n    pass') == ["!absent"]
+    assert reason_literals('value.startswith("!")') == ["!"]
+    assert reason_literals('operator in ("==", "!=")') == []

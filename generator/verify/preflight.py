@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from generator.model.layout import PREFLIGHT_RESULT, PREFLIGHT_UNIT
 from generator.model.probes import Section
-from generator.verify.snapshot import Snapshot
+from generator.verify.snapshot import Snapshot, why_not
 from generator.verify.verdicts import Check, Verdict
 
 STATES = ("ok", "mismatch")
@@ -97,7 +97,7 @@ def check_preflight(snapshot: Snapshot, planned: bool) -> list[Check]:
     lines = [value for key, value in records if key == "line"]
     if not lines:
         found = next((value for _, value in records), "not collected")
-        why = f"{PREFLIGHT_RESULT}: {found.lstrip('!')}: the unit has not run on this boot"
+        why = f"{PREFLIGHT_RESULT}: {why_not(found) or found}: the unit has not run on this boot"
         return [_check("state", "ok", "no result", Verdict.NOT_JUDGED, why)]
     try:
         result = parse_preflight("\n".join(lines))
