@@ -3,7 +3,9 @@
 The collector (``templates/scripts/collect``, installed at ``layout.COLLECT_SCRIPT``) prints
 ``SECTION<TAB>KEY<TAB>VALUE`` records between a begin and an end line (the format is documented in
 the script). ``parse_snapshot`` reads them, also out of a serial console log with other lines
-around them.
+around them. A value the collector could not read is a reason (``!absent``…), read here only
+(``why_not``, ``Snapshot.absent``); a value of several columns is a record of
+``generator.verify.records``.
 """
 
 from __future__ import annotations
