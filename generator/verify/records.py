@@ -96,6 +96,7 @@ def cpu_list(text: str) -> tuple[int, ...] | None:
 
 
 def irq_row(text: str) -> IrqRow:
+    """``42 0-3``; a row without its CPU list (cut short) has cpus ``?`` and no CPUs."""
     irq, _, cpus = text.partition(" ")
     return IrqRow(irq, cpus or NO_FIELD, cpu_list(cpus) if cpus else None)
 
