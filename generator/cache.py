@@ -1,7 +1,6 @@
 """Results derived from shipped files, kept between runs beside the package, as ``__pycache__``
 keeps compiled modules (the validated catalog: inputs/catalog_cache.py; the tuned table:
-render/tuned.py; the fixed scripts' compact forms: model/shellform.py; the first-boot script's
-body: render/firstboot.py).
+render/tuned.py; the fixed scripts' compact forms: model/shellform.py).
 
 What is generic: the key (a digest of a salt, the caller's format and versions, and every file's
 name and bytes: the data files and the source files that derive the result from them; or of

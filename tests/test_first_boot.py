@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,17 +35,13 @@ from test_install import (
 from generator.bundle.write import write_bundle
 from generator.model import layout
 from generator.model.setting import Plan
-from generator.render.firstboot import (
-    ENTRY_FUNCTIONS,
-    first_boot_script,
-    first_boot_words,
-    needed_pieces,
-    top_level_pieces,
-)
-from generator.render.overlay import kernel_cmdline, overlay_files
+from generator.render.cloudinit import FIRST_BOOT_SUMMARY
+from generator.render.firstboot import PROLOGUE, first_boot_parts, first_boot_words, library_form
+from generator.render.overlay import Step, kernel_cmdline, overlay_files
 from generator.render.render import render_bundle
 
 INSTALL_SH = Path(__file__).resolve().parent.parent / "templates/scripts/install.sh"
+INSTALL_LIB = INSTALL_SH.with_name("install-lib.sh")
 # Debian 12's containerd 1.6 config.toml (tests/test_wiring.py), without and with the import;
 # the roots' containerd (the host's /usr) reads the latter unless a test says otherwise.
 DEBIAN_CONTAINERD = (
@@ -84,7 +81,8 @@ def live_root(root: Path, tuned_running: bool = True) -> Path:
     (root / "tmp").mkdir(exist_ok=True)
     (root / "etc/containerd").mkdir(parents=True, exist_ok=True)
     (root / "etc/containerd/config.toml").write_text(IMPORTING)
-    for name in ("grubby", "tuned-adm", "update-grub"):
+    # the activation steps' tools too: sysctl --system in a chroot would set this host's kernel
+    for name in ("grubby", "tuned-adm", "update-grub", "sysctl", "systemd-tmpfiles", "udevadm"):
         stub(root, name)
     active = 0 if tuned_running else 3
     stub(
@@ -250,65 +248,90 @@ def test_no_marker_when_no_boot_loader_took_the_arguments(tmp_path: Path) -> Non
     (root / "stub/grubby").unlink()
     out = first_boot(root, INFERENCE)
     assert "there is no grubby" in out and " 1 failed" in out, out
-    assert "remove stale files, layer tuned, add and remove kernel arguments: failed" in out
+    assert f"{FIRST_BOOT_SUMMARY}: failed" in out
     assert not (root / layout.REBOOT_MARKER.lstrip("/")).exists()
 
 
-# --- the script is install.sh's functions -----------------------------------------------------
+# --- the script calls install-lib.sh's functions ------------------------------------------------
+
+# Functions install-lib.sh calls that install.sh defines: reached only for an image (live=no),
+# or by install_file for a file the first boot never installs with it (nccl.conf, rccl.conf,
+# containerd's drop-in). The library's header names them; the chroot runs above prove the live
+# path reaches none of them.
+INSTALL_SH_ONLY = {
+    "service_offline",
+    "image_mechanism",
+    "boot_bootc",
+    "boot_image_grub",
+    "boot_check_unit",
+    "edit_bls_entry",
+    "edit_grub_default",
+    "merge_nccl_conf",
+    "carry_image_cri",
+}
 
 
-def test_the_script_is_install_sh_lines_then_its_main() -> None:
-    text = INSTALL_SH.read_text()
+def defined_functions(script: str) -> set[str]:
+    return set(re.findall(r"^([a-z_][a-z0-9_]*)\(\) \{", script, re.MULTILINE))
+
+
+def test_the_library_calls_install_sh_only_where_an_image_is_the_target() -> None:
+    """install-lib.sh stands alone for a live run: every function of install.sh it names is
+    one of INSTALL_SH_ONLY, and its header says which."""
+    library = INSTALL_LIB.read_text()
+    ours = defined_functions(library)
+    theirs = defined_functions(INSTALL_SH.read_text())
+    assert not ours & theirs  # one definition of each
+    named = {name for name in theirs if re.search(rf"(?<![\w-]){name}(?![\w-])", library)}
+    assert named == INSTALL_SH_ONLY
+    header = library.split("\n\n", 1)[0]
+    assert all(name in header for name in INSTALL_SH_ONLY)
+
+
+def test_the_script_sources_the_library_and_calls_install_sh_phases_in_order() -> None:
+    """install.sh's prologue, the library, the plan's words, then install.sh's live run as
+    calls: the record, the units and steps (install.list's), tuned, the boot arguments."""
     words = first_boot_words("iommu=pt", "goldtune-inference")
-    script = first_boot_script(text, words, "")
-    code, _, main = script.partition("\n# --- goldtune first boot")
-    # install.sh's lines in order, without their indentation (the user-data form: shellform)
-    theirs = iter(line.lstrip(" \t") for line in text.splitlines())
-    assert all(
-        any(line.lstrip(" \t") == other for other in theirs) for line in code.splitlines()[5:]
+    steps = [Step("reload"), Step("disable", "irqbalance.service"), Step("sysctl")]
+    parts = first_boot_parts(INSTALL_LIB.read_text(), words, "", steps=steps)
+    assert parts.library == library_form(INSTALL_LIB.read_text())
+    assert parts.script.startswith(PROLOGUE + f". {layout.FIRST_BOOT_LIB}\n")
+    assert "kernel_args='iommu=pt'" in parts.script
+    assert "tuned_profile='goldtune-inference'" in parts.script
+    calls = parts.script.split("\ndeferred=''\n", 1)[1].splitlines()  # after the words
+    assert calls == [
+        'remove_stale_files "$installed_paths"',
+        'write_text "$record" "$installed_paths"',
+        "run_step reload",
+        "service disable 'irqbalance.service'",
+        "run_step sysctl",
+        "tuned_layer",
+        "failed_before_boot=$failed",
+        "boot_arguments",
+        'say "done: $installed written, $unchanged unchanged, $skipped skipped, $failed failed"',
+        '[ "$failed" -eq 0 ]',
+    ]
+
+
+def test_install_sh_without_its_library_says_the_bundle_is_incomplete(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "install.sh").write_bytes(INSTALL_SH.read_bytes())
+    result = subprocess.run(
+        ["sh", str(bundle / "install.sh"), "--check"], capture_output=True, text=True, check=False
     )
-    assert "kernel_args='iommu=pt'" in main and "tuned_profile='goldtune-inference'" in main
-    assert re.search(r"^tuned_layer\nfailed_before_boot=\$failed\nboot_arguments$", main, re.M)
+    assert result.returncode == 2
+    assert result.stderr == "install.sh: error: bundle is incomplete: install-lib.sh is missing\n"
 
 
-def test_every_function_the_phases_call_is_carried() -> None:
-    """The functions the phases reach (stale files, tuned, boot arguments), and no unrelated one
-    (the size)."""
-    pieces = top_level_pieces(INSTALL_SH.read_text())
-    names = {p.name for p in needed_pieces(pieces, ENTRY_FUNCTIONS, first_boot_words("", ""))}
-    assert {"tuned_layer", "boot_arguments", "edit_kernel_cmdline", "run_step", "put"} <= names
-    assert {"remove_stale_files", "stale_candidate", "service_live"} <= names
-    assert {"tuned_active", "tuned_mode"} <= names  # install.sh's globals they read
-    assert not {"install_file", "read_list", "merge_daemon_json", "check_needs"} & names
-    assert not {"tool", "failed", "root"} & names  # the main sets these
-
-
-def test_a_function_is_found_through_the_one_that_calls_it() -> None:
-    script = (
-        "#!/bin/sh\nhelper() {\n    echo x\n}\nunused() { echo y; }\n"
-        "entry() { # calls helper\n    helper\n}\nsetting=1\n"
-    )
-    names = [p.name for p in needed_pieces(top_level_pieces(script), ("entry",), ())]
-    assert names == ["helper", "entry"]
-
-
-def test_the_first_boot_carries_install_file_without_its_nccl_branch() -> None:
-    """install_file comes along for daemon.json only: merge_nccl_conf (which only its nccl.conf
-    branch calls) stays out, remove_stale's nccl.conf restore stays in, and asking the first
+def test_the_first_boot_refuses_to_stage_nccl_conf() -> None:
+    """install_file's nccl.conf branch needs install.sh's merge_nccl_conf: asking the first
     boot to stage nccl.conf is refused rather than run without its merge."""
     from generator.errors import GenerationError
-    from generator.paths import templates_dir
-    from generator.render.firstboot import first_boot_script
 
-    install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
-    words = {"kernel_args": "", "tuned_profile": "", "installed_paths": ""}
-    script = first_boot_script(install_sh, words, "", [("0644", layout.DOCKER_DAEMON_JSON)])
-    assert "\ninstall_file() {" in script
-    assert "\nmerge_daemon_json() {" in script
-    assert "\nmerge_nccl_conf() {" not in script
-    assert "\nrestore_nccl_conf() {" in script  # a stale nccl.conf is put back at first boot too
+    words = first_boot_words("", "")
     with pytest.raises(GenerationError, match=r"nccl\.conf"):
-        first_boot_script(install_sh, words, "", [("0644", layout.NCCL_CONF)])
+        first_boot_parts(INSTALL_LIB.read_text(), words, "", [("0644", layout.NCCL_CONF)])
 
 
 @needs_chroot

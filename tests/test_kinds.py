@@ -31,7 +31,7 @@ from generator.verify import image, live
 REPO = Path(__file__).resolve().parent.parent
 BASE = REPO / "generator" / "rules" / "base.py"
 TEMPLATES = REPO / "templates"
-INSTALL_SH = TEMPLATES / "scripts" / "install.sh"
+INSTALL_LIB = TEMPLATES / "scripts" / "install-lib.sh"
 
 
 def missing_checks(
@@ -125,10 +125,10 @@ def test_every_kind_file_is_in_the_bundle() -> None:
             assert path in files, f"{spec.kind}: {path}"
 
 
-def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) -> list[str]:
+def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_lib: str) -> list[str]:
     """A row's template and live step must exist, each with the place to add it."""
     problems = []
-    steps = set(re.findall(r"^step_([a-z_]+)\(\)", install_sh, flags=re.MULTILINE))
+    steps = set(re.findall(r"^step_([a-z_]+)\(\)", install_lib, flags=re.MULTILINE))
     for spec in kinds:
         if not (templates / spec.template).is_file():
             problems.append(
@@ -139,28 +139,27 @@ def missing_pieces(kinds: Iterable[KindSpec], templates: Path, install_sh: str) 
         if spec.live_step not in steps:
             problems.append(
                 f"kind {spec.kind}: live step {spec.live_step!r}: add step_{spec.live_step}() "
-                "to templates/scripts/install.sh"
+                "to templates/scripts/install-lib.sh"
             )
-        commands = {*overlay.STEP_COMMANDS, *overlay.INSTALL_SH_PHASES}
-        if spec.live_step not in commands or spec.live_step not in overlay.STEP_SUMMARIES:
+        if spec.live_step not in overlay.STEP_SUMMARIES:
             problems.append(
                 f"kind {spec.kind}: live step {spec.live_step!r}: add it to "
-                "generator/render/overlay.py STEP_SUMMARIES and STEP_COMMANDS"
+                "generator/render/overlay.py STEP_SUMMARIES"
             )
     return problems
 
 
 def test_every_kind_has_its_template_and_live_step() -> None:
-    assert missing_pieces(KINDS, TEMPLATES, INSTALL_SH.read_text()) == []
+    assert missing_pieces(KINDS, TEMPLATES, INSTALL_LIB.read_text()) == []
 
 
 def test_a_kind_without_template_or_step_fails_with_where_to_add_it() -> None:
     broken = KINDS[0]._replace(template="no-such.conf.j2", live_step="no_such")
-    problems = missing_pieces([broken], TEMPLATES, INSTALL_SH.read_text())
+    problems = missing_pieces([broken], TEMPLATES, INSTALL_LIB.read_text())
     assert len(problems) == 3
     assert "add templates/no-such.conf.j2" in problems[0]
-    assert "add step_no_such() to templates/scripts/install.sh" in problems[1]
-    assert "overlay.py STEP_SUMMARIES and STEP_COMMANDS" in problems[2]
+    assert "add step_no_such() to templates/scripts/install-lib.sh" in problems[1]
+    assert "overlay.py STEP_SUMMARIES" in problems[2]
 
 
 def test_a_new_kind_template_gets_its_settings() -> None:

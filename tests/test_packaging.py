@@ -79,7 +79,6 @@ def test_caches_are_not_shipped_but_built_where_installed(installed: Path, tmp_p
     assert first.returncode == 0, first.stderr
     assert sorted(p.name for p in (package / "__catalog_cache__").iterdir()) == [
         "cpus.pickle",
-        "first-boot.json",
         "gpus.pickle",
         "nics.pickle",
         "scripts.json",

@@ -23,7 +23,7 @@ from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.paths import templates_dir
 from generator.render.outputs import FIXED_SCRIPTS, RenderedFiles
-from generator.render.overlay import INSTALL_SH_PHASES, STEP_COMMANDS, STEP_SUMMARIES
+from generator.render.overlay import STEP_SUMMARIES
 from generator.render.render import render_bundle
 
 SCRIPTS = templates_dir() / layout.SCRIPTS_DIR
@@ -37,7 +37,10 @@ def rendered(system: str, profile: str) -> RenderedFiles:
 
 def test_every_fixed_script_is_an_output() -> None:
     assert sorted(output.template.rsplit("/", 1)[-1] for output in FIXED_SCRIPTS) == SCRIPT_NAMES
-    assert {output.mode for output in FIXED_SCRIPTS} == {0o755}
+    # the library install.sh and the first-boot script source is read, not run
+    modes = {output.path: output.mode for output in FIXED_SCRIPTS}
+    assert modes.pop(layout.INSTALL_LIB) == 0o644
+    assert set(modes.values()) == {0o755}
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
@@ -45,7 +48,11 @@ def test_fixed_script_passes_shellcheck(name: str) -> None:
     if shutil.which("shellcheck") is None:  # skipped locally, a failure in CI
         missing_tool(FileNotFoundError("shellcheck"))
     result = subprocess.run(
-        ["shellcheck", "-s", "sh", str(SCRIPTS / name)], capture_output=True, text=True, check=False
+        # -x: install.sh is checked with the library it sources (its source-path directive)
+        ["shellcheck", "-x", "-s", "sh", str(SCRIPTS / name)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stdout
 
@@ -60,25 +67,23 @@ def test_fixed_script_names_no_tool_and_no_bundle(name: str) -> None:
 
 def test_scripts_are_byte_identical_in_every_shipped_bundle() -> None:
     expected = {
-        output.path: (SCRIPTS / output.template.rsplit("/", 1)[-1]).read_bytes()
+        output.path: ((SCRIPTS / output.template.rsplit("/", 1)[-1]).read_bytes(), output.mode)
         for output in FIXED_SCRIPTS
     }
     for system in SYSTEMS:
         for profile in PROFILES:
             files = rendered(system, profile)
-            for path, content in expected.items():
+            for path, (content, mode) in expected.items():
                 if path in files:
-                    assert files[path] == (content, 0o755), f"{system}/{profile}: {path}"
+                    assert files[path] == (content, mode), f"{system}/{profile}: {path}"
             assert layout.INSTALL_SH in files and in_overlay(layout.COLLECT_SCRIPT) in files
 
 
-def test_install_sh_has_one_function_per_step() -> None:
-    text = (SCRIPTS / "install.sh").read_text()
+def test_install_lib_has_one_function_per_step() -> None:
+    """install.sh and the first-boot script run each step by run_step (install-lib.sh)."""
+    text = (SCRIPTS / "install-lib.sh").read_text()
     functions = set(re.findall(r"^step_([a-z]+)\(\)", text, re.MULTILINE))
     assert functions == set(STEP_SUMMARIES)
-    # install.sh's own phases run at first boot as install.sh's functions (firstboot.py)
-    assert set(STEP_SUMMARIES) - set(INSTALL_SH_PHASES) <= set(STEP_COMMANDS)
-    assert not set(INSTALL_SH_PHASES) & set(STEP_COMMANDS)
     for name, summary in STEP_SUMMARIES.items():
         assert f"{name}) printf '%s' \"{summary}\" ;;" in text
 
@@ -977,8 +982,8 @@ def test_install_sh_may_remove_every_overlay_file_it_installed() -> None:
     targets = {"/" + path.removeprefix(layout.OVERLAY) for path in overlay}
     unnamed = {target for target in targets if TOOL not in target}
     assert unnamed == layout.UNNAMED_TARGETS
-    install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
-    candidates = install_sh.split("stale_candidate() {", 1)[1].split("\n}\n", 1)[0]
+    install_lib = (templates_dir() / layout.SCRIPTS_DIR / layout.INSTALL_LIB).read_text()
+    candidates = install_lib.split("stale_candidate() {", 1)[1].split("\n}\n", 1)[0]
     patterns = re.findall(r"^\s*([^#\s][^)]*)\) return 0 ;;$", candidates, re.MULTILINE)
     listed = {word.strip() for pattern in patterns for word in pattern.split("|")}
     assert layout.UNNAMED_TARGETS.issubset(listed)

@@ -14,23 +14,16 @@ from hypothesis import strategies as st
 
 from generator.bundle.write import bundle_entries
 from generator.commands.generate import plan_for
-from generator.errors import GenerationError
 from generator.model import layout, shellform
 from generator.model.setting import Plan, Setting
 from generator.paths import templates_dir
-from generator.render import firstboot, tuned
+from generator.render import tuned
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.contexts import delivery_context
 from generator.render.engine import fixed_script
-from generator.render.firstboot import (
-    MAIN_MARKER,
-    first_boot_script,
-    first_boot_words,
-)
-from generator.render.formats import comment_text, explain_row, sh_quote
+from generator.render.formats import comment_text, explain_row
 from generator.render.manifest import file_digests, manifest_entry
 from generator.render.outputs import FIXED_SCRIPTS
-from generator.render.overlay import STEP_COMMANDS, Step
 from generator.render.render import render_bundle
 from tests.plans import FULL_SETTINGS, setting
 
@@ -184,28 +177,6 @@ def test_the_lines_after_a_first_are_shared_as_the_scan_reads_them(text: str) ->
         )
 
 
-def test_the_first_boot_body_is_made_again_for_another_script_or_main() -> None:
-    """The body is cached (firstboot.first_boot_body): another install.sh, the install_file
-    entry, or a global the main sets each give their own body, in any order."""
-    install_sh = (templates_dir() / layout.SCRIPTS_DIR / "install.sh").read_text()
-    changed = install_sh.replace("tuned_layer() {\n", "tuned_layer() {\n    echo changed\n", 1)
-    assert changed != install_sh
-    words = first_boot_words("", "")
-    daemon = [("0644", layout.DOCKER_DAEMON_JSON)]
-    own_mode = {**words, "tuned_mode": "/etc/tuned/profile_mode"}
-
-    def body(script: str, main_words: dict[str, str], installed: list[tuple[str, str]]) -> str:
-        return first_boot_script(script, main_words, "", installed).partition(MAIN_MARKER)[0]
-
-    for _ in range(2):
-        assert "echo changed" not in body(install_sh, words, [])
-        assert "echo changed" in body(changed, words, [])
-        assert "\ninstall_file() {" not in body(install_sh, words, [])
-        assert "\ninstall_file() {" in body(install_sh, words, daemon)
-        assert "\ntuned_mode=" in body(install_sh, words, [])
-        assert "\ntuned_mode=" not in body(install_sh, own_mode, [])
-
-
 @pytest.mark.parametrize("script", FIXED_SCRIPTS, ids=lambda output: output.path)
 def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> None:
     """The fixed scripts' manifest digests are kept (manifest.fixed_file_digests); other bytes at
@@ -215,43 +186,21 @@ def test_a_fixed_scripts_digests_are_those_of_the_bytes_given(script: Any) -> No
     copy = bytes(bytearray(shipped))  # equal, another object
     for content in (changed, shipped, shipped, changed, copy):
         entry = manifest_entry(script.path, content, script.mode)
-        assert entry == {"path": script.path, "mode": "0755", **file_digests(script.path, content)}
+        mode = f"{script.mode:04o}"
+        assert entry == {"path": script.path, "mode": mode, **file_digests(script.path, content)}
         assert entry["sha256"] == hashlib.sha256(content).hexdigest()
 
 
-@pytest.mark.parametrize("name", sorted(STEP_COMMANDS))
-def test_a_steps_runcmd_line_is_its_own_name_and_words(name: str) -> None:
-    """Each step's guarded command is kept by name and word (overlay.guarded_command): a step
-    of another name or word, after it, gets its own."""
-    for word in ("a.service", "b.service", ""):
-        step = Step(name, word)
-        command = STEP_COMMANDS[name].format(word=sh_quote(word), tool="goldtune")
-        expected = (
-            f"echo {sh_quote('goldtune: ' + step.summary)}; {{ {command}; }} "
-            f"|| echo {sh_quote('goldtune: ' + step.summary + ': failed')}"
-        )
-        assert step.guarded == expected
-
-
-def test_the_first_boot_entry_is_the_whole_script_indented() -> None:
-    """user-data.j2 indents the first-boot script's body and main apart (the body is kept
-    indented): the entry cloud-init writes is the whole script, byte for byte."""
+def test_the_first_boot_entries_are_the_library_and_script_byte_for_byte() -> None:
+    """user-data.j2 indents the library and the script: the entries cloud-init writes are
+    them, byte for byte."""
     plan = plan_for("dgx-h100", "training-k8s")
     files = render_bundle(plan)
-    script = delivery_context(plan, files, CloudInitOptions())["first_boot_script"]
-    assert script.body.endswith("\n") and script.main.startswith(MAIN_MARKER)
+    first_boot = delivery_context(plan, files, CloudInitOptions())["first_boot"]
     user_data = yaml.safe_load(files[layout.USER_DATA][0])
-    entry = next(e for e in user_data["write_files"] if e["path"] == layout.FIRST_BOOT_SCRIPT)
-    assert entry["content"] == script.body + script.main
-
-
-def test_a_first_boot_body_without_its_last_newline_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # indented apart from the main, it would not be the whole script indented
-    monkeypatch.setattr(firstboot, "first_boot_body", lambda *args: "#!/bin/sh\nset -eu")
-    with pytest.raises(GenerationError, match="must end with a newline"):
-        firstboot.first_boot_parts("#!/bin/sh\n", first_boot_words("", ""), "")
+    written = {entry["path"]: entry["content"] for entry in user_data["write_files"]}
+    assert written[layout.FIRST_BOOT_LIB] == first_boot.library
+    assert written[layout.FIRST_BOOT_SCRIPT] == first_boot.script
 
 
 def test_an_explain_row_is_made_again_for_any_other_field() -> None:

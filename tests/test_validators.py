@@ -78,7 +78,10 @@ IRQ_READER = {
     "rootfs/usr/local/libexec/goldtune/irq-affinity": (FIXED / "irq-affinity").read_text()
 }
 COLLECT_READER = {"rootfs/usr/local/libexec/goldtune/collect": (FIXED / "collect").read_text()}
-INSTALLER = {"install.sh": (FIXED / "install.sh").read_text()}
+INSTALLER = {
+    "install.sh": (FIXED / "install.sh").read_text(),
+    "install-lib.sh": (FIXED / "install-lib.sh").read_text(),
+}
 GPU_CONF = "rootfs/etc/goldtune/gpu.conf"
 IRQ_CONF = "rootfs/etc/goldtune/irq.conf"
 COLLECT_CONF = "rootfs/etc/goldtune/collect.conf"
@@ -116,18 +119,31 @@ GOOD_USER_DATA = (
     "    content: |\n      vm.swappiness = 1\nruncmd:\n  - [sysctl, --system]\n"
 )
 
-FIRST_BOOT_MAIN = "# --- goldtune first boot: install.sh's phase 5, on this live system"
+# the sample bundle's install-lib.sh, and as the user-data carries it (without indentation)
+FIRST_BOOT_LIBRARY = 'say() {\n    printf "%s\\n" "$*"\n}\n'
+FIRST_BOOT_LIBRARY_FORM = 'say() {\nprintf "%s\\n" "$*"\n}\n'
+FIRST_BOOT_PROLOGUE = "#!/bin/sh\nset -eu\numask 022\nLC_ALL=C\nexport LC_ALL\n"
 
 
-def first_boot(main: str, code: str = "set -eu") -> dict[str, str]:
-    """A user-data whose first-boot script is install.sh's lines (``code``) and ``main``."""
-    script = f"#!/bin/sh\n{code}\n{FIRST_BOOT_MAIN}\n{main}\n"
-    entry = "  - path: /run/goldtune/first-boot\n    content: |\n" + "".join(
-        f"      {line}\n" for line in script.splitlines()
+def first_boot(
+    main: str, library: str = FIRST_BOOT_LIBRARY_FORM, source: bool = True
+) -> dict[str, str]:
+    """A user-data that writes ``library`` where the first-boot script sources it (``source``)
+    before ``main``; the bundle's install-lib.sh is FIRST_BOOT_LIBRARY."""
+    script = FIRST_BOOT_PROLOGUE + (". /run/goldtune/install-lib.sh\n" if source else "")
+    script += f"{main}\n"
+    entries = "".join(
+        f"  - path: {path}\n    content: |\n"
+        + "".join(f"      {line}\n" for line in text.splitlines())
+        for path, text in (
+            ("/run/goldtune/install-lib.sh", library),
+            ("/run/goldtune/first-boot", script),
+        )
     )
     return {
-        **user_data(GOOD_USER_DATA.replace("runcmd:", entry + "runcmd:")),
+        **user_data(GOOD_USER_DATA.replace("runcmd:", entries + "runcmd:")),
         "install.sh": GOOD_SCRIPT,
+        "install-lib.sh": FIRST_BOOT_LIBRARY,
     }
 
 
@@ -536,12 +552,24 @@ CASES = [
         {**user_data(GOOD_USER_DATA), LIMITS: "* - nofile 1024\n"},
         "write_files lacks /etc/security/limits.d/90-test.conf",
     ),
-    Case("cloud-init", "first-boot-good", first_boot('printf "%s\\n" "ok"'), ""),
+    Case("cloud-init", "first-boot-good", first_boot('say "ok"'), ""),
     Case(
         "cloud-init",
-        "first-boot-not-install-sh",
-        first_boot('printf "%s\\n" "ok"', code="rm -f /etc/x"),
-        "a line that is not install.sh's, in its order: 'rm -f /etc/x'",
+        "first-boot-own-function",
+        first_boot('say() { rm -f /etc/x; }\nsay "ok"'),
+        "defines a function: 'say() { rm -f /etc/x; }'",
+    ),
+    Case(
+        "cloud-init",
+        "first-boot-sources-nothing",
+        first_boot('printf "%s\\n" "ok"', source=False),
+        "does not start with install.sh's prologue and '. /run/goldtune/install-lib.sh'",
+    ),
+    Case(
+        "cloud-init",
+        "first-boot-library-not-the-bundles",
+        first_boot('say "ok"', library=FIRST_BOOT_LIBRARY_FORM + "rm -f /etc/x\n"),
+        "/run/goldtune/install-lib.sh is not the bundle's install-lib.sh without comments",
     ),
     Case(
         "cloud-init",

@@ -15,6 +15,8 @@ MANIFEST = "manifest.json"
 PLAN_FILE = "plan.json"
 OVERLAY = "rootfs/"  # the root-filesystem overlay: OVERLAY + target path without its "/"
 INSTALL_SH = "install.sh"
+# install.sh's functions that the first-boot script runs too; install.sh sources it from beside it
+INSTALL_LIB = "install-lib.sh"
 INSTALL_LIST = "install.list"  # install.sh's data: files, services, steps
 USER_DATA = "cloud-init/user-data"
 USER_DATA_GZ = "cloud-init/user-data.gz"  # the same, gzip-compressed (cloud-init inflates it)
@@ -109,15 +111,16 @@ def compact_in_user_data(target: str) -> bool:
     return not target.endswith(".json")
 
 
-# The script cloud-init's runcmd runs last at first boot: install.sh's tuned and boot-argument
-# functions (generator/render/firstboot.py). On tmpfs: it has done its work after that boot, and
-# gen verify has nothing of it to judge.
+# The script cloud-init's runcmd runs at first boot, install.sh's run on a live system as calls
+# of install-lib.sh's functions, and the library it sources (generator/render/firstboot.py). On
+# tmpfs: they have done their work after that boot, and gen verify has nothing of them to judge.
 FIRST_BOOT_SCRIPT = f"/run/{TOOL}/first-boot"
 # Files the user-data writes under FIRST_BOOT_BUNDLE's rootfs/, not at their target, for the
 # first-boot script to install with install.sh's install_file (bundle=FIRST_BOOT_BUNDLE): it
 # merges daemon.json into the one in place (merge_daemon_json), where write_files would replace it
 # whole (dockerd reads this one file; an image's registry mirrors, log options, data root).
 FIRST_BOOT_BUNDLE = f"/run/{TOOL}"
+FIRST_BOOT_LIB = f"{FIRST_BOOT_BUNDLE}/{INSTALL_LIB}"
 INSTALLED_AT_FIRST_BOOT = frozenset({DOCKER_DAEMON_JSON})
 
 

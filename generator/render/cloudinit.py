@@ -1,10 +1,11 @@
 """cloud-init's delivery: the user-data's first-boot script and commands, its check, and the MIME
 form that composes it with a team's own parts (cloud-configs, shell scripts, nodeadm's NodeConfig).
 
-The user-data writes the overlay's files (``first_boot_files``) and runs the activation steps
-(overlay.py) in ``runcmd``, then the first-boot script: install.sh's own phases (tuned layered on
-the selection found, boot arguments added and removed per mechanism, with their records) as
-install.sh's own functions (firstboot.py, ``first_boot_text``), not as a second copy.
+The user-data writes the overlay's files (``first_boot_files``), install-lib.sh and the
+first-boot script, which ``runcmd`` runs: install.sh's run on a live system (stale files and the
+record, units and activation steps, tuned layered on the selection found, boot arguments added
+and removed per mechanism) as calls of install.sh's own functions (firstboot.py,
+``first_boot_text``), not as a second copy.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from generator.model.setting import Plan
 from generator.model.shellform import user_data_form
 from generator.render.firstboot import FirstBootScript, first_boot_parts, first_boot_words
 from generator.render.formats import sh_quote
-from generator.render.overlay import OverlayFile, kernel_cmdline
+from generator.render.overlay import OverlayFile, install_steps, kernel_cmdline
 
 
 def pending_command() -> str:
@@ -36,7 +37,7 @@ def pending_command() -> str:
     )
 
 
-FIRST_BOOT_SUMMARY = "remove stale files, layer tuned, add and remove kernel arguments"
+FIRST_BOOT_SUMMARY = "apply the bundle as install.sh does on a live system"
 
 
 def first_boot_command() -> str:
@@ -47,11 +48,12 @@ def first_boot_command() -> str:
     )
 
 
-def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> FirstBootScript:
-    """The first-boot script of this plan, as its body and its main (first_boot_parts):
-    install.sh's functions and the plan's words; the install record it keeps is install.sh's
-    for this bundle (install.list's file lines, all of the overlay), so that either path removes
-    what the other installed and this one lacks."""
+def first_boot_text(plan: Plan, install_lib: str, overlay: list[OverlayFile]) -> FirstBootScript:
+    """The first-boot script of this plan and the library it sources (first_boot_parts):
+    install-lib.sh's functions called with the plan's words; the install record it keeps is
+    install.sh's for this bundle (install.list's file lines, all of the overlay), so that either
+    path removes what the other installed and this one lacks. Not the preflight unit's enable:
+    the user-data does not carry the unit (layout.IMAGE_ONLY_TARGETS)."""
     tuned = layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else ""
     cmdline = kernel_cmdline(plan)
     words = first_boot_words(cmdline, tuned, [item.target for item in overlay])
@@ -61,7 +63,13 @@ def first_boot_text(plan: Plan, install_sh: str, overlay: list[OverlayFile]) -> 
         if item.target in layout.INSTALLED_AT_FIRST_BOOT
     ]
     dropin = next((item.target for item in overlay if item.target == layout.CONTAINERD_DROPIN), "")
-    return first_boot_parts(install_sh, words, pending_command() if cmdline else "", merged, dropin)
+    steps = [
+        step
+        for step in install_steps(plan)
+        if layout.unit_file(step.word) not in layout.IMAGE_ONLY_TARGETS
+    ]
+    pending = pending_command() if cmdline else ""
+    return first_boot_parts(install_lib, words, pending, merged, dropin, steps)
 
 
 def check_user_data(content: bytes, overlay: list[OverlayFile]) -> None:

@@ -213,16 +213,11 @@ def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions
         "power_state": power_state(plan, options.reboot),
         "reboot_asked": options.reboot,
         "steps": install_steps(plan),
-        # not the preflight unit's enable: the user-data does not carry it (IMAGE_ONLY_TARGETS)
-        "first_boot_steps": [
-            step
-            for step in install_steps(plan)
-            if layout.unit_file(step.word) not in layout.IMAGE_ONLY_TARGETS
-        ],
         "install_data": install_lines(plan, overlay),
         "first_boot_path": layout.FIRST_BOOT_SCRIPT,
-        "first_boot_script": first_boot_text(
-            plan, fixed_script_text(f"{layout.SCRIPTS_DIR}/install.sh"), overlay
+        "first_boot_lib_path": layout.FIRST_BOOT_LIB,
+        "first_boot": first_boot_text(
+            plan, fixed_script_text(f"{layout.SCRIPTS_DIR}/{layout.INSTALL_LIB}"), overlay
         ),
         "first_boot_command": first_boot_command(),
         "kind_tables": kind_tables(plan),

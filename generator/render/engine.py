@@ -110,7 +110,7 @@ def fixed_script(name: str) -> bytes:
     return (templates_dir() / name).read_bytes()
 
 
-# One str a run, not one a bundle: first_boot_body's cache is keyed by install.sh's text.
+# One str a run, not one a bundle (the user-data's library form of install-lib.sh).
 @functools.cache
 def fixed_script_text(name: str) -> str:
     return fixed_script(name).decode("utf-8")

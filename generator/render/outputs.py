@@ -173,6 +173,7 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
 DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output(layout.KERNEL_CMDLINE, "kernel-cmdline.j2", 0o644, ("kernel-arg",)),
     Output(layout.INSTALL_SH, f"{layout.SCRIPTS_DIR}/install.sh", 0o755, verbatim=True),
+    Output(layout.INSTALL_LIB, f"{layout.SCRIPTS_DIR}/install-lib.sh", 0o644, verbatim=True),
     # install.list is the service kind's file, but install.sh reads all of it: always rendered
     Output(layout.INSTALL_LIST, "install.list.j2", 0o644),
     Output(layout.USER_DATA, "user-data.j2", 0o644),

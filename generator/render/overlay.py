@@ -1,20 +1,17 @@
 """What both delivery paths carry: the overlay's files and the activation steps that apply them.
 
 install.sh and cloud-init carry the same files and run the same steps. install.sh names each step
-in its data file (``step sysctl``…, install_list.py), and each is one function of install.sh;
-cloud-init's ``runcmd`` runs the same steps at first boot as the fixed commands of
-``STEP_COMMANDS`` (cloudinit.py): the only words put into them are plan words of the safe alphabet,
-quoted once. install.sh's own phases (``INSTALL_SH_PHASES``) run at first boot as install.sh's own
-functions (firstboot.py), not as a second copy.
+in its data file (``step sysctl``…, install_list.py), and each is one function of install-lib.sh
+(step_<name>, run by run_step; a unit's by service); cloud-init's first-boot script calls the same
+functions of the same library (firstboot.py, ``Step.call``): the only words put into the calls
+are plan words of the safe alphabet, quoted once.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from generator import TOOL
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind, KindSpec
 from generator.model.layout import target_of
@@ -34,7 +31,7 @@ class OverlayFile(NamedTuple):
 class Step(NamedTuple):
     """One activation step on a live system: its name in install.list and its word, if any."""
 
-    name: str  # a step_<name> function of install.sh, a STEP_COMMANDS entry for cloud-init
+    name: str  # a step_<name> of install-lib.sh, or a SERVICE_ACTIONS action
     word: str = ""
     setting: Setting | None = None  # the service setting this step applies, for its reason
 
@@ -48,26 +45,16 @@ class Step(NamedTuple):
         return ("step", self.name, self.word) if self.word else ("step", self.name)
 
     @property
-    def command(self) -> str:
-        return STEP_COMMANDS[self.name].format(word=sh_quote(self.word), tool=TOOL)
-
-    @property
-    def guarded(self) -> str:
-        """The command for cloud-init's runcmd: announced, and a failure reported, not fatal."""
-        return guarded_command(self.name, self.word)
-
-
-# A matrix's bundles run mostly the same steps: each command is made once.
-@functools.lru_cache(maxsize=256)
-def guarded_command(name: str, word: str) -> str:
-    """Step(name, word).guarded: the summary and command of a step are its name's and word's."""
-    step = Step(name, word)
-    return (
-        f"echo {sh_quote(f'{TOOL}: {step.summary}')}; {{ {step.command}; }} "
-        f"|| echo {sh_quote(f'{TOOL}: {step.summary}: failed')}"
-    )
+    def call(self) -> str:
+        """install.sh's call that runs it on a live system (the first-boot script makes the
+        same): ``service ACTION UNIT`` for a unit, ``run_step NAME [WORD]`` for the others."""
+        word = f" {sh_quote(self.word)}" if self.word else ""
+        function = "service" if self.name in SERVICE_ACTIONS else "run_step"
+        return f"{function} {self.name}{word}"
 
 
+# install.list's service actions: install.sh's service function, not a step_<name>.
+SERVICE_ACTIONS = ("enable", "disable", "mask")
 # The same steps as install.sh's step_<name> functions (a test holds the two lists equal).
 STEP_SUMMARIES = {
     "reload": "reload systemd units",
@@ -80,34 +67,9 @@ STEP_SUMMARIES = {
     "bootloader": "refresh the boot loader configuration",
 }
 # Steps install.sh runs as its own phases, live and offline, from the list's ``tuned`` and
-# ``kernel-arg`` lines (layering tuned, adding and removing boot arguments per mechanism);
-# cloud-init runs the same functions of install.sh at first boot (firstboot.py), not a command
-# of STEP_COMMANDS.
+# ``kernel-arg`` lines (layering tuned, adding and removing boot arguments per mechanism), not
+# from ``step`` lines; the first-boot script calls the same functions (firstboot.py).
 INSTALL_SH_PHASES = ("tuned", "bootloader")
-STEP_COMMANDS = {
-    "reload": "systemctl daemon-reload",
-    "sysctl": "sysctl --system >/dev/null",
-    "tmpfiles": "systemd-tmpfiles --create {word}",
-    "modules": "systemctl restart systemd-modules-load.service",
-    "udev": "udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
-    # {word}: the parts the plan configures (containerd,docker,kubelet,persistenced); see
-    # runtime_parts
-    "runtime": "parts={word}; "
-    'case ",$parts," in *,containerd,*) systemctl try-restart containerd.service;; esac; '
-    'case ",$parts," in *,persistenced,*) '
-    "systemctl try-restart nvidia-persistenced.service;; esac; "
-    'case ",$parts," in *,docker,*) '
-    "echo '{tool}: restart docker.service when its containers may stop';; esac; "
-    'case ",$parts," in *,kubelet,*) echo '
-    "'{tool}: kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and "
-    "memory_manager_state, restart kubelet';; esac",
-    # services: enable/disable skip a unit the machine lacks; mask needs no unit file
-    "enable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl enable --now {word}; "
-    "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
-    "disable": "if systemctl cat {word} >/dev/null 2>&1; then systemctl disable --now {word}; "
-    "else echo '{tool}:' {word} 'is not installed; skipped'; fi",
-    "mask": "systemctl mask --now {word}",
-}
 
 
 def overlay_files(files: Mapping[str, tuple[bytes, int]]) -> list[OverlayFile]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from generator.model.vendors import GPU_VENDORS
 
-from .layout import INSTALL_LIST, INSTALL_SH, ROOTFS, files, output_problems, relative
+from .layout import INSTALL_LIB, INSTALL_LIST, INSTALL_SH, ROOTFS, files, output_problems, relative
 from .run import copy_readable, run, scratch, unprivileged
 
 # data file -> the fixed script that reads it (bundle-relative); gpu.conf is read by the GPU
@@ -55,6 +55,7 @@ def check_install_list(bundle: Path, tmp: Path) -> list[str]:
     """install.sh --check reads install.list beside it and finds every listed file in rootfs/."""
     copy = tmp / "bundle"
     copy_readable(bundle / INSTALL_SH, copy / INSTALL_SH)
+    copy_readable(bundle / INSTALL_LIB, copy / INSTALL_LIB)
     copy_readable(bundle / INSTALL_LIST, copy / INSTALL_LIST)
     if (bundle / ROOTFS).is_dir():
         copy_readable(bundle / ROOTFS, copy / ROOTFS)

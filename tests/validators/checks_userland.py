@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import NamedTuple
 
 from .checks_system import reads_grub_dropins, sysctl_assignments
 from .layout import (
+    INSTALL_LIB,
     INSTALL_SH,
     KERNEL_CMDLINE,
     ROOTFS,
@@ -42,10 +44,12 @@ HERE = Path(__file__).resolve().parent
 SHELLS = {"sh", "bash", "dash", "ksh"}
 COMMAND_LINE_SIZE = 2048  # arch/x86/include/asm/setup.h and arch/arm64/include/uapi/asm/setup.h
 SHELLCHECK_BATCH = 4
-# The one write_files entry that is not in rootfs/: install.sh's own functions for its tuned and
-# boot-argument phase, then a main (generator/render/firstboot.py), checked on its own
+# The two write_files entries that are not in rootfs/, checked on their own: the bundle's
+# install-lib.sh and the first-boot script that sources it and calls its functions as install.sh
+# does on a live system (generator/render/firstboot.py)
 FIRST_BOOT_SCRIPT = "/run/goldtune/first-boot"
-FIRST_BOOT_MAIN = "# --- goldtune first boot: install.sh's phase 5, on this live system\n"
+FIRST_BOOT_LIB = "/run/goldtune/install-lib.sh"
+FIRST_BOOT_PROLOGUE = ["#!/bin/sh", "set -eu", "umask 022", "LC_ALL=C", "export LC_ALL"]
 # rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
 VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
 # the preflight unit, which install.sh installs and the user-data has no room for (issue 28)
@@ -108,9 +112,9 @@ def check_cloud_init_many(bundles: list[Path]) -> dict[Path, list[str]]:
                     bundle, out / str(index) / "files", report["files"]
                 )
             scripts.update({Path(script): bundle for script in report["scripts"]})
-            first_boot = out / str(index) / "files" / FIRST_BOOT_SCRIPT.lstrip("/")
-            if report["files"] is not None and first_boot.is_file():
-                scripts[first_boot] = bundle
+            written = out / str(index) / "files"
+            if report["files"] is not None and (written / FIRST_BOOT_SCRIPT.lstrip("/")).is_file():
+                scripts[with_library_inlined(written)] = bundle
             results[bundle] += check_other_forms(bundle)
         for script, findings in shellcheck_many(list(scripts)).items():
             label = f"{USER_DATA} ({script.stem} as cloud-init writes it)"
@@ -144,9 +148,20 @@ def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
     also lose their leading blanks, which tests/test_shellform.py proves sh ignores there), and
     manifest.json names that form's digest."""
     dedented = original.parent.parent.name == "libexec"  # rootfs/usr/local/libexec/<tool>/
-    kept = iter(delivered.decode().splitlines())
+    if not lines_kept(original.read_text(), delivered.decode(), dedented):
+        return False
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    digest = hashlib.sha256(delivered).hexdigest()
+    listed = {entry["path"]: entry.get("first_boot_sha256") for entry in manifest["files"]}
+    return listed.get(str(original.relative_to(bundle))) == digest
+
+
+def lines_kept(original: str, delivered: str, dedented: bool) -> bool:
+    """Every line of ``delivered`` is the next line of ``original`` (without its leading blanks
+    where ``dedented``), and only comment and blank lines of ``original`` are left out."""
+    kept = iter(delivered.splitlines())
     wanted = next(kept, None)
-    for number, line in enumerate(original.read_text().splitlines()):
+    for number, line in enumerate(original.splitlines()):
         if dedented and wanted is not None and line.lstrip(" \t") == wanted:
             wanted = next(kept, None)
             continue
@@ -160,10 +175,7 @@ def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
             wanted = next(kept, None)
         elif line.strip() and not line.strip().startswith("#"):
             return False  # a line of code is missing
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    digest = hashlib.sha256(delivered).hexdigest()
-    listed = {entry["path"]: entry.get("first_boot_sha256") for entry in manifest["files"]}
-    return wanted is None and listed.get(str(original.relative_to(bundle))) == digest
+    return wanted is None
 
 
 def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> list[str]:
@@ -179,6 +191,9 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
     for path, mode in sorted(modes.items()):
         if path == FIRST_BOOT_SCRIPT:
             problems += check_first_boot_script(bundle, (written / path.lstrip("/")).read_text())
+            continue
+        if path == FIRST_BOOT_LIB:
+            problems += check_first_boot_library(bundle, (written / path.lstrip("/")).read_text())
             continue
         if path in STAGED_AT_FIRST_BOOT.values() and at[path] == path:
             problems.append(
@@ -205,30 +220,21 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
 
 
 def check_first_boot_script(bundle: Path, text: str) -> list[str]:
-    """Before its main, the first-boot script is lines of the bundle's install.sh, in its order
-    (its functions, not a second copy); its main names only the bundle's tuned profile."""
-    code, marker, main = text.partition(FIRST_BOOT_MAIN)
-    if not marker:
-        return [f"{USER_DATA}: {FIRST_BOOT_SCRIPT} has no main line {FIRST_BOOT_MAIN.strip()!r}"]
-    # install.sh's lines, compared without their leading blanks: the user-data form drops
-    # them where sh ignores them (tests/test_shellform.py proves the parse the same)
-    install_lines = iter(
-        line.lstrip(" \t") for line in (bundle / INSTALL_SH).read_text().splitlines()
-    )
-    foreign = [
-        line
-        for line in (line.lstrip(" \t") for line in code.splitlines()[1:])  # after its #! line
-        if line not in {"set -eu", "umask 022", "LC_ALL=C", "export LC_ALL"}
-        and not any(line == theirs for theirs in install_lines)
-    ]
+    """The first-boot script sources the library after install.sh's prologue and defines no
+    function of its own (its functions are install-lib.sh's, not a second copy); it names only
+    the bundle's tuned profile."""
+    lines = text.splitlines()
     problems = []
-    if foreign:
+    if lines[: len(FIRST_BOOT_PROLOGUE) + 1] != [*FIRST_BOOT_PROLOGUE, f". {FIRST_BOOT_LIB}"]:
         problems.append(
-            f"{USER_DATA}: {FIRST_BOOT_SCRIPT}: a line that is not install.sh's, in its order: "
-            f"{foreign[0][:80]!r}"
+            f"{USER_DATA}: {FIRST_BOOT_SCRIPT} does not start with install.sh's prologue and "
+            f"'. {FIRST_BOOT_LIB}'"
         )
+    own = [line for line in lines if re.match(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*\(\)", line)]
+    if own:
+        problems.append(f"{USER_DATA}: {FIRST_BOOT_SCRIPT} defines a function: {own[0][:80]!r}")
     profiles = {p.parent.name for p in files(bundle, *TUNED_PATTERNS)}
-    for line in main.splitlines():
+    for line in lines:
         if line.startswith("tuned_profile="):
             name = line.split("=", 1)[1].strip("'")
             if name and name not in profiles:
@@ -236,6 +242,26 @@ def check_first_boot_script(bundle: Path, text: str) -> list[str]:
                     f"{USER_DATA}: {FIRST_BOOT_SCRIPT} selects {name!r}, not the bundle's"
                 )
     return problems
+
+
+def check_first_boot_library(bundle: Path, text: str) -> list[str]:
+    """The library the first-boot script sources is the bundle's install-lib.sh, its comment
+    and blank lines and leading blanks left out (tests/test_shellform.py proves the parse the
+    same)."""
+    if lines_kept((bundle / INSTALL_LIB).read_text(), text, dedented=True):
+        return []
+    return [f"{USER_DATA}: {FIRST_BOOT_LIB} is not the bundle's {INSTALL_LIB} without comments"]
+
+
+def with_library_inlined(written: Path) -> Path:
+    """The first-boot script as the shell reads it: the library's text where it is sourced,
+    beside the script (shellcheck then checks the calls against the functions)."""
+    script = (written / FIRST_BOOT_SCRIPT.lstrip("/")).read_text()
+    library = (written / FIRST_BOOT_LIB.lstrip("/")).read_text()
+    whole = written / FIRST_BOOT_SCRIPT.lstrip("/")
+    whole = whole.with_name(whole.name + "-with-library")
+    whole.write_text(script.replace(f". {FIRST_BOOT_LIB}\n", library, 1))
+    return whole
 
 
 # --- shell scripts -------------------------------------------------------------------------------
@@ -252,10 +278,18 @@ def interpreter(path: Path) -> str | None:
     return words[1] if Path(words[0]).name == "env" and len(words) > 1 else Path(words[0]).name
 
 
+def dialect(path: Path) -> str | None:
+    """The shell a script is for: its #! line's, or sh for the library install.sh sources (no
+    #! line: it is read, not run; its shellcheck directive says shell=sh)."""
+    return "sh" if path.name == INSTALL_LIB else interpreter(path)
+
+
 def script_files(bundle: Path) -> list[Path]:
-    """install.sh and every file of the overlay that starts with #!."""
-    candidates = files(bundle, INSTALL_SH, f"{ROOTFS}/**/*")
-    return [path for path in candidates if interpreter(path) is not None]
+    """install.sh, the library it sources and every file of the overlay that starts with #!."""
+    candidates = files(bundle, INSTALL_SH, INSTALL_LIB, f"{ROOTFS}/**/*")
+    return [
+        path for path in candidates if path.name == INSTALL_LIB or interpreter(path) is not None
+    ]
 
 
 def shellcheck_many(scripts: list[Path]) -> dict[Path, list[str]]:
@@ -279,7 +313,9 @@ def shellcheck_many(scripts: list[Path]) -> dict[Path, list[str]]:
 
 def shellcheck_batch(scripts: list[Path]) -> subprocess.CompletedProcess[str]:
     return run(
-        [find_tool("shellcheck"), "--format=gcc", *map(str, scripts)], timeout=TIMEOUT_MANY_S
+        # -x: install.sh is checked with the install-lib.sh it sources (its source-path)
+        [find_tool("shellcheck"), "-x", "--format=gcc", *map(str, scripts)],
+        timeout=TIMEOUT_MANY_S,
     )
 
 
@@ -295,15 +331,15 @@ def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
     for bundle in bundles:
         scripts = script_files(bundle)
         results[bundle] = [
-            f"{relative(bundle, path)}: interpreter {interpreter(path)!r} is not a shell; no check "
+            f"{relative(bundle, path)}: interpreter {dialect(path)!r} is not a shell; no check "
             "covers it"
             for path in scripts
-            if interpreter(path) not in SHELLS
+            if dialect(path) not in SHELLS
         ]
-        owners.update({path: bundle for path in scripts if interpreter(path) in SHELLS})
+        owners.update({path: bundle for path in scripts if dialect(path) in SHELLS})
     # The fixed scripts are byte for byte the same in every bundle: shellcheck reads only a
-    # script's text (no -x: nothing it sources is followed), so each distinct text is checked
-    # once and its findings are every copy's.
+    # script's text and, for install.sh, the install-lib.sh beside it (the same in every
+    # bundle too), so each distinct text is checked once and its findings are every copy's.
     copies: dict[bytes, list[Path]] = {}
     for path in owners:
         copies.setdefault(path.read_bytes(), []).append(path)

@@ -12,6 +12,7 @@ USER_DATA_MIME = "cloud-init/user-data.mime"
 USER_DATA_MIME_GZ = "cloud-init/user-data.mime.gz"
 KERNEL_CMDLINE = "kernel-cmdline"
 INSTALL_SH = "install.sh"
+INSTALL_LIB = "install-lib.sh"  # the functions install.sh and the first-boot script source
 INSTALL_LIST = "install.list"
 
 
