@@ -18,8 +18,13 @@ from conftest import missing_tool
 from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
 
 from generator.errors import GenerationError
+from generator.model.layout import (
+    FIRST_BOOT_SCRIPT,
+    compact_in_user_data,
+    first_boot_staged,
+    target_of,
+)
 from generator.model.layout import VERIFY_ONLY_TARGETS as VERIFY_ONLY
-from generator.model.layout import compact_in_user_data, first_boot_staged, target_of
 from generator.model.setting import Setting
 from generator.model.shellform import user_data_form
 from generator.render.engine import make_environment
@@ -56,6 +61,7 @@ PREFLIGHT_UNIT = "rootfs/etc/systemd/system/goldtune-preflight.service"
 IMAGE_ONLY = (PREFLIGHT_SCRIPT, PREFLIGHT_DATA, PREFLIGHT_UNIT)
 DELIVERY = {
     "install.sh",
+    "install-lib.sh",
     "install.list",
     "cloud-init/user-data",
     "cloud-init/user-data.gz",
@@ -388,19 +394,18 @@ def test_user_data_carries_every_overlay_file(full: dict[str, str]) -> None:
     # the selection is layered on the image's by the first-boot script, not replaced
     assert "/etc/tuned/active_profile" not in written
     assert "tuned_profile='goldtune-inference'" in written["/run/goldtune/first-boot"]["content"]
-    assert "sh /run/goldtune/first-boot" in data["runcmd"][-1]
+    assert len(data["runcmd"]) == 1 and "sh /run/goldtune/first-boot" in data["runcmd"][0]
     assert not {"/" + path.removeprefix("rootfs/") for path in IMAGE_ONLY} & set(written)
-    assert not [step for step in data["runcmd"] if "goldtune-preflight" in step]
-    assert all(isinstance(command, str) for command in data["runcmd"])
-    assert data["runcmd"][0].startswith("echo 'goldtune: reload systemd units'")
-    assert any("systemctl mask --now 'bluetooth.service'" in command for command in data["runcmd"])
+    script = written["/run/goldtune/first-boot"]["content"]
+    assert "goldtune-preflight" not in script.split("\ndeferred=''\n", 1)[1]  # no unit step
+    assert "\nrun_step reload\n" in script
+    assert "\nservice mask 'bluetooth.service'\n" in script
 
 
 def test_services_disable_and_mask_come_before_enable(full: dict[str, str]) -> None:
-    runcmd = yaml.safe_load(full["cloud-init/user-data"])["runcmd"]
-    order = [
-        m.group(1) for c in runcmd if (m := re.search(r"goldtune: (enable|disable|mask) \S+'", c))
-    ]
+    written = yaml.safe_load(full["cloud-init/user-data"])["write_files"]
+    script = next(entry["content"] for entry in written if entry["path"] == FIRST_BOOT_SCRIPT)
+    order = re.findall(r"^service (enable|disable|mask) ", script, re.MULTILINE)
     assert sorted(order[:2]) == ["disable", "mask"] and order[2:] == ["enable"] * 7
 
 
