@@ -23,6 +23,7 @@ from test_install import (
     RHEL_OPTIONS,
     THEIRS,
     TRAINING,
+    TUNED_OFF,
     entry_options,
     in_chroot,
     make_bin,
@@ -151,6 +152,30 @@ def test_first_boot_removes_what_the_image_build_added(tmp_path: Path) -> None:
     assert (root / "etc/tuned/active_profile").read_text() == (
         "throughput-performance goldtune-training\n"
     )
+
+
+@needs_chroot
+def test_a_first_boot_without_tuned_takes_ours_out_of_the_selection(tmp_path: Path) -> None:
+    """The first boot of a tuned: off bundle after a layered one (same system): the record
+    removes goldtune-inference's profile, and tuned_layer takes it out of the selection too
+    (tuned refuses a selection naming a missing profile), keeping the image's profile."""
+    root = live_root(rhel_root(tmp_path / "rhel", with_tuned_files=False))
+    profile = "/etc/tuned/goldtune-inference/tuned.conf"
+    for plan in (INFERENCE, TUNED_OFF):
+        out = first_boot(root, plan)
+        assert "done:" in out and " 0 failed" in out, out
+        # the profile as write_files leaves it (first_boot writes only the script's files)
+        for entry in user_data(plan)["write_files"]:
+            if entry["path"] == profile:
+                (root / profile.lstrip("/")).parent.mkdir(parents=True)
+                (root / profile.lstrip("/")).write_text(entry["content"])
+    assert "removed /etc/tuned/goldtune-inference/tuned.conf (no longer in the bundle)" in out, out
+    assert (root / "etc/tuned/active_profile").read_text() == "throughput-performance\n"
+    assert calls(root, "tuned-adm") == [
+        "tuned-adm profile throughput-performance goldtune-inference",
+        "tuned-adm profile throughput-performance",
+    ]
+    assert not (root / "var/lib/goldtune/tuned-previous").exists()
 
 
 def record_of(plan: Plan) -> str:

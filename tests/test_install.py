@@ -678,6 +678,49 @@ def test_tuned_is_layered_on_the_selected_profile_and_the_previous_one_kept(
         assert (root / tuned_conf).read_bytes() == (bundle / "rootfs" / tuned_conf).read_bytes()
 
 
+# a bundle of the same system whose profile says tuned: off (no tuned profile in it)
+TUNED_OFF = plan_without("tuned")
+
+
+def debian_tuned_root(root: Path) -> Path:
+    """An image whose tuned selection is none before the tool's: no selection files."""
+    (root / "etc/default").mkdir(parents=True)
+    (root / "etc/default/grub").write_text('GRUB_CMDLINE_LINUX=""\n')
+    return root
+
+
+@pytest.mark.parametrize(
+    ("image", "left"),
+    [(rhel_root, "throughput-performance"), (debian_tuned_root, None)],
+    ids=["image-profile-kept", "only-ours"],
+)
+def test_a_bundle_without_tuned_takes_ours_out_of_the_selection(
+    tmp_path: Path, image: Callable[[Path], Path], left: str | None
+) -> None:
+    """tuned: off over a layered bundle: the record removes goldtune-inference's profile, so the
+    selection drops it as --uninstall does (tuned refuses a selection that names a missing
+    profile: tuned/daemon/daemon.py _load_profiles). The image's profile is kept; with only ours,
+    the selection files go and tuned loads its recommended profile. tuned-previous goes too."""
+    root = image(tmp_path / "image")
+    path = make_bin(tmp_path, {})
+    for plan, name in ((INFERENCE, "layered"), (TUNED_OFF, "off")):
+        result = run(bundle_for(tmp_path, plan, name) / "install.sh", "--root", str(root), path=path)
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert not (root / "etc/tuned/goldtune-inference/tuned.conf").exists()
+    active, mode = root / "etc/tuned/active_profile", root / "etc/tuned/profile_mode"
+    if left:
+        assert active.read_text() == f"{left}\n"
+        assert mode.read_text() == "manual\n"
+        assert f"tuned loads {left}" in result.stdout, result.stdout
+    else:
+        assert not active.exists() and not mode.exists()
+        assert "tuned loads its recommended profile" in result.stdout, result.stdout
+    assert not (root / "var/lib/goldtune/tuned-previous").exists()
+    again = run(bundle_for(tmp_path, TUNED_OFF, "again") / "install.sh", "--root", str(root), path=path)
+    assert again.returncode == 0 and "removed /" not in again.stdout, again.stdout
+    assert "tuned loads" not in again.stdout, again.stdout
+
+
 def plant_active_profile_code(root: Path) -> None:
     (root / "etc/tuned/active_profile").write_text("$(reboot)\n")
 
@@ -897,6 +940,48 @@ def test_live_bls_uses_grubby_to_add_and_remove_and_layers_tuned(tmp_path: Path)
     ]
     assert not [c for c in calls if c.startswith("update-grub")]
     assert (root / "etc/kernel/cmdline").read_text() == f"{RHEL_OPTIONS} {inference}\n"
+
+
+@needs_chroot
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        (rhel_root, "tuned-adm profile throughput-performance"),
+        (debian_tuned_root, "tuned-adm auto_profile"),  # tuned's own choice, none guessed
+    ],
+    ids=["image-profile-kept", "only-ours"],
+)
+def test_live_a_bundle_without_tuned_switches_tuned_off_ours(
+    tmp_path: Path, image: Callable[[Path], Path], expected: str
+) -> None:
+    """Live, tuned running: inference, then the same system's bundle without tuned. The
+    selection loses goldtune-inference and tuned is switched to what is left, or to its
+    automatic mode (its recommended profile) when nothing is."""
+    root = image(tmp_path / "root")
+    (root / "run/systemd/system").mkdir(parents=True)
+    for name in ("grubby", "tuned-adm", "sysctl", "systemd-tmpfiles", "udevadm", "update-grub"):
+        stub(root, name)
+    stub(root, "systemd-detect-virt", "exit 1\n")
+    stub(
+        root,
+        "systemctl",
+        'case "$*" in *"is-active --quiet tuned.service") exit 0 ;; cat*) exit 1 ;; esac\n',
+    )
+    (root / "tmp").mkdir()
+    (root / "usr-local").mkdir()
+    local = ((str(root / "usr-local"), "usr/local"),)
+    for plan, name in ((INFERENCE, "layered"), (TUNED_OFF, "off")):
+        bundle = bundle_for(root / "tmp", plan, name)
+        out = in_chroot(root, f"/{bundle.relative_to(root)}/install.sh", local)
+        assert "done:" in out and " 0 failed" in out, out
+    calls = [c for c in (root / "stub.log").read_text().splitlines() if c.startswith("tuned-adm")]
+    assert calls[1:] == [expected], calls
+    active = root / "etc/tuned/active_profile"
+    if image is rhel_root:
+        assert active.read_text() == "throughput-performance\n"
+    else:
+        assert not active.exists() and "tuned loads its recommended profile" in out, out
+    assert not (root / "etc/tuned/goldtune-inference/tuned.conf").exists()
 
 
 DEBIAN_GRUB = (

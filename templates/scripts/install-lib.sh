@@ -266,13 +266,20 @@ step_tmpfiles() { systemd-tmpfiles --create "$1"; }
 step_modules() { systemctl restart systemd-modules-load.service; }
 step_udev() { udevadm control --reload && udevadm trigger --action=change --subsystem-match=block; }
 
-step_tuned() { # profiles: the selection, left to right (tuned-adm takes several)
-    if systemctl is-active --quiet tuned.service; then
+# With no profile left (a bundle without one, over one that had it), tuned-adm auto_profile:
+# tuned's automatic mode, its recommended profile, what it loads at its next start without the
+# selection files (tuned/daemon/daemon.py _get_startup_profile); no profile is guessed here.
+step_tuned() { # profiles: the selection, left to right (tuned-adm takes several); '': none
+    if ! systemctl is-active --quiet tuned.service; then
+        what=${1:+the profiles}
+        say "tuned is not running; it loads ${what:-its recommended profile} when it starts"
+    elif [ -z "$1" ]; then
+        say "no profile is left selected: tuned loads its recommended profile"
+        tuned-adm auto_profile
+    else
         set -f
         # shellcheck disable=SC2086 # one argument per profile name; names are checked words
         tuned-adm profile $1
-    else
-        say "tuned is not running; it loads the profiles when it starts"
     fi
 }
 
@@ -689,29 +696,82 @@ boot_arguments() {
 tuned_active=/etc/tuned/active_profile
 tuned_mode=/etc/tuned/profile_mode
 
-tuned_layer() {
-    [ -n "$tuned_profile" ] || return 0
-    status=0
+# tuned_selection: $base is the selection less the tool's profiles and $ours says whether it had
+# one; status 1 (said, counted failed) when active_profile is no plain list of profile names.
+tuned_selection() {
+    base='' ours=no status=0
     contents_of "$tuned_active" || status=$?
     if [ "$status" -eq 2 ]; then
         say "$tuned_active is not a plain file; the tuned selection is left alone"
         failed=$((failed + 1))
-        return 0
+        return 1
     fi
-    base=''
     set -f
     for name in $contents; do
         if ! is_profile "$name"; then
             set +f
             say "$tuned_active is not a list of profile names; the tuned selection is left alone"
             failed=$((failed + 1))
-            return 0
+            return 1
         fi
-        case $name in "$tool"-*) ;; *) base="${base:+$base }$name" ;; esac
+        case $name in "$tool"-*) ours=yes ;; *) base="${base:+$base }$name" ;; esac
     done
     set +f
-    # The selection before the tool's first install, kept once: the one to restore.
+}
+
+# remove_own PATH: a file of the tool's own state in the target (the record and its sidecars).
+remove_own() {
+    target_of "$1" existing || return 0
+    { [ -e "$target" ] || [ -L "$target" ]; } || return 0
+    rm -f -- "$target"
+    say "removed $1"
+}
+
+# tuned_unlayer: the tool's profiles dropped from the selection; when no other profile is left,
+# the selection files go (tuned then starts with its recommended profile, as before any install:
+# tuned/daemon/daemon.py _get_startup_profile). $left: the profiles left, '' when the files
+# went, '-' when none of ours was selected. Status 1: no list to edit (said, counted failed).
+tuned_unlayer() {
+    left=-
+    tuned_selection || return 1
+    [ "$ours" = yes ] || return 0
+    left=$base
+    if [ -n "$base" ]; then
+        # profile_mode stays manual: tuned reads a selection without one as manual too
+        # (tuned/daemon/daemon.py _get_startup_profile: manual = profile is not None)
+        write_text "$tuned_active" "$base"
+    else
+        remove_own "$tuned_active"
+        remove_own "$tuned_mode"
+    fi
+}
+
+# tuned_applies SELECTION ('' for none: tuned's recommended profile): live now, else deferred.
+tuned_applies() {
+    if [ "$live" = yes ]; then
+        run_step tuned "$1"
+    else
+        deferred="${deferred:+$deferred, }tuned loads ${1:-its recommended profile}"
+    fi
+}
+
+# tuned_layer: the bundle's profile last in the selection. A bundle without one (tuned: off)
+# takes the tool's out, as --uninstall does: the install record removes an earlier bundle's
+# profile files, and tuned refuses a selection that names a missing profile, loading none of it
+# (tuned/daemon/daemon.py _load_profiles: "Requested profile ... doesn't exist";
+# tuned/profiles/loader.py Loader._load_profile: "Cannot find profile"). tuned-previous goes too:
+# with none of ours selected there is nothing to restore, and a later layered install records
+# the selection it then finds.
+tuned_layer() {
     previous_record=${record%/*}/tuned-previous
+    if [ -z "$tuned_profile" ]; then
+        tuned_unlayer || return 0
+        remove_own "$previous_record"
+        [ "$left" = - ] || tuned_applies "$left"
+        return 0
+    fi
+    tuned_selection || return 0
+    # The selection before the tool's first install, kept once: the one to restore.
     status=0
     contents_of "$previous_record" || status=$?
     if [ "$status" -eq 1 ]; then
@@ -720,9 +780,5 @@ tuned_layer() {
     selection="${base:+$base }$tuned_profile"
     write_text "$tuned_active" "$selection"
     write_text "$tuned_mode" manual
-    if [ "$live" = yes ]; then
-        run_step tuned "$selection"
-    else
-        deferred="${deferred:+$deferred, }tuned loads $selection"
-    fi
+    tuned_applies "$selection"
 }

@@ -77,6 +77,9 @@
 #   (redhat-performance/tuned 2bfa4423, tuned/profiles/loader.py load(), merger.py merge()). The
 #   selection found before the tool's first install is kept in <record dir>/tuned-previous: to
 #   restore it, write that line to /etc/tuned/active_profile (or `tuned-adm profile <it>`).
+#   A bundle without a profile (tuned: off) takes the tool's out of the selection as --uninstall
+#   does (tuned_unlayer), and tuned-previous with them; when none is left, the selection files
+#   go and tuned loads its recommended profile (live: tuned-adm auto_profile).
 #
 # With --root, nothing outside DIR is ever written or removed: every directory of a target path
 # is resolved inside DIR (a symbolic link that leaves it, absolute or relative, is refused),
@@ -1238,52 +1241,6 @@ STEPS
 
 # --- --uninstall: take back what an install did --------------------------------------------------
 
-# remove_own PATH: a file of the tool's own state in the target (the record and its sidecars).
-remove_own() {
-    target_of "$1" existing || return 0
-    { [ -e "$target" ] || [ -L "$target" ]; } || return 0
-    rm -f -- "$target"
-    say "removed $1"
-}
-
-# tuned_unlayer: the tool's profiles dropped from the selection; when no other profile is left,
-# the selection files go (tuned then starts with its recommended profile, as before any install).
-tuned_unlayer() {
-    status=0
-    contents_of "$tuned_active" || status=$?
-    case $status in
-        1) return 0 ;;
-        2)
-            say "$tuned_active is not a plain file; the tuned selection is left alone"
-            failed=$((failed + 1))
-            return 0
-            ;;
-    esac
-    base='' ours=no
-    set -f
-    for name in $contents; do
-        if ! is_profile "$name"; then
-            set +f
-            say "$tuned_active is not a list of profile names; the tuned selection is left alone"
-            failed=$((failed + 1))
-            return 0
-        fi
-        case $name in "$tool"-*) ours=yes ;; *) base="${base:+$base }$name" ;; esac
-    done
-    set +f
-    [ "$ours" = yes ] || return 0
-    if [ -n "$base" ]; then
-        # profile_mode stays manual: tuned reads a selection without one as manual too
-        # (tuned/daemon/daemon.py _get_startup_profile: manual = profile is not None)
-        write_text "$tuned_active" "$base"
-        deferred="${deferred:+$deferred, }tuned loads $base"
-    else
-        remove_own "$tuned_active"
-        remove_own "$tuned_mode"
-        deferred="${deferred:+$deferred, }tuned loads its recommended profile"
-    fi
-}
-
 # take_back_boot_check: boot_check_unit's unit and script, for --uninstall (its records go with
 # the record directory).
 take_back_boot_check() {
@@ -1329,7 +1286,8 @@ uninstall_bundle() {
     remove_own "$record"
     containerd_dropins=''
     unwire_containerd
-    tuned_unlayer
+    tuned_unlayer || :
+    [ "$left" = - ] || deferred="${deferred:+$deferred, }tuned loads ${left:-its recommended profile}"
     kernel_args=''
     boot_arguments
     take_back_grub_unit
