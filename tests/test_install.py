@@ -704,7 +704,9 @@ def test_a_bundle_without_tuned_takes_ours_out_of_the_selection(
     root = image(tmp_path / "image")
     path = make_bin(tmp_path, {})
     for plan, name in ((INFERENCE, "layered"), (TUNED_OFF, "off")):
-        result = run(bundle_for(tmp_path, plan, name) / "install.sh", "--root", str(root), path=path)
+        result = run(
+            bundle_for(tmp_path, plan, name) / "install.sh", "--root", str(root), path=path
+        )
         assert result.returncode == 0, result.stdout + result.stderr
     assert not (root / "etc/tuned/goldtune-inference/tuned.conf").exists()
     active, mode = root / "etc/tuned/active_profile", root / "etc/tuned/profile_mode"
@@ -716,7 +718,9 @@ def test_a_bundle_without_tuned_takes_ours_out_of_the_selection(
         assert not active.exists() and not mode.exists()
         assert "tuned loads its recommended profile" in result.stdout, result.stdout
     assert not (root / "var/lib/goldtune/tuned-previous").exists()
-    again = run(bundle_for(tmp_path, TUNED_OFF, "again") / "install.sh", "--root", str(root), path=path)
+    again = run(
+        bundle_for(tmp_path, TUNED_OFF, "again") / "install.sh", "--root", str(root), path=path
+    )
     assert again.returncode == 0 and "removed /" not in again.stdout, again.stdout
     assert "tuned loads" not in again.stdout, again.stdout
 
