@@ -155,13 +155,35 @@ def pretty_printed(script: str, tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to parse the scripts")
-@pytest.mark.parametrize("name", [*SCRIPTS, "install.sh"])
+@pytest.mark.parametrize("name", [*SCRIPTS, "install-lib.sh"])
 def test_the_user_data_form_parses_as_the_script_does(name: str, tmp_path: Path) -> None:
-    """Each fixed script (and install.sh, whose functions the first-boot script carries) parses
-    the same with and without its indentation: bash prints the same commands for both."""
+    """Each fixed script (and install-lib.sh, which the first-boot script sources) parses the
+    same with and without its indentation and its function heads' comments: bash prints the
+    same commands for both."""
     compact = without_comment_lines((REPO / "templates/scripts" / name).read_text())
     assert pretty_printed(without_indentation(compact), tmp_path) == pretty_printed(
         compact, tmp_path
+    )
+
+
+def test_a_function_heads_comment_goes_and_other_comments_stay() -> None:
+    script = (
+        "f() { # its arguments\n"
+        "    echo '() { # data'\n"
+        "}\n"
+        "g() { echo x; } # a one-line function's comment stays\n"
+        "cat <<EOF\n"
+        "h() { # a heredoc line is data\n"
+        "EOF\n"
+    )
+    assert without_indentation(script) == (
+        "f() {\n"
+        "echo '() { # data'\n"
+        "}\n"
+        "g() { echo x; } # a one-line function's comment stays\n"
+        "cat <<EOF\n"
+        "h() { # a heredoc line is data\n"
+        "EOF\n"
     )
 
 

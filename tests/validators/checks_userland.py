@@ -156,13 +156,24 @@ def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
     return listed.get(str(original.relative_to(bundle))) == digest
 
 
+def shell_line_form(line: str) -> str:
+    """A script line as the user-data may carry it: without its leading blanks, and a function
+    head (``name() {``) without the comment after it (tests/test_shellform.py proves the parse
+    the same)."""
+    line = line.lstrip(" \t")
+    head, brace, comment = line.partition("() {")
+    if brace and head.isidentifier() and comment.lstrip(" \t").startswith("#"):
+        return head + brace
+    return line
+
+
 def lines_kept(original: str, delivered: str, dedented: bool) -> bool:
-    """Every line of ``delivered`` is the next line of ``original`` (without its leading blanks
+    """Every line of ``delivered`` is the next line of ``original`` (in its shell_line_form
     where ``dedented``), and only comment and blank lines of ``original`` are left out."""
     kept = iter(delivered.splitlines())
     wanted = next(kept, None)
     for number, line in enumerate(original.splitlines()):
-        if dedented and wanted is not None and line.lstrip(" \t") == wanted:
+        if dedented and wanted is not None and shell_line_form(line) == wanted:
             wanted = next(kept, None)
             continue
         header_cut = (
