@@ -81,8 +81,8 @@ def overlay_files(files: Mapping[str, tuple[bytes, int]]) -> list[OverlayFile]:
 
 
 def install_steps(plan: Plan) -> list[Step]:
-    """What a live system runs after the files are in place, in order (cloud-init's runcmd),
-    before install.sh's own phases (first_boot_command)."""
+    """What a live system runs after the files are in place, in order (install.sh's step and
+    service lines; the first-boot script's calls), before the tuned and boot-argument phases."""
     steps = [Step("reload"), *service_steps(plan), *activation_steps(plan)]
     return [step for step in steps if step.name not in INSTALL_SH_PHASES]
 
