@@ -120,6 +120,8 @@ FIRST_BOOT_SCRIPT = f"/run/{TOOL}/first-boot"
 # merges daemon.json into the one in place (merge_daemon_json), where write_files would replace it
 # whole (dockerd reads this one file; an image's registry mirrors, log options, data root).
 FIRST_BOOT_BUNDLE = f"/run/{TOOL}"
+# install-lib.sh as the user-data writes it, beside the staged rootfs/: the first-boot script
+# sources it
 FIRST_BOOT_LIB = f"{FIRST_BOOT_BUNDLE}/{INSTALL_LIB}"
 INSTALLED_AT_FIRST_BOOT = frozenset({DOCKER_DAEMON_JSON})
 

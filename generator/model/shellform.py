@@ -162,7 +162,7 @@ def without_indentation(script: str) -> str:
     the scan finds at the top level (no quote spanning lines open, not in a here-document, not
     continuing a word after a backslash); a function head's comment goes too. The user-data
     carries the scripts this way: their indentation was ~600 of EC2's 16,384 compressed bytes,
-    the heads' comments ~200. Tests prove the parse unchanged with bash's own --pretty-print of
+    the heads' comments ~560. Tests prove the parse unchanged with bash's own --pretty-print of
     both forms."""
     kept: list[str] = []
     quote: str | None = None
