@@ -43,8 +43,13 @@ GOLDTUNE_SYSCTL_FILE = "90-goldtune.conf"
 class Kernel(StrictModel):
     """One kernel line the distribution supports for servers (GA, or a hardware-enablement one)."""
 
-    track: Literal["ga", "hwe", "backports"]
+    # ga: the release's own kernel; hwe: Ubuntu's hardware-enablement line; backports: Debian's;
+    # alternative: another line the vendor ships beside the default (AL2023's kernel6.12)
+    track: Literal["ga", "hwe", "backports", "alternative"]
     version: KernelVersion  # the mainline version it is based on
+    # The line an unstated os.kernel means, where the lines differ (at most one per table): the
+    # kernel a fresh install of the release boots. Tables whose lines share one version need none.
+    default: bool = False
     package: PackageName | None = None  # the meta package that installs it
     source: Source
     # The reference key lists (tests/validators/sysctl-keys-<version>.txt, read from a booted
@@ -161,6 +166,39 @@ class Nvidia(StrictModel):
     source: Sources
 
 
+class Containerd(StrictModel):
+    """containerd as the distribution packages it (or as the repository its fleets use does).
+
+    ``major`` decides the configuration goldtune writes: containerd 2.x reads version 3 files and
+    the split CRI plugins (io.containerd.cri.v1.runtime / .images), 1.x version 2 and
+    io.containerd.grpc.v1.cri. None: not packaged, or not confirmed (see ``notes``).
+    """
+
+    package: Line | None = None  # package name and version, as read
+    version: Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")] | None = None
+    major: Literal[1, 2] | None = None
+    config_path: AbsolutePath = "/etc/containerd/config.toml"
+    config_shipped: bool | None = None  # the package installs a config.toml of its own
+    source: Sources
+
+
+class Kubelet(StrictModel):
+    """How kubelet reaches this distribution: packaged, or from the Kubernetes repository."""
+
+    package: Line | None = None
+    repository: Line | None = None
+    cgroup_driver: Literal["systemd", "cgroupfs"] | None = None  # what its packaged config sets
+    config_path: AbsolutePath | None = None  # the KubeletConfiguration file it is started with
+    source: Sources
+
+
+class Cgroups(StrictModel):
+    """The cgroup hierarchy the distribution boots: v2 only, or v1/hybrid still possible."""
+
+    v1_supported: bool | None = None  # systemd.unified_cgroup_hierarchy=0 still boots a v1 layout
+    source: Sources
+
+
 class GovernorService(StrictModel):
     """A service the distribution ships that changes the CPU frequency governor after boot."""
 
@@ -186,7 +224,7 @@ class Distro(StrictModel):
     key: DistroKey
     name: Line
     aliases: list[DistroKey] = []  # noqa: RUF012 -- pydantic copies field defaults
-    family: Literal["debian", "rhel"]
+    family: Literal["debian", "rhel", "amazon"]
     kernels: Annotated[list[Kernel], Field(min_length=1)]
     systemd: Systemd
     sysctl_defaults: list[SysctlDefault] = []  # noqa: RUF012 -- pydantic copies field defaults
@@ -196,6 +234,9 @@ class Distro(StrictModel):
     tuned: Tuned
     boot_args: BootArgs
     nvidia: Nvidia
+    containerd: Containerd | None = None
+    kubelet: Kubelet | None = None
+    cgroups: Cgroups | None = None
     governor_services: list[GovernorService] = []  # noqa: RUF012 -- pydantic copies field defaults
     kernel_backports: list[Backport] = []  # noqa: RUF012 -- pydantic copies field defaults
     notes: str = ""
@@ -211,15 +252,25 @@ class Distro(StrictModel):
             raise PydanticCustomError("repeated_key", message, {"keys": ", ".join(repeated)})
         return defaults
 
+    @field_validator("kernels")
+    @classmethod
+    def _one_default_kernel(cls, kernels: list[Kernel]) -> list[Kernel]:
+        if sum(kernel.default for kernel in kernels) > 1:
+            message = "marks more than one kernel line as the default"
+            raise PydanticCustomError("two_defaults", message)
+        return kernels
+
     @property
     def kernel_version(self) -> tuple[int, int] | None:
-        """The mainline version every kernel line of this distribution is based on (RHEL 8:
-        4.18 for its whole life), or None where the lines differ (Ubuntu's GA and HWE kernels).
+        """The mainline version of the kernel line marked ``default``, else the one every line
+        of this distribution is based on (RHEL 8: 4.18 for its whole life), or None where the
+        lines differ and none is marked (Ubuntu's GA and HWE kernels).
 
         A plan for this distribution with no os.kernel is made for that version: keys newer than
         it are dropped unless ``kernel_backports`` lists them for a stated release.
         """
-        versions = {kernel.version for kernel in self.kernels}
+        marked = [kernel.version for kernel in self.kernels if kernel.default]
+        versions = set(marked) or {kernel.version for kernel in self.kernels}
         if len(versions) != 1:
             return None
         major, minor = next(iter(versions)).split(".")
