@@ -491,3 +491,46 @@ def test_an_amd_instinct_node_matches_its_own_description(tmp_path: Path) -> Non
     status, output = run_script("preflight", made / PREFLIGHT_DATA, tree)
     assert "gpu.count" not in output or "mismatch" not in output, output
     assert status == 0, output
+
+
+def test_a_nic_is_judged_by_its_pci_address_whatever_its_name(
+    machine: tuple[Path, dict], tmp_path: Path
+) -> None:
+    """pci_address (issue 38): the renamed NIC's PCI function is still where the file says, of
+    the model's id; an address with no function, or another vendor's, is a mismatch."""
+    tree, hardware = machine
+    changed = yaml.safe_load(yaml.safe_dump(hardware))
+    renamed = next(n for n in changed["nics"] if n["name"] == RENAMED[0])
+    renamed["name"] = RENAMED[1]
+    moved = next(n for n in changed["nics"] if n["name"] == "ibp64s0")
+    moved["pci_address"] = "0000:63:00.0"
+    frontend = next(n for n in changed["nics"] if n["name"] == "ens3f0np0")
+    frontend["model"] = "ConnectX-7"  # the tree's is an E810 (8086:1593)
+    made = bundle(changed, tmp_path, "by-address")
+    data = (made / PREFLIGHT_DATA).read_text()
+    assert f"claim\tnic/{RENAMED[1]}/pci_address\t{renamed['pci_address']}\t" in data
+    assert "claim\tnic/ibp64s0/pci_id\t15b3:1021\t" in data
+    status, output = run_script("preflight", made / PREFLIGHT_DATA, tree)
+    assert status == 1, output
+    found = {m.claim: m.actual for m in parse_preflight((tree / RESULT).read_text()).mismatches}
+    assert found == {
+        f"nic/{RENAMED[1]}/present": "no such interface",
+        "nic/ibp64s0/pci_address": "no PCI function there",
+        "nic/ens3f0np0/pci_id": f"8086:1593 at {frontend['pci_address']}",
+        "nic/ens3f0np0/driver": "ice",
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "claim\tnic/ib0/pci_address\t../../x\t-",
+        "claim\tnic/ib0/pci_address\t0000:3b:00.0;x\t-",
+        "claim\tnic/ib0/pci_id\t15b3:1021 x\t-",
+    ],
+)
+def test_a_pci_claim_that_is_no_address_is_refused(tmp_path: Path, line: str) -> None:
+    data = tmp_path / "preflight.conf"
+    data.write_text(f"result\t/run/goldtune/preflight\n{line}\n")
+    status, output = run_script("preflight", data, tmp_path)
+    assert status == 2 and "nothing checked" in output, output

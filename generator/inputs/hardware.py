@@ -371,6 +371,7 @@ def _resolve_nic(
         nic.rdma_device,
         nic.names_real,
         nic.card,
+        nic.pci_address,
     )
     return facts, problems
 

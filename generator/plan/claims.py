@@ -140,6 +140,20 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
     if device is not None:
         hca = _refs(settings, lambda s: names(s.key, device) or names(s.value, device))
         claims.append(Claim(f"{base}/rdma_device", device, hca))
+    return [*claims, *pci_claims(nic, settings)]
+
+
+def pci_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
+    """A NIC with a pci_address: a network function there, whatever the host names the
+    interface, and of the model's PCI ids; the settings that found the port by it depend on it."""
+    address = nic.pci_address
+    if address is None:
+        return []
+    base = f"nic/{nic.name}"
+    found_by = _refs(settings, lambda s: address in s.value)
+    claims = [Claim(f"{base}/pci_address", address, found_by)]
+    if nic.model is not None:
+        claims.append(Claim(f"{base}/pci_id", ",".join(nic.model.pci_ids), found_by))
     return claims
 
 
