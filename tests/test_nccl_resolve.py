@@ -18,12 +18,17 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from test_install import make_bin
+from test_install import run as run_install
 
+from generator.bundle.read import read_bundle
 from generator.cli import main
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.paths import templates_dir
 from generator.verify.consumers import nccl_assignments
+from generator.verify.run import verify_checks
+from generator.verify.verdicts import Verdict
 from tests import detect_trees as trees
 
 SCRIPT = templates_dir() / layout.SCRIPTS_DIR / "nccl-resolve"
@@ -278,3 +283,26 @@ def test_the_marks_are_the_ones_the_script_derives_from_its_tag() -> None:
         == layout.NCCL_BOOT_BEGIN
     )
     assert f"# {tag}: end of the lines written at boot" == layout.NCCL_BOOT_END
+
+
+def test_with_install_sh_the_boot_lines_win_over_the_images_and_verify_accepts_them(
+    tmp_path: Path,
+) -> None:
+    """The image's own nccl.conf pins NCCL_IB_HCA to every mlx5 device and sets a topology file:
+    install.sh keeps its lines after the bundle's, the boot step writes between the marks above
+    them, so NCCL reads the compute HCAs first and still the image's NCCL_TOPO_FILE; gen verify
+    --root judges the file and the setting OK."""
+    made = bundle(hardware(), tmp_path)
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/nccl.conf").write_bytes(b"NCCL_IB_HCA=mlx5\nNCCL_TOPO_FILE=/opt/topo.xml\n")
+    installed = run_install(made / "install.sh", "--root", str(root), path=make_bin(tmp_path, {}))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    node().build(root)
+    output = run(root / layout.NCCL_DATA.lstrip("/"), root)
+    read = nccl_assignments((root / "etc/nccl.conf").read_text())
+    assert read["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3", output
+    assert read["NCCL_TOPO_FILE"] == "/opt/topo.xml"
+    checks, _ = verify_checks(read_bundle(made), root, None)
+    nccl = [c for c in checks if c.kind == "nccl" or c.key == layout.NCCL_CONF]
+    assert len(nccl) == 2 and all(c.verdict == Verdict.OK for c in nccl), nccl
