@@ -278,7 +278,15 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     (^docker,lo) is no safe stand-in: it drops those fallbacks, so it too can match nothing. A
     wrong NCCL_IB_HCA leaves the IB transport without devices, and NCCL moves the collectives onto
     TCP sockets without an error (src/plugin/net.cc: a plugin with no device is disabled, Socket
-    is next). So without real names both stay unset and a note says how to pin them.
+    is next). So a name not stated as real is never pinned as such.
+
+    Such names are resolved at boot instead (issue 38): the value becomes a search
+    (generator/model/nccl_boot.py) that nccl-resolve runs on the node before the container
+    runtimes and kubelet start, by each port's pci_address, else (NCCL_IB_HCA only) by the
+    compute models' PCI ids, speed, NUMA nodes and count; it writes the names it finds for sure
+    between two marks of nccl.conf, and none where it cannot tell (a BlueField-3 storage port is
+    never a ConnectX-7 by PCI id; a storage card of the compute model makes the count differ).
+    Without pci_address or a model there is nothing to search by: unset, and a note says why.
 
     With AMD GPUs the same variables go to /etc/rccl.conf: RCCL, NCCL's code ported to ROCm,
     reads ~/.rccl.conf and /etc/rccl.conf and never /etc/nccl.conf (ROCm/rccl
@@ -395,16 +403,14 @@ def _ib_hca(facts: Facts, compute: list[NicFacts], writers: tuple[ConfWriter, ..
     unreal = [nic.name for nic in compute if not nic.names_real]
     search = by_pci(compute) or by_role_facts(compute, facts)
     if (unnamed or unreal) and search is not None and len(compute) <= IB_HCA_MAX_DEVICES:
-        roles = sorted({nic.role for nic in facts.rdma_nics if nic.role != "compute"})
-        avoided = (
-            f"; NCCL would also use the {'/'.join(roles)} RDMA ports otherwise" if roles else ""
-        )
+        roles = "/".join(sorted({nic.role for nic in facts.rdma_nics if nic.role != "compute"}))
         for write, library in writers:
             what = "the compute NICs' RDMA devices (mlx5_0)"
+            avoided = f"; {library} would also use the {roles} RDMA ports otherwise"
             yield write(
                 "NCCL_IB_HCA",
                 search.value,
-                resolved_reason(library, "NCCL_IB_HCA", search, what) + avoided,
+                resolved_reason(library, "NCCL_IB_HCA", search, what) + (avoided if roles else ""),
             )
         return
     if unnamed:
