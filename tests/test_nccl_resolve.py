@@ -247,7 +247,7 @@ def test_a_matching_node_starts_no_process_once_written(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    calls = re.findall(r"^\d+ (v?fork|clone3?|execve)\(", trace.read_text(), re.MULTILINE)
+    calls = re.findall(r"^\d+\s+(v?fork|clone3?|execve)\(", trace.read_text(), re.MULTILINE)
     assert calls == ["execve"], trace.read_text()  # sh itself: no fork, no other program
 
 

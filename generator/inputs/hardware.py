@@ -372,6 +372,7 @@ def _resolve_nic(
         nic.names_real,
         nic.card,
         nic.pci_address,
+        nic.speed_gbps is not None,
     )
     return facts, problems
 

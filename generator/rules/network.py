@@ -378,17 +378,17 @@ def by_pci(nics: list[NicFacts]) -> Search | None:
 
 def by_role_facts(compute: list[NicFacts], facts: Facts) -> Search | None:
     """The compute ports by their models' PCI ids, their one speed and their NUMA nodes where
-    stated, never at another NIC's PCI address, counted; None when a port's model is unknown
-    (no id to look for: a driver alone matches the storage cards too)."""
+    the file states them, never at another NIC's PCI address, counted; None when a port's model
+    is unknown (no id to look for: a driver alone matches the storage cards too)."""
     models = [nic.model for nic in compute]
     if any(model is None for model in models):
         return None
-    speeds = {nic.speed_gbps for nic in compute}
+    speeds = {nic.speed_gbps if nic.speed_stated else None for nic in compute}
     nodes = [nic.numa_node for nic in compute]
     others = {nic.pci_address for nic in facts.nics if nic.role != "compute"}
     return Search(
         ids=tuple(sorted({pci_id for model in models if model for pci_id in model.pci_ids})),
-        gbps=speeds.pop() if len(speeds) == 1 else None,
+        gbps=speeds.pop() if len(speeds) == 1 else None,  # {None}: a speed not stated
         nodes=tuple(sorted({n for n in nodes if n is not None})) if None not in nodes else (),
         not_at=tuple(sorted(address for address in others if address is not None)),
         expected=len(compute),

@@ -463,6 +463,18 @@ CASES: tuple[Case, ...] = (
             ],
         },
     ),
+    # a speed the file does not state is the model's maximum only: not matched on the node,
+    # where a ConnectX-7 may run at 200 Gbit/s (failed before speed_stated: gbps=400)
+    Case(
+        "nccl-hca-unstated-speed-is-not-searched",
+        network.nccl,
+        {
+            ("nccl", "NCCL_IB_HCA", "boot/id=15b3:1021/nodes=0/count=2"),
+            ("service", "goldtune-nccl-resolve.service", "enable"),
+        },
+        intent="training",
+        hw={"nics": [rdma_compute("ib0", speed=None), rdma_compute("ib1", speed=None)]},
+    ),
     # a compute NIC without a model has no id to be found by: left out, as before
     Case(
         "nccl-hca-no-model-no-search",
