@@ -16,7 +16,7 @@ Nothing here is wired into the hardware format or the commands yet; ``load_distr
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from generator.errors import InputError, Problem
@@ -26,6 +26,10 @@ from generator.paths import hardware_db_dir
 
 DistroKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[0-9][0-9.]*)$")]
 KernelVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+$")]
+# as uname -r prints it, less the architecture: 4.18.0-553.el8_10, 6.12.38+deb13-amd64
+KernelRelease = Annotated[
+    str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+([-+][A-Za-z0-9._+-]+)?$")
+]
 Line = Annotated[str, StringConstraints(pattern=r"^[^\n]+$")]
 Source = Annotated[str, StringConstraints(pattern=r"^[^\n]{10,}$")]
 Sources = Annotated[list[Source], Field(min_length=1)]
@@ -58,6 +62,22 @@ class Kernel(StrictModel):
     # common keys the kernel between them has; sysctl_keys_note says which, and why.
     sysctl_keys: list[KernelVersion] = []  # noqa: RUF012 -- pydantic copies field defaults
     sysctl_keys_note: Line | None = None
+    # The build (uname -r, less the architecture) an unstated os.kernel means on the line it
+    # means: the kernel of the newest minor release the vendor still supports (RHEL 8.10's
+    # 4.18.0-553.el8_10), which kernel_backports are judged against. None: a plan with no
+    # os.kernel keeps no backport. minor_release: the point release that ships that build.
+    release: KernelRelease | None = None
+    minor_release: Line | None = None
+
+    @field_validator("release")
+    @classmethod
+    def _release_of_this_line(cls, release: str | None, info: ValidationInfo) -> str | None:
+        version = info.data.get("version")
+        if release is not None and version is not None and not release.startswith(version + "."):
+            message = "{release} is not a build of the {version} line"
+            context = {"release": release, "version": version}
+            raise PydanticCustomError("release_of_another_line", message, context)
+        return release
 
 
 class Systemd(StrictModel):
@@ -258,6 +278,13 @@ class Distro(StrictModel):
         if sum(kernel.default for kernel in kernels) > 1:
             message = "marks more than one kernel line as the default"
             raise PydanticCustomError("two_defaults", message)
+        assumed = _assumed_line(kernels)
+        if any(kernel.release and kernel is not assumed for kernel in kernels):
+            message = (
+                "names a release on a line an unstated os.kernel does not mean: mark that line "
+                "default (the release is what a plan with no os.kernel is made for)"
+            )
+            raise PydanticCustomError("release_not_default", message)
         return kernels
 
     @property
@@ -276,9 +303,29 @@ class Distro(StrictModel):
         major, minor = next(iter(versions)).split(".")
         return int(major), int(minor)
 
+    @property
+    def assumed_release(self) -> str | None:
+        """The kernel build a plan with no os.kernel is made for (the default line's
+        ``release``), against which kernel_backports are judged; None: none stated."""
+        line = _assumed_line(self.kernels)
+        return line.release if line else None
+
+    @property
+    def assumed_minor_release(self) -> str | None:
+        line = _assumed_line(self.kernels)
+        return line.minor_release if line else None
+
     def sysctl_default(self, key: str) -> SysctlDefault | None:
         """The distribution's boot-time value of ``key``, or None where it keeps the kernel's."""
         return next((default for default in self.sysctl_defaults if default.key == key), None)
+
+
+def _assumed_line(kernels: list[Kernel]) -> Kernel | None:
+    """The kernel line an unstated os.kernel means: the one marked default, else the only one."""
+    marked = [kernel for kernel in kernels if kernel.default]
+    if marked:
+        return marked[0]
+    return kernels[0] if len(kernels) == 1 else None
 
 
 def distros_dir() -> Path:

@@ -485,12 +485,9 @@ def resolve_facts(
     # an unstated kernel is the named distribution's, where all its kernel lines share one
     # mainline version (hardware_db/distros/: RHEL's 4.18 and 5.14), else a current one
     kernel = _parse_kernel(spec.os.kernel) or (distro.kernel_version if distro else None)
-    os_facts = OsFacts(
-        kernel,
-        spec.os.page_size_kib,
-        distro,
-        spec.os.kernel,
-    )
+    # and its backports are judged against the build the table names for it (rhel-8: 8.10's)
+    assumed = distro.assumed_release if distro is not None and spec.os.kernel is None else None
+    os_facts = OsFacts(kernel, spec.os.page_size_kib, distro, spec.os.kernel, assumed)
     assert spec.name is not None
     return Facts(
         spec.name,
