@@ -131,7 +131,8 @@ def cloud_init_options(func: F) -> F:
     type=PATH,
     metavar="DIR",
     help="A site catalog read beside the shipped hardware_db/, for every command: gpus/, nics/, "
-    "cpus/ and systems/ as there, same schema; its entries add models and systems, never "
+    "cpus/, systems/ and distros/ as there, same schema; its entries add models, systems and "
+    "distributions (a distribution table may start from a shipped one with extends:), never "
     f"redefine a shipped one. Default: ${SITE_CATALOG_ENV}, else none.",
 )
 @click.version_option(__version__, prog_name=TOOL)

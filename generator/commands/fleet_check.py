@@ -282,9 +282,9 @@ def json_report(root: Path, states: list[BundleState]) -> dict[str, Any]:
 
 def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
-    known_distro(request.os_name)
-    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     catalog = load_catalog()
+    known_distro(request.os_name, catalog)
+    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)
     check_directory(root)
     combinations = plan_combinations(systems, chosen, root, catalog, request.os_name)

@@ -27,7 +27,7 @@ from generator.commands.generate import bundle_size_warnings, cloud_init_options
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
-from generator.inputs.distro import load_distros, resolve_distro
+from generator.inputs.distro import resolve_distro
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.load import Inputs, file_digest, input_digests
@@ -332,17 +332,17 @@ def matrix_names(request: MatrixRequest, catalog: Catalog) -> tuple[list[str], l
     return systems, chosen
 
 
-def known_distro(os_name: str | None) -> None:
+def known_distro(os_name: str | None, catalog: Catalog) -> None:
     """An unknown --os is the command's error, not every combination's."""
     if os_name is not None:
-        resolve_distro(os_name, load_distros())
+        resolve_distro(os_name, catalog.distros)
 
 
 def run_matrix(request: MatrixRequest, output_root: Path) -> int:
     """Write every combination's bundle under ``output_root``; the summary table on stdout."""
-    known_distro(request.os_name)
-    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     catalog = load_catalog()
+    known_distro(request.os_name, catalog)
+    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)
     jobs = request.jobs or default_jobs()
     generated = generate_matrix(

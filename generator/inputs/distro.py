@@ -14,7 +14,7 @@ Nothing here is wired into the hardware format or the commands yet; ``load_distr
 # No `from __future__ import annotations` here: pydantic would have to eval every annotation
 # string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 from generator.errors import InputError, Problem
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
-from generator.paths import hardware_db_dir
+from generator.paths import files_ending, hardware_db_dir
 
 DistroKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[0-9][0-9.]*)$")]
 KernelVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+$")]
@@ -333,7 +333,11 @@ def distros_dir() -> Path:
 
 
 def _load_file(path: Path) -> Distro:
-    distro = validate_model(Distro, read_yaml_file(path), str(path))
+    return _checked(read_yaml_file(path), path)
+
+
+def _checked(data: dict[str, Any], path: Path) -> Distro:
+    distro = validate_model(Distro, data, str(path))
     if distro.key != path.stem:
         message = f"{distro.key!r} does not match the file name {path.stem!r}"
         raise InputError(Problem(str(path), "key", message))
@@ -357,6 +361,66 @@ def load_distros(root: Path | None = None) -> dict[str, Distro]:
     """Every distribution in ``root`` (default: the shipped table), by key and by alias."""
     folder = root or distros_dir()
     return _index([(path, _load_file(path)) for path in sorted(folder.glob("*.yaml"))])
+
+
+# What a site table that extends a shipped one must still say itself: it is another table, and
+# its facts are cited by its authors. aliases are not inherited (they would name the shipped one).
+OWN_FIELDS = ("key", "name", "sources")
+
+
+def _extended(data: dict[str, Any], path: Path, shipped: dict[str, Distro]) -> dict[str, Any]:
+    """A site table with ``extends: <shipped key or alias>``: the shipped table's fields, each
+    top-level field the site table names replacing it whole (a list or a mapping is not merged),
+    less the shipped aliases."""
+    base = data["extends"]
+    found = shipped.get(base.strip().lower()) if isinstance(base, str) else None
+    if found is None:
+        known = ", ".join(sorted({d.key for d in shipped.values()}))
+        message = f"{str(base)!r:.40} is not a shipped distribution (extends names one)"
+        raise InputError(Problem(str(path), "extends", message, "shipped: " + known))
+    missing = [field for field in OWN_FIELDS if field not in data]
+    if missing:
+        message = (
+            "required field is missing: a table that extends another names its own key, name "
+            "and sources"
+        )
+        raise InputError([Problem(str(path), field, message) for field in missing])
+    own = {field: value for field, value in data.items() if field != "extends"}
+    return {**found.model_dump(), "aliases": [], **own}
+
+
+def _site_table(path: Path, shipped: dict[str, Distro]) -> Distro:
+    data = read_yaml_file(path)
+    return _checked(_extended(data, path, shipped) if "extends" in data else data, path)
+
+
+def _refuse_shipped_names(path: Path, distro: Distro, shipped: dict[str, Distro]) -> None:
+    """A site table adds a distribution; a key or alias a shipped table answers to is refused."""
+    for index, name in enumerate([distro.key, *distro.aliases]):
+        owner = shipped.get(name)
+        if owner is not None:
+            where = "key" if index == 0 else f"aliases[{index - 1}]"
+            message = (
+                f"{name!r} is already the shipped distribution {owner.key} (hardware_db/"
+                "distros/): a site table adds a distribution, it does not redefine one; give "
+                f"it its own key and aliases (extends: {owner.key} starts from the shipped one)"
+            )
+            raise InputError(Problem(str(path), where, message))
+
+
+def load_site_distros(site: Path | None) -> dict[str, Distro]:
+    """The shipped tables and a site catalog's (``site``/distros/*.yaml, `gen --catalog`), by key
+    and alias. A site table is validated as a shipped one is, or extends a shipped one
+    (``extends:``); a name a shipped table or another site table already has is refused."""
+    shipped = load_distros()
+    if site is None:
+        return shipped
+    tables = [
+        (path, _site_table(path, shipped)) for path in files_ending(site / "distros", ".yaml")
+    ]
+    for path, distro in tables:
+        _refuse_shipped_names(path, distro, shipped)
+    return {**shipped, **_index(tables)}
 
 
 def resolve_distro(
