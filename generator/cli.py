@@ -55,6 +55,16 @@ def os_option(func: F) -> F:
     return click.option("--os", "os_name", metavar="DISTRO", help=OS_HELP)(func)
 
 
+# `all` is generator/commands/matrix.py's ALL_DISTROS (not imported: the help text must not
+# load the command's modules); no distribution key can be "all" (keys end in -<version>).
+MATRIX_OS_HELP = (
+    "Target distribution, repeatable: every combination is made for each one named, into "
+    "DIR/<hardware>-<profile>-<distro>/ (the table's key, also for an alias); `--os all` is "
+    "every distribution table (shipped and --catalog's). Without --os: DIR/<hardware>-<profile>/, "
+    "for the hardware file's os.distro (portable without one). Names as for gen --os."
+)
+
+
 def reports_errors(func: F) -> F:
     """Turn goldtune's errors into one line per problem on stderr and the right exit status."""
 
@@ -362,7 +372,7 @@ def diff(
     default=Path("out"),
     show_default=True,
     metavar="DIR",
-    help="Root directory; each bundle goes to DIR/<hardware>-<profile>/.",
+    help="Root directory; each bundle goes to DIR/<hardware>-<profile>/ (-<distro> with --os).",
 )
 @click.option(
     "-j",
@@ -382,7 +392,7 @@ def diff(
     "(a Markdown report for a pull request on stdout).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
-@os_option
+@click.option("--os", "os_names", multiple=True, metavar="DISTRO", help=MATRIX_OS_HELP)
 @cloud_init_options
 @click.pass_context
 @reports_errors
@@ -396,7 +406,7 @@ def matrix(
     jobs: int | None,
     check_dir: Path | None,
     as_json: bool,
-    os_name: str | None,
+    os_names: tuple[str, ...],
     cloud_init_reboot: bool,
     cloud_init_parts: tuple[Path, ...],
 ) -> None:
@@ -405,6 +415,8 @@ def matrix(
     \b
       gen matrix --hw dgx-a100 --hw dgx-h100 --profile training -o out/
       gen matrix --all-systems --all-profiles
+      gen matrix --hw dgx-h100 --profile training --os ubuntu-24.04 --os rhel-9
+      gen matrix --all-systems --profile inference --os all
 
     Each bundle is written atomically; a failed combination does not stop the others, and one
     that would write the same directory as an earlier one fails instead of overwriting it.
@@ -433,7 +445,7 @@ def matrix(
         all_systems=all_systems,
         all_profiles=all_profiles,
         jobs=jobs,
-        os_name=os_name,
+        os_names=os_names,
         cloud_init_reboot=cloud_init_reboot,
         cloud_init_parts=cloud_init_parts,
     )
