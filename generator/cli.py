@@ -15,6 +15,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
+from generator.commands.distro_option import matrix_os_option, os_option
 from generator.commands.usage import JsonUsageErrors
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
@@ -41,27 +42,6 @@ HW_HELP = (
 PROFILE_HELP = (
     "Workload profile: a file (a value with a / or ending in .yaml/.yml), or else "
     "the name of a shipped profile (see `gen list`)."
-)
-
-
-OS_HELP = (
-    "Target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9; rocky-8, "
-    "almalinux-8, rocky-9 and almalinux-9 are aliases), over the hardware file's os.distro. "
-    "Without either the bundle is portable and uses no distribution's defaults."
-)
-
-
-def os_option(func: F) -> F:
-    return click.option("--os", "os_name", metavar="DISTRO", help=OS_HELP)(func)
-
-
-# `all` is generator/commands/matrix.py's ALL_DISTROS (not imported: the help text must not
-# load the command's modules); no distribution key can be "all" (keys end in -<version>).
-MATRIX_OS_HELP = (
-    "Target distribution, repeatable: every combination is made for each one named, into "
-    "DIR/<hardware>-<profile>-<distro>/ (the table's key, also for an alias); `--os all` is "
-    "every distribution table (shipped and --catalog's). Without --os: DIR/<hardware>-<profile>/, "
-    "for the hardware file's os.distro (portable without one). Names as for gen --os."
 )
 
 
@@ -392,7 +372,7 @@ def diff(
     "(a Markdown report for a pull request on stdout).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
-@click.option("--os", "os_names", multiple=True, metavar="DISTRO", help=MATRIX_OS_HELP)
+@matrix_os_option
 @cloud_init_options
 @click.pass_context
 @reports_errors

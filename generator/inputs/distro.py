@@ -423,6 +423,15 @@ def load_site_distros(site: Path | None) -> dict[str, Distro]:
     return {**shipped, **_index(tables)}
 
 
+def tables(distros: dict[str, Distro]) -> list[Distro]:
+    """Each table once, by key (``distros`` maps keys and aliases to them)."""
+    return sorted({distro.key: distro for distro in distros.values()}.values(), key=_key)
+
+
+def _key(distro: Distro) -> str:
+    return distro.key
+
+
 def resolve_distro(
     name: str, distros: dict[str, Distro], source: str = "--os", path: str = ""
 ) -> Distro:
