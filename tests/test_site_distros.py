@@ -94,6 +94,13 @@ def test_extends_replaces_the_fields_it_names_and_keeps_the_others(tmp_path: Pat
     assert table.aliases == []  # the shipped aliases would name the shipped table
 
 
+def distro_claim(bundle: Path) -> str:
+    """The os.distro the boot preflight checks /etc/os-release against."""
+    conf = (bundle / "rootfs/etc/goldtune/preflight.conf").read_text().splitlines()
+    (line,) = [line for line in conf if line.startswith("claim\tos.distro\t")]
+    return line.split("\t")[2]
+
+
 def test_an_extending_table_makes_a_bundle(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = gen(
@@ -102,6 +109,25 @@ def test_an_extending_table_makes_a_bundle(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert not (out / "rootfs/etc/default/grub.d").exists()  # its boot_args, not Ubuntu's
+    assert '"distro": "acmebuntu-24.04"' in (out / "plan.json").read_text()
+    # the image is Ubuntu 24.04: its /etc/os-release says ubuntu, 24.04, not acmebuntu
+    assert distro_claim(out) == "ubuntu-24.04"
+
+
+@pytest.mark.parametrize(
+    ("table", "claimed"),
+    [(ACME, "acmeos-9"), ({**ACME, "os_release": "rhel-9"}, "rhel-9")],
+)
+def test_a_whole_site_table_claims_its_key_or_its_os_release(
+    table: dict[str, Any], claimed: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    done = gen(
+        "--catalog", str(catalog(tmp_path, table)), "--hw", "dgx-h100",
+        "--profile", "training", "--os", "acmeos-9", "-o", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert distro_claim(out) == claimed
 
 
 REFUSED = {

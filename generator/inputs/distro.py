@@ -244,6 +244,11 @@ class Distro(StrictModel):
     key: DistroKey
     name: Line
     aliases: list[DistroKey] = []  # noqa: RUF012 -- pydantic copies field defaults
+    # <ID>-<VERSION_ID> of /etc/os-release on an install, where it is not the key: the boot
+    # preflight checks the image against it (ID or ID_LIKE, and VERSION_ID or a point release
+    # of it). A site table that extends a shipped one inherits the shipped one's (its image is
+    # that distribution); None: the key.
+    os_release: DistroKey | None = None
     family: Literal["debian", "rhel", "amazon"]
     kernels: Annotated[list[Kernel], Field(min_length=1)]
     systemd: Systemd
@@ -371,7 +376,7 @@ OWN_FIELDS = ("key", "name", "sources")
 def _extended(data: dict[str, Any], path: Path, shipped: dict[str, Distro]) -> dict[str, Any]:
     """A site table with ``extends: <shipped key or alias>``: the shipped table's fields, each
     top-level field the site table names replacing it whole (a list or a mapping is not merged),
-    less the shipped aliases."""
+    less the shipped aliases; its os_release is the shipped table's unless it names one."""
     base = data["extends"]
     found = shipped.get(base.strip().lower()) if isinstance(base, str) else None
     if found is None:
@@ -386,7 +391,8 @@ def _extended(data: dict[str, Any], path: Path, shipped: dict[str, Distro]) -> d
         )
         raise InputError([Problem(str(path), field, message) for field in missing])
     own = {field: value for field, value in data.items() if field != "extends"}
-    return {**found.model_dump(), "aliases": [], **own}
+    inherited = {"aliases": [], "os_release": found.os_release or found.key}
+    return {**found.model_dump(), **inherited, **own}
 
 
 def _site_table(path: Path, shipped: dict[str, Distro]) -> Distro:
