@@ -177,9 +177,11 @@ KernelRelease = Annotated[
 
 
 # A distribution key or alias as the tables in hardware_db/distros/ spell them (ubuntu-24.04,
-# rhel-8, rhel-9); whether it is a known one is decided against those tables, with the known
-# ones listed.
-DistroName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*-[0-9][0-9.]*$")]
+# rhel-9, amazon-linux-2023); whether it is a known one is decided against those tables, with
+# the known ones listed.
+DistroName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z][A-Za-z0-9]*)*-[0-9][0-9.]*$")
+]
 
 
 class OsSpec(StrictModel):
@@ -193,7 +195,8 @@ class OsSpec(StrictModel):
     distro: Annotated[
         DistroName | None,
         _doc(
-            "target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9); "
+            "target distribution (ubuntu-22.04, ubuntu-24.04, ubuntu-26.04, debian-12, rhel-8, "
+            "rhel-9, rhel-10, amazon-linux-2023); "
             "none: portable"
         ),
     ] = None
