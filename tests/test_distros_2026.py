@@ -5,6 +5,7 @@ never writes a sysctl its kernel lacks."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,55 @@ def test_an_al2023_image_build_edits_the_bls_entries(
     assert (root / "etc/kernel/cmdline").read_text().split() == [*AL2023_OPTIONS.split(), *args]
     assert set(args) <= set((root / "etc/default/grub").read_text().split('"')[1].split())
     assert not (root / "etc/default/grub.d").exists()
+
+
+# --- preflight: the os.distro claim against the node's os-release ------------------------------
+
+OS_RELEASES = {
+    "amzn-2023": 'NAME="Amazon Linux"\nID="amzn"\nID_LIKE="fedora"\nVERSION_ID="2023"\n',
+    "rocky-10.1": 'ID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="10.1"\n',
+    "ubuntu-26.04": 'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="26.04"\n',
+}
+
+
+def preflight_distro(tmp_path: Path, node: str, bundle: Path) -> tuple[int, str]:
+    """The bundle's own os.distro claim judged on a node whose os-release is ``node``'s."""
+    root = tmp_path / "node"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/os-release").write_text(OS_RELEASES[node])
+    conf = (bundle / "rootfs/etc/goldtune/preflight.conf").read_text()
+    (claim,) = [line for line in conf.splitlines() if line.startswith("claim\tos.distro\t")]
+    data = tmp_path / "preflight.conf"
+    data.write_text(f"result\t/run/goldtune/preflight\n{claim}\n")
+    script = Path(__file__).parent.parent / "templates/scripts/preflight"
+    env = {"PATH": "/usr/bin:/bin", "TEST_SYSROOT": str(root), "LC_ALL": "C"}
+    done = subprocess.run(
+        ["sh", str(script), str(data)], capture_output=True, text=True, env=env, check=False
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "node"),
+    [
+        ("amazon-linux-2023", "amzn-2023"),
+        ("rhel-10", "rocky-10.1"),
+        ("ubuntu-26.04", "ubuntu-26.04"),
+    ],
+)
+def test_the_distro_claim_holds_on_the_distributions_own_os_release(
+    name: str, node: str, bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    """AL2023's os-release says amzn 2023: the claim carries the table's names (the key and its
+    aliases), so that the boot-time preflight does not report every AL2023 node as a mismatch."""
+    status, output = preflight_distro(tmp_path, node, bundles[name])
+    assert status == 0, output
+    assert "this node matches the hardware file" in output
+
+
+def test_the_distro_claim_still_fails_on_another_distribution(
+    bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    status, output = preflight_distro(tmp_path, "amzn-2023", bundles["rhel-10"])
+    assert status == 1, output
+    assert "os.distro: the hardware file says rhel-10,rocky-10,almalinux-10" in output

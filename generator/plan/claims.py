@@ -168,7 +168,9 @@ def os_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
                 s.rule == DISTRO_RULE or names(s.reason, distro.key) or distro.name in s.reason
             ),
         )
-        claims.append(Claim("os.distro", distro.key, targeted))
+        # every name of the table, key first: the node's os-release may spell the release as
+        # an alias (AL2023's ID=amzn VERSION_ID=2023 is amzn-2023, not amazon-linux-2023)
+        claims.append(Claim("os.distro", ",".join((distro.key, *distro.aliases)), targeted))
     return claims
 
 
