@@ -16,6 +16,9 @@ from generator.cli import main
 from generator.detect.system import match_distro
 from generator.inputs.distro import load_distros, resolve_distro
 from generator.inputs.load import load_inputs
+from tests.conftest import missing_tool
+from tests.validators import tools
+from tests.validators.run import MissingTool
 
 NEW = {
     "ubuntu-26.04": "ubuntu-26.04",
@@ -223,3 +226,23 @@ def test_the_distro_claim_still_fails_on_another_distribution(
     status, output = preflight_distro(tmp_path, "amzn-2023", bundles["rhel-10"])
     assert status == 1, output
     assert "os.distro: the hardware file says rhel-10,rocky-10,almalinux-10" in output
+
+
+# --- the real consumers on the new distributions' bundles ---------------------------------------
+
+
+@pytest.mark.parametrize("validator", [v.name for v in tools.VALIDATORS])
+def test_the_real_consumers_accept_the_new_distributions_bundles(
+    validator: str, bundles: dict[str, Path]
+) -> None:
+    """Every validator (systemd-sysctl judged by the distribution's own kernel key lists,
+    systemd-analyze, udevadm, tuned's loader, cloud-init, shellcheck...) over one bundle per
+    table."""
+    (check,) = [v for v in tools.VALIDATORS if v.name == validator]
+    judged = [bundles[name] for name in ("ubuntu-26.04", "rhel-10", "amazon-linux-2023")]
+    try:
+        verdict = check.run_many(judged)
+    except MissingTool as missing:
+        missing_tool(missing)
+    for bundle in judged:
+        assert verdict[bundle] == [], f"{check.consumer} rejects {bundle.name}: {verdict[bundle]}"
