@@ -138,9 +138,10 @@ def test_rhel_10_and_al2023_take_the_bls_path_without_a_drop_in(
     assert (bundles[name] / "kernel-cmdline").read_text().split()
 
 
-# An AL2023 image root as its boot entries look: BLS entries under /boot/loader/entries and a
-# GRUB_CMDLINE_LINUX in /etc/default/grub (the EKS AMI's set-kernel-arg edits both), with no
-# GRUB_ENABLE_BLSCFG line: the entries alone must make install.sh take the BLS path.
+# A stand-in AL2023 image root (its words are not read from an AL2023 image): BLS entries under
+# /boot/loader/entries and a GRUB_CMDLINE_LINUX in /etc/default/grub, the two places the EKS
+# AMI's set-kernel-arg edits, with no GRUB_ENABLE_BLSCFG line: the entries alone must make
+# install.sh take the BLS path.
 AL2023_OPTIONS = (
     "root=UUID=0f3c ro console=tty0 console=ttyS0,115200n8 nvme_core.io_timeout=4294967295"
 )
