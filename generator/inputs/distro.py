@@ -24,7 +24,11 @@ from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
 from generator.paths import files_ending, hardware_db_dir
 
-DistroKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[0-9][0-9.]*)$")]
+# name words, then the release: ubuntu-24.04, rhel-9, amazon-linux-2023 (and its os-release ID,
+# amzn-2023, as an alias)
+DistroKey = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[a-z][a-z0-9]*)*-[0-9][0-9.]*$")
+]
 KernelVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+$")]
 # as uname -r prints it, less the architecture: 4.18.0-553.el8_10, 6.12.38+deb13-amd64
 KernelRelease = Annotated[
