@@ -114,9 +114,26 @@ def test_an_extending_table_makes_a_bundle(tmp_path: Path) -> None:
     assert distro_claim(out) == "ubuntu-24.04"
 
 
+def test_a_table_extending_al2023_claims_what_its_nodes_os_release_says(tmp_path: Path) -> None:
+    """AL2023's os-release says amzn 2023, not amazon-linux-2023: an extending table inherits
+    the shipped table's os_release, so its nodes do not all report an os.distro mismatch."""
+    table = {"extends": "amazon-linux-2023", "key": "acmelinux-2023", "name": "Acme AL2023"}
+    out = tmp_path / "out"
+    done = gen(
+        "--catalog", str(catalog(tmp_path, {**table, "sources": SOURCES})), "--hw", "dgx-h100",
+        "--profile", "training", "--os", "acmelinux-2023", "-o", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert distro_claim(out) == "amzn-2023"
+
+
 @pytest.mark.parametrize(
     ("table", "claimed"),
-    [(ACME, "acmeos-9"), ({**ACME, "os_release": "rhel-9"}, "rhel-9")],
+    [
+        ({**ACME, "aliases": []}, "acmeos-9"),
+        ({**ACME, "aliases": ["acme-9"]}, "acmeos-9,acme-9"),
+        ({**ACME, "os_release": "rhel-9"}, "rhel-9"),
+    ],
 )
 def test_a_whole_site_table_claims_its_key_or_its_os_release(
     table: dict[str, Any], claimed: str, tmp_path: Path
