@@ -6,6 +6,7 @@ import pytest
 
 from generator.inputs.distro import Containerd, load_distros
 from generator.inputs.facts import Facts
+from generator.model.containerd import NOT_RENAMED, cri_runtime_table
 from generator.model.setting import Setting
 from generator.plan.known_keys import NR_OPEN_DEFAULT
 from generator.rules import containers, limits
@@ -282,3 +283,14 @@ def test_containerd_1_and_an_unknown_major_keep_the_version_2_table(major: int |
     v2 = containerd_settings(major)
     assert set(v2) == {key for _, key, _ in CONTAINERD_NVIDIA}
     assert set(v2) == {key.replace(CRI_V3, CRI) for key in containerd_settings(2)}
+
+
+@pytest.mark.parametrize("major", [1, 2, None])
+def test_every_containerd_key_is_one_install_sh_can_rename(major: int | None) -> None:
+    """install.sh writes the drop-in in the version of the image's config.toml by renaming the
+    CRI runtime table (generator/model/containerd.py): exact only for keys under that table
+    that the v3 migration moves as they are (not snapshotter, sandbox_mode...)."""
+    table = cri_runtime_table(major)
+    for key in containerd_settings(major):
+        assert key.startswith(table + "."), key
+        assert not NOT_RENAMED & set(key.split(".")), key
