@@ -23,10 +23,16 @@ from test_install import bundle_for, run
 from test_wiring import DEBIAN_CONFIG, image, lookup, tools
 
 from generator.bundle.read import read_bundle
+from generator.bundle.write import write_bundle
+from generator.inputs.distro import Containerd
+from generator.inputs.load import load_inputs
 from generator.model.containerd import CRI_RUNTIME_V2, CRI_RUNTIME_V3
 from generator.model.setting import Plan
+from generator.plan.build import build_plan
+from generator.render.render import render_bundle
 from generator.verify.run import verify_checks
 from generator.verify.verdicts import Verdict
+from tests.validators.checks_runtime import check_containerd
 
 TOOLS_DIR = Path(os.environ.get("GOLDTUNE_TOOLS_DIR", "/usr/local/lib/goldtune-tools"))
 CONTAINERD2 = TOOLS_DIR / "containerd2/usr/bin/containerd"
@@ -179,3 +185,22 @@ def test_debians_config_is_the_one_its_containerd_2_package_ships() -> None:
     if not packaged.is_file():
         pytest.skip("containerd 2 is not unpacked here (tests/tools/install-tools.sh)")
     assert packaged.read_text() == DEBIAN_CONFIG
+
+
+def test_a_plan_for_a_containerd_2_distribution_renders_what_containerd_2_takes(
+    tmp_path: Path,
+) -> None:
+    """End to end: dgx-h100 training-k8s for debian-12's table with a test-only containerd 2
+    fact (the shipped tables' facts are written elsewhere): the bundle's drop-in is version 3 and
+    containerd 2.1.9's config dump takes every key of it (tests/validators)."""
+    containerd2()
+    inputs = load_inputs("dgx-h100", "training-k8s", os_name="debian-12")
+    distro = inputs.facts.os.distro
+    assert distro is not None
+    fact = Containerd(major=2, source=["a test-only containerd fact, no package read"])
+    changed = distro.model_copy(update={"containerd": fact})
+    facts = inputs.facts._replace(os=inputs.facts.os._replace(distro=changed))
+    bundle = write_bundle(render_bundle(build_plan(facts, inputs.profile)), tmp_path / "bundle")
+    text = (bundle / "rootfs" / DROPIN).read_text()
+    assert tomllib.loads(text)["version"] == 3 and "grpc.v1.cri" not in text
+    assert check_containerd(bundle) == []
