@@ -128,8 +128,10 @@ CONTAINERD_READ_V3 = (
     "config.toml is version 2 (Debian packages one): containerd 2.0 to 2.2 migrate the merged "
     "configuration once, by the version of the last file read, so a version 3 drop-in would "
     "leave config.toml's CRI tables unmigrated, and 2.3 refuses a drop-in newer than its "
-    "config.toml; 2.x merges plugin tables key by key, so nothing is carried. The cloud-init "
-    "first boot does neither (the user-data's size): build the image with install.sh"
+    "config.toml; a version 3 config.toml's CRI tables are not carried (2.x merges plugin "
+    "tables key by key). The cloud-init first boot does none of this and installs the drop-in "
+    "as version 3 (the user-data's size): build an image whose config.toml is version 2 with "
+    "install.sh"
 )
 
 
