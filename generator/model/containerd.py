@@ -25,9 +25,10 @@ with ``default_runtime_name = 'runc'`` and ``runtimes.runc``) loses both default
 every runtime it adds; a version 3 drop-in under a version 2 config.toml (Debian's containerd
 2.1.9+ds1-5 package ships one, with its CNI bin_dir) makes the merged version 3, so nothing of
 config.toml's CRI tables is migrated ("Ignoring unknown key in TOML for plugin ... key=cni").
-containerd 2.3.0 to 2.3.4 migrate each file by itself but refuse outright a drop-in whose version
-is higher than the root config's ("drop-in config version %d higher than root config version %d",
-commit 21248d00, reverted on main after v2.3.4 by a8ed5466). Each mismatch was measured with
+containerd 2.3.0 to 2.3.4 migrate each file by itself before merging it (LoadConfigWithPlugins,
+commit 0d7fee06, "Update plugin config migration to run on load") but refuse outright a drop-in
+whose version is higher than the root config's ("drop-in config version %d higher than root
+config version %d", commit 21248d00, reverted on main after v2.3.4 by a8ed5466). Each mismatch was measured with
 containerd 2.1.9 (tests/test_wiring.py). Hence install.sh writes the drop-in in the version of
 the image's config.toml (a header rename: the runtime plugin moves ``containerd.*`` unchanged,
 migrateConfig) and the bundle's own form is the target's: version 3 where the target ships
