@@ -96,6 +96,15 @@ def containerd_checks_ok(bundle: Path, root: Path) -> None:
     assert ours and all(c.verdict == Verdict.OK for c in ours), ours
 
 
+def version_mismatches(bundle: Path, root: Path) -> str:
+    """What `gen verify --root` says of the containerd settings where the drop-in's version is
+    not config.toml's: every one DIFFERS, the reason's first words returned."""
+    checks, _ = verify_checks(read_bundle(bundle), root, None)
+    found = [c for c in checks if c.kind == "containerd"]
+    assert found and all(c.verdict == Verdict.DIFFERS for c in found), found
+    return found[0].reason.split(":")[0].removesuffix(" config.toml")
+
+
 def test_a_containerd_2_bundle_joins_debians_version_2_config_as_version_2(
     tmp_path: Path,
 ) -> None:
@@ -111,6 +120,7 @@ def test_a_containerd_2_bundle_joins_debians_version_2_config_as_version_2(
     before = dump(binary, before_root, tmp_path)
     assert lookup(before, RUNTIME_V3) == "nvidia"
     assert lookup(before, CNI_V3) != ["/usr/lib/cni"]
+    assert version_mismatches(bundle, before_root) == "a version 3 drop-in under a version 2"
 
     root = image(tmp_path)
     path = tools(tmp_path)
@@ -146,6 +156,7 @@ def test_a_portable_bundle_joins_a_version_3_config_as_version_3(tmp_path: Path)
     (before_root / CONFIG).write_text(default)
     imported_as_it_is(bundle, before_root)
     assert lookup(dump(binary, before_root, tmp_path), RUNTIME_V3) == "runc"
+    assert version_mismatches(bundle, before_root) == "a version 2 drop-in under a version 3"
 
     root = image(tmp_path)
     (root / CONFIG).write_text(default)

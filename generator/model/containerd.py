@@ -28,11 +28,12 @@ config.toml's CRI tables is migrated ("Ignoring unknown key in TOML for plugin .
 containerd 2.3.0 to 2.3.4 migrate each file by itself before merging it (LoadConfigWithPlugins,
 commit 0d7fee06, "Update plugin config migration to run on load") but refuse outright a drop-in
 whose version is higher than the root config's ("drop-in config version %d higher than root
-config version %d", commit 21248d00, reverted on main after v2.3.4 by a8ed5466). Each mismatch was measured with
-containerd 2.1.9 (tests/test_wiring.py). Hence install.sh writes the drop-in in the version of
-the image's config.toml (a header rename: the runtime plugin moves ``containerd.*`` unchanged,
-migrateConfig) and the bundle's own form is the target's: version 3 where the target ships
-containerd 2, version 2 where it ships 1.x or is not named.
+config version %d", commit 21248d00, reverted on main after v2.3.4 by a8ed5466). Each
+mismatch of 2.0-2.2 was measured with containerd 2.1.9 (tests/test_wiring_containerd2.py).
+Hence install.sh writes the drop-in in the version of the image's config.toml (a header rename:
+the runtime plugin moves ``containerd.*`` unchanged, migrateConfig) and the bundle's own form is
+the target's: version 3 where the target ships containerd 2, version 2 where it ships 1.x or is
+not named.
 
 containerd 2.x also merges plugin tables key by key (commit a21e379b, "Allow sections of Plugins
 to be merged, and not overwritten as entire sections", in v2.0.0), where 1.x replaces a plugin's
@@ -81,3 +82,21 @@ def key_in_version(key: str, version: object) -> str:
     if key == other or key.startswith(other + "."):
         return want + key[len(other) :]
     return key
+
+
+def version_mismatch(config: object, dropin: object) -> str | None:
+    """Why a drop-in of version ``dropin`` imported by a config.toml of version ``config`` does
+    not take effect as written; None when they agree (or either is not 2 or 3)."""
+    if config not in (2, 3) or dropin not in (2, 3) or config == dropin:
+        return None
+    if dropin == 3:
+        return (
+            "a version 3 drop-in under a version 2 config.toml: containerd 2.3 refuses it, 2.0-2.2 "
+            "read the merged configuration as version 3 and leave config.toml's CRI tables "
+            "unmigrated, 1.x does not read version 3; install.sh writes it as version 2"
+        )
+    return (
+        "a version 2 drop-in under a version 3 config.toml: containerd 2.0-2.2 migrate it into "
+        "config.toml's CRI runtime table only where that lacks the key (its default_runtime_name "
+        "and runtimes win); install.sh writes it as version 3"
+    )

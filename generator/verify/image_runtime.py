@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from generator.model.containerd import key_in_version
+from generator.model.containerd import key_in_version, version_mismatch
 from generator.model.kinds import dropin_section
 from generator.model.layout import (
     CONTAINERD_CONFIG,
@@ -71,6 +71,14 @@ def containerd_imports(image: Image) -> list[str] | None:
     return [str(item) for item in imports] if isinstance(imports, list) else None
 
 
+def toml_version(text: str | None) -> object:
+    """The ``version`` of a containerd file; None when absent or not TOML."""
+    try:
+        return tomllib.loads(text or "").get("version")
+    except tomllib.TOMLDecodeError:
+        return None
+
+
 def containerd_value(text: str, key: str) -> object | None:
     """The value a containerd file sets for ``key``, spelled in the file's own version (install.sh
     writes the drop-in in the version of config.toml: generator/model/containerd.py)."""
@@ -101,6 +109,11 @@ def check_containerd(setting: Setting, image: Image) -> Check:
             MISSING,
             f"not in effect: {CONTAINERD_CONFIG} does not import {ours}",
         )
+    mismatch = version_mismatch(
+        toml_version(image.read(CONTAINERD_CONFIG)), toml_version(image.read(ours))
+    )
+    if mismatch:
+        return check_of(setting, "not in config.toml's version", DIFFERS, mismatch)
     own = containerd_value(image.read(ours) or "", setting.key)
     if own != toml_value(setting.value):
         return check_of(setting, str(own), DIFFERS, f"{ours} does not set it so")
