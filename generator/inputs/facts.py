@@ -91,6 +91,9 @@ class OsFacts(NamedTuple):
     # None: no distribution named; the bundle stays portable and uses no distribution's defaults
     distro: Distro | None = None
     kernel_release: str | None = None  # os.kernel as written (5.14.0-427.el9), for backports
+    # os.kernel unstated: the build the named distribution's table says a plan is made for
+    # (rhel-8: 8.10's 4.18.0-553.el8_10), against which its backports are judged
+    assumed_release: str | None = None
 
 
 # The facts that are about GPUs: a rule that reads one declares the GPU vendors it applies to

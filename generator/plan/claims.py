@@ -168,7 +168,8 @@ def os_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
                 s.rule == DISTRO_RULE or names(s.reason, distro.key) or distro.name in s.reason
             ),
         )
-        claims.append(Claim("os.distro", distro.key, targeted))
+        # what the image's /etc/os-release says (a site table extending ubuntu-24.04: that)
+        claims.append(Claim("os.distro", distro.os_release or distro.key, targeted))
     return claims
 
 
