@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from generator.model.containerd import cri_runtime_table
 from generator.model.cpulist import expand_cpus
 from generator.model.setting import Setting
 from generator.rules import containers, irq, kubernetes
@@ -310,7 +311,8 @@ def test_the_cgroup_driver_agrees_with_the_runtime() -> None:
     machine, knobs = facts(gpus=[H100X8]), profile("training", **K8S)
     runtime = settings_of(containers.nvidia_runtime.apply(machine, knobs), "containerd")
     driver = settings_of(kubernetes.cgroup_driver.apply(machine, knobs), "kubelet")["cgroupDriver"]
-    systemd_cgroup = runtime[f"{containers.CRI}.runtimes.nvidia.options.SystemdCgroup"]
+    table = cri_runtime_table(None)
+    systemd_cgroup = runtime[f"{table}.runtimes.nvidia.options.SystemdCgroup"]
     assert (systemd_cgroup == "true") == (driver == "systemd")
 
 
