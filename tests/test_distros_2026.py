@@ -38,13 +38,32 @@ def gen(*args: str) -> str:
     return result.output
 
 
+# The tables whose containerd is 2.x: their Kubernetes bundles carry a version 3 drop-in, which
+# containerd 2's own `config dump` reads in the validators (tests/validators/run.py).
+CONTAINERD_2 = ("ubuntu-26.04", "amazon-linux-2023")
+K8S = "-k8s"
+
+
+def test_the_containerd_2_targets_get_a_version_3_drop_in(bundles: dict[str, Path]) -> None:
+    for name in CONTAINERD_2:
+        (drop_in,) = (bundles[f"{name}{K8S}"] / "rootfs/etc/containerd/conf.d").glob("*.toml")
+        text = drop_in.read_text()
+        assert "\nversion = 3\n" in text, name
+        assert '[plugins."io.containerd.cri.v1.runtime".containerd]' in text, name
+
+
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """dgx-h100 training for each new name, as `gen --os NAME -o DIR` writes it."""
+    """dgx-h100 training for each new name, as `gen --os NAME -o DIR` writes it; and the
+    Kubernetes node (containerd, kubelet) on the containerd 2 targets (K8S)."""
     root = tmp_path_factory.mktemp("bundles")
-    for name in NEW:
-        gen("--hw", "dgx-h100", "--profile", "training", "--os", name, "-o", str(root / name))
-    return {name: root / name for name in NEW}
+    made = {name: ("training", root / name) for name in NEW}
+    made |= {f"{name}{K8S}": ("training-k8s", root / f"{name}{K8S}") for name in CONTAINERD_2}
+    for name, (profile, out) in made.items():
+        gen(
+            "--hw", "dgx-h100", "--profile", profile, "--os", name.removesuffix(K8S), "-o", str(out)
+        )
+    return {name: out for name, (_, out) in made.items()}
 
 
 @pytest.mark.parametrize(("name", "key"), NEW.items())
@@ -242,6 +261,7 @@ def test_the_real_consumers_accept_the_new_distributions_bundles(
     table."""
     (check,) = [v for v in tools.VALIDATORS if v.name == validator]
     judged = [bundles[name] for name in ("ubuntu-26.04", "rhel-10", "amazon-linux-2023")]
+    judged += [bundles[f"{name}{K8S}"] for name in CONTAINERD_2]
     try:
         verdict = check.run_many(judged)
     except MissingTool as missing:

@@ -98,6 +98,8 @@ DISTRO_COMBINATIONS = [
 DISTRO_COMBINATIONS += [
     ("dgx-h100", "inference", distro) for distro in ("ubuntu-26.04", "rhel-10", "amazon-linux-2023")
 ]
+# a Kubernetes node on a containerd 2 target: the version 3 drop-in and kubelet's file
+DISTRO_COMBINATIONS += [("dgx-h100", "training-k8s", "ubuntu-26.04")]
 
 
 def distro_changed(system: str, profile: str, distro: str) -> list[str]:
