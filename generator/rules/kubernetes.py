@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.model.cpulist import compress_cpus, expand_cpus
+from generator.model.cpulist import expand_cpus
 from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, kubelet_field, note, rule
-from generator.rules.irq import housekeeping_cpus, online_cpus, pin_assignments, smt_off
+from generator.rules.irq import pin_assignments, smt_off
 
 # The EKS AMI's kube-reserved memory: 11 MiB per pod kubelet admits (maxPods) + 255 MiB.
 RESERVED_MI_PER_POD = 11
@@ -87,62 +87,50 @@ def online_cpu_count(facts: Facts, profile: Profile) -> int:
     return facts.cpu.physical_cores if smt_off(facts, profile) else facts.cpu.logical_cpus
 
 
-def reserved_cpus(facts: Facts, profile: Profile) -> list[int] | None:
-    """Whole physical cores from CPU 0 on, with their online SMT siblings, covering the EKS tiers
-    for kube-reserved plus the same again for system-reserved; never fewer than the housekeeping
-    core the IRQ pinning keeps free (irq.housekeeping_cpus). None when threads_per_core is not
-    known: a list would be sized for a machine the tool guessed.
+def reserved_cpu_count(facts: Facts, profile: Profile) -> int | None:
+    """How many CPUs kubelet keeps for the system: whole online cores covering the EKS tiers for
+    kube-reserved plus the same again for system-reserved, at least one core. None when
+    threads_per_core is not known: a count of whole cores would be sized for a guessed machine.
 
-    Every CPU is one the booted plan keeps online and schedulable: kubelet exits when the list
-    is not a subset of the online CPUs ("reserved-cpus: ... is not a subset of online-cpus",
-    cmd/kubelet/app/server.go getReservedCPUs), so with nosmt (irq.smt_off) the siblings are
-    left out, and a core holding an isolcpus CPU is skipped (no system daemon runs there).
+    A count, never a list: which CPUs form a core or a node is the firmware's numbering, which
+    the hardware file does not hold (Linux's usual order numbers each core's first thread first,
+    others number siblings next to each other or CPUs round-robin across sockets). kubelet's
+    static CPU manager, given kubeReserved + systemReserved cpu and no reservedSystemCPUs,
+    reserves that many CPUs itself from the booted machine's topology, whole cores from the
+    low-numbered ones ("with 8 CPUs and HT enabled, numReservedCPUs=2 gives {0,4}": CPU 0's
+    core; pkg/kubelet/cm/cpumanager/policy_static.go NewStaticPolicy, takeByTopology), online
+    by construction (cadvisor lists the online CPUs). With nosmt (irq.smt_off) a core is one
+    CPU. kubelet does not read isolcpus: the cpu_manager rule notes it where one is set.
     """
     if not facts.cpu.threads_known:
         return None
     threads = 1 if smt_off(facts, profile) else facts.cpu.threads_per_core
     needed = -(-2 * reserved_cpu_milli(online_cpu_count(facts, profile)) // 1000)
-    isolated = isolated_cpus(profile)
-
-    def core_cpus(core: int) -> set[int]:
-        return {core + thread * facts.cpu.physical_cores for thread in range(threads)}
-
-    wanted = max(1, -(-int(needed) // threads))
-    cores = [core for core in range(facts.cpu.physical_cores) if not core_cpus(core) & isolated]
-    cpus = online_cpus(facts, profile, sorted(housekeeping_cpus(facts))) - isolated
-    for core in cores[:wanted]:
-        cpus |= core_cpus(core)
-    return sorted(cpus)
+    return max(1, -(-int(needed) // threads)) * threads
 
 
-def _reserved_cpus_reason(facts: Facts, profile: Profile) -> str:
-    reason = (
-        "whole cores from CPU 0 on with their SMT siblings, starting with the "
-        "housekeeping core the IRQ pinning keeps free; "
-        "sized to the EKS kube-reserved CPU tiers plus as much for the system "
-        f"({2 * reserved_cpu_milli(online_cpu_count(facts, profile)):.0f}m for "
-        f"{online_cpu_count(facts, profile)} online CPUs); it replaces "
-        "the cpu of kubeReserved and systemReserved"
+def _reserved_count_reason(facts: Facts, profile: Profile, count: int) -> str:
+    threads = 1 if smt_off(facts, profile) else facts.cpu.threads_per_core
+    online = online_cpu_count(facts, profile)
+    return (
+        f"half of {count} CPUs, {count // threads} whole core(s) of {threads} thread(s): the "
+        "EKS kube-reserved CPU tiers plus as much for the system "
+        f"({2 * reserved_cpu_milli(online):.0f}m for {online} online CPUs), rounded up to whole "
+        "cores; kubelet's static CPU manager reserves that many CPUs itself, whole cores from "
+        "the low-numbered ones of the booted machine (policy_static.go NewStaticPolicy, "
+        "takeByTopology), so no reservedSystemCPUs list assumes how the firmware numbers CPUs"
     )
-    if smt_off(facts, profile):
-        reason += (
-            "; no SMT sibling, which nosmt keeps offline: kubelet exits when a reserved CPU "
-            "is not online (getReservedCPUs)"
-        )
-    if isolated_cpus(profile):
-        reason += "; no core of the isolcpus CPUs, where the scheduler runs no daemon"
-    return reason
 
 
 @rule("kubernetes.cpu-manager")
 def cpu_manager(facts: Facts, profile: Profile) -> Output:
-    """Exclusive cores for Guaranteed pods, the housekeeping core kept for the system.
+    """Exclusive cores for Guaranteed pods, the first cores kept for the system.
 
-    With threads_per_core unknown no CPU list is written: kubeReserved and systemReserved get
-    cpu quantities instead, and the static policy picks that many CPUs itself, from the
-    low-numbered cores of the machine as it booted (cpumanager policy_static.go
-    NewStaticPolicy: ``takeByTopology(allCPUs, numReservedCPUs)`` when reservedSystemCPUs is
-    empty; cpu_manager.go refuses the static policy a zero cpu reservation).
+    The reservation is a cpu quantity (kubeReserved + systemReserved), never a
+    reservedSystemCPUs list: kubelet picks the CPUs from the node's own topology
+    (reserved_cpu_count). With threads_per_core unknown the quantities are the EKS tiers
+    unrounded, and kubelet reserves their sum rounded up to whole CPUs (cpu_manager.go refuses
+    the static policy a zero cpu reservation).
     """
     if not profile.kubernetes:
         return
@@ -152,24 +140,26 @@ def cpu_manager(facts: Facts, profile: Profile) -> Output:
         "Guaranteed pods with integer CPU requests get exclusive cores: no "
         "time-slicing with other pods next to the data loaders that feed the GPUs",
     )
-    cpus = reserved_cpus(facts, profile)
-    if cpus is None:
-        milli = reserved_cpu_milli(facts.cpu.logical_cpus)
-        for field in ("kubeReserved/cpu", "systemReserved/cpu"):
-            yield kubelet_field(
-                field,
-                f"{milli:.0f}m",
-                "the EKS kube-reserved CPU tiers for the CPUs the file states; threads_per_core "
-                "is not known, so no reservedSystemCPUs list is sized for a guessed machine: "
-                "kubelet's static CPU manager reserves that many CPUs itself from the "
-                "low-numbered cores of the booted machine, online by construction "
-                "(policy_static.go NewStaticPolicy, takeByTopology)",
-            )
-    else:
-        yield kubelet_field(
-            "reservedSystemCPUs", compress_cpus(cpus), _reserved_cpus_reason(facts, profile)
+    count = reserved_cpu_count(facts, profile)
+    if count is None:
+        milli = f"{reserved_cpu_milli(facts.cpu.logical_cpus):.0f}m"
+        why = (
+            "the EKS kube-reserved CPU tiers for the CPUs the file states; threads_per_core "
+            "is not known, so no count is rounded to whole cores of a guessed machine: "
+            "kubelet's static CPU manager reserves that many CPUs itself from the "
+            "low-numbered cores of the booted machine, online by construction "
+            "(policy_static.go NewStaticPolicy, takeByTopology)"
         )
-
+    else:
+        milli, why = f"{count * 500}m", _reserved_count_reason(facts, profile, count)
+    for field in ("kubeReserved/cpu", "systemReserved/cpu"):
+        yield kubelet_field(field, milli, why)
+    if isolated_cpus(profile):
+        yield note(
+            "kubelet reserves its CPUs from the low-numbered cores without reading isolcpus: "
+            "keep the isolated CPUs off the first cores, or state reservedSystemCPUs for "
+            "this node by an override"
+        )
     if pin_assignments(facts, profile):
         yield note(
             "NIC interrupts are pinned to every CPU of their node but the housekeeping core, "
