@@ -4,7 +4,8 @@ the settings made from it, for the preflight unit to judge at boot.
 Which settings a claim carries is read from the plan itself, not kept beside the rules: a
 setting keyed on an interface (irq pinning, ACS) or naming it or its RDMA device in its value
 (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) or its reason (socket buffers sized from its speed) depends on
-that NIC; a CPU list (IRQ pins, reservedSystemCPUs) on the CPU and NUMA topology; the GPU
+that NIC; a CPU list (an override's) on the CPU and NUMA topology, while a list resolved on the
+node at boot (irq ``local``) depends on the interface alone; the GPU
 actions, NCCL, ACS above GPUs and kubelet's topology and memory managers on the GPUs. Rules say
 in their reasons which facts they used, so the reasons are the provenance read here.
 """
@@ -66,9 +67,19 @@ def cpu_claims(facts: Facts, settings: tuple[Setting, ...], nosmt: bool) -> list
     return claims
 
 
+def resolved_on_node(setting: Setting) -> bool:
+    """An IRQ list irq-affinity reads from the device at boot: no count of the file makes it."""
+    return setting.kind == "irq" and setting.value == "local"
+
+
 def numa_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
     with_cpus = _refs(
-        settings, lambda s: is_cpu_list(s) or is_topology(s) or "NUMA node" in s.reason
+        settings,
+        lambda s: (
+            is_cpu_list(s)
+            or is_topology(s)
+            or ("NUMA node" in s.reason and not resolved_on_node(s))
+        ),
     )
     claims = [Claim("numa.nodes_with_cpus", str(facts.numa_nodes), with_cpus)]
     if facts.memory_only_numa_nodes is not None:
@@ -134,7 +145,7 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
         claims.append(Claim(f"{base}/speed_mbps", str(nic.speed_gbps * 1000), sized))
     if nic.numa_node is not None:
         pinned = _refs(
-            settings, lambda s: s.kind == "irq" and s.key == nic.name and s.value != "local"
+            settings, lambda s: s.kind == "irq" and s.key == nic.name and not resolved_on_node(s)
         )
         claims.append(Claim(f"{base}/numa_node", str(nic.numa_node), pinned))
     if device is not None:
