@@ -19,6 +19,7 @@ from generator.inputs.facts import DiskFacts, Facts, NicFacts
 from generator.model.claims import Claim, setting_ref
 from generator.model.setting import Setting
 from generator.plan.distro import DISTRO_RULE
+from generator.rules.kubernetes import KUBELET_MAX_NUMA_NODES
 
 # NVLink generations whose NVSwitch chips are PCI functions the node shows (LR10 with NVLink 3,
 # LS10 with NVLink 4: open-gpu-kernel-modules src/common/nvswitch/kernel/nvswitch.c device
@@ -73,6 +74,11 @@ def resolved_on_node(setting: Setting) -> bool:
 
 
 def numa_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
+    """The nodes with CPUs; the limit the kubelet file's managers assume of all nodes; the
+    CPU-less nodes where the file states them. A count inferred from the catalog is not claimed:
+    with the NVIDIA driver's CDMM (R580 on) a superchip's memory is no NUMA node at all, and
+    nothing is made from the inferred count but leaving kubelet's managers off, right either way.
+    """
     with_cpus = _refs(
         settings,
         lambda s: (
@@ -82,7 +88,11 @@ def numa_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
         ),
     )
     claims = [Claim("numa.nodes_with_cpus", str(facts.numa_nodes), with_cpus)]
-    if facts.memory_only_numa_nodes is not None:
+    if managed := _refs(settings, is_topology):
+        # what the kubelet file assumes of every node, CPU-less ones too: kubelet refuses its
+        # topology manager above the limit and does not start (kubernetes.topology_managed)
+        claims.append(Claim("numa.nodes_at_most", str(KUBELET_MAX_NUMA_NODES), managed))
+    if facts.memory_only_numa_nodes is not None and not facts.memory_only_inferred:
         without = _refs(settings, lambda s: is_topology(s) or "without CPUs" in s.reason)
         claims.append(Claim("numa.memory_only_nodes", str(facts.memory_only_numa_nodes), without))
     return claims

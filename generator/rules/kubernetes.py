@@ -215,18 +215,43 @@ def gpu_nodes(facts: Facts) -> set[int] | None:
     return {node for group in facts.gpus for node in group.numa_nodes or ()}
 
 
+def numa_count_known(facts: Facts) -> bool:
+    """Whether the plan knows how many NUMA nodes kubelet will count: not where the GPUs are
+    superchips (which show their memory as CPU-less nodes) and neither the file nor hardware_db
+    says how many (facts.memory_only_expected). Elsewhere an unstated count is taken as none;
+    the preflight checks the live count against the limit (claim numa.nodes_at_most)."""
+    return facts.memory_only_numa_nodes is not None or not facts.memory_only_expected
+
+
 def topology_managed(facts: Facts) -> bool:
     """Whether kubelet's topology and memory managers are worth turning on and can start.
 
     Alignment needs two nodes WITH CPUs (facts.is_numa). The start-up limit counts ALL nodes
-    (facts.all_numa_nodes). Above it, max-allowable-numa-nodes would let kubelet start, but
-    every Guaranteed pod's admission then walks every subset of all the nodes: the device
-    manager's and the Static memory manager's hints iterate bitmask.IterateBitMasks over every
-    node (devicemanager/topology_hints.go generateDeviceTopologyHints, memorymanager
+    (facts.all_numa_nodes), CPU-less ones inferred from the catalog where the file omits them
+    (hardware.cpu_less_nodes: a GB200 tray's 4 GPUs x 8); where their count is not known at
+    all (numa_count_known) neither manager is turned on: kubelet does not start with a manager
+    it refuses (topology_manager.go NewManager), and a tray has 34 nodes. Above the limit,
+    max-allowable-numa-nodes would let kubelet start, but every Guaranteed pod's admission
+    then walks every subset of all the nodes: the device manager's and the Static memory
+    manager's hints iterate bitmask.IterateBitMasks over every node
+    (devicemanager/topology_hints.go generateDeviceTopologyHints, memorymanager
     policy_static.go calculateHints), 2^34 masks on a GB200 tray, where kubelet "never reaches
     the Allocate call" (kubernetes/kubernetes PR #135581). So both managers stay off there.
     """
-    return facts.is_numa and facts.all_numa_nodes <= KUBELET_MAX_NUMA_NODES
+    return (
+        facts.is_numa and numa_count_known(facts) and facts.all_numa_nodes <= KUBELET_MAX_NUMA_NODES
+    )
+
+
+def cpu_less_text(facts: Facts) -> str:
+    """How many NUMA nodes have no CPUs, and where that comes from."""
+    if facts.memory_only_inferred:
+        return (
+            f"{facts.memory_only_numa_nodes} without CPUs, inferred from hardware_db "
+            f"({facts.memory_only_inferred} per GPU: the superchips' memory; the file omits "
+            "memory_only_numa_nodes)"
+        )
+    return f"{facts.memory_only_numa_nodes or 0} without CPUs"
 
 
 def topology_policy(facts: Facts, profile: Profile) -> tuple[str, str]:
@@ -279,15 +304,27 @@ def topology_manager(facts: Facts, profile: Profile) -> Output:
         return
     if not facts.is_numa:
         cpu_less = facts.memory_only_numa_nodes
-        also = f" (and {cpu_less} without CPUs, which hold no process)" if cpu_less else ""
+        also = f" (and {cpu_less_text(facts)}, which hold no process)" if cpu_less else ""
         yield note(
             f"one NUMA node with CPUs{also}: every placement is aligned; no topology or "
             "memory manager"
         )
         return
+    if not numa_count_known(facts):
+        yield note(
+            f"{facts.numa_nodes} NUMA nodes with CPUs, and the GPUs are superchips whose memory "
+            "Linux shows as NUMA nodes without CPUs (8 per GPU on GB200), but neither the "
+            "hardware file (memory_only_numa_nodes; gen detect counts them) nor hardware_db says "
+            "how many: no topology or memory manager, which kubelet refuses above "
+            f"{KUBELET_MAX_NUMA_NODES} nodes in all (topologymanager NewManager), and a node "
+            "whose kubelet refuses one does not start. Pods are admitted unaligned; bind them "
+            "with the GPUs' CPU nodes (gpus[].numa_nodes) in the pod spec"
+        )
+        return
     if not topology_managed(facts):
         yield note(
-            f"{facts.all_numa_nodes} NUMA nodes ({facts.numa_nodes} with CPUs): no topology or "
+            f"{facts.all_numa_nodes} NUMA nodes ({facts.numa_nodes} with CPUs, "
+            f"{cpu_less_text(facts)}): no topology or "
             f"memory manager. kubelet refuses either above {KUBELET_MAX_NUMA_NODES} nodes "
             "(topologymanager NewManager, counting nodes without CPUs), and "
             "max-allowable-numa-nodes (KEP-4622) only lifts that refusal: each Guaranteed "

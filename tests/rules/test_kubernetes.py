@@ -197,7 +197,7 @@ CASES: tuple[Case, ...] = (
         hw={**DGX, "memory_only_numa_nodes": 32},
         intent="training",
         knobs=K8S,
-        note="34 NUMA nodes (2 with CPUs): no topology or memory manager",
+        note="34 NUMA nodes (2 with CPUs, 32 without CPUs): no topology or memory manager",
     ),
     Case(
         "topology-cpu-less-nodes-within-the-limit",
