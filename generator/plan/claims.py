@@ -51,9 +51,15 @@ def is_topology(setting: Setting) -> bool:
     return setting.kind == "kubelet" and setting.key.startswith(TOPOLOGY_FIELDS)
 
 
+def is_cpu_count(setting: Setting) -> bool:
+    """kubelet's CPU reservation: sized from the online CPUs, rounded to whole cores."""
+    return setting.kind == "kubelet" and setting.key.endswith("Reserved/cpu")
+
+
 def cpu_claims(facts: Facts, settings: tuple[Setting, ...], nosmt: bool) -> list[Claim]:
-    """Sockets, cores, threads and the online CPUs: every CPU list is made of them."""
-    depends = _refs(settings, is_cpu_list)
+    """Sockets, cores, threads and the online CPUs: every CPU list is made of them, and the
+    count of whole cores kubelet reserves."""
+    depends = _refs(settings, lambda s: is_cpu_list(s) or is_cpu_count(s))
     cpu = facts.cpu
     claims = [
         Claim("cpu.sockets", str(cpu.sockets), depends),
