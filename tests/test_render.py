@@ -331,7 +331,7 @@ def test_kubelet_integer_fields_are_written_as_integers() -> None:
 
 def test_irq_interfaces_reach_the_script_as_data(full: dict[str, str]) -> None:
     pins = [line for line in full[IRQ_DATA].splitlines() if line.startswith("pin\t")]
-    assert pins == ["pin\tens1f0np0\tlocal", "pin\tibp24s0\tlocal"]
+    assert pins == ["pin\tens1f0np0\t1-27,57-83", "pin\tibp24s0\t28-55,84-111"]
 
 
 @pytest.mark.parametrize("path", DATA_FILES)
