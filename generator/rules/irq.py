@@ -45,7 +45,9 @@ def online_cpus(facts: Facts, profile: Profile, cpus: list[int]) -> set[int]:
 
 
 def irq_cpus(facts: Facts, profile: Profile, node: int | None) -> str:
-    """The node's online CPUs (every CPU when the node is unknown) without the first core."""
+    """The node's online CPUs (every CPU when the node is unknown) without the first core, in
+    Linux's usual numbering: read for whether any is left (_pin_value), never written out, since
+    which CPUs they are is the node's own numbering."""
     nodes = [node] if node is not None else range(facts.numa_nodes)  # nodes WITH CPUs
     cpus = [cpu for n in nodes for cpu in facts.cpus_of_node(n)]
     return compress_cpus(online_cpus(facts, profile, cpus) - housekeeping_cpus(facts))
