@@ -328,7 +328,7 @@ def test_kubelet_integer_fields_are_written_as_integers() -> None:
     document = yaml.safe_load(text)
     assert document["maxPods"] == 110
     assert document["kubeReserved"]["memory"] == "1465Mi"  # 11Mi x 110 + 255Mi
-    assert isinstance(document["reservedSystemCPUs"], str)
+    assert document["kubeReserved"]["cpu"] == "1000m"  # a quantity is a string, never 1000
 
 
 def test_irq_interfaces_reach_the_script_as_data(full: dict[str, str]) -> None:

@@ -81,6 +81,9 @@ class GpuModel(StrictModel):
     # fabric manager; the host shares GPU memory across trays through IMEX.
     multi_node_nvlink: bool = False
     ecc_default_on: bool | None = None
+    # A superchip's GPU memory as Linux shows it without the driver's CDMM: this many NUMA nodes
+    # without CPUs per GPU (GH200, GB200: 8). None: not known here (or not a superchip).
+    cpu_less_numa_nodes: Annotated[int, Field(ge=0, le=64)] | None = None
     # AMD Instinct: xGMI (Infinity Fabric) links to peer GPUs on its 8-GPU baseboard; the compute
     # (accelerator) and memory (NPS) partition modes amd-smi sets (amd-smi set --compute-partition /
     # --memory-partition). None: not known here; NVIDIA models leave them empty.
@@ -93,6 +96,12 @@ class GpuModel(StrictModel):
     @property
     def supports_mig(self) -> bool:
         return bool(self.mig_max_instances)
+
+    @property
+    def is_superchip(self) -> bool:
+        """CPU and GPU in one package, the GPU's memory coherent with the CPU's over NVLink-C2C
+        (GH200, GB200, GB300): Linux shows that memory as NUMA nodes without CPUs."""
+        return self.form_factor == "superchip"
 
 
 class NicModel(StrictModel):

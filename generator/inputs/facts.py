@@ -113,8 +113,15 @@ class Facts(NamedTuple):
     nics: tuple[NicFacts, ...]
     disks: tuple[DiskFacts, ...]
     os: OsFacts
-    # NUMA nodes WITHOUT CPUs (Grace GPU memory, CXL); None: the hardware file does not say
+    # NUMA nodes WITHOUT CPUs (Grace GPU memory, CXL); None: neither the hardware file nor
+    # the catalog says (cpu_less_numa_nodes)
     memory_only_numa_nodes: int | None = None
+    # how memory_only_numa_nodes was inferred from the catalog where the file omits it
+    # ("4 GB200 x 8"); "": stated in the file, or not known
+    memory_only_inferred: str = ""
+    # the GPUs are superchips, whose memory Linux shows as NUMA nodes without CPUs: True also
+    # where how many is not known (memory_only_numa_nodes None)
+    memory_only_expected: bool = False
 
     @property
     def gpu_count(self) -> int:

@@ -502,8 +502,25 @@ def resolve_facts(
         tuple(nics),
         disks,
         os_facts,
-        spec.memory_only_numa_nodes,
+        *cpu_less_nodes(spec.memory_only_numa_nodes, gpus),
+        any(group.model.is_superchip for group in gpus),
     )
+
+
+def cpu_less_nodes(stated: int | None, gpus: tuple[GpuGroup, ...]) -> tuple[int | None, str]:
+    """The NUMA nodes without CPUs: as stated, else inferred from the superchip GPUs' catalog
+    count (GpuModel.cpu_less_numa_nodes per GPU), with how ("4 GB200 x 8"); (None, "") where
+    the file omits it and a superchip's count is not in the catalog, or there is no superchip
+    (a CXL expander's nodes are nowhere in the catalog). The same superchip form factor keys
+    memory.numa-balancing (memory.coherent_gpu_models)."""
+    superchips = [group for group in gpus if group.model.is_superchip]
+    if stated is not None or not superchips:
+        return stated, ""
+    if any(group.model.cpu_less_numa_nodes is None for group in superchips):
+        return None, ""
+    counts = [(group, group.model.cpu_less_numa_nodes or 0) for group in superchips]
+    how = ", ".join(f"{group.count} {group.model.key} x {per_gpu}" for group, per_gpu in counts)
+    return sum(group.count * per_gpu for group, per_gpu in counts), how
 
 
 def load_facts(reference: str, catalog: Catalog, os_name: str | None = None) -> tuple[Facts, Path]:
