@@ -15,6 +15,7 @@ import click
 
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
+from generator.commands.distro_option import matrix_os_option, os_option
 from generator.commands.usage import JsonUsageErrors
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
@@ -42,17 +43,6 @@ PROFILE_HELP = (
     "Workload profile: a file (a value with a / or ending in .yaml/.yml), or else "
     "the name of a shipped profile (see `gen list`)."
 )
-
-
-OS_HELP = (
-    "Target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9; rocky-8, "
-    "almalinux-8, rocky-9 and almalinux-9 are aliases), over the hardware file's os.distro. "
-    "Without either the bundle is portable and uses no distribution's defaults."
-)
-
-
-def os_option(func: F) -> F:
-    return click.option("--os", "os_name", metavar="DISTRO", help=OS_HELP)(func)
 
 
 def reports_errors(func: F) -> F:
@@ -131,7 +121,8 @@ def cloud_init_options(func: F) -> F:
     type=PATH,
     metavar="DIR",
     help="A site catalog read beside the shipped hardware_db/, for every command: gpus/, nics/, "
-    "cpus/ and systems/ as there, same schema; its entries add models and systems, never "
+    "cpus/, systems/ and distros/ as there, same schema; its entries add models, systems and "
+    "distributions (a distribution table may start from a shipped one with extends:), never "
     f"redefine a shipped one. Default: ${SITE_CATALOG_ENV}, else none.",
 )
 @click.version_option(__version__, prog_name=TOOL)
@@ -361,7 +352,7 @@ def diff(
     default=Path("out"),
     show_default=True,
     metavar="DIR",
-    help="Root directory; each bundle goes to DIR/<hardware>-<profile>/.",
+    help="Root directory; each bundle goes to DIR/<hardware>-<profile>/ (-<distro> with --os).",
 )
 @click.option(
     "-j",
@@ -381,7 +372,7 @@ def diff(
     "(a Markdown report for a pull request on stdout).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
-@os_option
+@matrix_os_option
 @cloud_init_options
 @click.pass_context
 @reports_errors
@@ -395,7 +386,7 @@ def matrix(
     jobs: int | None,
     check_dir: Path | None,
     as_json: bool,
-    os_name: str | None,
+    os_names: tuple[str, ...],
     cloud_init_reboot: bool,
     cloud_init_parts: tuple[Path, ...],
 ) -> None:
@@ -404,6 +395,8 @@ def matrix(
     \b
       gen matrix --hw dgx-a100 --hw dgx-h100 --profile training -o out/
       gen matrix --all-systems --all-profiles
+      gen matrix --hw dgx-h100 --profile training --os ubuntu-24.04 --os rhel-9
+      gen matrix --all-systems --profile inference --os all
 
     Each bundle is written atomically; a failed combination does not stop the others, and one
     that would write the same directory as an earlier one fails instead of overwriting it.
@@ -432,7 +425,7 @@ def matrix(
         all_systems=all_systems,
         all_profiles=all_profiles,
         jobs=jobs,
-        os_name=os_name,
+        os_names=os_names,
         cloud_init_reboot=cloud_init_reboot,
         cloud_init_parts=cloud_init_parts,
     )

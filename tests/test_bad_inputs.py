@@ -22,7 +22,7 @@ EXPECTED = {
     "cpu-unknown.yaml": "cpu.model: unknown CPU model",
     "distro-shell.yaml": "os.distro: invalid value",
     "distro-unknown.yaml": (
-        "os.distro: unknown distribution 'centos-7' (known: almalinux-8, almalinux-9,"
+        "os.distro: unknown distribution 'centos-7' (known: almalinux-10, almalinux-8,"
     ),
     "duplicate-keys.yaml": "line 3, column 1: invalid YAML: duplicate key 'memory_gib'",
     "gpu-count-billion.yaml": "gpus[0].count:",

@@ -205,6 +205,13 @@ def test_check_follows_os(tmp_path):
     assert gen(*args, "--os", "debian-12", "-o", str(tmp_path))[0] == 0
     assert gen(*args, "--os", "debian-12", "--check", str(tmp_path))[0] == 0
     code, out, _ = gen(*args, "--os", "rhel-9", "--check", str(tmp_path))
+    assert code == 1 and "`l4-inference-inference-rhel-9` | missing" in out, out
+    assert "`l4-inference-inference-debian-12` | extra" in out, out
+    # the debian-12 bundle under rhel-9's name: its content follows --os too
+    (tmp_path / "l4-inference-inference-debian-12").rename(
+        tmp_path / "l4-inference-inference-rhel-9"
+    )
+    code, out, _ = gen(*args, "--os", "rhel-9", "--check", str(tmp_path))
     assert code == 1 and "| stale |" in out
     code, _, err = gen(*args, "--os", "beos-5", "--check", str(tmp_path))
     assert code == 2 and err.count("\n") == 1, err

@@ -55,8 +55,14 @@ def run_gate(repo: Path) -> tuple[str, str]:
     output, summary = repo / "github-output", repo / "step-summary"
     output.write_text("")
     summary.write_text("")
+    # the workflow's env: (DISTROS), which the runner gives every step
+    workflow_env = {k: str(v) for k, v in yaml.safe_load(WORKFLOW.read_text())["env"].items()}
     result = bash(
-        gate_step()["run"], repo, GITHUB_OUTPUT=str(output), GITHUB_STEP_SUMMARY=str(summary)
+        gate_step()["run"],
+        repo,
+        **workflow_env,
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(summary),
     )
     assert result.returncode == 0, result.stderr  # the step itself never fails: later ones do
     (status,) = re.findall(r"^status=(\d+)$", output.read_text(), re.MULTILINE)
@@ -77,19 +83,23 @@ def test_the_gate_fails_until_the_update_runs_then_passes_then_catches_a_change(
     assert status == "2"  # no bundles/ yet: bad input, nothing compared
     update = bash(readme_command("-o bundles"), repo)
     assert update.returncode == 0, update.stdout + update.stderr
+    # one bundle per distribution, named after it (issue 37: before, one run made one form)
     assert sorted(p.name for p in (repo / "bundles").iterdir()) == [
-        "serving-l4-serving",
-        "serving-l40s-serving",
+        "serving-l4-serving-rhel-9",
+        "serving-l4-serving-ubuntu-24.04",
+        "serving-l40s-serving-rhel-9",
+        "serving-l40s-serving-ubuntu-24.04",
     ]
     status, report = run_gate(repo)
     assert status == "0", report
-    assert "2 current, 0 version-only, 0 stale, 0 missing, 0 extra." in report
+    assert "4 current, 0 version-only, 0 stale, 0 missing, 0 extra." in report
 
     profile = repo / "profiles" / "serving.yaml"
     profile.write_text(profile.read_text().replace("thp: madvise", "thp: never"))
     status, report = run_gate(repo)
     assert status == "1"
-    assert "| `serving-l4-serving` | stale |" in report
+    assert "| `serving-l4-serving-rhel-9` | stale |" in report
+    assert "| `serving-l4-serving-ubuntu-24.04` | stale |" in report
     assert "| ~ | kernel-arg | `transparent_hugepage` | `madvise` | `never` |" in report
     # the README's own gate command agrees with the workflow's
     assert bash(readme_command("--check bundles"), repo).returncode == 1

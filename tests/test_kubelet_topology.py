@@ -31,9 +31,8 @@ from generator.inputs.catalog import load_catalog
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.profile import Profile, load_profile
-from generator.model.cpulist import expand_cpus
 from generator.plan.build import build_plan
-from generator.rules.irq import online_cpus
+from generator.rules.irq import online_cpus, smt_off
 from generator.rules.kubernetes import reserved_memory_mi
 
 # generator/rules/kubernetes.py POD_SHAPES, restated so the test runs against any rule version
@@ -62,8 +61,25 @@ def gpu_nodes(facts: Facts) -> tuple[int, ...]:
     return tuple(nodes)
 
 
+def kubelet_reserved_cpus(
+    facts: Facts, profile: Profile, kubelet: dict[str, str]
+) -> frozenset[int]:
+    """The CPUs kubelet's static policy reserves for kubeReserved + systemReserved cpu (their
+    sum rounded up, policy_static.go NewStaticPolicy: takeByTopology), whole cores from the
+    low-numbered ones, in the model's numbering (Facts.cpus_of_node)."""
+    milli = sum(
+        int(kubelet[f"{part}/cpu"].removesuffix("m")) for part in ("kubeReserved", "systemReserved")
+    )
+    count = -(-milli // 1000)
+    threads = 1 if smt_off(facts, profile) else facts.cpu.threads_per_core
+    cores = facts.cpu.physical_cores
+    return frozenset(
+        sorted(c + t * cores for c in range(-(-count // threads)) for t in range(threads))[:count]
+    )
+
+
 def machine_of(facts: Facts, profile: Profile, kubelet: dict[str, str]) -> Machine:
-    reserved = frozenset(expand_cpus(kubelet.get("reservedSystemCPUs", "")))
+    reserved = kubelet_reserved_cpus(facts, profile, kubelet)
     per_node_gib = (
         facts.memory_gib - reserved_memory_mi(facts, profile) // 1024
     ) // facts.numa_nodes

@@ -32,7 +32,6 @@ from generator.errors import GenerationError, InputError
 from generator.inputs.facts import Facts
 from generator.inputs.load import load_inputs
 from generator.inputs.profile import Profile
-from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.model.setting import SETTING_KINDS, Plan, Setting
 from generator.plan import build as plan
 from generator.plan import checks
@@ -167,11 +166,7 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
         max(tcp_speeds, default=0) >= 10
     )
     pins = settings_of(built, "irq")
-    for cpus in pins.values():
-        assert cpus == "local" or cpus == compress_cpus(expand_cpus(cpus))
-    assert {
-        name: cpus if cpus == "local" else set(expand_cpus(cpus)) for name, cpus in pins.items()
-    } == expected_pins(facts_, profile_)
+    assert pins == expected_pins(facts_, profile_)
     services = settings_of(built, "service")
     assert (services.get("irqbalance.service") == "disable") == bool(pins)
     left_to_kernel = any(LEFT_TO_KERNEL in note.text for note in built.notes)
@@ -190,33 +185,31 @@ def first_core(facts_: Facts) -> set[int]:
     return {thread * facts_.cpu.physical_cores for thread in range(facts_.cpu.threads_per_core)}
 
 
-def expected_pins(facts_: Facts, profile_: Profile) -> dict[str, set[int] | str]:
-    """With irq=pin, every RDMA or >= 100 Gbit/s NIC on its node's online CPUs (with nosmt, no
-    sibling), never the first core; "local" (resolved at boot) without a node or a known
-    threads_per_core; a NIC left with no CPU is not pinned, and then none is."""
+def expected_pins(facts_: Facts, profile_: Profile) -> dict[str, str]:
+    """With irq=pin, every RDMA or >= 100 Gbit/s NIC "local": its list is the device's
+    local_cpulist on the node less the first core and offline CPUs, never one made from an
+    assumed numbering; a NIC whose node, as described, has no CPU but the first core is not
+    pinned, and then none is."""
     if profile_.irq != "pin":
         return {}
-    pins: dict[str, set[int] | str] = {}
+    pins: dict[str, str] = {}
     everything = set(range(facts_.cpu.logical_cpus)) - first_core(facts_)
     if profile_.smt == "disable" and facts_.cpu.arch == "x86_64":  # nosmt is x86 only
         everything &= set(range(facts_.cpu.physical_cores))
     for nic_ in facts_.nics:
         if not (nic_.rdma or (nic_.speed_gbps or 0) >= 100):
             continue
-        if nic_.numa_node is None or not facts_.cpu.threads_known:
-            pins[nic_.name] = "local" if everything or not facts_.cpu.threads_known else set()
-            continue
-        pins[nic_.name] = set(facts_.cpus_of_node(nic_.numa_node)) & everything
+        node = set(facts_.cpus_of_node(nic_.numa_node)) if nic_.numa_node is not None else None
+        some = everything if node is None else node & everything
+        pins[nic_.name] = "local" if some or not facts_.cpu.threads_known else ""
     return pins if all(pins.values()) else {}
 
 
 def test_dgx_h100_inference_spot_values() -> None:
     """The issue's own examples, on the reference machine."""
     _, _, built = shipped("dgx-h100", "inference")
-    assert (
-        settings_of(built, "irq")["ibp24s0"] == "1-55,113-167"
-    )  # node 0 less CPU 0 and its sibling 112
-    assert settings_of(built, "irq")["ibp154s0"] == "56-111,168-223"
+    # every list is the device's own, read at boot: never the usual numbering assumed here
+    assert settings_of(built, "irq")["ibp24s0"] == settings_of(built, "irq")["ibp154s0"] == "local"
     assert (
         settings_of(built, "gpu")["clocks"] == "reset"
     )  # boost: the lock is inference-latency's opt-in, an earlier one is reset
@@ -241,12 +234,9 @@ def test_dgx_h100_inference_spot_values() -> None:
 
 
 def test_amd_shipped_spot_values() -> None:
-    """EPYC: no Intel bias register; NPS4 nodes less the first core (0 and its sibling)."""
+    """EPYC: no Intel bias register; NIC lists resolved at boot, with a node or without."""
     _, _, a100 = shipped("dgx-a100", "inference")
-    assert (
-        settings_of(a100, "irq")["ib8"] == "1-15,129-143"
-    )  # node 0 of 8, first core 0/128 left out
-    assert settings_of(a100, "irq")["ib0"] == "local"  # no numa_node: resolved at boot
+    assert settings_of(a100, "irq")["ib8"] == settings_of(a100, "irq")["ib0"] == "local"
     _, _, epyc = shipped("hgx-h100-epyc", "inference")
     assert "cpu.energy_perf_bias" not in settings_of(epyc, "tuned")
     assert settings_of(epyc, "irq")["ib0"] == "local"
@@ -1088,27 +1078,33 @@ ISOLATED_HW = {**DUAL_XEON, "nics": [rdma_compute("ibp24s0", numa=0)]}
 
 
 def test_isolcpus_over_the_pinned_irq_cpus_is_refused_naming_both() -> None:
-    """Failed on main: isolcpus=4-55 was accepted while ibp24s0's interrupts stayed on 1-55."""
+    """Failed on main: isolcpus=4-55 was accepted while ibp24s0's interrupts stayed on 1-55
+    (a list stated by an override; the rule's own lists are resolved at boot)."""
     with pytest.raises(InputError) as raised:
-        plan_with(override("kernel-arg", "isolcpus", "4-55"), hw=ISOLATED_HW)
+        plan_with(
+            override("kernel-arg", "isolcpus", "4-55"),
+            override("irq", "ibp24s0", "1-55"),
+            hw=ISOLATED_HW,
+        )
     message = str(raised.value)
     assert "isolcpus=4-55 isolates CPUs 4-55" in message and "ibp24s0" in message
 
 
 def test_isolcpus_flags_are_read_and_disjoint_cpus_pass() -> None:
-    pinned = plan_with(hw=ISOLATED_HW).get("irq", "ibp24s0")
-    assert pinned is not None
-    outside = max(expand_cpus(pinned.value)) + 1
     built = plan_with(
-        override("kernel-arg", "isolcpus", f"managed_irq,domain,{outside}"), hw=ISOLATED_HW
+        override("kernel-arg", "isolcpus", "managed_irq,domain,56"),
+        override("irq", "ibp24s0", "1-55"),
+        hw=ISOLATED_HW,
     )
     assert built.get("kernel-arg", "isolcpus") is not None
+    assert not any(w.check == "irq-isolated" for w in built.warnings)
 
 
 def test_isolcpus_next_to_a_list_resolved_at_boot_is_a_warning() -> None:
-    hw = {**DUAL_XEON, "nics": [rdma_compute("ibp24s0", numa=None)]}
-    built = plan_with(override("kernel-arg", "isolcpus", "4-55"), hw=hw)
-    assert any(w.check == "irq-isolated" and "ibp24s0" in w.text for w in built.warnings)
+    for numa in (None, 0):  # every list the rule makes is resolved at boot
+        hw = {**DUAL_XEON, "nics": [rdma_compute("ibp24s0", numa=numa)]}
+        built = plan_with(override("kernel-arg", "isolcpus", "4-55"), hw=hw)
+        assert any(w.check == "irq-isolated" and "ibp24s0" in w.text for w in built.warnings)
 
 
 def test_a_ratio_override_next_to_the_rules_byte_limit_is_refused() -> None:

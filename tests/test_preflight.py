@@ -148,17 +148,17 @@ def test_three_differences_are_three_mismatches_and_nothing_else(
         in output
     )
 
-    # the IRQ unit pins nothing by a wrong claim: the renamed NIC is skipped, and so is every
-    # NIC whose CPU list was made from the wrong NUMA node count
+    # the IRQ unit pins nothing by a wrong claim: the renamed NIC is skipped; the others' lists
+    # are read from their devices, which no NUMA node count of the file changes
     status, output = run_script("irq-affinity", made / in_overlay(layout.IRQ_DATA), tree)
     assert status == 0, output
     (skipped,) = [
         line for line in output.splitlines() if line.startswith("goldtune-irq-affinity: ibp99s0")
     ]
     assert skipped == (
-        "goldtune-irq-affinity: ibp99s0: skipped: preflight: "
-        "numa.nodes_with_cpus, nic/ibp99s0/present differ"
+        "goldtune-irq-affinity: ibp99s0: skipped: preflight: nic/ibp99s0/present differs"
     )
+    assert "ibp64s0: skipped" not in output
     assert "ibp99s0: no such interface" not in output
 
     # the GPU unit changes no GPU: these are not the GPUs the plan was made for (no nvidia-smi
@@ -354,13 +354,16 @@ def test_unknown_claims_are_not_made() -> None:
     assert {"cpu.sockets", "gpu.count", "nvswitch", "nic/ib0/present"} <= names
 
 
-def test_a_pinned_cpu_list_depends_on_the_numa_claims() -> None:
+def test_a_cpu_list_resolved_on_the_node_depends_on_no_numa_claim() -> None:
+    """Every NIC's list is read from its device at boot ("local"): a wrong NUMA count or node
+    in the file makes no pin wrong, so none is skipped for it; only the interface's name is
+    claimed for it. On main ib8's list was made from its node and depended on both."""
     inputs = load_inputs("dgx-a100", "training")
     claims = {c.name: c for c in build_plan(inputs.facts, inputs.profile).claims}
-    # ib8's list is stated from its NUMA node; ib0's is resolved at boot ("local")
-    assert "irq:ib8" in claims["numa.nodes_with_cpus"].depends
-    assert "irq:ib0" not in claims["numa.nodes_with_cpus"].depends
-    assert claims["nic/ib8/numa_node"].depends == ("irq:ib8",)
+    for nic in ("ib0", "ib8"):
+        assert f"irq:{nic}" not in claims["numa.nodes_with_cpus"].depends
+        assert f"irq:{nic}" in claims[f"nic/{nic}/present"].depends
+    assert claims["nic/ib8/numa_node"].depends == ()
 
 
 # --- verify: the result read back -----------------------------------------------------------------

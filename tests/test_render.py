@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import jinja2
@@ -18,6 +19,7 @@ from conftest import missing_tool
 from plans import DIGESTS, full_plan, minimal_plan, plan_without, setting
 
 from generator.errors import GenerationError
+from generator.model.containerd import CRI_RUNTIME_V2, CRI_RUNTIME_V3
 from generator.model.layout import (
     FIRST_BOOT_SCRIPT,
     compact_in_user_data,
@@ -330,7 +332,7 @@ def test_kubelet_integer_fields_are_written_as_integers() -> None:
     document = yaml.safe_load(text)
     assert document["maxPods"] == 110
     assert document["kubeReserved"]["memory"] == "1465Mi"  # 11Mi x 110 + 255Mi
-    assert isinstance(document["reservedSystemCPUs"], str)
+    assert document["kubeReserved"]["cpu"] == "1000m"  # a quantity is a string, never 1000
 
 
 def test_irq_interfaces_reach_the_script_as_data(full: dict[str, str]) -> None:
@@ -663,3 +665,22 @@ def test_the_tuned_table_is_what_its_script_reads_from_the_installed_tuned() -> 
         check=True,
     )
     assert made.stdout == table.read_text()
+
+
+def test_a_containerd_2_plan_renders_a_version_3_drop_in() -> None:
+    """The drop-in's version follows its tables: version 3 for the CRI runtime plugin of
+    containerd 2 (generator/model/containerd.py), version 2, byte for byte as before, otherwise.
+    Failed before: the template always wrote `version = 2` over any table."""
+    dropin = "rootfs/etc/containerd/conf.d/90-goldtune.toml"
+    v2 = render_bundle(full_plan())[dropin][0].decode()
+    v3_settings = tuple(
+        s._replace(key=s.key.replace(CRI_RUNTIME_V2, CRI_RUNTIME_V3)) for s in full_plan().settings
+    )
+    v3 = render_bundle(full_plan(settings=v3_settings))[dropin][0].decode()
+    assert tomllib.loads(v2)["version"] == 2 and tomllib.loads(v3)["version"] == 3
+    runtime = tomllib.loads(v3)["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]
+    assert runtime["default_runtime_name"] == "nvidia"
+    assert (
+        v3.replace(CRI_RUNTIME_V3, CRI_RUNTIME_V2).split("\nversion = 3\n")[1]
+        == (v2.split("\nversion = 2\n")[1])
+    )

@@ -85,7 +85,7 @@ def _machine(kernel: str | None, distro: str | None = "rhel-8", **hw: Any) -> An
 @pytest.mark.parametrize(
     ("kernel", "distro", "kept"),
     [
-        (None, "rhel-8", set()),  # no build stated: neither backport confirmed
+        (None, "rhel-8", {"nosmt", "init_on_alloc"}),  # unstated: 8.10's build is assumed
         ("4.18", "rhel-8", set()),  # a bare version says nothing about the build
         ("4.18.0-80.el8", "rhel-8", set()),  # 8.0: nosmt not confirmed there
         ("4.18.0-147.el8", "rocky-8", {"nosmt"}),  # 8.1: nosmt, not yet init_on_alloc
@@ -103,7 +103,7 @@ def test_rhel_8_backports_are_kept_on_the_builds_that_have_them(
     assert {s.key for s in remaining} == kept
     dropped = [n.text for n in notes if " dropped: " in n.text]
     assert len(dropped) == 2 - len(kept)
-    if distro and kernel != RHEL_8_10:
+    if distro and len(kept) < 2:
         # each dropped backport says which release has it and what to state
         assert all("backported it in 4.18.0-" in text for text in dropped), dropped
         assert all("set os.kernel" in text for text in dropped), dropped
@@ -133,9 +133,13 @@ def _kernel_args(bundle: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     ("kernel", "present"),
-    [(None, set()), (RHEL_8_10, {"nosmt", "init_on_alloc=0"})],
+    [
+        (None, {"nosmt", "init_on_alloc=0"}),
+        (RHEL_8_10, {"nosmt", "init_on_alloc=0"}),
+        ("4.18.0-80.el8", set()),
+    ],
 )
-def test_a_rhel_8_bundle_carries_the_backported_arguments_only_for_a_stated_release(
+def test_a_rhel_8_bundle_carries_the_backported_arguments_unless_an_older_build_is_stated(
     kernel: str | None, present: set[str], tmp_path: Path
 ) -> None:
     result = gen(
@@ -149,6 +153,38 @@ def test_a_rhel_8_bundle_carries_the_backported_arguments_only_for_a_stated_rele
     explain = (tmp_path / "bundle" / "EXPLAIN.md").read_text()
     if not present:
         assert "rhel-8 backported it in 4.18.0-305.el8 (8.4)" in explain
+    if kernel is None:  # EXPLAIN.md says which build was assumed and how to state another
+        assert "kept on 4.18.0-553.el8_10 (8.10's kernel), the build rhel-8 plans for" in explain
+        assert "set os.kernel to the release as uname -r prints it" in explain
+
+
+def test_gen_os_rhel_8_keeps_nosmt_and_init_on_alloc(tmp_path: Path) -> None:
+    """Issue 37: `--os rhel-8` with no os.kernel plans for 8.10's kernel, which has both
+    backports. Before, every rhel-8 bundle without os.kernel dropped them."""
+    result = gen(
+        "--hw", "dgx-h100", "--profile", "inference-latency", "--os", "rhel-8",
+        "-o", str(tmp_path),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert {"nosmt", "init_on_alloc=0"} <= _kernel_args(tmp_path)
+
+
+def test_a_kept_backport_on_the_assumed_build_says_so() -> None:
+    _, notes = drop_unavailable([INIT_ON_ALLOC], _machine(None))
+    (note,) = notes
+    assert note.text == (
+        "kernel-arg init_on_alloc kept on 4.18.0-553.el8_10 (8.10's kernel), the build rhel-8 "
+        "plans for when os.kernel is not stated: mainline has it from 5.3, rhel-8 backported it "
+        "in 4.18.0-305.el8; set os.kernel to the release as uname -r prints it to plan for "
+        "another build (an older one leaves it out)"
+    )
+
+
+def test_the_assumed_build_is_the_tables_and_a_stated_kernel_replaces_it() -> None:
+    assert load_distros()["rhel-8"].assumed_release == RHEL_8_10
+    assert _machine(None).os.assumed_release == RHEL_8_10
+    assert _machine("4.18.0-80.el8").os.assumed_release is None
+    assert _machine(None, distro=None).os.assumed_release is None
 
 
 def test_a_rhel_8_bundle_has_no_grub_dropin(tmp_path: Path) -> None:

@@ -94,6 +94,12 @@ DISTRO_COMBINATIONS = [
     for system in ("dgx-h100", "l4-inference")
     for distro in ("ubuntu-22.04", "ubuntu-24.04", "debian-12", "rhel-9")
 ] + [("dgx-h100", "inference", "rhel-8")]  # RHEL 8: kernel 4.18, its backports (issue 27)
+# the 2026 distributions (issue 37), on one system: kernel 7.0 / 6.12 / 6.18, their boot paths
+DISTRO_COMBINATIONS += [
+    ("dgx-h100", "inference", distro) for distro in ("ubuntu-26.04", "rhel-10", "amazon-linux-2023")
+]
+# a Kubernetes node on a containerd 2 target: the version 3 drop-in and kubelet's file
+DISTRO_COMBINATIONS += [("dgx-h100", "training-k8s", "ubuntu-26.04")]
 
 
 def distro_changed(system: str, profile: str, distro: str) -> list[str]:

@@ -149,6 +149,14 @@ def first_boot(
 
 CONTAINERD = "rootfs/etc/containerd/conf.d/90-test.toml"
 CRI_TABLE = '[plugins."io.containerd.grpc.v1.cri".containerd]'
+CRI_V3_TABLE = '[plugins."io.containerd.cri.v1.runtime".containerd]'
+NVIDIA_V3 = (
+    'default_runtime_name = "nvidia"\n'
+    '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+    'runtime_type = "io.containerd.runc.v2"\n'
+    '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n'
+    'BinaryName = "/usr/bin/nvidia-container-runtime"\nSystemdCgroup = true\n'
+)
 DAEMON_JSON = "rootfs/etc/docker/daemon.json"
 KUBELET = "rootfs/etc/kubernetes/kubelet.conf.d/90-test.conf"
 KUBELET_HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
@@ -186,6 +194,21 @@ CASES = [
         "containerd",
         "unknown-key",
         {CONTAINERD: f'version = 2\n{CRI_TABLE}\ndefault_runtime_nam = "nvidia"\n'},
+        "containerd did not take",
+    ),
+    # containerd 2's version 3 form: read by containerd 2 only (1.6 would ignore its plugin ids)
+    Case("containerd", "v3-good", {CONTAINERD: f"version = 3\n{CRI_V3_TABLE}\n{NVIDIA_V3}"}, ""),
+    # version 3 with the version 2 table: nothing migrates it, the NVIDIA runtime is lost
+    Case(
+        "containerd",
+        "v3-with-the-v2-table",
+        {CONTAINERD: f'version = 3\n{CRI_TABLE}\ndefault_runtime_name = "nvidia"\n'},
+        "containerd did not take",
+    ),
+    Case(
+        "containerd",
+        "v3-unknown-key",
+        {CONTAINERD: f'version = 3\n{CRI_V3_TABLE}\ndefault_runtime_nam = "nvidia"\n'},
         "containerd did not take",
     ),
     Case(

@@ -347,6 +347,21 @@ CASES = [
     (("irq", "ib0", "1-3,8"), [("irq", "ib0", "120 1-3,8"), ("irq", "ib0", "121 1,2,3,8")], OK),
     (("irq", "ib0", "1-3"), [("irq", "ib0", "120 1-3"), ("irq", "ib0", "121 0-63")], DIFFERS),
     (("irq", "ib0", "1-3"), [("irq", "ib0", "!absent")], NA),
+    # local: one list for every IRQ, within the device's local_cpulist where collected; the
+    # round-robin node's NIC on node 0 (the even CPUs) with its IRQs on node 0's CPUs is OK,
+    # with them on 0-7 less 0 (what an assumed usual numbering gave) half remote
+    (("irq", "ib0", "local"), [("irq", "ib0", "120 2-7"), ("irq", "ib0", "121 2-7")], OK),
+    (("irq", "ib0", "local"), [("irq", "ib0", "120 2-7"), ("irq", "ib0", "121 1-7")], DIFFERS),
+    (
+        ("irq", "ib0", "local"),
+        [("irq", "ib0", "local-cpus 0,2,4,6"), ("irq", "ib0", "120 2,4,6")],
+        OK,
+    ),
+    (
+        ("irq", "ib0", "local"),
+        [("irq", "ib0", "local-cpus 0,2,4,6"), ("irq", "ib0", "120 1-7")],
+        DIFFERS,
+    ),
     # pcie-acs: judged by the run of its boot unit and what it logged
     (
         ("pcie-acs", "gpus", "off"),

@@ -96,6 +96,25 @@ def test_live_containerd_merged_config() -> None:
     assert live.check_containerd(RUNTIME, snapshot()).verdict == Verdict.NOT_APPLICABLE
 
 
+def test_live_containerd_reads_a_version_3_setting_in_either_dump() -> None:
+    """A containerd 2 target's key (io.containerd.cri.v1.runtime) is found in 2.x's version 3
+    dump, and in 1.x's version 2 dump where install.sh wrote the drop-in as version 2 (an image
+    whose containerd is older than the table says). Failed before: only v2 keys were mapped."""
+    v3_key = planned(
+        "containerd",
+        'plugins."io.containerd.cri.v1.runtime".containerd.default_runtime_name',
+        '"nvidia"',
+    )
+    v3_dump = dump(
+        "version = 3",
+        '[plugins."io.containerd.cri.v1.runtime".containerd]',
+        'default_runtime_name = "nvidia"',
+    )
+    v2_dump = dump("version = 2", f"[{CRI}]", 'default_runtime_name = "nvidia"')
+    assert live.check_containerd(v3_key, snapshot(**v3_dump)).verdict == Verdict.OK
+    assert live.check_containerd(v3_key, snapshot(**v2_dump)).verdict == Verdict.OK
+
+
 DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"
 OURS_LIVE = f"{DROPIN_DIR}/90-goldtune.conf"
 OURS_YAML = (

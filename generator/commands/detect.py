@@ -21,7 +21,6 @@ from generator.detect.driver_amd import MAX_JSON_BYTES, parse_amd_smi, run_amd_s
 from generator.detect.tree import Tree
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.catalog import Catalog, load_catalog
-from generator.inputs.distro import load_distros
 from generator.inputs.hardware import resolve_facts
 from generator.inputs.hardware_spec import HardwareSpec
 from generator.inputs.schema import validate_model
@@ -70,7 +69,7 @@ def detect_text(root: Path | None) -> tuple[str, list[str]]:
         raise InputError(Problem(str(root), "", "not a directory (expected an unpacked capture)"))
     live = root is None
     catalog = load_catalog()
-    distros = tuple(sorted(load_distros()))
+    distros = tuple(sorted(catalog.distros))
     machine = Machine(
         tree, catalog, driver_facts(tree, live), live, distros, amd_driver_facts(tree, live)
     )

@@ -40,10 +40,10 @@ from generator.commands.matrix import (
     MatrixRequest,
     default_jobs,
     in_batches,
-    known_distro,
     matrix_names,
     plan_combinations,
     run_with_progress,
+    target_distros,
 )
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError, InputError, Problem
@@ -153,7 +153,7 @@ def extra_entries(root: Path, expected: set[str]) -> list[BundleState]:
     with os.scandir(root) as entries:
         names = sorted(entry.name for entry in entries)
     return [
-        BundleState(printable(name), "extra", "no hardware x profile writes it")
+        BundleState(printable(name), "extra", "no hardware x profile (x --os) writes it")
         for name in names
         if name not in expected and not name.startswith(".")
     ]
@@ -282,12 +282,12 @@ def json_report(root: Path, states: list[BundleState]) -> dict[str, Any]:
 
 def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
-    known_distro(request.os_name)
-    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     catalog = load_catalog()
+    distros = target_distros(request.os_names, catalog)
+    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)
     check_directory(root)
-    combinations = plan_combinations(systems, chosen, root, catalog, request.os_name)
+    combinations = plan_combinations(systems, chosen, root, catalog, distros)
     input_errors(combinations)
     checked = check_combinations(combinations, request.jobs or default_jobs(), options)
     states = run_with_progress(

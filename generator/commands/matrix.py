@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -27,7 +27,7 @@ from generator.commands.generate import bundle_size_warnings, cloud_init_options
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
-from generator.inputs.distro import load_distros, resolve_distro
+from generator.inputs.distro import resolve_distro
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.load import Inputs, file_digest, input_digests
@@ -56,6 +56,7 @@ class Outcome:
     bundle: Path | None
     settings: int
     error: str  # "" when the bundle was written
+    distro: str = ""  # the --os table's key; "" without --os
 
     @property
     def ok(self) -> bool:
@@ -71,6 +72,7 @@ class Combination:
     inputs: Inputs | None
     target: Path  # unused when inputs is None
     error: str = ""
+    distro: str = ""  # the --os table's key; "" without --os
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,35 @@ class MatrixRequest:
     all_systems: bool = False
     all_profiles: bool = False
     jobs: int | None = None  # None: default_jobs()
-    os_name: str | None = None
+    os_names: tuple[str, ...] = ()  # --os, repeatable; ALL_DISTROS for every table
     cloud_init_reboot: bool = False
     cloud_init_parts: tuple[Path, ...] = ()
+
+
+# `--os all`: every distribution table known to this run (shipped and the site catalog's). No
+# table can be called this: a distribution key ends in -<version> (generator/inputs/distro.py
+# DistroKey), and so does every alias.
+ALL_DISTROS = "all"
+
+
+def target_distros(os_names: tuple[str, ...], catalog: Catalog) -> list[str]:
+    """The distribution keys --os names, in order and once each: an alias is its table's key,
+    ``all`` every table's. An unknown name is the command's error (exit 2), not every
+    combination's. Empty: no --os, portable bundles (or each hardware file's os.distro)."""
+    keys: list[str] = []
+    for name in os_names:
+        if name.strip().lower() == ALL_DISTROS:
+            keys += sorted({distro.key for distro in catalog.distros.values()})
+        else:
+            keys.append(resolve_distro(name, catalog.distros).key)
+    return list(dict.fromkeys(keys))
+
+
+def bundle_name(facts: Facts, profile: Profile, distro: str) -> str:
+    """<hardware>-<profile>, and -<distribution key> when --os names it: the forms of one
+    combination for several distributions never share a directory, and a fleet repository made
+    without --os keeps its names."""
+    return f"{facts.name}-{profile.name}" + (f"-{distro}" if distro else "")
 
 
 def all_systems(catalog: Catalog) -> list[str]:
@@ -137,45 +165,63 @@ def plan_combinations(
     profiles: list[str],
     output_root: Path,
     catalog: Catalog,
-    os_name: str | None = None,
+    distros: list[str] | None = None,
 ) -> list[Combination]:
-    """Every combination in order, hardware-major; a failed input or a taken dir is its error."""
-    facts = _load_each(hardware, lambda name: load_facts(name, catalog, os_name))
+    """Every combination in order, hardware-major, then profile, then distribution (``distros``:
+    the --os keys, target_distros); a failed input or a taken dir is its error."""
+    forms = distros or [""]
+    facts = {
+        distro: _load_each(hardware, functools.partial(_facts_for, catalog, distro or None))
+        for distro in forms
+    }
     resolved = _load_each(profiles, load_profile)
     combinations: list[Combination] = []
     claimed: dict[Path, str] = {}
     for hw in hardware:
         for profile in profiles:
-            loaded_hw, loaded_profile = facts[hw], resolved[profile]
-            if isinstance(loaded_hw, str) or isinstance(loaded_profile, str):
-                error = loaded_hw if isinstance(loaded_hw, str) else loaded_profile
-                combinations.append(Combination(hw, profile, None, Path(), str(error)))
-                continue
-            hw_facts, profile_value = loaded_hw.value, loaded_profile.value
-            assert isinstance(hw_facts, Facts) and isinstance(profile_value, Profile)
-            target = output_root / f"{hw_facts.name}-{profile_value.name}"
-            if target in claimed:
-                combinations.append(
-                    Combination(
-                        hw,
-                        profile,
-                        None,
-                        target,
-                        f"would write {target}, as {claimed[target]} "
-                        "does; set a different name: in one of their files",
-                    )
+            for distro in forms:
+                combination = _combination(
+                    hw, profile, distro, facts[distro][hw], resolved[profile], output_root
                 )
-                continue
-            claimed[target] = f"{hw} x {profile}"
-            inputs = Inputs(
-                hw_facts,
-                profile_value,
-                loaded_hw.path,
-                loaded_profile.path,
-                input_digests(loaded_hw.digest, loaded_profile.digest),
-            )
-            combinations.append(Combination(hw, profile, inputs, target))
+                if combination.inputs is not None and combination.target in claimed:
+                    error = (
+                        f"would write {combination.target}, as {claimed[combination.target]} "
+                        "does; set a different name: in one of their files"
+                    )
+                    combination = replace(combination, inputs=None, error=error)
+                elif combination.inputs is not None:
+                    on = f" on {distro}" if distro else ""
+                    claimed[combination.target] = f"{hw} x {profile}{on}"
+                combinations.append(combination)
     return combinations
+
+
+def _facts_for(catalog: Catalog, distro: str | None, hardware: str) -> tuple[Facts, Path]:
+    return load_facts(hardware, catalog, distro)
+
+
+def _combination(
+    hw: str,
+    profile: str,
+    distro: str,
+    loaded_hw: Loaded | str,
+    loaded_profile: Loaded | str,
+    output_root: Path,
+) -> Combination:
+    if isinstance(loaded_hw, str) or isinstance(loaded_profile, str):
+        error = loaded_hw if isinstance(loaded_hw, str) else loaded_profile
+        return Combination(hw, profile, None, Path(), str(error), distro)
+    hw_facts, profile_value = loaded_hw.value, loaded_profile.value
+    assert isinstance(hw_facts, Facts) and isinstance(profile_value, Profile)
+    target = output_root / bundle_name(hw_facts, profile_value, distro)
+    inputs = Inputs(
+        hw_facts,
+        profile_value,
+        loaded_hw.path,
+        loaded_profile.path,
+        input_digests(loaded_hw.digest, loaded_profile.digest),
+    )
+    return Combination(hw, profile, inputs, target, "", distro)
 
 
 class Rendered(NamedTuple):
@@ -199,21 +245,26 @@ def write_batch(
 
 
 def _render(combination: Combination, cloud_init: CloudInitOptions | None) -> Rendered | Outcome:
+    hw, profile, distro = combination.hardware, combination.profile, combination.distro
     if combination.inputs is None:
-        return Outcome(combination.hardware, combination.profile, None, 0, combination.error)
+        return Outcome(hw, profile, None, 0, combination.error, distro)
     inputs = combination.inputs
     try:
         plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
         return Rendered(combination, plan, render_bundle(plan, cloud_init))
     except GoldtuneError as error:
-        return Outcome(combination.hardware, combination.profile, None, 0, _error_text(error))
+        return Outcome(hw, profile, None, 0, _error_text(error), distro)
 
 
 def _written(item: Rendered, result: Path | GoldtuneError) -> Outcome:
-    hw, profile = item.combination.hardware, item.combination.profile
+    hw, profile, distro = (
+        item.combination.hardware,
+        item.combination.profile,
+        item.combination.distro,
+    )
     if isinstance(result, GoldtuneError):
-        return Outcome(hw, profile, None, 0, _error_text(result))
-    return Outcome(hw, profile, result, len(item.plan.settings), "")
+        return Outcome(hw, profile, None, 0, _error_text(result), distro)
+    return Outcome(hw, profile, result, len(item.plan.settings), "", distro)
 
 
 def generate_matrix(
@@ -222,16 +273,17 @@ def generate_matrix(
     output_root: Path,
     catalog: Catalog | None = None,
     jobs: int = 1,
-    os_name: str | None = None,
+    distros: list[str] | None = None,
     cloud_init: CloudInitOptions | None = None,
 ) -> Iterator[Outcome]:
     """Yield one outcome per combination, in order; a failure never stops the others.
 
-    ``os_name`` (``--os``) targets every combination at that distribution, ``cloud_init``
-    (--cloud-init-reboot, --cloud-init-part) gives every bundle's user-data those options.
+    ``distros`` (the ``--os`` keys) makes every combination once for each distribution,
+    ``cloud_init`` (--cloud-init-reboot, --cloud-init-part) gives every bundle's user-data
+    those options.
     """
     combinations = plan_combinations(
-        hardware, profiles, output_root, catalog or load_catalog(), os_name
+        hardware, profiles, output_root, catalog or load_catalog(), distros
     )
     yield from in_batches(combinations, jobs, functools.partial(write_batch, cloud_init=cloud_init))
 
@@ -332,36 +384,29 @@ def matrix_names(request: MatrixRequest, catalog: Catalog) -> tuple[list[str], l
     return systems, chosen
 
 
-def known_distro(os_name: str | None) -> None:
-    """An unknown --os is the command's error, not every combination's."""
-    if os_name is not None:
-        resolve_distro(os_name, load_distros())
-
-
 def run_matrix(request: MatrixRequest, output_root: Path) -> int:
     """Write every combination's bundle under ``output_root``; the summary table on stdout."""
-    known_distro(request.os_name)
-    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     catalog = load_catalog()
+    distros = target_distros(request.os_names, catalog)
+    options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)
     jobs = request.jobs or default_jobs()
-    generated = generate_matrix(
-        systems, chosen, output_root, catalog, jobs, request.os_name, options
-    )
-    outcomes = run_with_progress(
-        len(systems) * len(chosen), generated, stream_is_terminal("stderr"), progress_on_stderr
-    )
+    generated = generate_matrix(systems, chosen, output_root, catalog, jobs, distros, options)
+    total = len(systems) * len(chosen) * max(len(distros), 1)
+    outcomes = run_with_progress(total, generated, stream_is_terminal("stderr"), progress_on_stderr)
     rows = [
         [
             o.hardware,
             o.profile,
+            *([o.distro] if distros else []),
             "ok" if o.ok else "FAILED",
             str(o.bundle) if o.bundle else o.error,
             str(o.settings) if o.ok else "",
         ]
         for o in outcomes
     ]
-    headers = ["HARDWARE", "PROFILE", "RESULT", "BUNDLE / ERROR", "SETTINGS"]
+    os_column = ["OS"] if distros else []
+    headers = ["HARDWARE", "PROFILE", *os_column, "RESULT", "BUNDLE / ERROR", "SETTINGS"]
     click.echo(format_table(headers, rows, width=table_width()))
     size_warnings(outcomes, options, request.cloud_init_parts)
     failed = sum(not o.ok for o in outcomes)

@@ -50,9 +50,35 @@ def names_schema(index: Index[Any], description: str, optional: bool) -> dict[st
     return {"description": description, "anyOf": choices}
 
 
+def distro_schema(catalog: Catalog, field: dict[str, Any]) -> dict[str, Any]:
+    """os.distro: one of the distribution tables' keys and aliases (shipped and the site
+    catalog's), in any case as the loader takes them, or null; the description lists them."""
+    from generator.commands.distro_option import names_text
+    from generator.inputs.distro import tables
+
+    names = sorted(catalog.distros)
+    listed = names_text((table.key, table.aliases) for table in tables(catalog.distros))
+    spellings = "|".join(
+        "".join(
+            f"[{c}{c.upper()}]" if c.isalpha() else "\\" + c if c in REGEX_SPECIAL else c
+            for c in name
+        )
+        for name in names
+    )
+    description = field["description"].split(":", 1)[0]
+    return {
+        "description": f"{description} ({listed}); none: portable",
+        "anyOf": [
+            {"enum": names},
+            {"type": "string", "pattern": f"^\\s*(?:{spellings})\\s*$"},
+            {"type": "null"},
+        ],
+    }
+
+
 def hardware_schema(catalog: Catalog) -> dict[str, Any]:
-    """json_schema() with the catalog's names for cpu.model, gpus[].model, nics[].model and
-    the shipped systems for ``system``."""
+    """json_schema() with the catalog's names for cpu.model, gpus[].model, nics[].model,
+    os.distro and the shipped systems for ``system``."""
     schema = json_schema()
     defs = schema["$defs"]
     for spec, index, optional in (
@@ -65,6 +91,8 @@ def hardware_schema(catalog: Catalog) -> dict[str, Any]:
     edit = defs.get("NicSpecEdit", {}).get("properties", {})
     if "model" in edit:  # an overlay's edit of a NIC by name names a model the same way
         edit["model"] = names_schema(catalog.nics, edit["model"].get("description", ""), True)
+    os_fields = defs["OsSpec"]["properties"]
+    os_fields["distro"] = distro_schema(catalog, os_fields["distro"])
     system = schema["properties"]["system"]
     systems = sorted(catalog.system_files)
     schema["properties"]["system"] = {

@@ -10,7 +10,7 @@ empty number as "unknown" and leave the decision to the boot-time unit, which qu
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, NamedTuple, TypeVar
 
 from pydantic import AfterValidator, Field, StringConstraints
 
@@ -25,6 +25,9 @@ from generator.model import vendors as gpu_vendors
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
 from generator.model.vendors import GpuVendor, vendor_spec, vendor_table
 from generator.paths import files_ending, hardware_db_dir, site_catalog_named
+
+if TYPE_CHECKING:
+    from generator.inputs.distro import Distro
 
 ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
 PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
@@ -78,6 +81,9 @@ class GpuModel(StrictModel):
     # fabric manager; the host shares GPU memory across trays through IMEX.
     multi_node_nvlink: bool = False
     ecc_default_on: bool | None = None
+    # A superchip's GPU memory as Linux shows it without the driver's CDMM: this many NUMA nodes
+    # without CPUs per GPU (GH200, GB200: 8). None: not known here (or not a superchip).
+    cpu_less_numa_nodes: Annotated[int, Field(ge=0, le=64)] | None = None
     # AMD Instinct: xGMI (Infinity Fabric) links to peer GPUs on its 8-GPU baseboard; the compute
     # (accelerator) and memory (NPS) partition modes amd-smi sets (amd-smi set --compute-partition /
     # --memory-partition). None: not known here; NVIDIA models leave them empty.
@@ -90,6 +96,12 @@ class GpuModel(StrictModel):
     @property
     def supports_mig(self) -> bool:
         return bool(self.mig_max_instances)
+
+    @property
+    def is_superchip(self) -> bool:
+        """CPU and GPU in one package, the GPU's memory coherent with the CPU's over NVLink-C2C
+        (GH200, GB200, GB300): Linux shows that memory as NUMA nodes without CPUs."""
+        return self.form_factor == "superchip"
 
 
 class NicModel(StrictModel):
@@ -255,7 +267,8 @@ class Catalog:
     """Everything in ``hardware_db/``; systems stay raw mappings until a hardware file uses one.
 
     ``site``: a site catalog folder (``--catalog``, $GOLDTUNE_CATALOG) laid out as hardware_db/
-    (gpus/, nics/, cpus/, systems/), whose entries extend the shipped ones (_with_site).
+    (gpus/, nics/, cpus/, systems/, distros/), whose entries extend the shipped ones (_with_site,
+    load_site_distros).
     Each kind is read (from the cache, or validated) the first time something asks for it."""
 
     def __init__(self, root: Path, site: Path | None = None) -> None:
@@ -277,6 +290,15 @@ class Catalog:
     @cached_property
     def cpus(self) -> Index[CpuModel]:
         return self._index("cpus", "CPU", CpuModel)
+
+    @cached_property
+    def distros(self) -> "dict[str, Distro]":
+        """The distribution tables by key and alias: hardware_db/distros/ and the site's
+        distros/ (generator/inputs/distro.py load_site_distros). Read on first use only: a
+        portable run never defines the distribution models."""
+        from generator.inputs.distro import load_site_distros
+
+        return load_site_distros(self.site)
 
     @cached_property
     def system_files(self) -> dict[str, Path]:

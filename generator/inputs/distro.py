@@ -14,18 +14,26 @@ Nothing here is wired into the hardware format or the commands yet; ``load_distr
 # No `from __future__ import annotations` here: pydantic would have to eval every annotation
 # string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from generator.errors import InputError, Problem
 from generator.inputs.schema import StrictModel, validate_model
 from generator.inputs.yamlio import read_yaml_file
-from generator.paths import hardware_db_dir
+from generator.paths import files_ending, hardware_db_dir
 
-DistroKey = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[0-9][0-9.]*)$")]
+# name words, then the release: ubuntu-24.04, rhel-9, amazon-linux-2023 (and its os-release ID,
+# amzn-2023, as an alias)
+DistroKey = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9]*(-[a-z][a-z0-9]*)*-[0-9][0-9.]*$")
+]
 KernelVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+$")]
+# as uname -r prints it, less the architecture: 4.18.0-553.el8_10, 6.12.38+deb13-amd64
+KernelRelease = Annotated[
+    str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+([-+][A-Za-z0-9._+-]+)?$")
+]
 Line = Annotated[str, StringConstraints(pattern=r"^[^\n]+$")]
 Source = Annotated[str, StringConstraints(pattern=r"^[^\n]{10,}$")]
 Sources = Annotated[list[Source], Field(min_length=1)]
@@ -58,6 +66,22 @@ class Kernel(StrictModel):
     # common keys the kernel between them has; sysctl_keys_note says which, and why.
     sysctl_keys: list[KernelVersion] = []  # noqa: RUF012 -- pydantic copies field defaults
     sysctl_keys_note: Line | None = None
+    # The build (uname -r, less the architecture) an unstated os.kernel means on the line it
+    # means: the kernel of the newest minor release the vendor still supports (RHEL 8.10's
+    # 4.18.0-553.el8_10), which kernel_backports are judged against. None: a plan with no
+    # os.kernel keeps no backport. minor_release: the point release that ships that build.
+    release: KernelRelease | None = None
+    minor_release: Line | None = None
+
+    @field_validator("release")
+    @classmethod
+    def _release_of_this_line(cls, release: str | None, info: ValidationInfo) -> str | None:
+        version = info.data.get("version")
+        if release is not None and version is not None and not release.startswith(version + "."):
+            message = "{release} is not a build of the {version} line"
+            context = {"release": release, "version": version}
+            raise PydanticCustomError("release_of_another_line", message, context)
+        return release
 
 
 class Systemd(StrictModel):
@@ -224,6 +248,11 @@ class Distro(StrictModel):
     key: DistroKey
     name: Line
     aliases: list[DistroKey] = []  # noqa: RUF012 -- pydantic copies field defaults
+    # <ID>-<VERSION_ID> of /etc/os-release on an install, where it is not the key: the boot
+    # preflight checks the image against it (ID or ID_LIKE, and VERSION_ID or a point release
+    # of it). A site table that extends a shipped one inherits the shipped one's (its image is
+    # that distribution); None: the key.
+    os_release: DistroKey | None = None
     family: Literal["debian", "rhel", "amazon"]
     kernels: Annotated[list[Kernel], Field(min_length=1)]
     systemd: Systemd
@@ -258,6 +287,13 @@ class Distro(StrictModel):
         if sum(kernel.default for kernel in kernels) > 1:
             message = "marks more than one kernel line as the default"
             raise PydanticCustomError("two_defaults", message)
+        assumed = _assumed_line(kernels)
+        if any(kernel.release and kernel is not assumed for kernel in kernels):
+            message = (
+                "names a release on a line an unstated os.kernel does not mean: mark that line "
+                "default (the release is what a plan with no os.kernel is made for)"
+            )
+            raise PydanticCustomError("release_not_default", message)
         return kernels
 
     @property
@@ -276,9 +312,29 @@ class Distro(StrictModel):
         major, minor = next(iter(versions)).split(".")
         return int(major), int(minor)
 
+    @property
+    def assumed_release(self) -> str | None:
+        """The kernel build a plan with no os.kernel is made for (the default line's
+        ``release``), against which kernel_backports are judged; None: none stated."""
+        line = _assumed_line(self.kernels)
+        return line.release if line else None
+
+    @property
+    def assumed_minor_release(self) -> str | None:
+        line = _assumed_line(self.kernels)
+        return line.minor_release if line else None
+
     def sysctl_default(self, key: str) -> SysctlDefault | None:
         """The distribution's boot-time value of ``key``, or None where it keeps the kernel's."""
         return next((default for default in self.sysctl_defaults if default.key == key), None)
+
+
+def _assumed_line(kernels: list[Kernel]) -> Kernel | None:
+    """The kernel line an unstated os.kernel means: the one marked default, else the only one."""
+    marked = [kernel for kernel in kernels if kernel.default]
+    if marked:
+        return marked[0]
+    return kernels[0] if len(kernels) == 1 else None
 
 
 def distros_dir() -> Path:
@@ -286,7 +342,11 @@ def distros_dir() -> Path:
 
 
 def _load_file(path: Path) -> Distro:
-    distro = validate_model(Distro, read_yaml_file(path), str(path))
+    return _checked(read_yaml_file(path), path)
+
+
+def _checked(data: dict[str, Any], path: Path) -> Distro:
+    distro = validate_model(Distro, data, str(path))
     if distro.key != path.stem:
         message = f"{distro.key!r} does not match the file name {path.stem!r}"
         raise InputError(Problem(str(path), "key", message))
@@ -310,6 +370,76 @@ def load_distros(root: Path | None = None) -> dict[str, Distro]:
     """Every distribution in ``root`` (default: the shipped table), by key and by alias."""
     folder = root or distros_dir()
     return _index([(path, _load_file(path)) for path in sorted(folder.glob("*.yaml"))])
+
+
+# What a site table that extends a shipped one must still say itself: it is another table, and
+# its facts are cited by its authors. aliases are not inherited (they would name the shipped one).
+OWN_FIELDS = ("key", "name", "sources")
+
+
+def _extended(data: dict[str, Any], path: Path, shipped: dict[str, Distro]) -> dict[str, Any]:
+    """A site table with ``extends: <shipped key or alias>``: the shipped table's fields, each
+    top-level field the site table names replacing it whole (a list or a mapping is not merged),
+    less the shipped aliases; its os_release is the shipped table's unless it names one."""
+    base = data["extends"]
+    found = shipped.get(base.strip().lower()) if isinstance(base, str) else None
+    if found is None:
+        known = ", ".join(sorted({d.key for d in shipped.values()}))
+        message = f"{str(base)!r:.40} is not a shipped distribution (extends names one)"
+        raise InputError(Problem(str(path), "extends", message, "shipped: " + known))
+    missing = [field for field in OWN_FIELDS if field not in data]
+    if missing:
+        message = (
+            "required field is missing: a table that extends another names its own key, name "
+            "and sources"
+        )
+        raise InputError([Problem(str(path), field, message) for field in missing])
+    own = {field: value for field, value in data.items() if field != "extends"}
+    inherited = {"aliases": [], "os_release": found.os_release or found.key}
+    return {**found.model_dump(), **inherited, **own}
+
+
+def _site_table(path: Path, shipped: dict[str, Distro]) -> Distro:
+    data = read_yaml_file(path)
+    return _checked(_extended(data, path, shipped) if "extends" in data else data, path)
+
+
+def _refuse_shipped_names(path: Path, distro: Distro, shipped: dict[str, Distro]) -> None:
+    """A site table adds a distribution; a key or alias a shipped table answers to is refused."""
+    for index, name in enumerate([distro.key, *distro.aliases]):
+        owner = shipped.get(name)
+        if owner is not None:
+            where = "key" if index == 0 else f"aliases[{index - 1}]"
+            message = (
+                f"{name!r} is already the shipped distribution {owner.key} (hardware_db/"
+                "distros/): a site table adds a distribution, it does not redefine one; give "
+                f"it its own key and aliases (extends: {owner.key} starts from the shipped one)"
+            )
+            raise InputError(Problem(str(path), where, message))
+
+
+def load_site_distros(site: Path | None) -> dict[str, Distro]:
+    """The shipped tables and a site catalog's (``site``/distros/*.yaml, `gen --catalog`), by key
+    and alias. A site table is validated as a shipped one is, or extends a shipped one
+    (``extends:``); a name a shipped table or another site table already has is refused."""
+    shipped = load_distros()
+    if site is None:
+        return shipped
+    tables = [
+        (path, _site_table(path, shipped)) for path in files_ending(site / "distros", ".yaml")
+    ]
+    for path, distro in tables:
+        _refuse_shipped_names(path, distro, shipped)
+    return {**shipped, **_index(tables)}
+
+
+def tables(distros: dict[str, Distro]) -> list[Distro]:
+    """Each table once, by key (``distros`` maps keys and aliases to them)."""
+    return sorted({distro.key: distro for distro in distros.values()}.values(), key=_key)
+
+
+def _key(distro: Distro) -> str:
+    return distro.key
 
 
 def resolve_distro(

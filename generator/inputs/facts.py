@@ -96,6 +96,9 @@ class OsFacts(NamedTuple):
     # None: no distribution named; the bundle stays portable and uses no distribution's defaults
     distro: Distro | None = None
     kernel_release: str | None = None  # os.kernel as written (5.14.0-427.el9), for backports
+    # os.kernel unstated: the build the named distribution's table says a plan is made for
+    # (rhel-8: 8.10's 4.18.0-553.el8_10), against which its backports are judged
+    assumed_release: str | None = None
 
 
 # The facts that are about GPUs: a rule that reads one declares the GPU vendors it applies to
@@ -115,8 +118,15 @@ class Facts(NamedTuple):
     nics: tuple[NicFacts, ...]
     disks: tuple[DiskFacts, ...]
     os: OsFacts
-    # NUMA nodes WITHOUT CPUs (Grace GPU memory, CXL); None: the hardware file does not say
+    # NUMA nodes WITHOUT CPUs (Grace GPU memory, CXL); None: neither the hardware file nor
+    # the catalog says (cpu_less_numa_nodes)
     memory_only_numa_nodes: int | None = None
+    # how memory_only_numa_nodes was inferred from the catalog where the file omits it
+    # ("4 GB200 x 8"); "": stated in the file, or not known
+    memory_only_inferred: str = ""
+    # the GPUs are superchips, whose memory Linux shows as NUMA nodes without CPUs: True also
+    # where how many is not known (memory_only_numa_nodes None)
+    memory_only_expected: bool = False
 
     @property
     def gpu_count(self) -> int:

@@ -419,16 +419,19 @@ def _parse_kernel(text: str | None) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _resolve_os(written: str | None, source: str, os_name: str | None) -> Distro | None:
-    """The target distribution: ``--os`` (``os_name``) wins over the file's ``os.distro``."""
+def _resolve_os(
+    written: str | None, source: str, os_name: str | None, catalog: Catalog
+) -> Distro | None:
+    """The target distribution: ``--os`` (``os_name``) wins over the file's ``os.distro``; both
+    name a shipped table or one of the site catalog's."""
     if os_name is None and written is None:
         return None  # portable: no distribution's tables read, nor their models defined
-    from generator.inputs.distro import load_distros, resolve_distro
+    from generator.inputs.distro import resolve_distro
 
     if os_name is not None:
-        return resolve_distro(os_name, load_distros())
+        return resolve_distro(os_name, catalog.distros)
     if written is not None:
-        return resolve_distro(written, load_distros(), source, "os.distro")
+        return resolve_distro(written, catalog.distros, source, "os.distro")
     return None
 
 
@@ -477,7 +480,7 @@ def resolve_facts(
     problems += _check_unique([disk.name for disk in spec.disks], "disks", source)
     distro: Distro | None = None
     try:
-        distro = _resolve_os(spec.os.distro, source, os_name)
+        distro = _resolve_os(spec.os.distro, source, os_name, catalog)
     except InputError as error:  # reported with the others: all problems at once
         problems += error.problems
     if problems:
@@ -487,12 +490,9 @@ def resolve_facts(
     # an unstated kernel is the named distribution's, where all its kernel lines share one
     # mainline version (hardware_db/distros/: RHEL's 4.18 and 5.14), else a current one
     kernel = _parse_kernel(spec.os.kernel) or (distro.kernel_version if distro else None)
-    os_facts = OsFacts(
-        kernel,
-        spec.os.page_size_kib,
-        distro,
-        spec.os.kernel,
-    )
+    # and its backports are judged against the build the table names for it (rhel-8: 8.10's)
+    assumed = distro.assumed_release if distro is not None and spec.os.kernel is None else None
+    os_facts = OsFacts(kernel, spec.os.page_size_kib, distro, spec.os.kernel, assumed)
     assert spec.name is not None
     return Facts(
         spec.name,
@@ -504,8 +504,25 @@ def resolve_facts(
         tuple(nics),
         disks,
         os_facts,
-        spec.memory_only_numa_nodes,
+        *cpu_less_nodes(spec.memory_only_numa_nodes, gpus),
+        any(group.model.is_superchip for group in gpus),
     )
+
+
+def cpu_less_nodes(stated: int | None, gpus: tuple[GpuGroup, ...]) -> tuple[int | None, str]:
+    """The NUMA nodes without CPUs: as stated, else inferred from the superchip GPUs' catalog
+    count (GpuModel.cpu_less_numa_nodes per GPU), with how ("4 GB200 x 8"); (None, "") where
+    the file omits it and a superchip's count is not in the catalog, or there is no superchip
+    (a CXL expander's nodes are nowhere in the catalog). The same superchip form factor keys
+    memory.numa-balancing (memory.coherent_gpu_models)."""
+    superchips = [group for group in gpus if group.model.is_superchip]
+    if stated is not None or not superchips:
+        return stated, ""
+    if any(group.model.cpu_less_numa_nodes is None for group in superchips):
+        return None, ""
+    counts = [(group, group.model.cpu_less_numa_nodes or 0) for group in superchips]
+    how = ", ".join(f"{group.count} {group.model.key} x {per_gpu}" for group, per_gpu in counts)
+    return sum(group.count * per_gpu for group, per_gpu in counts), how
 
 
 def load_facts(reference: str, catalog: Catalog, os_name: str | None = None) -> tuple[Facts, Path]:

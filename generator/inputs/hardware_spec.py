@@ -208,8 +208,8 @@ class OsSpec(StrictModel):
     distro: Annotated[
         DistroName | None,
         _doc(
-            "target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9); "
-            "none: portable"
+            "target distribution: the key or an alias of a table in hardware_db/distros/ or the "
+            "site catalog's distros/ (`gen schema hardware` lists them); none: portable"
         ),
     ] = None
 

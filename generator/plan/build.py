@@ -119,7 +119,7 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
     """
     kept: list[Setting] = []
     notes: list[Note] = []
-    distro, release = facts.os.distro, facts.os.kernel_release
+    distro = facts.os.distro
     for setting in settings:
         table = KNOWN_TABLES.get(setting.kind)
         known = table[0].get(setting.key) if table else None
@@ -129,17 +129,31 @@ def drop_unavailable(settings: list[Setting], facts: Facts) -> tuple[list[Settin
         backport = backport_of(distro, setting.kind, setting.key)
         if backport is not None and key_available(known, setting.kind, setting.key, facts):
             kept.append(setting)
-            notes.append(
-                Note(
-                    f"{setting.kind} {setting.key} kept on {release}: mainline has it from "
-                    f"{backport.mainline}, {distro.key if distro else ''} backported it in "
-                    f"{backport.kernel_release}",
-                    rule=DISTRO_RULE,
-                )
-            )
+            notes.append(Note(_kept(setting, backport, facts), rule=DISTRO_RULE))
             continue
         notes.append(Note(_dropped(setting, backport, facts), rule=setting.rule))
     return kept, notes
+
+
+def _kept(setting: Setting, backport: Backport, facts: Facts) -> str:
+    """Why a key newer than the kernel's mainline base stays: the build it was judged on has
+    the backport, stated as os.kernel or (unstated) the build the distribution's table names."""
+    distro = facts.os.distro.key if facts.os.distro else ""
+    release = facts.os.kernel_release
+    kept = f"{setting.kind} {setting.key} kept on {release or facts.os.assumed_release}"
+    backported = (
+        f"mainline has it from {backport.mainline}, {distro} backported it in "
+        f"{backport.kernel_release}"
+    )
+    if release is not None:
+        return f"{kept}: {backported}"
+    minor = facts.os.distro.assumed_minor_release if facts.os.distro else None
+    of_minor = f" ({minor}'s kernel)" if minor else ""
+    return (
+        f"{kept}{of_minor}, the build {distro} plans for when os.kernel is not stated: "
+        f"{backported}; set os.kernel to the release as uname -r prints it to plan for another "
+        "build (an older one leaves it out)"
+    )
 
 
 def _dropped(setting: Setting, backport: Backport | None, facts: Facts) -> str:
@@ -150,7 +164,14 @@ def _dropped(setting: Setting, backport: Backport | None, facts: Facts) -> str:
         return dropped + f"it does not exist on {facts.cpu.arch} with {kernel}"
     release = facts.os.kernel_release
     minor = f" ({backport.minor_release})" if backport.minor_release else ""
-    stated = f"os.kernel {release} is older" if release else "os.kernel is not stated"
+    assumed = facts.os.assumed_release
+    stated = (
+        f"os.kernel {release} is older"
+        if release
+        else f"os.kernel is not stated and the build it plans for, {assumed}, is older"
+        if assumed
+        else "os.kernel is not stated"
+    )
     return dropped + (
         f"mainline has it from {backport.mainline}, not {kernel}; {facts.os.distro.key} "
         f"backported it in {backport.kernel_release}{minor}, but {stated}: set os.kernel to "

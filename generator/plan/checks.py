@@ -177,6 +177,37 @@ def check_vendor_args(setting: Setting, facts: Facts) -> str | None:
     return None
 
 
+# systemd's parse_boolean: the words a boolean option is false with (a bare option is true)
+SYSTEMD_FALSE = frozenset({"0", "no", "n", "false", "f", "off"})
+# The kernel arguments that ask systemd for a cgroup v1 ('legacy' or 'hybrid') hierarchy: a
+# false unified_cgroup_hierarchy, a true legacy_systemd_cgroup_controller (hybrid), and the
+# override systemd 256 to 257 ask for before they boot v1 at all.
+CGROUP_V1_ARGS = {
+    "systemd.unified_cgroup_hierarchy": lambda value: value.lower() in SYSTEMD_FALSE,
+    "systemd.legacy_systemd_cgroup_controller": lambda value: value.lower() not in SYSTEMD_FALSE,
+    "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE": lambda value: value.lower() not in SYSTEMD_FALSE,
+}
+
+
+def check_cgroup_hierarchy(setting: Setting, facts: Facts) -> str | None:
+    """A kernel argument asking for a cgroup v1 or hybrid hierarchy, on a distribution whose
+    table says it boots cgroup v2 only (cgroups.v1_supported false): systemd 256 refuses to
+    boot v1 without SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1 and 258 removed v1 (systemd NEWS,
+    "CHANGES WITH 256" and "258", read from Debian's systemd 262-1 NEWS.gz). Where the table does
+    not say (or there is none), nothing is assumed either way."""
+    distro = facts.os.distro
+    asks = CGROUP_V1_ARGS.get(setting.key) if setting.kind == Kind.KERNEL_ARG else None
+    if asks is None or distro is None or distro.cgroups is None:
+        return None
+    if distro.cgroups.v1_supported is not False or not asks(setting.value):
+        return None
+    return (
+        f"{setting.key}{'=' + setting.value if setting.value else ''} asks for a cgroup v1 "
+        f"hierarchy, which {distro.name} does not boot (cgroup v2 only: systemd 258 removed "
+        "v1): leave the hierarchy to systemd; kubelet and containerd use the systemd driver"
+    )
+
+
 def check_setting(setting: Setting, facts: Facts, unlisted: bool = False) -> list[str]:
     """Everything wrong with one setting; the grammar first, since the rest reads the value."""
     grammar = check_grammar(setting)
@@ -186,6 +217,7 @@ def check_setting(setting: Setting, facts: Facts, unlisted: bool = False) -> lis
         check_traps(setting),
         check_known_key(setting, facts, unlisted),
         check_vendor_args(setting, facts),
+        check_cgroup_hierarchy(setting, facts),
     ]
     return [error for error in found if error]
 

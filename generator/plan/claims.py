@@ -4,7 +4,8 @@ the settings made from it, for the preflight unit to judge at boot.
 Which settings a claim carries is read from the plan itself, not kept beside the rules: a
 setting keyed on an interface (irq pinning, ACS) or naming it or its RDMA device in its value
 (NCCL_SOCKET_IFNAME, NCCL_IB_HCA) or its reason (socket buffers sized from its speed) depends on
-that NIC; a CPU list (IRQ pins, reservedSystemCPUs) on the CPU and NUMA topology; the GPU
+that NIC; a CPU list (an override's) on the CPU and NUMA topology, while a list resolved on the
+node at boot (irq ``local``) depends on the interface alone; the GPU
 actions, NCCL, ACS above GPUs and kubelet's topology and memory managers on the GPUs. Rules say
 in their reasons which facts they used, so the reasons are the provenance read here.
 """
@@ -18,6 +19,7 @@ from generator.inputs.facts import DiskFacts, Facts, NicFacts
 from generator.model.claims import Claim, setting_ref
 from generator.model.setting import Setting
 from generator.plan.distro import DISTRO_RULE
+from generator.rules.kubernetes import KUBELET_MAX_NUMA_NODES
 
 # NVLink generations whose NVSwitch chips are PCI functions the node shows (LR10 with NVLink 3,
 # LS10 with NVLink 4: open-gpu-kernel-modules src/common/nvswitch/kernel/nvswitch.c device
@@ -49,9 +51,15 @@ def is_topology(setting: Setting) -> bool:
     return setting.kind == "kubelet" and setting.key.startswith(TOPOLOGY_FIELDS)
 
 
+def is_cpu_count(setting: Setting) -> bool:
+    """kubelet's CPU reservation: sized from the online CPUs, rounded to whole cores."""
+    return setting.kind == "kubelet" and setting.key.endswith("Reserved/cpu")
+
+
 def cpu_claims(facts: Facts, settings: tuple[Setting, ...], nosmt: bool) -> list[Claim]:
-    """Sockets, cores, threads and the online CPUs: every CPU list is made of them."""
-    depends = _refs(settings, is_cpu_list)
+    """Sockets, cores, threads and the online CPUs: every CPU list is made of them, and the
+    count of whole cores kubelet reserves."""
+    depends = _refs(settings, lambda s: is_cpu_list(s) or is_cpu_count(s))
     cpu = facts.cpu
     claims = [
         Claim("cpu.sockets", str(cpu.sockets), depends),
@@ -66,12 +74,31 @@ def cpu_claims(facts: Facts, settings: tuple[Setting, ...], nosmt: bool) -> list
     return claims
 
 
+def resolved_on_node(setting: Setting) -> bool:
+    """An IRQ list irq-affinity reads from the device at boot: no count of the file makes it."""
+    return setting.kind == "irq" and setting.value == "local"
+
+
 def numa_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
+    """The nodes with CPUs; the limit the kubelet file's managers assume of all nodes; the
+    CPU-less nodes where the file states them. A count inferred from the catalog is not claimed:
+    with the NVIDIA driver's CDMM (R580 on) a superchip's memory is no NUMA node at all, and
+    nothing is made from the inferred count but leaving kubelet's managers off, right either way.
+    """
     with_cpus = _refs(
-        settings, lambda s: is_cpu_list(s) or is_topology(s) or "NUMA node" in s.reason
+        settings,
+        lambda s: (
+            is_cpu_list(s)
+            or is_topology(s)
+            or ("NUMA node" in s.reason and not resolved_on_node(s))
+        ),
     )
     claims = [Claim("numa.nodes_with_cpus", str(facts.numa_nodes), with_cpus)]
-    if facts.memory_only_numa_nodes is not None:
+    if managed := _refs(settings, is_topology):
+        # what the kubelet file assumes of every node, CPU-less ones too: kubelet refuses its
+        # topology manager above the limit and does not start (kubernetes.topology_managed)
+        claims.append(Claim("numa.nodes_at_most", str(KUBELET_MAX_NUMA_NODES), managed))
+    if facts.memory_only_numa_nodes is not None and not facts.memory_only_inferred:
         without = _refs(settings, lambda s: is_topology(s) or "without CPUs" in s.reason)
         claims.append(Claim("numa.memory_only_nodes", str(facts.memory_only_numa_nodes), without))
     return claims
@@ -134,7 +161,7 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
         claims.append(Claim(f"{base}/speed_mbps", str(nic.speed_gbps * 1000), sized))
     if nic.numa_node is not None:
         pinned = _refs(
-            settings, lambda s: s.kind == "irq" and s.key == nic.name and s.value != "local"
+            settings, lambda s: s.kind == "irq" and s.key == nic.name and not resolved_on_node(s)
         )
         claims.append(Claim(f"{base}/numa_node", str(nic.numa_node), pinned))
     if device is not None:
@@ -182,7 +209,11 @@ def os_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
                 s.rule == DISTRO_RULE or names(s.reason, distro.key) or distro.name in s.reason
             ),
         )
-        claims.append(Claim("os.distro", distro.key, targeted))
+        # what the image's /etc/os-release says where the table names it (AL2023: amzn-2023; a
+        # site table extending a shipped one: that one's), else every name of the table, key
+        # first, any of which the node's ID (or ID_LIKE) and VERSION_ID may match
+        release = distro.os_release or ",".join((distro.key, *distro.aliases))
+        claims.append(Claim("os.distro", release, targeted))
     return claims
 
 

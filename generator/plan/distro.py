@@ -143,7 +143,7 @@ def key_available(known: KnownKey, kind: str, key: str, facts: Facts) -> bool:
     """The one availability test (the plan's drop step and its checks): mainline or backport."""
     if known.available(facts.os.kernel, facts.cpu.arch):
         return True
-    distro, release = facts.os.distro, facts.os.kernel_release
+    distro, release = facts.os.distro, facts.os.kernel_release or facts.os.assumed_release
     return known.available(None, facts.cpu.arch) and has_backport(distro, kind, key, release)
 
 

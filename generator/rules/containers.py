@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
+from generator.model.containerd import config_version, cri_runtime_table
 from generator.model.kernel import NR_OPEN_DEFAULT
 from generator.model.vendors import GpuVendor
 from generator.rules.base import (
@@ -26,7 +27,6 @@ from generator.rules.limits import amd_only
 # 1024 (systemd.exec(5): select(2)), because a container inherits it and Kubernetes offers no
 # per-pod rlimit: the workloads in GPU containers are the ones that need it.
 RUNTIME_NOFILE = NR_OPEN_DEFAULT
-CRI = 'plugins."io.containerd.grpc.v1.cri".containerd'
 NVIDIA_RUNTIME = "nvidia"
 # Where nvidia-container-toolkit installs the runtime shim (its Debian/RPM packages).
 NVIDIA_RUNTIME_BINARY = "/usr/bin/nvidia-container-runtime"
@@ -103,6 +103,63 @@ OPERATOR_DOCKER = (
 )
 
 
+def containerd_major(facts: Facts) -> int | None:
+    """The containerd major the target distribution ships (its table's containerd.major); None
+    where no distribution is named or its table does not say: the portable version 2 form."""
+    distro = facts.os.distro
+    return distro.containerd.major if distro and distro.containerd else None
+
+
+CONTAINERD_READ_V2 = (
+    "containerd reads this drop-in only through an imports entry of "
+    "/etc/containerd/config.toml (LoadConfig follows the imports of the files it "
+    "loaded; 2.2 puts conf.d/*.toml only in what `containerd config default` prints, "
+    "PR 12323): install.sh adds the entry (a minimal config.toml where there is none) "
+    "and, since 1.x replaces a plugin's whole table with an imported file's "
+    "(containerd issue 5837), carries config.toml's own "
+    'plugins."io.containerd.grpc.v1.cri" tables into the drop-in; the cloud-init '
+    "first boot does neither (the user-data's size): build the image with install.sh"
+)
+CONTAINERD_READ_V3 = (
+    "the drop-in is version 3, containerd 2's own form (the CRI runtime options under "
+    'plugins."io.containerd.cri.v1.runtime"); containerd reads it only through an imports entry '
+    "of /etc/containerd/config.toml (LoadConfig): install.sh adds the entry (a minimal version 3 "
+    "config.toml where there is none) and writes the drop-in as version 2 where the image's "
+    "config.toml is version 2 (Debian packages one): containerd 2.0 to 2.2 migrate the merged "
+    "configuration once, by the version of the last file read, so a version 3 drop-in would "
+    "leave config.toml's CRI tables unmigrated, and 2.3 refuses a drop-in newer than its "
+    "config.toml; a version 3 config.toml's CRI tables are not carried (2.x merges plugin "
+    "tables key by key). The cloud-init first boot does none of this and installs the drop-in "
+    "as version 3 (the user-data's size): build an image whose config.toml is version 2 with "
+    "install.sh"
+)
+
+
+def containerd_nvidia_runtime(major: int | None, why: str) -> Output:
+    """The NVIDIA runtime as the CRI default, in the configuration form of the target's
+    containerd (generator/model/containerd.py: version 3 for 2.x, version 2 otherwise)."""
+    cri = cri_runtime_table(major)
+    yield containerd_option(f"{cri}.default_runtime_name", NVIDIA_RUNTIME, why)
+    runtime = f"{cri}.runtimes.{NVIDIA_RUNTIME}"
+    yield containerd_option(
+        f"{runtime}.runtime_type",
+        "io.containerd.runc.v2",
+        "the runc shim v2, which the NVIDIA runtime wraps",
+    )
+    yield containerd_option(
+        f"{runtime}.options.BinaryName",
+        NVIDIA_RUNTIME_BINARY,
+        "nvidia-container-runtime injects the driver's devices and libraries, then runs runc",
+    )
+    yield containerd_option(
+        f"{runtime}.options.SystemdCgroup",
+        True,
+        "the systemd cgroup driver, the one kubelet's cgroupDriver names "
+        "here: both sides of the CRI must agree or pods fail to start",
+    )
+    yield note(CONTAINERD_READ_V3 if config_version(major) == 3 else CONTAINERD_READ_V2)
+
+
 @rule("containers.nvidia-runtime", vendors=(GpuVendor.NVIDIA,))
 def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
     """The NVIDIA container runtime as the default runtime, so GPU containers get their devices.
@@ -131,34 +188,7 @@ def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
         "to runc unchanged"
     )
     if profile.containers == "containerd":
-        yield containerd_option(f"{CRI}.default_runtime_name", NVIDIA_RUNTIME, why)
-        runtime = f"{CRI}.runtimes.{NVIDIA_RUNTIME}"
-        yield containerd_option(
-            f"{runtime}.runtime_type",
-            "io.containerd.runc.v2",
-            "the runc shim v2, which the NVIDIA runtime wraps",
-        )
-        yield containerd_option(
-            f"{runtime}.options.BinaryName",
-            NVIDIA_RUNTIME_BINARY,
-            "nvidia-container-runtime injects the driver's devices and libraries, then runs runc",
-        )
-        yield containerd_option(
-            f"{runtime}.options.SystemdCgroup",
-            True,
-            "the systemd cgroup driver, the one kubelet's cgroupDriver names "
-            "here: both sides of the CRI must agree or pods fail to start",
-        )
-        yield note(
-            "containerd reads this drop-in only through an imports entry of "
-            "/etc/containerd/config.toml (LoadConfig follows the imports of the files it "
-            "loaded; 2.2 puts conf.d/*.toml only in what `containerd config default` prints, "
-            "PR 12323): install.sh adds the entry (a minimal config.toml where there is none) "
-            "and, since 1.x replaces a plugin's whole table with an imported file's "
-            "(containerd issue 5837), carries config.toml's own "
-            'plugins."io.containerd.grpc.v1.cri" tables into the drop-in; the cloud-init '
-            "first boot does neither (the user-data's size): build the image with install.sh"
-        )
+        yield from containerd_nvidia_runtime(containerd_major(facts), why)
         return
     yield docker_option(
         "default-runtime",

@@ -44,18 +44,10 @@ def online_cpus(facts: Facts, profile: Profile, cpus: list[int]) -> set[int]:
     return set(cpus)
 
 
-def resolved_at_boot(facts: Facts, nic: NicFacts) -> bool:
-    """The CPU list cannot be stated here: the NIC's node or the CPU's thread count is unknown.
-
-    The machine knows both, and irq-affinity reads them at boot: the PCI device's local_cpulist
-    and numa_node (Linux drivers/pci/pci-sysfs.c, local_cpulist_show, numa_node_show) and
-    /sys/devices/system/cpu/cpu0/topology/thread_siblings_list (drivers/base/topology.c).
-    """
-    return nic.numa_node is None or not facts.cpu.threads_known
-
-
 def irq_cpus(facts: Facts, profile: Profile, node: int | None) -> str:
-    """The node's online CPUs (every CPU when the node is unknown) without the first core."""
+    """The node's online CPUs (every CPU when the node is unknown) without the first core, in
+    Linux's usual numbering: read for whether any is left (_pin_value), never written out, since
+    which CPUs they are is the node's own numbering."""
     nodes = [node] if node is not None else range(facts.numa_nodes)  # nodes WITH CPUs
     cpus = [cpu for n in nodes for cpu in facts.cpus_of_node(n)]
     return compress_cpus(online_cpus(facts, profile, cpus) - housekeeping_cpus(facts))
@@ -65,11 +57,12 @@ NodeCpus = Callable[[int | None], str]  # irq_cpus of one machine and profile, b
 
 
 def _pin_value(facts: Facts, nic: NicFacts, node_cpus: NodeCpus) -> str:
-    if resolved_at_boot(facts, nic):
-        # still "" when the machine as described has no CPU at all besides the first core
-        some_cpu = not facts.cpu.threads_known or node_cpus(None)
-        return RESOLVE_AT_BOOT if some_cpu else ""
-    return node_cpus(nic.numa_node)
+    """RESOLVE_AT_BOOT, or "" where the machine as described has no CPU for the NIC's interrupts
+    but the first core. Only how MANY CPUs a node has is read here, never which: the list itself
+    is the device's local_cpulist on the machine (pin_assignments)."""
+    if not facts.cpu.threads_known:
+        return RESOLVE_AT_BOOT  # how many threads the first core holds is not known here
+    return RESOLVE_AT_BOOT if node_cpus(nic.numa_node) else ""
 
 
 def node_cpus_once(facts: Facts, profile: Profile) -> NodeCpus:
@@ -90,13 +83,20 @@ def node_cpus_once(facts: Facts, profile: Profile) -> NodeCpus:
 # (the shipped matrix, medians). The mapping is read-only: every caller gets the same one.
 @per_plan
 def pin_assignments(facts: Facts, profile: Profile) -> Mapping[str, str]:
-    """Interface -> CPU list for every fast NIC (RDMA or >= 100 Gbit/s), or {} when pinning is off.
+    """Interface -> RESOLVE_AT_BOOT for every fast NIC (RDMA or >= 100 Gbit/s), or {} when
+    pinning is off.
+
+    Every list is resolved on the machine: irq-affinity reads the PCI device's local_cpulist
+    and numa_node (Linux drivers/pci/pci-sysfs.c, local_cpulist_show, numa_node_show), else its
+    node's cpulist (drivers/base/node.c), and CPU 0's thread_siblings_list
+    (drivers/base/topology.c), and leaves the interrupts alone if nothing but the first core is
+    there. A list computed here would assume how the firmware numbers CPUs: the usual Linux
+    order (Facts.cpus_of_node) is not the only one, and where the firmware numbers CPUs
+    round-robin across sockets (node 0 the even CPUs, node 1 the odd) half of a NIC's
+    interrupts would land on the remote socket while every count the preflight checks matches.
 
     All or nothing: irqbalance is switched off when pinning, so a fast NIC left unpinned
     (its node has no CPU besides the first core) would be neither pinned nor balanced.
-    A NIC whose list cannot be stated here gets RESOLVE_AT_BOOT: irq-affinity reads the device's
-    local_cpulist on the machine (and leaves the interrupts alone if nothing but the first core
-    is there).
     """
     if profile.irq != "pin":
         return read_only({})
@@ -105,14 +105,6 @@ def pin_assignments(facts: Facts, profile: Profile) -> Mapping[str, str]:
         nic.name: _pin_value(facts, nic, node_cpus) for nic in facts.nics if _wants_pinning(nic)
     }
     return read_only(assignments if all(assignments.values()) else {})
-
-
-def _first_core(facts: Facts) -> str:
-    return (
-        "the first core (CPU 0 and its SMT siblings)"
-        if facts.cpu.threads_per_core > 1 or not facts.cpu.threads_known
-        else "the first core (CPU 0)"
-    )
 
 
 def _pin_reason(facts: Facts, profile: Profile, nic: NicFacts) -> str:
@@ -125,20 +117,14 @@ def _pin_reason(facts: Facts, profile: Profile, nic: NicFacts) -> str:
             f"{nic.name} has no numa_node in the hardware file, so its CPU list is {at_boot}; "
             "spreading over every CPU would undo the driver's NUMA-local queue placement"
         )
-    if not facts.cpu.threads_known:
-        return (
-            f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}; the "
-            f"CPU's threads_per_core is not known (hardware file or hardware_db), so which CPUs "
-            f"are SMT siblings is not guessed: the list is {at_boot}"
-        )
     offline = (
-        "; the SMT siblings that nosmt takes offline are left out"
-        if smt_off(facts, profile)
-        else ""
+        " (the SMT siblings nosmt takes offline among them)" if smt_off(facts, profile) else ""
     )
     return (
         f"interrupts of {nic.name} handled on its own NUMA node {nic.numa_node}: no cross-socket "
-        f"hop for every completion; {_first_core(facts)} left to housekeeping{offline}"
+        f"hop for every completion; the list is {at_boot}{offline}: which CPUs a node holds "
+        "is the firmware's numbering (round-robin across sockets on some), read on the node, "
+        "never assumed here"
     )
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
-from generator.model.cpulist import compress_cpus, expand_cpus
+from generator.model.cpulist import expand_cpus
 from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, kubelet_field, note, rule
-from generator.rules.irq import housekeeping_cpus, online_cpus, pin_assignments, smt_off
+from generator.rules.irq import pin_assignments, smt_off
 
 # The EKS AMI's kube-reserved memory: 11 MiB per pod kubelet admits (maxPods) + 255 MiB.
 RESERVED_MI_PER_POD = 11
@@ -87,62 +87,50 @@ def online_cpu_count(facts: Facts, profile: Profile) -> int:
     return facts.cpu.physical_cores if smt_off(facts, profile) else facts.cpu.logical_cpus
 
 
-def reserved_cpus(facts: Facts, profile: Profile) -> list[int] | None:
-    """Whole physical cores from CPU 0 on, with their online SMT siblings, covering the EKS tiers
-    for kube-reserved plus the same again for system-reserved; never fewer than the housekeeping
-    core the IRQ pinning keeps free (irq.housekeeping_cpus). None when threads_per_core is not
-    known: a list would be sized for a machine the tool guessed.
+def reserved_cpu_count(facts: Facts, profile: Profile) -> int | None:
+    """How many CPUs kubelet keeps for the system: whole online cores covering the EKS tiers for
+    kube-reserved plus the same again for system-reserved, at least one core. None when
+    threads_per_core is not known: a count of whole cores would be sized for a guessed machine.
 
-    Every CPU is one the booted plan keeps online and schedulable: kubelet exits when the list
-    is not a subset of the online CPUs ("reserved-cpus: ... is not a subset of online-cpus",
-    cmd/kubelet/app/server.go getReservedCPUs), so with nosmt (irq.smt_off) the siblings are
-    left out, and a core holding an isolcpus CPU is skipped (no system daemon runs there).
+    A count, never a list: which CPUs form a core or a node is the firmware's numbering, which
+    the hardware file does not hold (Linux's usual order numbers each core's first thread first,
+    others number siblings next to each other or CPUs round-robin across sockets). kubelet's
+    static CPU manager, given kubeReserved + systemReserved cpu and no reservedSystemCPUs,
+    reserves that many CPUs itself from the booted machine's topology, whole cores from the
+    low-numbered ones ("with 8 CPUs and HT enabled, numReservedCPUs=2 gives {0,4}": CPU 0's
+    core; pkg/kubelet/cm/cpumanager/policy_static.go NewStaticPolicy, takeByTopology), online
+    by construction (cadvisor lists the online CPUs). With nosmt (irq.smt_off) a core is one
+    CPU. kubelet does not read isolcpus: the cpu_manager rule notes it where one is set.
     """
     if not facts.cpu.threads_known:
         return None
     threads = 1 if smt_off(facts, profile) else facts.cpu.threads_per_core
     needed = -(-2 * reserved_cpu_milli(online_cpu_count(facts, profile)) // 1000)
-    isolated = isolated_cpus(profile)
-
-    def core_cpus(core: int) -> set[int]:
-        return {core + thread * facts.cpu.physical_cores for thread in range(threads)}
-
-    wanted = max(1, -(-int(needed) // threads))
-    cores = [core for core in range(facts.cpu.physical_cores) if not core_cpus(core) & isolated]
-    cpus = online_cpus(facts, profile, sorted(housekeeping_cpus(facts))) - isolated
-    for core in cores[:wanted]:
-        cpus |= core_cpus(core)
-    return sorted(cpus)
+    return max(1, -(-int(needed) // threads)) * threads
 
 
-def _reserved_cpus_reason(facts: Facts, profile: Profile) -> str:
-    reason = (
-        "whole cores from CPU 0 on with their SMT siblings, starting with the "
-        "housekeeping core the IRQ pinning keeps free; "
-        "sized to the EKS kube-reserved CPU tiers plus as much for the system "
-        f"({2 * reserved_cpu_milli(online_cpu_count(facts, profile)):.0f}m for "
-        f"{online_cpu_count(facts, profile)} online CPUs); it replaces "
-        "the cpu of kubeReserved and systemReserved"
+def _reserved_count_reason(facts: Facts, profile: Profile, count: int) -> str:
+    threads = 1 if smt_off(facts, profile) else facts.cpu.threads_per_core
+    online = online_cpu_count(facts, profile)
+    return (
+        f"half of {count} CPUs, {count // threads} whole core(s) of {threads} thread(s): the "
+        "EKS kube-reserved CPU tiers plus as much for the system "
+        f"({2 * reserved_cpu_milli(online):.0f}m for {online} online CPUs), rounded up to whole "
+        "cores; kubelet's static CPU manager reserves that many CPUs itself, whole cores from "
+        "the low-numbered ones of the booted machine (policy_static.go NewStaticPolicy, "
+        "takeByTopology), so no reservedSystemCPUs list assumes how the firmware numbers CPUs"
     )
-    if smt_off(facts, profile):
-        reason += (
-            "; no SMT sibling, which nosmt keeps offline: kubelet exits when a reserved CPU "
-            "is not online (getReservedCPUs)"
-        )
-    if isolated_cpus(profile):
-        reason += "; no core of the isolcpus CPUs, where the scheduler runs no daemon"
-    return reason
 
 
 @rule("kubernetes.cpu-manager")
 def cpu_manager(facts: Facts, profile: Profile) -> Output:
-    """Exclusive cores for Guaranteed pods, the housekeeping core kept for the system.
+    """Exclusive cores for Guaranteed pods, the first cores kept for the system.
 
-    With threads_per_core unknown no CPU list is written: kubeReserved and systemReserved get
-    cpu quantities instead, and the static policy picks that many CPUs itself, from the
-    low-numbered cores of the machine as it booted (cpumanager policy_static.go
-    NewStaticPolicy: ``takeByTopology(allCPUs, numReservedCPUs)`` when reservedSystemCPUs is
-    empty; cpu_manager.go refuses the static policy a zero cpu reservation).
+    The reservation is a cpu quantity (kubeReserved + systemReserved), never a
+    reservedSystemCPUs list: kubelet picks the CPUs from the node's own topology
+    (reserved_cpu_count). With threads_per_core unknown the quantities are the EKS tiers
+    unrounded, and kubelet reserves their sum rounded up to whole CPUs (cpu_manager.go refuses
+    the static policy a zero cpu reservation).
     """
     if not profile.kubernetes:
         return
@@ -152,24 +140,26 @@ def cpu_manager(facts: Facts, profile: Profile) -> Output:
         "Guaranteed pods with integer CPU requests get exclusive cores: no "
         "time-slicing with other pods next to the data loaders that feed the GPUs",
     )
-    cpus = reserved_cpus(facts, profile)
-    if cpus is None:
-        milli = reserved_cpu_milli(facts.cpu.logical_cpus)
-        for field in ("kubeReserved/cpu", "systemReserved/cpu"):
-            yield kubelet_field(
-                field,
-                f"{milli:.0f}m",
-                "the EKS kube-reserved CPU tiers for the CPUs the file states; threads_per_core "
-                "is not known, so no reservedSystemCPUs list is sized for a guessed machine: "
-                "kubelet's static CPU manager reserves that many CPUs itself from the "
-                "low-numbered cores of the booted machine, online by construction "
-                "(policy_static.go NewStaticPolicy, takeByTopology)",
-            )
-    else:
-        yield kubelet_field(
-            "reservedSystemCPUs", compress_cpus(cpus), _reserved_cpus_reason(facts, profile)
+    count = reserved_cpu_count(facts, profile)
+    if count is None:
+        milli = f"{reserved_cpu_milli(facts.cpu.logical_cpus):.0f}m"
+        why = (
+            "the EKS kube-reserved CPU tiers for the CPUs the file states; threads_per_core "
+            "is not known, so no count is rounded to whole cores of a guessed machine: "
+            "kubelet's static CPU manager reserves that many CPUs itself from the "
+            "low-numbered cores of the booted machine, online by construction "
+            "(policy_static.go NewStaticPolicy, takeByTopology)"
         )
-
+    else:
+        milli, why = f"{count * 500}m", _reserved_count_reason(facts, profile, count)
+    for field in ("kubeReserved/cpu", "systemReserved/cpu"):
+        yield kubelet_field(field, milli, why)
+    if isolated_cpus(profile):
+        yield note(
+            "kubelet reserves its CPUs from the low-numbered cores without reading isolcpus: "
+            "keep the isolated CPUs off the first cores, or state reservedSystemCPUs for "
+            "this node by an override"
+        )
     if pin_assignments(facts, profile):
         yield note(
             "NIC interrupts are pinned to every CPU of their node but the housekeeping core, "
@@ -225,18 +215,43 @@ def gpu_nodes(facts: Facts) -> set[int] | None:
     return {node for group in facts.gpus for node in group.numa_nodes or ()}
 
 
+def numa_count_known(facts: Facts) -> bool:
+    """Whether the plan knows how many NUMA nodes kubelet will count: not where the GPUs are
+    superchips (which show their memory as CPU-less nodes) and neither the file nor hardware_db
+    says how many (facts.memory_only_expected). Elsewhere an unstated count is taken as none;
+    the preflight checks the live count against the limit (claim numa.nodes_at_most)."""
+    return facts.memory_only_numa_nodes is not None or not facts.memory_only_expected
+
+
 def topology_managed(facts: Facts) -> bool:
     """Whether kubelet's topology and memory managers are worth turning on and can start.
 
     Alignment needs two nodes WITH CPUs (facts.is_numa). The start-up limit counts ALL nodes
-    (facts.all_numa_nodes). Above it, max-allowable-numa-nodes would let kubelet start, but
-    every Guaranteed pod's admission then walks every subset of all the nodes: the device
-    manager's and the Static memory manager's hints iterate bitmask.IterateBitMasks over every
-    node (devicemanager/topology_hints.go generateDeviceTopologyHints, memorymanager
+    (facts.all_numa_nodes), CPU-less ones inferred from the catalog where the file omits them
+    (hardware.cpu_less_nodes: a GB200 tray's 4 GPUs x 8); where their count is not known at
+    all (numa_count_known) neither manager is turned on: kubelet does not start with a manager
+    it refuses (topology_manager.go NewManager), and a tray has 34 nodes. Above the limit,
+    max-allowable-numa-nodes would let kubelet start, but every Guaranteed pod's admission
+    then walks every subset of all the nodes: the device manager's and the Static memory
+    manager's hints iterate bitmask.IterateBitMasks over every node
+    (devicemanager/topology_hints.go generateDeviceTopologyHints, memorymanager
     policy_static.go calculateHints), 2^34 masks on a GB200 tray, where kubelet "never reaches
     the Allocate call" (kubernetes/kubernetes PR #135581). So both managers stay off there.
     """
-    return facts.is_numa and facts.all_numa_nodes <= KUBELET_MAX_NUMA_NODES
+    return (
+        facts.is_numa and numa_count_known(facts) and facts.all_numa_nodes <= KUBELET_MAX_NUMA_NODES
+    )
+
+
+def cpu_less_text(facts: Facts) -> str:
+    """How many NUMA nodes have no CPUs, and where that comes from."""
+    if facts.memory_only_inferred:
+        return (
+            f"{facts.memory_only_numa_nodes} without CPUs, inferred from hardware_db "
+            f"({facts.memory_only_inferred} per GPU: the superchips' memory; the file omits "
+            "memory_only_numa_nodes)"
+        )
+    return f"{facts.memory_only_numa_nodes or 0} without CPUs"
 
 
 def topology_policy(facts: Facts, profile: Profile) -> tuple[str, str]:
@@ -289,15 +304,27 @@ def topology_manager(facts: Facts, profile: Profile) -> Output:
         return
     if not facts.is_numa:
         cpu_less = facts.memory_only_numa_nodes
-        also = f" (and {cpu_less} without CPUs, which hold no process)" if cpu_less else ""
+        also = f" (and {cpu_less_text(facts)}, which hold no process)" if cpu_less else ""
         yield note(
             f"one NUMA node with CPUs{also}: every placement is aligned; no topology or "
             "memory manager"
         )
         return
+    if not numa_count_known(facts):
+        yield note(
+            f"{facts.numa_nodes} NUMA nodes with CPUs, and the GPUs are superchips whose memory "
+            "Linux shows as NUMA nodes without CPUs (8 per GPU on GB200), but neither the "
+            "hardware file (memory_only_numa_nodes; gen detect counts them) nor hardware_db says "
+            "how many: no topology or memory manager, which kubelet refuses above "
+            f"{KUBELET_MAX_NUMA_NODES} nodes in all (topologymanager NewManager), and a node "
+            "whose kubelet refuses one does not start. Pods are admitted unaligned; bind them "
+            "with the GPUs' CPU nodes (gpus[].numa_nodes) in the pod spec"
+        )
+        return
     if not topology_managed(facts):
         yield note(
-            f"{facts.all_numa_nodes} NUMA nodes ({facts.numa_nodes} with CPUs): no topology or "
+            f"{facts.all_numa_nodes} NUMA nodes ({facts.numa_nodes} with CPUs, "
+            f"{cpu_less_text(facts)}): no topology or "
             f"memory manager. kubelet refuses either above {KUBELET_MAX_NUMA_NODES} nodes "
             "(topologymanager NewManager, counting nodes without CPUs), and "
             "max-allowable-numa-nodes (KEP-4622) only lifts that refusal: each Guaranteed "

@@ -108,7 +108,7 @@ def overcommit(facts: Facts, profile: Profile) -> Output:
 
 def coherent_gpu_models(facts: Facts) -> str:
     """Superchip GPUs (GH200, GB200) whose memory the Grace CPU maps coherently over NVLink-C2C."""
-    superchips = [group.model.key for group in facts.gpus if group.model.form_factor == "superchip"]
+    superchips = [group.model.key for group in facts.gpus if group.model.is_superchip]
     return ", ".join(superchips)
 
 

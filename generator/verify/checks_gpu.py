@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generator.model.cpulist import expand_cpus
+from generator.model.cpulist import compress_cpus, expand_cpus
 from generator.model.layout import (
     ACS_UNIT,
     GPU_UNIT,
@@ -32,8 +32,10 @@ from generator.verify.live_state import (
 from generator.verify.records import (
     AcsReading,
     GpuRecord,
+    IrqRow,
     acs_reading,
     gpu_records,
+    irq_local_cpus,
     irq_rows,
 )
 from generator.verify.snapshot import Why, timed_out, why_not
@@ -143,6 +145,31 @@ def check_gpu(setting: Setting, live: Live) -> Check:
     return check_of(setting, text, OK if all(ok for _, ok in results) else DIFFERS)
 
 
+def check_irq_local(setting: Setting, rows: list[IrqRow], local: tuple[int, ...] | None) -> Check:
+    """A list resolved at boot: one list for every IRQ, within the device's local_cpulist
+    where the collector read one (irq-affinity pins to it less CPU 0's core and offline CPUs;
+    an IRQ outside it is on a remote node's CPU, whatever the firmware's numbering)."""
+    lists = {row.cpus for row in rows}
+    if len(lists) != 1 or any(row.cpu_list is None for row in rows):
+        return check_of(
+            setting, "; ".join(sorted(lists)[:4]), DIFFERS, "IRQs not on one boot-time CPU list"
+        )
+    (cpus,) = lists
+    shown = f"{cpus} ({len(rows)} IRQs, read at boot)"
+    if local is None:
+        return check_of(setting, shown, OK)
+    remote = set(rows[0].cpu_list or ()) - set(local)
+    if remote:
+        return check_of(
+            setting,
+            shown,
+            DIFFERS,
+            f"CPUs {compress_cpus(remote)} are outside the device's local_cpulist "
+            f"{compress_cpus(local)}",
+        )
+    return check_of(setting, f"{shown} within the device's local_cpulist", OK)
+
+
 def check_irq(setting: Setting, live: Live) -> Check:
     rows = irq_rows(live.snapshot, setting.key)
     if not rows:
@@ -156,13 +183,8 @@ def check_irq(setting: Setting, live: Live) -> Check:
         return check_of(setting, "no MSI IRQs", NA, f"{setting.key} has no MSI interrupts to pin")
     if why is not None:  # a reason collect_irq does not print today: not a row to judge
         return check_of(setting, why, DIFFERS, "the collector read no interrupts")
-    if setting.value == "local":  # resolved at boot from the device: one list for every IRQ
-        lists = {row.cpus for row in rows}
-        if len(lists) == 1 and all(row.cpu_list is not None for row in rows):
-            return check_of(setting, f"{next(iter(lists))} ({len(rows)} IRQs, read at boot)", OK)
-        return check_of(
-            setting, "; ".join(sorted(lists)[:4]), DIFFERS, "IRQs not on one boot-time CPU list"
-        )
+    if setting.value == "local":
+        return check_irq_local(setting, rows, irq_local_cpus(live.snapshot, setting.key))
     wanted = tuple(expand_cpus(setting.value))
     wrong = [f"IRQ {row.irq}: {row.cpus}" for row in rows if row.cpu_list != wanted]
     if wrong:

@@ -14,6 +14,7 @@ import yaml
 from generator.bundle.read import Bundle
 from generator.errors import InputError
 from generator.foreign import read_foreign
+from generator.model.containerd import key_in_version
 from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
@@ -33,7 +34,6 @@ from generator.model.vendors import NVIDIA
 from generator.paths import hardware_db_dir
 from generator.verify.checks_gpu import gpu_evidence
 from generator.verify.consumers import (
-    CRI_V2_TO_V3,
     KUBELET_FLAG_OF_FIELD,
     SAFE_YAML,
     daemon_json_object,
@@ -384,10 +384,8 @@ def check_containerd(setting: Setting, live: Live) -> Check:
         document = tomllib.loads("\n".join(lines))
     except tomllib.TOMLDecodeError as error:
         return check_of(setting, "?", MISSING, f"containerd config dump did not parse: {error}")
-    path = setting.key
-    if document.get("version") == 3:
-        path = path.replace(*CRI_V2_TO_V3)
-    actual = toml_lookup(document, path)
+    # 2.x dumps version 3 (the CRI runtime table migrated), 1.x version 2: the key as it spells it
+    actual = toml_lookup(document, key_in_version(setting.key, document.get("version")))
     if actual is None:
         return check_of(setting, "not configured", MISSING, containerd_unread(document))
     good = actual == toml_value(setting.value)

@@ -126,13 +126,6 @@ def nccl_assignments(text: str) -> dict[str, str]:
     return found
 
 
-# containerd 2.x migrates a version 2 file on load: the CRI runtime options move to this plugin.
-CRI_V2_TO_V3 = (
-    'plugins."io.containerd.grpc.v1.cri".containerd',
-    'plugins."io.containerd.cri.v1.runtime".containerd',
-)
-
-
 def toml_value(text: str) -> object:
     return tomllib.loads(f"v = {text}")["v"]
 

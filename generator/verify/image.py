@@ -288,15 +288,20 @@ def merged_daemon_json(item_target: str, content: bytes) -> bool:
     return daemon_json_object(content.decode("utf-8", "replace")) is not None
 
 
-# install.sh's comment above the image's CRI tables it carries into the containerd drop-in
-CONTAINERD_CARRY_MARK = b"carried here by install.sh: containerd 1.x"
+# install.sh's comments in the containerd drop-in it changed: above the image's CRI tables it
+# carries into it, and above the version it wrote it in (that of the image's config.toml)
+CONTAINERD_INSTALL_MARKS = (
+    b"carried here by install.sh: containerd 1.x",
+    b"syntax, written so by install.sh: the image's",
+)
 
 
 def merged_containerd_dropin(item_target: str, content: bytes) -> bool:
     """The containerd drop-in with the image's CRI tables carried into it by install.sh
-    (containerd 1.x replaces a plugin's whole table with an imported file's): TOML, not the
-    bundle's bytes by design; each containerd setting is judged in it by itself."""
-    if item_target != CONTAINERD_DROPIN or CONTAINERD_CARRY_MARK not in content:
+    (containerd 1.x replaces a plugin's whole table with an imported file's), or written in the
+    version of the image's config.toml (generator/model/containerd.py): TOML, not the bundle's
+    bytes by design; each containerd setting is judged in it by itself."""
+    if item_target != CONTAINERD_DROPIN or not any(m in content for m in CONTAINERD_INSTALL_MARKS):
         return False
     try:
         tomllib.loads(content.decode("utf-8"))

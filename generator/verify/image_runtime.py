@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
+from generator.model.containerd import key_in_version, version_mismatch
 from generator.model.kinds import dropin_section
 from generator.model.layout import (
     CONTAINERD_CONFIG,
@@ -70,6 +71,24 @@ def containerd_imports(image: Image) -> list[str] | None:
     return [str(item) for item in imports] if isinstance(imports, list) else None
 
 
+def toml_version(text: str | None) -> object:
+    """The ``version`` of a containerd file; None when absent or not TOML."""
+    try:
+        return tomllib.loads(text or "").get("version")
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def containerd_value(text: str, key: str) -> object | None:
+    """The value a containerd file sets for ``key``, spelled in the file's own version (install.sh
+    writes the drop-in in the version of config.toml: generator/model/containerd.py)."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    return toml_lookup(document, key_in_version(key, document.get("version")))
+
+
 def check_containerd(setting: Setting, image: Image) -> Check:
     """The drop-in counts only if config.toml imports it, and no later import sets the same key."""
     ours = CONTAINERD_DROPIN
@@ -90,10 +109,12 @@ def check_containerd(setting: Setting, image: Image) -> Check:
             MISSING,
             f"not in effect: {CONTAINERD_CONFIG} does not import {ours}",
         )
-    try:
-        own = toml_lookup(tomllib.loads(image.read(ours) or ""), setting.key)
-    except tomllib.TOMLDecodeError:
-        own = None
+    mismatch = version_mismatch(
+        toml_version(image.read(CONTAINERD_CONFIG)), toml_version(image.read(ours))
+    )
+    if mismatch:
+        return check_of(setting, "not in config.toml's version", DIFFERS, mismatch)
+    own = containerd_value(image.read(ours) or "", setting.key)
     if own != toml_value(setting.value):
         return check_of(setting, str(own), DIFFERS, f"{ours} does not set it so")
     ours_name = PurePosixPath(ours).name
@@ -101,11 +122,7 @@ def check_containerd(setting: Setting, image: Image) -> Check:
     present = directory is not None and directory.is_dir()
     later = sorted(entry.name for entry in directory.iterdir()) if directory and present else []
     for name in (n for n in later if n > ours_name and n.endswith(".toml")):
-        text = image.read(f"{CONTAINERD_DROPIN_DIR}/{name}") or ""
-        try:
-            value = toml_lookup(tomllib.loads(text), setting.key)
-        except tomllib.TOMLDecodeError:
-            continue
+        value = containerd_value(image.read(f"{CONTAINERD_DROPIN_DIR}/{name}") or "", setting.key)
         if value is not None and value != toml_value(setting.value):
             return check_of(
                 setting,

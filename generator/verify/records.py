@@ -101,10 +101,22 @@ def irq_row(text: str) -> IrqRow:
     return IrqRow(irq, cpus or NO_FIELD, cpu_list(cpus) if cpus else None)
 
 
+# The collector's row of the device's local_cpulist, before the interrupts' rows
+LOCAL_CPUS = "local-cpus"
+
+
 def irq_rows(snapshot: Snapshot, interface: str) -> list[IrqRow]:
     """The interface's interrupts; a reason instead of them (``!absent``, ``!no-msi-irqs``) is
     read with ``Snapshot.why_not``."""
-    return [irq_row(value) for value in snapshot.values(Section.IRQ, interface)]
+    rows = [irq_row(value) for value in snapshot.values(Section.IRQ, interface)]
+    return [row for row in rows if row.irq != LOCAL_CPUS]
+
+
+def irq_local_cpus(snapshot: Snapshot, interface: str) -> tuple[int, ...] | None:
+    """The CPUs of the interface's PCI function's local_cpulist as the collector read it; None
+    where it has none, or its row is not a CPU list."""
+    rows = [irq_row(value) for value in snapshot.values(Section.IRQ, interface)]
+    return next((row.cpu_list for row in rows if row.irq == LOCAL_CPUS), None)
 
 
 # --- limits, runtime-limits: a row of /proc/<pid>/limits --------------------------------------

@@ -143,10 +143,11 @@ def filled_file_check(target: str, expected: str) -> Check:
 # of one found merged, and why that is the bundle's file (each setting is judged by itself).
 MERGED_IN_PLACE = {
     CONTAINERD_DROPIN: (
-        "the image's CRI tables carried into it",
-        "install.sh carries the image's own CRI tables of config.toml into it (containerd 1.x "
-        "replaces a plugin's whole table with an imported file's); each containerd setting is "
-        "judged by itself",
+        "written in the version of the image's config.toml, its CRI tables carried into it",
+        "install.sh writes it in the version of the image's config.toml (containerd 2.0-2.2 "
+        "migrate the merged configuration by its last file's version) and carries a version 2 "
+        "config.toml's own CRI tables into it (containerd 1.x replaces a plugin's whole table "
+        "with an imported file's); each containerd setting is judged by itself",
     ),
     DOCKER_DAEMON_JSON: (
         "merged into the daemon.json in place",

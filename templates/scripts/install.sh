@@ -312,9 +312,19 @@ merge_nccl_conf() { # path-in-root
 # 5837): the image's own [plugins."io.containerd.grpc.v1.cri"...] tables (Debian's CNI bin_dir)
 # would be lost, so they are carried into the drop-in, after the bundle's keys, as NVIDIA's
 # nvidia-ctk does for its drop-in (nvidia-container-toolkit PR 1311).
+# containerd 2.x merges plugin tables key by key (v2.0.0, commit a21e379b): nothing is carried
+# under a version 3 config.toml, which only 2.x reads (1.7 refuses it). But 2.0 to 2.2 merge
+# every file's `version` too (the last file read wins) and migrate the merged configuration
+# once, and 2.3 refuses a drop-in newer than config.toml: so the drop-in is written in the
+# version of the image's config.toml, its CRI runtime table renamed (generator/model/
+# containerd.py has the code read).
 containerd_config=/etc/containerd/config.toml
 containerd_import='/etc/containerd/conf.d/*.toml'
 containerd_unwired=''
+containerd_version='' # the version of the image's config.toml, 2 or 3; empty: it has none
+# The table of the CRI runtime options in version 2 (1.x) and version 3 (2.x); the same keys.
+cri_runtime_v2='[plugins."io.containerd.grpc.v1.cri".containerd'
+cri_runtime_v3='[plugins."io.containerd.cri.v1.runtime".containerd'
 
 # carry_cri_program: the awk program that carries the image's CRI tables (file 1) into the
 # bundle's drop-in (file 2): a table both set gets the image's lines after the bundle's keys,
@@ -378,19 +388,53 @@ AWK
 
 # carry_image_cri PATH: $source becomes the bundle's drop-in with the CRI tables of the image's
 # config.toml carried into it (unchanged when it has none, or when the drop-in is not wired).
+# (Also where the drop-in is written in config.toml's version: join_containerd_version.)
 carry_image_cri() { # path-in-root of the drop-in
     status=0
     [ -n "$containerd_unwired" ] || contents_of "$containerd_config" || status=$?
     target_of "$1" create
     [ -z "$containerd_unwired" ] && [ "$status" -eq 0 ] || return 0
+    join_containerd_version "$1"
+    [ "$containerd_version" = 2 ] || return 0
     case $contents in *io.containerd.grpc.v1.cri*) ;; *) return 0 ;; esac
     image_config=$(mktemp) || die "cannot create a temporary file"
     merged=$(mktemp) || die "cannot create a temporary file"
     printf '%s\n' "$contents" >"$image_config"
     awk -v config="$containerd_config" "$(carry_cri_program)" "$image_config" "$source" >"$merged" || true
     rm -f -- "$image_config"
+    [ "$source" = "$bundle/rootfs$1" ] || rm -f -- "$source"
     say "carrying the CRI tables of the image's $containerd_config into $1 (containerd 1.x replaces a plugin's whole table with an imported file's)"
     source=$merged
+}
+
+# toml_version: the `version = 2` or `= 3` of the TOML text on stdin, before its first table
+# (empty: neither).
+toml_version() {
+    sed -n '/^[[:space:]]*\[/q; s/^[[:space:]]*version[[:space:]]*=[[:space:]]*\([23]\)[[:space:]]*\(#.*\)\{0,1\}$/\1/p' | head -n 1
+}
+
+# join_containerd_version PATH: $source becomes the drop-in in the version of the image's
+# config.toml where the two differ: the version line, the comment above it, and the header of
+# each CRI runtime table renamed (the runtime plugin's migration moves that table's keys as they
+# are: containerd plugins/cri/runtime/plugin.go migrateConfig).
+join_containerd_version() { # path-in-root of the drop-in
+    own=$(toml_version <"$source")
+    [ -n "$containerd_version" ] && [ -n "$own" ] && [ "$own" != "$containerd_version" ] || return 0
+    if [ "$own" = 3 ]; then from=$cri_runtime_v3 to=$cri_runtime_v2; else from=$cri_runtime_v2 to=$cri_runtime_v3; fi
+    joined=$(mktemp) || die "cannot create a temporary file"
+    awk -v from="$from" -v to="$to" -v version="$containerd_version" -v config="$containerd_config" '
+        /^# Version [23] syntax/ {
+            print "# Version " version " syntax, written so by install.sh: the image'"'"'s " config " is version " version
+            next
+        }
+        !done && /^version = [23]$/ { print "version = " version; done = 1; next }
+        /^\[/ && index($0, from) == 1 && substr($0, length(from) + 1, 1) ~ /[].]/ {
+            $0 = to substr($0, length(from) + 1)
+        }
+        { print }' "$source" >"$joined"
+    [ "$source" = "$bundle/rootfs$1" ] || rm -f -- "$source"
+    say "writing $1 as version $containerd_version, the version of the image's $containerd_config (containerd 2.0-2.2 migrate the merged configuration by the version of the last file read)"
+    source=$joined
 }
 
 # containerd_check: $containerd_unwired says why the image's config.toml cannot import the
@@ -399,6 +443,7 @@ carry_image_cri() { # path-in-root of the drop-in
 # config as version 2 (ValidateV2) and refuses its plugin names.
 containerd_check() {
     containerd_unwired=''
+    containerd_version=''
     status=0
     contents_of "$containerd_config" || status=$?
     case $status in
@@ -414,8 +459,9 @@ containerd_check() {
         return 0
     fi
     top=$(toml_top_level)
-    if ! printf '%s\n' "$top" | grep -Eq '^[[:space:]]*version[[:space:]]*=[[:space:]]*[23][[:space:]]*(#.*)?$'; then
-        containerd_unwired="$containerd_config is version 1 syntax (no version = 2 or 3), which the drop-in's version 2 tables cannot join: convert it (containerd config migrate)"
+    containerd_version=$(printf '%s\n' "$contents" | toml_version)
+    if [ -z "$containerd_version" ]; then
+        containerd_unwired="$containerd_config is version 1 syntax (no version = 2 or 3), which the drop-in's tables cannot join: convert it (containerd config migrate)"
         return 0
     fi
     imports_lines=$(printf '%s\n' "$top" | grep -E '^[[:space:]]*imports[[:space:]]*=' || true)
@@ -424,6 +470,7 @@ containerd_check() {
         containerd_unwired="the imports of $containerd_config are not a one-line array: add \"$containerd_import\" to them by hand"
         return 0
     fi
+    [ "$containerd_version" = 2 ] || return 0 # 2.x merges plugin tables: nothing to carry
     probe=$(mktemp) || die "cannot create a temporary file"
     printf '%s\n' "$contents" >"$probe"
     if ! awk -v config="$containerd_config" "$(carry_cri_program)" "$probe" /dev/null >/dev/null; then
@@ -463,7 +510,10 @@ wire_containerd() {
     status=0
     contents_of "$containerd_config" || status=$?
     if [ "$status" -eq 1 ]; then
-        write_text "$containerd_config" "$(printf 'version = 2\nimports = ["%s"]' "$containerd_import")"
+        # the drop-in's own version (3 for a containerd 2 target), which it is then read in
+        dropin_version=2
+        if contents_of "$1"; then dropin_version=$(printf '%s\n' "$contents" | toml_version); fi
+        write_text "$containerd_config" "$(printf 'version = %s\nimports = ["%s"]' "${dropin_version:-2}" "$containerd_import")"
         write_text "$import_record" file
         return 0
     fi
@@ -507,8 +557,10 @@ unwire_containerd() {
     contents_of "$containerd_config" || status=$?
     [ "$status" -eq 0 ] || return 0
     target_of "$containerd_config" existing
-    minimal=$(printf 'version = 2\nimports = ["%s"]' "$containerd_import")
-    if [ "$added_what" = file ] && [ "$contents" = "$minimal" ]; then
+    minimal=$(printf 'imports = ["%s"]' "$containerd_import")
+    if [ "$added_what" = file ] && { [ "$contents" = "version = 2
+$minimal" ] || [ "$contents" = "version = 3
+$minimal" ]; }; then
         rm -f -- "$target"
         say "removed $containerd_config (written for the drop-in the bundle no longer carries)"
         return 0

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from generator.inputs.distro import Containerd, load_distros
+from generator.inputs.facts import Facts
+from generator.model.containerd import NOT_RENAMED, cri_runtime_table
 from generator.model.setting import Setting
 from generator.plan.known_keys import NR_OPEN_DEFAULT
 from generator.rules import containers, limits
@@ -242,3 +245,52 @@ def test_an_amd_nodes_runtime_memlock_reason_names_no_cuda() -> None:
     reasons = [s.reason for s in amd if isinstance(s, Setting) and s.key.endswith("LimitMEMLOCK")]
     assert reasons and all("RDMA registration (RCCL's IB transport)" in r for r in reasons)
     assert not any("CUDA" in r for r in reasons)
+
+
+# --- containerd 2: the version 3 form (issue 37) -------------------------------------------------
+
+CRI_V3 = 'plugins."io.containerd.cri.v1.runtime".containerd'
+
+
+def with_containerd(base: Facts, major: int | None) -> Facts:
+    """The facts with a test-only distribution: debian-12's table whose containerd says
+    ``major`` (the shipped tables' containerd facts are their helpers' to write)."""
+    distro = load_distros()["debian-12"]
+    package = Containerd(major=major, source=["a test-only containerd fact, no package read"])
+    changed = distro.model_copy(update={"containerd": package})
+    return base._replace(os=base.os._replace(distro=changed))
+
+
+def containerd_settings(major: int | None) -> dict[str, str]:
+    machine = with_containerd(facts(gpus=[H100X8]), major)
+    output = containers.nvidia_runtime.apply(machine, profile("training", containers="containerd"))
+    return settings_of(output, "containerd")
+
+
+def test_a_containerd_2_target_gets_the_version_3_cri_runtime_table() -> None:
+    """containerd 2 reads the runtimes under io.containerd.cri.v1.runtime (version 3); a
+    version 2 table there is migrated only where the merged configuration is version 2
+    (generator/model/containerd.py). Failed before: the rule always wrote grpc.v1.cri."""
+    v3 = containerd_settings(2)
+    assert v3[f"{CRI_V3}.default_runtime_name"] == '"nvidia"'
+    assert v3[f"{CRI_V3}.runtimes.nvidia.options.SystemdCgroup"] == "true"
+    assert not [key for key in v3 if "grpc.v1.cri" in key]
+
+
+@pytest.mark.parametrize("major", [1, None])
+def test_containerd_1_and_an_unknown_major_keep_the_version_2_table(major: int | None) -> None:
+    """1.x reads version 2 only (1.7 refuses version 3); an unknown major stays portable."""
+    v2 = containerd_settings(major)
+    assert set(v2) == {key for _, key, _ in CONTAINERD_NVIDIA}
+    assert set(v2) == {key.replace(CRI_V3, CRI) for key in containerd_settings(2)}
+
+
+@pytest.mark.parametrize("major", [1, 2, None])
+def test_every_containerd_key_is_one_install_sh_can_rename(major: int | None) -> None:
+    """install.sh writes the drop-in in the version of the image's config.toml by renaming the
+    CRI runtime table (generator/model/containerd.py): exact only for keys under that table
+    that the v3 migration moves as they are (not snapshotter, sandbox_mode...)."""
+    table = cri_runtime_table(major)
+    for key in containerd_settings(major):
+        assert key.startswith(table + "."), key
+        assert not NOT_RENAMED & set(key.split(".")), key

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from generator.model.cpulist import expand_cpus
+from generator.model.containerd import cri_runtime_table
 from generator.model.setting import Setting
-from generator.rules import containers, irq, kubernetes
+from generator.rules import containers, kubernetes
 
 from .helpers import (
     DUAL_XEON,
@@ -16,6 +16,7 @@ from .helpers import (
     case_ids,
     check_case,
     facts,
+    notes_of,
     profile,
     rdma_compute,
     settings_of,
@@ -57,13 +58,21 @@ CASES: tuple[Case, ...] = (
     Case(
         "cpu-manager-small",
         kubernetes.cpu_manager,
-        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,8")),
+        kubelet(
+            ("cpuManagerPolicy", "static"),
+            ("kubeReserved/cpu", "1000m"),
+            ("systemReserved/cpu", "1000m"),
+        ),
         knobs=K8S,
     ),
     Case(
         "cpu-manager-dgx",
         kubernetes.cpu_manager,
-        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,112")),
+        kubelet(
+            ("cpuManagerPolicy", "static"),
+            ("kubeReserved/cpu", "1000m"),
+            ("systemReserved/cpu", "1000m"),
+        ),
         hw=DGX,
         intent="training",
         knobs=K8S,
@@ -71,7 +80,11 @@ CASES: tuple[Case, ...] = (
     Case(
         "cpu-manager-grace-no-smt",
         kubernetes.cpu_manager,
-        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0")),
+        kubelet(
+            ("cpuManagerPolicy", "static"),
+            ("kubeReserved/cpu", "500m"),
+            ("systemReserved/cpu", "500m"),
+        ),
         hw={
             "cpu": {
                 "model": "Grace",
@@ -84,11 +97,15 @@ CASES: tuple[Case, ...] = (
         knobs=K8S,
     ),
     Case(
-        # nosmt keeps CPU 112 (CPU 0's sibling) offline: main listed 0,112 and kubelet exited
-        # ("reserved-cpus ... is not a subset of online-cpus")
+        # nosmt keeps CPU 0's sibling offline: one CPU is one core (a list 0,112 once made
+        # kubelet exit: "reserved-cpus ... is not a subset of online-cpus")
         "cpu-manager-nosmt",
         kubernetes.cpu_manager,
-        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0")),
+        kubelet(
+            ("cpuManagerPolicy", "static"),
+            ("kubeReserved/cpu", "500m"),
+            ("systemReserved/cpu", "500m"),
+        ),
         hw=DGX,
         knobs={**K8S, "smt": "disable"},
     ),
@@ -110,7 +127,11 @@ CASES: tuple[Case, ...] = (
     Case(
         "cpu-manager-pinned-nics-note",
         kubernetes.cpu_manager,
-        kubelet(("cpuManagerPolicy", "static"), ("reservedSystemCPUs", "0,112")),
+        kubelet(
+            ("cpuManagerPolicy", "static"),
+            ("kubeReserved/cpu", "1000m"),
+            ("systemReserved/cpu", "1000m"),
+        ),
         hw={**DGX, "nics": [rdma_compute("ib0", numa=0)]},
         intent="training",
         knobs=K8S,
@@ -177,7 +198,7 @@ CASES: tuple[Case, ...] = (
         hw={**DGX, "memory_only_numa_nodes": 32},
         intent="training",
         knobs=K8S,
-        note="34 NUMA nodes (2 with CPUs): no topology or memory manager",
+        note="34 NUMA nodes (2 with CPUs, 32 without CPUs): no topology or memory manager",
     ),
     Case(
         "topology-cpu-less-nodes-within-the-limit",
@@ -246,13 +267,28 @@ def test_eks_cpu_tiers_are_each_cpus_rate_summed() -> None:
 
 def test_reserved_cpus_grow_by_whole_cores_when_the_tiers_need_more() -> None:
     big = facts(cpu={"sockets": 8, "cores_per_socket": 128, "threads_per_core": 2})  # 2048 CPUs
-    cpus = kubernetes.reserved_cpus(big, profile("training", **K8S))
     # 2 x 5190m = 10.4 CPUs -> 11, rounded up to six whole cores with their siblings
-    assert cpus == [*range(6), *range(1024, 1030)]
+    assert kubernetes.reserved_cpu_count(big, profile("training", **K8S)) == 12
+    values = settings_of(kubernetes.cpu_manager.apply(big, profile("training", **K8S)), "kubelet")
+    assert values["kubeReserved/cpu"] == values["systemReserved/cpu"] == "6000m"
 
 
-def plan_of(machine_hw: dict[str, object], intent: str) -> dict[str, str]:
-    machine, knobs = facts(**machine_hw), profile(intent, **K8S)
+@pytest.mark.parametrize("knobs", [{}, {"smt": "disable"}], ids=["smt", "nosmt"])
+def test_no_kubelet_field_names_a_cpu_the_file_cannot_know(knobs: dict[str, str]) -> None:
+    """Which CPUs are a core or a node is the firmware's numbering: no CPU list in the kubelet
+    file, only counts kubelet turns into CPUs of the booted topology (main wrote
+    reservedSystemCPUs 0,112 from Linux's usual order, a half core where siblings are numbered
+    next to each other)."""
+    for hw in (DGX, {**DUAL_XEON, "nics": [rdma_compute("ib0", numa=0)]}, {"cpu": GRACE["cpu"]}):
+        values = plan_of(hw, "training", **knobs)
+        assert "reservedSystemCPUs" not in values
+        count = int(values["kubeReserved/cpu"].removesuffix("m")) * 2 // 1000
+        threads = 1 if knobs else facts(**hw).cpu.threads_per_core
+        assert count % threads == 0 and count >= threads, (hw, values)
+
+
+def plan_of(machine_hw: dict[str, object], intent: str, **more: str) -> dict[str, str]:
+    machine, knobs = facts(**machine_hw), profile(intent, **K8S, **more)
     found: dict[str, str] = {}
     for rule in (
         kubernetes.cpu_manager,
@@ -296,21 +332,12 @@ def test_a_max_pods_knob_feeds_the_kube_reserved_memory_it_sizes() -> None:
     assert total == 3005 + system + kubernetes.EVICTION_MEMORY_MI
 
 
-def test_reserved_cpus_hold_the_housekeeping_cpus_irq_pinning_keeps_free() -> None:
-    hw = {**DGX, "nics": [rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]}
-    machine, knobs = facts(**hw), profile("training", **K8S)
-    reserved = set(expand_cpus(plan_of(hw, "training")["reservedSystemCPUs"]))
-    assert irq.housekeeping_cpus(machine) <= reserved
-    pinned = settings_of(irq.pin_nics.apply(machine, knobs), "irq")
-    housekeeping = irq.housekeeping_cpus(machine)
-    assert pinned and all(not set(expand_cpus(cpus)) & housekeeping for cpus in pinned.values())
-
-
 def test_the_cgroup_driver_agrees_with_the_runtime() -> None:
     machine, knobs = facts(gpus=[H100X8]), profile("training", **K8S)
     runtime = settings_of(containers.nvidia_runtime.apply(machine, knobs), "containerd")
     driver = settings_of(kubernetes.cgroup_driver.apply(machine, knobs), "kubelet")["cgroupDriver"]
-    systemd_cgroup = runtime[f"{containers.CRI}.runtimes.nvidia.options.SystemdCgroup"]
+    table = cri_runtime_table(None)
+    systemd_cgroup = runtime[f"{table}.runtimes.nvidia.options.SystemdCgroup"]
     assert (systemd_cgroup == "true") == (driver == "systemd")
 
 
@@ -320,10 +347,9 @@ def test_every_kubelet_setting_has_a_reason_naming_its_source_where_it_is_sized(
     assert "EKS" in reasons and "OpenShift" in reasons
 
 
-def test_reserved_cpus_skip_the_cores_isolcpus_takes() -> None:
-    """An isolcpus override's CPUs hold no system daemon: the list takes the next cores (main
-    kept CPUs 0 and 1 of an isolcpus=domain,1-3 override in the list)."""
-    big = facts(cpu={"sockets": 8, "cores_per_socket": 128, "threads_per_core": 2})
+def test_an_isolcpus_override_gets_a_note_that_kubelet_does_not_read_it() -> None:
+    """kubelet reserves from the low-numbered cores without reading isolcpus: said, not
+    guessed around with CPU numbers the file cannot know."""
     knobs = profile(
         "training",
         overrides=[
@@ -336,21 +362,7 @@ def test_reserved_cpus_skip_the_cores_isolcpus_takes() -> None:
         ],
         **K8S,
     )
-    cpus = kubernetes.reserved_cpus(big, knobs)
-    assert cpus == [0, *range(4, 9), 1024, *range(1028, 1033)]
-
-
-def test_reserved_cpus_are_online_under_nosmt_on_every_shipped_system() -> None:
-    """nosmt (profile smt: disable) keeps the siblings offline; no reserved CPU may be one."""
-    from generator.inputs.hardware import load_facts
-    from generator.rules.irq import online_cpus
-
-    from .helpers import catalog
-
-    for system in ("dgx-h100", "dgx-a100", "l40s-4x-pcie", "l4-inference", "hgx-h100-epyc"):
-        machine = load_facts(system, catalog())[0]
-        knobs = profile("inference", smt="disable", **K8S)
-        cpus = kubernetes.reserved_cpus(machine, knobs)
-        if cpus is None:  # threads_per_core unknown: left to kubelet
-            continue
-        assert set(cpus) <= online_cpus(machine, knobs, list(range(machine.cpu.logical_cpus)))
+    output = list(kubernetes.cpu_manager.apply(facts(**DGX), knobs))
+    assert any("without reading isolcpus" in text for text in notes_of(output))
+    plain = kubernetes.cpu_manager.apply(facts(**DGX), profile("training", **K8S))
+    assert not any("isolcpus" in text for text in notes_of(plain))

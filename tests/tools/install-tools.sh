@@ -39,6 +39,12 @@
 # downloaded the same way and only unpacked, as $TUNED_TREES/<version>/{tuned,profiles}, the
 # layout of an upstream tag; tests/test_validators.py loads the bundles' profiles with each
 # (tests/validators/tuned_check.py --tree). Nothing of them is installed as a package.
+#
+# containerd 2 reads version 3 configuration and the split CRI plugins; bookworm's is 1.6. The
+# containerd .deb of forky (2.1.x) is downloaded the same way and only unpacked under
+# $CONTAINERD2_DIR (its binary needs only libc): tests/validators/checks_runtime.py and
+# tests/test_wiring.py run its `config dump` beside the system's 1.6. Nothing of it is installed
+# as a package, and the system's containerd stays 1.6.
 set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
@@ -48,6 +54,8 @@ TOOLS_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}
 UDEV_DIR=$TOOLS_DIR/udev
 TUNED_TREES=$TOOLS_DIR/tuned-trees
 TUNED_SUITES=(trixie forky) # tuned 2.25.1, 2.27.0
+CONTAINERD2_DIR=$TOOLS_DIR/containerd2
+CONTAINERD2_SUITE=forky # containerd 2.1.9+ds1-5 when this was written
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -118,7 +126,28 @@ install_tuned_trees() {
     echo "install-tools: $(cat "$TUNED_TREES"/*/VERSION | tr '\n' ' ')unpacked in $TUNED_TREES"
 }
 
+install_containerd2() {
+    [ ! -f "$CONTAINERD2_DIR/SUITE" ] || [ "$(cat "$CONTAINERD2_DIR/SUITE")" != "$CONTAINERD2_SUITE" ] || return 0
+    private_apt "$CONTAINERD2_SUITE"
+    (cd "$state" && apt-get "${apt_private[@]}" download -qq "containerd/$CONTAINERD2_SUITE")
+    deb=$(echo "$state"/containerd_*.deb)
+    rm -rf "$CONTAINERD2_DIR.new"
+    mkdir -p "$CONTAINERD2_DIR.new"
+    dpkg-deb -x "$deb" "$CONTAINERD2_DIR.new"
+    dpkg-deb -f "$deb" Version >"$CONTAINERD2_DIR.new/VERSION"
+    case $(cat "$CONTAINERD2_DIR.new/VERSION") in
+        2.*) ;;
+        *) echo "install-tools: containerd of $CONTAINERD2_SUITE is not 2.x" >&2; exit 1 ;;
+    esac
+    "$CONTAINERD2_DIR.new/usr/bin/containerd" --version >/dev/null
+    echo "$CONTAINERD2_SUITE" >"$CONTAINERD2_DIR.new/SUITE"
+    rm -rf "$CONTAINERD2_DIR"
+    mv "$CONTAINERD2_DIR.new" "$CONTAINERD2_DIR"
+    echo "install-tools: containerd $(cat "$CONTAINERD2_DIR/VERSION") unpacked in $CONTAINERD2_DIR"
+}
+
 if ! has_verify "$(command -v udevadm || true)" && ! has_verify "$UDEV_DIR/bin/udevadm"; then
     install_udev
 fi
 install_tuned_trees
+install_containerd2

@@ -17,7 +17,7 @@ import yaml
 
 from . import docker_keys, kubelet_fields, nccl_conf, nfd_features
 from .layout import ROOTFS, files, output_problems, relative
-from .run import copy_readable, find_tool, run, scratch, unprivileged
+from .run import copy_readable, find_containerd2, find_tool, run, scratch, unprivileged
 
 CONTAINERD_PATTERNS = (f"{ROOTFS}/etc/containerd/conf.d/*.toml",)
 DOCKER_PATTERNS = (f"{ROOTFS}/etc/docker/daemon.json",)
@@ -52,38 +52,76 @@ def lookup(document: dict[str, Any], path: KeyPath) -> Any:
     return node
 
 
+# The CRI runtime options' table in version 2 (1.x; 2.x migrates it) and version 3 (2.x): the
+# keys under it are the same (containerd plugins/cri/runtime/plugin.go migrateConfig).
+CRI_RUNTIME_V2 = ("plugins", "io.containerd.grpc.v1.cri", "containerd")
+CRI_RUNTIME_V3 = ("plugins", "io.containerd.cri.v1.runtime", "containerd")
+
+
+def in_dump(path: KeyPath, dump_version: object) -> KeyPath:
+    """A key path of the drop-in where a dump of ``dump_version`` has it: containerd 2 dumps
+    version 3, the CRI runtime table migrated out of io.containerd.grpc.v1.cri."""
+    size = len(CRI_RUNTIME_V2)
+    if dump_version == 3 and path[:size] == CRI_RUNTIME_V2:
+        return CRI_RUNTIME_V3 + path[size:]
+    return path
+
+
+def readers(version: object) -> list[tuple[str, str]]:
+    """(name, binary) of each containerd that reads a drop-in of ``version``: a version 2 file
+    both the system's 1.6 and containerd 2 (which migrates it); a version 3 file containerd 2
+    only (1.6 ignores its plugin ids, 1.7 refuses it: install.sh writes it as version 2 under a
+    version 2 config.toml, which tests/test_wiring.py runs with both)."""
+    found = [("containerd 2", find_containerd2())]
+    return found if version == 3 else [("the system's containerd", find_tool("containerd")), *found]
+
+
+def dump_problems(containerd: tuple[str, str], main: Path, dropin: Path, label: str) -> list[str]:
+    """`containerd --config MAIN config dump` as nobody; every key of the drop-in must be in the
+    merged dump with its value."""
+    name, binary = containerd
+    result = run(unprivileged([binary, "--config", str(main), "config", "dump"]))
+    if result.returncode != 0:
+        failed = output_problems(result, f"containerd config dump ({name})")
+        return [problem.replace(str(dropin), label) for problem in failed]
+    merged = tomllib.loads(result.stdout)
+    problems = []
+    for path, value in leaves(tomllib.loads(dropin.read_text())):
+        if path == ("version",):
+            continue
+        actual = lookup(merged, in_dump(path, merged.get("version")))
+        if actual != value:
+            problems.append(
+                f"{label}: containerd did not take {'.'.join(path)} = {value!r} "
+                f"(the merged config of {name} has {actual!r})"
+            )
+    return problems
+
+
 def check_containerd(bundle: Path) -> list[str]:
-    """`containerd --config MAIN config dump` as nobody, MAIN importing the drop-in as a real
-    config.toml does (`imports = [...]`): containerd's own TOML loader and plugin decoders. A
-    bad file fails it (exit 1); then every key of the drop-in must be in the merged dump with
-    its value, so a key containerd does not know (decoded into nothing) is found too. The host's
-    containerd is Debian's 1.6; a 2.x-only key would show here as unknown."""
+    """`containerd --config MAIN config dump`, MAIN importing the drop-in as a real config.toml
+    does (`imports = [...]`) in the drop-in's own version: containerd's own TOML loader and
+    plugin decoders, with each containerd that reads that version (``readers``). A bad file fails
+    it (exit 1); then every key of the drop-in must be in the merged dump with its value (the
+    NVIDIA runtime the CRI default, its options), so a key containerd does not know (decoded
+    into nothing, or a table of the other version's plugin ids) is found too."""
     dropins = files(bundle, *CONTAINERD_PATTERNS)
     if not dropins:
         return []
-    containerd = find_tool("containerd")
     problems: list[str] = []
     with scratch("containerd") as tmp:
         for dropin in dropins:
             label = relative(bundle, dropin)
             copy = copy_readable(dropin, tmp / dropin.name)
+            try:
+                version = tomllib.loads(dropin.read_text()).get("version", 2)
+            except tomllib.TOMLDecodeError:
+                version = 2  # containerd's own parser says what is wrong
             main = tmp / f"main-{dropin.stem}.toml"
-            main.write_text(f'version = 2\nimports = ["{copy}"]\n')
+            main.write_text(f'version = {version}\nimports = ["{copy}"]\n')
             main.chmod(0o644)
-            result = run(unprivileged([containerd, "--config", str(main), "config", "dump"]))
-            if result.returncode != 0:
-                failed = output_problems(result, "containerd config dump")
-                problems += [problem.replace(str(copy), label) for problem in failed]
-                continue
-            merged = tomllib.loads(result.stdout)
-            for path, value in leaves(tomllib.loads(dropin.read_text())):
-                if path == ("version",):
-                    continue
-                if lookup(merged, path) != value:
-                    problems.append(
-                        f"{label}: containerd did not take {'.'.join(path)} = "
-                        f"{value!r} (its merged config has {lookup(merged, path)!r})"
-                    )
+            for containerd in readers(version):
+                problems += dump_problems(containerd, main, copy, label)
     return problems
 
 

@@ -38,6 +38,7 @@ PACKAGES = {
     "promtool": "prometheus",
     "tuned": "tuned",
     "containerd": "containerd",
+    "containerd 2": "containerd 2.x (tests/tools/install-tools.sh unpacks it from forky)",
 }
 # executables outside $PATH
 LOCATIONS = {
@@ -82,6 +83,19 @@ def find_udevadm() -> str:
         if os.access(candidate, os.X_OK) and run([candidate, "verify", "--help"]).returncode == 0:
             return candidate
     raise MissingTool("udevadm", "with `verify` (systemd 254 or later) not found")
+
+
+def find_containerd2() -> str:
+    """containerd 2.x, which reads version 3 files: $GOLDTUNE_CONTAINERD2 or the unpacked .deb
+    (the system's containerd is bookworm's 1.6)."""
+    candidates = [
+        os.environ.get("GOLDTUNE_CONTAINERD2", ""),
+        str(TOOLS_DIR / "containerd2" / "usr" / "bin" / "containerd"),
+    ]
+    for candidate in filter(None, candidates):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise MissingTool("containerd 2")
 
 
 def find_tuned_python() -> str:
