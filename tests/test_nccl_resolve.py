@@ -306,3 +306,25 @@ def test_with_install_sh_the_boot_lines_win_over_the_images_and_verify_accepts_t
     checks, _ = verify_checks(read_bundle(made), root, None)
     nccl = [c for c in checks if c.kind == "nccl" or c.key == layout.NCCL_CONF]
     assert len(nccl) == 2 and all(c.verdict == Verdict.OK for c in nccl), nccl
+
+
+def test_the_unit_runs_before_the_job_starters_waits_for_nothing_and_runs_again_live(
+    tmp_path: Path,
+) -> None:
+    """Ordered before what starts NCCL jobs, after udev's trigger only (no settle: a matching
+    node waits for nothing), never pulling a unit in; no RemainAfterExit, so a live install.sh
+    that writes nccl.conf again starts it again (enable --now)."""
+    made = bundle(hardware(), tmp_path)
+    text = (made / in_overlay(layout.unit_file(layout.NCCL_UNIT))).read_text()
+    after = re.search(r"^After=(.*)$", text, re.MULTILINE)
+    before = re.search(r"^Before=(.*)$", text, re.MULTILINE)
+    assert after is not None and "settle" not in after.group(1)
+    assert before is not None and set(before.group(1).split()) >= {
+        "containerd.service",
+        "docker.service",
+        "kubelet.service",
+        "slurmd.service",
+    }
+    assert "Type=oneshot\n" in text and "RemainAfterExit" not in text
+    assert not re.search(r"^(Wants|Requires|BindsTo)=", text, re.MULTILINE)
+    assert f"ExecStart={layout.NCCL_SCRIPT} {layout.NCCL_DATA}\n" in text
