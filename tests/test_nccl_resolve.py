@@ -328,3 +328,15 @@ def test_the_unit_runs_before_the_job_starters_waits_for_nothing_and_runs_again_
     assert "Type=oneshot\n" in text and not re.search(r"^RemainAfterExit", text, re.MULTILINE)
     assert not re.search(r"^(Wants|Requires|BindsTo)=", text, re.MULTILINE)
     assert f"ExecStart={layout.NCCL_SCRIPT} {layout.NCCL_DATA}\n" in text
+
+
+def test_a_name_nccl_would_misread_is_never_written(tmp_path: Path) -> None:
+    """The kernel lets a renamed interface hold ',' or '=' (dev_valid_name forbids only '/',
+    ':' and blanks): NCCL would read it as two names, so it is left out, and said."""
+    made = bundle(hardware(ens3f0np0={"pci_address": FRONTEND}), tmp_path)
+    box = node()
+    box.entries = {k: v for k, v in box.entries.items() if "ens3f0np0" not in k}
+    box.nic("ens3,x", FRONTEND, speed=100000, operstate="up")
+    output, conf = boot(made, box, tmp_path / "node")
+    assert "NCCL_SOCKET_IFNAME" not in nccl_assignments(conf)
+    assert "NCCL_SOCKET_IFNAME not written: a name that is not one word" in output
