@@ -45,8 +45,9 @@ PROFILE_HELP = (
 
 
 OS_HELP = (
-    "Target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9; rocky-8, "
-    "almalinux-8, rocky-9 and almalinux-9 are aliases), over the hardware file's os.distro. "
+    "Target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, debian-13, rhel-8, rhel-9; "
+    "rocky-8, almalinux-8, rocky-9 and almalinux-9 are aliases), over the hardware file's "
+    "os.distro. "
     "Without either the bundle is portable and uses no distribution's defaults."
 )
 

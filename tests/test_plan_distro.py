@@ -38,8 +38,8 @@ ONDEMAND = ("service", "ondemand.service")
 
 
 KNOWN = (
-    "known: almalinux-8, almalinux-9, debian-12, rhel-8, rhel-9, rocky-8, rocky-9, ubuntu-22.04, "
-    "ubuntu-24.04"
+    "known: almalinux-8, almalinux-9, debian-12, debian-13, rhel-8, rhel-9, rocky-8, rocky-9, "
+    "ubuntu-22.04, ubuntu-24.04"
 )
 
 

@@ -193,7 +193,8 @@ class OsSpec(StrictModel):
     distro: Annotated[
         DistroName | None,
         _doc(
-            "target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, rhel-8, rhel-9); "
+            "target distribution (ubuntu-22.04, ubuntu-24.04, debian-12, debian-13, rhel-8, "
+            "rhel-9); "
             "none: portable"
         ),
     ] = None
