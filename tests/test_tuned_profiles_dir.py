@@ -125,3 +125,24 @@ def test_verify_of_an_image_reads_the_profile_where_the_plan_put_it(tmp_path: Pa
     where = bundle.plan.tuned_dir
     assert check_tuned(setting, placed, PROFILE, where).verdict == Verdict.OK
     assert check_tuned(setting, stale, PROFILE, where).verdict != Verdict.OK
+
+
+def test_the_tuned_validator_judges_the_profile_in_its_new_place(tmp_path: Path) -> None:
+    """tests/validators loads the debian-13 bundle's profile with tuned 2.25.1's own loader: the
+    real one passes, one with a section no plugin has fails (the check sees the new place)."""
+    from tests.validators import tools
+
+    tree = TUNED_TREES / "2.25.1"
+    good = bundle_for(tmp_path, "--os", "debian-13")
+    broken = tmp_path / "broken"
+    shutil.copytree(good, broken)
+    conf = broken / f"rootfs/etc/tuned/profiles/{PROFILE}/tuned.conf"
+    conf.write_text(conf.read_text() + "\n[no_such_plugin]\nfoo=1\n")
+    try:
+        results = tools.check_tuned_many([good, broken], tree if tree.is_dir() else None)
+    except MissingTool as missing:
+        missing_tool(missing)
+        raise
+    assert results[good] == []
+    assert any("no_such_plugin" in problem for problem in results[broken]), results[broken]
+    assert all("rootfs/etc/tuned/profiles" in p for p in results[broken] if "/" in p)
