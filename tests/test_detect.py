@@ -383,6 +383,29 @@ def test_os_distro_comes_from_id_and_version_id(fields, distro):
     assert note
 
 
+# /usr/lib/os-release of trixie's base-files 13.8+deb13u8 (read with dpkg-deb), as shipped
+TRIXIE_OS_RELEASE = """PRETTY_NAME="Debian GNU/Linux 13 (trixie)"
+NAME="Debian GNU/Linux"
+VERSION_ID="13"
+VERSION="13 (trixie)"
+VERSION_CODENAME=trixie
+DEBIAN_VERSION_FULL=13.8
+ID=debian
+HOME_URL="https://www.debian.org/"
+SUPPORT_URL="https://www.debian.org/support"
+BUG_REPORT_URL="https://bugs.debian.org/"
+"""
+
+
+def test_a_trixie_host_is_detected_as_debian_13_from_the_shipped_tables(tmp_path: Path):
+    """Issue 37: ID=debian VERSION_ID=13 names hardware_db/distros/debian-13.yaml."""
+    tree = trees.l4_pcie()
+    tree.os_release = TRIXIE_OS_RELEASE
+    data, text = detected(tree, tmp_path)
+    assert data["os"]["distro"] == "debian-13", text
+    assert "ID=debian VERSION_ID=13" in text
+
+
 def test_an_unknown_distribution_is_left_out_with_a_note(tmp_path: Path):
     tree = trees.l4_pcie()
     tree.os_release = 'PRETTY_NAME="Pop!_OS 22.04 LTS"\nID=pop\nVERSION_ID="22.04"\n'

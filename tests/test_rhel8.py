@@ -62,7 +62,13 @@ def test_the_help_names_every_distribution_table() -> None:
 
 @pytest.mark.parametrize(
     ("distro", "kernel"),
-    [("rhel-8", (4, 18)), ("rhel-9", (5, 14)), ("ubuntu-24.04", None), (None, None)],
+    [
+        ("rhel-8", (4, 18)),
+        ("rhel-9", (5, 14)),
+        ("debian-13", (6, 12)),  # GA 6.12 and backports 7.3: the GA line is marked default
+        ("ubuntu-24.04", None),
+        (None, None),
+    ],
 )
 def test_an_unstated_kernel_is_the_distributions_one_version(
     distro: str | None, kernel: tuple[int, int] | None

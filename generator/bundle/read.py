@@ -25,7 +25,7 @@ from generator.foreign import read_beneath, read_beneath_with_mode, relative_par
 from generator.model.layout import (
     MANIFEST,
     PLAN_FILE,
-    TUNED_DIR,
+    TUNED_PROFILES_DIRS,
     UDEV_FILE,
     UNIT_DIR,
     in_overlay,
@@ -357,15 +357,19 @@ def overlay_texts(bundle_dir: Path, subdir: str, suffix: str) -> dict[str, str]:
 
 
 def tuned_profiles(bundle_dir: Path) -> list[str]:
-    """The bundle's tuned profile directories that hold a tuned.conf, in name order."""
-    tuned_dir = in_overlay(TUNED_DIR)
-    if not _plain_directory(bundle_dir, tuned_dir):
-        return []
-    with os.scandir(bundle_dir / tuned_dir) as entries:
-        names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-    return [
-        name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")
-    ]
+    """The bundle's tuned profile directories that hold a tuned.conf, in name order, in each
+    directory a tuned reads (layout.TUNED_PROFILES_DIRS: /etc/tuned, /etc/tuned/profiles)."""
+    found: set[str] = set()
+    for profiles_dir in TUNED_PROFILES_DIRS:
+        tuned_dir = in_overlay(profiles_dir)
+        if not _plain_directory(bundle_dir, tuned_dir):
+            continue
+        with os.scandir(bundle_dir / tuned_dir) as entries:
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        found.update(
+            name for name in names if overlay_texts(bundle_dir, f"{tuned_dir}/{name}", "tuned.conf")
+        )
+    return sorted(found)
 
 
 def check_intact(bundle: Bundle) -> None:

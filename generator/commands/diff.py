@@ -177,7 +177,10 @@ def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
     kinds = tuple(
         spec.kind
         for spec in KINDS
-        if path in spec.files_for(plan.profile_name, (s.key for s in plan.of_kind(spec.kind)))
+        if path
+        in spec.files_for(
+            plan.profile_name, (s.key for s in plan.of_kind(spec.kind)), plan.tuned_dir
+        )
         or (
             spec.applied_at_boot_by
             and path == in_overlay(layout.unit_file(spec.applied_at_boot_by))

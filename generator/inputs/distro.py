@@ -140,6 +140,10 @@ class Tuned(StrictModel):
     # tuned-main.conf: re-apply /etc/sysctl.d, /run/sysctl.d and /etc/sysctl.conf after the
     # profile's [sysctl], so those files win over tuned (/usr/lib/sysctl.d does not)
     reapply_sysctl: bool | None = None
+    # where the packaged tuned reads a local profile <dir>/<name>/tuned.conf, so where the bundle
+    # writes its own: /etc/tuned up to tuned 2.22 (tuned/consts.py LOAD_DIRECTORIES), only
+    # /etc/tuned/profiles from 2.23 on (USER_PROFILES_DIR); generator/model/layout.py
+    profiles_dir: Literal["/etc/tuned", "/etc/tuned/profiles"] = "/etc/tuned"
     source: Sources
 
 

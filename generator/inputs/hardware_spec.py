@@ -194,7 +194,9 @@ KernelRelease = Annotated[
 # A distribution key or alias as the tables in hardware_db/distros/ spell them (ubuntu-24.04,
 # rhel-8, rhel-9); whether it is a known one is decided against those tables, with the known
 # ones listed.
-DistroName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*-[0-9][0-9.]*$")]
+DistroName = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z][A-Za-z0-9]*)*-[0-9][0-9.]*$")
+]
 
 
 class OsSpec(StrictModel):

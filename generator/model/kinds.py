@@ -209,13 +209,17 @@ class KindSpec(NamedTuple):
         pattern = self.values.get(key, self.value) if self.values else self.value
         return whole_match(pattern)(value) is not None
 
-    def files_for(self, profile: str, keys: Iterable[str]) -> list[str]:
+    def files_for(
+        self, profile: str, keys: Iterable[str], tuned_dir: str = layout.TUNED_DIR
+    ) -> list[str]:
         """The bundle files that carry these keys of the kind: its one file, or for a ``{unit}``
-        file one per unit the keys name (``containerd.service LimitNOFILE``), in key order."""
+        file one per unit the keys name (``containerd.service LimitNOFILE``), in key order.
+        ``tuned_dir`` is the plan's (where the target's tuned reads a local profile)."""
+        where = tuned_dir.removeprefix("/")
         if "{unit}" not in self.file:
-            return [self.file.format(profile=profile)]
+            return [self.file.format(profile=profile, tuned_dir=where)]
         units = dict.fromkeys(key.split(" ", 1)[0] for key in keys)
-        return [self.file.format(profile=profile, unit=unit) for unit in units]
+        return [self.file.format(profile=profile, tuned_dir=where, unit=unit) for unit in units]
 
     def value_shape(self, key: str) -> str:
         """What a value of this key may be, in words (the pattern itself for per-key words)."""
@@ -335,7 +339,8 @@ KINDS: tuple[KindSpec, ...] = (
         key=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.*/-]+",
         value=r"[A-Za-z0-9_.,:=+/@%*()\[\] -]*",
         shape="'<section>.<option>' of tuned.conf (sysctl.vm.swappiness, cpu.governor)",
-        file=in_overlay(layout.tuned_file("{profile}")),
+        # {tuned_dir}: the plan's tuned_dir less its leading '/' (where the target's tuned reads)
+        file=in_overlay(layout.tuned_file("{profile}", "/{tuned_dir}")),
         template="tuned.conf.j2",
         live_step="tuned",
         live_check="tuned",

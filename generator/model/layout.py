@@ -41,6 +41,10 @@ UDEV_FILE = f"/etc/udev/rules.d/60-{TOOL}-io-scheduler.rules"
 # after 80-net-setup-link.rules, so NAME holds the interface's final name
 IRQ_UDEV_FILE = f"/etc/udev/rules.d/99-{TOOL}-irq-affinity.rules"
 TUNED_DIR = "/etc/tuned"
+# Where tuned reads a local profile <dir>/<name>/tuned.conf: /etc/tuned up to 2.22
+# (tuned/consts.py LOAD_DIRECTORIES), /etc/tuned/profiles from 2.23 on (USER_PROFILES_DIR, the
+# only local one of CFG_DEF_PROFILE_DIRS); a distribution table's tuned.profiles_dir says which.
+TUNED_PROFILES_DIRS = (TUNED_DIR, f"{TUNED_DIR}/profiles")
 TUNED_ACTIVE = f"{TUNED_DIR}/active_profile"
 TUNED_MODE = f"{TUNED_DIR}/profile_mode"
 UNIT_DIR = "/etc/systemd/system"
@@ -228,8 +232,8 @@ def tuned_profile(profile_name: str) -> str:
     return f"{TOOL}-{profile_name}"
 
 
-def tuned_file(profile_name: str) -> str:
-    return f"{TUNED_DIR}/{tuned_profile(profile_name)}/tuned.conf"
+def tuned_file(profile_name: str, profiles_dir: str = TUNED_DIR) -> str:
+    return f"{profiles_dir}/{tuned_profile(profile_name)}/tuned.conf"
 
 
 def unit_file(unit: str) -> str:

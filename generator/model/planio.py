@@ -8,6 +8,7 @@ from typing import Any
 
 from generator import TOOL, __version__
 from generator.model.claims import Claim, claim_from_data
+from generator.model.layout import TUNED_DIR, TUNED_PROFILES_DIRS
 from generator.model.setting import SETTING_KINDS, NicRole, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
@@ -31,6 +32,8 @@ def _plan_data(
         target["grub_dropins"] = False
     if plan.reboot_for_kernel_args:
         target["reboot_for_kernel_args"] = True
+    if plan.tuned_dir != TUNED_DIR:  # said only where not the default, as grub_dropins
+        target["tuned_dir"] = plan.tuned_dir
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
@@ -114,9 +117,17 @@ def plan_from_data(data: Any) -> Plan:
             NicRole(str(n.get("name", "")), str(n.get("role", ""))) for n in data.get("nics", [])
         ),
         grub_dropins=data.get("grub_dropins") is not False,
+        tuned_dir=_tuned_dir(data.get("tuned_dir", TUNED_DIR)),
         reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
         claims=_claims_from(data.get("claims", [])),
     )
+
+
+def _tuned_dir(value: Any) -> str:
+    # a path the bundle's files are written under: only the directories tuned reads
+    if value not in TUNED_PROFILES_DIRS:
+        raise ValueError("'tuned_dir' is not a directory tuned reads profiles from")
+    return str(value)
 
 
 def _gpu_count(value: Any) -> int:

@@ -146,6 +146,10 @@ class Plan(NamedTuple):
     # boot_args.reads): RHEL's does not, so its bundles carry no drop-in; a portable bundle may
     # land on Debian or Ubuntu and keeps it.
     grub_dropins: bool = True
+    # Where the target's tuned reads the bundle's profile (its distro table's tuned.profiles_dir,
+    # layout.TUNED_PROFILES_DIRS): /etc/tuned/profiles from tuned 2.23 on; a portable bundle
+    # keeps /etc/tuned.
+    tuned_dir: str = "/etc/tuned"
     # The profile's reboot_for_kernel_args, when the plan has kernel arguments: an image's boot
     # check reboots once when one is not in effect (install.list's kernel-args-reboot line).
     reboot_for_kernel_args: bool = False

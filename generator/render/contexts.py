@@ -291,4 +291,4 @@ def kind_files(plan: Plan, spec: KindSpec, settings: tuple[Setting, ...]) -> str
         return SERVICE_FILES
     if spec.kind == Kind.KERNEL_ARG and not plan.grub_dropins:
         return BLS_ARGS_FILES
-    return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings)))
+    return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings), plan.tuned_dir))

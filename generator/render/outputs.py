@@ -36,7 +36,7 @@ class Output(NamedTuple):
     services: tuple[str, ...] = ()
 
     def bundle_path(self, plan: Plan) -> str:
-        return self.path.format(profile=plan.profile_name)
+        return self.path.format(profile=plan.profile_name, tuned_dir=plan.tuned_dir.lstrip("/"))
 
     def applies_to(self, plan: Plan) -> bool:
         if self.vendor and gpu_unit_vendor(plan).vendor != self.vendor:

@@ -21,7 +21,13 @@ from pathlib import Path
 
 from generator.bundle.read import Bundle, ManifestFile
 from generator.model.kinds import KIND_SPECS
-from generator.model.layout import CONTAINERD_DROPIN, DOCKER_DAEMON_JSON, GPU_DATA, GPU_SCRIPT
+from generator.model.layout import (
+    CONTAINERD_DROPIN,
+    DOCKER_DAEMON_JSON,
+    GPU_DATA,
+    GPU_SCRIPT,
+    TUNED_DIR,
+)
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.checks_runtime import provider_of
 from generator.verify.consumers import arg_name, daemon_json_object
@@ -209,7 +215,9 @@ def check_udev(setting: Setting, image: Image) -> Check:
     )
 
 
-def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
+def check_tuned(
+    setting: Setting, image: Image, profile: str | None, profiles_dir: str = TUNED_DIR
+) -> Check:
     if image.resolve("/usr/lib/tuned") is None and image.resolve("/usr/sbin/tuned") is None:
         return check_of(setting, "-", NA, "tuned is not installed in the image")
     # Several profiles merge left to right, the last winning (tuned/profiles/loader.py, merger.py
@@ -223,10 +231,10 @@ def check_tuned(setting: Setting, image: Image, profile: str | None) -> Check:
             f"tuned will not load {profile} last, over the other profiles",
         )
     section, _, option = setting.key.partition(".")
-    text = image.read(f"/etc/tuned/{profile}/tuned.conf") if profile else None
-    return verdict_of(
-        setting, ini_value([(f"/etc/tuned/{profile}/tuned.conf", text or "")], section, option)
-    )
+    # where the target's tuned reads it (the plan's tuned_dir: /etc/tuned/profiles from 2.23 on)
+    path = f"{profiles_dir}/{profile}/tuned.conf"
+    text = image.read(path) if profile else None
+    return verdict_of(setting, ini_value([(path, text or "")], section, option))
 
 
 def bundle_targets(bundle: Bundle) -> set[str]:
@@ -367,7 +375,9 @@ CHECKS: dict[str, ImageCheck] = {
     "sysfs": lambda s, image, _: check_sysfs(s, image),
     "udev": lambda s, image, _: check_udev(s, image),
     "service": check_service,
-    "tuned": lambda s, image, bundle: check_tuned(s, image, bundle.tuned_profile),
+    "tuned": lambda s, image, bundle: check_tuned(
+        s, image, bundle.tuned_profile, bundle.plan.tuned_dir
+    ),
     "boot-unit": check_boot_applied,
     "unit-dropin": lambda s, image, _: check_unit_dropin(s, image),
     "containerd": lambda s, image, _: check_containerd(s, image),

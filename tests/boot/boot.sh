@@ -1,12 +1,15 @@
 #!/bin/sh
-# Bake a goldtune bundle into the cached Debian 12 root, boot it under QEMU and capture the
-# bundle collector's snapshot from the second serial port.
+# Bake a goldtune bundle into a cached Debian root (Debian 12 unless --suite says otherwise),
+# boot it under QEMU and capture the bundle collector's snapshot from the second serial port.
 #
-#   boot.sh --bundle DIR --out DIR [--delivery rootfs|cloud-init|packer] [--user-data FILE]
+#   boot.sh --bundle DIR --out DIR [--suite bookworm|trixie]
+#           [--delivery rootfs|cloud-init|packer] [--user-data FILE]
 #           [--hook SCRIPT] [--collector FILE] [--timeout SECONDS] [--packer-timeout SECONDS]
 #           [--keep-image] [--smp SPEC] [--qemu-args FILE]
 #           [--loader kernel|grub|systemd-boot] [--previous-args ARGS]
 #
+#   --suite SUITE          the Debian suite of the cached root (build-rootfs.sh --suite):
+#                          bookworm (Debian 12, default) or trixie (Debian 13)
 #   --delivery rootfs      the bundle's own `install.sh --root` installs it into the image (default)
 #   --delivery none        nothing of the bundle but its collector (the harness's): the base image,
 #                          booted as the others are (bench/boot_cost.py's baseline)
@@ -70,6 +73,7 @@ HERE=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd -P)
 REPO=$(CDPATH='' cd -- "$HERE/../.." && pwd -P)
 bundle=""
 out=""
+suite=bookworm
 delivery=rootfs
 hook=""
 before=""
@@ -93,6 +97,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --bundle) bundle=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
+        --suite) suite=$2; shift 2 ;;
         --delivery) delivery=$2; shift 2 ;;
         --hook) hook=$2; shift 2 ;;
         --before) before=$2; shift 2 ;;
@@ -110,6 +115,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -z "$bundle" ] || [ -z "$out" ]; then die "--bundle and --out are required" 2; fi
 case $delivery in rootfs | cloud-init | packer | none) ;; *) die "--delivery is rootfs, cloud-init, packer or none" 2 ;; esac
+case $suite in bookworm | trixie) ;; *) die "--suite is bookworm or trixie" 2 ;; esac
 [ -z "$qemu_args" ] || [ -f "$qemu_args" ] || die "--qemu-args: no file $qemu_args" 2
 case $loader in kernel | grub | systemd-boot) ;; *) die "--loader is kernel, grub or systemd-boot" 2 ;; esac
 [ "$loader" = kernel ] || [ "$delivery" = rootfs ] || die "--loader $loader needs --delivery rootfs" 2
@@ -460,7 +466,7 @@ ensure_qemu
 ensure_loader_tools
 
 started=$(now)
-cache=$("$HERE/build-rootfs.sh")
+cache=$("$HERE/build-rootfs.sh" --suite "$suite")
 timing rootfs-cache "$(elapsed "$started")"
 
 work="$out/work"

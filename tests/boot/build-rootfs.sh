@@ -1,8 +1,11 @@
 #!/bin/sh
-# Build (once) and cache the Debian 12 root filesystem, kernel and initrd the boot test bakes
-# bundles into. Prints the cache directory on stdout:
+# Build (once) and cache a Debian root filesystem, kernel and initrd the boot test bakes bundles
+# into, of one suite: bookworm (Debian 12, the default) or trixie (Debian 13). Prints the cache
+# directory on stdout:
 #
-#   $CACHE/rootfs-<hash>/root/        the root filesystem (systemd, udev, kmod, procps, tuned,
+#   build-rootfs.sh [--suite bookworm|trixie]
+#
+#   $CACHE/rootfs-<suite>-<hash>/root/ the root filesystem (systemd, udev, kmod, procps, tuned,
 #                                     irqbalance, cloud-init; cloud-init is disabled by a marker
 #                                     file that boot.sh removes for the cloud-init scenario;
 #                                     openssh-server and sudo with the build user "build" for
@@ -10,22 +13,37 @@
 #                                     has no key until boot.sh --delivery packer adds one;
 #                                     prometheus-node-exporter, disabled: tests/test_detect_boot.py
 #                                     starts it after boot to read its /metrics)
-#   $CACHE/rootfs-<hash>/vmlinuz      the Debian kernel
-#   $CACHE/rootfs-<hash>/initrd.img   a small initrd (MODULES=list: virtio_pci, virtio_blk, ext4)
+#   $CACHE/rootfs-<suite>-<hash>/vmlinuz     the Debian kernel
+#   $CACHE/rootfs-<suite>-<hash>/initrd.img  a small initrd (MODULES=list: virtio_pci, virtio_blk,
+#                                     ext4)
 #
 # CACHE is ${GOLDTUNE_BOOT_CACHE:-/var/cache/goldtune-boot}; <hash> is the sha256 of this script,
-# so any change to it rebuilds. Needs root (debootstrap, chroot, unshare -m). The Debian mirror is
-# ${GOLDTUNE_DEBIAN_MIRROR}, else the first URIs: of the host's debian.sources, else deb.debian.org.
-# With GOLDTUNE_BOOT_INSTALL_TOOLS=1 (CI) missing host tools are installed with apt-get.
+# so any change to it rebuilds, and the suite is part of the key: one root per suite is kept
+# (about 1 GB each), every build of an older script is removed. Needs root (debootstrap, chroot,
+# unshare -m). The Debian mirror is ${GOLDTUNE_DEBIAN_MIRROR}, else the first URIs: of the host's
+# debian.sources, else deb.debian.org. With GOLDTUNE_BOOT_INSTALL_TOOLS=1 (CI) missing host tools
+# are installed with apt-get.
 set -eu
 
 SCRIPT=$(readlink -f "$0")
 CACHE=${GOLDTUNE_BOOT_CACHE:-/var/cache/goldtune-boot}
 HASH=$(sha256sum "$SCRIPT" | cut -c1-16)
-DEST="$CACHE/rootfs-$HASH"
 SUITE=bookworm
+if [ "${1:-}" = --suite ] && [ $# -ge 2 ]; then
+    SUITE=$2
+    shift 2
+fi
+case $SUITE in
+    # trixie: linux-sysctl-defaults (Priority important, so in every trixie install but
+    # debootstrap's minbase) is where Debian 13's /usr/lib/sysctl.d/50-default.conf comes from
+    # (hardware_db/distros/debian-13.yaml); bookworm has no such package
+    bookworm) SUITE_PACKAGES="" ;;
+    trixie) SUITE_PACKAGES=",linux-sysctl-defaults" ;;
+    *) printf 'build-rootfs: error: --suite is bookworm or trixie, not "%s"\n' "$SUITE" >&2; exit 2 ;;
+esac
+DEST="$CACHE/rootfs-$SUITE-$HASH"
 # The guest's packages beyond debootstrap's minbase. python3 comes with tuned and cloud-init.
-PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates
+PACKAGES=systemd-sysv,udev,kmod,procps,dbus,ca-certificates$SUITE_PACKAGES
 CHROOT_PACKAGES="linux-image-amd64 initramfs-tools tuned irqbalance cloud-init containerd openssh-server sudo
     grub-pc-bin grub2-common prometheus-node-exporter"
 
@@ -82,8 +100,9 @@ prepare_guest() {
     rm -rf "$root"/var/lib/apt/lists/*
     # cloud-init stays off unless boot.sh delivers through it.
     touch "$root/etc/cloud/cloud-init.disabled"
-    # Debian's containerd is 1.6: it reads /etc/containerd/conf.d only through imports, as a GPU
-    # node image prepared for goldtune's drop-in has it (containerd >= 2.2 imports it by default).
+    # Debian's containerd is 1.6 (bookworm) or 1.7 (trixie; its packaged config.toml names no
+    # imports): it reads /etc/containerd/conf.d only through imports, as a GPU node image
+    # prepared for goldtune's drop-in has it (containerd >= 2.2 imports it by default).
     mkdir -p "$root/etc/containerd"
     printf 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n' >"$root/etc/containerd/config.toml"
     # Root without a password on the console, only for debugging a failed boot interactively.
@@ -103,7 +122,7 @@ prepare_guest() {
 }
 
 build() {
-    work="$CACHE/build-$HASH.$$"
+    work="$CACHE/build-$SUITE-$HASH.$$"
     rm -rf "$work"
     mkdir -p "$work"
     started=$(date +%s)
@@ -134,9 +153,10 @@ main() {
     flock 9
     if [ ! -f "$DEST/kernel-version" ]; then
         build
-        # Only the current build is kept: each root is about 1 GB.
+        # Only this script's builds are kept, one per suite: each root is about 1 GB.
         for old in "$CACHE"/rootfs-* "$CACHE"/build-*; do
-            [ -e "$old" ] && [ "$old" != "$DEST" ] && rm -rf "$old"
+            case $old in "$CACHE"/rootfs-*-"$HASH") continue ;; esac
+            [ -e "$old" ] && rm -rf "$old"
         done
     fi
     printf '%s\n' "$DEST"

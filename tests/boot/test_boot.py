@@ -1,14 +1,16 @@
-"""A real boot: bake a shipped system x profile into Debian 12, boot it under QEMU, verify it live.
+"""A real boot: bake a shipped system x profile into Debian, boot it under QEMU, verify it live.
 
 Three boots of one bundle (tests/boot/boot.sh does the work; see its header):
 
 1. ``rootfs``: the bundle's own ``install.sh --image-build --root`` installs it into the image,
    whose own GRUB boots it (issue 27: no -kernel/-append; update-grub at its first boot, then
-   one reboot); ``systemd-boot``, likewise into an image whose BLS entry systemd-boot reads under
-   OVMF;
+   one reboot): a Debian 13 (trixie) image and the bundle made for it (``--os debian-13``,
+   issue 37); ``systemd-boot``, likewise into a Debian 12 image whose BLS entry systemd-boot
+   reads under OVMF;
 2. ``cloud-init``: the image carries a NoCloud seed with the compressed, composed form
    (cloud-init/user-data.mime.gz of a bundle made with a small team cloud-config part and
-   --cloud-init-reboot): the form a user hands to EC2;
+   --cloud-init-reboot): the form a user hands to EC2; the same verdicts as the systemd-boot
+   boot of the portable bundle;
 3. ``tampered``: as 1, then one sysctl value is changed in the installed file and an earlier
    NCCL_IB_HCA line shadows the bundle's in /etc/nccl.conf: verify must fail on those two.
 
@@ -58,6 +60,11 @@ PROFILE = os.environ.get("GOLDTUNE_BOOT_PROFILE", "inference")
 # that proves tampering is caught, so it costs no boot of its own. The plain boots keep
 # inference: its C-state kernel arguments and somaxconn are in no training plan.
 K8S_PROFILE = os.environ.get("GOLDTUNE_BOOT_K8S_PROFILE", "training-k8s")
+# The GRUB boot's image and its bundle (issue 37): Debian 13 built by build-rootfs.sh --suite
+# trixie, and the bundle made for that distribution's table (hardware_db/distros/debian-13.yaml).
+# Every other boot is Debian 12's root with the portable bundle.
+TRIXIE = ("--suite", "trixie")
+TRIXIE_OS = "debian-13"
 TOOLS = ("debootstrap", "qemu-system-x86_64", "mkfs.ext4", "unshare", "chroot")
 # Boot to power-off, measured on the development VM (2 vCPUs, TCG; tests/boot/README.md): the
 # slowest of each delivery. A loaded 2-core CI runner was more than 4x slower (a cloud-init boot
@@ -151,10 +158,14 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def generate(out_dir: Path, profile: str) -> Path:
-    path = out_dir / f"{SYSTEM}-{profile}"
+def generate(out_dir: Path, profile: str, os_name: str = "") -> Path:
+    path = out_dir / "-".join(filter(None, (SYSTEM, profile, os_name)))
+    target = ("--os", os_name) if os_name else ()
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", profile, "-o", str(path)],
+        [
+            *(sys.executable, "-m", "generator", "--hw", SYSTEM, "--profile", profile),
+            *(*target, "-o", str(path)),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -167,6 +178,12 @@ def generate(out_dir: Path, profile: str) -> Path:
 @pytest.fixture(scope="module")
 def bundle(out_dir: Path) -> Path:
     return generate(out_dir, PROFILE)
+
+
+@pytest.fixture(scope="module")
+def trixie_bundle(out_dir: Path) -> Path:
+    """The same system x profile made for Debian 13 (--os debian-13)."""
+    return generate(out_dir, PROFILE, TRIXIE_OS)
 
 
 @pytest.fixture(scope="module")
@@ -318,10 +335,13 @@ def verify_snapshot() -> Any:
 
 @pytest.fixture(scope="module")
 def rootfs_report(
-    bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any
+    trixie_bundle: Path, out_dir: Path, verify_snapshot: Any
 ) -> tuple[int, dict[str, Any]]:
-    """The image's own GRUB boots it (boot.sh --loader grub): no -kernel/-append."""
-    extra = ("--loader", "grub", "--previous-args", previous_args(bundle))
+    """The trixie image's own GRUB boots it (boot.sh --suite trixie --loader grub): no
+    -kernel/-append; the bundle made for debian-13, with its own collector."""
+    bundle = trixie_bundle
+    collector = bundle / in_overlay(COLLECT_SCRIPT)
+    extra = (*TRIXIE, "--loader", "grub", "--previous-args", previous_args(bundle))
     return verify_snapshot(bundle, boot(bundle, collector, out_dir / "rootfs", *extra))
 
 
@@ -381,16 +401,24 @@ def test_install_sh_into_the_debian_root_verifies_offline(bundle: Path, out_dir:
 
 
 def test_install_sh_delivery_is_live(
-    rootfs_report: tuple[int, dict[str, Any]], bundle: Path, out_dir: Path
+    rootfs_report: tuple[int, dict[str, Any]], trixie_bundle: Path, out_dir: Path
 ) -> None:
     """Issue 27: an image baked with install.sh --image-build --root boots through its own GRUB
     (BIOS, no -kernel/-append) with every plan argument on /proc/cmdline and none of those an
     earlier bundle added: its first boot ran the image's update-grub (goldtune-update-grub.service),
     the harness rebooted once, and GRUB booted the regenerated grub.cfg (its linux command puts
-    BOOT_IMAGE= first). The rest of the bundle is live as before."""
+    BOOT_IMAGE= first). The rest of the bundle is live as before.
+
+    Issue 37: the image is Debian 13 (trixie: systemd 257, GRUB 2.12, no /etc/sysctl.conf) and
+    the bundle the one made for it (--os debian-13): the kernel that booted is trixie's."""
+    bundle = trixie_bundle
+    assert json.loads((bundle / "plan.json").read_text())["distro"] == TRIXIE_OS
     status, report = rootfs_report
-    report_timing("install.sh --image-build --root, GRUB", report, out_dir)
-    words = booted_cmdline(out_dir / "rootfs" / "snapshot.log")
+    report_timing("install.sh --image-build --root, GRUB, Debian 13", report, out_dir)
+    snapshot = out_dir / "rootfs" / "snapshot.log"
+    kernel = parse_snapshot(snapshot.read_text(errors="replace")).value("meta", "kernel")
+    assert kernel and kernel.endswith("+deb13-amd64"), kernel
+    words = booted_cmdline(snapshot)
     assert words[0].startswith("BOOT_IMAGE=/boot/vmlinuz-"), words
     assert_plan_args_only(bundle, words)
     install_log = (out_dir / "rootfs" / "install.log").read_text()
@@ -401,8 +429,20 @@ def test_install_sh_delivery_is_live(
     assert_live(status, report)
 
 
-def test_a_bls_entry_read_by_systemd_boot_keeps_tuned_params(
+@pytest.fixture(scope="module")
+def systemd_boot_report(
     bundle: Path, collector: Path, out_dir: Path, verify_snapshot: Any
+) -> tuple[Path, int, dict[str, Any]]:
+    """systemd-boot boots the Debian 12 image with the portable bundle (boot.sh --loader
+    systemd-boot): its snapshot, verify's status and report. The cloud-init boot, of the same
+    system x profile on the same root, is compared with it."""
+    extra = ("--loader", "systemd-boot", "--previous-args", previous_args(bundle))
+    snapshot = boot(bundle, collector, out_dir / "systemd-boot", *extra)
+    return (snapshot, *verify_snapshot(bundle, snapshot))
+
+
+def test_a_bls_entry_read_by_systemd_boot_keeps_tuned_params(
+    systemd_boot_report: tuple[Path, int, dict[str, Any]], bundle: Path, out_dir: Path
 ) -> None:
     """Issue 27: a BLS layout (RHEL 9's, with $tuned_params at the end of the options and grub2's
     blscfg keys) read by a real BLS reader: systemd-boot under OVMF, from an ESP made with mtools.
@@ -410,8 +450,7 @@ def test_a_bls_entry_read_by_systemd_boot_keeps_tuned_params(
     earlier bundle added out, $tuned_params kept where it stands. systemd-boot passes the options
     on as they are (a variable is grub2's to expand), so /proc/cmdline shows the edit itself."""
     out = out_dir / "systemd-boot"
-    extra = ("--loader", "systemd-boot", "--previous-args", previous_args(bundle))
-    snapshot = boot(bundle, collector, out, *extra)
+    snapshot, status, report = systemd_boot_report
     (entry,) = out.glob("*.conf")
     (options,) = [
         line.split()[1:] for line in entry.read_text().splitlines() if line.startswith("options ")
@@ -423,7 +462,6 @@ def test_a_bls_entry_read_by_systemd_boot_keeps_tuned_params(
     # systemd-boot hands the kernel the initrd it loaded as initrd=, then the options
     assert [w for w in words if not w.startswith("initrd=")] == options, words
     assert_plan_args_only(bundle, words)
-    status, report = verify_snapshot(bundle, snapshot)
     report_timing("install.sh --image-build --root, systemd-boot", report, out_dir)
     assert_live(status, report)
 
@@ -448,15 +486,15 @@ def composed_bundle(out_dir: Path) -> Path:
 
 
 def test_cloud_init_delivery_gives_the_same_verdicts(
-    bundle: Path,
     collector: Path,
     out_dir: Path,
-    rootfs_report: tuple[int, dict[str, Any]],
+    systemd_boot_report: tuple[Path, int, dict[str, Any]],
     verify_snapshot: Any,
 ) -> None:
     """The compressed, composed form through NoCloud: the team's part applied, every verdict as
-    with install.sh, and no reboot (the kernel arguments are on QEMU's command line already; a
-    reboot would end the run before the snapshot, -no-reboot)."""
+    with install.sh (the systemd-boot boot: the same portable bundle on the same Debian 12
+    root; the GRUB boot is Debian 13's), and no reboot (the kernel arguments are on QEMU's
+    command line already; a reboot would end the run before the snapshot, -no-reboot)."""
     composed = composed_bundle(out_dir)
     user_data = composed / USER_DATA_MIME_GZ
     assert user_data.stat().st_size <= 16 * 1024  # EC2's limit
@@ -470,7 +508,7 @@ def test_cloud_init_delivery_gives_the_same_verdicts(
     status, report = verify_snapshot(composed, snapshot)
     report_timing("cloud-init", report, out_dir)
     assert_live(status, report)
-    assert verdicts(report) == verdicts(rootfs_report[1])
+    assert verdicts(report) == verdicts(systemd_boot_report[2])
     collector_files = {
         c["key"]: c["verdict"] for c in report["checks"] if c["key"] in VERIFY_ONLY_TARGETS
     }

@@ -371,7 +371,9 @@ def check_scripts_many(bundles: list[Path]) -> dict[Path, list[str]]:
 
 # --- tuned ---------------------------------------------------------------------------------------
 
-TUNED_PATTERNS = (f"{ROOTFS}/etc/tuned/*/tuned.conf",)
+# where tuned reads local profiles: /etc/tuned up to 2.22, /etc/tuned/profiles from 2.23 on (a
+# bundle for a table whose tuned.profiles_dir says so: generator/model/layout.py)
+TUNED_PATTERNS = (f"{ROOTFS}/etc/tuned/*/tuned.conf", f"{ROOTFS}/etc/tuned/profiles/*/tuned.conf")
 # writing one of a pair makes the other read 0 (Documentation/admin-guide/sysctl/vm.rst)
 RATIO_OF_BYTES = {
     "vm.dirty_bytes": "vm.dirty_ratio",
@@ -431,6 +433,12 @@ def check_tuned_many(
         for bundle in bundles
     ]
     jobs = [(bundle, names) for bundle, names in jobs if names]
+    # the directory standing in for the target's profile directory: the one the bundle's
+    # profiles are in (a bundle writes all of them into one)
+    profile_dirs = {
+        bundle: files(bundle, *TUNED_PATTERNS)[0].parent.parent.relative_to(bundle)
+        for bundle, _ in jobs
+    }
     if not jobs:
         return results
     python = find_tuned_python()
@@ -447,7 +455,7 @@ def check_tuned_many(
         if known:
             arguments += ["--machines", json.dumps(known)]
         for index, (bundle, names) in enumerate(jobs):
-            etc_tuned = copy_readable(bundle / ROOTFS / "etc/tuned", tmp / str(index))
+            etc_tuned = copy_readable(bundle / profile_dirs[bundle], tmp / str(index))
             arguments += [f"{etc_tuned}:{name}" for name in names]
         result = run(unprivileged([python, str(helper), *arguments]), timeout=TIMEOUT_MANY_S)
         if result.returncode != 0:
@@ -461,7 +469,7 @@ def check_tuned_many(
         for name in names:
             report = reports[f"{tmp}/{index}:{name}"]
             results[bundle] += [
-                f"tuned: {problem}".replace(f"{tmp}/{index}", f"{ROOTFS}/etc/tuned")
+                f"tuned: {problem}".replace(f"{tmp}/{index}", str(profile_dirs[bundle]))
                 for problem in report["problems"]
             ]
             merged = {"": report["sysctl"], **report["layered"]}
