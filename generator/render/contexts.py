@@ -159,7 +159,7 @@ def at_boot(setting: Setting) -> bool:
 
 def nccl_lines(plan: Plan) -> list[DataLine]:
     """nccl-resolve's data: its message tag, then per value resolved at boot the file, the
-    variable and the rule of the search (generator/rules/nccl_boot.py)."""
+    variable and the rule of the search (generator/model/nccl_boot.py)."""
     resolved = [
         setting_line(
             s,
