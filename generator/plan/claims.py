@@ -212,8 +212,8 @@ def os_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
         # what the image's /etc/os-release says where the table names it (AL2023: amzn-2023; a
         # site table extending a shipped one: that one's), else every name of the table, key
         # first, any of which the node's ID (or ID_LIKE) and VERSION_ID may match
-        release = distro.os_release or ",".join((distro.key, *distro.aliases))
-        claims.append(Claim("os.distro", release, targeted))
+        named = distro.os_release or ",".join((distro.key, *distro.aliases))
+        claims.append(Claim("os.distro", named, targeted))
     return claims
 
 
