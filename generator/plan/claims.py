@@ -150,7 +150,12 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
         named = names(s.key, nic.name) or names(s.value, nic.name) or names(s.reason, nic.name)
         return named or (device is not None and (names(s.key, device) or names(s.value, device)))
 
-    everything = _refs(settings, on_name)
+    def by_name(s: Setting) -> bool:
+        # a pin of a NIC with a pci_address finds the port by it, whatever its name (issue 38)
+        found_by_address = nic.pci_address is not None and s.kind == "irq" and s.key == nic.name
+        return on_name(s) and not found_by_address
+
+    everything = _refs(settings, by_name)
     claims = [Claim(f"{base}/present", "yes", everything)]
     if nic.model is not None:
         claims.append(Claim(f"{base}/driver", nic.model.driver, everything))
@@ -177,7 +182,9 @@ def pci_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
     if address is None:
         return []
     base = f"nic/{nic.name}"
-    found_by = _refs(settings, lambda s: address in s.value)
+    found_by = _refs(
+        settings, lambda s: address in s.value or (s.kind == "irq" and s.key == nic.name)
+    )
     claims = [Claim(f"{base}/pci_address", address, found_by)]
     if nic.model is not None:
         claims.append(Claim(f"{base}/pci_id", ",".join(nic.model.pci_ids), found_by))

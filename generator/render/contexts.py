@@ -197,7 +197,27 @@ def irq_lines(plan: Plan) -> list[DataLine]:
             f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
         ),
         *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
+        *address_lines(plan),
         *result_line(plan),
+    ]
+
+
+def address_lines(plan: Plan) -> list[DataLine]:
+    """``at<TAB><interface><TAB><address>`` for each pinned NIC whose PCI address the hardware
+    file gives (its pci_address claim): irq-affinity pins a renamed port by it (issue 38)."""
+    pinned = {s.key for s in plan.of_kind("irq")}
+    found = [
+        (claim.name.split("/")[1], claim.expected)
+        for claim in plan.claims
+        if claim.name.startswith("nic/") and claim.name.endswith("/pci_address")
+    ]
+    return [
+        fixed_line(
+            f"hardware: {name} is the PCI function {address} (nics[].pci_address)",
+            ("at", name, address),
+        )
+        for name, address in found
+        if name in pinned
     ]
 
 
