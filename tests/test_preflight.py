@@ -7,6 +7,7 @@ units then skip what those claims carry. verify reads the result back (parse_pre
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +19,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from test_install import make_bin
-from validators.checks_system import check_units
+from validators.checks_system import check_udev, check_units
+from validators.run import MissingTool
 
 from generator.cli import main
 from generator.inputs.load import load_inputs
@@ -555,6 +557,12 @@ def test_a_renamed_nic_with_a_pci_address_is_still_pinned(
     made = bundle(changed, tmp_path, "renamed-at-address")
     data = (made / in_overlay(layout.IRQ_DATA)).read_text()
     assert f"at\t{RENAMED[1]}\t{renamed['pci_address']}\n" in data
+    # re-pinned when the port is created again, by its PCI function whatever its name
+    rules = (made / in_overlay(layout.IRQ_UDEV_FILE)).read_text()
+    (kernels,) = re.findall(r'KERNELS=="([^"]*)"', rules)
+    assert renamed["pci_address"] in kernels.split("|")
+    with contextlib.suppress(MissingTool):  # udevadm's own reading, where it is installed
+        assert check_udev(made) == []
     status, _ = run_script("preflight", made / PREFLIGHT_DATA, tree)
     mismatches = parse_preflight((tree / RESULT).read_text()).mismatches
     assert status == 1 and [m.claim for m in mismatches] == [f"nic/{RENAMED[1]}/present"]

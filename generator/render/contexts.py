@@ -102,6 +102,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "irq_data_file": layout.IRQ_DATA,
         "irq_log_tag": layout.IRQ_LOG_TAG,
         "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
+        "irq_addresses": "|".join(line.fields[2] for line in address_lines(plan)),
         "acs_unit": layout.ACS_UNIT,
         "acs_script": layout.ACS_SCRIPT,
         "acs_data_file": layout.ACS_DATA,
