@@ -5,6 +5,7 @@ never writes a sysctl its kernel lacks."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from generator.cli import main
 from generator.detect.system import match_distro
 from generator.inputs.distro import load_distros, resolve_distro
 from generator.inputs.load import load_inputs
+from generator.paths import hardware_db_dir
 from tests.conftest import missing_tool
 from tests.validators import tools
 from tests.validators.run import MissingTool
@@ -268,3 +270,15 @@ def test_the_real_consumers_accept_the_new_distributions_bundles(
         missing_tool(missing)
     for bundle in judged:
         assert verdict[bundle] == [], f"{check.consumer} rejects {bundle.name}: {verdict[bundle]}"
+
+
+@pytest.mark.parametrize("name", ["amazon-linux-2023", "amzn-2023", "rocky-10"])
+def test_a_hardware_files_os_distro_names_the_new_tables(name: str, tmp_path: Path) -> None:
+    """os.distro in a hardware file takes a key with a word in it (amazon-linux-2023) as --os
+    does: the field's pattern once admitted only <letters>-<version>."""
+    hardware = tmp_path / "box.yaml"
+    shipped = (hardware_db_dir() / "systems" / "l4-inference.yaml").read_text()
+    hardware.write_text(shipped + f"os:\n  distro: {name}\n")
+    gen("--hw", str(hardware), "--profile", "inference", "-o", str(tmp_path / "out"))
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["distro"] == resolve_distro(name, load_distros()).key
