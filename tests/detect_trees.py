@@ -88,6 +88,7 @@ class FakeMachine:
         speed: int | None = None,
         link_type: int = 1,
         via: str = "",
+        operstate: str | None = None,
     ) -> None:
         """An interface on a PCI function (``via``: a bus device between, e.g. virtio0)."""
         if address is None:
@@ -99,11 +100,16 @@ class FakeMachine:
         self.entries[f"{base}/type"] = f"{link_type}\n"
         if speed is not None:
             self.entries[f"{base}/speed"] = f"{speed}\n"
+        if operstate is not None:
+            self.entries[f"{base}/operstate"] = f"{operstate}\n"
         self.entries[f"sys/class/net/{name}"] = Link(f"../../{base[4:]}")
 
-    def rdma(self, name: str, address: str) -> None:
+    def rdma(self, name: str, address: str, rate: str | None = None) -> None:
+        """An RDMA device on a PCI function; ``rate``: port 1's, as sysfs prints it."""
         base = f"{pci_dir(address)}/infiniband/{name}"
         self.entries[f"{base}/device"] = Link(f"../../../{address}")
+        if rate is not None:
+            self.entries[f"{base}/ports/1/rate"] = f"{rate}\n"
         self.entries[f"sys/class/infiniband/{name}"] = Link(f"../../{base[4:]}")
 
     def disk(

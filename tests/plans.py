@@ -125,6 +125,10 @@ FULL_SETTINGS: tuple[Setting, ...] = (
     setting("kubelet", "reservedMemory/0", "2489Mi", "kubernetes.memory-manager"),
     setting("nccl", "NCCL_SOCKET_IFNAME", "=ens1f0np0", "network.nccl"),
     setting("rccl", "NCCL_SOCKET_IFNAME", "=ens1f0np0", "network.nccl"),
+    # resolved at boot by goldtune-nccl-resolve.service (issue 38)
+    setting("nccl", "NCCL_IB_HCA", "boot/id=15b3:1021/gbps=400/count=2", "network.nccl"),
+    setting("rccl", "NCCL_IB_HCA", "boot/pci=0000:18:00.0,0000:40:00.0", "network.nccl"),
+    setting("service", "goldtune-nccl-resolve.service", "enable", "network.nccl"),
 )
 
 

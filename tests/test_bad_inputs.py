@@ -38,6 +38,7 @@ EXPECTED = {
     "nic-duplicate.yaml": "nics[1].name: duplicate name 'eth0'",
     "nic-rdma-device-duplicate.yaml": "nics[1].rdma_device: duplicate rdma device 'mlx5_0'",
     "nic-rdma-device-list.yaml": "nics[0].rdma_device: invalid value",
+    "nic-pci-address-uppercase.yaml": "nics[0].pci_address: invalid value",
     "nic-rdma-device-without-rdma.yaml": "nics[0].rdma_device: names an RDMA device, but the NIC",
     "nic-numa-out-of-range.yaml": "nics[0].numa_node: NUMA node 9 out of range",
     "nic-semicolon.yaml": "nics[0].name: invalid value",

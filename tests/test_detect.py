@@ -76,6 +76,7 @@ def test_dgx_h100(tmp_path: Path):
         nic
         == {
             "name": nic["name"],
+            "pci_address": nic["pci_address"],
             "model": "ConnectX-7",
             "speed_gbps": 400,
             "numa_node": nic["numa_node"],
@@ -106,6 +107,10 @@ def test_dgx_h100(tmp_path: Path):
         "ibp206s0": 1,
         "ibp220s0": 1,
     }  # User Guide's Table 6
+    # the PCI function behind each interface's device link: the bus in the name (ibp24s0: 0x18)
+    assert all(
+        nic["pci_address"].startswith(f"0000:{int(nic['name'][3:-2]):02x}:00.") for nic in compute
+    ), [nic["pci_address"] for nic in compute]
     by_name = {nic["name"]: nic for nic in data["nics"]}
     assert by_name["ens3f0np0"]["role"] == "frontend" and by_name["ens3f0np0"]["model"] == "E810"
     assert by_name["eno1"]["role"] == "management" and "model" not in by_name["eno1"]
@@ -132,6 +137,7 @@ def test_l4_box_leaves_out_the_bmc_vga_and_removable_disks(tmp_path: Path):
     assert data["nics"] == [
         {
             "name": "ens1f0np0",
+            "pci_address": "0000:c1:00.0",
             "model": "BCM57508",
             "speed_gbps": 25,
             "numa_node": 0,
@@ -249,7 +255,10 @@ def test_vm_without_gpus(tmp_path: Path):
     assert "GUESS: 4 packages share 1 NUMA node(s)" in text
     assert "no catalog entry named 'Intel Xeon (Icelake)'" in text
     assert data["gpus"] == [] and data["numa_nodes"] == 1
-    assert data["nics"] == [{"name": "eth0", "role": "frontend", "names_real": True}]
+    # the virtio PCI function, the parent of the virtio device its device link names
+    assert data["nics"] == [
+        {"name": "eth0", "pci_address": "0000:00:03.0", "role": "frontend", "names_real": True}
+    ]
     assert "PCI 1af4:1041 is not in the catalog" in text  # found through virtio0, its parent
     assert data["disks"] == [{"name": "vda", "kind": "hdd", "role": "os"}]
     assert "# distribution: Debian GNU/Linux 12 (bookworm) (debian 12)" in text

@@ -106,6 +106,7 @@ GOOD = [
     ("overlay: cpu without sockets", "system: dgx-h100\ncpu: {model: Xeon-8480C}"),
     ("overlay: nics as a list", "system: dgx-h100\nnics: [{name: ib0, role: compute}]"),
     ("overlay: an rdma device", "system: dgx-a100\nnics: {ib0: {rdma_device: mlx5_0}}"),
+    ("overlay: a pci address", "system: dgx-a100\nnics: {ib0: {pci_address: '0000:3b:00.0'}}"),
     ("whole file", "cpu: {vendor: ampere, sockets: 1, cores_per_socket: 128}\nmemory_gib: 512"),
     (
         "whole file, other arm",
@@ -121,6 +122,7 @@ BAD = [
     ("overlay: remove false", "system: dgx-h100\nnics: {ib0: {remove: false}}"),
     ("overlay: bad name", "system: dgx-h100\nnics: {'eth0;reboot': {speed_gbps: 1}}"),
     ("overlay: an rdma device list", "system: dgx-a100\nnics: {ib0: {rdma_device: 'a,b'}}"),
+    ("overlay: a short pci address", "system: dgx-a100\nnics: {ib0: {pci_address: '3b:0'}}"),
     ("arm64 is not an arch", "system: dgx-h100\ncpu: {arch: arm64}"),
 ]
 

@@ -159,6 +159,7 @@ def test_services_are_linked_in_the_image_and_missing_units_are_skipped(tmp_path
         "goldtune: enable goldtune-metrics.timer",
         "goldtune: enable goldtune-node-labels.service",
         "goldtune: enable goldtune-preflight.service",  # issue 28
+        "goldtune: enable goldtune-nccl-resolve.service",  # issue 38
         "goldtune: enable goldtune-kernel-args.service",  # the image's boot check (issue 27)
     ]
     wants = root / "etc/systemd/system/multi-user.target.wants"
@@ -190,6 +191,7 @@ def test_real_systemctl_root_enables_the_units(tmp_path: Path) -> None:
         "goldtune-gpu.service",
         "goldtune-irq-affinity.service",
         "goldtune-kernel-args.service",  # the image's boot check of its kernel arguments
+        "goldtune-nccl-resolve.service",  # issue 38
         "goldtune-node-labels.service",
         "goldtune-pcie-acs.service",
         "goldtune-preflight.service",
@@ -1187,6 +1189,7 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         "systemctl --quiet enable goldtune-metrics.timer",
         "systemctl --quiet enable goldtune-node-labels.service",
         "systemctl --quiet enable goldtune-preflight.service",
+        "systemctl --quiet enable goldtune-nccl-resolve.service",  # issue 38
         "systemctl --quiet enable goldtune-kernel-args.service",  # the boot check (issue 27)
     ]  # no --now, no daemon-reload, no try-restart: nothing is started or stopped
     assert not [c for c in calls if c.split()[0] in ("sysctl", "systemd-tmpfiles", "udevadm")]
@@ -1200,7 +1203,8 @@ def test_an_image_build_of_root_enables_units_without_starting_anything(
         f"the kernel arguments ({kernel_cmdline(full_plan())}), "
         "start goldtune-gpu.service, goldtune-irq-affinity.service, goldtune-pcie-acs.service, "
         "nvidia-persistenced.service, goldtune-cuda-mps.service, goldtune-metrics.timer, "
-        "goldtune-node-labels.service, goldtune-preflight.service, goldtune-kernel-args.service"
+        "goldtune-node-labels.service, goldtune-preflight.service, "
+        "goldtune-nccl-resolve.service, goldtune-kernel-args.service"
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 from generator.commands.generate import plan_for
 from generator.inputs.catalog import load_catalog
 from generator.inputs.hardware import load_facts
+from generator.model.nccl_boot import at_boot
 from tests.conftest import PROFILES, SYSTEMS
 
 PINNED_LISTS = {"NCCL_SOCKET_IFNAME": "name", "NCCL_IB_HCA": "rdma_device"}
@@ -26,9 +27,10 @@ def listed_names(value: str) -> list[str]:
 
 
 def pinned(hardware: str, profile: str) -> dict[str, list[str]]:
+    """The names each list pins; a list resolved at boot (issue 38) names none here."""
     plan = plan_for(hardware, profile)
     return {
-        setting.key: listed_names(setting.value)
+        setting.key: [] if at_boot(setting.value) else listed_names(setting.value)
         for setting in plan.settings
         if setting.kind == "nccl" and setting.key in PINNED_LISTS
     }
@@ -78,7 +80,9 @@ def test_a_user_marked_overlay_pins_and_a_rename_alone_does_not(tmp_path: Path) 
     )
     lists = pinned(str(marked), "training")
     assert lists["NCCL_SOCKET_IFNAME"] == ["bond0"]
-    assert "NCCL_IB_HCA" not in lists  # ibp24s0's new rdma_device is the overlay's, unmarked
+    # ibp24s0's new rdma_device is the overlay's, unmarked: no name pinned, the list is found
+    # at boot instead (issue 38)
+    assert lists["NCCL_IB_HCA"] == []
     facts, _ = load_facts(str(marked), load_catalog())
     by_name = {nic.name: nic for nic in facts.nics}
     assert by_name["bond0"].names_real and not by_name["ibp24s0"].names_real

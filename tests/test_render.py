@@ -60,7 +60,10 @@ ACS_UNIT = "rootfs/etc/systemd/system/goldtune-pcie-acs.service"
 PREFLIGHT_SCRIPT = "rootfs/usr/local/libexec/goldtune/preflight"
 PREFLIGHT_DATA = "rootfs/etc/goldtune/preflight.conf"
 PREFLIGHT_UNIT = "rootfs/etc/systemd/system/goldtune-preflight.service"
-IMAGE_ONLY = (PREFLIGHT_SCRIPT, PREFLIGHT_DATA, PREFLIGHT_UNIT)
+NCCL_SCRIPT = "rootfs/usr/local/libexec/goldtune/nccl-resolve"
+NCCL_DATA = "rootfs/etc/goldtune/nccl-resolve.conf"
+NCCL_UNIT = "rootfs/etc/systemd/system/goldtune-nccl-resolve.service"
+IMAGE_ONLY = (PREFLIGHT_SCRIPT, PREFLIGHT_DATA, PREFLIGHT_UNIT, NCCL_SCRIPT, NCCL_DATA, NCCL_UNIT)
 DELIVERY = {
     "install.sh",
     "install-lib.sh",
@@ -119,6 +122,7 @@ def test_modes_are_fixed() -> None:
         COLLECTOR,
         REPORT,
         PREFLIGHT_SCRIPT,
+        NCCL_SCRIPT,
     }
     assert {mode for _, mode in files.values()} == {0o644, 0o755}
 

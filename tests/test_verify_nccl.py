@@ -11,6 +11,7 @@ from pathlib import Path
 from test_verify_runtime import collector_functions
 
 from generator.bundle.read import Bundle, ManifestFile
+from generator.model import layout
 from generator.model.layout import NCCL_CONF, RCCL_CONF
 from generator.model.setting import Plan, Setting
 from generator.verify import health, image, image_runtime, live
@@ -157,3 +158,68 @@ def test_live_rccl_setting_is_judged_by_rccl_conf_not_nccl_conf() -> None:
     absent = {"conf": [(RCCL_CONF, "!absent")]}
     missing = live.check_nccl(rccl, live.Live.of(Snapshot(records=absent), BUNDLE))
     assert missing.verdict == Verdict.MISSING and RCCL_CONF in missing.reason
+
+
+# --- values resolved at boot (issue 38): the lines nccl-resolve writes between its marks ---
+
+AT_BOOT = Setting(
+    "nccl", "NCCL_IB_HCA", "boot/id=15b3:1021/gbps=400/count=2", "why", "network.nccl"
+)
+MARKS = f"{layout.NCCL_BOOT_BEGIN}\n{layout.NCCL_BOOT_END}\n"
+BOOT_OURS = ("# why\nNCCL_SOCKET_IFNAME==ens3\n\n" + MARKS).encode()
+BOOT_FILE = ManifestFile("rootfs/etc/nccl.conf", hashlib.sha256(BOOT_OURS).hexdigest(), 0o644)
+WRITTEN = BOOT_OURS.replace(
+    layout.NCCL_BOOT_END.encode(), b"NCCL_IB_HCA==mlx5_0,mlx5_3\n" + layout.NCCL_BOOT_END.encode()
+)
+
+
+def boot_machine(text: str) -> live.Live:
+    records = {"conf": [(NCCL_CONF, "present")]}
+    records["conf-line"] = [(NCCL_CONF, line) for line in text.splitlines()]
+    return live.Live.of(Snapshot(records=records), Bundle(Path("/nonexistent"), BUNDLE.plan))
+
+
+def test_a_value_resolved_at_boot_is_judged_by_the_lines_written_between_the_marks() -> None:
+    """Fails before issue 38's verify: the plan's boot/... value was compared with the file."""
+    check = live.check_nccl(AT_BOOT, boot_machine(WRITTEN.decode()))
+    assert (check.verdict, check.actual) == (Verdict.OK, "=mlx5_0,mlx5_3"), check
+    # none written: the unit found no port it could tell for sure; the journal says why
+    none = live.check_nccl(AT_BOOT, boot_machine(BOOT_OURS.decode()))
+    assert none.verdict == Verdict.MISSING and "journalctl -t goldtune-nccl-resolve" in none.reason
+    # an earlier line NCCL reads first: the unit's list is not the one in effect
+    shadowed = live.check_nccl(AT_BOOT, boot_machine("NCCL_IB_HCA=mlx5\n" + WRITTEN.decode()))
+    assert (shadowed.verdict, shadowed.actual) == (Verdict.DIFFERS, "mlx5")
+    # a file without the marks is not the bundle's
+    assert live.check_nccl(AT_BOOT, boot_machine(GOOD)).verdict == Verdict.MISSING
+
+
+def test_an_image_carries_the_marks_of_a_value_resolved_at_boot(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    conf = tmp_path / NCCL_CONF.lstrip("/")
+    conf.write_bytes(BOOT_OURS)
+    check = image_runtime.check_nccl(AT_BOOT, image.Image(tmp_path))
+    assert (check.verdict, check.actual) == (Verdict.OK, "resolved at boot"), check
+    conf.write_text(GOOD)
+    assert image_runtime.check_nccl(AT_BOOT, image.Image(tmp_path)).verdict == Verdict.MISSING
+
+
+def test_nccl_conf_with_the_boot_lines_is_still_the_bundles_file(tmp_path: Path) -> None:
+    """The file check takes the lines between the marks out, and only those."""
+    bundle = Bundle(Path("/nonexistent"), BUNDLE.plan, files=(BOOT_FILE,))
+    for content in (WRITTEN, WRITTEN + IMAGE_PART):
+        records = {
+            "file": [(NCCL_CONF, f"{hashlib.sha256(content).hexdigest()} 644")],
+            "conf": [(NCCL_CONF, "present")],
+            "conf-line": [(NCCL_CONF, line) for line in content.decode().splitlines()],
+        }
+        [check] = health.check_files(bundle, Snapshot(records=records))
+        assert check.verdict == Verdict.OK, check
+        (tmp_path / "etc").mkdir(exist_ok=True)
+        conf = tmp_path / "etc/nccl.conf"
+        conf.write_bytes(content)
+        conf.chmod(0o644)
+        assert image.check_file(BOOT_FILE, image.Image(tmp_path)).verdict == Verdict.OK
+    # a line changed outside the marks is still a difference
+    edited = WRITTEN.replace(b"==ens3", b"==ens4")
+    conf.write_bytes(edited)
+    assert image.check_file(BOOT_FILE, image.Image(tmp_path)).verdict == Verdict.DIFFERS

@@ -159,6 +159,11 @@ WHOLE_PLAN_FILES = {
 SIDE_FILES: dict[str, tuple[str, ...]] = {
     layout.KERNEL_CMDLINE: (Kind.KERNEL_ARG,),
     in_overlay(layout.IRQ_UDEV_FILE): (Kind.IRQ,),  # the re-pinning hook names the pinned NICs
+    # the NCCL boot step: there when an NCCL (RCCL) value is resolved at boot (issue 38)
+    **{
+        in_overlay(target): (Kind.NCCL, Kind.RCCL)
+        for target in (layout.NCCL_SCRIPT, layout.NCCL_DATA, layout.unit_file(layout.NCCL_UNIT))
+    },
 }
 
 

@@ -28,6 +28,7 @@ from generator.model.vendors import vendor_spec, vendor_table
 INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")  # as inputs/hardware_spec.py
 DISK_NAME = re.compile(r"^[a-z][a-z0-9]{0,31}\Z")
 RDMA_DEVICE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")  # fullmatch, as hardware.py
+PCI_ADDRESS_FORMAT = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]")  # the format's
 KIB_PER_GIB = 1024 * 1024
 FAST_PORT_MBPS = 25000
 NVIDIA_ID = devices.NVIDIA_VENDOR
@@ -456,6 +457,8 @@ def _nic(
             else "/sys/class/net, not on a PCI function",
         )
     ]
+    if nic.pci is not None and PCI_ADDRESS_FORMAT.fullmatch(nic.pci.address):
+        lines.append(field(4, "pci_address", nic.pci.address, "its device link in /sys/class/net"))
     if model is not None:
         lines.append(field(4, "model", model.key, f"PCI {nic.pci.pci_id if nic.pci else ''}"))
     elif nic.pci is not None:

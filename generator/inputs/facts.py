@@ -70,6 +70,11 @@ class NicFacts(NamedTuple):
     # placeholders; only such names may be pinned where a wrong one breaks the consumer
     names_real: bool = False
     card: str | None = None  # the physical card, a name its ports share; None: not given
+    # the PCI function (0000:3b:00.0): the port's identity whatever the booted host names it
+    pci_address: str | None = None
+    # speed_gbps as the file states it; False: the model's maximum stood in for it, which the
+    # port may not run at (a ConnectX-7 at NDR200), so nothing is matched by it on the node
+    speed_stated: bool = False
 
     @property
     def carries_tcp(self) -> bool:

@@ -371,6 +371,8 @@ def _resolve_nic(
         nic.rdma_device,
         nic.names_real,
         nic.card,
+        nic.pci_address,
+        nic.speed_gbps is not None,
     )
     return facts, problems
 

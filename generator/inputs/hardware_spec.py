@@ -25,6 +25,13 @@ DiskName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9]{0,31}$")]
 CardName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$")]
 BundleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 NumaNode = Annotated[int, Field(ge=0, le=63)]
+# A PCI function's address as sysfs names it under /sys/bus/pci/devices: domain:bus:device.function
+# in lower-case hex, 0000:3b:00.0 (drivers/pci/probe.c pci_setup_device: "%04x:%02x:%02x.%d"; a
+# domain wider than 4 digits exists on VMD and Hyper-V hosts). Device 00-1f, function 0-7
+# (PCI_SLOT, PCI_FUNC: 5 and 3 bits).
+PciAddress = Annotated[
+    str, StringConstraints(pattern=r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$")
+]
 
 NAME_RULES = {
     "name": "letters, digits, '.', '_', '-'; at most 64 characters",
@@ -148,6 +155,14 @@ class NicSpec(StrictModel):
         _doc(
             "the physical card this port is on, a name its ports share (slot3): the ports of "
             "one card share its PCIe slot, NUMA node and model"
+        ),
+    ] = None
+    pci_address: Annotated[
+        PciAddress | None,
+        _doc(
+            "the PCI function of this port (0000:3b:00.0, as /sys/bus/pci/devices names it): "
+            "an identity that survives interface renaming; the boot step finds the port's "
+            "interface and RDMA device from it, and the preflight checks it"
         ),
     ] = None
     names_real: Annotated[

@@ -78,12 +78,15 @@ IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
 COLLECT_SCRIPT = f"{LIBEXEC}/collect"
 ACS_SCRIPT = f"{LIBEXEC}/pcie-acs"
 PREFLIGHT_SCRIPT = f"{LIBEXEC}/preflight"
+# Writes the NCCL (RCCL) device lists that only the booted node knows (issue 38)
+NCCL_SCRIPT = f"{LIBEXEC}/nccl-resolve"
 DATA_DIR = f"/etc/{TOOL}"
 GPU_DATA = f"{DATA_DIR}/gpu.conf"
 IRQ_DATA = f"{DATA_DIR}/irq.conf"
 COLLECT_DATA = f"{DATA_DIR}/collect.conf"
 ACS_DATA = f"{DATA_DIR}/pcie-acs.conf"
 PREFLIGHT_DATA = f"{DATA_DIR}/preflight.conf"
+NCCL_DATA = f"{DATA_DIR}/nccl-resolve.conf"
 # What the preflight unit found at this boot (tmpfs: a new boot judges again): "state<TAB>ok" or
 # "state<TAB>mismatch", then one "mismatch<TAB>claim<TAB>file says<TAB>node has<TAB>depends" line
 # per mismatch. irq-affinity and gpu-setup skip what depends on a claim that failed; the collector
@@ -103,7 +106,15 @@ REPORT_SCRIPT = f"{LIBEXEC}/report"
 REPORT_DATA = f"{DATA_DIR}/report.conf"
 # The fixed scripts (templates/scripts/): comments explaining the code, not the plan.
 FIXED_SCRIPTS = frozenset(
-    {GPU_SCRIPT, AMD_GPU_SCRIPT, IRQ_SCRIPT, ACS_SCRIPT, REPORT_SCRIPT, PREFLIGHT_SCRIPT}
+    {
+        GPU_SCRIPT,
+        AMD_GPU_SCRIPT,
+        IRQ_SCRIPT,
+        ACS_SCRIPT,
+        REPORT_SCRIPT,
+        PREFLIGHT_SCRIPT,
+        NCCL_SCRIPT,
+    }
 )
 
 
@@ -148,6 +159,16 @@ PREFLIGHT_UNIT = f"{TOOL}-preflight.service"
 PREFLIGHT_LOG_TAG = f"{TOOL}-preflight"
 GPU_LOG_TAG = f"{TOOL}-gpu"  # the units' SyslogIdentifier= and the scripts' message prefix
 IRQ_LOG_TAG = f"{TOOL}-irq-affinity"
+# The NCCL (RCCL) settings whose value only the booted node knows: NCCL_IB_HCA from the compute
+# NICs' PCI addresses or role facts, NCCL_SOCKET_IFNAME from the socket NICs' PCI addresses. The
+# plan's value is NCCL_AT_BOOT and the rule of the search (never a value NCCL reads: no device or
+# interface name has a '/'); nccl.conf carries the two marks between which NCCL_UNIT writes the
+# lines it resolved, each boot, and nothing else of the file (install.sh merges the rest).
+NCCL_UNIT = f"{TOOL}-nccl-resolve.service"
+NCCL_LOG_TAG = f"{TOOL}-nccl-resolve"
+NCCL_AT_BOOT = "boot/"
+NCCL_BOOT_BEGIN = f"# {NCCL_LOG_TAG}: the lines below, up to its end mark, are written at boot"
+NCCL_BOOT_END = f"# {NCCL_LOG_TAG}: end of the lines written at boot"
 # The CUDA MPS control daemon (nvidia-cuda-mps-control -d), when the profile asks for MPS. The
 # driver packages ship the binary but no unit; clients must use the same pipe directory
 # (NVIDIA MPS docs, CUDA_MPS_PIPE_DIRECTORY; the default /tmp/nvidia-mps is not per-boot).
@@ -223,7 +244,19 @@ def unit_file(unit: str) -> str:
 # cloud-init user-data, which has no room for them under EC2's 16 KB (issue 28): a node tuned at
 # first boot by cloud-init runs without a preflight, its IRQ and GPU units apply everything, and
 # verify says the unit is not installed there (not-applicable), never that it is missing.
-IMAGE_ONLY_TARGETS = frozenset({PREFLIGHT_SCRIPT, PREFLIGHT_DATA, unit_file(PREFLIGHT_UNIT)})
+# The NCCL boot step (NCCL_UNIT) likewise: about 1.7 KB compressed, which took a dgx-b200 training
+# user-data past 16 KB; a node tuned by cloud-init keeps nccl.conf's marks empty, NCCL_IB_HCA
+# unset (NCCL then uses every RDMA port, as before issue 38), and verify says so.
+IMAGE_ONLY_TARGETS = frozenset(
+    {
+        PREFLIGHT_SCRIPT,
+        PREFLIGHT_DATA,
+        unit_file(PREFLIGHT_UNIT),
+        NCCL_SCRIPT,
+        NCCL_DATA,
+        unit_file(NCCL_UNIT),
+    }
+)
 
 
 def unit_dropin(unit: str) -> str:

@@ -150,7 +150,12 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
         named = names(s.key, nic.name) or names(s.value, nic.name) or names(s.reason, nic.name)
         return named or (device is not None and (names(s.key, device) or names(s.value, device)))
 
-    everything = _refs(settings, on_name)
+    def by_name(s: Setting) -> bool:
+        # a pin of a NIC with a pci_address finds the port by it, whatever its name (issue 38)
+        found_by_address = nic.pci_address is not None and s.kind == "irq" and s.key == nic.name
+        return on_name(s) and not found_by_address
+
+    everything = _refs(settings, by_name)
     claims = [Claim(f"{base}/present", "yes", everything)]
     if nic.model is not None:
         claims.append(Claim(f"{base}/driver", nic.model.driver, everything))
@@ -167,6 +172,22 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
     if device is not None:
         hca = _refs(settings, lambda s: names(s.key, device) or names(s.value, device))
         claims.append(Claim(f"{base}/rdma_device", device, hca))
+    return [*claims, *pci_claims(nic, settings)]
+
+
+def pci_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
+    """A NIC with a pci_address: a network function there, whatever the host names the
+    interface, and of the model's PCI ids; the settings that found the port by it depend on it."""
+    address = nic.pci_address
+    if address is None:
+        return []
+    base = f"nic/{nic.name}"
+    found_by = _refs(
+        settings, lambda s: address in s.value or (s.kind == "irq" and s.key == nic.name)
+    )
+    claims = [Claim(f"{base}/pci_address", address, found_by)]
+    if nic.model is not None:
+        claims.append(Claim(f"{base}/pci_id", ",".join(nic.model.pci_ids), found_by))
     return claims
 
 
@@ -198,8 +219,8 @@ def os_claims(facts: Facts, settings: tuple[Setting, ...]) -> list[Claim]:
         # what the image's /etc/os-release says where the table names it (AL2023: amzn-2023; a
         # site table extending a shipped one: that one's), else every name of the table, key
         # first, any of which the node's ID (or ID_LIKE) and VERSION_ID may match
-        release = distro.os_release or ",".join((distro.key, *distro.aliases))
-        claims.append(Claim("os.distro", release, targeted))
+        named = distro.os_release or ",".join((distro.key, *distro.aliases))
+        claims.append(Claim("os.distro", named, targeted))
     return claims
 
 

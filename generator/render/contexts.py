@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from generator import TOOL, __version__
 from generator.model import layout
 from generator.model.kinds import KINDS, GpuAction, Kind, KindSpec
+from generator.model.nccl_boot import at_boot as value_at_boot
 from generator.model.setting import KIND_TITLES, Plan, Setting, settings_by_kind
 from generator.model.vendors import GpuVendor
 from generator.render.cloudinit import (
@@ -101,6 +102,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "irq_data_file": layout.IRQ_DATA,
         "irq_log_tag": layout.IRQ_LOG_TAG,
         "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
+        "irq_addresses": "|".join(line.fields[2] for line in address_lines(plan)),
         "acs_unit": layout.ACS_UNIT,
         "acs_script": layout.ACS_SCRIPT,
         "acs_data_file": layout.ACS_DATA,
@@ -111,6 +113,13 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "preflight_log_tag": layout.PREFLIGHT_LOG_TAG,
         "preflight_result": layout.PREFLIGHT_RESULT,
         "collect_script": layout.COLLECT_SCRIPT,
+        "nccl_unit": layout.NCCL_UNIT,
+        "nccl_script": layout.NCCL_SCRIPT,
+        "nccl_data_file": layout.NCCL_DATA,
+        "nccl_log_tag": layout.NCCL_LOG_TAG,
+        "nccl_boot_begin": layout.NCCL_BOOT_BEGIN,
+        "nccl_boot_end": layout.NCCL_BOOT_END,
+        "at_boot": at_boot,
         "kubelet_config_args": layout.KUBELET_CONFIG_ARGS,
         # what the boot units run before (ordering only; absent units are ignored)
         "workload_units": " ".join(layout.WORKLOAD_UNITS),
@@ -140,7 +149,34 @@ def data_context(plan: Plan) -> dict[str, list[DataLine]]:
         "acs_data": acs_lines(plan),
         "preflight_data": preflight_lines(plan),
         "collect_data": collect_lines(plan),
+        "nccl_data": nccl_lines(plan),
     }
+
+
+def at_boot(setting: Setting) -> bool:
+    """An NCCL (RCCL) setting whose value the boot step resolves (model/nccl_boot.py)."""
+    return value_at_boot(setting.value)
+
+
+def nccl_lines(plan: Plan) -> list[DataLine]:
+    """nccl-resolve's data: its message tag, then per value resolved at boot the file, the
+    variable and the rule of the search (generator/model/nccl_boot.py)."""
+    resolved = [
+        setting_line(
+            s,
+            (
+                "resolve",
+                layout.NCCL_STYLE_CONFS[kind],
+                s.key,
+                s.value.removeprefix(layout.NCCL_AT_BOOT),
+            ),
+        )
+        for kind in layout.NCCL_STYLE_CONFS
+        for s in plan.of_kind(kind)
+        if at_boot(s)
+    ]
+    tag = layout.NCCL_LOG_TAG
+    return [fixed_line(f"layout: messages are tagged {tag}", ("log-as", tag)), *resolved]
 
 
 def gpu_lines(plan: Plan) -> list[DataLine]:
@@ -162,7 +198,27 @@ def irq_lines(plan: Plan) -> list[DataLine]:
             f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
         ),
         *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
+        *address_lines(plan),
         *result_line(plan),
+    ]
+
+
+def address_lines(plan: Plan) -> list[DataLine]:
+    """``at<TAB><interface><TAB><address>`` for each pinned NIC whose PCI address the hardware
+    file gives (its pci_address claim): irq-affinity pins a renamed port by it (issue 38)."""
+    pinned = {s.key for s in plan.of_kind("irq")}
+    found = [
+        (claim.name.split("/")[1], claim.expected)
+        for claim in plan.claims
+        if claim.name.startswith("nic/") and claim.name.endswith("/pci_address")
+    ]
+    return [
+        fixed_line(
+            f"hardware: {name} is the PCI function {address} (nics[].pci_address)",
+            ("at", name, address),
+        )
+        for name, address in found
+        if name in pinned
     ]
 
 

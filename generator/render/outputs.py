@@ -136,6 +136,15 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
         0o644,
         service=layout.PREFLIGHT_UNIT,
     ),
+    # writes the NCCL (RCCL) device lists only the booted node knows (issue 38)
+    *(
+        Output(in_overlay(target), template, mode, verbatim=verbatim, service=layout.NCCL_UNIT)
+        for target, template, mode, verbatim in (
+            (layout.NCCL_SCRIPT, f"{layout.SCRIPTS_DIR}/nccl-resolve", 0o755, True),
+            (layout.NCCL_DATA, "nccl-resolve.conf.j2", 0o644, False),
+            (layout.unit_file(layout.NCCL_UNIT), "nccl-resolve.service.j2", 0o644, False),
+        )
+    ),
     # prints the live state in the format `gen verify --snapshot` reads (images often lack Python)
     _script(layout.COLLECT_SCRIPT),
     Output(in_overlay(layout.COLLECT_DATA), "collect.conf.j2", 0o644),

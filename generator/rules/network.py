@@ -8,6 +8,8 @@ from collections.abc import Callable
 from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
+from generator.model.layout import NCCL_UNIT
+from generator.model.nccl_boot import Search, at_boot, resolved_reason
 from generator.model.setting import Setting
 from generator.model.vendors import GpuVendor
 from generator.rules.base import (
@@ -18,6 +20,7 @@ from generator.rules.base import (
     note,
     rccl_default,
     rule,
+    service,
     sysctl,
 )
 
@@ -275,7 +278,15 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     (^docker,lo) is no safe stand-in: it drops those fallbacks, so it too can match nothing. A
     wrong NCCL_IB_HCA leaves the IB transport without devices, and NCCL moves the collectives onto
     TCP sockets without an error (src/plugin/net.cc: a plugin with no device is disabled, Socket
-    is next). So without real names both stay unset and a note says how to pin them.
+    is next). So a name not stated as real is never pinned as such.
+
+    Such names are resolved at boot instead (issue 38): the value becomes a search
+    (generator/model/nccl_boot.py) that nccl-resolve runs on the node before the container
+    runtimes and kubelet start, by each port's pci_address, else (NCCL_IB_HCA only) by the
+    compute models' PCI ids, speed, NUMA nodes and count; it writes the names it finds for sure
+    between two marks of nccl.conf, and none where it cannot tell (a BlueField-3 storage port is
+    never a ConnectX-7 by PCI id; a storage card of the compute model makes the count differ).
+    Without pci_address or a model there is nothing to search by: unset, and a note says why.
 
     With AMD GPUs the same variables go to /etc/rccl.conf: RCCL, NCCL's code ported to ROCm,
     reads ~/.rccl.conf and /etc/rccl.conf and never /etc/nccl.conf (ROCm/rccl
@@ -285,8 +296,16 @@ def nccl(facts: Facts, profile: Profile) -> Output:
     if profile.intent != "training" or not compute:
         return
     writers = _conf_writers(facts)
-    yield from _socket_ifname(facts, writers)
-    yield from _ib_hca(facts, compute, writers)
+    written = [*_socket_ifname(facts, writers), *_ib_hca(facts, compute, writers)]
+    yield from written
+    boot_keys = [s.key for s in written if isinstance(s, Setting) and at_boot(s.value)]
+    if boot_keys:
+        yield service(
+            NCCL_UNIT,
+            "enable",
+            f"writes {' and '.join(dict.fromkeys(boot_keys))} at boot from what the node has, "
+            "before the container runtime and kubelet start; writes nothing where it finds none",
+        )
 
 
 def _conf_writers(facts: Facts) -> tuple[ConfWriter, ...]:
@@ -319,6 +338,16 @@ def _socket_ifname(facts: Facts, writers: tuple[ConfWriter, ...]) -> Output:
         return
     role, nics = sockets
     names = [nic.name for nic in nics if nic.names_real]
+    search = by_pci(nics)
+    if not names and search is not None:
+        for write, library in writers:
+            what = f"the {role} NICs' interfaces that exist and are up (operstate)"
+            yield write(
+                "NCCL_SOCKET_IFNAME",
+                search.value,
+                resolved_reason(library, "NCCL_SOCKET_IFNAME", search, what),
+            )
+        return
     if not names:
         yield note(
             f"NCCL_SOCKET_IFNAME not written: the {role} NIC name(s) "
@@ -339,11 +368,51 @@ def _socket_ifname(facts: Facts, writers: tuple[ConfWriter, ...]) -> Output:
         )
 
 
+def by_pci(nics: list[NicFacts]) -> Search | None:
+    """The ports by their PCI addresses, when every one has it (nics[].pci_address)."""
+    addresses = [nic.pci_address for nic in nics if nic.pci_address is not None]
+    if not addresses or len(addresses) != len(nics):
+        return None
+    return Search(pci=tuple(dict.fromkeys(addresses)))
+
+
+def by_role_facts(compute: list[NicFacts], facts: Facts) -> Search | None:
+    """The compute ports by their models' PCI ids, their one speed and their NUMA nodes where
+    the file states them, never at another NIC's PCI address, counted; None when a port's model
+    is unknown (no id to look for: a driver alone matches the storage cards too)."""
+    models = [nic.model for nic in compute]
+    if any(model is None for model in models):
+        return None
+    speeds = {nic.speed_gbps if nic.speed_stated else None for nic in compute}
+    nodes = [nic.numa_node for nic in compute]
+    others = {nic.pci_address for nic in facts.nics if nic.role != "compute"}
+    return Search(
+        ids=tuple(sorted({pci_id for model in models if model for pci_id in model.pci_ids})),
+        gbps=speeds.pop() if len(speeds) == 1 else None,  # {None}: a speed not stated
+        nodes=tuple(sorted({n for n in nodes if n is not None})) if None not in nodes else (),
+        not_at=tuple(sorted(address for address in others if address is not None)),
+        expected=len(compute),
+    )
+
+
 def _ib_hca(facts: Facts, compute: list[NicFacts], writers: tuple[ConfWriter, ...]) -> Output:
     other_rdma = [nic.name for nic in facts.rdma_nics if nic.role != "compute"]
     also = f"NCCL would also use the RDMA ports of {', '.join(other_rdma)}" if other_rdma else ""
     why = also or "every RDMA port here is a compute port, which NCCL uses on its own"
     unnamed = [nic.name for nic in compute if nic.rdma_device is None]
+    unreal = [nic.name for nic in compute if not nic.names_real]
+    search = by_pci(compute) or by_role_facts(compute, facts)
+    if (unnamed or unreal) and search is not None and len(compute) <= IB_HCA_MAX_DEVICES:
+        roles = "/".join(sorted({nic.role for nic in facts.rdma_nics if nic.role != "compute"}))
+        for write, library in writers:
+            what = "the compute NICs' RDMA devices (mlx5_0)"
+            avoided = f"; {library} would also use the {roles} RDMA ports otherwise"
+            yield write(
+                "NCCL_IB_HCA",
+                search.value,
+                resolved_reason(library, "NCCL_IB_HCA", search, what) + (avoided if roles else ""),
+            )
+        return
     if unnamed:
         how = (
             "give each compute NIC its rdma_device, the name under "
@@ -354,7 +423,6 @@ def _ib_hca(facts: Facts, compute: list[NicFacts], writers: tuple[ConfWriter, ..
             f"to name them, {how}"
         )
         return
-    unreal = [nic.name for nic in compute if not nic.names_real]
     if unreal:
         yield note(
             f"NCCL_IB_HCA not written: the rdma_device of {', '.join(unreal)} is not stated as "

@@ -21,8 +21,13 @@ from generator.model.layout import (
     KUBELET_DROPIN_DIR,
     KUBELET_UNIT,
     MPS_UNIT,
+    NCCL_BOOT_BEGIN,
+    NCCL_BOOT_END,
+    NCCL_LOG_TAG,
     NCCL_STYLE_CONFS,
+    NCCL_UNIT,
 )
+from generator.model.nccl_boot import at_boot
 from generator.model.probes import Section
 from generator.model.setting import Setting
 from generator.model.vendors import NVIDIA
@@ -65,9 +70,11 @@ def check_nccl(setting: Setting, live: Live) -> Check:
     return check_nccl_text(setting, "\n".join(live.snapshot.values(Section.CONF_LINE, path)))
 
 
-def check_nccl_text(setting: Setting, text: str) -> Check:
+def check_nccl_text(setting: Setting, text: str, booted: bool = True) -> Check:
     """One NCCL (RCCL) setting judged by its file's text: the first assignment of a name wins."""
     path = NCCL_STYLE_CONFS[setting.kind]
+    if at_boot(setting.value):
+        return check_nccl_at_boot(setting, text, booted)
     actual = nccl_assignments(text).get(setting.key)
     if actual is None:
         return check_of(setting, "not set", MISSING, f"{path} does not set {setting.key}")
@@ -75,6 +82,53 @@ def check_nccl_text(setting: Setting, text: str) -> Check:
     return check_of(
         setting, actual, OK if good else DIFFERS, "" if good else f"{path} has another value"
     )
+
+
+# What NCCL_UNIT writes: whole names (the leading '='), RDMA devices or interfaces as the kernel
+# names them (hardware_spec.RdmaDeviceName, InterfaceName), at most 16 (network.nccl)
+BOOT_LIST = re.compile(
+    r"=[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}(?:,[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}){0,15}"
+)
+
+
+def boot_block(text: str) -> str | None:
+    """The lines between NCCL_UNIT's marks (None: the file has no marks, it is not the
+    bundle's)."""
+    lines = text.split("\n")
+    if NCCL_BOOT_BEGIN not in lines:
+        return None
+    start = lines.index(NCCL_BOOT_BEGIN) + 1
+    if NCCL_BOOT_END not in lines[start:]:
+        return None
+    return "\n".join(lines[start : lines.index(NCCL_BOOT_END, start)])
+
+
+def check_nccl_at_boot(setting: Setting, text: str, booted: bool) -> Check:
+    """A value NCCL_UNIT resolves at boot (issue 38): the file carries its marks; on a booted
+    node, what NCCL reads first is the whole-name list the unit wrote between them. No list
+    there: the unit found no port it could tell for sure (its journal says why), and NCCL
+    uses every port; an earlier line of another value: the unit's is not the one NCCL reads."""
+    path = NCCL_STYLE_CONFS[setting.kind]
+    block = boot_block(text)
+    if block is None:
+        return check_of(
+            setting, "no marks", MISSING, f"{path} lacks the marks {NCCL_UNIT} writes between"
+        )
+    if not booted:
+        return check_of(setting, "resolved at boot", OK, f"{NCCL_UNIT} writes it between the marks")
+    written = nccl_assignments(block).get(setting.key)
+    read = nccl_assignments(text).get(setting.key)
+    if written is None:
+        why = (
+            f"{NCCL_UNIT} wrote no {setting.key}: it found no port it could tell for sure "
+            f"(journalctl -t {NCCL_LOG_TAG} says why; nics[].pci_address makes it certain)"
+        )
+        return check_of(setting, read or "not set", MISSING, why)
+    if read != written:
+        return check_of(setting, read or "not set", DIFFERS, f"{path} sets it before the marks")
+    if not BOOT_LIST.fullmatch(written):
+        return check_of(setting, written, DIFFERS, "not a list of whole names")
+    return check_of(setting, written, OK, f"resolved at boot by {NCCL_UNIT}")
 
 
 # The NVIDIA units a distro table names with their package (hardware_db/distros/*.yaml nvidia).

@@ -37,6 +37,8 @@ from generator.verify.verdicts import (
     Check,
     Verdict,
     file_not_installed,
+    filled_at_boot,
+    filled_file_check,
     merged_file_check,
     merged_nccl_conf,
 )
@@ -224,6 +226,18 @@ def merged_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
     return merged_nccl_conf(item, text.encode("utf-8", "surrogateescape"))
 
 
+def filled_nccl_in_place(item: ManifestFile, snapshot: Snapshot) -> bool:
+    """nccl.conf (rccl.conf) as the collector read it: the bundle's (or its merge with the
+    image's lines) with the lines the boot unit wrote between the marks (issue 38)."""
+    target = item.target
+    if target is None or target not in NCCL_STYLE_CONFS.values():
+        return False
+    if snapshot.value(Section.CONF, target) != "present":
+        return False
+    text = "\n".join(snapshot.values(Section.CONF_LINE, target)) + "\n"
+    return filled_at_boot(item, text.encode("utf-8", "surrogateescape"))
+
+
 def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
     if not snapshot.has(Section.FILE):
         return []
@@ -246,6 +260,9 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
             and (merged_in_place(item.target, snapshot) or merged_nccl_in_place(item, snapshot))
         ):
             checks.append(merged_file_check(item.target, expected))
+            continue
+        if not good and same_mode and filled_nccl_in_place(item, snapshot):
+            checks.append(filled_file_check(item.target, expected))
             continue
         checks.append(
             Check(

@@ -48,6 +48,8 @@ from generator.verify.verdicts import (
     Verdict,
     check_of,
     file_not_installed,
+    filled_at_boot,
+    filled_file_check,
     merged_file_check,
     merged_nccl_conf,
 )
@@ -336,6 +338,8 @@ def check_file(item: ManifestFile, image: Image) -> Check:
         )
     ):
         return merged_file_check(item_target, expected)
+    if not good and actual_mode == mode and filled_at_boot(item, content):
+        return filled_file_check(item_target, expected)
     return Check(
         "file",
         item_target,

@@ -149,7 +149,8 @@ def check_nccl(setting: Setting, image: Image) -> Check:
     if text is None:
         name = path.rsplit("/", 1)[-1]
         return check_of(setting, f"no {name}", MISSING, f"the image has no {path}")
-    return check_nccl_text(setting, text)
+    # an image has not booted: a value resolved at boot is judged by the marks it is written in
+    return check_nccl_text(setting, text, booted=False)
 
 
 CONFIG_DIR_FLAG = re.compile(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|\"|'|$)")

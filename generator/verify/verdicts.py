@@ -15,8 +15,11 @@ from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
     IMAGE_ONLY_TARGETS,
+    NCCL_BOOT_BEGIN,
+    NCCL_BOOT_END,
     NCCL_CONF,
     NCCL_STYLE_CONFS,
+    NCCL_UNIT,
     RCCL_CONF,
     VERIFY_ONLY_TARGETS,
 )
@@ -102,6 +105,38 @@ def merged_nccl_conf(item: ManifestFile, content: bytes) -> bool:
         return False
     ours, mark, _ = content.partition(NCCL_MERGE_MARK)
     return bool(mark) and item.is_bundles(hashlib.sha256(ours + b"\n").hexdigest())
+
+
+def without_boot_lines(content: bytes) -> bytes:
+    """nccl.conf (rccl.conf) without the lines NCCL_UNIT wrote between its marks at boot: the
+    file as install.sh left it (issue 38)."""
+    lines = content.split(b"\n")
+    begin, end = NCCL_BOOT_BEGIN.encode(), NCCL_BOOT_END.encode()
+    if begin not in lines:
+        return content
+    start = lines.index(begin)
+    if end not in lines[start + 1 :]:
+        return content
+    stop = lines.index(end, start + 1)
+    return b"\n".join(lines[: start + 1] + lines[stop:])
+
+
+def filled_at_boot(item: ManifestFile, content: bytes) -> bool:
+    """nccl.conf (rccl.conf) that is the bundle's (or install.sh's merge of it) once the lines
+    its boot unit wrote between the marks are taken out."""
+    if item.target not in NCCL_STYLE_CONFS.values():
+        return False
+    bare = without_boot_lines(content)
+    if bare == content:
+        return False
+    return item.is_bundles(hashlib.sha256(bare).hexdigest()) or merged_nccl_conf(item, bare)
+
+
+def filled_file_check(target: str, expected: str) -> Check:
+    """The file check of an nccl.conf (rccl.conf) its boot unit wrote its lines into."""
+    actual = f"the bundle's, with the lines {NCCL_UNIT} wrote between its marks"
+    why = "NCCL_UNIT resolves those lines at boot; each NCCL setting is judged by itself"
+    return Check("file", target, expected, actual, Verdict.OK, why.replace("NCCL_UNIT", NCCL_UNIT))
 
 
 # The files install.sh merges with the image's own instead of replacing: what the file check says

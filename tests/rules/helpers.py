@@ -85,7 +85,9 @@ def nic(
     return entry
 
 
-def rdma_compute(name: str = "ib0", speed: int = 400, numa: int | None = 0) -> dict[str, Any]:
+def rdma_compute(
+    name: str = "ib0", speed: int | None = 400, numa: int | None = 0
+) -> dict[str, Any]:
     return nic(name, "compute", speed, rdma=True, numa=numa, model="ConnectX-7")
 
 

@@ -50,6 +50,17 @@ def real(*nics: dict[str, object]) -> list[dict[str, object]]:
 
 
 REAL_FRONT_100 = real(FRONT_100)[0]
+ADDRESSES = ("0000:18:00.0", "0000:40:00.0")
+AT_ADDRESSES = [
+    {**rdma_compute(f"ib{i}"), "pci_address": address} for i, address in enumerate(ADDRESSES)
+]
+BLUEFIELD_STORAGE = {**nic("ib8", "storage", 400, rdma=True), "model": "BlueField-3"}
+# Compute ports whose names are not stated as real: NCCL_IB_HCA resolved at boot by the model's
+# PCI id, speed and count (issue 38), by the boot unit the rule enables
+BOOT_HCA = {
+    ("nccl", "NCCL_IB_HCA", "boot/id=15b3:1021/gbps=400/count=4"),
+    ("service", "goldtune-nccl-resolve.service", "enable"),
+}
 NO_BUFFERS = "no NIC of a known 10 Gbit/s or more carries TCP"
 ARP = {
     ("sysctl", "net.ipv4.conf.all.arp_announce", "2"),
@@ -307,10 +318,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "nccl-training-frontend",
         network.nccl,
-        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3"), *BOOT_HCA},
         intent="training",
         hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("mgmt0", "management", 1)]},
-        note="NCCL_IB_HCA not written: no rdma_device for ib0, ib1, ib2, ib3; every RDMA port",
     ),
     # AMD GPUs: the same values in /etc/rccl.conf, the file RCCL reads (ROCm/rccl
     # src/misc/param.cc initEnv), never nccl.conf (failed before: they went to nccl.conf)
@@ -341,7 +351,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "nccl-ib-hca-one-unknown",
         network.nccl,
-        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3"), *BOOT_HCA},
         intent="training",
         hw={
             "nics": [
@@ -350,7 +360,6 @@ CASES: tuple[Case, ...] = (
                 STORAGE_RDMA_NAMED,
             ]
         },
-        note="no rdma_device for ib3; NCCL would also use the RDMA ports of stor0; to name",
     ),
     Case(
         "nccl-ib-hca-too-many",
@@ -373,7 +382,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "nccl-training-management-only",
         network.nccl,
-        {("nccl", "NCCL_SOCKET_IFNAME", "=mgmt0,mgmt1")},
+        {("nccl", "NCCL_SOCKET_IFNAME", "=mgmt0,mgmt1"), *BOOT_HCA},
         intent="training",
         hw={
             "nics": [*RDMA_FABRIC, *real(nic("mgmt0", "management", 1), nic("mgmt1", "management"))]
@@ -382,10 +391,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "nccl-storage-rdma-says-override",
         network.nccl,
-        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3"), *BOOT_HCA},
         intent="training",
         hw={"nics": [*RDMA_FABRIC, REAL_FRONT_100, nic("stor0", "storage", 200, rdma=True)]},
-        note="NCCL would also use the RDMA ports of stor0",
     ),
     # placeholder names (a shipped system's, or any file that does not say names_real) are never
     # pinned: a list matching no interface fails NCCL's bootstrap, one matching no HCA silently
@@ -401,25 +409,92 @@ CASES: tuple[Case, ...] = (
     Case(
         "nccl-placeholder-hcas-not-pinned",
         network.nccl,
-        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3")},
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens3"), *BOOT_HCA},
         intent="training",
         hw={"nics": [*NAMED_FABRIC[:2], *real(*NAMED_FABRIC[2:]), REAL_FRONT_100]},
-        note="NCCL_IB_HCA not written: the rdma_device of ib0, ib1 is not stated as real",
     ),
     Case(
         "nccl-only-the-real-socket-names",
         network.nccl,
-        {("nccl", "NCCL_SOCKET_IFNAME", "=ens4")},
+        {("nccl", "NCCL_SOCKET_IFNAME", "=ens4"), *BOOT_HCA},
         intent="training",
         hw={"nics": [*RDMA_FABRIC, FRONT_100, *real(nic("ens4", "frontend", 25))]},
     ),
     Case(
         "nccl-no-socket-nic",
         network.nccl,
-        set(),
+        BOOT_HCA,
         intent="training",
         hw={"nics": RDMA_FABRIC},
         note="NCCL_SOCKET_IFNAME not written",
+    ),
+    # Names not stated as real (issue 38): found at boot by what survives renaming. By PCI
+    # address when every port has one (failed before: NCCL_IB_HCA was left out with a note)
+    Case(
+        "nccl-hca-by-pci-address",
+        network.nccl,
+        {
+            ("nccl", "NCCL_IB_HCA", f"boot/pci={ADDRESSES[0]},{ADDRESSES[1]}"),
+            ("service", "goldtune-nccl-resolve.service", "enable"),
+        },
+        intent="training",
+        hw={"nics": [*AT_ADDRESSES, BLUEFIELD_STORAGE]},
+    ),
+    # by role facts: the compute model's PCI id (a BlueField-3's a2dc is never one), its speed,
+    # its NUMA nodes, never at another NIC's stated address, and the count
+    Case(
+        "nccl-hca-by-role-facts-never-the-bluefield",
+        network.nccl,
+        {
+            (
+                "nccl",
+                "NCCL_IB_HCA",
+                "boot/id=15b3:1021/gbps=400/nodes=0,1/not=0000:c1:00.0/count=2",
+            ),
+            ("service", "goldtune-nccl-resolve.service", "enable"),
+        },
+        intent="training",
+        hw={
+            "cpu": {"sockets": 2, "cores_per_socket": 8, "threads_per_core": 1},
+            "nics": [
+                rdma_compute("ib0", numa=0),
+                rdma_compute("ib1", numa=1),
+                {**BLUEFIELD_STORAGE, "pci_address": "0000:c1:00.0"},
+            ],
+        },
+    ),
+    # a speed the file does not state is the model's maximum only: not matched on the node,
+    # where a ConnectX-7 may run at 200 Gbit/s (failed before speed_stated: gbps=400)
+    Case(
+        "nccl-hca-unstated-speed-is-not-searched",
+        network.nccl,
+        {
+            ("nccl", "NCCL_IB_HCA", "boot/id=15b3:1021/nodes=0/count=2"),
+            ("service", "goldtune-nccl-resolve.service", "enable"),
+        },
+        intent="training",
+        hw={"nics": [rdma_compute("ib0", speed=None), rdma_compute("ib1", speed=None)]},
+    ),
+    # a compute NIC without a model has no id to be found by: left out, as before
+    Case(
+        "nccl-hca-no-model-no-search",
+        network.nccl,
+        set(),
+        intent="training",
+        hw={"nics": [nic("ib0", "compute", 400, rdma=True)]},
+        note="NCCL_IB_HCA not written: no rdma_device for ib0",
+    ),
+    # the socket NICs by their PCI addresses: the interfaces there that are up, at boot
+    Case(
+        "nccl-socket-by-pci-address",
+        network.nccl,
+        {
+            ("nccl", "NCCL_SOCKET_IFNAME", "boot/pci=0000:a0:00.0"),
+            ("nccl", "NCCL_IB_HCA", "=mlx5_1,mlx5_10,mlx5_0,mlx5_11"),
+            ("service", "goldtune-nccl-resolve.service", "enable"),
+        },
+        intent="training",
+        hw={"nics": [*real(*NAMED_FABRIC), {**FRONT_100, "pci_address": "0000:a0:00.0"}]},
     ),
     Case("nccl-inference", network.nccl, set(), hw={"nics": [*RDMA_FABRIC, FRONT_100]}),
     Case("nccl-no-rdma", network.nccl, set(), intent="training", hw={"nics": [FRONT_100]}),

@@ -26,6 +26,7 @@ DATA_READERS = {
     f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/local/libexec/goldtune/collect",
     f"{ROOTFS}/etc/goldtune/report.conf": f"{ROOTFS}/usr/local/libexec/goldtune/report",
     f"{ROOTFS}/etc/goldtune/preflight.conf": f"{ROOTFS}/usr/local/libexec/goldtune/preflight",
+    f"{ROOTFS}/etc/goldtune/nccl-resolve.conf": f"{ROOTFS}/usr/local/libexec/goldtune/nccl-resolve",
 }
 DATA_PATTERNS = (*DATA_READERS, INSTALL_LIST)
 

@@ -57,6 +57,10 @@ IMAGE_ONLY = {
     "/usr/local/libexec/goldtune/preflight",
     "/etc/goldtune/preflight.conf",
     "/etc/systemd/system/goldtune-preflight.service",
+    # and the NCCL boot step (issue 38)
+    "/usr/local/libexec/goldtune/nccl-resolve",
+    "/etc/goldtune/nccl-resolve.conf",
+    "/etc/systemd/system/goldtune-nccl-resolve.service",
 }
 # rootfs/ files the user-data writes beside the first-boot script, which installs them with
 # install.sh's install_file (daemon.json: merged into the one in place, not replaced)
