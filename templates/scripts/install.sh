@@ -1455,7 +1455,9 @@ fi
 say "installing the $label bundle into $root ($where)"
 check_needs
 
-# 1. Files of the overlay, with fixed modes.
+# 1. Files of the overlay, with fixed modes (the record's list: the tuned profile's path as
+# tuned_place put it).
+installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
 while read -r mode path <&3; do
     [ -z "$path" ] || install_file "$mode" "$path"
 done 3<<FILES
@@ -1463,7 +1465,6 @@ $files
 FILES
 
 # 2. Files an earlier bundle installed that this one does not carry.
-installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
 remove_stale_files "$installed_paths"
 write_text "$record" "$installed_paths"
 
