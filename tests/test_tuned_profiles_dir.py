@@ -75,15 +75,17 @@ def test_a_plan_json_tuned_dir_tuned_does_not_read_is_refused(where: object) -> 
 
 
 def tuned_locates(tree: Path, rootfs: Path) -> str | None:
-    """tuned's own Locator of that tree, over its CFG_DEF_PROFILE_DIRS re-rooted at ``rootfs``:
-    the tuned.conf it would load for the bundle's profile (None: "Cannot find profile")."""
+    """tuned's own Locator of that tree, over its CFG_DEF_PROFILE_DIRS (LOAD_DIRECTORIES up to
+    2.22) re-rooted at ``rootfs``: the tuned.conf it would load for the bundle's profile (None:
+    "Cannot find profile")."""
     python = shutil.which("python3", path="/usr/bin")
     if python is None or not (tree / "tuned/profiles/locator.py").is_file():
         missing_tool(MissingTool(f"tuned tree {tree} (tests/tools/install-tools.sh)"))
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import tuned.consts as c; "
         "from tuned.profiles.locator import Locator; "
-        "dirs = [sys.argv[2] + d for d in c.CFG_DEF_PROFILE_DIRS]; "
+        "default = getattr(c, 'CFG_DEF_PROFILE_DIRS', None) or c.LOAD_DIRECTORIES; "
+        "dirs = [sys.argv[2] + d for d in default]; "
         "print(Locator(dirs).get_config(sys.argv[3]))"
     )
     result = subprocess.run(
