@@ -80,6 +80,9 @@
 #   A bundle without a profile (tuned: off) takes the tool's out of the selection as --uninstall
 #   does (tuned_unlayer), and tuned-previous with them; when none is left, the selection files
 #   go and tuned loads its recommended profile (live: tuned-adm auto_profile).
+#   The profile's file goes where the target's tuned reads local profiles (tuned_place):
+#   /etc/tuned/profiles/<name> when it has /usr/lib/tuned/profiles (tuned 2.23+), else
+#   /etc/tuned/<name> when it has /usr/lib/tuned, else the bundle's path; the record lists it.
 #
 # With --root, nothing outside DIR is ever written or removed: every directory of a target path
 # is resolved inside DIR (a symbolic link that leaves it, absolute or relative, is refused),
