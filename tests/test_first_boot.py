@@ -55,9 +55,9 @@ def user_data(plan: Plan) -> dict:
     return yaml.safe_load(render_bundle(plan)["cloud-init/user-data"][0])
 
 
-def first_boot(root: Path, plan: Plan) -> str:
+def first_boot(root: Path, plan: Plan, binds: tuple[tuple[str, str], ...] = ()) -> str:
     """Write the user-data's first-boot script where cloud-init writes it and run its runcmd
-    line in ``root``; the output."""
+    line in ``root`` (``binds``: in_chroot's); the output."""
     config = user_data(plan)
     # the script and the files it installs (layout.FIRST_BOOT_BUNDLE), as write_files leaves them
     # and containerd's drop-in, which the script checks containerd reads
@@ -73,7 +73,7 @@ def first_boot(root: Path, plan: Plan) -> str:
         written.write_text(entry["content"])
     command = config["runcmd"][-1]
     assert layout.FIRST_BOOT_SCRIPT in command
-    return in_chroot(root, command)
+    return in_chroot(root, command, binds)
 
 
 def live_root(root: Path, tuned_running: bool = True) -> Path:
@@ -176,6 +176,29 @@ def test_a_first_boot_without_tuned_takes_ours_out_of_the_selection(tmp_path: Pa
         "tuned-adm profile throughput-performance",
     ]
     assert not (root / "var/lib/goldtune/tuned-previous").exists()
+
+
+@needs_chroot
+def test_first_boot_puts_the_tuned_profile_where_tuned_2_23_and_later_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A portable bundle's user-data on an image whose tuned is 2.23 or later (its own profiles
+    in /usr/lib/tuned/profiles: RHEL 9.5+, RHEL 10, trixie): the profile goes to
+    /etc/tuned/profiles (install-lib.sh tuned_place), the record says so, the selection names it.
+    The host's /usr is bookworm's (tuned 2.20): a directory of 2.23's layout is bound over it."""
+    system = tmp_path / "usr-lib-tuned"
+    (system / "profiles/balanced").mkdir(parents=True)
+    root = live_root(rhel_root(tmp_path / "rhel", with_tuned_files=False))
+    out = first_boot(root, INFERENCE, ((str(system), "usr/lib/tuned"),))
+    placed = "/etc/tuned/profiles/goldtune-inference/tuned.conf"
+    assert f"/etc/tuned/goldtune-inference/tuned.conf goes to {placed}" in out, out
+    assert (root / placed.lstrip("/")).is_file()
+    assert not (root / "etc/tuned/goldtune-inference").exists()
+    record = (root / layout.INSTALL_RECORD.lstrip("/")).read_text().splitlines()
+    assert placed in record and "/etc/tuned/goldtune-inference/tuned.conf" not in record
+    assert calls(root, "tuned-adm") == [
+        "tuned-adm profile throughput-performance goldtune-inference"
+    ]
 
 
 def record_of(plan: Plan) -> str:

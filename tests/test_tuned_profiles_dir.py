@@ -54,7 +54,9 @@ def test_a_debian_13_bundle_writes_its_profile_where_tuned_2_25_reads_it(tmp_pat
     assert read_bundle(bundle).tuned_profile == PROFILE
 
 
-@pytest.mark.parametrize("os_args", [(), ("--os", "debian-12"), ("--os", "ubuntu-24.04")])
+@pytest.mark.parametrize(
+    "os_args", [(), ("--os", "debian-12"), ("--os", "ubuntu-24.04"), ("--os", "rhel-9")]
+)
 def test_bundles_for_older_tuned_keep_etc_tuned(tmp_path: Path, os_args: tuple[str, ...]) -> None:
     bundle = bundle_for(tmp_path, *os_args)
     assert (bundle / f"rootfs/etc/tuned/{PROFILE}/tuned.conf").is_file()
@@ -66,6 +68,10 @@ def test_the_table_says_what_its_tuned_reads() -> None:
     """debian-13's tuned is 2.25.1 (hardware_db/distros/debian-13.yaml): /etc/tuned/profiles."""
     assert load_distros()["debian-13"].tuned.profiles_dir == "/etc/tuned/profiles"
     assert load_distros()["debian-12"].tuned.profiles_dir == "/etc/tuned"
+    # RHEL 10's documentation names /etc/tuned/profiles; RHEL 9's minors differ (2.20 to 2.27):
+    # null, decided on the image by install.sh (tests/test_tuned_on_image.py)
+    assert load_distros()["rhel-10"].tuned.profiles_dir == "/etc/tuned/profiles"
+    assert load_distros()["rhel-9"].tuned.profiles_dir is None
 
 
 @pytest.mark.parametrize("where", ["/etc/cron.d", "../../etc", "/etc/tuned/../cron.d", 7])
@@ -75,15 +81,17 @@ def test_a_plan_json_tuned_dir_tuned_does_not_read_is_refused(where: object) -> 
 
 
 def tuned_locates(tree: Path, rootfs: Path) -> str | None:
-    """tuned's own Locator of that tree, over its CFG_DEF_PROFILE_DIRS re-rooted at ``rootfs``:
-    the tuned.conf it would load for the bundle's profile (None: "Cannot find profile")."""
+    """tuned's own Locator of that tree, over its CFG_DEF_PROFILE_DIRS (LOAD_DIRECTORIES up to
+    2.22) re-rooted at ``rootfs``: the tuned.conf it would load for the bundle's profile (None:
+    "Cannot find profile")."""
     python = shutil.which("python3", path="/usr/bin")
     if python is None or not (tree / "tuned/profiles/locator.py").is_file():
         missing_tool(MissingTool(f"tuned tree {tree} (tests/tools/install-tools.sh)"))
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import tuned.consts as c; "
         "from tuned.profiles.locator import Locator; "
-        "dirs = [sys.argv[2] + d for d in c.CFG_DEF_PROFILE_DIRS]; "
+        "default = getattr(c, 'CFG_DEF_PROFILE_DIRS', None) or c.LOAD_DIRECTORIES; "
+        "dirs = [sys.argv[2] + d for d in default]; "
         "print(Locator(dirs).get_config(sys.argv[3]))"
     )
     result = subprocess.run(

@@ -142,8 +142,10 @@ class Tuned(StrictModel):
     reapply_sysctl: bool | None = None
     # where the packaged tuned reads a local profile <dir>/<name>/tuned.conf, so where the bundle
     # writes its own: /etc/tuned up to tuned 2.22 (tuned/consts.py LOAD_DIRECTORIES), only
-    # /etc/tuned/profiles from 2.23 on (USER_PROFILES_DIR); generator/model/layout.py
-    profiles_dir: Literal["/etc/tuned", "/etc/tuned/profiles"] = "/etc/tuned"
+    # /etc/tuned/profiles from 2.23 on (USER_PROFILES_DIR); generator/model/layout.py. null: the
+    # table's releases differ (RHEL 9's minors ship 2.20 to 2.27): the bundle keeps /etc/tuned
+    # and install.sh decides on the image (install-lib.sh tuned_place), as for a portable bundle
+    profiles_dir: Literal["/etc/tuned", "/etc/tuned/profiles"] | None = "/etc/tuned"
     source: Sources
 
 

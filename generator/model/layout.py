@@ -141,6 +141,28 @@ FIRST_BOOT_LIB = f"{FIRST_BOOT_BUNDLE}/{INSTALL_LIB}"
 INSTALLED_AT_FIRST_BOOT = frozenset({DOCKER_DAEMON_JSON})
 
 
+def installed_at_first_boot(target: str) -> bool:
+    """A file of INSTALLED_AT_FIRST_BOOT, or the bundle's tuned profile: install_file puts it
+    where the image's tuned reads it (install-lib.sh tuned_place: /etc/tuned/profiles from tuned
+    2.23 on), which a write_files path cannot follow."""
+    return target in INSTALLED_AT_FIRST_BOOT or is_tuned_file(target)
+
+
+def is_tuned_file(target: str) -> bool:
+    """The tool's tuned profile, in either directory a tuned reads (TUNED_PROFILES_DIRS)."""
+    directory, _, name = target.rpartition("/")
+    where, _, profile = directory.rpartition("/")
+    return name == "tuned.conf" and where in TUNED_PROFILES_DIRS and profile.startswith(f"{TOOL}-")
+
+
+def other_tuned_place(target: str) -> str:
+    """A tuned profile file's path in the other directory a tuned reads (TUNED_PROFILES_DIRS)."""
+    old, new = TUNED_PROFILES_DIRS
+    if target.startswith(f"{new}/"):
+        return old + target.removeprefix(new)
+    return new + target.removeprefix(old)
+
+
 def first_boot_staged(target: str) -> str:
     """Where the user-data writes a file of INSTALLED_AT_FIRST_BOOT (install_file's source)."""
     return f"{FIRST_BOOT_BUNDLE}/rootfs{target}"

@@ -238,7 +238,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         gpu_vendors=tuple(vendor for vendor in vendor_table() if facts.has_gpus_of(vendor)),
         nics=tuple(NicRole(nic.name, nic.role) for nic in facts.nics),
         grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
-        tuned_dir=distro.tuned.profiles_dir if distro else TUNED_DIR,
+        tuned_dir=(distro.tuned.profiles_dir if distro else None) or TUNED_DIR,
         reboot_for_kernel_args=profile.reboot_for_kernel_args
         and any(s.kind == "kernel-arg" for s in settings),
         claims=plan_claims(facts, settings),

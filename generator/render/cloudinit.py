@@ -58,9 +58,7 @@ def first_boot_text(plan: Plan, install_lib: str, overlay: list[OverlayFile]) ->
     cmdline = kernel_cmdline(plan)
     words = first_boot_words(cmdline, tuned, [item.target for item in overlay])
     merged = [
-        (item.mode, item.target)
-        for item in overlay
-        if item.target in layout.INSTALLED_AT_FIRST_BOOT
+        (item.mode, item.target) for item in overlay if layout.installed_at_first_boot(item.target)
     ]
     dropin = next((item.target for item in overlay if item.target == layout.CONTAINERD_DROPIN), "")
     steps = [
@@ -126,9 +124,9 @@ def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
 
 
 def staged_at_first_boot(item: OverlayFile) -> OverlayFile:
-    """A file the first-boot script installs (layout.INSTALLED_AT_FIRST_BOOT: daemon.json, merged)
-    is written where the script reads it, not at its target."""
-    if item.target in layout.INSTALLED_AT_FIRST_BOOT:
+    """A file the first-boot script installs (layout.installed_at_first_boot: daemon.json, merged;
+    the tuned profile, placed) is written where the script reads it, not at its target."""
+    if layout.installed_at_first_boot(item.target):
         return item._replace(target=layout.first_boot_staged(item.target))
     return item
 

@@ -91,7 +91,7 @@ def main_lines(
     steps: Iterable[Step] = (),
 ) -> list[str]:
     """install.sh's run on a live system, as calls: its globals, the files it installs from
-    ``$bundle/rootfs`` (``installed``: layout.INSTALLED_AT_FIRST_BOOT, its phase 1), the stale
+    ``$bundle/rootfs`` (``installed``: layout.installed_at_first_boot, its phase 1), the stale
     files and the record (2), the units and activation steps (4: ``steps``, daemon-reload
     first), the tuned selection and the boot arguments (5).
 

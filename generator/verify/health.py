@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 from generator import TOOL
 from generator.bundle.read import Bundle, ManifestFile
-from generator.model.layout import DOCKER_DAEMON_JSON, NCCL_STYLE_CONFS, PREFLIGHT_UNIT
+from generator.model.layout import (
+    DOCKER_DAEMON_JSON,
+    NCCL_STYLE_CONFS,
+    PREFLIGHT_UNIT,
+    is_tuned_file,
+    other_tuned_place,
+)
 from generator.model.probes import Section
 from generator.model.xids import HARDWARE, XidClass, XidTable, xid_class
 from generator.verify.preflight import check_preflight
@@ -247,6 +253,10 @@ def check_files(bundle: Bundle, snapshot: Snapshot) -> list[Check]:
         assert item.target is not None
         expected = f"sha256 {item.sha256[:12]}…, mode {item.mode:04o}"
         found = installed.get(item.target)
+        if found is None and is_tuned_file(item.target):
+            # install.sh put the profile where the node's tuned reads it (install-lib.sh
+            # tuned_place), which the plan may not know; tuned-adm says whether tuned loaded it
+            found = installed.get(other_tuned_place(item.target))
         if found is None:
             checks.append(file_not_installed(item.target, expected))
             continue

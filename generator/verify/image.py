@@ -27,6 +27,8 @@ from generator.model.layout import (
     GPU_DATA,
     GPU_SCRIPT,
     TUNED_DIR,
+    TUNED_PROFILES_DIRS,
+    tuned_file,
 )
 from generator.model.setting import Setting, is_driver_module
 from generator.verify.checks_runtime import provider_of
@@ -215,6 +217,21 @@ def check_udev(setting: Setting, image: Image) -> Check:
     )
 
 
+def tuned_reads(image: Image, planned: str) -> str:
+    """Where the image's tuned reads a local profile, by where its package put its own, as
+    install.sh's tuned_place tells it: tuned 2.23 moved them to /usr/lib/tuned/profiles and reads
+    local ones from /etc/tuned/profiles only (redhat-performance/tuned 6d3aa94); up to 2.22
+    /usr/lib/tuned/<name> and /etc/tuned. Without tuned in the image, the plan's directory."""
+    for system, local in (
+        ("/usr/lib/tuned/profiles", TUNED_PROFILES_DIRS[1]),
+        ("/usr/lib/tuned", TUNED_DIR),
+    ):
+        found = image.resolve(system)
+        if found is not None and found.is_dir():
+            return local
+    return planned
+
+
 def check_tuned(
     setting: Setting, image: Image, profile: str | None, profiles_dir: str = TUNED_DIR
 ) -> Check:
@@ -318,8 +335,9 @@ def merged_containerd_dropin(item_target: str, content: bytes) -> bool:
     return True
 
 
-def check_file(item: ManifestFile, image: Image) -> Check:
-    item_target, sha256, mode = item.target or "", item.sha256, item.mode
+def check_file(item: ManifestFile, image: Image, placed: str | None = None) -> Check:
+    """``placed``: where install.sh put the file when not at its target (the tuned profile)."""
+    item_target, sha256, mode = placed or item.target or "", item.sha256, item.mode
     expected = f"sha256 {sha256[:12]}…, mode {mode:04o}"
     host = image.resolve(item_target)
     content = image.read_bytes(item_target) if image.link_target(item_target) is None else None
@@ -376,7 +394,7 @@ CHECKS: dict[str, ImageCheck] = {
     "udev": lambda s, image, _: check_udev(s, image),
     "service": check_service,
     "tuned": lambda s, image, bundle: check_tuned(
-        s, image, bundle.tuned_profile, bundle.plan.tuned_dir
+        s, image, bundle.tuned_profile, tuned_reads(image, bundle.plan.tuned_dir)
     ),
     "boot-unit": check_boot_applied,
     "unit-dropin": lambda s, image, _: check_unit_dropin(s, image),
@@ -409,7 +427,19 @@ def judged_in_image(setting: Setting, image: Image, bundle: Bundle) -> Check:
     return check_of(setting, "not judged", NOT_JUDGED, why)
 
 
+def placed_in(item: ManifestFile, bundle: Bundle, image: Image) -> str | None:
+    """The bundle's tuned profile where install.sh put it: where the image's tuned reads it."""
+    profile, planned = bundle.plan.profile_name, bundle.plan.tuned_dir
+    if not bundle.tuned_profile or item.target != tuned_file(profile, planned):
+        return item.target
+    return tuned_file(profile, tuned_reads(image, planned))
+
+
 def check_root(bundle: Bundle, root: Path) -> list[Check]:
     image = Image(root)
-    checks = [check_file(f, image) for f in bundle.overlay_files() if f.target]
+    checks = [
+        check_file(f, image, placed_in(f, bundle, image))
+        for f in bundle.overlay_files()
+        if f.target
+    ]
     return checks + [judged_in_image(setting, image, bundle) for setting in bundle.plan.settings]

@@ -186,24 +186,49 @@ restore_nccl_conf() { # path-in-root
     say "restored the image's own $1 (the bundle no longer sets NCCL variables)"
 }
 
+# tuned_place PATH: $place is where PATH goes; for the bundle's tuned profile, the directory the
+# target's tuned reads local profiles from, told by where its package put its own: tuned 2.23
+# moved them to /usr/lib/tuned/profiles/<name> and reads local ones from /etc/tuned/profiles only
+# (redhat-performance/tuned 6d3aa94: Makefile TUNED_PROFILESDIR, tuned/consts.py
+# CFG_DEF_PROFILE_DIRS); up to 2.22 /usr/lib/tuned/<name> and /etc/tuned/<name> (LOAD_DIRECTORIES).
+# Without tuned in the target the bundle's path stays. The record gets the path used.
+tuned_place() {
+    place=$1
+    case $1 in /etc/tuned/*"$tool"-*/tuned.conf) ;; *) return 0 ;; esac
+    if resolve_dir /usr/lib/tuned/profiles existing; then
+        place=/etc/tuned/profiles
+    else
+        resolve_dir /usr/lib/tuned existing || return 0
+        place=/etc/tuned
+    fi
+    name=${1%/*}
+    place=$place/${name##*/}/tuned.conf
+    [ "$place" = "$1" ] && return
+    say "$1 goes to $place: the directory tuned reads here"
+    installed_paths=$(printf '%s\n' "$installed_paths" | awk -v a="$1" -v b="$place" '$0 == a { $0 = b } 1')
+}
+
 # --- the bundle's files into the target -----------------------------------------------------------
 install_file() { # mode path-in-root
     source="$bundle/rootfs$2"
     if [ ! -f "$source" ] || [ -L "$source" ]; then
         die "bundle is incomplete: rootfs$2 is missing"
     fi
+    from=$source
+    tuned_place "$2"
+    set -- "$1" "$place"
     target_of "$2" create
     [ "$2" != /etc/docker/daemon.json ] || merge_daemon_json "$2" || return 0
     case $2 in /etc/[nr]ccl.conf) merge_nccl_conf "$2" || return 0 ;; esac
     case $2 in /etc/containerd/conf.d/*.toml) carry_image_cri "$2" ;; esac
     if same_file "$source" "$target" "$1"; then
-        [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
+        [ "$source" = "$from" ] || rm -f -- "$source"
         say "unchanged $2"
         unchanged=$((unchanged + 1))
         return 0
     fi
     put "$source" "$1"
-    [ "$source" = "$bundle/rootfs$2" ] || rm -f -- "$source"
+    [ "$source" = "$from" ] || rm -f -- "$source"
     say "installed $2 (mode $1)"
     installed=$((installed + 1))
 }

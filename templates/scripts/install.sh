@@ -80,6 +80,9 @@
 #   A bundle without a profile (tuned: off) takes the tool's out of the selection as --uninstall
 #   does (tuned_unlayer), and tuned-previous with them; when none is left, the selection files
 #   go and tuned loads its recommended profile (live: tuned-adm auto_profile).
+#   The profile's file goes where the target's tuned reads local profiles (tuned_place):
+#   /etc/tuned/profiles/<name> when it has /usr/lib/tuned/profiles (tuned 2.23+), else
+#   /etc/tuned/<name> when it has /usr/lib/tuned, else the bundle's path; the record lists it.
 #
 # With --root, nothing outside DIR is ever written or removed: every directory of a target path
 # is resolved inside DIR (a symbolic link that leaves it, absolute or relative, is refused),
@@ -1455,7 +1458,9 @@ fi
 say "installing the $label bundle into $root ($where)"
 check_needs
 
-# 1. Files of the overlay, with fixed modes.
+# 1. Files of the overlay, with fixed modes (the record's list: the tuned profile's path as
+# tuned_place put it).
+installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
 while read -r mode path <&3; do
     [ -z "$path" ] || install_file "$mode" "$path"
 done 3<<FILES
@@ -1463,7 +1468,6 @@ $files
 FILES
 
 # 2. Files an earlier bundle installed that this one does not carry.
-installed_paths=$(printf '%s' "$files" | sed 's/^[^ ]* //')
 remove_stale_files "$installed_paths"
 write_text "$record" "$installed_paths"
 

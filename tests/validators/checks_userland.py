@@ -63,8 +63,18 @@ IMAGE_ONLY = {
     "/etc/systemd/system/goldtune-nccl-resolve.service",
 }
 # rootfs/ files the user-data writes beside the first-boot script, which installs them with
-# install.sh's install_file (daemon.json: merged into the one in place, not replaced)
-STAGED_AT_FIRST_BOOT = {"/run/goldtune/rootfs/etc/docker/daemon.json": "/etc/docker/daemon.json"}
+# install.sh's install_file (daemon.json: merged into the one in place, not replaced; the tuned
+# profile: put where the image's tuned reads it, install-lib.sh tuned_place)
+STAGED_ROOTFS = "/run/goldtune/rootfs"
+STAGED_AT_FIRST_BOOT = re.compile(
+    r"/etc/docker/daemon\.json|/etc/tuned/(profiles/)?goldtune-[A-Za-z0-9_.-]+/tuned\.conf"
+)
+
+
+def staged_target(path: str) -> str:
+    """The target of a file the user-data stages for the first-boot script, else ``path``."""
+    target = path.removeprefix(STAGED_ROOTFS)
+    return target if target != path and STAGED_AT_FIRST_BOOT.fullmatch(target) else path
 
 
 # --- cloud-init ----------------------------------------------------------------------------------
@@ -197,8 +207,8 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
     overlay = {
         "/" + relative(bundle / ROOTFS, path): path for path in files(bundle, f"{ROOTFS}/**/*")
     }
-    at = {STAGED_AT_FIRST_BOOT.get(path, path): path for path in modes}  # target: written at
-    modes = {STAGED_AT_FIRST_BOOT.get(path, path): mode for path, mode in modes.items()}
+    at = {staged_target(path): path for path in modes}  # target: written at
+    modes = {staged_target(path): mode for path, mode in modes.items()}
     problems = [
         f"{USER_DATA}: write_files lacks {path} (in rootfs/)"
         for path in sorted(set(overlay) - set(modes) - VERIFY_ONLY - IMAGE_ONLY)
@@ -210,9 +220,9 @@ def compare_write_files(bundle: Path, written: Path, modes: dict[str, str]) -> l
         if path == FIRST_BOOT_LIB:
             problems += check_first_boot_library(bundle, (written / path.lstrip("/")).read_text())
             continue
-        if path in STAGED_AT_FIRST_BOOT.values() and at[path] == path:
+        if STAGED_AT_FIRST_BOOT.fullmatch(path) and at[path] == path:
             problems.append(
-                f"{USER_DATA}: write_files replaces {path}, which the first-boot script merges"
+                f"{USER_DATA}: write_files replaces {path}, which the first-boot script installs"
             )
         if path not in overlay:
             problems.append(
