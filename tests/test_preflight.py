@@ -7,7 +7,6 @@ units then skip what those claims carry. verify reads the result back (parse_pre
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -19,8 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from test_install import make_bin
-from validators.checks_system import check_udev, check_units
-from validators.run import MissingTool
+from validators.checks_system import check_units
 
 from generator.cli import main
 from generator.inputs.load import load_inputs
@@ -88,7 +86,6 @@ def three_differences(hardware: dict) -> dict:
     changed = yaml.safe_load(yaml.safe_dump(hardware))
     nic = next(n for n in changed["nics"] if n["name"] == RENAMED[0])
     nic["name"] = RENAMED[1]
-    del nic["pci_address"]  # known by its name only (with it, its pin finds the port: issue 38)
     changed["numa_nodes"] *= 2
     gpus = changed["gpus"][0]
     gpus["count"] -= 1
@@ -177,9 +174,7 @@ def test_three_differences_are_three_mismatches_and_nothing_else(
 def test_only_the_renamed_nic_is_skipped(machine: tuple[Path, dict], tmp_path: Path) -> None:
     tree, hardware = machine
     changed = yaml.safe_load(yaml.safe_dump(hardware))
-    renamed = next(n for n in changed["nics"] if n["name"] == RENAMED[0])
-    renamed["name"] = RENAMED[1]
-    del renamed["pci_address"]  # known by its name only (with it: the next test)
+    next(n for n in changed["nics"] if n["name"] == RENAMED[0])["name"] = RENAMED[1]
     made = bundle(changed, tmp_path, "renamed")
     status, output = run_script("preflight", made / PREFLIGHT_DATA, tree)
     assert status == 1
@@ -542,52 +537,3 @@ def test_a_pci_claim_that_is_no_address_is_refused(tmp_path: Path, line: str) ->
     data.write_text(f"result\t/run/goldtune/preflight\n{line}\n")
     status, output = run_script("preflight", data, tmp_path)
     assert status == 2 and "nothing checked" in output, output
-
-
-def test_a_renamed_nic_with_a_pci_address_is_still_pinned(
-    machine: tuple[Path, dict], tmp_path: Path
-) -> None:
-    """issue 38: the file says ibp99s0 at ibp24s0's PCI address. The preflight still reports the
-    name, but the pin no longer depends on it: irq-affinity pins the one interface at that
-    address (failed before: skipped by the preflight, or "no such interface")."""
-    tree, hardware = machine
-    changed = yaml.safe_load(yaml.safe_dump(hardware))
-    renamed = next(n for n in changed["nics"] if n["name"] == RENAMED[0])
-    renamed["name"] = RENAMED[1]
-    made = bundle(changed, tmp_path, "renamed-at-address")
-    data = (made / in_overlay(layout.IRQ_DATA)).read_text()
-    assert f"at\t{RENAMED[1]}\t{renamed['pci_address']}\n" in data
-    # re-pinned when the port is created again, by its PCI function whatever its name
-    rules = (made / in_overlay(layout.IRQ_UDEV_FILE)).read_text()
-    (kernels,) = re.findall(r'KERNELS=="([^"]*)"', rules)
-    assert renamed["pci_address"] in kernels.split("|")
-    with contextlib.suppress(MissingTool):  # udevadm's own reading, where it is installed
-        assert check_udev(made) == []
-    status, _ = run_script("preflight", made / PREFLIGHT_DATA, tree)
-    mismatches = parse_preflight((tree / RESULT).read_text()).mismatches
-    assert status == 1 and [m.claim for m in mismatches] == [f"nic/{RENAMED[1]}/present"]
-    assert f"irq:{RENAMED[1]}" not in mismatches[0].depends
-    device = (tree / "sys/class/net" / RENAMED[0]).resolve() / "device"
-    (device / "msi_irqs").mkdir(exist_ok=True)
-    (device / "msi_irqs/77").write_text("msi\n")
-    (tree / "proc/irq/77").mkdir(parents=True, exist_ok=True)
-    (tree / "proc/irq/77/smp_affinity_list").write_text("0-223\n")
-    try:
-        status, output = run_script("irq-affinity", made / in_overlay(layout.IRQ_DATA), tree)
-        assert status == 0, output
-        assert f"{RENAMED[1]}: no such interface; {RENAMED[0]} is the one at its PCI address" in (
-            output
-        )
-        assert f"{RENAMED[0]}: 1 interrupts pinned" in output
-        assert (tree / "proc/irq/77/smp_affinity_list").read_text() != "0-223\n"
-    finally:
-        shutil.rmtree(device / "msi_irqs")
-        shutil.rmtree(tree / "proc/irq/77")
-
-
-@pytest.mark.parametrize("line", ["at\tib0\t../../x", "at\tib0\t0000:18:00.0;reboot", "at\tib0"])
-def test_an_irq_address_line_that_is_no_address_is_refused(tmp_path: Path, line: str) -> None:
-    data = tmp_path / "irq.conf"
-    data.write_text(f"pin\tib0\tlocal\n{line}\n")
-    status, output = run_script("irq-affinity", data, tmp_path)
-    assert status == 2 and "nothing pinned" in output, output

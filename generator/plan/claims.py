@@ -150,12 +150,7 @@ def nic_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
         named = names(s.key, nic.name) or names(s.value, nic.name) or names(s.reason, nic.name)
         return named or (device is not None and (names(s.key, device) or names(s.value, device)))
 
-    def by_name(s: Setting) -> bool:
-        # a pin of a NIC with a pci_address finds the port by it, whatever its name (issue 38)
-        found_by_address = nic.pci_address is not None and s.kind == "irq" and s.key == nic.name
-        return on_name(s) and not found_by_address
-
-    everything = _refs(settings, by_name)
+    everything = _refs(settings, on_name)
     claims = [Claim(f"{base}/present", "yes", everything)]
     if nic.model is not None:
         claims.append(Claim(f"{base}/driver", nic.model.driver, everything))
@@ -182,9 +177,7 @@ def pci_claims(nic: NicFacts, settings: tuple[Setting, ...]) -> list[Claim]:
     if address is None:
         return []
     base = f"nic/{nic.name}"
-    found_by = _refs(
-        settings, lambda s: address in s.value or (s.kind == "irq" and s.key == nic.name)
-    )
+    found_by = _refs(settings, lambda s: address in s.value)
     claims = [Claim(f"{base}/pci_address", address, found_by)]
     if nic.model is not None:
         claims.append(Claim(f"{base}/pci_id", ",".join(nic.model.pci_ids), found_by))

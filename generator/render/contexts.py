@@ -102,7 +102,6 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "irq_data_file": layout.IRQ_DATA,
         "irq_log_tag": layout.IRQ_LOG_TAG,
         "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
-        "irq_addresses": "|".join(line.fields[2] for line in address_lines(plan)),
         "acs_unit": layout.ACS_UNIT,
         "acs_script": layout.ACS_SCRIPT,
         "acs_data_file": layout.ACS_DATA,
@@ -198,27 +197,7 @@ def irq_lines(plan: Plan) -> list[DataLine]:
             f"layout: messages are tagged {layout.IRQ_LOG_TAG}", ("log-as", layout.IRQ_LOG_TAG)
         ),
         *(setting_line(s, ("pin", s.key, s.value)) for s in plan.of_kind("irq")),
-        *address_lines(plan),
         *result_line(plan),
-    ]
-
-
-def address_lines(plan: Plan) -> list[DataLine]:
-    """``at<TAB><interface><TAB><address>`` for each pinned NIC whose PCI address the hardware
-    file gives (its pci_address claim): irq-affinity pins a renamed port by it (issue 38)."""
-    pinned = {s.key for s in plan.of_kind("irq")}
-    found = [
-        (claim.name.split("/")[1], claim.expected)
-        for claim in plan.claims
-        if claim.name.startswith("nic/") and claim.name.endswith("/pci_address")
-    ]
-    return [
-        fixed_line(
-            f"hardware: {name} is the PCI function {address} (nics[].pci_address)",
-            ("at", name, address),
-        )
-        for name, address in found
-        if name in pinned
     ]
 
 
