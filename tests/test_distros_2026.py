@@ -282,3 +282,20 @@ def test_a_hardware_files_os_distro_names_the_new_tables(name: str, tmp_path: Pa
     gen("--hw", str(hardware), "--profile", "inference", "-o", str(tmp_path / "out"))
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
     assert plan["distro"] == resolve_distro(name, load_distros()).key
+
+
+def test_eks_nodeadm_makes_the_node_drop_ins_unread_and_the_plan_says_so(
+    bundles: dict[str, Path],
+) -> None:
+    """AL2023 on EKS: nodeadm writes config.toml anew at every boot (no imports entry) and starts
+    kubelet with its own --config-dir; the table says so and the plan warns, naming both files,
+    where a distribution without such an agent gets no such warning."""
+
+    def node_agent_warnings(name: str) -> list[str]:
+        plan = json.loads((bundles[f"{name}{K8S}"] / "plan.json").read_text())
+        return [w["text"] for w in plan["warnings"] if w["check"] == "distro-node-agent"]
+
+    containerd, kubelet = node_agent_warnings("amazon-linux-2023")
+    assert "nodeadm" in containerd and "/etc/containerd/conf.d/90-goldtune.toml" in containerd
+    assert "--config-dir=/etc/kubernetes/kubelet/config.json.d" in kubelet
+    assert node_agent_warnings("ubuntu-26.04") == []

@@ -209,6 +209,9 @@ class Containerd(StrictModel):
     major: Literal[1, 2] | None = None
     config_path: AbsolutePath = "/etc/containerd/config.toml"
     config_shipped: bool | None = None  # the package installs a config.toml of its own
+    # What writes config_path anew at every boot (EKS's nodeadm): an imports entry an image
+    # adds is gone by the time containerd starts, so a conf.d drop-in is never read.
+    rewritten_at_boot_by: Line | None = None
     source: Sources
 
 
@@ -219,6 +222,9 @@ class Kubelet(StrictModel):
     repository: Line | None = None
     cgroup_driver: Literal["systemd", "cgroupfs"] | None = None  # what its packaged config sets
     config_path: AbsolutePath | None = None  # the KubeletConfiguration file it is started with
+    # The --config-dir its unit is started with where that is not kubeadm's way (EKS's nodeadm:
+    # /etc/kubernetes/kubelet/config.json.d): the bundle's kubelet drop-in is not read there.
+    config_dir: AbsolutePath | None = None
     source: Sources
 
 

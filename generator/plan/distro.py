@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from generator.inputs.facts import Facts
 from generator.model.kinds import Kind
+from generator.model.layout import CONTAINERD_DROPIN, KUBELET_DROPIN, KUBELET_DROPIN_DIR
 from generator.model.setting import Note, PlanWarning, Setting
 from generator.plan.known_keys import KNOWN_SYSCTLS, KnownKey
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # imported by portable_notes alone: a portable `gen` never lo
 
 DISTRO_RULE = "plan.distro"
 LOWERS_CHECK = "distro-default"
+NODE_AGENT_CHECK = "distro-node-agent"
 
 
 def _integer(value: str) -> int | None:
@@ -110,7 +112,44 @@ def apply_distro_defaults(
                 )
             )
         kept.append(setting)
-    return kept, notes, warnings
+    return kept, notes, warnings + unread_on_the_node(settings, distro)
+
+
+def unread_on_the_node(settings: list[Setting], distro: Distro | None) -> list[PlanWarning]:
+    """The node files the distribution's own boot agent makes ineffective, said at gen time.
+
+    EKS's nodeadm writes /etc/containerd/config.toml anew at every boot, without the imports
+    entry install.sh adds (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go
+    writeContainerdConfig), and starts kubelet with its own --config-dir
+    (nodeadm/internal/kubelet/config.go: config.json.d): the bundle's drop-ins would be valid and
+    never read. The table says so (containerd.rewritten_at_boot_by, kubelet.config_dir).
+    """
+    if distro is None:
+        return []
+    kinds = {setting.kind for setting in settings}
+    warnings: list[PlanWarning] = []
+    containerd = distro.containerd
+    if Kind.CONTAINERD in kinds and containerd and containerd.rewritten_at_boot_by:
+        warnings.append(
+            PlanWarning(
+                f"{distro.key}: {containerd.rewritten_at_boot_by} writes "
+                f"{containerd.config_path} anew at every boot, without the imports entry that "
+                f"reads {CONTAINERD_DROPIN}: its runtime settings are not applied there; give "
+                "them to that agent's own configuration (or use runtime_config: gpu-operator)",
+                NODE_AGENT_CHECK,
+            )
+        )
+    kubelet = distro.kubelet
+    if Kind.KUBELET in kinds and kubelet and kubelet.config_dir not in (None, KUBELET_DROPIN_DIR):
+        warnings.append(
+            PlanWarning(
+                f"{distro.key}: kubelet is started with --config-dir={kubelet.config_dir}, so "
+                f"{KUBELET_DROPIN} is not read there: put its fields in that directory or "
+                "that agent's own configuration",
+                NODE_AGENT_CHECK,
+            )
+        )
+    return warnings
 
 
 def release_numbers(release: str) -> tuple[int, ...]:
