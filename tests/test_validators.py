@@ -159,6 +159,8 @@ NVIDIA_V3 = (
 )
 DAEMON_JSON = "rootfs/etc/docker/daemon.json"
 KUBELET = "rootfs/etc/kubernetes/kubelet.conf.d/90-test.conf"
+# the --config-dir EKS's nodeadm passes, where an AL2023 bundle's drop-in goes
+KUBELET_AGENT = "rootfs/etc/kubernetes/kubelet/config.json.d/90-test.conf"
 KUBELET_HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 RUNTIME_DROPIN = "rootfs/etc/systemd/system/containerd.service.d/90-test.conf"
 NCCL_CONF = "rootfs/etc/nccl.conf"
@@ -289,6 +291,13 @@ CASES = [
         "no-header",
         {KUBELET: "cpuManagerPolicy: static\n"},
         "a drop-in needs apiVersion",
+    ),
+    # failed before: the validator looked in kubelet.conf.d only
+    Case(
+        "kubelet",
+        "agent-dir-unknown-field",
+        {KUBELET_AGENT: KUBELET_HEAD + "cpuManagerPolicies: static\n"},
+        "unknown field",
     ),
     Case(
         "units",

@@ -179,7 +179,10 @@ def _kinds_of_file(path: str, plan: Plan) -> tuple[str, ...] | None:
         for spec in KINDS
         if path
         in spec.files_for(
-            plan.profile_name, (s.key for s in plan.of_kind(spec.kind)), plan.tuned_dir
+            plan.profile_name,
+            (s.key for s in plan.of_kind(spec.kind)),
+            plan.tuned_dir,
+            plan.kubelet_dir,
         )
         or (
             spec.applied_at_boot_by

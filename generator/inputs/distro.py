@@ -212,6 +212,9 @@ class Containerd(StrictModel):
     # What writes config_path anew at every boot (EKS's nodeadm): an imports entry an image
     # adds is gone by the time containerd starts, so a conf.d drop-in is never read.
     rewritten_at_boot_by: Line | None = None
+    # What that agent itself configures for GPUs in the file it writes (nodeadm: the nvidia
+    # runtime as the default where nvidia-container-runtime is installed), said in the warning
+    agent_runtimes: Line | None = None
     source: Sources
 
 
@@ -223,8 +226,15 @@ class Kubelet(StrictModel):
     cgroup_driver: Literal["systemd", "cgroupfs"] | None = None  # what its packaged config sets
     config_path: AbsolutePath | None = None  # the KubeletConfiguration file it is started with
     # The --config-dir its unit is started with where that is not kubeadm's way (EKS's nodeadm:
-    # /etc/kubernetes/kubelet/config.json.d): the bundle's kubelet drop-in is not read there.
-    config_dir: AbsolutePath | None = None
+    # /etc/kubernetes/kubelet/config.json.d): the bundle's kubelet drop-in goes there, with no
+    # kubelet.service drop-in (the agent owns the unit's flags). Only a directory the bundle
+    # reader and verify know (generator/model/layout.py KUBELET_DROPIN_DIRS).
+    config_dir: (
+        Literal["/etc/kubernetes/kubelet.conf.d", "/etc/kubernetes/kubelet/config.json.d"] | None
+    ) = None
+    # When the agent passes that --config-dir, where not always (nodeadm: only when the node's
+    # NodeConfig has spec.kubelet.config): the plan warns that the drop-in is read only then.
+    config_dir_when: Line | None = None
     source: Sources
 
 

@@ -210,16 +210,24 @@ class KindSpec(NamedTuple):
         return whole_match(pattern)(value) is not None
 
     def files_for(
-        self, profile: str, keys: Iterable[str], tuned_dir: str = layout.TUNED_DIR
+        self,
+        profile: str,
+        keys: Iterable[str],
+        tuned_dir: str = layout.TUNED_DIR,
+        kubelet_dir: str = layout.KUBELET_DROPIN_DIR,
     ) -> list[str]:
         """The bundle files that carry these keys of the kind: its one file, or for a ``{unit}``
         file one per unit the keys name (``containerd.service LimitNOFILE``), in key order.
-        ``tuned_dir`` is the plan's (where the target's tuned reads a local profile)."""
-        where = tuned_dir.removeprefix("/")
+        ``tuned_dir`` and ``kubelet_dir`` are the plan's (where the target's tuned reads a local
+        profile, where its kubelet reads drop-ins)."""
+        where = {
+            "tuned_dir": tuned_dir.removeprefix("/"),
+            "kubelet_dir": kubelet_dir.removeprefix("/"),
+        }
         if "{unit}" not in self.file:
-            return [self.file.format(profile=profile, tuned_dir=where)]
+            return [self.file.format(profile=profile, **where)]
         units = dict.fromkeys(key.split(" ", 1)[0] for key in keys)
-        return [self.file.format(profile=profile, tuned_dir=where, unit=unit) for unit in units]
+        return [self.file.format(profile=profile, unit=unit, **where) for unit in units]
 
     def value_shape(self, key: str) -> str:
         """What a value of this key may be, in words (the pattern itself for per-key words)."""
@@ -492,7 +500,9 @@ KINDS: tuple[KindSpec, ...] = (
         value=r"[A-Za-z0-9_.,:%+-]+",
         shape="a KubeletConfiguration field, or field/<map key> (kubeReserved/memory, "
         "reservedMemory/<NUMA node>), with a word, number or quantity",
-        file=in_overlay(layout.KUBELET_DROPIN),
+        # {kubelet_dir}: the plan's kubelet_dir less its leading '/' (where the target's kubelet
+        # reads drop-ins: kubeadm's kubelet.conf.d, or a node agent's --config-dir)
+        file=in_overlay(layout.kubelet_file("/{kubelet_dir}")),
         template="kubelet.conf.j2",
         live_step="runtime",
         live_check="kubelet",

@@ -53,7 +53,18 @@ CONTAINERD_DROPIN = f"/etc/containerd/conf.d/{DROP_IN}.toml"
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"  # the image's own; 1.x imports conf.d from it
 DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"  # a whole file: dockerd reads no drop-ins
 KUBELET_DROPIN_DIR = "/etc/kubernetes/kubelet.conf.d"  # kubelet --config-dir (>= 1.28)
-KUBELET_DROPIN = f"{KUBELET_DROPIN_DIR}/{DROP_IN}.conf"
+KUBELET_DROPIN_NAME = f"{DROP_IN}.conf"
+KUBELET_DROPIN = f"{KUBELET_DROPIN_DIR}/{KUBELET_DROPIN_NAME}"
+# The --config-dir a distribution's own node agent starts kubelet with, where the bundle's drop-in
+# goes instead (a distribution table's kubelet.config_dir; the plan's kubelet_dir): EKS's nodeadm
+# passes /etc/kubernetes/kubelet/config.json.d (awslabs/amazon-eks-ami 81fec2e
+# nodeadm/internal/kubelet/config.go kubeletConfigRoot, kubeletConfigDir) and writes its own
+# 40-nodeadm.conf there, which 90-goldtune.conf sorts after. kubelet merges each *.conf of the
+# directory (a JSON or YAML KubeletConfiguration with apiVersion and kind) in file-name order,
+# a later one winning (kubernetes/kubernetes cmd/kubelet/app/server.go mergeKubeletConfigurations:
+# dropinFileExtension ".conf", filepath.WalkDir, jsonpatch.MergePatch).
+KUBELET_AGENT_DIRS = ("/etc/kubernetes/kubelet/config.json.d",)
+KUBELET_DROPIN_DIRS = (KUBELET_DROPIN_DIR, *KUBELET_AGENT_DIRS)
 # NCCL reads ~/.nccl.conf, then /etc/nccl.conf, at its first call; the environment wins over both
 NCCL_CONF = "/etc/nccl.conf"
 # RCCL (AMD's NCCL) reads ~/.rccl.conf, then /etc/rccl.conf, never /etc/nccl.conf: the same
@@ -252,6 +263,10 @@ DROPIN_UNITS = (*RUNTIME_UNITS, PERSISTENCED_UNIT)
 def tuned_profile(profile_name: str) -> str:
     """The tuned profile a bundle installs and selects."""
     return f"{TOOL}-{profile_name}"
+
+
+def kubelet_file(dropin_dir: str = KUBELET_DROPIN_DIR) -> str:
+    return f"{dropin_dir}/{KUBELET_DROPIN_NAME}"
 
 
 def tuned_file(profile_name: str, profiles_dir: str = TUNED_DIR) -> str:

@@ -8,7 +8,12 @@ from typing import Any
 
 from generator import TOOL, __version__
 from generator.model.claims import Claim, claim_from_data
-from generator.model.layout import TUNED_DIR, TUNED_PROFILES_DIRS
+from generator.model.layout import (
+    KUBELET_DROPIN_DIR,
+    KUBELET_DROPIN_DIRS,
+    TUNED_DIR,
+    TUNED_PROFILES_DIRS,
+)
 from generator.model.setting import SETTING_KINDS, NicRole, Note, Plan, PlanWarning, Setting
 
 FORMAT = 1
@@ -34,6 +39,8 @@ def _plan_data(
         target["reboot_for_kernel_args"] = True
     if plan.tuned_dir != TUNED_DIR:  # said only where not the default, as grub_dropins
         target["tuned_dir"] = plan.tuned_dir
+    if plan.kubelet_dir != KUBELET_DROPIN_DIR:  # likewise: a node agent's --config-dir
+        target["kubelet_dir"] = plan.kubelet_dir
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
@@ -118,6 +125,7 @@ def plan_from_data(data: Any) -> Plan:
         ),
         grub_dropins=data.get("grub_dropins") is not False,
         tuned_dir=_tuned_dir(data.get("tuned_dir", TUNED_DIR)),
+        kubelet_dir=_kubelet_dir(data.get("kubelet_dir", KUBELET_DROPIN_DIR)),
         reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
         claims=_claims_from(data.get("claims", [])),
     )
@@ -127,6 +135,16 @@ def _tuned_dir(value: Any) -> str:
     # a path the bundle's files are written under: only the directories tuned reads
     if value not in TUNED_PROFILES_DIRS:
         raise ValueError("'tuned_dir' is not a directory tuned reads profiles from")
+    return str(value)
+
+
+def _kubelet_dir(value: Any) -> str:
+    # a path the bundle's files are written under: only the directories a kubelet is known to
+    # be started with as --config-dir (kubeadm's through the bundle's drop-in, a node agent's)
+    if value not in KUBELET_DROPIN_DIRS:
+        raise ValueError(
+            "'kubelet_dir' is not a directory kubelet is started to read drop-ins from"
+        )
     return str(value)
 
 

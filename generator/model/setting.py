@@ -150,6 +150,11 @@ class Plan(NamedTuple):
     # layout.TUNED_PROFILES_DIRS): /etc/tuned/profiles from tuned 2.23 on; a portable bundle
     # keeps /etc/tuned.
     tuned_dir: str = "/etc/tuned"
+    # Where the target's kubelet reads the bundle's KubeletConfiguration drop-in (its distro
+    # table's kubelet.config_dir, layout.KUBELET_DROPIN_DIRS): the directory a node agent passes
+    # as --config-dir (EKS's nodeadm), with no kubelet.service drop-in; elsewhere kubeadm's
+    # kubelet.conf.d, wired by that drop-in.
+    kubelet_dir: str = "/etc/kubernetes/kubelet.conf.d"
     # The profile's reboot_for_kernel_args, when the plan has kernel arguments: an image's boot
     # check reboots once when one is not in effect (install.list's kernel-args-reboot line).
     reboot_for_kernel_args: bool = False

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from generator.errors import GenerationError, InputError, Problem
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Override, Profile
-from generator.model.layout import GRUB_FILE, TUNED_DIR
+from generator.model.layout import GRUB_FILE, KUBELET_DROPIN_DIR, TUNED_DIR
 from generator.model.setting import KIND_ORDER, NicRole, Note, Plan, Setting
 from generator.model.vendors import GpuVendor, vendor_table
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
@@ -239,6 +239,8 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         nics=tuple(NicRole(nic.name, nic.role) for nic in facts.nics),
         grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
         tuned_dir=(distro.tuned.profiles_dir if distro else None) or TUNED_DIR,
+        kubelet_dir=(distro.kubelet.config_dir if distro and distro.kubelet else None)
+        or KUBELET_DROPIN_DIR,
         reboot_for_kernel_args=profile.reboot_for_kernel_args
         and any(s.kind == "kernel-arg" for s in settings),
         claims=plan_claims(facts, settings),

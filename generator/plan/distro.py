@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from generator.inputs.facts import Facts
 from generator.model.kinds import Kind
-from generator.model.layout import CONTAINERD_DROPIN, KUBELET_DROPIN, KUBELET_DROPIN_DIR
+from generator.model.layout import CONTAINERD_DROPIN, kubelet_file
 from generator.model.setting import Note, PlanWarning, Setting
 from generator.plan.known_keys import KNOWN_SYSCTLS, KnownKey
 
@@ -120,9 +120,12 @@ def unread_on_the_node(settings: list[Setting], distro: Distro | None) -> list[P
 
     EKS's nodeadm writes /etc/containerd/config.toml anew at every boot, without the imports
     entry install.sh adds (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go
-    writeContainerdConfig), and starts kubelet with its own --config-dir
-    (nodeadm/internal/kubelet/config.go: config.json.d): the bundle's drop-ins would be valid and
-    never read. The table says so (containerd.rewritten_at_boot_by, kubelet.config_dir).
+    writeContainerdConfig); with /usr/bin/nvidia-container-runtime present it makes "nvidia" the
+    default runtime itself (runtime_config_nvidia.go). The table says so
+    (containerd.rewritten_at_boot_by). The kubelet drop-in goes into the agent's own --config-dir
+    (the plan's kubelet_dir), which nodeadm passes only when the NodeConfig has
+    spec.kubelet.config (nodeadm/internal/kubelet/config.go writeKubeletConfig): the table's
+    kubelet.config_dir_when, said here where the plan has kubelet settings.
     """
     if distro is None:
         return []
@@ -135,17 +138,17 @@ def unread_on_the_node(settings: list[Setting], distro: Distro | None) -> list[P
                 f"{distro.key}: {containerd.rewritten_at_boot_by} writes "
                 f"{containerd.config_path} anew at every boot, without the imports entry that "
                 f"reads {CONTAINERD_DROPIN}: its runtime settings are not applied there; give "
-                "them to that agent's own configuration (or use runtime_config: gpu-operator)",
+                "them to that agent's own configuration (or use runtime_config: gpu-operator)"
+                + (f"; {containerd.agent_runtimes}" if containerd.agent_runtimes else ""),
                 NODE_AGENT_CHECK,
             )
         )
     kubelet = distro.kubelet
-    if Kind.KUBELET in kinds and kubelet and kubelet.config_dir not in (None, KUBELET_DROPIN_DIR):
+    if Kind.KUBELET in kinds and kubelet and kubelet.config_dir and kubelet.config_dir_when:
         warnings.append(
             PlanWarning(
-                f"{distro.key}: kubelet is started with --config-dir={kubelet.config_dir}, so "
-                f"{KUBELET_DROPIN} is not read there: put its fields in that directory or "
-                "that agent's own configuration",
+                f"{distro.key}: kubelet reads {kubelet_file(kubelet.config_dir)} only through "
+                f"--config-dir={kubelet.config_dir}, which is passed {kubelet.config_dir_when}",
                 NODE_AGENT_CHECK,
             )
         )

@@ -120,6 +120,8 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "nccl_boot_end": layout.NCCL_BOOT_END,
         "at_boot": at_boot,
         "kubelet_config_args": layout.KUBELET_CONFIG_ARGS,
+        "kubelet_dir": plan.kubelet_dir,
+        "kubelet_agent_dir": plan.kubelet_dir in layout.KUBELET_AGENT_DIRS,
         # what the boot units run before (ordering only; absent units are ignored)
         "workload_units": " ".join(layout.WORKLOAD_UNITS),
         "gpu_client_units": " ".join(layout.GPU_CLIENT_UNITS),
@@ -291,4 +293,8 @@ def kind_files(plan: Plan, spec: KindSpec, settings: tuple[Setting, ...]) -> str
         return SERVICE_FILES
     if spec.kind == Kind.KERNEL_ARG and not plan.grub_dropins:
         return BLS_ARGS_FILES
-    return ", ".join(spec.files_for(plan.profile_name, (s.key for s in settings), plan.tuned_dir))
+    return ", ".join(
+        spec.files_for(
+            plan.profile_name, (s.key for s in settings), plan.tuned_dir, plan.kubelet_dir
+        )
+    )

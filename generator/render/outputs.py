@@ -36,13 +36,21 @@ class Output(NamedTuple):
     services: tuple[str, ...] = ()
 
     def bundle_path(self, plan: Plan) -> str:
-        return self.path.format(profile=plan.profile_name, tuned_dir=plan.tuned_dir.lstrip("/"))
+        return self.path.format(
+            profile=plan.profile_name,
+            tuned_dir=plan.tuned_dir.lstrip("/"),
+            kubelet_dir=plan.kubelet_dir.lstrip("/"),
+        )
 
     def applies_to(self, plan: Plan) -> bool:
         if self.vendor and gpu_unit_vendor(plan).vendor != self.vendor:
             return False
         if self.path == in_overlay(layout.GRUB_FILE) and not plan.grub_dropins:
             return False  # a drop-in the target's grub-mkconfig never reads (RHEL's)
+        if self.path == in_overlay(layout.KUBELET_UNIT_DROPIN) and plan.kubelet_dir in (
+            layout.KUBELET_AGENT_DIRS
+        ):
+            return False  # a node agent starts kubelet with its own --config-dir (EKS's nodeadm)
         return self._applies_to(plan)
 
     def _applies_to(self, plan: Plan) -> bool:

@@ -18,7 +18,6 @@ from generator.model.containerd import key_in_version
 from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
-    KUBELET_DROPIN_DIR,
     KUBELET_UNIT,
     MPS_UNIT,
     NCCL_BOOT_BEGIN,
@@ -453,12 +452,13 @@ def check_kubelet(setting: Setting, live: Live) -> Check:
     if state != "active":
         return check_of(setting, "-", NA, "kubelet is not running here")
     arguments = " ".join(live.snapshot.values(Section.RUNTIME_CMDLINE, KUBELET_UNIT))
-    if not re.search(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|$)", arguments):
+    dropin_dir = live.bundle.plan.kubelet_dir  # kubeadm's kubelet.conf.d, or a node agent's
+    if not re.search(rf"--config-dir[= ]{re.escape(dropin_dir)}/?(\s|$)", arguments):
         return check_of(
             setting,
             "drop-in not read",
             DIFFERS,
-            f"not in effect: kubelet runs without --config-dir={KUBELET_DROPIN_DIR}",
+            f"not in effect: kubelet runs without --config-dir={dropin_dir}",
         )
     flag = KUBELET_FLAG_OF_FIELD.get(setting.key.partition("/")[0])
     flagged = kubelet_flag(arguments.split(), flag) if flag else None

@@ -400,7 +400,7 @@ CHECKS: dict[str, ImageCheck] = {
     "unit-dropin": lambda s, image, _: check_unit_dropin(s, image),
     "containerd": lambda s, image, _: check_containerd(s, image),
     "docker": lambda s, image, _: check_docker(s, image),
-    "kubelet": lambda s, image, _: check_kubelet(s, image),
+    "kubelet": lambda s, image, bundle: check_kubelet(s, image, bundle.plan.kubelet_dir),
     "nccl": lambda s, image, _: check_nccl(s, image),
 }
 

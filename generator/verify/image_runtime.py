@@ -20,6 +20,7 @@ from generator.model.layout import (
     CONTAINERD_CONFIG,
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
+    KUBELET_AGENT_DIRS,
     KUBELET_DROPIN_DIR,
     NCCL_STYLE_CONFS,
 )
@@ -153,7 +154,9 @@ def check_nccl(setting: Setting, image: Image) -> Check:
     return check_nccl_text(setting, text, booted=False)
 
 
-CONFIG_DIR_FLAG = re.compile(rf"--config-dir[= ]{re.escape(KUBELET_DROPIN_DIR)}/?(\s|\"|'|$)")
+def config_dir_flag(dropin_dir: str) -> re.Pattern[str]:
+    """kubelet's --config-dir on this directory, as an ExecStart line spells it."""
+    return re.compile(rf"--config-dir[= ]{re.escape(dropin_dir)}/?(\s|\"|'|$)")
 
 
 UNIT_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -180,7 +183,7 @@ def kubelet_environment(image: Image, files: list[tuple[str, str]]) -> dict[str,
     return variables
 
 
-def kubelet_reads_dropins(image: Image) -> bool:
+def kubelet_reads_dropins(image: Image, dropin_dir: str = KUBELET_DROPIN_DIR) -> bool:
     """The ExecStart that starts kubelet (the last one of the unit and its drop-ins) passes
     --config-dir on the drop-in directory, itself or through a variable it expands (kubeadm's
     $KUBELET_CONFIG_ARGS, which the bundle's kubelet.service.d drop-in extends)."""
@@ -190,14 +193,16 @@ def kubelet_reads_dropins(image: Image) -> bool:
         return False
     variables = kubelet_environment(image, files)
     expanded = UNIT_VARIABLE.sub(lambda m: variables.get(m.group(1), ""), starts[-1])
-    return bool(CONFIG_DIR_FLAG.search(expanded))
+    return bool(config_dir_flag(dropin_dir).search(expanded))
 
 
-def check_kubelet(setting: Setting, image: Image) -> Check:
-    """The last drop-in (name order) that sets the field wins; kubelet must be told the dir."""
+def check_kubelet(setting: Setting, image: Image, dropin_dir: str = KUBELET_DROPIN_DIR) -> Check:
+    """The last drop-in (name order) that sets the field wins; kubelet must be told the dir.
+    ``dropin_dir`` is the plan's kubelet_dir: kubeadm's kubelet.conf.d, or the --config-dir a
+    node agent passes at boot (EKS's nodeadm), which no file of an unbooted image says."""
     field, _, entry = setting.key.partition("/")
     found = None
-    for path, text in image.dropins(KUBELET_DROPIN_DIR.removeprefix("/etc/"), ".conf", ("/etc",)):
+    for path, text in image.dropins(dropin_dir.removeprefix("/etc/"), ".conf", ("/etc",)):
         data = kubelet_yaml(text)  # a mapping, or why not: nested, aliased, bad YAML
         if isinstance(data, str):  # what it sets is unknown: no verdict holds without it
             return check_of(setting, "not judged", NOT_JUDGED, f"{path}: {data}")
@@ -224,12 +229,20 @@ def check_kubelet(setting: Setting, image: Image) -> Check:
             "the image has no kubelet.service (yet): the "
             "unit that starts it must pass --config-dir",
         )
-    if check.verdict == OK and not kubelet_reads_dropins(image):
+    if check.verdict == OK and not kubelet_reads_dropins(image, dropin_dir):
+        if dropin_dir in KUBELET_AGENT_DIRS:
+            return check_of(
+                setting,
+                check.actual,
+                NA,
+                f"the node agent passes --config-dir={dropin_dir} when it starts kubelet at "
+                "boot (the plan's warnings say when): no file of the image says it yet",
+            )
         return check_of(
             setting,
             check.actual,
             MISSING,
             f"not in effect: nothing in the image starts kubelet with --config-dir="
-            f"{KUBELET_DROPIN_DIR} (kubelet.service's ExecStart and the variables it expands)",
+            f"{dropin_dir} (kubelet.service's ExecStart and the variables it expands)",
         )
     return check

@@ -21,7 +21,12 @@ from .run import copy_readable, find_containerd2, find_tool, run, scratch, unpri
 
 CONTAINERD_PATTERNS = (f"{ROOTFS}/etc/containerd/conf.d/*.toml",)
 DOCKER_PATTERNS = (f"{ROOTFS}/etc/docker/daemon.json",)
-KUBELET_PATTERNS = (f"{ROOTFS}/etc/kubernetes/kubelet.conf.d/*.conf",)
+# kubeadm's kubelet.conf.d, and the --config-dir a node agent passes (EKS's nodeadm:
+# generator/model/layout.py KUBELET_AGENT_DIRS), where an AL2023 bundle's drop-in goes
+KUBELET_PATTERNS = (
+    f"{ROOTFS}/etc/kubernetes/kubelet.conf.d/*.conf",
+    f"{ROOTFS}/etc/kubernetes/kubelet/config.json.d/*.conf",
+)
 # RCCL reads /etc/rccl.conf with NCCL's older setEnvFile (ROCm/rccl src/misc/param.cc): a '#'
 # line is not skipped there, which nccl_conf.problems_of already flags
 NCCL_PATTERNS = (f"{ROOTFS}/etc/nccl.conf", f"{ROOTFS}/etc/rccl.conf")
