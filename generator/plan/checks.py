@@ -327,6 +327,34 @@ def check_mig_layout(settings: Iterable[Setting], facts: Facts) -> list[Finding]
     return findings
 
 
+AMD_PARTITION_KNOBS = {
+    "compute-partition": ("gpu_compute_partition", "compute_partitions"),
+    "memory-partition": ("gpu_memory_partition", "memory_partitions"),
+}
+
+
+def check_amd_partitions(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
+    """Each AMD partition mode the profile asks is one the catalog lists for every GPU model here
+    (hardware_db/gpus/*.yaml compute_partitions, memory_partitions; unknown lists pass)."""
+    findings = []
+    for setting in settings:
+        if setting.kind != Kind.GPU or setting.key not in AMD_PARTITION_KNOBS:
+            continue
+        knob, field = AMD_PARTITION_KNOBS[setting.key]
+        for model in {group.model.key: group.model for group in facts.gpus}.values():
+            modes = getattr(model, field)
+            if modes is not None and setting.value not in modes:
+                findings.append(
+                    Finding(
+                        setting,
+                        f"{knob}: {setting.value} is not a mode of {model.key} "
+                        f"(its {field}: {', '.join(modes)})",
+                        plan_wide=True,
+                    )
+                )
+    return findings
+
+
 def kernel_cmdline(settings: Iterable[Setting]) -> str:
     return " ".join(
         s.key if s.value == "" else f"{s.key}={s.value}"
@@ -506,6 +534,7 @@ def check_plan(
     findings += check_hugepages(of(Kind.KERNEL_ARG), facts)
     findings += check_tuned_overlap(of(Kind.SYSCTL, Kind.TUNED))
     findings += check_mig_layout(of(Kind.GPU), facts)
+    findings += check_amd_partitions(of(Kind.GPU), facts)
     findings += check_exclusive_sysctls(of(Kind.SYSCTL))
     cmdline = check_cmdline(of(Kind.KERNEL_ARG), facts)
     isolation = check_isolated_irqs(of(Kind.KERNEL_ARG, Kind.IRQ))
