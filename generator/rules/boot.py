@@ -144,7 +144,24 @@ def _compute_rdma_nics(facts: Facts) -> list[str]:
     return [nic.name for nic in facts.rdma_nics if nic.role == "compute"]
 
 
-@rule("boot.acs", vendors=(GpuVendor.NVIDIA,))
+# AMD's own instruction for ACS: "Single-node network configuration for AMD Instinct
+# accelerators" (ROCm/gpu-cluster-networking docs/how-to/single-node-config.rst, commit 0d26d8c,
+# instinct.docs.amd.com/projects/gpu-cluster-networking), prerequisites: "Disable PCI ACS (access
+# control services). Run the disable-acs-script on all PCIe devices supporting it. This must be
+# done after each reboot", and again under "Vendor-specific NIC tuning": "Ensure ACS is disabled".
+AMD_ACS_GUIDE = (
+    "AMD's single-node network configuration guide for Instinct (gpu-cluster-networking, "
+    "prerequisites: disable PCI ACS after each reboot)"
+)
+NVIDIA_ACS_GUIDE = "NCCL troubleshooting guide"
+
+
+def acs_guide(facts: Facts) -> str:
+    """The vendor guide the ACS decision follows: AMD's for a machine with AMD GPUs only."""
+    return AMD_ACS_GUIDE if amd_gpus(facts) and not facts.has_nvidia_gpus else NVIDIA_ACS_GUIDE
+
+
+@rule("boot.acs", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def acs(facts: Facts, profile: Profile) -> Output:
     """PCIe ACS off above GPUs and compute RDMA NICs, at boot, for GPU peer-to-peer traffic.
 
@@ -154,10 +171,15 @@ def acs(facts: Facts, profile: Profile) -> Output:
     "hangs or is much slower" and to disable ACS on bare metal (``setpci -s BDF
     ECAP_ACS+0x6.w=0000``); NVIDIA ships it as the nvidia-acs-disable TuneD profile and DGX OS
     package (peer-systems.md 2.3, 2.6); OCI measured all-reduce bus bandwidth 360 -> 426 GB/s
-    after correcting ACS. The fixed script pcie-acs finds the ports on the machine (the hardware
-    description has no PCI paths) and writes nothing in a VM, where ACS isolates passed-through
-    devices, nor above a device the IOMMU translates for.
+    after correcting ACS. AMD Instinct hosts follow AMD's own guide (AMD_ACS_GUIDE above), which
+    asks the same for RCCL's GPU and NIC peer traffic, at every boot, whatever the BIOS says. The
+    fixed script pcie-acs finds the ports on the machine above the GPUs of the plan's vendors
+    (gpu-vendor data lines; the hardware description has no PCI paths) and writes nothing in a
+    VM, where ACS isolates passed-through devices, nor above a device the IOMMU translates for:
+    the same guards for either vendor. The decision (training on more than one GPU, or the
+    pcie_acs knob) is the same for both vendors, as both guides tie it to collective traffic.
     """
+    guide = acs_guide(facts)
     if not acs_wanted(facts, profile):
         if facts.gpu_count > 1:
             if profile.pcie_acs == "keep":
@@ -174,10 +196,13 @@ def acs(facts: Facts, profile: Profile) -> Output:
                     "between every GPU and NIC; serving with tensor parallelism across GPUs "
                     "gains too: pcie_acs: disable-p2p turns it off"
                 )
-            yield note(
-                f"PCIe ACS left on: {why}; NVIDIA's h100 profiles turn it off "
+            vendor_practice = (
+                f"{guide} disables it"
+                if guide == AMD_ACS_GUIDE
+                else "NVIDIA's h100 profiles turn it off "
                 "(nvidia-acs-disable, pci=disable_acs_redir=)"
             )
+            yield note(f"PCIe ACS left on: {why}; {vendor_practice}")
         return
     nics = _compute_rdma_nics(facts)
     origin = (
@@ -185,10 +210,11 @@ def acs(facts: Facts, profile: Profile) -> Output:
         if profile.pcie_acs
         else f"{profile.intent} on {facts.gpu_count} GPUs"
     )
+    which = "AMD" if guide == AMD_ACS_GUIDE else "NVIDIA"
     why = (
         f"{origin}: with ACS on, PCIe switches redirect GPU peer-to-peer traffic through the "
-        "root complex (NCCL troubleshooting guide); pcie-acs clears ACS on the root and "
-        "downstream ports above every NVIDIA GPU, on bare metal only, where the IOMMU is off "
+        f"root complex ({guide}); pcie-acs clears ACS on the root and "
+        f"downstream ports above every {which} GPU, on bare metal only, where the IOMMU is off "
         "or in passthrough"
     )
     yield acs_off("gpus", why)

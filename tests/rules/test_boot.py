@@ -170,6 +170,23 @@ CASES: tuple[Case, ...] = (
         knobs={"pcie_acs": "disable-p2p"},
         hw={"nics": [rdma_compute()]},
     ),
+    # AMD Instinct follows AMD's own guide (gpu-cluster-networking, single-node configuration:
+    # disable PCI ACS after each reboot): the same decision, the same boot script and guards
+    Case(
+        "acs-training-mi300x-rdma",
+        boot.acs,
+        ACS_GPUS | {("pcie-acs", "nic ib0", "off"), ACS_UNIT_ON},
+        intent="training",
+        hw={**AMD_EPYC, "nics": [rdma_compute()]},
+        note="pci=disable_acs_redir",
+    ),
+    Case(
+        "acs-inference-mi300x-keeps-it",
+        boot.acs,
+        set(),
+        hw=AMD_EPYC,
+        note="AMD's single-node network configuration guide",
+    ),
     # Grace (NVIDIA's Grace guide): the ACPI power meter's cap, on every Grace platform
     Case("power-meter-grace", boot.acpi_power_meter, POWER_METER, hw=GRACE),
     Case("power-meter-gh200", boot.acpi_power_meter, POWER_METER, hw={**GRACE, "gpus": [GH200X1]}),
@@ -222,3 +239,10 @@ def test_acs_off_enables_its_boot_unit() -> None:
     machine = Case("x", boot.acs, set(), intent="training", hw={"gpus": [H100X8]})
     services = [item for item in machine.run() if getattr(item, "kind", "") == "service"]
     assert [(s.key, s.value) for s in services] == [(ACS_UNIT, "enable")]
+
+
+def test_acs_on_amd_cites_amds_guide_not_nccls() -> None:
+    machine = Case("x", boot.acs, set(), intent="training", hw=AMD_EPYC)
+    (gpus,) = [item for item in machine.run() if getattr(item, "key", "") == "gpus"]
+    assert "AMD's single-node network configuration guide" in gpus.reason
+    assert "every AMD GPU" in gpus.reason and "NCCL" not in gpus.reason
