@@ -219,3 +219,21 @@ def test_a_partition_mode_the_gpu_does_not_have_is_exit_2_on_one_line(
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.output
     assert not (tmp_path / "b").exists()
+
+
+def test_the_amd_gpu_unit_runs_before_amds_gpu_clients_not_nvidias() -> None:
+    """Issue 40 item 5: on main the AMD unit was ordered before DCGM, nvsm, IMEX and MPS only;
+    AMD's device metrics exporter (gpuagent.service, amd-metrics-exporter.service) and rdcd could
+    hold the GPUs while the compute partition changed."""
+    inputs = load_inputs("mi300x-8x-epyc", "training")
+    files = render_bundle(
+        build_plan(inputs.facts, profile("training", gpu_compute_partition="CPX"))
+    )
+    unit = files[in_overlay(layout.unit_file(layout.GPU_UNIT))][0].decode()
+    (before,) = [line for line in unit.splitlines() if line.startswith("Before=")]
+    units = before.removeprefix("Before=").split()
+    assert units == list(layout.AMD_GPU_CLIENT_UNITS)
+    assert {"gpuagent.service", "amd-metrics-exporter.service", "rdc.service"} <= set(units)
+    assert {"kubelet.service", "containerd.service"} <= set(units)
+    assert not any("nvidia" in name or "dcgm" in name for name in units)
+    assert "DCGM" not in unit and "gpuagent" in unit
