@@ -43,6 +43,7 @@ REGISTRY: tuple[Rule, ...] = (
     gpu.ecc,
     gpu.compute_mode,
     gpu.clocks,
+    gpu.amd_clocks,
     gpu.power_limit,
     gpu.mig,
     gpu.amd_partitions,

@@ -422,6 +422,23 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [MI300X8]},
         knobs={"gpu_power_limit_percent": 90},
     ),
+    # issue 40 item 2: lock-max on AMD is said, never silently dropped (no AMD clock lock)
+    Case(
+        "amd-clocks-lock-max",
+        gpu.amd_clocks,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_clocks": "lock-max"},
+        note="gpu_clocks: lock-max sets no clock on 8x MI300X",
+    ),
+    Case("amd-clocks-boost", gpu.amd_clocks, set(), hw={"gpus": [MI300X8]}),
+    Case(
+        "amd-clocks-on-h100",
+        gpu.amd_clocks,
+        set(),
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_clocks": "lock-max"},
+    ),
     Case("partitions-unset", gpu.amd_partitions, set(), hw={"gpus": [MI300X8]}),
     Case(
         "partitions-cpx-nps4",
