@@ -28,6 +28,7 @@ REGISTRY: tuple[Rule, ...] = (
     memory.overcommit,
     memory.numa_balancing,
     memory.apu_ttm,
+    memory.apu_compaction,
     memory.zone_reclaim,
     memory.dirty_bytes,
     memory.hugepages_1g,

@@ -14,6 +14,18 @@ from generator.rules.base import Output, acs_off, kernel_arg, note, rule, servic
 AMD_GUIDE = "AMD's MI300X system optimization guide"
 
 
+# AMD's MI300A guide (ROCm/amdgpu-docs docs/system-optimization/mi300a.rst, commit dbebd48):
+# "System BIOS settings are preconfigured for optimal performance from the platform vendor",
+# "IOMMU is turned off by default" (acpidump shows no IVRS or DMAR table), "CPU core states and
+# C-states: The system BIOS handles these settings for the MI300A".
+MI300A_GUIDE = "AMD's MI300A system optimization guide"
+
+
+def only_apus(facts: Facts) -> bool:
+    """Every GPU here is an APU (catalog form factor apu): the MI300A guide, not MI300X's."""
+    return facts.has_gpus and all(group.model.form_factor == "apu" for group in facts.gpus)
+
+
 def amd_gpus(facts: Facts) -> str:
     """``8x MI300X``: the machine's AMD GPUs, "" when it has none."""
     return ", ".join(
@@ -39,6 +51,13 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
             "(no DMA translation for the GPUs); with the IOMMU off the kernel drops X2APIC and "
             "sees at most 255 CPUs (IOMMU configuration, 256 CPU threads)"
         )
+        if only_apus(facts):
+            why = (
+                f"{amd}: {MI300A_GUIDE} says the IOMMU is off by default on these platforms "
+                "(no IVRS or DMAR ACPI table), where iommu=pt changes nothing; kept so that a "
+                "platform that does enable it passes the GPUs through untranslated, as "
+                f"{AMD_GUIDE} asks of discrete Instinct GPUs"
+            )
     elif facts.has_nvidia_gpus and facts.rdma_nics:
         why = "GPUDirect RDMA: passthrough removes IOMMU translation from GPU<->NIC DMA"
     else:
@@ -69,7 +88,8 @@ def pci_realloc(facts: Facts, profile: Profile) -> Output:
     yield kernel_arg(
         "pci",
         "realloc=off",
-        f"{amd_gpus(facts)}: {AMD_GUIDE}, GRUB settings, recommends pci=realloc=off so that "
+        f"{amd_gpus(facts)}: {MI300A_GUIDE if only_apus(facts) else AMD_GUIDE}, GRUB "
+        "settings, recommends pci=realloc=off so that "
         "the kernel keeps the BIOS's PCI resource assignment and detects every GPU (automatic "
         "reallocation is for SR-IOV BARs the BIOS left unassigned)",
     )
@@ -79,12 +99,23 @@ def pci_realloc(facts: Facts, profile: Profile) -> Output:
 def amd_firmware(facts: Facts, profile: Profile) -> Output:
     """Name what AMD's MI300X guide asks of the firmware and of C-states that the bundle leaves.
 
+    APUs follow their own guide (MI300A_GUIDE): BIOS preconfigured by the platform vendor, IOMMU
+    off by default, C-states handled by the BIOS; the MI300X list would be wrong advice there.
+
     "System BIOS settings" (EPYC 9004) are set in firmware. "CPU core states (C-states)" disables
     the power-gated C2 state (``cpupower idle-set -d 2``) for high-performance, low-latency
     networks: the profile's ``cstates: shallow`` does that (cpu.cstates: processor.max_cstate=1
     keeps the ACPI idle driver at C1); a profile that keeps the default is not overruled.
     """
     if not facts.has_gpus:
+        return
+    if only_apus(facts):
+        yield note(
+            f"{amd_gpus(facts)}: {MI300A_GUIDE}: the system BIOS settings are preconfigured by "
+            "the platform vendor and need no change (ask the vendor, not this bundle); the "
+            "IOMMU is off by default: confirm that 'acpidump | grep IVRS' and 'acpidump | grep "
+            "DMAR' print nothing; C-states are handled by the system BIOS, not the OS"
+        )
         return
     yield note(
         f"{amd_gpus(facts)}: {AMD_GUIDE}, System BIOS settings (EPYC 9004), set in firmware, "

@@ -142,11 +142,51 @@ def apu_ttm(facts: Facts, profile: Profile) -> Output:
     )
     yield module_option("amdttm", "pages_limit", pages, why)
     yield module_option("amdttm", "page_pool_size", pages, why)
+    # The guide: "If the filesystem is not already set up when the kernel driver is loaded, then
+    # the options must be specified as boot parameters" (amdttm.pages_limit=...): an initramfs
+    # that loads amdgpu before the root is mounted never reads /etc/modprobe.d.
+    boot_why = (
+        f"{why}; also as a boot parameter, as AMD's guide asks where amdgpu loads before the "
+        "root filesystem (an initramfs that never reads /etc/modprobe.d)"
+    )
+    yield kernel_arg("amdttm.pages_limit", pages, boot_why)
+    yield kernel_arg("amdttm.page_pool_size", pages, boot_why)
     yield note(
         "AMD's MI300A guide enables transparent huge pages for every allocation "
         f"(transparent_hugepage=always); this profile keeps thp: {profile.thp} (memory.thp-mode, "
-        "whose knob offers madvise and never), which limits compaction stalls to what asks"
+        "whose knob offers madvise and never): 'always' makes every allocating thread, CPU or "
+        "GPU, compact memory synchronously on a fault, the stall TUNING.md lists as a trap, and "
+        "the bundle applies one THP mode to every workload of the image. A site that follows "
+        "AMD sets it in an override with accept_risk (README, overrides)"
     )
+
+
+# AMD's MI300A guide, "Enable compaction": "Compaction is necessary for proper MI300A operation
+# ... In RHEL distributions, compaction is disabled by default", then sets these two values
+# (ROCm/amdgpu-docs docs/system-optimization/mi300a.rst, commit dbebd48). Mainline's defaults are
+# the same (Documentation/admin-guide/sysctl/vm.rst: 20; 1, 0 on PREEMPT_RT), so pinning them
+# changes nothing where a distribution kept them and restores them where it did not.
+APU_COMPACTION = {"vm.compaction_proactiveness": 20, "vm.compact_unevictable_allowed": 1}
+
+
+@rule("memory.apu-compaction", vendors=(GpuVendor.AMD,))
+def apu_compaction(facts: Facts, profile: Profile) -> Output:
+    """Keep memory compaction on for APUs, as AMD's MI300A guide asks ("Enable compaction").
+
+    The APU shares the node's HBM between CPU and GPU, and without compaction "application
+    performance eventually degrades as fragmentation increases". Keyed on the catalog's apu
+    form factor, never a model name.
+    """
+    if not any(group.model.form_factor == "apu" for group in facts.gpus):
+        return
+    for key, value in APU_COMPACTION.items():
+        yield sysctl(
+            key,
+            value,
+            "the APUs share the node's HBM between CPU and GPU: AMD's MI300A guide (Enable "
+            "compaction) sets it, as some distributions (RHEL, per AMD) ship compaction off; "
+            "the mainline default, pinned",
+        )
 
 
 @rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))

@@ -22,6 +22,7 @@ from .helpers import (
 )
 
 GH200X1 = {"model": "GH200", "count": 1}
+MI300A4 = {"model": "MI300A", "count": 4}
 AMD_EPYC = {**DUAL_EPYC, "gpus": [MI300X8]}  # no NIC: AMD's pass-through does not hinge on RDMA
 # Arm servers that are not Grace: the arm64 IOMMU form, but no Grace-only parameter
 AMPERE = {"cpu": {"vendor": "ampere", "sockets": 1, "cores_per_socket": 128}, "numa_nodes": 1}
@@ -215,6 +216,20 @@ CASES: tuple[Case, ...] = (
         note="cpupower idle-set -d 2",
     ),
     Case("amd-firmware-h100", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [H100X8]}),
+    # W-A2: an APU node follows AMD's MI300A guide, not the MI300X firmware list
+    Case(
+        "amd-firmware-mi300a",
+        boot.amd_firmware,
+        set(),
+        hw={**DUAL_EPYC, "gpus": [MI300A4]},
+        note="preconfigured by the platform vendor",
+    ),
+    Case(
+        "iommu-mi300a-says-off",
+        boot.iommu_passthrough,
+        {("kernel-arg", "iommu", "pt")},
+        hw={**DUAL_EPYC, "gpus": [MI300A4]},
+    ),
     # issue 28: every bundle checks its hardware file's claims at boot, GPUs or not
     Case(
         "preflight-gpu-server",
@@ -246,3 +261,14 @@ def test_acs_on_amd_cites_amds_guide_not_nccls() -> None:
     (gpus,) = [item for item in machine.run() if getattr(item, "key", "") == "gpus"]
     assert "AMD's single-node network configuration guide" in gpus.reason
     assert "every AMD GPU" in gpus.reason and "NCCL" not in gpus.reason
+
+
+def test_an_apu_nodes_firmware_note_is_not_the_mi300x_list() -> None:
+    """W-A2: on main the MI300A bundle told the site to enable the IOMMU and change BIOS options
+    the MI300A guide says the platform vendor preconfigures."""
+    found = Case("x", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [MI300A4]}).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "MI300A system optimization guide" in text and "IVRS" in text
+    assert "APBDIS" not in text and "EPYC 9004" not in text and "cpupower" not in text
+    (iommu,) = Case("x", boot.iommu_passthrough, set(), hw={**DUAL_EPYC, "gpus": [MI300A4]}).run()
+    assert "IOMMU is off by default" in iommu.reason
