@@ -850,8 +850,11 @@ def test_huge_page_sizes_parse_as_the_kernels_memparse(text: str, size: int) -> 
 def test_kernel_command_line_too_long_via_overrides() -> None:
     cpus = ",".join(str(cpu) for cpu in range(1, 400, 2))[:480]
     cpus = cpus[: cpus.rfind(",")]
+    # CPUs past this machine's 224: a failed precondition, waived here so that the length is
+    # what the plan reports (issue 40: accept_risk)
     long_args = [
-        override("kernel-arg", key, cpus) for key in ("isolcpus", "nohz_full", "rcu_nocbs")
+        {**override("kernel-arg", key, cpus), "accept_risk": "test: only the length matters"}
+        for key in ("isolcpus", "nohz_full", "rcu_nocbs")
     ]
     long_args.append(
         override(
