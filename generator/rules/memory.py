@@ -106,6 +106,11 @@ def overcommit(facts: Facts, profile: Profile) -> Output:
     )
 
 
+def models_of_gpus(facts: Facts) -> str:
+    """``4x H100-PCIe``: the machine's GPU groups."""
+    return ", ".join(f"{group.count}x {group.model.key}" for group in facts.gpus)
+
+
 def coherent_gpu_models(facts: Facts) -> str:
     """Superchip GPUs (GH200, GB200) whose memory the Grace CPU maps coherently over NVLink-C2C."""
     superchips = [group.model.key for group in facts.gpus if group.model.is_superchip]
@@ -208,6 +213,9 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
     the Grace Performance Tuning Guide). This keys on the GPU's superchip form factor in
     hardware_db, which holds where the file leaves memory_only_numa_nodes out; the other branches
     count NUMA nodes WITH CPUs (facts.is_numa): processes are balanced between those only.
+    The guide's setting is for the Grace platform, not for the superchip alone: a Grace with
+    PCIe GPUs gets it too, for serving as for training, as it gets the guide's other two
+    (boot.acpi-power-meter, boot.init-on-alloc).
     """
     if amd := [group for group in facts.gpus if group.model.vendor == GpuVendor.AMD]:
         models = ", ".join(f"{group.count}x {group.model.key}" for group in amd)
@@ -227,6 +235,15 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
             "NVIDIA's Grace guide disables automatic NUMA balancing (its "
             "numa_balancing=disable), which would migrate pages between CPU and GPU "
             "memory",
+        )
+        return
+    if facts.cpu.is_grace and facts.has_gpus:
+        yield sysctl(
+            "kernel.numa_balancing",
+            0,
+            f"Grace with {models_of_gpus(facts)}: NVIDIA's Grace guide disables automatic NUMA "
+            "balancing on every Grace platform (numa_balancing=disable, beside init_on_alloc=0 and "
+            "acpi_power_meter.force_cap_on=y), for serving as for training",
         )
         return
     if not facts.is_numa:

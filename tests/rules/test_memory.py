@@ -137,6 +137,13 @@ CASES: tuple[Case, ...] = (
         hw={**GRACE, "gpus": [GH200]},
         intent="training",
     ),
+    # issue 40 item 7: a Grace with PCIe GPUs follows the Grace guide too, serving included
+    Case(
+        "numa-balancing-grace-pcie-gpus-inference",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={**GRACE, "gpus": [{"model": "H100-PCIe", "count": 2}]},
+    ),
     # inference: the kernel default, never a pinned 1 that would undo DGX OS's choice
     Case("numa-balancing-2s-inference", memory.numa_balancing, set(), hw=DUAL_XEON, note="default"),
     Case(
