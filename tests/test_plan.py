@@ -130,7 +130,8 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
     if facts_.cpu.arch == "aarch64":
         assert "processor.max_cstate" not in kernel_args and "iommu" not in kernel_args
     superchip = any(group.model.form_factor == "superchip" for group in facts_.gpus)
-    if superchip:  # Grace guide: GPU memory is a CPU-less NUMA node
+    # Grace guide: GPU memory is a CPU-less NUMA node; and on every Grace with GPUs (issue 40)
+    if superchip or (facts_.cpu.is_grace and facts_.has_gpus):
         assert settings_of(built, "sysctl")["kernel.numa_balancing"] == "0"
     elif not facts_.is_numa:
         assert not NUMA_KEYS & set(settings_of(built, "sysctl"))
