@@ -26,6 +26,13 @@ def only_apus(facts: Facts) -> bool:
     return facts.has_gpus and all(group.model.form_factor == "apu" for group in facts.gpus)
 
 
+def host_cpu(facts: Facts) -> str:
+    """``2x AMD EPYC 9575F``: the CPU the firmware advice is read against (tuning-review-4 D-A3:
+    the MI300X guide's list is for EPYC 9004, and an MI355X box may have EPYC 9005)."""
+    name = facts.cpu.model.name if facts.cpu.model else f"{facts.cpu.vendor} CPU (model not given)"
+    return f"{facts.cpu.sockets}x {name}"
+
+
 def amd_gpus(facts: Facts) -> str:
     """``8x MI300X``: the machine's AMD GPUs, "" when it has none."""
     return ", ".join(
@@ -118,8 +125,10 @@ def amd_firmware(facts: Facts, profile: Profile) -> Output:
         )
         return
     yield note(
-        f"{amd_gpus(facts)}: {AMD_GUIDE}, System BIOS settings (EPYC 9004), set in firmware, "
-        "not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA nodes per socket "
+        f"{amd_gpus(facts)} on {host_cpu(facts)}: {AMD_GUIDE}, System BIOS settings (written for "
+        "EPYC 9004 hosts; another CPU generation follows its own platform guide), set in "
+        "firmware, not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA nodes "
+        "per socket "
         "Auto (NPS1), APBDIS 1 (no data-fabric P-states), determinism slider Power, TSME "
         "disabled, SMT control Disable where the work is compute-bound"
     )

@@ -272,3 +272,14 @@ def test_an_apu_nodes_firmware_note_is_not_the_mi300x_list() -> None:
     assert "APBDIS" not in text and "EPYC 9004" not in text and "cpupower" not in text
     (iommu,) = Case("x", boot.iommu_passthrough, set(), hw={**DUAL_EPYC, "gpus": [MI300A4]}).run()
     assert "IOMMU is off by default" in iommu.reason
+
+
+def test_the_firmware_note_names_the_cpu_the_box_has() -> None:
+    """D-A3: an MI355X on EPYC 9005 was told the EPYC 9004 list with no word of its own CPU."""
+    turin = {"cpu": {"model": "EPYC-9575F", "vendor": "amd", "sockets": 2}}
+    found = Case(
+        "x", boot.amd_firmware, set(), hw={**turin, "gpus": [{"model": "MI355X", "count": 8}]}
+    ).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "8x MI355X on 2x AMD EPYC 9575F" in text
+    assert "written for EPYC 9004 hosts" in text
