@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from generate import generate
 from rules.helpers import profile
 from test_install import make_bin
 
@@ -193,3 +194,46 @@ def test_a_failed_gpu_claim_of_the_preflight_skips_every_action(tmp_path: Path) 
     assert result.returncode == 0, result.stdout
     assert calls == []
     assert "every GPU action skipped: preflight: gpu.count differs" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        # W-A3: on main this was a note, exit 0, and the valid DPX was dropped with NPS2
+        (
+            "gpu_compute_partition: DPX\ngpu_memory_partition: NPS2\n",
+            "gpu_memory_partition: NPS2 is not a mode of MI300X "
+            "(its memory_partitions: NPS1, NPS4)",
+        ),
+        ("gpu_compute_partition: TPX\n", "gpu_compute_partition: TPX is not a mode of MI300X"),
+    ],
+)
+def test_a_partition_mode_the_gpu_does_not_have_is_exit_2_on_one_line(
+    tmp_path: Path, text: str, needle: str
+) -> None:
+    """An invalid AMD partition request is bad input, as an invalid MIG layout is."""
+    wanted = tmp_path / "part.yaml"
+    wanted.write_text(f"description: test\nextends: training\n{text}")
+    result = generate("mi300x-8x-epyc", wanted, tmp_path / "b")
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.output
+    assert not (tmp_path / "b").exists()
+
+
+def test_the_amd_gpu_unit_runs_before_amds_gpu_clients_not_nvidias() -> None:
+    """Issue 40 item 5: on main the AMD unit was ordered before DCGM, nvsm, IMEX and MPS only;
+    AMD's device metrics exporter (gpuagent.service, amd-metrics-exporter.service) and rdcd could
+    hold the GPUs while the compute partition changed."""
+    inputs = load_inputs("mi300x-8x-epyc", "training")
+    files = render_bundle(
+        build_plan(inputs.facts, profile("training", gpu_compute_partition="CPX"))
+    )
+    unit = files[in_overlay(layout.unit_file(layout.GPU_UNIT))][0].decode()
+    (before,) = [line for line in unit.splitlines() if line.startswith("Before=")]
+    units = before.removeprefix("Before=").split()
+    assert units == list(layout.AMD_GPU_CLIENT_UNITS)
+    assert {"gpuagent.service", "amd-metrics-exporter.service", "rdc.service"} <= set(units)
+    assert {"kubelet.service", "containerd.service"} <= set(units)
+    assert not any("nvidia" in name or "dcgm" in name for name in units)
+    assert "DCGM" not in unit and "gpuagent" in unit

@@ -130,7 +130,8 @@ def check_derivations(facts_: Facts, profile_: Profile, built: Plan) -> None:
     if facts_.cpu.arch == "aarch64":
         assert "processor.max_cstate" not in kernel_args and "iommu" not in kernel_args
     superchip = any(group.model.form_factor == "superchip" for group in facts_.gpus)
-    if superchip:  # Grace guide: GPU memory is a CPU-less NUMA node
+    # Grace guide: GPU memory is a CPU-less NUMA node; and on every Grace with GPUs (issue 40)
+    if superchip or (facts_.cpu.is_grace and facts_.has_gpus):
         assert settings_of(built, "sysctl")["kernel.numa_balancing"] == "0"
     elif not facts_.is_numa:
         assert not NUMA_KEYS & set(settings_of(built, "sysctl"))
@@ -850,8 +851,11 @@ def test_huge_page_sizes_parse_as_the_kernels_memparse(text: str, size: int) -> 
 def test_kernel_command_line_too_long_via_overrides() -> None:
     cpus = ",".join(str(cpu) for cpu in range(1, 400, 2))[:480]
     cpus = cpus[: cpus.rfind(",")]
+    # CPUs past this machine's 224: a failed precondition, waived here so that the length is
+    # what the plan reports (issue 40: accept_risk)
     long_args = [
-        override("kernel-arg", key, cpus) for key in ("isolcpus", "nohz_full", "rcu_nocbs")
+        {**override("kernel-arg", key, cpus), "accept_risk": "test: only the length matters"}
+        for key in ("isolcpus", "nohz_full", "rcu_nocbs")
     ]
     long_args.append(
         override(

@@ -41,6 +41,13 @@ class CpuFacts(NamedTuple):
         return self.sockets * self.cores_per_socket
 
     @property
+    def housekeeping_cpus(self) -> frozenset[int]:
+        """CPU 0 and its SMT siblings: the first physical core keeps the kernel's housekeeping
+        (timers, RCU, unbound work); Linux numbers a core's siblings one physical-core count
+        apart."""
+        return frozenset(thread * self.physical_cores for thread in range(self.threads_per_core))
+
+    @property
     def cpufreq_driver(self) -> str | None:
         return self.model.cpufreq_driver if self.model else None
 

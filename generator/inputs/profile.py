@@ -51,6 +51,13 @@ class Override(StrictModel):
     # A sysctl or kernel argument goldtune does not list (net.ipv4.ip_local_reserved_ports,
     # pcie_aspm=off): allowed when the override says so, with a warning; the grammar still holds.
     unlisted: bool = False
+    # An override a precondition refuses (a known trap, a huge page size the kernel does not
+    # have, CPU isolation taking the housekeeping CPUs): allowed only when the profile says, with
+    # a reason, that the site accepts the risk; EXPLAIN.md marks the setting and warns.
+    accept_risk: (
+        Annotated[str, StringConstraints(min_length=3, max_length=300, pattern=r"^[^\n\r\x00]*$")]
+        | None
+    ) = None
 
 
 class Knobs(StrictModel):

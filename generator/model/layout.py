@@ -233,6 +233,21 @@ GPU_CLIENT_UNITS = (
     MPS_UNIT,
     *WORKLOAD_UNITS,
 )
+# AMD's GPU clients that the AMD GPU unit (gpu-setup-amd) runs before, as the NVIDIA unit runs
+# before DCGM: a compute-partition change needs the GPUs idle (AMD's MI300X partitioning
+# quick-start guide), so nothing may hold /dev/kfd then. The device metrics exporter's host
+# package amdgpu-exporter ships gpuagent.service (the GPU reader, which opens the GPUs) and
+# amd-metrics-exporter.service (After=gpuagent.service) (ROCm/device-metrics-exporter
+# debian/usr/lib/systemd/system/, commit afd0fe8); the ROCm Data Center daemon's unit is
+# rdc.service (ROCm/rdc server/rdc.service.in). AMD's Kubernetes device plugin and node labeller
+# run as DaemonSet pods (ROCm/k8s-device-plugin k8s-ds-amdgpu-dp.yaml,
+# k8s-ds-amdgpu-labeller.yaml), so kubelet.service, among the workloads, covers them.
+AMD_GPU_CLIENT_UNITS = (
+    "gpuagent.service",
+    "amd-metrics-exporter.service",
+    "rdc.service",
+    *WORKLOAD_UNITS,
+)
 # The node's report (REPORT_SCRIPT): to node_exporter's textfile collector from a timer, and the
 # preflight's state to NFD's features.d once a boot.
 REPORT_LOG_TAG = f"{TOOL}-report"

@@ -70,6 +70,8 @@ def resolve_conflicts(settings: list[Setting], source: str) -> list[Setting]:
 def _override_setting(override: Override, current: Setting | None, profile: Profile) -> Setting:
     value = str(override.value)
     reason = f"profile {profile.name} override: {override.reason}"
+    if override.accept_risk:
+        reason = f"RISK ACCEPTED ({override.accept_risk}): {reason}"
     if current is None:
         return Setting(
             override.kind,
@@ -225,7 +227,8 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
     settings = order_settings(targeted)
     notes += dropped + redundant
     unlisted = {(o.kind, o.key) for o in profile.overrides if o.unlisted}
-    findings, warnings = check_plan(settings, facts, unlisted)
+    accepted = {(o.kind, o.key) for o in profile.overrides if o.accept_risk}
+    findings, warnings = check_plan(settings, facts, unlisted, accepted)
     raise_findings(findings, facts, source)
     return Plan(
         facts.name,

@@ -31,6 +31,12 @@ from generator.plan.known_keys import (
     SHAPES,
     KnownKey,
 )
+from generator.plan.preconditions import (
+    ISOLATING_ARGS,
+    check_preconditions,
+    isolated_cpus,
+    memparse_bytes,
+)
 
 HUGEPAGE_MAX_FRACTION = 0.75
 CMDLINE_WARN_FRACTION = 0.5  # leave the other half for the distribution's own arguments
@@ -218,8 +224,15 @@ def check_setting(setting: Setting, facts: Facts, unlisted: bool = False) -> lis
         check_known_key(setting, facts, unlisted),
         check_vendor_args(setting, facts),
         check_cgroup_hierarchy(setting, facts),
+        check_preconditions(setting, facts),
     ]
     return [error for error in found if error]
+
+
+def risk_accepted(setting: Setting, error: str, facts: Facts) -> bool:
+    """Whether ``error`` is one an override's accept_risk may waive: a known trap or a failed
+    precondition (plan/preconditions.py), never the grammar or an unknown key."""
+    return error in (check_traps(setting), check_preconditions(setting, facts))
 
 
 def _int_limit(value: str) -> int | None:
@@ -264,16 +277,6 @@ def check_nofile(settings: Iterable[Setting]) -> list[Finding]:
 # 4 KiB pages, 32 MiB with 16 KiB pages and 512 MiB with 64 KiB pages
 # (Documentation/admin-guide/mm/hugetlbpage.rst, arch/arm64/include/asm/pgtable-hwdef.h).
 DEFAULT_HUGEPAGE_MIB_BY_PAGE_KIB = {4: 2, 16: 32, 64: 512}
-MEMPARSE_SHIFT = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-
-
-def memparse_bytes(text: str) -> int | None:
-    """The size the kernel's memparse() reads from ``text`` (``2M``, ``1G``, ``4096``), or None."""
-    found = re.fullmatch(r"\s*([0-9]+)([KMGTkmgt]?)[Bb]?\s*", text, re.ASCII)
-    if found is None:
-        return None
-    digits, suffix = found.groups()
-    return int(digits) << MEMPARSE_SHIFT[suffix.upper()]
 
 
 def hugepage_bytes(by_key: dict[str, Setting], page_size_kib: int) -> int | None:
@@ -324,6 +327,34 @@ def check_mig_layout(settings: Iterable[Setting], facts: Facts) -> list[Finding]
             findings.append(
                 Finding(layout, f"gpu_mig_layout on {model.key}: {problem}", plan_wide=True)
             )
+    return findings
+
+
+AMD_PARTITION_KNOBS = {
+    "compute-partition": ("gpu_compute_partition", "compute_partitions"),
+    "memory-partition": ("gpu_memory_partition", "memory_partitions"),
+}
+
+
+def check_amd_partitions(settings: Iterable[Setting], facts: Facts) -> list[Finding]:
+    """Each AMD partition mode the profile asks is one the catalog lists for every GPU model here
+    (hardware_db/gpus/*.yaml compute_partitions, memory_partitions; unknown lists pass)."""
+    findings = []
+    for setting in settings:
+        if setting.kind != Kind.GPU or setting.key not in AMD_PARTITION_KNOBS:
+            continue
+        knob, field = AMD_PARTITION_KNOBS[setting.key]
+        for model in {group.model.key: group.model for group in facts.gpus}.values():
+            modes = getattr(model, field)
+            if modes is not None and setting.value not in modes:
+                findings.append(
+                    Finding(
+                        setting,
+                        f"{knob}: {setting.value} is not a mode of {model.key} "
+                        f"(its {field}: {', '.join(modes)})",
+                        plan_wide=True,
+                    )
+                )
     return findings
 
 
@@ -427,23 +458,6 @@ def check_exclusive_sysctls(settings: Iterable[Setting]) -> list[Finding]:
     return findings
 
 
-ISOLATING_ARGS = ("isolcpus", "nohz_full")
-ISOLCPUS_FLAGS = frozenset({"nohz", "domain", "managed_irq"})
-
-
-def isolated_cpus(value: str) -> set[int] | None:
-    """The CPUs of an ``isolcpus=[flags,]list`` or ``nohz_full=list`` value; None when the list
-    uses a form this check does not read (``N``, ``a-b:c/d``): then nothing is judged.
-
-    Documentation/admin-guide/kernel-parameters.txt, isolcpus= and "cpu lists".
-    """
-    words = [word for word in value.split(",") if word not in ISOLCPUS_FLAGS]
-    try:
-        return set(expand_cpus(",".join(words)))
-    except ValueError:
-        return None
-
-
 def check_isolated_irqs(settings: Iterable[Setting]) -> PlanChecks:
     """NIC interrupts pinned onto CPUs that isolcpus= or nohz_full= isolate: the isolated CPUs
     would take every completion interrupt of the NIC, which is what isolating them is to avoid
@@ -481,14 +495,26 @@ def check_isolated_irqs(settings: Iterable[Setting]) -> PlanChecks:
 
 
 def check_plan(
-    settings: tuple[Setting, ...], facts: Facts, unlisted: Collection[Target] = ()
+    settings: tuple[Setting, ...],
+    facts: Facts,
+    unlisted: Collection[Target] = (),
+    accepted: Collection[Target] = (),
 ) -> PlanChecks:
-    """Every finding and warning of a plan; ``unlisted``: targets an override names on purpose."""
-    findings = [
-        Finding(setting, error)
-        for setting in settings
-        for error in check_setting(setting, facts, setting.target in unlisted)
-    ]
+    """Every finding and warning of a plan; ``unlisted``: targets an override names on purpose;
+    ``accepted``: targets whose override accepts the risk of a trap or a failed precondition,
+    which are then warnings, not findings."""
+    findings = []
+    waived = []
+    for setting in settings:
+        for error in check_setting(setting, facts, setting.target in unlisted):
+            if (
+                setting.override
+                and setting.target in accepted
+                and risk_accepted(setting, error, facts)
+            ):
+                waived.append(PlanWarning(f"risk accepted by the profile: {error}", "risk"))
+            else:
+                findings.append(Finding(setting, error))
     # The plan-wide checks read values, so only those the grammar has accepted.
     wrong = {finding.setting for finding in findings if finding.setting is not None}
     fitting = tuple(setting for setting in settings if setting not in wrong) if wrong else settings
@@ -506,6 +532,7 @@ def check_plan(
     findings += check_hugepages(of(Kind.KERNEL_ARG), facts)
     findings += check_tuned_overlap(of(Kind.SYSCTL, Kind.TUNED))
     findings += check_mig_layout(of(Kind.GPU), facts)
+    findings += check_amd_partitions(of(Kind.GPU), facts)
     findings += check_exclusive_sysctls(of(Kind.SYSCTL))
     cmdline = check_cmdline(of(Kind.KERNEL_ARG), facts)
     isolation = check_isolated_irqs(of(Kind.KERNEL_ARG, Kind.IRQ))
@@ -520,5 +547,5 @@ def check_plan(
     ]
     return PlanChecks(
         findings + cmdline.findings + isolation.findings,
-        warnings + cmdline.warnings + isolation.warnings,
+        waived + warnings + cmdline.warnings + isolation.warnings,
     )

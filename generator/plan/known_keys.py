@@ -75,6 +75,8 @@ KNOWN_SYSCTLS: dict[str, KnownKey] = {
     "net.ipv4.tcp_tw_reuse": KnownKey((2, 6)),
     "net.ipv4.tcp_wmem": KnownKey((2, 6), shape="int3"),
     "net.netfilter.nf_conntrack_max": KnownKey((2, 6), module="nf_conntrack"),
+    "vm.compact_unevictable_allowed": KnownKey((4, 1)),
+    "vm.compaction_proactiveness": KnownKey((5, 9)),
     "vm.dirty_background_bytes": KnownKey((2, 6)),
     "vm.dirty_background_ratio": KnownKey((2, 6)),
     "vm.dirty_bytes": KnownKey((2, 6)),
@@ -105,6 +107,10 @@ KNOWN_KERNEL_ARGS: dict[str, KnownKey] = {
     # a parameter of the acpi_power_meter module since the driver was added (2.6.31)
     "acpi_power_meter.force_cap_on": KnownKey((2, 6)),
     "amd_iommu": KnownKey((2, 6), arches=X86),
+    # amdgpu-dkms's TTM module (AMD's MI300A guide gives them as boot parameters); read by kmod's
+    # modprobe from /proc/cmdline when amdttm loads, ignored where it never does
+    "amdttm.page_pool_size": KnownKey((2, 6), arches=X86),
+    "amdttm.pages_limit": KnownKey((2, 6), arches=X86),
     "amd_pstate": KnownKey((6, 3), arches=X86),
     "default_hugepagesz": KnownKey((2, 6)),
     "hugepages": KnownKey((2, 6)),

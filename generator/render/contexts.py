@@ -135,10 +135,13 @@ def gpu_unit_context(plan: Plan) -> dict[str, str]:
     spec = gpu_unit_vendor(plan)
     nvidia = spec.vendor == GpuVendor.NVIDIA
     return {
+        "gpu_vendor": spec.vendor,
         "gpu_script": gpu_script(spec),
         "gpu_tool": spec.smi_tool,
         "gpu_settings": "persistence, ECC, clocks, power" if nvidia else "partitions, power",
         "gpu_after": " nvidia-persistenced.service nvidia-fabricmanager.service" if nvidia else "",
+        # the vendor's GPU clients the unit runs before (layout.GPU_CLIENT_UNITS for NVIDIA)
+        "gpu_before": " ".join(layout.GPU_CLIENT_UNITS if nvidia else layout.AMD_GPU_CLIENT_UNITS),
     }
 
 

@@ -14,6 +14,25 @@ from generator.rules.base import Output, acs_off, kernel_arg, note, rule, servic
 AMD_GUIDE = "AMD's MI300X system optimization guide"
 
 
+# AMD's MI300A guide (ROCm/amdgpu-docs docs/system-optimization/mi300a.rst, commit dbebd48):
+# "System BIOS settings are preconfigured for optimal performance from the platform vendor",
+# "IOMMU is turned off by default" (acpidump shows no IVRS or DMAR table), "CPU core states and
+# C-states: The system BIOS handles these settings for the MI300A".
+MI300A_GUIDE = "AMD's MI300A system optimization guide"
+
+
+def only_apus(facts: Facts) -> bool:
+    """Every GPU here is an APU (catalog form factor apu): the MI300A guide, not MI300X's."""
+    return facts.has_gpus and all(group.model.form_factor == "apu" for group in facts.gpus)
+
+
+def host_cpu(facts: Facts) -> str:
+    """``2x AMD EPYC 9575F``: the CPU the firmware advice is read against (tuning-review-4 D-A3:
+    the MI300X guide's list is for EPYC 9004, and an MI355X box may have EPYC 9005)."""
+    name = facts.cpu.model.name if facts.cpu.model else f"{facts.cpu.vendor} CPU (model not given)"
+    return f"{facts.cpu.sockets}x {name}"
+
+
 def amd_gpus(facts: Facts) -> str:
     """``8x MI300X``: the machine's AMD GPUs, "" when it has none."""
     return ", ".join(
@@ -39,6 +58,13 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
             "(no DMA translation for the GPUs); with the IOMMU off the kernel drops X2APIC and "
             "sees at most 255 CPUs (IOMMU configuration, 256 CPU threads)"
         )
+        if only_apus(facts):
+            why = (
+                f"{amd}: {MI300A_GUIDE} says the IOMMU is off by default on these platforms "
+                "(no IVRS or DMAR ACPI table), where iommu=pt changes nothing; kept so that a "
+                "platform that does enable it passes the GPUs through untranslated, as "
+                f"{AMD_GUIDE} asks of discrete Instinct GPUs"
+            )
     elif facts.has_nvidia_gpus and facts.rdma_nics:
         why = "GPUDirect RDMA: passthrough removes IOMMU translation from GPU<->NIC DMA"
     else:
@@ -69,7 +95,8 @@ def pci_realloc(facts: Facts, profile: Profile) -> Output:
     yield kernel_arg(
         "pci",
         "realloc=off",
-        f"{amd_gpus(facts)}: {AMD_GUIDE}, GRUB settings, recommends pci=realloc=off so that "
+        f"{amd_gpus(facts)}: {MI300A_GUIDE if only_apus(facts) else AMD_GUIDE}, GRUB "
+        "settings, recommends pci=realloc=off so that "
         "the kernel keeps the BIOS's PCI resource assignment and detects every GPU (automatic "
         "reallocation is for SR-IOV BARs the BIOS left unassigned)",
     )
@@ -79,6 +106,9 @@ def pci_realloc(facts: Facts, profile: Profile) -> Output:
 def amd_firmware(facts: Facts, profile: Profile) -> Output:
     """Name what AMD's MI300X guide asks of the firmware and of C-states that the bundle leaves.
 
+    APUs follow their own guide (MI300A_GUIDE): BIOS preconfigured by the platform vendor, IOMMU
+    off by default, C-states handled by the BIOS; the MI300X list would be wrong advice there.
+
     "System BIOS settings" (EPYC 9004) are set in firmware. "CPU core states (C-states)" disables
     the power-gated C2 state (``cpupower idle-set -d 2``) for high-performance, low-latency
     networks: the profile's ``cstates: shallow`` does that (cpu.cstates: processor.max_cstate=1
@@ -86,9 +116,19 @@ def amd_firmware(facts: Facts, profile: Profile) -> Output:
     """
     if not facts.has_gpus:
         return
+    if only_apus(facts):
+        yield note(
+            f"{amd_gpus(facts)}: {MI300A_GUIDE}: the system BIOS settings are preconfigured by "
+            "the platform vendor and need no change (ask the vendor, not this bundle); the "
+            "IOMMU is off by default: confirm that 'acpidump | grep IVRS' and 'acpidump | grep "
+            "DMAR' print nothing; C-states are handled by the system BIOS, not the OS"
+        )
+        return
     yield note(
-        f"{amd_gpus(facts)}: {AMD_GUIDE}, System BIOS settings (EPYC 9004), set in firmware, "
-        "not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA nodes per socket "
+        f"{amd_gpus(facts)} on {host_cpu(facts)}: {AMD_GUIDE}, System BIOS settings (written for "
+        "EPYC 9004 hosts; another CPU generation follows its own platform guide), set in "
+        "firmware, not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA nodes "
+        "per socket "
         "Auto (NPS1), APBDIS 1 (no data-fabric P-states), determinism slider Power, TSME "
         "disabled, SMT control Disable where the work is compute-bound"
     )
@@ -144,7 +184,24 @@ def _compute_rdma_nics(facts: Facts) -> list[str]:
     return [nic.name for nic in facts.rdma_nics if nic.role == "compute"]
 
 
-@rule("boot.acs", vendors=(GpuVendor.NVIDIA,))
+# AMD's own instruction for ACS: "Single-node network configuration for AMD Instinct
+# accelerators" (ROCm/gpu-cluster-networking docs/how-to/single-node-config.rst, commit 0d26d8c,
+# instinct.docs.amd.com/projects/gpu-cluster-networking), prerequisites: "Disable PCI ACS (access
+# control services). Run the disable-acs-script on all PCIe devices supporting it. This must be
+# done after each reboot", and again under "Vendor-specific NIC tuning": "Ensure ACS is disabled".
+AMD_ACS_GUIDE = (
+    "AMD's single-node network configuration guide for Instinct (gpu-cluster-networking, "
+    "prerequisites: disable PCI ACS after each reboot)"
+)
+NVIDIA_ACS_GUIDE = "NCCL troubleshooting guide"
+
+
+def acs_guide(facts: Facts) -> str:
+    """The vendor guide the ACS decision follows: AMD's for a machine with AMD GPUs only."""
+    return AMD_ACS_GUIDE if amd_gpus(facts) and not facts.has_nvidia_gpus else NVIDIA_ACS_GUIDE
+
+
+@rule("boot.acs", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def acs(facts: Facts, profile: Profile) -> Output:
     """PCIe ACS off above GPUs and compute RDMA NICs, at boot, for GPU peer-to-peer traffic.
 
@@ -154,10 +211,15 @@ def acs(facts: Facts, profile: Profile) -> Output:
     "hangs or is much slower" and to disable ACS on bare metal (``setpci -s BDF
     ECAP_ACS+0x6.w=0000``); NVIDIA ships it as the nvidia-acs-disable TuneD profile and DGX OS
     package (peer-systems.md 2.3, 2.6); OCI measured all-reduce bus bandwidth 360 -> 426 GB/s
-    after correcting ACS. The fixed script pcie-acs finds the ports on the machine (the hardware
-    description has no PCI paths) and writes nothing in a VM, where ACS isolates passed-through
-    devices, nor above a device the IOMMU translates for.
+    after correcting ACS. AMD Instinct hosts follow AMD's own guide (AMD_ACS_GUIDE above), which
+    asks the same for RCCL's GPU and NIC peer traffic, at every boot, whatever the BIOS says. The
+    fixed script pcie-acs finds the ports on the machine above the GPUs of the plan's vendors
+    (gpu-vendor data lines; the hardware description has no PCI paths) and writes nothing in a
+    VM, where ACS isolates passed-through devices, nor above a device the IOMMU translates for:
+    the same guards for either vendor. The decision (training on more than one GPU, or the
+    pcie_acs knob) is the same for both vendors, as both guides tie it to collective traffic.
     """
+    guide = acs_guide(facts)
     if not acs_wanted(facts, profile):
         if facts.gpu_count > 1:
             if profile.pcie_acs == "keep":
@@ -174,10 +236,13 @@ def acs(facts: Facts, profile: Profile) -> Output:
                     "between every GPU and NIC; serving with tensor parallelism across GPUs "
                     "gains too: pcie_acs: disable-p2p turns it off"
                 )
-            yield note(
-                f"PCIe ACS left on: {why}; NVIDIA's h100 profiles turn it off "
+            vendor_practice = (
+                f"{guide} disables it"
+                if guide == AMD_ACS_GUIDE
+                else "NVIDIA's h100 profiles turn it off "
                 "(nvidia-acs-disable, pci=disable_acs_redir=)"
             )
+            yield note(f"PCIe ACS left on: {why}; {vendor_practice}")
         return
     nics = _compute_rdma_nics(facts)
     origin = (
@@ -185,10 +250,11 @@ def acs(facts: Facts, profile: Profile) -> Output:
         if profile.pcie_acs
         else f"{profile.intent} on {facts.gpu_count} GPUs"
     )
+    which = "AMD" if guide == AMD_ACS_GUIDE else "NVIDIA"
     why = (
         f"{origin}: with ACS on, PCIe switches redirect GPU peer-to-peer traffic through the "
-        "root complex (NCCL troubleshooting guide); pcie-acs clears ACS on the root and "
-        "downstream ports above every NVIDIA GPU, on bare metal only, where the IOMMU is off "
+        f"root complex ({guide}); pcie-acs clears ACS on the root and "
+        f"downstream ports above every {which} GPU, on bare metal only, where the IOMMU is off "
         "or in passthrough"
     )
     yield acs_off("gpus", why)

@@ -23,7 +23,7 @@ RESOLVE_AT_BOOT = "local"
 
 def housekeeping_cpus(facts: Facts) -> set[int]:
     """CPU 0 and its SMT siblings: the first physical core keeps the kernel's housekeeping."""
-    return {thread * facts.cpu.physical_cores for thread in range(facts.cpu.threads_per_core)}
+    return set(facts.cpu.housekeeping_cpus)
 
 
 def smt_off(facts: Facts, profile: Profile) -> bool:

@@ -106,6 +106,11 @@ def overcommit(facts: Facts, profile: Profile) -> Output:
     )
 
 
+def models_of_gpus(facts: Facts) -> str:
+    """``4x H100-PCIe``: the machine's GPU groups."""
+    return ", ".join(f"{group.count}x {group.model.key}" for group in facts.gpus)
+
+
 def coherent_gpu_models(facts: Facts) -> str:
     """Superchip GPUs (GH200, GB200) whose memory the Grace CPU maps coherently over NVLink-C2C."""
     superchips = [group.model.key for group in facts.gpus if group.model.is_superchip]
@@ -142,11 +147,51 @@ def apu_ttm(facts: Facts, profile: Profile) -> Output:
     )
     yield module_option("amdttm", "pages_limit", pages, why)
     yield module_option("amdttm", "page_pool_size", pages, why)
+    # The guide: "If the filesystem is not already set up when the kernel driver is loaded, then
+    # the options must be specified as boot parameters" (amdttm.pages_limit=...): an initramfs
+    # that loads amdgpu before the root is mounted never reads /etc/modprobe.d.
+    boot_why = (
+        f"{why}; also as a boot parameter, as AMD's guide asks where amdgpu loads before the "
+        "root filesystem (an initramfs that never reads /etc/modprobe.d)"
+    )
+    yield kernel_arg("amdttm.pages_limit", pages, boot_why)
+    yield kernel_arg("amdttm.page_pool_size", pages, boot_why)
     yield note(
         "AMD's MI300A guide enables transparent huge pages for every allocation "
         f"(transparent_hugepage=always); this profile keeps thp: {profile.thp} (memory.thp-mode, "
-        "whose knob offers madvise and never), which limits compaction stalls to what asks"
+        "whose knob offers madvise and never): 'always' makes every allocating thread, CPU or "
+        "GPU, compact memory synchronously on a fault, the stall TUNING.md lists as a trap, and "
+        "the bundle applies one THP mode to every workload of the image. A site that follows "
+        "AMD sets it in an override with accept_risk (README, overrides)"
     )
+
+
+# AMD's MI300A guide, "Enable compaction": "Compaction is necessary for proper MI300A operation
+# ... In RHEL distributions, compaction is disabled by default", then sets these two values
+# (ROCm/amdgpu-docs docs/system-optimization/mi300a.rst, commit dbebd48). Mainline's defaults are
+# the same (Documentation/admin-guide/sysctl/vm.rst: 20; 1, 0 on PREEMPT_RT), so pinning them
+# changes nothing where a distribution kept them and restores them where it did not.
+APU_COMPACTION = {"vm.compaction_proactiveness": 20, "vm.compact_unevictable_allowed": 1}
+
+
+@rule("memory.apu-compaction", vendors=(GpuVendor.AMD,))
+def apu_compaction(facts: Facts, profile: Profile) -> Output:
+    """Keep memory compaction on for APUs, as AMD's MI300A guide asks ("Enable compaction").
+
+    The APU shares the node's HBM between CPU and GPU, and without compaction "application
+    performance eventually degrades as fragmentation increases". Keyed on the catalog's apu
+    form factor, never a model name.
+    """
+    if not any(group.model.form_factor == "apu" for group in facts.gpus):
+        return
+    for key, value in APU_COMPACTION.items():
+        yield sysctl(
+            key,
+            value,
+            "the APUs share the node's HBM between CPU and GPU: AMD's MI300A guide (Enable "
+            "compaction) sets it, as some distributions (RHEL, per AMD) ship compaction off; "
+            "the mainline default, pinned",
+        )
 
 
 @rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
@@ -168,6 +213,9 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
     the Grace Performance Tuning Guide). This keys on the GPU's superchip form factor in
     hardware_db, which holds where the file leaves memory_only_numa_nodes out; the other branches
     count NUMA nodes WITH CPUs (facts.is_numa): processes are balanced between those only.
+    The guide's setting is for the Grace platform, not for the superchip alone: a Grace with
+    PCIe GPUs gets it too, for serving as for training, as it gets the guide's other two
+    (boot.acpi-power-meter, boot.init-on-alloc).
     """
     if amd := [group for group in facts.gpus if group.model.vendor == GpuVendor.AMD]:
         models = ", ".join(f"{group.count}x {group.model.key}" for group in amd)
@@ -187,6 +235,15 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
             "NVIDIA's Grace guide disables automatic NUMA balancing (its "
             "numa_balancing=disable), which would migrate pages between CPU and GPU "
             "memory",
+        )
+        return
+    if facts.cpu.is_grace and facts.has_gpus:
+        yield sysctl(
+            "kernel.numa_balancing",
+            0,
+            f"Grace with {models_of_gpus(facts)}: NVIDIA's Grace guide disables automatic NUMA "
+            "balancing on every Grace platform (numa_balancing=disable, beside init_on_alloc=0 and "
+            "acpi_power_meter.force_cap_on=y), for serving as for training",
         )
         return
     if not facts.is_numa:

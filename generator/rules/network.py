@@ -514,12 +514,16 @@ def amd_gpu_rdma(facts: Facts, profile: Profile) -> Output:
       /sys/kernel/mm/memory_peers/amdkfd/version or by ib_register_peer_memory_client in
       /proc/kallsyms. No module of its own: nothing for modules-load.d (unlike NVIDIA's
       nvidia-peermem).
-    - DMA-BUF, with the inbox kernel RDMA stack and rdma-core: RCCL only tries it with
-      NCCL_DMABUF_ENABLE=1 (default 0, src/misc/rocmwrap.cc) and a kernel built with
-      CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y, which it reads from
-      /boot/config-<release>. goldtune does not write NCCL_DMABUF_ENABLE=1 to rccl.conf: that
-      RCCL reads the file through fopen's result without checking it (fgets on NULL), so a job
-      whose root has no /boot/config-<release>, as in most containers, would crash.
+    - DMA-BUF, with the inbox kernel RDMA stack and rdma-core, and a kernel built with
+      CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y. Which RCCL matters (the note names
+      both): the standalone ROCm/rccl (src/misc/rocmwrap.cc at 081f8fd) only tries it with
+      NCCL_DMABUF_ENABLE=1 (default 0) and reads /boot/config-<release> through fopen's result
+      without checking it (fgets on NULL), so a job whose root has no such file, as in most
+      containers, would crash; goldtune therefore does not write NCCL_DMABUF_ENABLE=1 to
+      rccl.conf. The RCCL of ROCm/rocm-systems (projects/rccl/src/misc/rocmwrap.cc, 1f21bd7 as
+      read by tuning-review-4 D-A6, and later) defaults it to 1 and reads the kernel config
+      from /proc/config.gz, /boot/config-<release> and others, checking each open, then
+      /proc/kallsyms: nothing to write there either.
 
     ROCmRDMA also wants large-BAR GPUs, the IOMMU off or in pass-through (the rule
     boot.iommu-passthrough), and the NIC and GPU under one PCIe root complex.
@@ -547,11 +551,13 @@ def amd_gpu_rdma(facts: Facts, profile: Profile) -> Output:
         yield note(
             "GPU memory over RDMA through DMA-BUF (inbox kernel RDMA stack and rdma-core"
             + (f": {', '.join(others)}" if others else "")
-            + "): RCCL needs NCCL_DMABUF_ENABLE=1 (default 0, src/misc/rocmwrap.cc) and a "
-            "kernel with CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y in "
-            "/boot/config-<release>; not written to rccl.conf: that RCCL reads the config file "
-            "without checking it opened, and a job without /boot (a container) would crash; "
-            "set it in jobs that see /boot"
+            + "): needs a kernel with CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y. "
+            "The standalone ROCm/rccl (src/misc/rocmwrap.cc, 081f8fd) needs "
+            "NCCL_DMABUF_ENABLE=1 (default 0) and reads /boot/config-<release> without "
+            "checking it opened, so a job without /boot (a container) would crash: not written "
+            "to rccl.conf, set it in jobs that see /boot. The RCCL of ROCm/rocm-systems "
+            "(projects/rccl, 1f21bd7 and later) enables DMA-BUF by default and reads the kernel "
+            "config safely: nothing to set"
         )
 
 

@@ -22,6 +22,7 @@ from .helpers import (
 )
 
 GH200X1 = {"model": "GH200", "count": 1}
+MI300A4 = {"model": "MI300A", "count": 4}
 AMD_EPYC = {**DUAL_EPYC, "gpus": [MI300X8]}  # no NIC: AMD's pass-through does not hinge on RDMA
 # Arm servers that are not Grace: the arm64 IOMMU form, but no Grace-only parameter
 AMPERE = {"cpu": {"vendor": "ampere", "sockets": 1, "cores_per_socket": 128}, "numa_nodes": 1}
@@ -170,6 +171,23 @@ CASES: tuple[Case, ...] = (
         knobs={"pcie_acs": "disable-p2p"},
         hw={"nics": [rdma_compute()]},
     ),
+    # AMD Instinct follows AMD's own guide (gpu-cluster-networking, single-node configuration:
+    # disable PCI ACS after each reboot): the same decision, the same boot script and guards
+    Case(
+        "acs-training-mi300x-rdma",
+        boot.acs,
+        ACS_GPUS | {("pcie-acs", "nic ib0", "off"), ACS_UNIT_ON},
+        intent="training",
+        hw={**AMD_EPYC, "nics": [rdma_compute()]},
+        note="pci=disable_acs_redir",
+    ),
+    Case(
+        "acs-inference-mi300x-keeps-it",
+        boot.acs,
+        set(),
+        hw=AMD_EPYC,
+        note="AMD's single-node network configuration guide",
+    ),
     # Grace (NVIDIA's Grace guide): the ACPI power meter's cap, on every Grace platform
     Case("power-meter-grace", boot.acpi_power_meter, POWER_METER, hw=GRACE),
     Case("power-meter-gh200", boot.acpi_power_meter, POWER_METER, hw={**GRACE, "gpus": [GH200X1]}),
@@ -198,6 +216,20 @@ CASES: tuple[Case, ...] = (
         note="cpupower idle-set -d 2",
     ),
     Case("amd-firmware-h100", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [H100X8]}),
+    # W-A2: an APU node follows AMD's MI300A guide, not the MI300X firmware list
+    Case(
+        "amd-firmware-mi300a",
+        boot.amd_firmware,
+        set(),
+        hw={**DUAL_EPYC, "gpus": [MI300A4]},
+        note="preconfigured by the platform vendor",
+    ),
+    Case(
+        "iommu-mi300a-says-off",
+        boot.iommu_passthrough,
+        {("kernel-arg", "iommu", "pt")},
+        hw={**DUAL_EPYC, "gpus": [MI300A4]},
+    ),
     # issue 28: every bundle checks its hardware file's claims at boot, GPUs or not
     Case(
         "preflight-gpu-server",
@@ -222,3 +254,32 @@ def test_acs_off_enables_its_boot_unit() -> None:
     machine = Case("x", boot.acs, set(), intent="training", hw={"gpus": [H100X8]})
     services = [item for item in machine.run() if getattr(item, "kind", "") == "service"]
     assert [(s.key, s.value) for s in services] == [(ACS_UNIT, "enable")]
+
+
+def test_acs_on_amd_cites_amds_guide_not_nccls() -> None:
+    machine = Case("x", boot.acs, set(), intent="training", hw=AMD_EPYC)
+    (gpus,) = [item for item in machine.run() if getattr(item, "key", "") == "gpus"]
+    assert "AMD's single-node network configuration guide" in gpus.reason
+    assert "every AMD GPU" in gpus.reason and "NCCL" not in gpus.reason
+
+
+def test_an_apu_nodes_firmware_note_is_not_the_mi300x_list() -> None:
+    """W-A2: on main the MI300A bundle told the site to enable the IOMMU and change BIOS options
+    the MI300A guide says the platform vendor preconfigures."""
+    found = Case("x", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [MI300A4]}).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "MI300A system optimization guide" in text and "IVRS" in text
+    assert "APBDIS" not in text and "EPYC 9004" not in text and "cpupower" not in text
+    (iommu,) = Case("x", boot.iommu_passthrough, set(), hw={**DUAL_EPYC, "gpus": [MI300A4]}).run()
+    assert "IOMMU is off by default" in iommu.reason
+
+
+def test_the_firmware_note_names_the_cpu_the_box_has() -> None:
+    """D-A3: an MI355X on EPYC 9005 was told the EPYC 9004 list with no word of its own CPU."""
+    turin = {"cpu": {"model": "EPYC-9575F", "vendor": "amd", "sockets": 2}}
+    found = Case(
+        "x", boot.amd_firmware, set(), hw={**turin, "gpus": [{"model": "MI355X", "count": 8}]}
+    ).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "8x MI355X on 2x AMD EPYC 9575F" in text
+    assert "written for EPYC 9004 hosts" in text

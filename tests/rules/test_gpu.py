@@ -422,6 +422,23 @@ CASES: tuple[Case, ...] = (
         hw={"gpus": [MI300X8]},
         knobs={"gpu_power_limit_percent": 90},
     ),
+    # issue 40 item 2: lock-max on AMD is said, never silently dropped (no AMD clock lock)
+    Case(
+        "amd-clocks-lock-max",
+        gpu.amd_clocks,
+        set(),
+        hw={"gpus": [MI300X8]},
+        knobs={"gpu_clocks": "lock-max"},
+        note="gpu_clocks: lock-max sets no clock on 8x MI300X",
+    ),
+    Case("amd-clocks-boost", gpu.amd_clocks, set(), hw={"gpus": [MI300X8]}),
+    Case(
+        "amd-clocks-on-h100",
+        gpu.amd_clocks,
+        set(),
+        hw={"gpus": [H100X8]},
+        knobs={"gpu_clocks": "lock-max"},
+    ),
     Case("partitions-unset", gpu.amd_partitions, set(), hw={"gpus": [MI300X8]}),
     Case(
         "partitions-cpx-nps4",
@@ -439,14 +456,14 @@ CASES: tuple[Case, ...] = (
         knobs={"gpu_compute_partition": "SPX", "gpu_memory_partition": "NPS4"},
         note="allows NPS4 only with CPX",
     ),
-    # a mode the catalog does not list for the model (MI300X: NPS1, NPS4)
+    # a mode the catalog does not list for the model (MI300X: NPS1, NPS4): the rule asks both,
+    # the plan refuses the request (plan/checks.py check_amd_partitions, test_gpu_setup_amd)
     Case(
         "partitions-mode-not-offered",
         gpu.amd_partitions,
-        set(),
+        {("gpu", "compute-partition", "DPX"), ("gpu", "memory-partition", "NPS2")},
         hw={"gpus": [MI300X8]},
-        knobs={"gpu_memory_partition": "NPS2"},
-        note="NPS2 is not a mode of MI300X",
+        knobs={"gpu_compute_partition": "DPX", "gpu_memory_partition": "NPS2"},
     ),
     Case(
         "partitions-on-h100",

@@ -12,6 +12,7 @@ from .helpers import (
     DUAL_XEON,
     GRACE,
     H100X8,
+    MI300X8,
     Case,
     case_ids,
     check_case,
@@ -35,10 +36,24 @@ CASES: tuple[Case, ...] = (
         {
             ("modprobe", "options amdttm pages_limit", "134217728"),
             ("modprobe", "options amdttm page_pool_size", "134217728"),
+            # the guide: boot parameters where amdgpu loads before the root filesystem (D-A5)
+            ("kernel-arg", "amdttm.pages_limit", "134217728"),
+            ("kernel-arg", "amdttm.page_pool_size", "134217728"),
         },
         hw={"gpus": [{"model": "MI300A", "count": 4}]},
         note="transparent_hugepage=always",
     ),
+    # AMD's MI300A guide, "Enable compaction" (D-A4): pinned on APUs only
+    Case(
+        "apu-compaction-mi300a",
+        memory.apu_compaction,
+        {
+            ("sysctl", "vm.compaction_proactiveness", "20"),
+            ("sysctl", "vm.compact_unevictable_allowed", "1"),
+        },
+        hw={"gpus": [{"model": "MI300A", "count": 4}]},
+    ),
+    Case("apu-compaction-mi300x", memory.apu_compaction, set(), hw={"gpus": [MI300X8]}),
     # swappiness: 1 everywhere, never the 0 trap
     Case("swappiness-inference", memory.swappiness, {("sysctl", "vm.swappiness", "1")}),
     Case(
@@ -121,6 +136,13 @@ CASES: tuple[Case, ...] = (
         {("sysctl", "kernel.numa_balancing", "0")},
         hw={**GRACE, "gpus": [GH200]},
         intent="training",
+    ),
+    # issue 40 item 7: a Grace with PCIe GPUs follows the Grace guide too, serving included
+    Case(
+        "numa-balancing-grace-pcie-gpus-inference",
+        memory.numa_balancing,
+        {("sysctl", "kernel.numa_balancing", "0")},
+        hw={**GRACE, "gpus": [{"model": "H100-PCIe", "count": 2}]},
     ),
     # inference: the kernel default, never a pinned 1 that would undo DGX OS's choice
     Case("numa-balancing-2s-inference", memory.numa_balancing, set(), hw=DUAL_XEON, note="default"),

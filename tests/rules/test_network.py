@@ -555,6 +555,29 @@ CASES: tuple[Case, ...] = (
         },
         note="through DMA-BUF (inbox kernel RDMA stack and rdma-core: bnxt0)",
     ),
+    # issue 40 item 6: Broadcom's 400G Thor2 is in the catalog (on main: "unknown NIC model")
+    Case(
+        "amd-gpu-rdma-thor2-400g",
+        network.amd_gpu_rdma,
+        set(),
+        hw={
+            "gpus": [{"model": "MI300X", "count": 8}],
+            "nics": [{**rdma_compute("bnxt0", speed=400), "model": "BCM57608"}],
+        },
+        note="through DMA-BUF (inbox kernel RDMA stack and rdma-core: bnxt0)",
+    ),
+    # D-A6: the DMA-BUF note names the RCCL it holds for (standalone rccl: default 0, unsafe
+    # config read; rocm-systems' RCCL: on by default, read safely)
+    Case(
+        "amd-gpu-rdma-dmabuf-rccl-versions",
+        network.amd_gpu_rdma,
+        set(),
+        hw={
+            "gpus": [{"model": "MI300X", "count": 8}],
+            "nics": [{**rdma_compute("bnxt0", speed=200), "model": "BCM57508"}],
+        },
+        note="The RCCL of ROCm/rocm-systems (projects/rccl, 1f21bd7 and later) enables DMA-BUF",
+    ),
     Case(
         "amd-gpu-rdma-no-rdma",
         network.amd_gpu_rdma,

@@ -4,6 +4,7 @@ as ``gpu.<rule>``, in the order the plan runs them."""
 
 from __future__ import annotations
 
+from generator.rules.gpu.amd import amd_clocks
 from generator.rules.gpu.driver import (
     boot_unit,
     clocks,
@@ -19,6 +20,7 @@ from generator.rules.gpu.fabric import fabric_manager, imex, nvlink_subnet_manag
 from generator.rules.gpu.sharing import amd_partitions, mig, mps
 
 __all__ = [
+    "amd_clocks",
     "amd_partitions",
     "boot_unit",
     "clocks",

@@ -66,15 +66,6 @@ def mig_clients_note() -> str:
     )
 
 
-def not_offered(facts: Facts, field: str, mode: str) -> list[str]:
-    """The GPU models whose catalog entry lists its partition modes (``field``) without ``mode``."""
-    return [
-        group.model.key
-        for group in facts.gpus
-        if (modes := getattr(group.model, field)) is not None and mode not in modes
-    ]
-
-
 @rule("gpu.amd-partitions", vendors=(GpuVendor.AMD,))
 def amd_partitions(facts: Facts, profile: Profile) -> Output:
     """AMD Instinct compute and memory partition modes, only when the profile asks.
@@ -85,17 +76,14 @@ def amd_partitions(facts: Facts, profile: Profile) -> Output:
     amdgpu driver with every GPU workload stopped, so the boot unit compares it and reports the
     command, never changes it; on MI300X the memory partitions may not outnumber the compute
     ones (NPS4 needs CPX).
+
+    A mode the catalog does not list for a GPU here is bad input, as a MIG layout the GPU cannot
+    hold is (plan/checks.py check_amd_partitions, exit 2): a note would leave the valid half of
+    the request silently unset too (tuning-review-4 W-A3).
     """
     compute, memory = profile.gpu_compute_partition, profile.gpu_memory_partition
     if not facts.has_gpus or (compute is None and memory is None):
         return
-    for knob, field, mode in (
-        ("gpu_compute_partition", "compute_partitions", compute),
-        ("gpu_memory_partition", "memory_partitions", memory),
-    ):
-        if mode is not None and (models := not_offered(facts, field, mode)):
-            yield note(f"{knob}: {mode} is not a mode of {', '.join(models)} ({field}); not set")
-            return
     if memory == "NPS4" and compute not in (None, "CPX"):
         yield note(
             f"gpu_memory_partition NPS4 with gpu_compute_partition {compute}: AMD's MI300X "
