@@ -18,6 +18,7 @@ import pytest
 from generator.inputs.distro import Cgroups, Containerd, Distro, load_distros
 from generator.inputs.facts import Facts
 from generator.inputs.load import load_inputs
+from generator.model.layout import KUBELET_DROPIN_DIR, in_overlay, kubelet_file
 from generator.model.setting import Setting
 from generator.plan.build import build_plan
 from generator.plan.checks import check_setting
@@ -84,7 +85,9 @@ def test_no_bundle_for_a_v2_only_distribution_assumes_cgroup_v1(
         for path, (content, _) in files.items():
             text = content.decode("utf-8", "replace")
             assert not assumptions(text), (profile, path, assumptions(text))
-        kubelet = files.get("rootfs/etc/kubernetes/kubelet.conf.d/90-goldtune.conf")
+        # the directory the table's kubelet reads (AL2023: nodeadm's config.json.d), else kubeadm's
+        dropin_dir = (distro.kubelet and distro.kubelet.config_dir) or KUBELET_DROPIN_DIR
+        kubelet = files.get(in_overlay(kubelet_file(dropin_dir)))
         if profile == "training-k8s":
             assert kubelet is not None and b'cgroupDriver: "systemd"' in kubelet[0]
         containerd = files.get("rootfs/etc/containerd/conf.d/90-goldtune.toml")
