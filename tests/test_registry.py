@@ -73,6 +73,7 @@ TABLES = (
 # Rules that only ever explain why nothing is set
 # (TUNING.md: "say so instead of emitting settings").
 NOTE_ONLY = {
+    "gpu.amd-clocks",  # a note for gpu_clocks: lock-max (NOTE_ONLY_KNOBS)
     "network.rdma-paths",
     "gpu.vendor-profiles",
     "cpu.cfs-tunables",
@@ -298,6 +299,10 @@ def test_every_rule_emits_something_somewhere() -> None:
     assert set(RULES_BY_ID) - settings_from == NOTE_ONLY
 
 
+# The knobs under which a note-only rule speaks, where the training defaults do not ask it.
+NOTE_ONLY_KNOBS: dict[str, dict[str, str]] = {"gpu.amd-clocks": {"gpu_clocks": "lock-max"}}
+
+
 def test_note_only_rules_really_set_nothing() -> None:
     machine = facts(
         # both vendors: each note-only rule declares one of them (boot.amd-firmware: AMD)
@@ -307,7 +312,8 @@ def test_note_only_rules_really_set_nothing() -> None:
         ],
     )
     for rule_id in NOTE_ONLY:
-        output = RULES_BY_ID[rule_id].apply(machine, profile("training"))
+        knobs = NOTE_ONLY_KNOBS.get(rule_id, {})
+        output = RULES_BY_ID[rule_id].apply(machine, profile("training", **knobs))
         assert output and all(isinstance(item, Note) for item in output)
 
 
