@@ -34,6 +34,8 @@ def _plan_data(
         target["reboot_for_kernel_args"] = True
     if plan.tuned_dir != TUNED_DIR:  # said only where not the default, as grub_dropins
         target["tuned_dir"] = plan.tuned_dir
+    if plan.driver != "host":  # as tuned_dir: a host-driver plan.json stays as it was
+        target["driver"] = plan.driver
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
@@ -120,6 +122,7 @@ def plan_from_data(data: Any) -> Plan:
         tuned_dir=_tuned_dir(data.get("tuned_dir", TUNED_DIR)),
         reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
         claims=_claims_from(data.get("claims", [])),
+        driver=_driver(data.get("driver", "host")),
     )
 
 
@@ -141,3 +144,13 @@ def _claims_from(items: Any) -> tuple[Claim, ...]:
     if not isinstance(items, list):
         raise ValueError("'claims' is not a list")
     return tuple(claim_from_data(item) for item in items)
+
+
+DRIVER_MODELS = ("host", "nvidia-gpu-operator", "amd-gpu-operator", "distribution-precompiled")
+
+
+def _driver(value: object) -> str:
+    """plan.json's "driver": one of the models hardware os.driver accepts."""
+    if value not in DRIVER_MODELS:
+        raise ValueError(f"'driver' is not one of {', '.join(DRIVER_MODELS)}")
+    return str(value)

@@ -155,6 +155,8 @@ class Plan(NamedTuple):
     reboot_for_kernel_args: bool = False
     # the hardware file's claims the plan depends on, which the preflight unit judges at boot
     claims: tuple[Claim, ...] = ()
+    # os.driver: who delivers the GPU driver (host: in the image); verify --strict follows it
+    driver: str = "host"
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

@@ -242,6 +242,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         reboot_for_kernel_args=profile.reboot_for_kernel_args
         and any(s.kind == "kernel-arg" for s in settings),
         claims=plan_claims(facts, settings),
+        driver=facts.os.driver,
     )
 
 
