@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from test_install import make_bin
+from test_scripts import A100_500W, FAKE_SMI, SCRIPTS
 
 from generator.detect.system import read_driver
 from generator.detect.tree import Tree
@@ -81,3 +85,153 @@ def test_detect_writes_the_driver_line(tmp_path: Path) -> None:
         line.strip().startswith("driver: nvidia-gpu-operator")
         for line in os_lines(Tree(tmp_path), False)
     )
+
+
+# --- nvidia-gpu-operator: what the bundle leaves to the Operator, and what it still applies ----
+
+
+def test_operator_bundle_leaves_the_operators_daemons_and_modules(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    rootfs = out / "rootfs"
+    install_list = (out / "install.list").read_text()
+    # the driver container runs persistenced and the fabric manager, and loads nvidia-peermem
+    assert "nvidia-persistenced" not in install_list
+    assert "nvidia-fabricmanager.service" not in install_list
+    assert not (rootfs / "etc/systemd/system/nvidia-persistenced.service.d").exists()
+    assert "nvidia-peermem" not in (rootfs / "etc/goldtune/gpu.conf").read_text()
+    explain = (out / "EXPLAIN.md").read_text()
+    assert "driver.rdma.enabled=true" in explain
+    # nouveau: the driver container does not keep it off (--no-nouveau-check), so the image does
+    assert "blacklist nouveau" in (rootfs / "etc/modprobe.d/90-goldtune.conf").read_text()
+    # the GPU unit is started by the path unit on the Operator's readiness marker, not at boot
+    assert "service\tenable\tgoldtune-gpu.path" in install_list
+    assert "service\tenable\tgoldtune-gpu.service" not in install_list
+    path_unit = (rootfs / "etc/systemd/system/goldtune-gpu.path").read_text()
+    assert "PathExists=/run/nvidia/validations/.driver-ctr-ready" in path_unit
+    gpu_conf = (rootfs / "etc/goldtune/gpu.conf").read_text()
+    assert "\ndriver-root\t/run/nvidia/driver\n" in gpu_conf
+    assert "\npersistence\t" not in gpu_conf
+
+
+def test_host_bundle_enables_the_gpu_unit_at_boot(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "dgx-h100")
+    install_list = (out / "install.list").read_text()
+    assert "service\tenable\tgoldtune-gpu.service" in install_list
+    assert not (out / "rootfs/etc/systemd/system/goldtune-gpu.path").exists()
+
+
+def test_operator_mig_layout_goes_to_the_mig_manager(tmp_path: Path) -> None:
+    import yaml
+
+    profile = overlay(
+        tmp_path,
+        "extends: training-k8s\nname: k8s-mig\ngpu_mig_layout: {3g.40gb: 2}\n",
+        "k8s-mig.yaml",
+    )
+    out = tmp_path / "out"
+    result = generate(overlay(tmp_path, OPERATOR_HW), profile, out)
+    assert result.exit_code == 0, result.output
+    config_map = yaml.safe_load((out / "gpu-operator/mig-parted-config.yaml").read_text())
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    assert config == {
+        "version": "v1",
+        "mig-configs": {
+            "goldtune-k8s-mig": [
+                {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
+            ]
+        },
+    }
+    # the boot unit does not fight the MIG manager
+    gpu_conf = (out / "rootfs/etc/goldtune/gpu.conf").read_text()
+    assert "\nmig\t" not in gpu_conf and "\nmig-layout\t" not in gpu_conf
+    assert "nvidia.com/mig.config=goldtune-k8s-mig" in (out / "EXPLAIN.md").read_text()
+
+
+def test_host_mig_layout_stays_with_the_boot_unit(tmp_path: Path) -> None:
+    profile = overlay(
+        tmp_path,
+        "extends: training-k8s\nname: k8s-mig\ngpu_mig_layout: {3g.40gb: 2}\n",
+        "k8s-mig.yaml",
+    )
+    out = tmp_path / "out"
+    assert generate("dgx-h100", profile, out).exit_code == 0
+    assert not (out / "gpu-operator").exists()
+    assert "\nmig-layout\t3g.40gb,3g.40gb\n" in (out / "rootfs/etc/goldtune/gpu.conf").read_text()
+
+
+# --- gpu-setup and the driver root ---------------------------------------------------------------
+# A fake GPU Operator node (said so): TEST_SYSROOT stands in for /, the driver root is a directory
+# under it with an nvidia-smi stub, and `chroot` is a stub that runs ROOT/usr/bin/PROGRAM, as the
+# real chroot would find it there. The driver root "appears later": the first run has none.
+
+FAKE_CHROOT = (
+    'printf "chroot %s\\n" "$1" >>"$STUB_LOG"\nr=$1 p=$2\nshift 2\nexec "$r/usr/bin/$p" "$@"\n'
+)
+
+
+def run_setup(tmp_path: Path, data: str, path: Path) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "gpu.conf").write_text(f"log-as\tgt-gpu\n{data}")
+    (tmp_path / "inventory").write_text(A100_500W + "\n")
+    return subprocess.run(
+        [str(SCRIPTS / "gpu-setup"), str(tmp_path / "gpu.conf")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={
+            "PATH": str(path),
+            "STUB_LOG": str(tmp_path / "smi.log"),
+            "FAKE_INVENTORY": str(tmp_path / "inventory"),
+            "TEST_SYSROOT": str(tmp_path / "sysroot"),
+            "LC_ALL": "C",
+        },
+    )
+
+
+def stub_bin(tmp_path: Path, stubs: dict[str, str]) -> Path:
+    path = make_bin(tmp_path, stubs)
+    for tool in ("timeout", "date", "sleep"):
+        if not (path / tool).exists():
+            (path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    return path
+
+
+def test_gpu_setup_applies_through_the_driver_root_once_it_appears(tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, {"chroot": FAKE_CHROOT, "systemctl": "exit 1\n"})
+    (tmp_path / "smi.log").touch()
+    data = "driver-root\t/run/nvidia/driver\necc\ton\nclocks\treset\n"
+    before = run_setup(tmp_path, data, path)
+    assert before.returncode == 3
+    assert "gt-gpu: nvidia-smi not found in /run/nvidia/driver" in before.stdout
+    assert (tmp_path / "smi.log").read_text() == ""
+    smi = tmp_path / "sysroot/run/nvidia/driver/usr/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text("#!/bin/sh\n" + FAKE_SMI)
+    smi.chmod(0o755)
+    after = run_setup(tmp_path, data, path)
+    assert after.returncode == 0, after.stdout
+    calls = (tmp_path / "smi.log").read_text().splitlines()
+    assert f"chroot {tmp_path}/sysroot/run/nvidia/driver" in calls
+    assert "-i 0 -rgc" in calls, after.stdout
+
+
+def test_gpu_setup_without_a_host_nvidia_smi_fails_with_one_line(tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, {"systemctl": "exit 1\n"})
+    result = run_setup(tmp_path, "ecc\ton\n", path)
+    assert result.returncode == 3
+    assert result.stdout.count("\n") == 1
+    assert "gt-gpu: nvidia-smi not found in PATH" in result.stdout
+
+
+@pytest.mark.parametrize("root", ["/opt/nvidia/driver", "/run/nvidia/../driver", "/run/a b"])
+def test_gpu_setup_refuses_a_driver_root_outside_run(tmp_path: Path, root: str) -> None:
+    path = stub_bin(tmp_path, {"chroot": FAKE_CHROOT})
+    result = run_setup(tmp_path, f"driver-root\t{root}\n", path)
+    assert result.returncode == 2
+    assert "line 2" in result.stdout
+
+
+def test_operator_bundle_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    from validators.checks_system import check_units
+
+    assert check_units(bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))) == []

@@ -595,7 +595,6 @@ def os_lines(tree: Tree, live: bool, distros: tuple[str, ...] = ()) -> list[str]
         )
     else:
         lines.append(comment(2, f"page_size_kib: left out, {info.page_note}"))
-    driver, driver_note = read_driver(tree)
-    if driver is not None:
-        lines.append(field(2, "driver", driver, driver_note))
+    if (driver := read_driver(tree))[0] is not None:
+        lines.append(field(2, "driver", *driver))
     return lines
