@@ -235,3 +235,96 @@ def test_operator_bundle_units_pass_systemd_analyze_verify(tmp_path: Path) -> No
     from validators.checks_system import check_units
 
     assert check_units(bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))) == []
+
+
+# --- verify --strict follows the model --------------------------------------------------------
+
+
+def image_with_requirements(tmp_path: Path, out: Path, modules: str) -> Path:
+    """An image with every unit and command the bundle's install.list requires, and a kernel
+    whose modules.dep lists ``modules``: no GPU driver in it unless named there."""
+    from generator.bundle.read import read_bundle
+    from generator.verify.strict import bundle_requirements
+
+    image = tmp_path / "image"
+    for need in bundle_requirements(read_bundle(out)):
+        where = (
+            f"usr/lib/systemd/system/{need.name}" if need.what == "unit" else f"usr/bin/{need.name}"
+        )
+        path = image / where
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("[Service]\n" if need.what == "unit" else "#!/bin/sh\n")
+        path.chmod(0o755)
+    kernel = image / "lib/modules/6.8.0-1-generic"
+    kernel.mkdir(parents=True)
+    (kernel / "modules.dep").write_text(modules)
+    return image
+
+
+def strict_lines(out: Path, image: Path) -> list[str]:
+    from generator.bundle.read import read_bundle
+    from generator.verify.strict import root_failures
+
+    return [failure.line() for failure in root_failures(read_bundle(out), image)]
+
+
+def test_operator_bundle_passes_strict_on_an_image_without_a_host_driver(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    image = image_with_requirements(tmp_path, out, "kernel/drivers/net/ethernet/mlx5_core.ko:\n")
+    assert strict_lines(out, image) == []
+    # the same image, judged for a host-driver bundle of the same machine: the driver is missing
+    host = bundle(tmp_path / "host", "dgx-h100")
+    lines = strict_lines(host, image)
+    assert any(line.startswith("strict: command nvidia-smi: not installed") for line in lines)
+    for unit in ("nvidia-persistenced.service", "nvidia-fabricmanager.service"):
+        assert any(line.startswith(f"strict: unit {unit}: not installed") for line in lines)
+    assert any("strict: driver: no nvidia module" in line for line in lines)
+
+
+AMD_OPERATOR_HW = "system: mi300x-8x-epyc\nos: {driver: amd-gpu-operator}\n"
+
+
+def test_amd_image_without_amdgpu_fails_strict_with_one_line(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "mi300x-8x-epyc")
+    image = image_with_requirements(tmp_path, out, "kernel/drivers/net/ethernet/mlx5_core.ko:\n")
+    assert strict_lines(out, image) == [
+        "strict: driver: no amdgpu module for kernel 6.8.0-1-generic (required by the hardware "
+        "file mi300x-8x-epyc: 8 AMD GPUs, os.driver host)"
+    ]
+
+
+def test_amd_image_with_amdgpu_passes_strict(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "mi300x-8x-epyc")
+    modules = "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst:\n"
+    assert strict_lines(out, image_with_requirements(tmp_path, out, modules)) == []
+
+
+def test_amd_operator_bundle_passes_strict_without_amdgpu(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, AMD_OPERATOR_HW))
+    image = image_with_requirements(tmp_path, out, "kernel/drivers/net/ethernet/mlx5_core.ko:\n")
+    assert strict_lines(out, image) == []
+
+
+def test_the_collector_reads_the_gpus_through_the_operators_driver_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake GPU Operator node (said so): no host nvidia-smi, an nvidia-smi stub under
+    TEST_SYSROOT's /run/nvidia/driver and a chroot stub that runs it from there."""
+    from test_gpu_sharing import COLLECT_SMI, MIG_PLAN, run_collector_with
+
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this host has an nvidia-smi on PATH")
+    sysroot = tmp_path / "sysroot"
+    monkeypatch.setenv("TEST_SYSROOT", str(sysroot))
+    for run in ("before", "after"):
+        (tmp_path / run).mkdir()
+    before = run_collector_with(tmp_path / "before", MIG_PLAN, {})
+    assert before.value("gpu", "tool") == "!absent"
+    smi = sysroot / "run/nvidia/driver/usr/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text("#!/bin/sh\n" + COLLECT_SMI)
+    smi.chmod(0o755)
+    chroot = 'r=$1 p=$2\nshift 2\nexec "$r/usr/bin/$p" "$@"\n'
+    after = run_collector_with(tmp_path / "after", MIG_PLAN, {"chroot": chroot})
+    assert after.value("gpu", "tool") == "ok"
+    assert after.value("gpu-mig", "0") == "3g.40gb,1g.10gb+me"

@@ -39,6 +39,8 @@ def _plan_data(
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
+    if plan.amd_gpus:  # as nvidia_gpus: said only where there are some
+        gpus["amd_gpus"] = plan.amd_gpus
     claims = {"claims": [claim.as_json() for claim in plan.claims]} if plan.claims else {}
     nics = {"nics": [nic._asdict() for nic in plan.nics]} if plan.nics else {}
     return {
@@ -115,6 +117,7 @@ def plan_from_data(data: Any) -> Plan:
         ),
         distro=str(data.get("distro", "")),
         nvidia_gpus=_gpu_count(data.get("nvidia_gpus", 0)),
+        amd_gpus=_gpu_count(data.get("amd_gpus", 0)),
         nics=tuple(
             NicRole(str(n.get("name", "")), str(n.get("role", ""))) for n in data.get("nics", [])
         ),
