@@ -328,3 +328,24 @@ def test_the_collector_reads_the_gpus_through_the_operators_driver_root(
     after = run_collector_with(tmp_path / "after", MIG_PLAN, {"chroot": chroot})
     assert after.value("gpu", "tool") == "ok"
     assert after.value("gpu-mig", "0") == "3g.40gb,1g.10gb+me"
+
+
+def test_image_verify_judges_gpu_settings_by_the_path_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """install.sh --root enables goldtune-gpu.path, not the service: the GPU settings are judged
+    applied through it (before: 'disabled', as the service itself is not enabled)."""
+    from test_install import run
+
+    from generator.verify.run import run_verify
+
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    image = image_with_requirements(tmp_path, out, "kernel/x.ko:\n")
+    run(out / "install.sh", "--root", str(image), path=make_bin(tmp_path, {}, "tools"))
+    run_verify(out, root=image)
+    gpu_lines = [line.split() for line in capsys.readouterr().out.splitlines() if " gpu " in line]
+    assert {(line[0], line[2]) for line in gpu_lines} == {
+        ("ok", "driver-root"),
+        ("ok", "ecc"),
+        ("ok", "clocks"),
+    }

@@ -31,6 +31,7 @@ EXPLAIN = "EXPLAIN.md"
 # manager, which the site applies; the node label that selects the config in it
 MIG_PARTED_CONFIG = "gpu-operator/mig-parted-config.yaml"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_MANAGER_ACTIONS = frozenset({"mig", "mig-layout"})  # the GPU actions the MIG manager owns
 
 # --- files the overlay installs (target paths) ------------------------------------------------
 DROP_IN = f"90-{TOOL}"

@@ -17,7 +17,7 @@ from generator import TOOL
 from generator.model import layout
 from generator.model.setting import Plan
 
-MIG_MANAGER_ACTIONS = frozenset({"mig", "mig-layout"})
+MIG_MANAGER_ACTIONS = layout.MIG_MANAGER_ACTIONS
 
 
 def mig_manager_owns(plan: Plan) -> bool:
