@@ -349,3 +349,18 @@ def test_image_verify_judges_gpu_settings_by_the_path_unit(
         ("ok", "ecc"),
         ("ok", "clocks"),
     }
+
+
+def test_a_node_without_the_operators_driver_yet_fails_strict_saying_so(tmp_path: Path) -> None:
+    from generator.bundle.read import read_bundle
+    from generator.verify.snapshot import parse_snapshot
+    from generator.verify.strict import snapshot_failures
+
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    snapshot = parse_snapshot(
+        "goldtune-snapshot\tbegin\t1\ngpu-pci\tcount\t8\ngpu\ttool\t!absent\n"
+        "goldtune-snapshot\tend\t1\n"
+    )
+    lines = [f.line() for f in snapshot_failures(read_bundle(out), snapshot) if f.what == "driver"]
+    assert len(lines) == 1
+    assert "driver root /run/nvidia/driver has no nvidia-smi yet" in lines[0]

@@ -167,6 +167,8 @@ def driver_and_gpus(snapshot: Snapshot, bundle: Bundle) -> list[StrictFailure]:
     if tool != "ok":
         reason = why_not(tool) or tool
         state = "nvidia-smi is absent or lists no GPU" if reason == Why.ABSENT else reason
+        if reason == Why.ABSENT and bundle.plan.driver == "nvidia-gpu-operator":
+            state = "the GPU Operator's driver root /run/nvidia/driver has no nvidia-smi yet"
         return [
             *failures,
             StrictFailure("driver", f"not loaded or not answering: {state}; {bus}", why),
