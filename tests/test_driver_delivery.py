@@ -202,7 +202,10 @@ def test_gpu_setup_applies_through_the_driver_root_once_it_appears(tmp_path: Pat
     data = "driver-root\t/run/nvidia/driver\necc\ton\nclocks\treset\n"
     before = run_setup(tmp_path, data, path)
     assert before.returncode == 3
-    assert "gt-gpu: nvidia-smi not found in /run/nvidia/driver" in before.stdout
+    assert before.stdout == (
+        f"gt-gpu: nvidia-smi not found in {tmp_path}/sysroot/run/nvidia/driver "
+        "(no NVIDIA driver installed); nothing done\n"
+    )
     assert (tmp_path / "smi.log").read_text() == ""
     smi = tmp_path / "sysroot/run/nvidia/driver/usr/bin/nvidia-smi"
     smi.parent.mkdir(parents=True)
@@ -220,7 +223,7 @@ def test_gpu_setup_without_a_host_nvidia_smi_fails_with_one_line(tmp_path: Path)
     result = run_setup(tmp_path, "ecc\ton\n", path)
     assert result.returncode == 3
     assert result.stdout.count("\n") == 1
-    assert "gt-gpu: nvidia-smi not found in PATH" in result.stdout
+    assert "gt-gpu: nvidia-smi not found (no NVIDIA driver installed)" in result.stdout
 
 
 @pytest.mark.parametrize("root", ["/opt/nvidia/driver", "/run/nvidia/../driver", "/run/a b"])
