@@ -396,7 +396,6 @@ def test_gpu_setup_logs_an_unsupported_action_and_goes_on(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("smi", "message"),
     [
-        (None, "nvidia-smi not found (no NVIDIA driver installed); nothing to do"),
         (
             fake_smi("No devices were found\n", query_status=6),
             "nvidia-smi found no usable GPU: No devices were found",
@@ -410,6 +409,17 @@ def test_gpu_setup_without_driver_or_gpu_does_nothing_and_exits_0(
     result, calls = run_gpu_setup(tmp_path, full_plan(), smi)
     assert result.returncode == 0
     assert f"goldtune-gpu: {message}" in result.stdout
+    assert calls == []
+
+
+def test_gpu_setup_without_the_driver_it_was_made_for_exits_3(tmp_path: Path) -> None:
+    """A host-driver bundle on a node without nvidia-smi applies nothing: one journal line and
+    exit status 3 (the unit fails, so systemctl --failed and verify see it), not a silent 0."""
+    result, calls = run_gpu_setup(tmp_path, full_plan(), None)
+    assert result.returncode == 3
+    assert result.stdout.endswith(
+        "\ngoldtune-gpu: nvidia-smi not found (no NVIDIA driver installed); nothing done\n"
+    )
     assert calls == []
 
 

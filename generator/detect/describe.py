@@ -17,7 +17,7 @@ from generator.detect.devices import ARPHRD_INFINIBAND, Disk, Nic, PciFunction
 from generator.detect.driver import DriverGpu, DriverReport
 from generator.detect.driver_amd import KfdGpu, read_kfd
 from generator.detect.emit import comment, field, line, scalar
-from generator.detect.system import read_os
+from generator.detect.system import read_driver, read_os
 from generator.detect.tree import Tree, shown
 from generator.errors import InputError, Problem
 from generator.inputs.catalog import Catalog, GpuModel, NicModel
@@ -595,4 +595,6 @@ def os_lines(tree: Tree, live: bool, distros: tuple[str, ...] = ()) -> list[str]
         )
     else:
         lines.append(comment(2, f"page_size_kib: left out, {info.page_note}"))
+    if (driver := read_driver(tree))[0] is not None:
+        lines.append(field(2, "driver", *driver))
     return lines

@@ -9,6 +9,7 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from generator.detect.tree import Tree, decimal, shown
+from generator.errors import InputError
 
 KERNEL_RELEASE = re.compile(r"\d+\.\d+[0-9A-Za-z._+~-]{0,60}")  # fullmatch: no newline
 
@@ -92,6 +93,43 @@ def read_page_size(tree: Tree, live: bool) -> tuple[int | None, str]:
         return None, "no KernelPageSize in /proc/self/smaps of the capture; the default 4 applies"
     page = decimal(match.group(1), tree.label("/proc/self/smaps"), "os.page_size_kib")
     return page, "KernelPageSize in /proc/self/smaps of the capture"
+
+
+# The GPU Operator's driver container mounts its driver root at /run/nvidia/driver and its
+# startup probe writes /run/nvidia/validations/.driver-ctr-ready once nvidia-smi works there;
+# its validator treats a host nvidia-smi (/usr/bin/nvidia-smi and others) as a pre-installed
+# driver (NVIDIA/gpu-operator@a22dbf67 cmd/nvidia-validator/main.go defaultDriverInstallDir,
+# driverContainerStatusFilePath, resolveHostNvidiaSMI; assets/state-driver/0400_configmap.yaml).
+OPERATOR_DRIVER_MARKERS = (
+    "/run/nvidia/validations/.driver-ctr-ready",
+    "/run/nvidia/driver/usr/bin/nvidia-smi",
+)
+HOST_NVIDIA_SMI = (
+    "/usr/bin/nvidia-smi",
+    "/usr/sbin/nvidia-smi",
+    "/bin/nvidia-smi",
+    "/sbin/nvidia-smi",
+)
+
+
+def present(tree: Tree, path: str) -> bool:
+    """Whether ``path`` exists in the tree (a link out of it counts: something is there)."""
+    try:
+        return tree.resolve(path) is not None
+    except InputError:
+        return True
+
+
+def read_driver(tree: Tree) -> tuple[str | None, str]:
+    """os.driver where the node shows it: nvidia-gpu-operator when the Operator's driver root or
+    readiness marker is there and no host nvidia-smi is; else None (host, the default)."""
+    marker = next((path for path in OPERATOR_DRIVER_MARKERS if present(tree, path)), None)
+    host = next((path for path in HOST_NVIDIA_SMI if present(tree, path)), None)
+    if marker is not None and host is None:
+        return "nvidia-gpu-operator", f"{marker} present, no host nvidia-smi (GPU Operator)"
+    if marker is not None:
+        return None, f"{marker} and {host} both present: left out (host, the default)"
+    return None, "no GPU Operator driver root (/run/nvidia/driver): left out (host, the default)"
 
 
 def read_os(tree: Tree, live: bool, known_distros: Collection[str] = ()) -> OsInfo:

@@ -106,6 +106,14 @@ class OsFacts(NamedTuple):
     # os.kernel unstated: the build the named distribution's table says a plan is made for
     # (rhel-8: 8.10's 4.18.0-553.el8_10), against which its backports are judged
     assumed_release: str | None = None
+    # os.driver: host | nvidia-gpu-operator | amd-gpu-operator | distribution-precompiled
+    driver: str = "host"
+
+    @property
+    def operator_driver(self) -> bool:
+        """The GPU Operator's driver container loads the driver after kubelet starts, and owns
+        what comes with it (its persistence daemon, peermem, MIG or partitions)."""
+        return self.driver in ("nvidia-gpu-operator", "amd-gpu-operator")
 
 
 # The facts that are about GPUs: a rule that reads one declares the GPU vendors it applies to

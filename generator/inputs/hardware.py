@@ -492,7 +492,9 @@ def resolve_facts(
     kernel = _parse_kernel(spec.os.kernel) or (distro.kernel_version if distro else None)
     # and its backports are judged against the build the table names for it (rhel-8: 8.10's)
     assumed = distro.assumed_release if distro is not None and spec.os.kernel is None else None
-    os_facts = OsFacts(kernel, spec.os.page_size_kib, distro, spec.os.kernel, assumed)
+    os_facts = OsFacts(
+        kernel, spec.os.page_size_kib, distro, spec.os.kernel, assumed, spec.os.driver
+    )
     assert spec.name is not None
     return Facts(
         spec.name,

@@ -199,6 +199,11 @@ DistroName = Annotated[
 ]
 
 
+DriverDelivery = Literal[
+    "host", "nvidia-gpu-operator", "amd-gpu-operator", "distribution-precompiled"
+]
+
+
 class OsSpec(StrictModel):
     kernel: Annotated[
         KernelRelease | None, _doc("target kernel release as `uname -r` prints it")
@@ -214,6 +219,17 @@ class OsSpec(StrictModel):
             "site catalog's distros/ (`gen schema hardware` lists them); none: portable"
         ),
     ] = None
+    # How the GPU kernel driver reaches the node: a fact of the image and the cluster, not of the
+    # workload (one training-k8s profile runs on both kinds of fleet), and one `gen detect` reads
+    # off a live node, as it reads distro and kernel; hence here, beside them.
+    driver: Annotated[
+        DriverDelivery,
+        _doc(
+            "who delivers the GPU kernel driver: host (installed in the image), "
+            "nvidia-gpu-operator or amd-gpu-operator (the Operator's driver container after "
+            "kubelet starts), distribution-precompiled (the distribution's signed modules)"
+        ),
+    ] = "host"
 
 
 class HardwareSpec(StrictModel):

@@ -68,6 +68,8 @@ class Kind(StrEnum):
 class GpuAction(StrEnum):
     """What the GPU boot unit does, in the order it must run (persistence first, power last)."""
 
+    # where nvidia-smi runs: the GPU Operator's driver root (chroot), before any action
+    DRIVER_ROOT = "driver-root"
     PERSISTENCE = "persistence"
     ECC = "ecc"
     MIG = "mig"
@@ -362,6 +364,7 @@ KINDS: tuple[KindSpec, ...] = (
         value=r"(?!)",
         values=MappingProxyType(
             {
+                GpuAction.DRIVER_ROOT: re.escape(layout.OPERATOR_DRIVER_ROOT),
                 GpuAction.PERSISTENCE: "on",
                 GpuAction.ECC: "on|off",
                 GpuAction.COMPUTE_MODE: "DEFAULT|EXCLUSIVE_PROCESS|PROHIBITED",

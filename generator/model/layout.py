@@ -27,6 +27,11 @@ USER_DATA_FORMS = (USER_DATA, USER_DATA_GZ, USER_DATA_MIME, USER_DATA_MIME_GZ)
 GZIP_FORMS = frozenset({USER_DATA_GZ, USER_DATA_MIME_GZ})
 KERNEL_CMDLINE = "kernel-cmdline"
 EXPLAIN = "EXPLAIN.md"
+# os.driver nvidia-gpu-operator with a MIG plan: the layout as a ConfigMap for the Operator's MIG
+# manager, which the site applies; the node label that selects the config in it
+MIG_PARTED_CONFIG = "gpu-operator/mig-parted-config.yaml"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_MANAGER_ACTIONS = frozenset({"mig", "mig-layout"})  # the GPU actions the MIG manager owns
 
 # --- files the overlay installs (target paths) ------------------------------------------------
 DROP_IN = f"90-{TOOL}"
@@ -186,6 +191,16 @@ REBOOT_MARKER = f"/run/{TOOL}/kernel-args-pending"
 
 # --- units ------------------------------------------------------------------------------------
 GPU_UNIT = f"{TOOL}-gpu.service"
+# os.driver nvidia-gpu-operator: GPU_UNIT is started by this path unit once the Operator's driver
+# container is ready, never at boot (the driver arrives after kubelet). The driver container's
+# startup probe writes OPERATOR_DRIVER_READY once the module is loaded and nvidia-smi works in
+# it, and its preStop removes it; the driver root is mounted on the host at OPERATOR_DRIVER_ROOT
+# (NVIDIA/gpu-operator@a22dbf67 assets/state-driver/0400_configmap.yaml, 0500_daemonset.yaml,
+# cmd/nvidia-validator/main.go defaultDriverInstallDir; its validator runs
+# `chroot /run/nvidia/driver nvidia-smi`).
+GPU_PATH_UNIT = f"{TOOL}-gpu.path"
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+OPERATOR_DRIVER_READY = "/run/nvidia/validations/.driver-ctr-ready"
 IRQ_UNIT = f"{TOOL}-irq-affinity.service"
 ACS_UNIT = f"{TOOL}-pcie-acs.service"
 PREFLIGHT_UNIT = f"{TOOL}-preflight.service"

@@ -41,9 +41,13 @@ def _plan_data(
         target["tuned_dir"] = plan.tuned_dir
     if plan.kubelet_dir != KUBELET_DROPIN_DIR:  # likewise: a node agent's --config-dir
         target["kubelet_dir"] = plan.kubelet_dir
+    if plan.driver != "host":  # as tuned_dir: a host-driver plan.json stays as it was
+        target["driver"] = plan.driver
     # Likewise a plan for a machine without NVIDIA GPUs has no "nvidia_gpus" field, and a plan
     # without NICs no "nics" field.
     gpus = {"nvidia_gpus": plan.nvidia_gpus} if plan.nvidia_gpus else {}
+    if plan.amd_gpus:  # as nvidia_gpus: said only where there are some
+        gpus["amd_gpus"] = plan.amd_gpus
     claims = {"claims": [claim.as_json() for claim in plan.claims]} if plan.claims else {}
     nics = {"nics": [nic._asdict() for nic in plan.nics]} if plan.nics else {}
     return {
@@ -120,6 +124,7 @@ def plan_from_data(data: Any) -> Plan:
         ),
         distro=str(data.get("distro", "")),
         nvidia_gpus=_gpu_count(data.get("nvidia_gpus", 0)),
+        amd_gpus=_gpu_count(data.get("amd_gpus", 0)),
         nics=tuple(
             NicRole(str(n.get("name", "")), str(n.get("role", ""))) for n in data.get("nics", [])
         ),
@@ -128,6 +133,7 @@ def plan_from_data(data: Any) -> Plan:
         kubelet_dir=_kubelet_dir(data.get("kubelet_dir", KUBELET_DROPIN_DIR)),
         reboot_for_kernel_args=data.get("reboot_for_kernel_args") is True,
         claims=_claims_from(data.get("claims", [])),
+        driver=_driver(data.get("driver", "host")),
     )
 
 
@@ -159,3 +165,13 @@ def _claims_from(items: Any) -> tuple[Claim, ...]:
     if not isinstance(items, list):
         raise ValueError("'claims' is not a list")
     return tuple(claim_from_data(item) for item in items)
+
+
+DRIVER_MODELS = ("host", "nvidia-gpu-operator", "amd-gpu-operator", "distribution-precompiled")
+
+
+def _driver(value: object) -> str:
+    """plan.json's "driver": one of the models hardware os.driver accepts."""
+    if value not in DRIVER_MODELS:
+        raise ValueError(f"'driver' is not one of {', '.join(DRIVER_MODELS)}")
+    return str(value)

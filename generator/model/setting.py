@@ -137,6 +137,9 @@ class Plan(NamedTuple):
     # The NVIDIA GPUs the hardware file describes: what `gen verify --strict` expects to find
     # (on the PCI bus and listed by the driver's nvidia-smi); 0 for a machine without them.
     nvidia_gpus: int = 0
+    # Likewise the AMD GPUs: verify --strict wants amdgpu in an image unless the AMD GPU
+    # Operator delivers it (driver)
+    amd_gpus: int = 0
     # The vendors of the machine's GPUs, in vendor-table order: the fixed scripts' data files list
     # only their PCI ids. Not in plan.json: nothing renders from a plan read back, and an NVIDIA
     # plan.json stays what it was before there was a second vendor.
@@ -160,6 +163,8 @@ class Plan(NamedTuple):
     reboot_for_kernel_args: bool = False
     # the hardware file's claims the plan depends on, which the preflight unit judges at boot
     claims: tuple[Claim, ...] = ()
+    # os.driver: who delivers the GPU driver (host: in the image); verify --strict follows it
+    driver: str = "host"
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

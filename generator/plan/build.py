@@ -238,6 +238,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         tuple(warnings + lowered),
         distro=distro.key if distro else "",
         nvidia_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.NVIDIA),
+        amd_gpus=sum(g.count for g in facts.gpus if g.model.vendor == GpuVendor.AMD),
         gpu_vendors=tuple(vendor for vendor in vendor_table() if facts.has_gpus_of(vendor)),
         nics=tuple(NicRole(nic.name, nic.role) for nic in facts.nics),
         grub_dropins=distro is None or reads_grub_dropins(distro.boot_args.reads),
@@ -247,6 +248,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         reboot_for_kernel_args=profile.reboot_for_kernel_args
         and any(s.kind == "kernel-arg" for s in settings),
         claims=plan_claims(facts, settings),
+        driver=facts.os.driver,
     )
 
 

@@ -33,6 +33,7 @@ from generator.render.datafile import (
 from generator.render.engine import fixed_script_text
 from generator.render.formats import comment_text, file_header, kernel_arg_text, unique_in_order
 from generator.render.install_list import install_lines
+from generator.render.operator import MIG_MANAGER_ACTIONS, mig_manager_owns, mig_parted_context
 from generator.render.outputs import Output, RenderedFiles, driver_modules, kernel_modules
 from generator.render.overlay import install_steps, overlay_files
 from generator.render.preflight import preflight_lines, result_line
@@ -91,6 +92,8 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "tuned_profile": layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else "",
         "tuned_sections": tuned_sections(plan),
         "gpu_unit": layout.GPU_UNIT,
+        "gpu_ready_marker": layout.OPERATOR_DRIVER_READY,
+        **(mig_parted_context(plan) if mig_manager_owns(plan) else {}),
         **gpu_unit_context(plan),
         "gpu_data_file": layout.GPU_DATA,
         "gpu_log_tag": layout.GPU_LOG_TAG,
@@ -185,7 +188,9 @@ def nccl_lines(plan: Plan) -> list[DataLine]:
 
 def gpu_lines(plan: Plan) -> list[DataLine]:
     """gpu-setup's data: its message tag, the actions in the order they run, driver modules."""
-    actions = order_gpu_actions(plan.of_kind("gpu")).values()
+    actions = list(order_gpu_actions(plan.of_kind("gpu")).values())
+    if mig_manager_owns(plan):  # the Operator's MIG manager applies them, from its own config
+        actions = [s for s in actions if s.key not in MIG_MANAGER_ACTIONS]
     return [
         fixed_line(
             f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)

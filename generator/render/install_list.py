@@ -74,7 +74,8 @@ def image_requirements(plan: Plan, overlay: list[OverlayFile]) -> list[DataLine]
         # an optional unit (Setting.optional: DCGM) is enabled where it is, required nowhere
         if s.value == "enable" and s.key not in own_units and not s.optional
     ]
-    if plan.of_kind("gpu"):
+    # the GPU Operator's nvidia-smi is in its driver root, not in the image (os.driver)
+    if plan.of_kind("gpu") and plan.driver != "nvidia-gpu-operator":
         tool = gpu_unit_vendor(plan).smi_tool
         lines.append(
             fixed_line(

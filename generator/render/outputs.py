@@ -17,6 +17,7 @@ from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.vendors import GPU_VENDORS
 from generator.render.containers import dropin_sections
 from generator.render.datafile import gpu_script, gpu_unit_vendor
+from generator.render.operator import mig_manager_owns
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
@@ -51,6 +52,8 @@ class Output(NamedTuple):
             layout.KUBELET_AGENT_DIRS
         ):
             return False  # a node agent starts kubelet with its own --config-dir (EKS's nodeadm)
+        if self.path == layout.MIG_PARTED_CONFIG:
+            return mig_manager_owns(plan)
         return self._applies_to(plan)
 
     def _applies_to(self, plan: Plan) -> bool:
@@ -111,6 +114,12 @@ OVERLAY_OUTPUTS: tuple[Output, ...] = (
     # one GPU boot script per vendor (vendors.py's setup_script), the one the GPU unit runs
     *(_script(gpu_script(spec), ("gpu",), spec.vendor) for spec in GPU_VENDORS.values()),
     Output(in_overlay(layout.unit_file(layout.GPU_UNIT)), "gpu.service.j2", 0o644, ("gpu",)),
+    Output(
+        in_overlay(layout.unit_file(layout.GPU_PATH_UNIT)),
+        "gpu.path.j2",
+        0o644,
+        service=layout.GPU_PATH_UNIT,
+    ),
     _script(layout.IRQ_SCRIPT, ("irq",)),
     Output(
         in_overlay(layout.unit_file(layout.IRQ_UNIT)), "irq-affinity.service.j2", 0o644, ("irq",)
@@ -195,6 +204,7 @@ DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output(layout.INSTALL_LIST, "install.list.j2", 0o644),
     Output(layout.USER_DATA, "user-data.j2", 0o644),
     Output(layout.EXPLAIN, "EXPLAIN.md.j2", 0o644),
+    Output(layout.MIG_PARTED_CONFIG, "mig-parted-config.yaml.j2", 0o644, ("gpu",)),
 )
 OUTPUTS: tuple[Output, ...] = OVERLAY_OUTPUTS + DELIVERY_OUTPUTS
 FIXED_SCRIPTS: tuple[Output, ...] = tuple(output for output in OUTPUTS if output.verbatim)

@@ -25,7 +25,10 @@ from generator.model.layout import (
     CONTAINERD_DROPIN,
     DOCKER_DAEMON_JSON,
     GPU_DATA,
+    GPU_PATH_UNIT,
     GPU_SCRIPT,
+    MIG_MANAGER_ACTIONS,
+    MIG_PARTED_CONFIG,
     TUNED_DIR,
     TUNED_PROFILES_DIRS,
     tuned_file,
@@ -286,9 +289,12 @@ def check_service(setting: Setting, image: Image, bundle: Bundle) -> Check:
     return check_of(setting, state, OK if good else DIFFERS)
 
 
-def check_boot_unit(setting: Setting, image: Image, unit: str, ours: set[str]) -> Check:
-    """GPU and IRQ settings run at boot from the bundle's unit: it must be there and enabled,
-    and run the bundle's command (no drop-in of the image empties or replaces it)."""
+def check_boot_unit(
+    setting: Setting, image: Image, unit: str, ours: set[str], starter: str = ""
+) -> Check:
+    """GPU and IRQ settings run at boot from the bundle's unit: it must be there and enabled
+    (or ``starter``, the unit that starts it, enabled), and run the bundle's command (no drop-in
+    of the image empties or replaces it)."""
     if not unit_exists(image, unit):
         return check_of(
             setting, f"{unit} missing", MISSING, "the unit that applies it at boot is not installed"
@@ -296,10 +302,15 @@ def check_boot_unit(setting: Setting, image: Image, unit: str, ours: set[str]) -
     undone = undone_by(image, unit, ours)
     if undone is not None:
         return check_of(setting, *undone)
-    enabled = unit_enabled(image, unit)
+    enabled = unit_enabled(image, starter or unit)
+    how = (
+        f"applied by {unit} once {starter} sees the driver"
+        if starter
+        else f"applied at boot by {unit}"
+    )
     return check_of(
         setting,
-        f"applied at boot by {unit}" + ("" if enabled else " (disabled)"),
+        how + ("" if enabled else f" ({starter or unit} disabled)"),
         OK if enabled else DIFFERS,
     )
 
@@ -376,6 +387,12 @@ def check_boot_applied(setting: Setting, image: Image, bundle: Bundle) -> Check:
     unit = KIND_SPECS[setting.kind].applied_at_boot_by
     if unit is None:
         return check_of(setting, "?", MISSING, f"no unit is named to apply {setting.kind} at boot")
+    if setting.kind == "gpu" and bundle.plan.driver == "nvidia-gpu-operator":
+        if setting.key in MIG_MANAGER_ACTIONS:
+            return check_of(
+                setting, f"handed to the GPU Operator's MIG manager ({MIG_PARTED_CONFIG})", OK
+            )
+        return check_boot_unit(setting, image, unit, bundle_targets(bundle), GPU_PATH_UNIT)
     return check_boot_unit(setting, image, unit, bundle_targets(bundle))
 
 

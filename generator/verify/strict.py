@@ -41,6 +41,10 @@ BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin
 TUNED_UNIT = "tuned.service"
 # The NVIDIA driver's kernel module: loaded, nvidia-smi answers (NVIDIA.smi_tool).
 DRIVER_MODULE = "nvidia"
+AMD_DRIVER_MODULE = "amdgpu"
+# os.driver models whose driver is not in the image: the Operator's driver container brings it
+# (NVIDIA: its driver root /run/nvidia/driver; AMD: KMM loads amdgpu), so none is demanded there
+OPERATOR_DRIVERS = {"nvidia": "nvidia-gpu-operator", "amdgpu": "amd-gpu-operator"}
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,9 @@ def bundle_requirements(bundle: Bundle) -> list[Requirement]:
     return found
 
 
-def hardware_why(bundle: Bundle) -> str:
-    count = bundle.plan.nvidia_gpus
-    return f"the hardware file {bundle.plan.hardware_name}: {count} NVIDIA GPU" + (
+def hardware_why(bundle: Bundle, vendor: str = "NVIDIA") -> str:
+    count = bundle.plan.amd_gpus if vendor == "AMD" else bundle.plan.nvidia_gpus
+    return f"the hardware file {bundle.plan.hardware_name}: {count} {vendor} GPU" + (
         "" if count == 1 else "s"
     )
 
@@ -163,6 +167,8 @@ def driver_and_gpus(snapshot: Snapshot, bundle: Bundle) -> list[StrictFailure]:
     if tool != "ok":
         reason = why_not(tool) or tool
         state = "nvidia-smi is absent or lists no GPU" if reason == Why.ABSENT else reason
+        if reason == Why.ABSENT and bundle.plan.driver == "nvidia-gpu-operator":
+            state = "the GPU Operator's driver root /run/nvidia/driver has no nvidia-smi yet"
         return [
             *failures,
             StrictFailure("driver", f"not loaded or not answering: {state}; {bus}", why),
@@ -204,17 +210,30 @@ def image_command(image: Image, command: str) -> str | None:
 
 
 def image_driver(image: Image, bundle: Bundle) -> list[StrictFailure]:
-    """An image for NVIDIA GPUs carries the driver's kernel module for a kernel it has."""
-    if not bundle.plan.nvidia_gpus:
+    """An image for NVIDIA (AMD) GPUs carries the driver's kernel module for a kernel it has,
+    unless the plan's os.driver says the GPU Operator delivers it."""
+    wanted = [
+        (module, vendor)
+        for module, vendor, count in (
+            (DRIVER_MODULE, "NVIDIA", bundle.plan.nvidia_gpus),
+            (AMD_DRIVER_MODULE, "AMD", bundle.plan.amd_gpus),
+        )
+        if count and bundle.plan.driver != OPERATOR_DRIVERS[module]
+    ]
+    if not wanted:
         return []
     kernels = image_modules(image)
-    if kernels is None:
-        found = "no /lib/modules in the image"
-    elif any(DRIVER_MODULE in names for names in kernels.values()):
-        return []
-    else:
-        found = f"no {DRIVER_MODULE} module for kernel " + ", ".join(sorted(kernels) or ["(none)"])
-    return [StrictFailure("driver", found, hardware_why(bundle))]
+    failures = []
+    for module, vendor in wanted:
+        if kernels is None:
+            found = "no /lib/modules in the image"
+        elif any(module in names for names in kernels.values()):
+            continue
+        else:
+            found = f"no {module} module for kernel " + ", ".join(sorted(kernels) or ["(none)"])
+        why = f"{hardware_why(bundle, vendor)}, os.driver {bundle.plan.driver}"
+        failures.append(StrictFailure("driver", found, why))
+    return failures
 
 
 def root_failures(bundle: Bundle, root: Path) -> list[StrictFailure]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from generator.inputs.facts import Facts, GpuGroup
 from generator.inputs.profile import Profile
-from generator.model.layout import GPU_UNIT, PERSISTENCED_UNIT
+from generator.model.layout import (
+    GPU_PATH_UNIT,
+    GPU_UNIT,
+    OPERATOR_DRIVER_READY,
+    OPERATOR_DRIVER_ROOT,
+    PERSISTENCED_UNIT,
+)
 from generator.model.vendors import GpuVendor
 from generator.rules.base import (
     Output,
@@ -18,7 +24,12 @@ from generator.rules.base import (
     service,
     unit_dropin,
 )
-from generator.rules.gpu.common import models_of, nvlink5_baseboard
+from generator.rules.gpu.common import (
+    DRIVER_CONTAINER,
+    models_of,
+    nvidia_operator_driver,
+    nvlink5_baseboard,
+)
 from generator.rules.memory import coherent_gpu_models
 
 
@@ -32,6 +43,12 @@ def nouveau(facts: Facts, profile: Profile) -> Output:
     yield module_option("nouveau", "modeset", 0, why + " (no modesetting if it is loaded anyway)")
     yield kernel_arg("modprobe.blacklist", "nouveau", why + "; applies before modprobe.d is read")
     yield kernel_arg("rd.driver.blacklist", "nouveau", why + "; applies inside a dracut initramfs")
+    if nvidia_operator_driver(facts):
+        yield note(
+            "nouveau stays blacklisted with the GPU Operator's driver: its driver container "
+            "installs with --no-nouveau-check and neither blacklists nor unloads it "
+            f"({DRIVER_CONTAINER})"
+        )
 
 
 # Where every shipped distribution's package installs the daemon (hardware_db/distros/*.yaml
@@ -117,6 +134,12 @@ def persistence(facts: Facts, profile: Profile) -> Output:
     """
     if not facts.has_gpus:
         return
+    if nvidia_operator_driver(facts):
+        yield note(
+            "nvidia-persistenced not enabled in the image: the GPU Operator's driver container "
+            f"runs it in persistence mode (_start_daemons, {DRIVER_CONTAINER})"
+        )
+        return
     why = "avoids 1-2 s of driver initialisation on every CUDA start"
     command, why_user = persistenced_command(facts)
     replaced, wanted = persistenced_reasons(facts)
@@ -163,11 +186,31 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
         tool = "amd-smi"
     else:
         return
+    if nvidia_operator_driver(facts):
+        yield from operator_boot_unit()
+        return
     yield service(
         GPU_UNIT,
         "enable",
         f"{tool} settings need the GPU, so they run at boot; the unit logs and "
         "skips when the driver or the GPU is absent",
+    )
+
+
+def operator_boot_unit() -> Output:
+    """The GPU settings once the Operator's driver is ready: a path unit on its readiness marker
+    starts the GPU unit (never at boot: the driver arrives after kubelet, and nothing waits),
+    whose nvidia-smi runs in the driver root, as the Operator's validator runs it."""
+    why = (
+        f"the GPU Operator's driver container loads the driver after kubelet starts; its "
+        f"startup probe writes {OPERATOR_DRIVER_READY} once nvidia-smi works"
+    )
+    yield service(GPU_PATH_UNIT, "enable", f"{why}: this path unit then starts {GPU_UNIT}, once")
+    yield gpu_action(
+        "driver-root",
+        OPERATOR_DRIVER_ROOT,
+        f"{why}; nvidia-smi runs in its driver root (chroot {OPERATOR_DRIVER_ROOT} nvidia-smi, "
+        "as the Operator's validator does)",
     )
 
 

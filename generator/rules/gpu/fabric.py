@@ -7,7 +7,13 @@ from generator.inputs.profile import Profile
 from generator.model.layout import GPU_UNIT
 from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, load_module, note, rule, service
-from generator.rules.gpu.common import models_of, nvlink5_baseboard
+from generator.rules.gpu.common import (
+    DRIVER_CONTAINER,
+    OPERATOR_VALUES,
+    models_of,
+    nvidia_operator_driver,
+    nvlink5_baseboard,
+)
 
 
 def _multi_node_nvlink(facts: Facts) -> str:
@@ -33,6 +39,13 @@ def fabric_manager(facts: Facts, profile: Profile) -> Output:
         )
         return
     if not facts.nvswitch:
+        return
+    if nvidia_operator_driver(facts):
+        yield note(
+            "nvidia-fabricmanager not enabled in the image: the GPU Operator's driver container "
+            "runs nv-fabricmanager (and NVLSM) on NVSwitch systems "
+            f"(_start_daemons, {DRIVER_CONTAINER})"
+        )
         return
     why = (
         f"{models_of(facts)} connect through NVSwitch: without the fabric manager NVLink "
@@ -131,7 +144,14 @@ def peermem(facts: Facts, profile: Profile) -> Output:
             "DMA-BUF (Linux >= 5.12 with the open GPU kernel modules), not nvidia-peermem, "
             "which only serves the mlx5 PeerDirect stack of MLNX_OFED/DOCA-OFED"
         )
-    if peerdirect := [nic.name for nic in rdma if _peerdirect(nic)]:
+    peerdirect = [nic.name for nic in rdma if _peerdirect(nic)]
+    if peerdirect and nvidia_operator_driver(facts):
+        yield note(
+            f"nvidia-peermem for NICs {', '.join(peerdirect)} is the GPU Operator's: set "
+            f"driver.rdma.enabled=true in its ClusterPolicy (default false, {OPERATOR_VALUES}) "
+            f"and its driver container loads it ({DRIVER_CONTAINER})"
+        )
+    elif peerdirect:
         yield load_module(
             "nvidia-peermem",
             f"GPUDirect RDMA: NICs {', '.join(peerdirect)} (mlx5) read and write GPU "

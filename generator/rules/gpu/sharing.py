@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from generator import TOOL
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model import mig as mig_layouts
-from generator.model.layout import GPU_CLIENT_UNITS, GPU_UNIT, MPS_PIPE_DIR, MPS_UNIT
+from generator.model.layout import (
+    GPU_CLIENT_UNITS,
+    GPU_UNIT,
+    MIG_CONFIG_LABEL,
+    MIG_PARTED_CONFIG,
+    MPS_PIPE_DIR,
+    MPS_UNIT,
+)
 from generator.model.vendors import GpuVendor
 from generator.rules.base import Output, gpu_action, note, rule, service
-from generator.rules.gpu.common import models_of
+from generator.rules.gpu.common import models_of, nvidia_operator_driver
 
 
 @rule("gpu.mig", vendors=(GpuVendor.NVIDIA,))
@@ -32,7 +40,14 @@ def mig(facts: Facts, profile: Profile) -> Output:
     if not capable:
         yield note(f"MIG {'layout' if layout else 'off'} requested, but no GPU here supports MIG")
         return
-    yield note(mig_clients_note())
+    if nvidia_operator_driver(facts):
+        yield note(
+            f"MIG is the GPU Operator's MIG manager's: the plan's MIG settings below go to "
+            f"{MIG_PARTED_CONFIG} (mig-parted config {TOOL}-{profile.name}), not to the boot "
+            f"unit; apply it and label the node {MIG_CONFIG_LABEL}={TOOL}-{profile.name}"
+        )
+    else:
+        yield note(mig_clients_note())
     if layout is None:
         yield gpu_action(
             "mig", "off", "the profile wants whole GPUs; partitioning is a deployment choice"

@@ -1,0 +1,369 @@
+"""os.driver: who delivers the GPU kernel driver (issue 39), and what each model changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_install import make_bin
+from test_scripts import A100_500W, FAKE_SMI, SCRIPTS
+
+from generator.detect.system import read_driver
+from generator.detect.tree import Tree
+from tests.generate import generate
+
+OPERATOR_HW = "system: dgx-h100\nos: {driver: nvidia-gpu-operator}\n"
+
+
+def overlay(tmp_path: Path, text: str, name: str = "node.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def bundle(tmp_path: Path, hardware: str | Path, profile: str = "training-k8s") -> Path:
+    out = tmp_path / "out"
+    result = generate(hardware, profile, out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_operator_model_is_said_in_explain_and_plan(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    assert "delivered by **nvidia-gpu-operator**" in (out / "EXPLAIN.md").read_text()
+    assert json.loads((out / "plan.json").read_text())["driver"] == "nvidia-gpu-operator"
+
+
+def test_host_model_plan_has_no_driver_field(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "dgx-h100")
+    assert "driver" not in json.loads((out / "plan.json").read_text())
+    assert "delivered by" not in (out / "EXPLAIN.md").read_text()
+
+
+def test_unknown_driver_model_is_bad_input(tmp_path: Path) -> None:
+    hardware = overlay(tmp_path, "system: dgx-h100\nos: {driver: container}\n")
+    result = generate(hardware, "training-k8s", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "os.driver" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def touch(root: Path, path: str) -> None:
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("")
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # the Operator's driver root and startup-probe marker, no host driver: its model
+        (["/run/nvidia/driver/usr/bin/nvidia-smi"], "nvidia-gpu-operator"),
+        (["/run/nvidia/validations/.driver-ctr-ready"], "nvidia-gpu-operator"),
+        # a host nvidia-smi too: the validator calls that a pre-installed driver; left out
+        (["/run/nvidia/driver/usr/bin/nvidia-smi", "/usr/bin/nvidia-smi"], None),
+        (["/usr/bin/nvidia-smi"], None),
+        ([], None),
+    ],
+)
+def test_detect_reads_the_operator_driver_root(
+    tmp_path: Path, files: list[str], expected: str | None
+) -> None:
+    for path in files:
+        touch(tmp_path, path)
+    assert read_driver(Tree(tmp_path))[0] == expected
+
+
+def test_detect_writes_the_driver_line(tmp_path: Path) -> None:
+    from generator.detect.describe import os_lines
+
+    touch(tmp_path, "/run/nvidia/driver/usr/bin/nvidia-smi")
+    assert any(
+        line.strip().startswith("driver: nvidia-gpu-operator")
+        for line in os_lines(Tree(tmp_path), False)
+    )
+
+
+# --- nvidia-gpu-operator: what the bundle leaves to the Operator, and what it still applies ----
+
+
+def test_operator_bundle_leaves_the_operators_daemons_and_modules(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    rootfs = out / "rootfs"
+    install_list = (out / "install.list").read_text()
+    # the driver container runs persistenced and the fabric manager, and loads nvidia-peermem
+    assert "nvidia-persistenced" not in install_list
+    assert "nvidia-fabricmanager.service" not in install_list
+    assert not (rootfs / "etc/systemd/system/nvidia-persistenced.service.d").exists()
+    assert "nvidia-peermem" not in (rootfs / "etc/goldtune/gpu.conf").read_text()
+    explain = (out / "EXPLAIN.md").read_text()
+    assert "driver.rdma.enabled=true" in explain
+    # nouveau: the driver container does not keep it off (--no-nouveau-check), so the image does
+    assert "blacklist nouveau" in (rootfs / "etc/modprobe.d/90-goldtune.conf").read_text()
+    # the GPU unit is started by the path unit on the Operator's readiness marker, not at boot
+    assert "service\tenable\tgoldtune-gpu.path" in install_list
+    assert "service\tenable\tgoldtune-gpu.service" not in install_list
+    path_unit = (rootfs / "etc/systemd/system/goldtune-gpu.path").read_text()
+    assert "PathExists=/run/nvidia/validations/.driver-ctr-ready" in path_unit
+    gpu_conf = (rootfs / "etc/goldtune/gpu.conf").read_text()
+    assert "\ndriver-root\t/run/nvidia/driver\n" in gpu_conf
+    assert "\npersistence\t" not in gpu_conf
+
+
+def test_host_bundle_enables_the_gpu_unit_at_boot(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "dgx-h100")
+    install_list = (out / "install.list").read_text()
+    assert "service\tenable\tgoldtune-gpu.service" in install_list
+    assert not (out / "rootfs/etc/systemd/system/goldtune-gpu.path").exists()
+
+
+def test_operator_mig_layout_goes_to_the_mig_manager(tmp_path: Path) -> None:
+    import yaml
+
+    profile = overlay(
+        tmp_path,
+        "extends: training-k8s\nname: k8s-mig\ngpu_mig_layout: {3g.40gb: 2}\n",
+        "k8s-mig.yaml",
+    )
+    out = tmp_path / "out"
+    result = generate(overlay(tmp_path, OPERATOR_HW), profile, out)
+    assert result.exit_code == 0, result.output
+    config_map = yaml.safe_load((out / "gpu-operator/mig-parted-config.yaml").read_text())
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    assert config == {
+        "version": "v1",
+        "mig-configs": {
+            "goldtune-k8s-mig": [
+                {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
+            ]
+        },
+    }
+    # the boot unit does not fight the MIG manager
+    gpu_conf = (out / "rootfs/etc/goldtune/gpu.conf").read_text()
+    assert "\nmig\t" not in gpu_conf and "\nmig-layout\t" not in gpu_conf
+    assert "nvidia.com/mig.config=goldtune-k8s-mig" in (out / "EXPLAIN.md").read_text()
+
+
+def test_host_mig_layout_stays_with_the_boot_unit(tmp_path: Path) -> None:
+    profile = overlay(
+        tmp_path,
+        "extends: training-k8s\nname: k8s-mig\ngpu_mig_layout: {3g.40gb: 2}\n",
+        "k8s-mig.yaml",
+    )
+    out = tmp_path / "out"
+    assert generate("dgx-h100", profile, out).exit_code == 0
+    assert not (out / "gpu-operator").exists()
+    assert "\nmig-layout\t3g.40gb,3g.40gb\n" in (out / "rootfs/etc/goldtune/gpu.conf").read_text()
+
+
+# --- gpu-setup and the driver root ---------------------------------------------------------------
+# A fake GPU Operator node (said so): TEST_SYSROOT stands in for /, the driver root is a directory
+# under it with an nvidia-smi stub, and `chroot` is a stub that runs ROOT/usr/bin/PROGRAM, as the
+# real chroot would find it there. The driver root "appears later": the first run has none.
+
+FAKE_CHROOT = (
+    'printf "chroot %s\\n" "$1" >>"$STUB_LOG"\nr=$1 p=$2\nshift 2\nexec "$r/usr/bin/$p" "$@"\n'
+)
+
+
+def run_setup(tmp_path: Path, data: str, path: Path) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "gpu.conf").write_text(f"log-as\tgt-gpu\n{data}")
+    (tmp_path / "inventory").write_text(A100_500W + "\n")
+    return subprocess.run(
+        [str(SCRIPTS / "gpu-setup"), str(tmp_path / "gpu.conf")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={
+            "PATH": str(path),
+            "STUB_LOG": str(tmp_path / "smi.log"),
+            "FAKE_INVENTORY": str(tmp_path / "inventory"),
+            "TEST_SYSROOT": str(tmp_path / "sysroot"),
+            "LC_ALL": "C",
+        },
+    )
+
+
+def stub_bin(tmp_path: Path, stubs: dict[str, str]) -> Path:
+    path = make_bin(tmp_path, stubs)
+    for tool in ("timeout", "date", "sleep"):
+        if not (path / tool).exists():
+            (path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    return path
+
+
+def test_gpu_setup_applies_through_the_driver_root_once_it_appears(tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, {"chroot": FAKE_CHROOT, "systemctl": "exit 1\n"})
+    (tmp_path / "smi.log").touch()
+    data = "driver-root\t/run/nvidia/driver\necc\ton\nclocks\treset\n"
+    before = run_setup(tmp_path, data, path)
+    assert before.returncode == 3
+    assert before.stdout == (
+        f"gt-gpu: nvidia-smi not found in {tmp_path}/sysroot/run/nvidia/driver "
+        "(no NVIDIA driver installed); nothing done\n"
+    )
+    assert (tmp_path / "smi.log").read_text() == ""
+    smi = tmp_path / "sysroot/run/nvidia/driver/usr/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text("#!/bin/sh\n" + FAKE_SMI)
+    smi.chmod(0o755)
+    after = run_setup(tmp_path, data, path)
+    assert after.returncode == 0, after.stdout
+    calls = (tmp_path / "smi.log").read_text().splitlines()
+    assert f"chroot {tmp_path}/sysroot/run/nvidia/driver" in calls
+    assert "-i 0 -rgc" in calls, after.stdout
+
+
+def test_gpu_setup_without_a_host_nvidia_smi_fails_with_one_line(tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, {"systemctl": "exit 1\n"})
+    result = run_setup(tmp_path, "ecc\ton\n", path)
+    assert result.returncode == 3
+    assert result.stdout.count("\n") == 1
+    assert "gt-gpu: nvidia-smi not found (no NVIDIA driver installed)" in result.stdout
+
+
+@pytest.mark.parametrize("root", ["/opt/nvidia/driver", "/run/nvidia/../driver", "/run/a b"])
+def test_gpu_setup_refuses_a_driver_root_outside_run(tmp_path: Path, root: str) -> None:
+    path = stub_bin(tmp_path, {"chroot": FAKE_CHROOT})
+    result = run_setup(tmp_path, f"driver-root\t{root}\n", path)
+    assert result.returncode == 2
+    assert "line 2" in result.stdout
+
+
+def test_operator_bundle_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    from validators.checks_system import check_units
+
+    assert check_units(bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))) == []
+
+
+# --- verify --strict follows the model --------------------------------------------------------
+
+
+def image_with_requirements(tmp_path: Path, out: Path, modules: str) -> Path:
+    """An image with every unit and command the bundle's install.list requires, and a kernel
+    whose modules.dep lists ``modules``: no GPU driver in it unless named there."""
+    from generator.bundle.read import read_bundle
+    from generator.verify.strict import bundle_requirements
+
+    image = tmp_path / "image"
+    for need in bundle_requirements(read_bundle(out)):
+        where = (
+            f"usr/lib/systemd/system/{need.name}" if need.what == "unit" else f"usr/bin/{need.name}"
+        )
+        path = image / where
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("[Service]\n" if need.what == "unit" else "#!/bin/sh\n")
+        path.chmod(0o755)
+    kernel = image / "lib/modules/6.8.0-1-generic"
+    kernel.mkdir(parents=True)
+    (kernel / "modules.dep").write_text(modules)
+    return image
+
+
+def strict_lines(out: Path, image: Path) -> list[str]:
+    from generator.bundle.read import read_bundle
+    from generator.verify.strict import root_failures
+
+    return [failure.line() for failure in root_failures(read_bundle(out), image)]
+
+
+def test_operator_bundle_passes_strict_on_an_image_without_a_host_driver(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    image = image_with_requirements(tmp_path, out, "kernel/drivers/net/ethernet/mlx5_core.ko:\n")
+    assert strict_lines(out, image) == []
+    # the same image, judged for a host-driver bundle of the same machine: the driver is missing
+    host = bundle(tmp_path / "host", "dgx-h100")
+    lines = strict_lines(host, image)
+    assert any(line.startswith("strict: command nvidia-smi: not installed") for line in lines)
+    for unit in ("nvidia-persistenced.service", "nvidia-fabricmanager.service"):
+        assert any(line.startswith(f"strict: unit {unit}: not installed") for line in lines)
+    assert any("strict: driver: no nvidia module" in line for line in lines)
+
+
+AMD_OPERATOR_HW = "system: mi300x-8x-epyc\nos: {driver: amd-gpu-operator}\n"
+
+
+def test_amd_image_without_amdgpu_fails_strict_with_one_line(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "mi300x-8x-epyc")
+    image = image_with_requirements(tmp_path, out, "kernel/drivers/net/ethernet/mlx5_core.ko:\n")
+    assert strict_lines(out, image) == [
+        "strict: driver: no amdgpu module for kernel 6.8.0-1-generic (required by the hardware "
+        "file mi300x-8x-epyc: 8 AMD GPUs, os.driver host)"
+    ]
+
+
+def test_amd_image_with_amdgpu_passes_strict(tmp_path: Path) -> None:
+    out = bundle(tmp_path, "mi300x-8x-epyc")
+    modules = "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst:\n"
+    assert strict_lines(out, image_with_requirements(tmp_path, out, modules)) == []
+
+
+def test_amd_operator_bundle_passes_strict_without_amdgpu(tmp_path: Path) -> None:
+    out = bundle(tmp_path, overlay(tmp_path, AMD_OPERATOR_HW))
+    image = image_with_requirements(tmp_path, out, "kernel/drivers/net/ethernet/mlx5_core.ko:\n")
+    assert strict_lines(out, image) == []
+
+
+def test_the_collector_reads_the_gpus_through_the_operators_driver_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake GPU Operator node (said so): no host nvidia-smi, an nvidia-smi stub under
+    TEST_SYSROOT's /run/nvidia/driver and a chroot stub that runs it from there."""
+    from test_gpu_sharing import COLLECT_SMI, MIG_PLAN, run_collector_with
+
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this host has an nvidia-smi on PATH")
+    sysroot = tmp_path / "sysroot"
+    monkeypatch.setenv("TEST_SYSROOT", str(sysroot))
+    for run in ("before", "after"):
+        (tmp_path / run).mkdir()
+    before = run_collector_with(tmp_path / "before", MIG_PLAN, {})
+    assert before.value("gpu", "tool") == "!absent"
+    smi = sysroot / "run/nvidia/driver/usr/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text("#!/bin/sh\n" + COLLECT_SMI)
+    smi.chmod(0o755)
+    chroot = 'r=$1 p=$2\nshift 2\nexec "$r/usr/bin/$p" "$@"\n'
+    after = run_collector_with(tmp_path / "after", MIG_PLAN, {"chroot": chroot})
+    assert after.value("gpu", "tool") == "ok"
+    assert after.value("gpu-mig", "0") == "3g.40gb,1g.10gb+me"
+
+
+def test_image_verify_judges_gpu_settings_by_the_path_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """install.sh --root enables goldtune-gpu.path, not the service: the GPU settings are judged
+    applied through it (before: 'disabled', as the service itself is not enabled)."""
+    from test_install import run
+
+    from generator.verify.run import run_verify
+
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    image = image_with_requirements(tmp_path, out, "kernel/x.ko:\n")
+    run(out / "install.sh", "--root", str(image), path=make_bin(tmp_path, {}, "tools"))
+    run_verify(out, root=image)
+    gpu_lines = [line.split() for line in capsys.readouterr().out.splitlines() if " gpu " in line]
+    assert {(line[0], line[2]) for line in gpu_lines} == {
+        ("ok", "driver-root"),
+        ("ok", "ecc"),
+        ("ok", "clocks"),
+    }
+
+
+def test_a_node_without_the_operators_driver_yet_fails_strict_saying_so(tmp_path: Path) -> None:
+    from generator.bundle.read import read_bundle
+    from generator.verify.snapshot import parse_snapshot
+    from generator.verify.strict import snapshot_failures
+
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    snapshot = parse_snapshot(
+        "goldtune-snapshot\tbegin\t1\ngpu-pci\tcount\t8\ngpu\ttool\t!absent\n"
+        "goldtune-snapshot\tend\t1\n"
+    )
+    lines = [f.line() for f in snapshot_failures(read_bundle(out), snapshot) if f.what == "driver"]
+    assert len(lines) == 1
+    assert "driver root /run/nvidia/driver has no nvidia-smi yet" in lines[0]
