@@ -299,3 +299,10 @@ def test_eks_nodeadm_makes_the_node_drop_ins_unread_and_the_plan_says_so(
     assert "nodeadm" in containerd and "/etc/containerd/conf.d/90-goldtune.toml" in containerd
     assert "--config-dir=/etc/kubernetes/kubelet/config.json.d" in kubelet
     assert node_agent_warnings("ubuntu-26.04") == []
+
+
+@pytest.mark.parametrize("name", ["ubuntu-26.04", "rhel-10", "amazon-linux-2023"])
+def test_explain_md_names_the_distribution_table(name: str, bundles: dict[str, Path]) -> None:
+    """A reviewer finds which table the bundle was made from: EXPLAIN.md names it."""
+    head = (bundles[name] / "EXPLAIN.md").read_text().split("| Input |")[0]
+    assert f"Made for **{name}**" in head and f"`{name}.yaml` (`hardware_db/distros/`" in head
