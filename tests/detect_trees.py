@@ -104,12 +104,16 @@ class FakeMachine:
             self.entries[f"{base}/operstate"] = f"{operstate}\n"
         self.entries[f"sys/class/net/{name}"] = Link(f"../../{base[4:]}")
 
-    def rdma(self, name: str, address: str, rate: str | None = None) -> None:
-        """An RDMA device on a PCI function; ``rate``: port 1's, as sysfs prints it."""
+    def rdma(
+        self, name: str, address: str, rate: str | None = None, phys_state: str = "5: LinkUp"
+    ) -> None:
+        """An RDMA device on a PCI function; ``rate``: port 1's, as sysfs prints it, with its
+        ``phys_state``."""
         base = f"{pci_dir(address)}/infiniband/{name}"
         self.entries[f"{base}/device"] = Link(f"../../../{address}")
         if rate is not None:
             self.entries[f"{base}/ports/1/rate"] = f"{rate}\n"
+            self.entries[f"{base}/ports/1/phys_state"] = f"{phys_state}\n"
         self.entries[f"sys/class/infiniband/{name}"] = Link(f"../../{base[4:]}")
 
     def disk(

@@ -65,10 +65,18 @@ def hardware(**nic_fields: dict[str, object]) -> dict[str, object]:
     }
 
 
-def node(*, extra_compute_card: bool = False, frontend_state: str = "up") -> trees.FakeMachine:
+def node(
+    *,
+    extra_compute_card: bool = False,
+    frontend_state: str = "up",
+    training_port: bool = False,
+    bonded_frontend: bool = False,
+) -> trees.FakeMachine:
     """The booted node: the compute ports named by udev's PCI path (ibp24s0...), not ib0...; their
     RDMA devices mlx5_0-3, the BlueField's mlx5_4; ``extra_compute_card``: a storage card of
-    the compute model too (mlx5_5), which role facts cannot tell from a compute one."""
+    the compute model too (mlx5_5), which role facts cannot tell from a compute one;
+    ``training_port``: mlx5_3's link still training at boot (Polling, 10 Gb/s shown);
+    ``bonded_frontend``: the front-end port enslaved to bond0."""
     box = trees.FakeMachine(
         trees.x86_cpuinfo("GenuineIntel", "Intel(R) Xeon(R) Platinum 8480C"),
         2,
@@ -80,7 +88,10 @@ def node(*, extra_compute_card: bool = False, frontend_state: str = "up") -> tre
     for index, address in enumerate(COMPUTE):
         box.pci(address, "15b3", "1021", "0x020700", node=index // 2)
         box.nic(f"ibp{int(address[5:7], 16)}s0", address, speed=400000, link_type=32)
-        box.rdma(f"mlx5_{index}", address, rate=NDR)
+        if training_port and index == 3:
+            box.rdma(f"mlx5_{index}", address, rate="10 Gb/sec (4X SDR)", phys_state="2: Polling")
+        else:
+            box.rdma(f"mlx5_{index}", address, rate=NDR)
     box.pci(BLUEFIELD, "15b3", "a2dc", "0x020700", node=1)
     box.nic("ibp193s0", BLUEFIELD, speed=400000, link_type=32)
     box.rdma("mlx5_4", BLUEFIELD, rate=NDR)
@@ -89,6 +100,11 @@ def node(*, extra_compute_card: bool = False, frontend_state: str = "up") -> tre
         box.rdma("mlx5_5", "0000:c2:00.0", rate=NDR)
     box.pci(FRONTEND, "8086", "1593", "0x020000", node=1)
     box.nic("ens3f0np0", FRONTEND, speed=100000, operstate=frontend_state)
+    if bonded_frontend:
+        box.entries["sys/devices/virtual/net/bond0/operstate"] = "up\n"
+        box.entries[f"{trees.pci_dir(FRONTEND)}/net/ens3f0np0/master"] = trees.Link(
+            "../../../../virtual/net/bond0"
+        )
     return box
 
 
@@ -340,3 +356,18 @@ def test_a_name_nccl_would_misread_is_never_written(tmp_path: Path) -> None:
     output, conf = boot(made, box, tmp_path / "node")
     assert "NCCL_SOCKET_IFNAME" not in nccl_assignments(conf)
     assert "NCCL_SOCKET_IFNAME not written: a name that is not one word" in output
+
+
+def test_a_port_still_training_at_boot_is_counted_by_its_model(tmp_path: Path) -> None:
+    """A compute port whose link is not up yet shows a rate it has not negotiated: it is not
+    left out by speed (which would leave the whole list unwritten), NCCL skips it while down."""
+    made = bundle(hardware(), tmp_path)
+    output, conf = boot(made, node(training_port=True), tmp_path / "node")
+    assert nccl_assignments(conf)["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3", output
+
+
+def test_a_bonded_port_is_never_a_socket_interface(tmp_path: Path) -> None:
+    made = bundle(hardware(ens3f0np0={"pci_address": FRONTEND}), tmp_path)
+    output, conf = boot(made, node(bonded_frontend=True), tmp_path / "node")
+    assert "NCCL_SOCKET_IFNAME" not in nccl_assignments(conf)
+    assert "NCCL_SOCKET_IFNAME not written: ens3f0np0 is a port of bond0" in output
