@@ -106,6 +106,8 @@ def test_operator_bundle_leaves_the_operators_daemons_and_modules(tmp_path: Path
     # the GPU unit is started by the path unit on the Operator's readiness marker, not at boot
     assert "service\tenable\tgoldtune-gpu.path" in install_list
     assert "service\tenable\tgoldtune-gpu.service" not in install_list
+    # a host-driver bundle's enablement taken back: at boot the unit would find no driver
+    assert "service\tdisable\tgoldtune-gpu.service" in install_list
     path_unit = (rootfs / "etc/systemd/system/goldtune-gpu.path").read_text()
     assert "PathExists=/run/nvidia/validations/.driver-ctr-ready" in path_unit
     gpu_conf = (rootfs / "etc/goldtune/gpu.conf").read_text()
@@ -367,3 +369,24 @@ def test_a_node_without_the_operators_driver_yet_fails_strict_saying_so(tmp_path
     lines = [f.line() for f in snapshot_failures(read_bundle(out), snapshot) if f.what == "driver"]
     assert len(lines) == 1
     assert "driver root /run/nvidia/driver has no nvidia-smi yet" in lines[0]
+
+
+def test_switching_driver_models_takes_the_other_models_gpu_unit_back(tmp_path: Path) -> None:
+    """Host -> Operator: goldtune-gpu.service is no longer enabled (at boot it would find no
+    driver and fail); Operator -> host: the path unit's link goes with its file."""
+    from test_install import run
+
+    wants = "etc/systemd/system/multi-user.target.wants"
+    host = bundle(tmp_path / "host", "dgx-h100")
+    operator = bundle(tmp_path / "operator", overlay(tmp_path, OPERATOR_HW))
+    image = image_with_requirements(tmp_path, host, "kernel/nvidia.ko:\n")
+    tools = make_bin(tmp_path, {}, "tools")
+    run(host / "install.sh", "--root", str(image), path=tools)
+    assert (image / wants / "goldtune-gpu.service").is_symlink()
+    run(operator / "install.sh", "--root", str(image), path=tools)
+    assert not (image / wants / "goldtune-gpu.service").is_symlink()
+    assert (image / wants / "goldtune-gpu.path").is_symlink()
+    run(host / "install.sh", "--root", str(image), path=tools)
+    assert not (image / wants / "goldtune-gpu.path").is_symlink()
+    assert not (image / "etc/systemd/system/goldtune-gpu.path").exists()
+    assert (image / wants / "goldtune-gpu.service").is_symlink()

@@ -167,7 +167,7 @@ def test_three_differences_are_three_mismatches_and_nothing_else(
     status, output = run_script(
         "gpu-setup", made / in_overlay(layout.GPU_DATA), tree, path=str(bin_dir)
     )
-    assert status == 3, output  # 3: no nvidia-smi on PATH
+    assert status == 0, output  # every GPU action skipped: no driver is then no failure
     assert "every GPU action skipped: preflight: gpu.count differs" in output
 
 

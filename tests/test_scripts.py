@@ -393,7 +393,7 @@ def test_gpu_setup_skips_by_the_preflight_without_starting_a_process(tmp_path: P
         check=False,
         env={"PATH": str(path), "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
     )
-    assert result.returncode == 3, result.stdout  # no nvidia-smi on the stub PATH
+    assert result.returncode == 0, result.stdout  # skipped: no nvidia-smi is no failure then
     assert "gt-gpu: every GPU action skipped: preflight: gpu.count differs" in result.stdout
     assert "gt-gpu: nvidia-smi not found" in result.stdout
     assert log.read_text() == ""

@@ -394,7 +394,7 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
     case $1 in
         # a timer too (the metrics timer): disabled first, so no link in timers.target.wants
         # is left pointing at the removed file
-        /etc/systemd/system/*.service | /etc/systemd/system/*.timer) service disable "${1##*/}" ;;
+        /etc/systemd/system/*.service | /etc/systemd/system/*.timer | /etc/systemd/system/*.path) service disable "${1##*/}" ;;
         # A drop-in with an [Install] section (nvidia-persistenced's WantedBy): the unit is
         # disabled while the drop-in is still there, so that the links its [Install] made go too
         # (systemctl disable removes the links the unit's [Install], drop-ins included, names).

@@ -193,7 +193,11 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
         GPU_UNIT,
         "enable",
         f"{tool} settings need the GPU, so they run at boot; the unit logs and "
-        "skips when the driver or the GPU is absent",
+        + (
+            "skips when the GPU is absent, and fails, saying so, when the driver is"
+            if tool == "nvidia-smi"
+            else "skips when the driver or the GPU is absent"
+        ),
     )
 
 
@@ -206,6 +210,12 @@ def operator_boot_unit() -> Output:
         f"startup probe writes {OPERATOR_DRIVER_READY} once nvidia-smi works"
     )
     yield service(GPU_PATH_UNIT, "enable", f"{why}: this path unit then starts {GPU_UNIT}, once")
+    yield service(
+        GPU_UNIT,
+        "disable",
+        f"{why}: started by {GPU_PATH_UNIT}, never at boot, where it would find no driver and "
+        "fail (an earlier host-driver bundle's enablement is taken back)",
+    )
     yield gpu_action(
         "driver-root",
         OPERATOR_DRIVER_ROOT,
