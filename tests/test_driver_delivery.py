@@ -390,3 +390,26 @@ def test_switching_driver_models_takes_the_other_models_gpu_unit_back(tmp_path: 
     assert not (image / wants / "goldtune-gpu.path").is_symlink()
     assert not (image / "etc/systemd/system/goldtune-gpu.path").exists()
     assert (image / wants / "goldtune-gpu.service").is_symlink()
+
+
+def test_the_operators_driver_leaves_the_runtime_to_its_toolkit_by_default(
+    tmp_path: Path,
+) -> None:
+    """With os.driver nvidia-gpu-operator and runtime_config at its default, no containerd
+    runtime keys (the Operator's toolkit writes them, and its runtime knows the driver root) and
+    no host nvidia-container-runtime required; a profile that sets runtime_config: goldtune keeps
+    goldtune's."""
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    assert not (out / "rootfs/etc/containerd/conf.d").exists()
+    assert "nvidia-container-runtime" not in (out / "install.list").read_text()
+    assert (
+        "os.driver: nvidia-gpu-operator (runtime_config left at its default"
+        in (out / "EXPLAIN.md").read_text()
+    )
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: training-k8s\nruntime_config: goldtune\n")
+    kept = bundle(tmp_path / "kept", overlay(tmp_path, OPERATOR_HW), profile=str(mine))
+    assert (kept / "rootfs/etc/containerd/conf.d/90-goldtune.toml").exists()
+    # the host driver's bundle is as before
+    host = bundle(tmp_path / "host", "dgx-h100")
+    assert (host / "rootfs/etc/containerd/conf.d/90-goldtune.toml").exists()

@@ -8,7 +8,7 @@ docker profile gets the limits drop-in on both units.
 from __future__ import annotations
 
 from generator.inputs.facts import Facts
-from generator.inputs.profile import Profile
+from generator.inputs.profile import DEFAULT_ORIGIN, Profile
 from generator.model.containerd import config_version, cri_runtime_table
 from generator.model.kernel import NR_OPEN_DEFAULT
 from generator.model.vendors import GpuVendor
@@ -20,6 +20,7 @@ from generator.rules.base import (
     rule,
     unit_dropin,
 )
+from generator.rules.gpu.common import nvidia_operator_driver
 from generator.rules.limits import amd_only
 
 # The runtime's open-file limit, soft and hard: the value limits.nofile gives logins and the hard
@@ -160,6 +161,18 @@ def containerd_nvidia_runtime(major: int | None, why: str) -> Output:
     yield note(CONTAINERD_READ_V3 if config_version(major) == 3 else CONTAINERD_READ_V2)
 
 
+def operator_owns_runtime(facts: Facts, profile: Profile) -> bool:
+    """The GPU Operator's toolkit container writes the runtime's NVIDIA keys: the profile says so,
+    or the Operator delivers the driver (os.driver) and the profile leaves runtime_config at its
+    default. The Operator deploys its toolkit with the driver unless told not to (gpu-operator
+    deployments/gpu-operator/values.yaml toolkit.enabled: true), and a driver in
+    /run/nvidia/driver needs the toolkit that knows that root; a host runtime of goldtune's
+    naming would compete with it."""
+    if profile.runtime_config == "gpu-operator":
+        return True
+    return nvidia_operator_driver(facts) and profile.origins["runtime_config"] == DEFAULT_ORIGIN
+
+
 @rule("containers.nvidia-runtime", vendors=(GpuVendor.NVIDIA,))
 def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
     """The NVIDIA container runtime as the default runtime, so GPU containers get their devices.
@@ -176,9 +189,16 @@ def nvidia_runtime(facts: Facts, profile: Profile) -> Output:
     if not facts.has_gpus:
         yield note("no NVIDIA GPU: the NVIDIA container runtime is not configured")
         return
-    if profile.runtime_config == "gpu-operator":
+    if operator_owns_runtime(facts, profile):
+        knob = (
+            "runtime_config: gpu-operator"
+            if profile.runtime_config == "gpu-operator"
+            else "os.driver: nvidia-gpu-operator (runtime_config left at its default; its "
+            "toolkit container is on unless the ClusterPolicy turns it off: set "
+            "runtime_config: goldtune to keep goldtune's)"
+        )
         yield note(
-            "runtime_config: gpu-operator: "
+            f"{knob}: "
             + (OPERATOR_CONTAINERD if profile.containers == "containerd" else OPERATOR_DOCKER)
         )
         return
