@@ -220,10 +220,12 @@ def test_gpu_setup_applies_through_the_driver_root_once_it_appears(tmp_path: Pat
     assert "-i 0 -rgc" in calls, after.stdout
 
 
-def test_gpu_setup_without_a_host_nvidia_smi_fails_with_one_line(tmp_path: Path) -> None:
+def test_gpu_setup_without_a_host_nvidia_smi_says_so_in_one_line(tmp_path: Path) -> None:
+    """Host driver absent: one line, exit 0 (the boot goes on); the Operator's driver root
+    without nvidia-smi once its path unit fired: 3 (test above)."""
     path = stub_bin(tmp_path, {"systemctl": "exit 1\n"})
     result = run_setup(tmp_path, "ecc\ton\n", path)
-    assert result.returncode == 3
+    assert result.returncode == 0
     assert result.stdout.count("\n") == 1
     assert "gt-gpu: nvidia-smi not found (no NVIDIA driver installed)" in result.stdout
 

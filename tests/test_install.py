@@ -412,11 +412,12 @@ def test_gpu_setup_without_driver_or_gpu_does_nothing_and_exits_0(
     assert calls == []
 
 
-def test_gpu_setup_without_the_driver_it_was_made_for_exits_3(tmp_path: Path) -> None:
-    """A host-driver bundle on a node without nvidia-smi applies nothing: one journal line and
-    exit status 3 (the unit fails, so systemctl --failed and verify see it), not a silent 0."""
+def test_gpu_setup_without_the_host_driver_says_so_in_one_line(tmp_path: Path) -> None:
+    """A host-driver bundle on a node without nvidia-smi applies nothing and says so in one
+    journal line; the boot goes on (a VM, an image without the driver yet, the cloud-init form
+    without a preflight): verify --strict is the gate that fails on such an image."""
     result, calls = run_gpu_setup(tmp_path, full_plan(), None)
-    assert result.returncode == 3
+    assert result.returncode == 0
     assert result.stdout.endswith(
         "\ngoldtune-gpu: nvidia-smi not found (no NVIDIA driver installed); nothing done\n"
     )

@@ -193,11 +193,7 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
         GPU_UNIT,
         "enable",
         f"{tool} settings need the GPU, so they run at boot; the unit logs and "
-        + (
-            "skips when the GPU is absent, and fails, saying so, when the driver is"
-            if tool == "nvidia-smi"
-            else "skips when the driver or the GPU is absent"
-        ),
+        "skips when the driver or the GPU is absent",
     )
 
 
