@@ -27,7 +27,7 @@ from generator.commands.generate import bundle_size_warnings, cloud_init_options
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
 from generator.inputs.catalog import Catalog, load_catalog
-from generator.inputs.distro import resolve_distro
+from generator.inputs.distro import resolve_distro, tables
 from generator.inputs.facts import Facts
 from generator.inputs.hardware import load_facts
 from generator.inputs.load import Inputs, file_digest, input_digests
@@ -104,7 +104,7 @@ def target_distros(os_names: tuple[str, ...], catalog: Catalog) -> list[str]:
     keys: list[str] = []
     for name in os_names:
         if name.strip().lower() == ALL_DISTROS:
-            keys += sorted({distro.key for distro in catalog.distros.values()})
+            keys += [distro.key for distro in tables(catalog.distros)]
         else:
             keys.append(resolve_distro(name, catalog.distros).key)
     return list(dict.fromkeys(keys))

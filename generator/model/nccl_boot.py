@@ -1,6 +1,7 @@
 """The NCCL (RCCL) values resolved at boot (issue 38): how the boot step nccl-resolve finds, on
 the booted node, the ports whose names the hardware file cannot state, written as the setting's
-value. The rules build it, the renderer hands it to the script, verify reads it back.
+value. The rules build it, the renderer hands it to the script, verify knows it by its
+prefix (at_boot).
 
 A hardware file is written before the machine boots: interface and RDMA device names are the
 booted host's (udev's predictable names, the order mlx5_ib registers its devices), so a file
@@ -13,8 +14,9 @@ templates/scripts/nccl-resolve reads the words at boot:
 - ``pci=<address>,...``: exactly the RDMA devices (/sys/bus/pci/devices/<address>/infiniband/)
   or the interfaces that are up (.../net/, operstate) of those PCI functions;
 - ``id=<vendor:device>,...``: the RDMA devices of functions with one of these PCI ids, narrowed
-  by ``gbps=<n>`` (the rate of port 1, /sys/class/infiniband/<dev>/ports/1/rate), ``nodes=<n>,...``
-  (the function's numa_node) and ``not=<address>,...`` (the functions of the file's other NICs),
+  by ``gbps=<n>`` (the rate of port 1 where it is up, /sys/class/infiniband/<dev>/ports/1/
+  rate), ``nodes=<n>,...`` (the function's numa_node) and ``not=<address>,...`` (the
+  functions of the file's other NICs),
   written only when exactly ``count=<n>`` are found: more means ports the facts cannot tell
   apart (a storage card of the compute model), fewer a port missing; then no list is written.
 
@@ -58,28 +60,6 @@ class Search(NamedTuple):
 def at_boot(value: str) -> bool:
     """A value nccl-resolve works out at boot, not one NCCL reads."""
     return value.startswith(NCCL_AT_BOOT)
-
-
-def parse_search(value: str) -> Search:
-    """The Search a value written by Search.value holds (a malformed one: an empty Search)."""
-    words: dict[str, str] = {}
-    for word in value.removeprefix(NCCL_AT_BOOT).split("/"):
-        name, _, text = word.partition("=")
-        words[name] = text
-
-    def items(name: str) -> tuple[str, ...]:
-        return tuple(item for item in words.get(name, "").split(",") if item)
-
-    digits = words.get("gbps", "")
-    count = words.get("count", "0")
-    return Search(
-        pci=items("pci"),
-        ids=items("id"),
-        gbps=int(digits) if digits.isdigit() else None,
-        nodes=tuple(int(node) for node in items("nodes") if node.isdigit()),
-        not_at=items("not"),
-        expected=int(count) if count.isdigit() else 0,
-    )
 
 
 def how_found(search: Search) -> str:

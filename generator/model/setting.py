@@ -8,6 +8,7 @@ from typing import Literal, NamedTuple, get_args
 
 from generator.model.claims import Claim
 from generator.model.kinds import KIND_ORDER, KIND_TITLES, SETTING_KINDS, Kind
+from generator.model.layout import KUBELET_DROPIN_DIR, TUNED_DIR
 from generator.model.vendors import GPU_VENDORS
 
 # The kinds as a Literal, for the pydantic model of a profile override (strict mode validates a
@@ -152,12 +153,12 @@ class Plan(NamedTuple):
     # Where the target's tuned reads the bundle's profile (its distro table's tuned.profiles_dir,
     # layout.TUNED_PROFILES_DIRS): /etc/tuned/profiles from tuned 2.23 on; a portable bundle
     # keeps /etc/tuned.
-    tuned_dir: str = "/etc/tuned"
+    tuned_dir: str = TUNED_DIR
     # Where the target's kubelet reads the bundle's KubeletConfiguration drop-in (its distro
     # table's kubelet.config_dir, layout.KUBELET_DROPIN_DIRS): the directory a node agent passes
     # as --config-dir (EKS's nodeadm), with no kubelet.service drop-in; elsewhere kubeadm's
     # kubelet.conf.d, wired by that drop-in.
-    kubelet_dir: str = "/etc/kubernetes/kubelet.conf.d"
+    kubelet_dir: str = KUBELET_DROPIN_DIR
     # The profile's reboot_for_kernel_args, when the plan has kernel arguments: an image's boot
     # check reboots once when one is not in effect (install.list's kernel-args-reboot line).
     reboot_for_kernel_args: bool = False

@@ -32,6 +32,7 @@ from generator.plan.known_keys import (
     KnownKey,
 )
 from generator.plan.preconditions import (
+    HUGEPAGE_SIZE_ARGS,
     ISOLATING_ARGS,
     check_preconditions,
     isolated_cpus,
@@ -282,7 +283,7 @@ DEFAULT_HUGEPAGE_MIB_BY_PAGE_KIB = {4: 2, 16: 32, 64: 512}
 def hugepage_bytes(by_key: dict[str, Setting], page_size_kib: int) -> int | None:
     """The size of the pages ``hugepages=`` reserves: hugepagesz=, else default_hugepagesz=, else
     the architecture's default for the base page size (None when a size does not parse)."""
-    for key in ("hugepagesz", "default_hugepagesz"):
+    for key in HUGEPAGE_SIZE_ARGS:
         if key in by_key:
             return memparse_bytes(by_key[key].value)
     return DEFAULT_HUGEPAGE_MIB_BY_PAGE_KIB.get(page_size_kib, 2) << 20
