@@ -278,6 +278,9 @@ def test_a_matching_node_starts_no_process_once_written(tmp_path: Path) -> None:
         "resolve\t/etc/nccl.conf\tNCCL_IB_HCA\tpci=0000:18:00.0/count=1",
         "resolve\t/etc/nccl.conf\tNCCL_IB_HCA\tcmd=reboot",
         "resolve\t/etc/nccl.conf\tNCCL_IB_HCA",
+        "resolve\t/etc/nccl.conf\tNCCL_SOCKET_IFNAME\tpci=,",  # an empty address
+        "resolve\t/etc/nccl.conf\tNCCL_SOCKET_IFNAME\tpci=.",
+        "resolve\t/etc/nccl.conf\tNCCL_IB_HCA\tid=15b3:1021/not=0000:18:00.0,/count=1",
     ],
 )
 def test_bad_data_is_refused_and_nothing_written(tmp_path: Path, line: str) -> None:
@@ -371,3 +374,14 @@ def test_a_bonded_port_is_never_a_socket_interface(tmp_path: Path) -> None:
     output, conf = boot(made, node(bonded_frontend=True), tmp_path / "node")
     assert "NCCL_SOCKET_IFNAME" not in nccl_assignments(conf)
     assert "NCCL_SOCKET_IFNAME not written: ens3f0np0 is a port of bond0" in output
+
+
+def test_a_compute_hca_whose_name_is_refused_leaves_no_short_list(tmp_path: Path) -> None:
+    """A port add refuses (not one word) is not counted: three of four compute HCAs written as
+    the whole list would keep NCCL off the fourth without a word, so none is written."""
+    made = bundle(hardware(), tmp_path)
+    box = node()
+    box.entries = {k: v for k, v in box.entries.items() if "mlx5_3" not in k}
+    box.rdma("mlx5,3", COMPUTE[3], rate=NDR)
+    output, conf = boot(made, box, tmp_path / "node")
+    assert "NCCL_IB_HCA" not in nccl_assignments(conf), output

@@ -284,6 +284,7 @@ def test_without_a_result_everything_is_applied(machine: tuple[Path, dict], tmp_
         "claim\tcpu.bogus\t2\t-",  # a claim the script does not know
         "claim\tnic/../x/present\tyes\t-",  # not an interface name
         "claim\tcpu.sockets\t2\t-\textra",
+        "claim\tnuma.nodes_at_most\teight\t-",  # not a count
         "result\t/etc/passwd",  # results live under /run
         "result\t/run/../etc/x",
         "nvswitch-ids\t0x22a3;rm",
