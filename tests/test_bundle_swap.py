@@ -283,7 +283,6 @@ def test_only_our_leftovers_for_this_target_are_removed(tmp_path: Path) -> None:
     not_ours = {
         "live writer": plant(tmp_path / hidden("bundle", os.getppid())),
         "no marker": plant(tmp_path / hidden("bundle", dead), marker=False),
-        "other target": plant(tmp_path / hidden("other", dead)),
         "other name": plant(tmp_path / hidden("bundle", dead, role="tmp")),
         "named, not keyed": plant(tmp_path / f".bundle.goldtune-new-{dead}-abcd1234"),
     }
@@ -298,6 +297,53 @@ def test_only_our_leftovers_for_this_target_are_removed(tmp_path: Path) -> None:
     for why, directory in not_ours.items():
         assert (directory / "partial").is_file(), why
     assert link.is_symlink() and sorted(os.listdir(elsewhere)) == [bundle.STAGING_MARKER, "partial"]
+
+
+@pytest.mark.parametrize(("last", "nth"), [("manifest.json", 1), ("plan.json", 1)])
+def test_a_half_removed_bundle_beside_another_output_is_removed(
+    tmp_path: Path, last: str, nth: int
+) -> None:
+    """Issue 41 family 3: what a run killed while removing the bundle it replaced left was
+    swept only by a later run for the same target (fails on main); an output written once (a
+    dated directory, a renamed bundle) kept it for ever. A run for any target of the directory
+    removes every dead run's leftover that is ours; a live run's, another user's, another name
+    and a link stay (test_only_our_leftovers_for_this_target_are_removed)."""
+    target = tmp_path / "bundle-2026-12-06"
+    write_bundle(render_bundle(minimal_plan()), target)
+    killed_while_removing(target, last, nth)
+    assert len(hidden_entries(tmp_path)) == 1
+    live = plant(tmp_path / hidden("bundle-2026-12-06", os.getppid()))
+    write_bundle(render_bundle(minimal_plan()), tmp_path / "bundle-2026-12-07")
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["bundle-2026-12-06", "bundle-2026-12-07", live.name]
+    )
+
+
+def test_a_tree_that_cannot_be_marked_is_left_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No marker can be made (a full disk): the replaced bundle stays whole, known as ours by
+    its manifest, and the next run removes it; half removed without it, it was no one's."""
+    target = tmp_path / "bundle"
+    write_bundle(render_bundle(minimal_plan()), target)
+    real_write_file = bundle.write_file
+
+    def full_disk(directory: Path, name: str, *args: object) -> None:
+        if name == bundle.STAGING_MARKER and (directory / "manifest.json").exists():
+            raise OSError(28, "No space left on device")
+        real_write_file(directory, name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bundle, "write_file", full_disk)
+    write_bundle(render_bundle(full_plan()), target)
+    (leftover,) = hidden_entries(tmp_path)
+    assert (tmp_path / leftover / "manifest.json").is_file()
+    assert (tmp_path / leftover / "plan.json").is_file()
+    monkeypatch.undo()
+    # the next run is another process: this one's leftover is a dead run's to it
+    dead = leftover.replace(f"-{os.getpid()}-", f"-{dead_pid()}-")
+    os.rename(tmp_path / leftover, tmp_path / dead)
+    write_bundle(render_bundle(minimal_plan()), target)
+    assert os.listdir(tmp_path) == ["bundle"]
 
 
 def test_one_batch_cleans_the_leftovers_of_each_of_its_targets(tmp_path: Path) -> None:

@@ -235,3 +235,39 @@ def test_too_few_file_descriptors_is_one_line_exit_1(bundle, tmp_path):
         result.stderr == f"goldtune: error: {out}: cannot write the packages: Too many open files\n"
     )
     assert not out.exists()
+
+
+def test_a_killed_package_run_leaves_nothing_after_the_next(bundle, tmp_path):
+    """Issue 41 family 3: a `gen package` killed while dpkg-deb builds left its scratch
+    directory in DIR, and no later run removed it (fails on main). The next run removes the
+    scratch of a run that no longer runs, and only that: a live run's, another name, a link."""
+    need("dpkg-deb")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dpkg-deb").write_text('#!/bin/sh\nkill -KILL "$PPID"\nsleep 5\n')
+    (fake / "dpkg-deb").chmod(0o755)
+    out = tmp_path / "dist"
+    killed = run_gen(
+        ["package", str(bundle), "--deb", "-o", str(out)],
+        env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert [p.name for p in out.iterdir() if p.name.startswith(".goldtune-package-")]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("x")
+    kept = {
+        out / f".goldtune-package-{os.getpid()}-live0001",  # a run still running
+        out / ".goldtune-packages-1-x",
+        out / ".goldtune-package-x",
+    }
+    for directory in kept:
+        directory.mkdir()
+    (out / f".goldtune-package-{os.getpid() + 10**6}-link0001").symlink_to(elsewhere)
+    code, _, err = gen("package", str(bundle), "--deb", "-o", str(out))
+    assert code == 0, err
+    left = sorted(p.name for p in out.iterdir() if not p.name.endswith(".deb"))
+    assert left == sorted(
+        [*(p.name for p in kept), f".goldtune-package-{os.getpid() + 10**6}-link0001"]
+    )
+    assert (elsewhere / "keep").is_file()

@@ -12,11 +12,12 @@ the run itself before ``write_bundles`` returns: when the run ends, its work is 
 that archives the output directory right after `gen` finds no hidden tree half removed).
 
 A failure at any point before the swap leaves the previous bundle byte for byte as it was and
-removes the staging directory. Hidden directories that a killed run left for the same target are
-removed by the next run, only when they are ours: our name, keyed by the target's name, with the
-id of a process that no longer runs; a real directory of our user, holding our staging marker or
-a goldtune bundle and nothing else, or empty. A replaced bundle gets the marker back before its
-removal starts and loses it last, so one killed half removed is still known as ours. The target
+removes the staging directory. Hidden directories that a killed run left beside a target (for it
+or for any other output of that directory) are removed by the next run that writes there, only
+when they are ours: our name with the id of a process that no longer runs; a real directory of
+our user, holding our staging marker or a goldtune bundle and nothing else, or empty. A replaced
+bundle gets the marker back before its removal starts and loses it last, so one killed half
+removed is still known as ours (one that cannot be marked is left whole). The target
 is never followed through a symbolic link, and an existing directory is only replaced when it is
 empty or a goldtune bundle (our manifest.json, and no file the manifest does not list).
 """
@@ -463,7 +464,7 @@ def _last_errno() -> int:
 
 def remove_trees(trees: Sequence[Path]) -> None:
     """Remove the bundles a batch replaced, under their hidden names. An old tree whose removal
-    a signal cut short is a dead run's leftover, which the next run for its target removes
+    a signal cut short is a dead run's leftover, which the next run beside it removes
     (remove_leftovers): ``remove_marked`` keeps it recognisable as ours until it is empty."""
     for tree in trees:
         remove_marked(tree)
@@ -485,7 +486,8 @@ def remove_marked(tree: Path) -> None:
     except FileExistsError:
         pass  # a leftover being removed again: its marker is there
     except OSError:
-        shutil.rmtree(tree, ignore_errors=True)  # no marker can be made: remove what can be
+        # no marker can be made (a full disk): the tree is left whole, still known as ours by
+        # its manifest, for the next run; half removed without the marker it would not be
         return
     try:
         with os.scandir(tree) as entries:
@@ -508,18 +510,18 @@ HIDDEN_NAME = re.compile(
 
 
 def remove_leftovers(targets: Sequence[Path]) -> None:
-    """Remove the hidden directories that killed runs left for ``targets``, when they are ours.
+    """Remove the hidden directories that killed runs left beside ``targets``, when they are ours.
 
-    One scan of each parent directory for a whole batch (a matrix writes hundreds of bundles
-    into one directory); a parent that does not exist yet has nothing to remove.
+    Those of any target of the directory, not only of these: an output written once (a dated
+    directory, a renamed bundle) is never written again, and what a run killed while writing or
+    removing it left would stay. One scan of each parent directory for a whole batch (a matrix
+    writes hundreds of bundles into one directory); a parent that does not exist yet has nothing
+    to remove.
     """
-    keys_by_parent: dict[Path, set[str]] = {}
-    for target in targets:
-        keys_by_parent.setdefault(target.parent, set()).add(target_key(target.name))
-    for parent, keys in keys_by_parent.items():
+    for parent in dict.fromkeys(target.parent for target in targets):
         try:
             with os.scandir(parent) as entries:
-                found = [entry.path for entry in entries if _is_dead_runs(entry.name, keys)]
+                found = [entry.path for entry in entries if _is_dead_runs(entry.name)]
         except OSError:
             continue
         for path in found:
@@ -530,9 +532,9 @@ def remove_leftovers(targets: Sequence[Path]) -> None:
                 continue
 
 
-def _is_dead_runs(entry_name: str, target_keys: set[str]) -> bool:
+def _is_dead_runs(entry_name: str) -> bool:
     match = HIDDEN_NAME.fullmatch(entry_name)
-    return bool(match and match["key"] in target_keys and not process_runs(int(match["pid"])))
+    return bool(match and not process_runs(int(match["pid"])))
 
 
 def process_runs(pid: int) -> bool:

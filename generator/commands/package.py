@@ -43,6 +43,7 @@ from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
+from generator.bundle.write import process_runs
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import kind_of, read_beneath
 from generator.model.layout import INSTALL_LIST, INSTALL_RECORD, INSTALL_SH, MANIFEST, OVERLAY
@@ -436,7 +437,8 @@ def build_all(
     the packages moved into place; a failure anywhere leaves none of them and no scratch."""
     builders = {"deb": build_deb, "rpm": build_rpm}
     output.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{TOOL}-package-", dir=output))
+    remove_dead_scratches(output)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=output))
     written: list[Path] = []
     try:
         built = scratch / "out"
@@ -457,6 +459,35 @@ def build_all(
             remove_tree(scratch)
         raise
     return written
+
+
+# A run's scratch directory in DIR: .goldtune-package-<pid>-<random>, so that a later run knows
+# the one a killed run left (its process gone) and removes it.
+SCRATCH_PREFIX = f".{TOOL}-package-"
+SCRATCH_NAME = re.compile(rf"\.{TOOL}-package-(?P<pid>\d+)-\w+")
+
+
+def remove_dead_scratches(output: Path) -> None:
+    """Remove the scratch directories killed runs left in DIR: our name with the id of a process
+    that no longer runs, and a real directory of our user (a link is never followed, rmtree
+    enters none)."""
+    try:
+        with os.scandir(output) as entries:
+            names = [entry.name for entry in entries if _is_dead_scratch(entry.name)]
+    except OSError:
+        return
+    for name in names:
+        try:
+            info = os.lstat(output / name)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
+            shutil.rmtree(output / name, ignore_errors=True)
+
+
+def _is_dead_scratch(name: str) -> bool:
+    match = SCRATCH_NAME.fullmatch(name)
+    return bool(match and not process_runs(int(match["pid"])))
 
 
 def remove_tree(path: Path) -> None:
