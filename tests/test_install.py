@@ -51,6 +51,7 @@ TOOLS = (
     "ln",
     "sort",
     "cut",
+    "sha256sum",
 )
 
 

@@ -902,7 +902,11 @@ def test_a_forged_install_record_never_deletes_through_a_link(tmp_path: Path) ->
     result = install(tmp_path, root)
     assert (host / "goldtune-precious").read_text() == "keep"
     assert result.returncode == 1
-    assert "symbolic link that leaves the image" in result.stderr
+    # removal passes no link at all (issue 41), one that leaves the image or not
+    assert (
+        "/etc/escape-goldtune/goldtune-precious: a directory on its path is a symbolic link; "
+        "not removed" in result.stdout
+    )
 
 
 def test_a_malformed_install_record_is_reported_and_fails_the_run(tmp_path: Path) -> None:
@@ -975,15 +979,20 @@ def test_install_sh_refuses_a_bad_install_list_and_writes_nothing(
 
 def test_install_sh_may_remove_every_overlay_file_it_installed() -> None:
     """install.sh takes back a file from its record only where stale_candidate says the tool
-    could have installed it: /etc/*<tool>*, its libexec, and layout.UNNAMED_TARGETS (the files
-    whose fixed paths cannot carry the tool's name). Every overlay file of a plan with every
-    kind is one of those, or a bundle that drops it fails on its own record."""
+    could have installed it: a file under /etc whose own name carries the tool's, a file of
+    /etc/<tool>, of its libexec or of its tuned profile's directory, and layout.UNNAMED_TARGETS
+    (the files whose fixed paths cannot carry the tool's name). Every overlay file of a plan with
+    every kind (the tuned profile in either directory tuned reads) is one of those, or a bundle
+    that drops it fails on its own record; the function itself is run on each."""
     overlay = [path for path in render_bundle(full_plan()) if path.startswith(layout.OVERLAY)]
     targets = {"/" + path.removeprefix(layout.OVERLAY) for path in overlay}
     unnamed = {target for target in targets if TOOL not in target}
     assert unnamed == layout.UNNAMED_TARGETS
-    install_lib = (templates_dir() / layout.SCRIPTS_DIR / layout.INSTALL_LIB).read_text()
-    candidates = install_lib.split("stale_candidate() {", 1)[1].split("\n}\n", 1)[0]
-    patterns = re.findall(r"^\s*([^#\s][^)]*)\) return 0 ;;$", candidates, re.MULTILINE)
-    listed = {word.strip() for pattern in patterns for word in pattern.split("|")}
-    assert layout.UNNAMED_TARGETS.issubset(listed)
+    targets |= {layout.other_tuned_place(t) for t in targets if layout.is_tuned_file(t)}
+    targets |= {layout.kubelet_file(directory) for directory in layout.KUBELET_DROPIN_DIRS}
+    library = templates_dir() / layout.SCRIPTS_DIR / layout.INSTALL_LIB
+    script = f"tool={TOOL}\n. {library}\n" + "".join(
+        f"stale_candidate '{target}' || echo '{target}'\n" for target in sorted(targets)
+    )
+    result = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout == ""

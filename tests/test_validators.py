@@ -7,6 +7,7 @@ the bundle of every shipped system x profile. A missing tool skips locally and f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -81,6 +82,20 @@ COLLECT_READER = {"rootfs/usr/local/libexec/goldtune/collect": (FIXED / "collect
 INSTALLER = {
     "install.sh": (FIXED / "install.sh").read_text(),
     "install-lib.sh": (FIXED / "install-lib.sh").read_text(),
+    # install.sh sources the library only with the digest its manifest lists
+    "manifest.json": json.dumps(
+        {
+            "files": [
+                {
+                    "mode": "0644",
+                    "path": "install-lib.sh",
+                    "sha256": hashlib.sha256((FIXED / "install-lib.sh").read_bytes()).hexdigest(),
+                }
+            ]
+        },
+        indent=2,
+        sort_keys=True,
+    ),
 }
 GPU_CONF = "rootfs/etc/goldtune/gpu.conf"
 IRQ_CONF = "rootfs/etc/goldtune/irq.conf"

@@ -43,11 +43,12 @@ is_profile() { # a tuned profile name (tuned's loader accepts [a-zA-Z0-9_.-], no
 }
 
 # --- paths inside the target root ---------------------------------------------------------------
-# resolve_dir PATH create|existing: $dir is the physical directory of the target's PATH. Each
-# component is resolved inside the root: a link that leaves it, absolute or relative, is refused,
-# and so is a component that is not a directory. With "existing", a missing one returns 1.
+# resolve_dir PATH create|existing|unlinked: $dir is the physical directory of the target's PATH.
+# Each component is resolved inside the root: a link that leaves it, absolute or relative, is
+# refused, and so is a component that is not a directory. With "existing", a missing one returns
+# 1; "unlinked" (a removal) passes no link at all, on / too: status 2 at the first one.
 resolve_dir() {
-    if [ "$root" = / ]; then
+    if [ "$root" = / ] && [ "$2" != unlinked ]; then
         dir=$1
         if [ ! -d "$dir" ]; then
             [ "$2" = create ] || return 1
@@ -55,13 +56,14 @@ resolve_dir() {
         fi
         return 0
     fi
-    dir=$root
+    dir=${root%/}
     rest=${1#/}
     while [ -n "$rest" ]; do
         name=${rest%%/*}
         case $rest in */*) rest=${rest#*/} ;; *) rest='' ;; esac
         next=$dir/$name
         if [ -L "$next" ]; then
+            [ "$2" != unlinked ] || return 2
             case $(readlink -- "$next") in
                 /*) die "$next is an absolute symbolic link that leaves the image; refusing to write through it" ;;
             esac
@@ -85,9 +87,9 @@ resolve_dir() {
     return 0
 }
 
-# target_of PATH create|existing: $target is PATH in the root (its directory resolved).
+# target_of PATH create|existing|unlinked: $target is PATH in the root (its directory resolved).
 target_of() {
-    resolve_dir "${1%/*}" "$2" || return 1
+    resolve_dir "${1%/*}" "$2" || return
     [ -n "${1%/*}" ] || dir=${dir%/}
     target=$dir/${1##*/}
     if [ -d "$target" ] && [ ! -L "$target" ]; then
@@ -96,15 +98,28 @@ target_of() {
     return 0
 }
 
+# removable PATH: $target is PATH in the root, there, and reached through no symbolic link;
+# status 1 when absent or when a directory on its way is a link (said, counted failed).
+removable() {
+    target_of "$1" unlinked || {
+        [ $? = 1 ] || {
+            say "$1: a directory on its path is a symbolic link; not removed"
+            failed=$((failed + 1))
+        }
+        return 1
+    }
+    [ -e "$target" ] || [ -L "$target" ]
+}
+
 same_file() { # source target mode: the target is a plain file with this content and mode
     [ -f "$2" ] && [ ! -L "$2" ] && cmp -s -- "$1" "$2" && [ "$(stat -c %a -- "$2")" = "${3#0}" ]
 }
 
 # put SOURCE MODE: replace $target with a copy of SOURCE, atomically, through a temporary that
-# mktemp creates beside it (never a fixed name that could be planted); a link at $target is
-# replaced, never followed.
+# mktemp creates beside it (never a fixed name that could be planted; .<name>.<tool>-tmp.XXXXXX,
+# which install.sh sweeps after a killed run); a link at $target is replaced, never followed.
 put() {
-    temporary=$(mktemp -- "$dir/.${target##*/}.XXXXXX") || die "cannot create a temporary file in $dir"
+    temporary=$(mktemp -- "$dir/.${target##*/}.$tool-tmp.XXXXXX") || die "cannot create a temporary file in $dir"
     if ! cat -- "$1" >"$temporary" || ! chmod "$2" "$temporary"; then
         rm -f -- "$temporary"
         die "cannot write $temporary"
@@ -177,7 +192,7 @@ ours_in_place() {
 # byte with its mode; 1 when none was kept (the bundle's file is then removed).
 restore_nccl_conf() { # path-in-root
     kept=$(nccl_conf_image "$1")
-    target_of "$kept" existing || return 1
+    removable "$kept" || return 1
     { [ -f "$target" ] && [ ! -L "$target" ]; } || return 1
     kept_file=$target
     target_of "$1" create
@@ -364,15 +379,16 @@ run_step() { # name [word]
 }
 
 # --- files an earlier bundle installed that this one does not carry -----------------------------
-# A line of the install record is used only when it names a file this tool could have installed.
+# A line of the install record is used only when it names a file this tool could have installed:
+# under /etc with the tool's name in the file's own name, a file of /etc/<tool>, of the libexec
+# directory or of a tuned profile directory of the tool's, or a file whose name cannot carry the
+# tool's, each read at one fixed path by its consumer (layout.UNNAMED_TARGETS).
 stale_candidate() { # path
     is_path "$1" || return 1
-    case $1 in
-        /etc/*"$tool"* | /usr/local/libexec/"$tool"/*) return 0 ;;
-        # the files whose names cannot carry the tool's, each read at one fixed path by its
-        # consumer (layout.UNNAMED_TARGETS): dockerd's daemon.json, NCCL's nccl.conf, RCCL's
-        /etc/docker/daemon.json | /etc/nccl.conf | /etc/rccl.conf) return 0 ;;
-    esac
+    case $1 in /etc/docker/daemon.json | /etc/nccl.conf | /etc/rccl.conf) return 0 ;; esac
+    case ${1%/*} in /etc/"$tool" | /usr/local/libexec/"$tool") return 0 ;; esac
+    case ${1%/*/*} in /etc/tuned | /etc/tuned/profiles) case ${1#"${1%/*/*}"/} in "$tool"-*/tuned.conf) return 0 ;; esac ;; esac
+    case $1 in /etc/*/*"$tool"*) case ${1##*/} in *"$tool"*) return 0 ;; esac ;; esac
     return 1
 }
 
@@ -389,8 +405,8 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
         fi
         ;;
     esac
-    target_of "$1" existing || return 0
-    [ -e "$target" ] || [ -L "$target" ] || return 0
+    removable "$1" || return 0
+    gone=$target
     case $1 in
         # a timer too (the metrics timer): disabled first, so no link in timers.target.wants
         # is left pointing at the removed file
@@ -406,11 +422,11 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
             fi
             ;;
     esac
-    rm -f -- "$target"
+    rm -f -- "$gone"
     say "removed $1 ($removal_reason)"
     # a take-back leaves no empty directory of the tool's own (/etc/<tool>, its tuned profile's)
     case ${1%/*} in
-        *"$tool"*) [ "$uninstall" = no ] || ! rmdir -- "${target%/*}" 2>/dev/null || say "removed ${1%/*}" ;;
+        *"$tool"*) [ "$uninstall" = no ] || ! rmdir -- "${gone%/*}" 2>/dev/null || say "removed ${1%/*}" ;;
     esac
 }
 
@@ -746,8 +762,7 @@ tuned_selection() {
 
 # remove_own PATH: a file of the tool's own state in the target (the record and its sidecars).
 remove_own() {
-    target_of "$1" existing || return 0
-    { [ -e "$target" ] || [ -L "$target" ]; } || return 0
+    removable "$1" || return 0
     rm -f -- "$target"
     say "removed $1"
 }

@@ -89,7 +89,9 @@
 # temporary files are created with mktemp beside their target, a link at a target is replaced,
 # never followed, the links of the units' [Install] sections are made the same way (never by
 # `systemctl --root`, which writes through such links), and the install record found in the
-# image is validated (at most 1024 lines and 64 KiB) before it is used.
+# image is validated (at most 1024 lines and 64 KiB, each line a file the tool installs:
+# stale_candidate) before it is used. A removal, with --root or on /, passes no link at any
+# directory of its path, even one that stays inside the root (resolve_dir unlinked, removable).
 # Idempotent: a second run changes nothing and says so. A service the target does not have is
 # reported and skipped. Exit status: 0 done, 1 a step failed, a path was refused or (--strict)
 # the target lacks what the plan needs, 2 bad usage.
@@ -101,14 +103,32 @@ export LC_ALL
 tool=install.sh
 
 # The functions a first boot runs too are install-lib.sh's, beside this script: cloud-init's
-# first-boot script sources the same file.
+# first-boot script sources the same file. It is code run as root, so before it is sourced it is
+# checked as the bundle's input: a regular file (no link, no FIFO), owned by root or the user
+# running this, writable by its owner only, and its sha256 the one manifest.json lists for it
+# (a regular file of at most 1 MiB); else one line and exit 2 (an empty or CRLF library included).
 bundle=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd -P)
-if [ ! -f "$bundle/install-lib.sh" ] || [ -L "$bundle/install-lib.sh" ]; then
+library=$bundle/install-lib.sh
+refuse_library() {
+    printf '%s\n' "$tool: error: $library: $1; nothing installed" >&2
+    exit 2
+}
+if [ ! -f "$library" ] || [ -L "$library" ]; then
     printf '%s\n' "$tool: error: bundle is incomplete: install-lib.sh is missing" >&2
     exit 2
 fi
+case $(stat -c %u -- "$library") in 0 | "$(id -u)") ;; *) refuse_library "not owned by root or by the user running install.sh" ;; esac
+case $(stat -c %a -- "$library") in *[2367]? | *[2367]) refuse_library "writable by its group or by others" ;; esac
+manifest=$bundle/manifest.json
+if [ ! -f "$manifest" ] || [ -L "$manifest" ] || [ "$(stat -c %s -- "$manifest")" -gt 1048576 ]; then
+    refuse_library "manifest.json, which lists its digest, is missing or not a regular file of at most 1 MiB"
+fi
+listed=$(tr -d ' \t\r\n' <"$manifest" | sed -n 's/.*{"mode":"0644","path":"install-lib\.sh","sha256":"\([0-9a-f]\{64\}\)"}.*/\1/p')
+[ -n "$listed" ] || refuse_library "manifest.json lists no sha256 for it"
+digest=$(sha256sum <"$library") || refuse_library "cannot compute its sha256"
+[ "${digest%% *}" = "$listed" ] || refuse_library "its sha256 is not the one manifest.json lists (an edited, empty or CRLF copy)"
 # shellcheck source=install-lib.sh source-path=SCRIPTDIR
-. "$bundle/install-lib.sh"
+. "$library"
 
 usage() {
     printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check | --uninstall [--root DIR]" >&2
@@ -239,7 +259,7 @@ keep_nccl_conf_image() {
     target_of "$1" create
     image_file=$target
     target_of "$2" create
-    temporary=$(mktemp -- "$dir/.${target##*/}.XXXXXX") || die "cannot create a temporary file in $dir"
+    temporary=$(mktemp -- "$dir/.${target##*/}.$tool-tmp.XXXXXX") || die "cannot create a temporary file in $dir"
     if ! head -c $((nccl_conf_limit + 1)) -- "$image_file" >"$temporary" ||
         [ "$(stat -c %s -- "$temporary")" -gt "$nccl_conf_limit" ] ||
         ! chmod "$(stat -c %a -- "$image_file")" "$temporary"; then
@@ -554,8 +574,7 @@ unwire_containerd() {
     import_record=${record%/*}/containerd-import
     contents_of "$import_record" || return 0
     added_what=$contents
-    target_of "$import_record" existing
-    rm -f -- "$target"
+    ! removable "$import_record" || rm -f -- "$target"
     status=0
     contents_of "$containerd_config" || status=$?
     [ "$status" -eq 0 ] || return 0
@@ -564,6 +583,7 @@ unwire_containerd() {
     if [ "$added_what" = file ] && { [ "$contents" = "version = 2
 $minimal" ] || [ "$contents" = "version = 3
 $minimal" ]; }; then
+        removable "$containerd_config" || return 0
         rm -f -- "$target"
         say "removed $containerd_config (written for the drop-in the bundle no longer carries)"
         return 0
@@ -751,7 +771,7 @@ make_link() {
 # drop_links NAMES: the links of /etc/systemd/system and of its .wants, .requires and .upholds
 # directories (not linked ones) named one of NAMES or pointing to a file of that name.
 drop_links() {
-    resolve_dir /etc/systemd/system existing || return 0
+    resolve_dir /etc/systemd/system unlinked || return 0
     for entry in "$dir"/* "$dir"/*.wants/* "$dir"/*.requires/* "$dir"/*.upholds/*; do
         [ -L "$entry" ] || continue
         [ "${entry%/*}" = "$dir" ] || [ ! -L "${entry%/*}" ] || continue
@@ -1128,7 +1148,7 @@ ExecStart=/bin/sh -c \"$found && : >$grub_marker\"
 
 [Install]
 WantedBy=multi-user.target"
-    if target_of "$grub_marker" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+    if removable "$grub_marker"; then
         rm -f -- "$target"
         say "removed $grub_marker: $grub_unit regenerates grub.cfg again at the next boot"
     fi
@@ -1157,7 +1177,7 @@ image_mechanism() {
 boot_bootc() {
     kargs_file=/usr/lib/bootc/kargs.d/90-$tool.toml
     if [ -z "$kernel_args" ]; then
-        if target_of "$kargs_file" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+        if removable "$kargs_file"; then
             rm -f -- "$target"
             say "removed $kargs_file"
         fi
@@ -1214,7 +1234,7 @@ SyslogIdentifier=$tool-kernel-args
 
 [Install]
 WantedBy=multi-user.target"
-    if target_of "$check_dir/kernel-args-rebooted" existing && { [ -e "$target" ] || [ -L "$target" ]; }; then
+    if removable "$check_dir/kernel-args-rebooted"; then
         rm -f -- "$target"
         say "removed $check_dir/kernel-args-rebooted: $check_unit may reboot once again"
     fi
@@ -1304,7 +1324,7 @@ take_back_boot_check() {
         remove_own "/etc/systemd/system/$check_unit"
     fi
     remove_own "$check_script"
-    if resolve_dir "${check_script%/*}" existing && rmdir -- "$dir" 2>/dev/null; then
+    if resolve_dir "${check_script%/*}" unlinked && rmdir -- "$dir" 2>/dev/null; then
         say "removed ${check_script%/*}"
     fi
 }
@@ -1349,7 +1369,7 @@ uninstall_bundle() {
     for own in kernel-args kernel-args-removed kernel-args-rebooted tuned-previous grub-regenerated; do
         remove_own "${record%/*}/$own"
     done
-    if resolve_dir "${record%/*}" existing && rmdir -- "$dir" 2>/dev/null; then
+    if resolve_dir "${record%/*}" unlinked && rmdir -- "$dir" 2>/dev/null; then
         say "removed ${record%/*}"
     fi
     image_units_left
@@ -1357,6 +1377,40 @@ uninstall_bundle() {
     say "taken back: $failed failed"
     [ "$failed" -eq 0 ] || exit 1
     exit 0
+}
+
+# --- what a killed run left ----------------------------------------------------------------------
+
+# sweep_temporaries: the temporaries of a run killed before it renamed them (put's
+# .<name>.<tool>-tmp.XXXXXX, always beside the file it replaces), removed from every directory
+# this script writes to: those of install.list's files and texts (a tuned profile's in both of
+# tuned's directories), of the files the install record lists, and the fixed ones below. Only
+# that name, never a directory, never through a link (resolve_dir unlinked).
+sweep_temporaries() {
+    old_record=''
+    ! contents_of "$record" || old_record=$contents
+    for swept in $(
+        {
+            printf '%s\n' "$files" | cut -d ' ' -f 2
+            printf '%s\n' "$texts" | cut -d ' ' -f 1
+            printf '%s\n' "$old_record" | while IFS= read -r old; do
+                ! stale_candidate "$old" || printf '%s\n' "$old"
+            done
+            printf '%s/x\n' "${record%/*}" /etc /etc/tuned /etc/kernel /etc/default /etc/default/grub.d \
+                /boot/loader/entries /etc/containerd /etc/systemd/system /usr/lib/bootc/kargs.d "/usr/local/libexec/$tool"
+        } | awk '{ sub(/\/[^\/]*$/, "") } sub(/^\/etc\/tuned(\/profiles)?\//, "") { print "/etc/tuned/" $0; $0 = "/etc/tuned/profiles/" $0 } 1' |
+            sort -u
+    ); do
+        is_path "$swept" || continue
+        # in a subshell: a component that is no directory is not this sweep's to report
+        swept_dir=$( (resolve_dir "$swept" unlinked && printf '%s' "$dir") 2>/dev/null) || continue
+        for leftover in "$swept_dir"/.*."$tool"-tmp.??????; do
+            if [ -L "$leftover" ] || { [ -e "$leftover" ] && [ ! -d "$leftover" ]; }; then
+                rm -f -- "$leftover"
+                say "removed $swept/${leftover##*/} (a temporary of an interrupted run)"
+            fi
+        done
+    done
 }
 
 # --- the run ------------------------------------------------------------------------------------
@@ -1452,6 +1506,7 @@ skipped=0
 failed=0
 deferred=''
 deferred_units=''
+sweep_temporaries
 if [ "$uninstall" = yes ]; then
     uninstall_bundle # exits
 fi

@@ -11,7 +11,16 @@ from pathlib import Path
 
 from generator.model.vendors import GPU_VENDORS
 
-from .layout import INSTALL_LIB, INSTALL_LIST, INSTALL_SH, ROOTFS, files, output_problems, relative
+from .layout import (
+    INSTALL_LIB,
+    INSTALL_LIST,
+    INSTALL_SH,
+    MANIFEST,
+    ROOTFS,
+    files,
+    output_problems,
+    relative,
+)
 from .run import copy_readable, run, scratch, unprivileged
 
 # data file -> the fixed script that reads it (bundle-relative); gpu.conf is read by the GPU
@@ -58,6 +67,8 @@ def check_install_list(bundle: Path, tmp: Path) -> list[str]:
     copy_readable(bundle / INSTALL_SH, copy / INSTALL_SH)
     copy_readable(bundle / INSTALL_LIB, copy / INSTALL_LIB)
     copy_readable(bundle / INSTALL_LIST, copy / INSTALL_LIST)
+    if (bundle / MANIFEST).is_file():  # install.sh checks the library's digest in it
+        copy_readable(bundle / MANIFEST, copy / MANIFEST)
     if (bundle / ROOTFS).is_dir():
         copy_readable(bundle / ROOTFS, copy / ROOTFS)
     result = run(unprivileged(["sh", str(copy / INSTALL_SH), "--check"]))

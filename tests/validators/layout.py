@@ -14,6 +14,7 @@ KERNEL_CMDLINE = "kernel-cmdline"
 INSTALL_SH = "install.sh"
 INSTALL_LIB = "install-lib.sh"  # the functions install.sh and the first-boot script source
 INSTALL_LIST = "install.list"
+MANIFEST = "manifest.json"  # lists install-lib.sh's sha256, which install.sh checks
 
 
 def files(bundle: Path, *patterns: str) -> list[Path]:
