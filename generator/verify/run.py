@@ -110,14 +110,6 @@ def read_snapshot(path: Path) -> str:
     return read_foreign(path, MAX_SNAPSHOT_BYTES).decode("utf-8", errors="replace")
 
 
-def shipped_xid_table() -> XidTable:
-    """hardware_db/health/xids.yaml, loaded and validated; imported only for a snapshot with Xid
-    events (its pydantic models and the YAML cost a verify as much as the rest of it)."""
-    from generator.inputs.xids import load_xid_table
-
-    return load_xid_table()
-
-
 def verify_checks(
     bundle: Bundle,
     root: Path | None,
