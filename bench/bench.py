@@ -24,7 +24,10 @@ The figures, for each scratch file system (default: the system temp dir and /dev
      removes the old tree itself before it exits: that is in its figure);
   3. one `gen diff` of two bundles;
   4. `gen matrix --all-profiles` at three sizes with 2 workers (override with --jobs): marginal
-     wall and CPU per bundle, and the peak memory of the largest process at the largest size.
+     wall and CPU per bundle (and its ratio to the floor with a model), and the peak memory of the
+     largest process at the largest size;
+  5. `gen matrix --check` of the largest matrix's bundles, committed: nothing changed, and one
+     hardware file changed (interleaved).
 Ratios and goals are judged on CPU medians (what the work costs; wall time on a loaded machine
 mostly measures the other tenants) and printed with wall medians beside them.
 
@@ -65,6 +68,10 @@ PRESSURE = Path("/proc/pressure/cpu")
 QUIET_PRESSURE = 10.0  # % "some avg10" above which the machine is called busy
 # cold `gen` against the floor with one pydantic model, on CPU medians (issue 25: no private API)
 COLD_GOAL = 1.20
+# a matrix's marginal CPU per bundle against the floor with one pydantic model (issue 43)
+PER_BUNDLE_GOAL = 0.03
+# `gen matrix --check` of the largest matrix's committed bundles, one input changed (issue 43)
+CHECK_GOAL = 10.0
 
 HW_TEMPLATE = """\
 cpu: {{vendor: {vendor}, sockets: {sockets}, cores_per_socket: {cores}, threads_per_core: 2}}
@@ -256,14 +263,50 @@ class Bench:
         }
         return samples, fits
 
+    def fleet_check(self, args: list[str], changed: Path | None) -> Sample:
+        """One `gen matrix --check` of the committed fleet; with ``changed``, that hardware file
+        is edited for the run (its bundles are stale: exit 1) and put back after it."""
+        if changed is None:
+            return self.gen(*args)
+        original = changed.read_text()
+        changed.write_text(original.replace("memory_gib: ", "memory_gib: 1", 1))
+        try:
+            return self.gen(*args, allowed=(1,))
+        finally:
+            changed.write_text(original)
+
+    def fleet_check_figures(self) -> dict[str, list[Sample]]:
+        """`gen matrix --check` of a committed fleet of --bundles bundles: nothing changed, and
+        one hardware file changed (issue 43: judged by manifest, only the changed rendered)."""
+        profiles = len(list((REPO / "profiles").glob("*.yaml")))
+        folder = self.work / "fleet-hw"
+        folder.mkdir()
+        hardware = write_hardware(folder, -(-self.options.bundles // profiles))
+        args = ["matrix", "--all-profiles", "--jobs", str(self.options.jobs)]
+        for path in hardware:
+            args += ["--hw", path]
+        committed = self.work / "fleet"
+        self.gen(*args, "-o", str(committed))  # the fleet repository's bundles: not timed
+        check = [*args, "--check", str(committed)]
+        samples = interleaved(
+            self.options.matrix_runs,
+            {
+                "check_unchanged": functools.partial(self.fleet_check, check, None),
+                "check_one_changed": functools.partial(self.fleet_check, check, Path(hardware[0])),
+            },
+        )
+        shutil.rmtree(committed)
+        return samples
+
     def figures(self, where: str) -> Figures:
         before = cpu_pressure()
         samples = self.single_commands()
         matrix_samples, fits = self.matrix_figures()
+        check_samples = self.fleet_check_figures()
         after = cpu_pressure()
         return Figures(
             where,
-            {**samples, **matrix_samples},
+            {**samples, **matrix_samples, **check_samples},
             fits,
             (before, after),
             file_create_cost(self.work) * 1e6,
@@ -344,12 +387,39 @@ def table(results: list[Figures], jobs: int) -> list[str]:
         "≤ 8 ms",
     )
     row(
+        "… against the floor with a model",
+        lambda f: f"{per_bundle_ratio(f):.3f}×, {verdict(per_bundle_ratio(f) <= PER_BUNDLE_GOAL)}",
+        f"≤ {PER_BUNDLE_GOAL}×",
+    )
+    row(
         f"… peak memory of one process, {int(results[0].matrix['largest'])} bundles",
         lambda f: f"{f.matrix['peak_mib']:.0f} MiB, {verdict(f.matrix['peak_mib'] < 64)}",
         "< 64 MiB",
     )
+    row(
+        f"`gen matrix --check` of {int(results[0].matrix['largest'])} committed bundles, "
+        "nothing changed, s CPU / wall",
+        lambda f: check_cell(f, "check_unchanged"),
+        f"≤ {CHECK_GOAL:.0f} s CPU",
+    )
+    row(
+        "… one hardware file changed (its bundles stale)",
+        lambda f: check_cell(f, "check_one_changed"),
+        f"≤ {CHECK_GOAL:.0f} s CPU",
+    )
     row("creating one small file", lambda f: f"{f.create_us:.0f} µs", "—")
     return rows
+
+
+def per_bundle_ratio(figures: Figures) -> float:
+    """The matrix's marginal CPU per bundle against one run of the floor with a model."""
+    return figures.matrix["cpu_per_bundle"] / median(figures.samples["floor_model"], "cpu")
+
+
+def check_cell(figures: Figures, name: str) -> str:
+    samples = figures.samples[name]
+    cpu, wall = median(samples, "cpu"), median(samples, "wall")
+    return f"{cpu:.1f} / {wall:.1f} s, {verdict(cpu <= CHECK_GOAL)}"
 
 
 def file_system(path: Path) -> str:
