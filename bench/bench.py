@@ -22,7 +22,7 @@ The figures, for each scratch file system (default: the system temp dir and /dev
      and the same plus one trivial pydantic model defined and validated;
   2. one cold `gen` writing a new bundle, and one replacing the bundle it wrote before (gen
      removes the old tree itself before it exits: that is in its figure);
-  3. one `gen diff` of two bundles;
+  3. one `gen diff` of two bundles, and one `gen verify` of a bundle against a snapshot;
   4. `gen matrix --all-profiles` at three sizes with 2 workers (override with --jobs): marginal
      wall and CPU per bundle (and its ratio to the floor with a model), and the peak memory of the
      largest process at the largest size;
@@ -68,6 +68,10 @@ PRESSURE = Path("/proc/pressure/cpu")
 QUIET_PRESSURE = 10.0  # % "some avg10" above which the machine is called busy
 # cold `gen` against the floor with one pydantic model, on CPU medians (issue 25: no private API)
 COLD_GOAL = 1.20
+# `gen verify --snapshot` of a snapshot without Xid events, against the import floor (issue 43)
+VERIFY_GOAL = 0.5
+# A collector's snapshot of a node that read one setting and no Xid: what verify judges most days.
+SNAPSHOT = "goldtune-snapshot\tbegin\t1\nsysctl\tvm.swappiness\t1\ngoldtune-snapshot\tend\t1\n"
 # a matrix's marginal CPU per bundle against the floor with one pydantic model (issue 43)
 PER_BUNDLE_GOAL = 0.03
 # `gen matrix --check` of the largest matrix's committed bundles, one input changed (issue 43)
@@ -225,6 +229,8 @@ class Bench:
     def single_commands(self) -> dict[str, list[Sample]]:
         self.gen("--hw", "dgx-h100", "--profile", "inference", "-o", str(self.work / "a"))  # caches
         self.gen("--hw", "dgx-a100", "--profile", "inference", "-o", str(self.work / "b"))
+        snapshot = self.work / "snapshot.txt"
+        snapshot.write_text(SNAPSHOT)
         return interleaved(
             self.options.runs,
             {
@@ -234,6 +240,9 @@ class Bench:
                 "gen_replace": self.gen_replace,
                 "diff": lambda: self.gen(
                     "diff", str(self.work / "a"), str(self.work / "b"), allowed=(0, 1)
+                ),
+                "verify": lambda: self.gen(
+                    "verify", str(self.work / "a"), "--snapshot", str(snapshot), allowed=(0, 1)
                 ),
             },
         )
@@ -372,6 +381,12 @@ def table(results: list[Figures], jobs: int) -> list[str]:
     )
     row("`gen diff` of two bundles", both("diff"))
     row("… against the import floor", lambda f: ratio_cell(f, "diff", "floor"))
+    row("`gen verify BUNDLE --snapshot FILE` (no Xid event)", both("verify"))
+    row(
+        "… against the import floor",
+        lambda f: f"{ratio_cell(f, 'verify', 'floor')}, {verdict(verify_ratio(f) <= VERIFY_GOAL)}",
+        f"≤ {VERIFY_GOAL}×",
+    )
     row(
         f"`gen matrix`, {jobs} workers: marginal wall per bundle (fit over "
         f"{int(results[0].matrix['sizes'])} sizes)",
@@ -409,6 +424,10 @@ def table(results: list[Figures], jobs: int) -> list[str]:
     )
     row("creating one small file", lambda f: f"{f.create_us:.0f} µs", "—")
     return rows
+
+
+def verify_ratio(figures: Figures) -> float:
+    return median(figures.samples["verify"], "cpu") / median(figures.samples["floor"], "cpu")
 
 
 def per_bundle_ratio(figures: Figures) -> float:
