@@ -22,9 +22,12 @@ The figures, for each scratch file system (default: the system temp dir and /dev
      and the same plus one trivial pydantic model defined and validated;
   2. one cold `gen` writing a new bundle, and one replacing the bundle it wrote before (gen
      removes the old tree itself before it exits: that is in its figure);
-  3. one `gen diff` of two bundles;
+  3. one `gen diff` of two bundles, and one `gen verify` of a bundle against a snapshot;
   4. `gen matrix --all-profiles` at three sizes with 2 workers (override with --jobs): marginal
-     wall and CPU per bundle, and the peak memory of the largest process at the largest size.
+     wall and CPU per bundle (and its ratio to the floor with a model), and the peak memory of the
+     largest process at the largest size;
+  5. `gen matrix --check` of the largest matrix's bundles, committed: nothing changed, and one
+     hardware file changed (interleaved).
 Ratios and goals are judged on CPU medians (what the work costs; wall time on a loaded machine
 mostly measures the other tenants) and printed with wall medians beside them.
 
@@ -65,6 +68,14 @@ PRESSURE = Path("/proc/pressure/cpu")
 QUIET_PRESSURE = 10.0  # % "some avg10" above which the machine is called busy
 # cold `gen` against the floor with one pydantic model, on CPU medians (issue 25: no private API)
 COLD_GOAL = 1.20
+# `gen verify --snapshot` of a snapshot without Xid events, against the import floor (issue 43)
+VERIFY_GOAL = 0.5
+# A collector's snapshot of a node that read one setting and no Xid: what verify judges most days.
+SNAPSHOT = "goldtune-snapshot\tbegin\t1\nsysctl\tvm.swappiness\t1\ngoldtune-snapshot\tend\t1\n"
+# a matrix's marginal CPU per bundle against the floor with one pydantic model (issue 43)
+PER_BUNDLE_GOAL = 0.03
+# `gen matrix --check` of the largest matrix's committed bundles, one input changed (issue 43)
+CHECK_GOAL = 10.0
 
 HW_TEMPLATE = """\
 cpu: {{vendor: {vendor}, sockets: {sockets}, cores_per_socket: {cores}, threads_per_core: 2}}
@@ -218,6 +229,8 @@ class Bench:
     def single_commands(self) -> dict[str, list[Sample]]:
         self.gen("--hw", "dgx-h100", "--profile", "inference", "-o", str(self.work / "a"))  # caches
         self.gen("--hw", "dgx-a100", "--profile", "inference", "-o", str(self.work / "b"))
+        snapshot = self.work / "snapshot.txt"
+        snapshot.write_text(SNAPSHOT)
         return interleaved(
             self.options.runs,
             {
@@ -227,6 +240,9 @@ class Bench:
                 "gen_replace": self.gen_replace,
                 "diff": lambda: self.gen(
                     "diff", str(self.work / "a"), str(self.work / "b"), allowed=(0, 1)
+                ),
+                "verify": lambda: self.gen(
+                    "verify", str(self.work / "a"), "--snapshot", str(snapshot), allowed=(0, 1)
                 ),
             },
         )
@@ -256,14 +272,50 @@ class Bench:
         }
         return samples, fits
 
+    def fleet_check(self, args: list[str], changed: Path | None) -> Sample:
+        """One `gen matrix --check` of the committed fleet; with ``changed``, that hardware file
+        is edited for the run (its bundles are stale: exit 1) and put back after it."""
+        if changed is None:
+            return self.gen(*args)
+        original = changed.read_text()
+        changed.write_text(original.replace("memory_gib: ", "memory_gib: 1", 1))
+        try:
+            return self.gen(*args, allowed=(1,))
+        finally:
+            changed.write_text(original)
+
+    def fleet_check_figures(self) -> dict[str, list[Sample]]:
+        """`gen matrix --check` of a committed fleet of --bundles bundles: nothing changed, and
+        one hardware file changed (issue 43: judged by manifest, only the changed rendered)."""
+        profiles = len(list((REPO / "profiles").glob("*.yaml")))
+        folder = self.work / "fleet-hw"
+        folder.mkdir()
+        hardware = write_hardware(folder, -(-self.options.bundles // profiles))
+        args = ["matrix", "--all-profiles", "--jobs", str(self.options.jobs)]
+        for path in hardware:
+            args += ["--hw", path]
+        committed = self.work / "fleet"
+        self.gen(*args, "-o", str(committed))  # the fleet repository's bundles: not timed
+        check = [*args, "--check", str(committed)]
+        samples = interleaved(
+            self.options.matrix_runs,
+            {
+                "check_unchanged": functools.partial(self.fleet_check, check, None),
+                "check_one_changed": functools.partial(self.fleet_check, check, Path(hardware[0])),
+            },
+        )
+        shutil.rmtree(committed)
+        return samples
+
     def figures(self, where: str) -> Figures:
         before = cpu_pressure()
         samples = self.single_commands()
         matrix_samples, fits = self.matrix_figures()
+        check_samples = self.fleet_check_figures()
         after = cpu_pressure()
         return Figures(
             where,
-            {**samples, **matrix_samples},
+            {**samples, **matrix_samples, **check_samples},
             fits,
             (before, after),
             file_create_cost(self.work) * 1e6,
@@ -329,6 +381,12 @@ def table(results: list[Figures], jobs: int) -> list[str]:
     )
     row("`gen diff` of two bundles", both("diff"))
     row("… against the import floor", lambda f: ratio_cell(f, "diff", "floor"))
+    row("`gen verify BUNDLE --snapshot FILE` (no Xid event)", both("verify"))
+    row(
+        "… against the import floor",
+        lambda f: f"{ratio_cell(f, 'verify', 'floor')}, {verdict(verify_ratio(f) <= VERIFY_GOAL)}",
+        f"≤ {VERIFY_GOAL}×",
+    )
     row(
         f"`gen matrix`, {jobs} workers: marginal wall per bundle (fit over "
         f"{int(results[0].matrix['sizes'])} sizes)",
@@ -344,12 +402,43 @@ def table(results: list[Figures], jobs: int) -> list[str]:
         "≤ 8 ms",
     )
     row(
+        "… against the floor with a model",
+        lambda f: f"{per_bundle_ratio(f):.3f}×, {verdict(per_bundle_ratio(f) <= PER_BUNDLE_GOAL)}",
+        f"≤ {PER_BUNDLE_GOAL}×",
+    )
+    row(
         f"… peak memory of one process, {int(results[0].matrix['largest'])} bundles",
         lambda f: f"{f.matrix['peak_mib']:.0f} MiB, {verdict(f.matrix['peak_mib'] < 64)}",
         "< 64 MiB",
     )
+    row(
+        f"`gen matrix --check` of {int(results[0].matrix['largest'])} committed bundles, "
+        "nothing changed, s CPU / wall",
+        lambda f: check_cell(f, "check_unchanged"),
+        f"≤ {CHECK_GOAL:.0f} s CPU",
+    )
+    row(
+        "… one hardware file changed (its bundles stale)",
+        lambda f: check_cell(f, "check_one_changed"),
+        f"≤ {CHECK_GOAL:.0f} s CPU",
+    )
     row("creating one small file", lambda f: f"{f.create_us:.0f} µs", "—")
     return rows
+
+
+def verify_ratio(figures: Figures) -> float:
+    return median(figures.samples["verify"], "cpu") / median(figures.samples["floor"], "cpu")
+
+
+def per_bundle_ratio(figures: Figures) -> float:
+    """The matrix's marginal CPU per bundle against one run of the floor with a model."""
+    return figures.matrix["cpu_per_bundle"] / median(figures.samples["floor_model"], "cpu")
+
+
+def check_cell(figures: Figures, name: str) -> str:
+    samples = figures.samples[name]
+    cpu, wall = median(samples, "cpu"), median(samples, "wall")
+    return f"{cpu:.1f} / {wall:.1f} s, {verdict(cpu <= CHECK_GOAL)}"
 
 
 def file_system(path: Path) -> str:

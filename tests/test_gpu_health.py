@@ -226,6 +226,38 @@ def test_gen_verify_passes_a_node_with_only_an_application_xid_and_says_so(tmp_p
     assert result.exit_code == 1, result.output
 
 
+# What a fresh `gen verify --snapshot` imports of what a snapshot may not need, printed by the
+# process itself as it exits.
+VERIFY_IMPORTS = """\
+import atexit, sys
+watched = ("generator.inputs.xids", "generator.verify.image", "tomllib", "yaml")
+atexit.register(lambda: print("loaded:", [name for name in watched if name in sys.modules]))
+from generator.console import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("xid", "loaded"), [(None, []), (13, ["generator.inputs.xids", "yaml"])])
+def test_gen_verify_loads_the_xid_table_only_for_a_snapshot_with_xid_events(
+    tmp_path: Path, xid: int | None, loaded: list[str]
+) -> None:
+    """Nor the image's readers (verify --root), nor YAML and TOML for a snapshot without a
+    kubelet or containerd setting (issue 43: verify of a snapshot loads what it needs)."""
+    import sys
+
+    from test_verify import make_bundle, write_snapshot
+
+    bundle = make_bundle(tmp_path, [("sysctl", "vm.swappiness", "1")])
+    records = [("sysctl", "vm.swappiness", "1"), ("xid", "count", "0")]
+    if xid is not None:
+        records[1:] = [("xid", "count", "1"), ("xid", "-", xid_line(xid))]
+    snap = write_snapshot(tmp_path, *records)
+    command = [sys.executable, "-c", VERIFY_IMPORTS, "verify", str(bundle), "--snapshot", str(snap)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"loaded: {loaded}" in result.stdout
+
+
 # --- the collector's nvidia-smi calls are bounded ------------------------------------------------
 
 # A wedged GPU: every nvidia-smi call hangs (each call is logged in $STUB_LOG).

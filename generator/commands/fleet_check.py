@@ -10,11 +10,22 @@ never has a diff that says "No change".
 
 The committed bundles are foreign: read with ``generator.bundle.read`` (no link followed, a
 size cap, the manifest checked), and a hand-edited one is stale, never trusted.
+
+A bundle whose manifest records what this run would make it from is judged without rendering
+it (``made_from``): this goldtune's version, the digests of both input files, the hardware,
+profile and distribution names, and the cloud-init options. It is then current when its files
+are exactly its manifest's (``check_intact``: a hand-edited file is still stale). Everything
+else a bundle depends on is this goldtune (its version): the shipped catalog, the profiles a
+profile extends by name. So a run with a site catalog, or a profile that extends a file of its
+own, renders every bundle, as does a manifest that is not in the form this goldtune writes.
+What the shortcut cannot see is an edit of the manifest that keeps its form: a file's digest
+changed together with the file, or the user-data sizes it records.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -29,8 +40,10 @@ from generator.bundle.equal import differing_paths
 from generator.bundle.read import (
     Bundle,
     check_intact,
+    parse_bundle_json,
     parse_manifest,
     read_bundle,
+    read_bundle_file,
 )
 from generator.commands.diff import Difference, Excerpt, bundle_difference
 from generator.commands.diff import format_markdown as diff_markdown
@@ -47,11 +60,15 @@ from generator.commands.matrix import (
 )
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError, InputError, Problem
-from generator.inputs.catalog import load_catalog
+from generator.inputs.catalog import load_catalog, site_catalog_dir
+from generator.inputs.load import Inputs
+from generator.inputs.profile import profile_files
 from generator.model.layout import MANIFEST
 from generator.model.setting import Plan
+from generator.paths import profiles_dir
 from generator.plan.build import build_plan
 from generator.render.cloudinit import CloudInitOptions
+from generator.render.manifest import MANIFEST_FORMAT
 from generator.render.outputs import RenderedFiles
 from generator.render.render import render_bundle
 from generator.textsafe import markdown_code, markdown_text, printable
@@ -99,13 +116,21 @@ def committed_files(bundle: Bundle) -> dict[str, bytes]:
     return {path: bundle.data(path) for path in [*bundle.entries, MANIFEST]}
 
 
-def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleState:
-    """One committed bundle against its regeneration."""
+def hand_edited(name: str, old: Bundle) -> BundleState | None:
+    """Stale, naming them, when the bundle's files are not exactly its manifest's; else None."""
     try:
         check_intact(old)
     except InputError as error:
         files = ", ".join(p.source.rsplit("/", 1)[-1] for p in error.problems)
         return BundleState(name, "stale", f"files do not match its manifest.json: {files}")
+    return None
+
+
+def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleState:
+    """One committed bundle against its regeneration."""
+    edited = hand_edited(name, old)
+    if edited is not None:
+        return edited
     committed = committed_files(old)
     modes = {entry.path: entry.mode for entry in old.files}
     if committed.keys() == new.keys() and all(
@@ -130,22 +155,84 @@ def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleSta
 
 
 def check_one(combination: Combination, cloud_init: CloudInitOptions | None = None) -> BundleState:
-    """Regenerate one combination in memory (with gen's cloud-init options, as it was written)
-    and compare it with its directory."""
+    """Judge one combination's directory: by its manifest where that records these inputs and
+    this goldtune (``made_from``), else by regenerating it in memory (with gen's cloud-init
+    options, as it was written) and comparing."""
     inputs, target = combination.inputs, combination.target
     assert inputs is not None  # input errors are reported before any comparison
+    old = committed_bundle(target)
+    if isinstance(old, Bundle) and made_from(old, inputs, cloud_init or CloudInitOptions()):
+        return hand_edited(target.name, old) or BundleState(target.name, "current")
     plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
     files = render_bundle(plan, cloud_init)
+    return old if isinstance(old, BundleState) else compare(target.name, old, plan, files)
+
+
+def committed_bundle(target: Path) -> Bundle | BundleState:
+    """The bundle committed at ``target``, or its state when there is none to compare."""
     name = target.name
     if os.path.islink(target):
         return BundleState(name, "stale", "a symbolic link (not followed)")
     if not os.path.lexists(target):
         return BundleState(name, "missing", "not committed")
     try:
-        old = read_bundle(target)
+        return read_bundle(target)
     except InputError as error:
         return BundleState(name, "stale", printable(error.problems[0].message))
-    return compare(name, old, plan, files)
+
+
+def made_from(old: Bundle, inputs: Inputs, options: CloudInitOptions) -> bool:
+    """Whether ``old``'s manifest says this goldtune made it from these inputs with these
+    options, and nothing else it depends on can have changed: no site catalog, and the profile
+    extends only shipped profiles (the manifest has no digest of either)."""
+    profile = inputs.profile_path.resolve()
+    if site_catalog_dir() is not None or not extends_only_shipped(
+        profile, inputs.digests["profile"]
+    ):
+        return False
+    try:
+        raw = read_bundle_file(old.root, MANIFEST)
+        manifest = parse_bundle_json(raw, str(old.root / MANIFEST))
+    except InputError:
+        return False
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("user_data"), dict):
+        return False
+    distro = inputs.facts.os.distro
+    recorded = {
+        key: manifest.get(key) for key in ("format", "tool", "hardware", "profile", "inputs")
+    }
+    user_data = manifest["user_data"]
+    return (
+        recorded
+        == {
+            "format": MANIFEST_FORMAT,
+            "tool": {"name": TOOL, "version": __version__},
+            "hardware": inputs.facts.name,
+            "profile": inputs.profile.name,
+            "inputs": {role: {"sha256": digest} for role, digest in inputs.digests.items()},
+        }
+        and user_data.get("parts") == [hashlib.sha256(part).hexdigest() for part in options.parts]
+        and user_data.get("reboot") is options.reboot
+        and old.plan.hardware_name == inputs.facts.name
+        and old.plan.profile_name == inputs.profile.name
+        and old.plan.distro == (distro.key if distro else "")
+        # the form render_manifest writes, so an edit of the manifest itself is not taken in
+        and raw == (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    )
+
+
+# Asked for every bundle; what a profile extends follows from its path and its bytes (``digest``)
+# once the first profile it extends is a shipped one, whose own parents are shipped too.
+@functools.lru_cache(maxsize=64)
+def extends_only_shipped(profile: Path, digest: str) -> bool:
+    """Whether every profile the profile file ``profile`` (of sha256 ``digest``) extends is a
+    shipped one (this goldtune's version stands for it)."""
+    shipped = profiles_dir().resolve()
+    try:
+        parents = profile_files(str(profile))[1:]
+    except InputError:
+        return False
+    return all(parent.resolve().parent == shipped for parent in parents)
 
 
 def extra_entries(root: Path, expected: set[str]) -> list[BundleState]:

@@ -363,6 +363,12 @@ def _refuse_sized_overrides(chain: list[tuple[ProfileFile, Path]]) -> None:
                 )
 
 
+def profile_files(reference: str, folder: Path | None = None) -> tuple[Path, ...]:
+    """Every file a profile is read from: its own, then each one it extends, in turn (the
+    manifest's digest is the first one's)."""
+    return tuple(path for _, path in _read_chain(reference, folder or profiles_dir()))
+
+
 def load_profile(reference: str, folder: Path | None = None) -> tuple[Profile, Path]:
     chain = _read_chain(reference, folder or profiles_dir())
     leaf, leaf_path = chain[0]

@@ -157,6 +157,8 @@ def user_data_form(target: str, text: str) -> str:
 _FUNCTION_HEAD_COMMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\(\) \{)[ \t]+#[^\n]*")
 
 
+# The fixed scripts are the same text in every bundle of a run: each is reshaped once a run.
+@functools.lru_cache(maxsize=2 * len(layout.FIXED_SCRIPTS))
 def without_indentation(script: str) -> str:
     """A shell script's lines without their leading blanks, where sh ignores them: every line
     the scan finds at the top level (no quote spanning lines open, not in a here-document, not

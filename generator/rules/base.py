@@ -9,10 +9,8 @@ GPUs are another vendor's it sees no GPU, so a GPU rule does not fire there.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
-from typing import NamedTuple, TypeVar
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
@@ -20,9 +18,6 @@ from generator.model.setting import Note, Setting
 
 Output = Iterable[Setting | Note]
 RuleFunc = Callable[[Facts, Profile], Output]
-Derived = TypeVar("Derived")
-Key = TypeVar("Key")
-Value = TypeVar("Value")
 
 
 class Rule(NamedTuple):
@@ -40,7 +35,7 @@ class Rule(NamedTuple):
 
     def apply(self, facts: Facts, profile: Profile) -> list[Setting | Note]:
         stamped: list[Setting | Note] = []
-        for item in self.func(_seen_by(facts, self.vendors), profile):
+        for item in self.func(facts.seen_by(self.vendors), profile):
             if isinstance(item, Setting):
                 stamped.append(item._replace(rule=self.id))
             else:
@@ -61,54 +56,6 @@ def rule(
         return Rule(rule_id, rule_id.split(".", 1)[0], func, overrides, vendors)
 
     return wrap
-
-
-# The views of the facts given to rules of the plan being built, per declared vendors: one
-# plan's rules share a few views, and per_plan matches the facts it is given by identity.
-_views: list[tuple[Facts, dict[tuple[str, ...], Facts]]] = []
-
-
-def _seen_by(facts: Facts, vendors: tuple[str, ...]) -> Facts:
-    """``facts.seen_by(vendors)``, the same object for every rule declaring the same vendors."""
-    if not facts.gpus:
-        return facts
-    entry = _views[0] if _views else None  # one read: another thread may replace it
-    if entry is None or entry[0] is not facts:
-        entry = (facts, {})
-        _views[:] = [entry]
-    view = entry[1].get(vendors)
-    if view is None:
-        view = entry[1][vendors] = facts.seen_by(vendors)
-    return view
-
-
-def per_plan(
-    derive: Callable[[Facts, Profile], Derived],
-) -> Callable[[Facts, Profile], Derived]:
-    """``derive`` computed once for the plan being built, however many rules ask for it.
-
-    The rules of one plan are all given the same facts and profile objects, both immutable, so
-    the answer for the pair asked last is kept and matched by identity. One entry, held (so
-    neither id can be reused while it is): plans are built one after another. ``derive``
-    must return something its callers cannot change (a tuple, ``read_only``).
-    """
-    last: list[tuple[Facts, Profile, Derived]] = []
-
-    @functools.wraps(derive)
-    def once_per_plan(facts: Facts, profile: Profile) -> Derived:
-        entry = last[0] if last else None  # one read: another thread may replace it
-        if entry is not None and entry[0] is facts and entry[1] is profile:
-            return entry[2]
-        derived = derive(facts, profile)
-        last[:] = [(facts, profile, derived)]
-        return derived
-
-    return once_per_plan
-
-
-def read_only(mapping: dict[Key, Value]) -> Mapping[Key, Value]:
-    """A view of ``mapping`` no caller can change (what ``per_plan`` hands to several rules)."""
-    return MappingProxyType(mapping)
 
 
 def _text(value: object) -> str:

@@ -8,7 +8,7 @@ from generator.inputs.facts import Facts, NicFacts
 from generator.inputs.profile import Profile
 from generator.model.cpulist import compress_cpus
 from generator.model.layout import IRQ_UNIT
-from generator.rules.base import Output, irq_pin, note, per_plan, read_only, rule, service
+from generator.rules.base import Output, irq_pin, note, rule, service
 
 PIN_MIN_GBPS = 100
 
@@ -78,10 +78,6 @@ def node_cpus_once(facts: Facts, profile: Profile) -> NodeCpus:
     return node_cpus
 
 
-# Asked by three rules per plan (irq.pin-nics, irq.irqbalance, kubernetes.cpu-manager): kept once
-# per plan, with one list per node rather than per NIC, a plan took 0.93 ms of CPU against 1.28
-# (the shipped matrix, medians). The mapping is read-only: every caller gets the same one.
-@per_plan
 def pin_assignments(facts: Facts, profile: Profile) -> Mapping[str, str]:
     """Interface -> RESOLVE_AT_BOOT for every fast NIC (RDMA or >= 100 Gbit/s), or {} when
     pinning is off.
@@ -99,12 +95,12 @@ def pin_assignments(facts: Facts, profile: Profile) -> Mapping[str, str]:
     (its node has no CPU besides the first core) would be neither pinned nor balanced.
     """
     if profile.irq != "pin":
-        return read_only({})
+        return {}
     node_cpus = node_cpus_once(facts, profile)
     assignments = {
         nic.name: _pin_value(facts, nic, node_cpus) for nic in facts.nics if _wants_pinning(nic)
     }
-    return read_only(assignments if all(assignments.values()) else {})
+    return assignments if all(assignments.values()) else {}
 
 
 def _pin_reason(facts: Facts, profile: Profile, nic: NicFacts) -> str:

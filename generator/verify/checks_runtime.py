@@ -6,10 +6,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import tomllib
 from functools import cache
-
-import yaml
 
 from generator.bundle.read import Bundle
 from generator.errors import InputError
@@ -34,7 +31,6 @@ from generator.paths import hardware_db_dir
 from generator.verify.checks_gpu import gpu_evidence
 from generator.verify.consumers import (
     KUBELET_FLAG_OF_FIELD,
-    SAFE_YAML,
     daemon_json_object,
     daemon_json_value,
     kubelet_field,
@@ -43,6 +39,7 @@ from generator.verify.consumers import (
     limit_number,
     merge_kubelet,
     nccl_assignments,
+    safe_yaml,
     toml_lookup,
     toml_value,
 )
@@ -145,9 +142,10 @@ def distro_packages(distro_key: str) -> dict[str, str]:
     (tests/test_architecture.py), and the key comes from a foreign plan.json."""
     if not DISTRO_KEY.fullmatch(distro_key):
         return {}
+    yaml, loader = safe_yaml()
     try:
         raw = read_foreign(hardware_db_dir() / "distros" / f"{distro_key}.yaml", 1 << 20)
-        table = yaml.load(raw, Loader=SAFE_YAML)  # noqa: S506 -- a safe loader
+        table = yaml.load(raw, Loader=loader)
     except (InputError, yaml.YAMLError):
         return {}
     nvidia = table.get("nvidia") if isinstance(table, dict) else None
@@ -379,6 +377,8 @@ def check_containerd(setting: Setting, live: Live) -> Check:
     lines = live.snapshot.values(Section.CONTAINERD_DUMP, "-")
     if not lines:
         return check_of(setting, "-", NA, "containerd is not installed here (no config dump)")
+    import tomllib  # here: a snapshot without containerd settings reads no TOML
+
     try:
         document = tomllib.loads("\n".join(lines))
     except tomllib.TOMLDecodeError as error:

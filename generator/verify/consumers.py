@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
-
-import yaml
+from typing import Any
 
 from generator.foreign import YAML_VALUE_ERRORS
 from generator.model.kinds import TOML_KEY_SEGMENT
@@ -127,6 +125,8 @@ def nccl_assignments(text: str) -> dict[str, str]:
 
 
 def toml_value(text: str) -> object:
+    import tomllib  # here, as yaml below: a snapshot without containerd settings reads no TOML
+
     return tomllib.loads(f"v = {text}")["v"]
 
 
@@ -193,18 +193,24 @@ def merge_kubelet(base: dict[str, object], dropin: dict[str, object]) -> dict[st
     return merged
 
 
-# libyaml's safe parser when PyYAML has it, else the pure one (as generator/verify/image.py).
-SAFE_YAML: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def safe_yaml() -> tuple[Any, type]:
+    """PyYAML and libyaml's safe loader where PyYAML has it, else the pure one (as
+    generator/verify/image.py). Imported when a YAML file is read: most snapshots have none,
+    and the import was about a sixth of `gen verify --snapshot`'s CPU."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def kubelet_yaml(text: str) -> dict[str, object] | str:
     """One kubelet configuration file: a mapping, or why not (the parser's words, never the
     file's). Aliases are refused before anything is built (billion laughs); kubelet's files
     have no use for them."""
+    yaml, loader = safe_yaml()
     try:
-        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=SAFE_YAML)):
+        if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=loader)):
             return "YAML aliases (*name) are not read"
-        data = yaml.load(text, Loader=SAFE_YAML)  # noqa: S506 - a safe loader
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or "not readable as YAML"
         return f"invalid YAML: {' '.join(str(problem).split())[:120]}"

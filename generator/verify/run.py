@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,7 @@ from generator.model.xids import XidTable
 from generator.paths import templates_dir
 from generator.table import format_table, table_width
 from generator.textsafe import printable
-from generator.verify.health import boot_timing, check_health
-from generator.verify.image import check_root
+from generator.verify.health import boot_timing, check_health, xid_events
 from generator.verify.imagefs import Image
 from generator.verify.live import check_settings
 from generator.verify.preflight import Mismatch, PreflightResult
@@ -114,11 +113,13 @@ def verify_checks(
     bundle: Bundle,
     root: Path | None,
     snapshot: Path | None,
-    xids: XidTable | None = None,
+    xids: Callable[[], XidTable] | None = None,
     strict: bool = False,
 ) -> tuple[list[Check], dict[str, Any]]:
     """Every check for one source, and what the report says about that source. With
-    ``strict``, ``source["strict"]`` holds the strict failures (generator/verify/strict.py)."""
+    ``strict``, ``source["strict"]`` holds the strict failures (generator/verify/strict.py).
+    ``xids`` loads the table that classes the snapshot's Xid events, called only when it has
+    some (loading and validating the table was two thirds of a verify that had none)."""
     if root is not None:
         if not root.is_dir():
             raise InputError(
@@ -127,6 +128,9 @@ def verify_checks(
         source: dict[str, Any] = {"source": "root", "root": str(root)}
         if strict:
             source["strict"] = root_failures(bundle, root)
+        # imported here: the image's readers (YAML, TOML) are not needed to judge a snapshot
+        from generator.verify.image import check_root
+
         return check_root(bundle, root), source
     text = read_snapshot(snapshot) if snapshot is not None else collect_here(bundle)
     parsed = parse_snapshot(text, str(snapshot) if snapshot else "the collector's output")
@@ -136,7 +140,8 @@ def verify_checks(
     source["boot"] = boot_timing(parsed)
     if strict:  # live: a required command is looked up on this machine, as install.sh would
         source["strict"] = snapshot_failures(bundle, parsed, None if snapshot else Image(Path("/")))
-    return check_settings(bundle, parsed) + check_health(bundle, parsed, xids or {}), source
+    table = xids() if xids is not None and xid_events(parsed) else {}
+    return check_settings(bundle, parsed) + check_health(bundle, parsed, table), source
 
 
 def preflight_of(checks: list[Check]) -> PreflightResult | None:
@@ -242,14 +247,15 @@ def run_verify(
     root: Path | None = None,
     snapshot: Path | None = None,
     as_json: bool = False,
-    xids: XidTable | None = None,
+    xids: Callable[[], XidTable] | None = None,
     strict: bool = False,
     output_format: str = "table",
     preflight: Preflight | None = None,
 ) -> int:
     """`gen verify`: print the report and return the exit status (0 ok, 1 something differs).
 
-    ``xids`` classes the Xid events of the snapshot; without it every Xid is unknown and fails.
+    ``xids`` loads the table that classes the Xid events of the snapshot, when it has some;
+    without it every Xid is unknown and fails.
     ``strict``: also 1 when something the bundle or its hardware file requires is not there.
     ``as_json`` is ``output_format="json"``. ``preflight``: the boot-time preflight's result,
     printed by the prometheus format."""

@@ -9,7 +9,6 @@ import pytest
 
 from generator.model.setting import Setting
 from generator.rules import irq
-from generator.rules.base import per_plan
 
 from .helpers import (
     DUAL_EPYC,
@@ -392,45 +391,3 @@ def test_irqbalance_stays_when_the_only_fast_nic_cannot_be_pinned() -> None:
     services = settings_of(irq.irqbalance.apply(machine, profile("inference")), "service")
     assert pins == {}
     assert services.get("irqbalance.service") != "disable"
-
-
-def test_pin_assignments_answers_each_machine_and_profile_as_asked_alone() -> None:
-    """Kept per plan (rules.base.per_plan): asked in turns about other machines and profiles,
-    each answer is the one a fresh computation gives, never the previous pair's."""
-    machines = [
-        facts(**DUAL_XEON, nics=[rdma_compute("ib0", numa=0), rdma_compute("ib1", numa=1)]),
-        facts(**DUAL_XEON, nics=[rdma_compute("ib2", numa=1), rdma_compute("ib3", numa=1)]),
-        facts(**ONE_CORE_PER_NODE, nics=[rdma_compute("ib0", numa=0)]),
-    ]
-    profiles = [
-        profile("training"),
-        profile("training", **NOSMT),
-        profile("training", **IRQBALANCE),
-    ]
-    fresh = irq.pin_assignments.__wrapped__  # type: ignore[attr-defined]
-    answers = set()
-    for _ in range(2):
-        for machine in machines:
-            for chosen in profiles:
-                asked = irq.pin_assignments(machine, chosen)
-                assert asked == fresh(machine, chosen)
-                assert irq.pin_assignments(machine, chosen) is asked  # kept for the pair
-                answers.add(tuple(sorted(asked.items())))
-    assert len(answers) == 3, "the pairs give different answers"
-    with pytest.raises(TypeError):
-        irq.pin_assignments(machines[0], profiles[0])["ib0"] = "0"  # type: ignore[index]
-
-
-def test_per_plan_derives_again_for_another_object_equal_or_not() -> None:
-    calls: list[object] = []
-
-    @per_plan
-    def derive(machine: Any, chosen: Any) -> int:
-        calls.append(machine)
-        return len(calls)
-
-    first, chosen = facts(**DUAL_XEON), profile("training")
-    assert derive(first, chosen) == derive(first, chosen) == 1
-    assert derive(facts(**DUAL_XEON), chosen) == 2  # equal facts, another object
-    assert derive(first, profile("training")) == 3
-    assert derive(first, chosen) == 4  # one entry: the pair asked last
