@@ -145,6 +145,10 @@ def gpu_unit_context(plan: Plan) -> dict[str, str]:
         "gpu_after": " nvidia-persistenced.service nvidia-fabricmanager.service" if nvidia else "",
         # the vendor's GPU clients the unit runs before (layout.GPU_CLIENT_UNITS for NVIDIA)
         "gpu_before": " ".join(layout.GPU_CLIENT_UNITS if nvidia else layout.AMD_GPU_CLIENT_UNITS),
+        # started by goldtune-gpu.path on each new readiness of the GPU Operator's driver
+        "gpu_on_marker": layout.OPERATOR_DRIVER_READY
+        if plan.driver == "nvidia-gpu-operator"
+        else "",
     }
 
 
