@@ -31,6 +31,10 @@ EXPLAIN = "EXPLAIN.md"
 # manager, which the site applies; the node label that selects the config in it
 MIG_PARTED_CONFIG = "gpu-operator/mig-parted-config.yaml"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_MAP = f"{TOOL}-mig-parted-config"
+# os.driver nvidia-gpu-operator: the GPU Operator chart's values the plan decided, for the site
+OPERATOR_VALUES = "gpu-operator/values.yaml"
+OPERATOR_CHART = "NVIDIA/gpu-operator@a22dbf67 deployments/gpu-operator/values.yaml"  # its keys
 MIG_MANAGER_ACTIONS = frozenset({"mig", "mig-layout"})  # the GPU actions the MIG manager owns
 
 # --- files the overlay installs (target paths) ------------------------------------------------

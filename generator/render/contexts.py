@@ -33,7 +33,12 @@ from generator.render.datafile import (
 from generator.render.engine import fixed_script_text
 from generator.render.formats import comment_text, file_header, kernel_arg_text, unique_in_order
 from generator.render.install_list import install_lines
-from generator.render.operator import MIG_MANAGER_ACTIONS, mig_manager_owns, mig_parted_context
+from generator.render.operator import (
+    MIG_MANAGER_ACTIONS,
+    mig_manager_owns,
+    mig_parted_context,
+    values_context,
+)
 from generator.render.outputs import Output, RenderedFiles, driver_modules, kernel_modules
 from generator.render.overlay import install_steps, overlay_files
 from generator.render.preflight import preflight_lines, result_line
@@ -94,6 +99,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "gpu_unit": layout.GPU_UNIT,
         "gpu_ready_marker": layout.OPERATOR_DRIVER_READY,
         **(mig_parted_context(plan) if mig_manager_owns(plan) else {}),
+        **(values_context(plan) if plan.operator_values else {}),
         **gpu_unit_context(plan),
         "gpu_data_file": layout.GPU_DATA,
         "gpu_log_tag": layout.GPU_LOG_TAG,

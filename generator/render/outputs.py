@@ -54,6 +54,8 @@ class Output(NamedTuple):
             return False  # a node agent starts kubelet with its own --config-dir (EKS's nodeadm)
         if self.path == layout.MIG_PARTED_CONFIG:
             return mig_manager_owns(plan)
+        if self.path == layout.OPERATOR_VALUES:
+            return bool(plan.operator_values)
         return self._applies_to(plan)
 
     def _applies_to(self, plan: Plan) -> bool:
@@ -205,6 +207,7 @@ DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output(layout.USER_DATA, "user-data.j2", 0o644),
     Output(layout.EXPLAIN, "EXPLAIN.md.j2", 0o644),
     Output(layout.MIG_PARTED_CONFIG, "mig-parted-config.yaml.j2", 0o644, ("gpu",)),
+    Output(layout.OPERATOR_VALUES, "gpu-operator-values.yaml.j2", 0o644, ("gpu",)),
 )
 OUTPUTS: tuple[Output, ...] = OVERLAY_OUTPUTS + DELIVERY_OUTPUTS
 FIXED_SCRIPTS: tuple[Output, ...] = tuple(output for output in OUTPUTS if output.verbatim)
