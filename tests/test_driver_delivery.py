@@ -510,3 +510,27 @@ def test_a_driver_root_that_appears_later_gets_the_settings_once_per_readiness(
     marker.write_text("GPU_DIRECT_RDMA_ENABLED: false\n")
     assert fire_as_the_path_unit_would(tmp_path, service, gpu_conf, path) is not None
     assert applies() == 2
+
+
+def test_distribution_precompiled_is_judged_as_the_host_driver_and_explain_says_so(
+    tmp_path: Path,
+) -> None:
+    """Ubuntu's precompiled signed modules (linux-modules-nvidia-<branch>-server-<kernel>, per
+    NVIDIA's precompiled-driver docs) are the same nvidia modules, nvidia-smi and persistenced
+    without DKMS: the bundle is the host driver's, and --strict demands the same."""
+    text = "system: dgx-h100\nos: {driver: distribution-precompiled}\n"
+    hardware = overlay(tmp_path, text, "dgx-h100.yaml")
+    out = bundle(tmp_path, hardware)
+    host = bundle(tmp_path / "host", "dgx-h100")
+    assert (out / "install.list").read_text() == (host / "install.list").read_text()
+    explain = (out / "EXPLAIN.md").read_text()
+    assert "That is a host driver without DKMS" in explain
+    assert "delivered by" not in explain
+    # a module where Ubuntu's linux-modules-nvidia puts it passes; none at all fails
+    signed = "kernel/nvidia-595srv/nvidia.ko:\n"
+    assert strict_lines(out, image_with_requirements(tmp_path / "a", out, signed)) == []
+    lines = strict_lines(out, image_with_requirements(tmp_path / "b", out, "kernel/x.ko:\n"))
+    assert [line for line in lines if "driver" in line] == [
+        "strict: driver: no nvidia module for kernel 6.8.0-1-generic (required by the hardware "
+        "file dgx-h100: 8 NVIDIA GPUs, os.driver distribution-precompiled)"
+    ]
