@@ -109,6 +109,7 @@ def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
         "rootfs/etc/systemd/system/goldtune-gpu.path",
         layout.MIG_PARTED_CONFIG,
         layout.OPERATOR_VALUES,
+        layout.DCM_CONFIG,  # os.driver amd-gpu-operator: tests/test_amd_operator.py
     }
     assert set(full) == expected - operator_only
 

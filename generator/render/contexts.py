@@ -35,6 +35,8 @@ from generator.render.formats import comment_text, file_header, kernel_arg_text,
 from generator.render.install_list import install_lines
 from generator.render.operator import (
     MIG_MANAGER_ACTIONS,
+    dcm_context,
+    dcm_owns,
     mig_manager_owns,
     mig_parted_context,
     values_context,
@@ -100,6 +102,7 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "gpu_ready_marker": layout.OPERATOR_DRIVER_READY,
         **(mig_parted_context(plan) if mig_manager_owns(plan) else {}),
         **(values_context(plan) if plan.operator_values else {}),
+        **(dcm_context(plan) if dcm_owns(plan) else {}),
         **gpu_unit_context(plan),
         "gpu_data_file": layout.GPU_DATA,
         "gpu_log_tag": layout.GPU_LOG_TAG,
@@ -201,6 +204,8 @@ def gpu_lines(plan: Plan) -> list[DataLine]:
     actions = list(order_gpu_actions(plan.of_kind("gpu")).values())
     if mig_manager_owns(plan):  # the Operator's MIG manager applies them, from its own config
         actions = [s for s in actions if s.key not in MIG_MANAGER_ACTIONS]
+    if dcm_owns(plan):  # the AMD GPU Operator's device config manager applies them
+        actions = [s for s in actions if s.key not in layout.DCM_ACTIONS]
     return [
         fixed_line(
             f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)

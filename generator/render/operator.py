@@ -77,3 +77,47 @@ def values_context(plan: Plan) -> dict[str, Any]:
         "operator_chart": layout.OPERATOR_CHART,
         "operator_values_file": layout.OPERATOR_VALUES,
     }
+
+
+# The host's AMD GPU clients (layout.AMD_GPU_CLIENT_UNITS), never the workloads': the manager
+# runs as a pod, and stopping kubelet or the container runtime would stop it too. In the order
+# of AMD's own config (the exporter, After=gpuagent.service, before gpuagent: ROCm/gpu-operator
+# internal/configmanager/default_dcm_config.json), then the ROCm Data Center daemon.
+DCM_STOPPED_CLIENTS = ("amd-metrics-exporter.service", "gpuagent.service", "rdc.service")
+
+
+def dcm_owns(plan: Plan) -> bool:
+    """The plan has AMD partition modes and the AMD GPU Operator's device config manager applies
+    them (os.driver amd-gpu-operator)."""
+    return plan.driver == "amd-gpu-operator" and any(
+        s.key in layout.DCM_ACTIONS for s in plan.of_kind("gpu")
+    )
+
+
+def dcm_context(plan: Plan) -> dict[str, Any]:
+    """The device config manager's config.json: one profile, the plan's modes on every GPU
+    (numGPUsAssigned: the node's GPU count, as its profile checks want), and the GPU clients it
+    stops around a change (gpuClientSystemdServices: unit names without .service, as in its
+    default config, internal/configmanager/default_dcm_config.json)."""
+    partitions = {s.key: s for s in plan.of_kind("gpu") if s.key in layout.DCM_ACTIONS}
+    entry: dict[str, Any] = {}
+    if compute := partitions.get("compute-partition"):
+        entry["computePartition"] = compute.value
+    if memory := partitions.get("memory-partition"):
+        entry["memoryPartition"] = memory.value
+    entry["numGPUsAssigned"] = plan.amd_gpus
+    name = mig_config_name(plan)
+    config = {
+        "gpu-config-profiles": {name: {"profiles": [entry]}},
+        "gpuClientSystemdServices": {
+            "names": [unit.removesuffix(".service") for unit in DCM_STOPPED_CLIENTS]
+        },
+    }
+    return {
+        "dcm_config_json": json.dumps(config, indent=2).splitlines(),
+        "dcm_config_map": layout.DCM_CONFIG_MAP,
+        "dcm_profile": name,
+        "dcm_label": layout.DCM_PROFILE_LABEL,
+        "dcm_reasons": list(partitions.values()),
+        "dcm_missing": [key for key in ("computePartition", "memoryPartition") if key not in entry],
+    }
