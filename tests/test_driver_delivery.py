@@ -534,3 +534,38 @@ def test_distribution_precompiled_is_judged_as_the_host_driver_and_explain_says_
         "strict: driver: no nvidia module for kernel 6.8.0-1-generic (required by the hardware "
         "file dgx-h100: 8 NVIDIA GPUs, os.driver distribution-precompiled)"
     ]
+
+
+def test_verify_reads_the_settings_through_the_driver_root_once_it_appears(tmp_path: Path) -> None:
+    """A fake GPU Operator node (said so): after the driver root appeared and the settings were
+    applied (test above), the collector runs the driver root's nvidia-smi (a stub answering its
+    query with ECC on) through a chroot stub, and verify judges the bundle's ECC setting ok."""
+    from generator.bundle.read import read_bundle
+    from generator.verify.live import check_settings
+    from generator.verify.run import collector_script
+    from generator.verify.snapshot import parse_snapshot
+
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    path = stub_bin(tmp_path, {"chroot": 'r=$1 p=$2\nshift 2\nexec "$r/usr/bin/$p" "$@"\n'})
+    for tool in ("sh", "awk", "cat", "grep", "sed", "tr", "head", "tail", "wc", "ls", "sort"):
+        if not (path / tool).exists() and shutil.which(tool):
+            (path / tool).symlink_to(shutil.which(tool) or "")
+    row = "{i}, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, "
+    rows = "".join(f'echo "{row.format(i=i)}1980, 1980, Disabled, Disabled"\n' for i in range(8))
+    smi = tmp_path / "sysroot/run/nvidia/driver/usr/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text(f'#!/bin/sh\ncase "$*" in --query-gpu=*) {rows};; *) exit 1 ;; esac\n')
+    smi.chmod(0o755)
+    result = subprocess.run(
+        ["sh", str(collector_script()), str(out / "rootfs/etc/goldtune/collect.conf")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tmp_path / "sysroot"), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stderr
+    checks = check_settings(read_bundle(out), parse_snapshot(result.stdout))
+    ecc = next(check for check in checks if check.kind == "gpu" and check.key == "ecc")
+    assert str(ecc.verdict) == "ok", ecc
+    assert ecc.actual.startswith("GPU 0: Enabled")
