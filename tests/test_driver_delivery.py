@@ -109,10 +109,37 @@ def test_operator_bundle_leaves_the_operators_daemons_and_modules(tmp_path: Path
     # a host-driver bundle's enablement taken back: at boot the unit would find no driver
     assert "service\tdisable\tgoldtune-gpu.service" in install_list
     path_unit = (rootfs / "etc/systemd/system/goldtune-gpu.path").read_text()
-    assert "PathExists=/run/nvidia/validations/.driver-ctr-ready" in path_unit
+    assert "PathChanged=/run/nvidia/validations/.driver-ctr-ready" in path_unit
     gpu_conf = (rootfs / "etc/goldtune/gpu.conf").read_text()
     assert "\ndriver-root\t/run/nvidia/driver\n" in gpu_conf
     assert "\npersistence\t" not in gpu_conf
+
+
+def unit_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+
+
+def test_each_new_readiness_of_the_operators_driver_starts_one_apply(tmp_path: Path) -> None:
+    """systemd's path.c: a path unit starts nothing while its unit is active (RemainAfterExit=yes
+    after success), and PathExists= starts it again at once when it goes inactive or fails while
+    the marker exists (a loop until the start limit). So: PathChanged= (fires on each appearance
+    of the marker and on its removal), a oneshot that does not remain active, and a condition on
+    the marker that skips the run fired by the removal."""
+    units = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW)) / "rootfs/etc/systemd/system"
+    marker = "/run/nvidia/validations/.driver-ctr-ready"
+    path_unit = unit_lines(units / "goldtune-gpu.path")
+    assert f"PathChanged={marker}" in path_unit
+    assert not [line for line in path_unit if line.startswith("PathExists")]
+    service = unit_lines(units / "goldtune-gpu.service")
+    assert f"ConditionPathExists={marker}" in service
+    assert "Type=oneshot" in service
+    assert "RemainAfterExit=yes" not in service
+    # a host driver's unit runs once per boot and stays active, as before
+    host = unit_lines(
+        bundle(tmp_path / "host", "dgx-h100") / "rootfs/etc/systemd/system/goldtune-gpu.service"
+    )
+    assert "RemainAfterExit=yes" in host
+    assert not [line for line in host if line.startswith("Condition")]
 
 
 def test_host_bundle_enables_the_gpu_unit_at_boot(tmp_path: Path) -> None:
@@ -415,3 +442,130 @@ def test_the_operators_driver_leaves_the_runtime_to_its_toolkit_by_default(
     # the host driver's bundle is as before
     host = bundle(tmp_path / "host", "dgx-h100")
     assert (host / "rootfs/etc/containerd/conf.d/90-goldtune.toml").exists()
+
+
+def fire_as_the_path_unit_would(
+    tmp_path: Path, service: list[str], gpu_conf: Path, path: Path
+) -> str | None:
+    """One start of goldtune-gpu.service as systemd runs it when goldtune-gpu.path fires (a
+    stand-in for systemd, said so): skipped when its ConditionPathExists= is false under the
+    fake root, else its ExecStart's script with the bundle's data file. None: skipped."""
+    condition = next(line for line in service if line.startswith("ConditionPathExists="))
+    if not (tmp_path / "sysroot" / condition.split("=", 1)[1].lstrip("/")).exists():
+        return None
+    result = subprocess.run(
+        [str(SCRIPTS / "gpu-setup"), str(gpu_conf)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={
+            "PATH": str(path),
+            "STUB_LOG": str(tmp_path / "smi.log"),
+            "FAKE_INVENTORY": str(tmp_path / "inventory"),
+            "TEST_SYSROOT": str(tmp_path / "sysroot"),
+            "LC_ALL": "C",
+        },
+    )
+    assert result.returncode == 0, result.stdout
+    return result.stdout
+
+
+def test_a_driver_root_that_appears_later_gets_the_settings_once_per_readiness(
+    tmp_path: Path,
+) -> None:
+    """A fake GPU Operator node (said so): the Operator's driver root with an nvidia-smi stub and
+    its readiness marker appear after boot under TEST_SYSROOT; `chroot` is a stub. The path unit
+    (PathChanged=) fires on each appearance and removal of the marker; each appearance applies
+    the bundle's settings once through the driver root, a removal applies nothing."""
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    service = unit_lines(out / "rootfs/etc/systemd/system/goldtune-gpu.service")
+    gpu_conf = out / "rootfs/etc/goldtune/gpu.conf"
+    path = stub_bin(tmp_path, {"chroot": FAKE_CHROOT, "systemctl": "exit 1\n"})
+    (tmp_path / "inventory").write_text(A100_500W + "\n")
+    log = tmp_path / "smi.log"
+    log.touch()
+    marker = tmp_path / "sysroot/run/nvidia/validations/.driver-ctr-ready"
+    smi = tmp_path / "sysroot/run/nvidia/driver/usr/bin/nvidia-smi"
+
+    def applies() -> int:
+        return log.read_text().splitlines().count("-i 0 -rgc")
+
+    # boot: no driver root, no marker; the path unit has not fired, nothing ran
+    assert applies() == 0
+    # the driver container is ready: driver root, nvidia-smi, then the probe's marker
+    smi.parent.mkdir(parents=True)
+    smi.write_text("#!/bin/sh\n" + FAKE_SMI)
+    smi.chmod(0o755)
+    marker.parent.mkdir(parents=True)
+    marker.write_text("GPU_DIRECT_RDMA_ENABLED: false\n")
+    assert fire_as_the_path_unit_would(tmp_path, service, gpu_conf, path) is not None
+    assert applies() == 1
+    assert f"chroot {tmp_path}/sysroot/run/nvidia/driver" in log.read_text()
+    # the driver container restarts: preStop removes the marker (the path unit fires: skipped)
+    marker.unlink()
+    assert fire_as_the_path_unit_would(tmp_path, service, gpu_conf, path) is None
+    assert applies() == 1
+    # ... and the new container's probe writes it again: applied once more
+    marker.write_text("GPU_DIRECT_RDMA_ENABLED: false\n")
+    assert fire_as_the_path_unit_would(tmp_path, service, gpu_conf, path) is not None
+    assert applies() == 2
+
+
+def test_distribution_precompiled_is_judged_as_the_host_driver_and_explain_says_so(
+    tmp_path: Path,
+) -> None:
+    """Ubuntu's precompiled signed modules (linux-modules-nvidia-<branch>-server-<kernel>, per
+    NVIDIA's precompiled-driver docs) are the same nvidia modules, nvidia-smi and persistenced
+    without DKMS: the bundle is the host driver's, and --strict demands the same."""
+    text = "system: dgx-h100\nos: {driver: distribution-precompiled}\n"
+    hardware = overlay(tmp_path, text, "dgx-h100.yaml")
+    out = bundle(tmp_path, hardware)
+    host = bundle(tmp_path / "host", "dgx-h100")
+    assert (out / "install.list").read_text() == (host / "install.list").read_text()
+    explain = (out / "EXPLAIN.md").read_text()
+    assert "That is a host driver without DKMS" in explain
+    assert "delivered by" not in explain
+    # a module where Ubuntu's linux-modules-nvidia puts it passes; none at all fails
+    signed = "kernel/nvidia-595srv/nvidia.ko:\n"
+    assert strict_lines(out, image_with_requirements(tmp_path / "a", out, signed)) == []
+    lines = strict_lines(out, image_with_requirements(tmp_path / "b", out, "kernel/x.ko:\n"))
+    assert [line for line in lines if "driver" in line] == [
+        "strict: driver: no nvidia module for kernel 6.8.0-1-generic (required by the hardware "
+        "file dgx-h100: 8 NVIDIA GPUs, os.driver distribution-precompiled)"
+    ]
+
+
+def test_verify_reads_the_settings_through_the_driver_root_once_it_appears(tmp_path: Path) -> None:
+    """A fake GPU Operator node (said so): after the driver root appeared and the settings were
+    applied (test above), the collector runs the driver root's nvidia-smi (a stub answering its
+    query with ECC on) through a chroot stub, and verify judges the bundle's ECC setting ok."""
+    from generator.bundle.read import read_bundle
+    from generator.verify.live import check_settings
+    from generator.verify.run import collector_script
+    from generator.verify.snapshot import parse_snapshot
+
+    out = bundle(tmp_path, overlay(tmp_path, OPERATOR_HW))
+    path = stub_bin(tmp_path, {"chroot": 'r=$1 p=$2\nshift 2\nexec "$r/usr/bin/$p" "$@"\n'})
+    for tool in ("sh", "awk", "cat", "grep", "sed", "tr", "head", "tail", "wc", "ls", "sort"):
+        if not (path / tool).exists() and shutil.which(tool):
+            (path / tool).symlink_to(shutil.which(tool) or "")
+    row = "{i}, 00000000:1B:00.0, NVIDIA H100, Enabled, Enabled, Enabled, Default, 700.00, 700.00, "
+    rows = "".join(f'echo "{row.format(i=i)}1980, 1980, Disabled, Disabled"\n' for i in range(8))
+    smi = tmp_path / "sysroot/run/nvidia/driver/usr/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text(f'#!/bin/sh\ncase "$*" in --query-gpu=*) {rows};; *) exit 1 ;; esac\n')
+    smi.chmod(0o755)
+    result = subprocess.run(
+        ["sh", str(collector_script()), str(out / "rootfs/etc/goldtune/collect.conf")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={"PATH": str(path), "TEST_SYSROOT": str(tmp_path / "sysroot"), "LC_ALL": "C"},
+    )
+    assert result.returncode == 0, result.stderr
+    checks = check_settings(read_bundle(out), parse_snapshot(result.stdout))
+    ecc = next(check for check in checks if check.kind == "gpu" and check.key == "ecc")
+    assert str(ecc.verdict) == "ok", ecc
+    assert ecc.actual.startswith("GPU 0: Enabled")

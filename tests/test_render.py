@@ -105,7 +105,12 @@ def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
         "cloud-init/user-data.mime",  # the user-data's other forms (.gz: not text, left out)
     }
     # a plan for a driver the GPU Operator delivers (os.driver): tests/test_driver_delivery.py
-    operator_only = {"rootfs/etc/systemd/system/goldtune-gpu.path", layout.MIG_PARTED_CONFIG}
+    operator_only = {
+        "rootfs/etc/systemd/system/goldtune-gpu.path",
+        layout.MIG_PARTED_CONFIG,
+        layout.OPERATOR_VALUES,
+        layout.DCM_CONFIG,  # os.driver amd-gpu-operator: tests/test_amd_operator.py
+    }
     assert set(full) == expected - operator_only
 
 

@@ -48,6 +48,13 @@ for file in /proc/cpuinfo /proc/meminfo /proc/sys/kernel/osrelease /proc/self/mo
     copy_file "$file"
 done
 
+# Who delivers the GPU driver (os.driver): the NVIDIA GPU Operator's readiness marker, the AMD GPU
+# Operator's amdgpu blacklist (generator/detect/system.py).
+for file in /run/nvidia/validations/.driver-ctr-ready /etc/modprobe.d/blacklist-amdgpu.conf \
+    /etc/modprobe.d/blacklist-amdgpu-by-operator.conf; do
+    copy_file "$file"
+done
+
 # The base page size: the first KernelPageSize line of the capturing process's own mappings.
 mkdir -p "$stage/proc/self"
 grep KernelPageSize /proc/self/smaps 2>/dev/null | head -n 1 > "$stage/proc/self/smaps" || true

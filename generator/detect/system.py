@@ -120,16 +120,44 @@ def present(tree: Tree, path: str) -> bool:
         return True
 
 
+# The AMD GPU Operator loads amdgpu through KMM; with its DeviceConfig's spec.driver.blacklist
+# its node labeller's init container keeps the distribution's amdgpu off with a file it writes
+# into the host's /etc/modprobe.d, saying so on its first line (ROCm/gpu-operator@6df13c17
+# internal/nodelabeller/nodelabeller.go defaultBlacklistFileName, openShiftBlacklistFileName,
+# getNodeLabellerInitContainerCommand). Without that option it leaves no file on the host.
+AMD_OPERATOR_BLACKLISTS = (
+    "/etc/modprobe.d/blacklist-amdgpu.conf",
+    "/etc/modprobe.d/blacklist-amdgpu-by-operator.conf",
+)
+AMD_OPERATOR_SIGN = "# added by gpu operator"
+
+
+def amd_operator_sign(tree: Tree, path: str) -> bool:
+    """Whether ``path`` is the AMD GPU Operator's blacklist (a link out of the tree, such as a
+    file masked to /dev/null, is not)."""
+    try:
+        return (tree.read(path) or "").startswith(AMD_OPERATOR_SIGN)
+    except InputError:
+        return False
+
+
 def read_driver(tree: Tree) -> tuple[str | None, str]:
     """os.driver where the node shows it: nvidia-gpu-operator when the Operator's driver root or
-    readiness marker is there and no host nvidia-smi is; else None (host, the default)."""
+    readiness marker is there and no host nvidia-smi is; amd-gpu-operator when the AMD GPU
+    Operator's amdgpu blacklist is; else None (host, the default)."""
     marker = next((path for path in OPERATOR_DRIVER_MARKERS if present(tree, path)), None)
     host = next((path for path in HOST_NVIDIA_SMI if present(tree, path)), None)
     if marker is not None and host is None:
         return "nvidia-gpu-operator", f"{marker} present, no host nvidia-smi (GPU Operator)"
     if marker is not None:
         return None, f"{marker} and {host} both present: left out (host, the default)"
-    return None, "no GPU Operator driver root (/run/nvidia/driver): left out (host, the default)"
+    for path in AMD_OPERATOR_BLACKLISTS:
+        if amd_operator_sign(tree, path):
+            return "amd-gpu-operator", f"{path} written by the AMD GPU Operator's node labeller"
+    return None, (
+        "no GPU Operator driver root (/run/nvidia/driver) and no AMD GPU Operator amdgpu "
+        "blacklist: left out (host, the default)"
+    )
 
 
 def read_os(tree: Tree, live: bool, known_distros: Collection[str] = ()) -> OsInfo:

@@ -81,6 +81,9 @@ class GpuModel(StrictModel):
     # fabric manager; the host shares GPU memory across trays through IMEX.
     multi_node_nvlink: bool = False
     ecc_default_on: bool | None = None
+    # open: only NVIDIA's open GPU kernel modules drive it; the proprietary flavour does not
+    # support Grace Hopper and Blackwell platforms. None: either flavour, or not NVIDIA's.
+    kernel_modules: Literal["open"] | None = None
     # A superchip's GPU memory as Linux shows it without the driver's CDMM: this many NUMA nodes
     # without CPUs per GPU (GH200, GB200: 8). None: not known here (or not a superchip).
     cpu_less_numa_nodes: Annotated[int, Field(ge=0, le=64)] | None = None

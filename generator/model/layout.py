@@ -31,6 +31,17 @@ EXPLAIN = "EXPLAIN.md"
 # manager, which the site applies; the node label that selects the config in it
 MIG_PARTED_CONFIG = "gpu-operator/mig-parted-config.yaml"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_MAP = f"{TOOL}-mig-parted-config"
+# os.driver nvidia-gpu-operator: the GPU Operator chart's values the plan decided, for the site
+OPERATOR_VALUES = "gpu-operator/values.yaml"
+# os.driver amd-gpu-operator with partition modes: a ConfigMap for the AMD GPU Operator's device
+# config manager and the node label that selects its profile (ROCm/gpu-operator@6df13c17
+# docs/dcm/device-config-manager-configmap.md, applying-partition-profiles.rst)
+DCM_CONFIG = "amd-gpu-operator/dcm-config.yaml"
+DCM_CONFIG_MAP = f"{TOOL}-dcm-config"
+DCM_PROFILE_LABEL = "dcm.amd.com/gpu-config-profile"
+DCM_ACTIONS = frozenset({"compute-partition", "memory-partition"})
+OPERATOR_CHART = "NVIDIA/gpu-operator@a22dbf67 deployments/gpu-operator/values.yaml"  # its keys
 MIG_MANAGER_ACTIONS = frozenset({"mig", "mig-layout"})  # the GPU actions the MIG manager owns
 
 # --- files the overlay installs (target paths) ------------------------------------------------

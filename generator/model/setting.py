@@ -43,6 +43,7 @@ __all__ = [
     "SETTING_KINDS",
     "Kind",
     "Note",
+    "OperatorValue",
     "Plan",
     "PlanWarning",
     "Setting",
@@ -125,6 +126,15 @@ class NicRole(NamedTuple):
     role: str
 
 
+class OperatorValue(NamedTuple):
+    """A Helm value of the NVIDIA GPU Operator's chart that the plan decided (os.driver
+    nvidia-gpu-operator): its dotted path, its value, and why."""
+
+    path: str
+    value: str | bool
+    reason: str
+
+
 class Plan(NamedTuple):
     """Everything the bundle will carry, in a stable order; the single source of truth."""
 
@@ -166,6 +176,9 @@ class Plan(NamedTuple):
     claims: tuple[Claim, ...] = ()
     # os.driver: who delivers the GPU driver (host: in the image); verify --strict follows it
     driver: str = "host"
+    # nvidia-gpu-operator: the chart values the site applies (gpu-operator/values.yaml); not in
+    # plan.json, as nothing on the node reads them
+    operator_values: tuple[OperatorValue, ...] = ()
 
     def of_kind(self, kind: str) -> tuple[Setting, ...]:
         return settings_by_kind(self.settings).get(kind, ())

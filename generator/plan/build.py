@@ -17,6 +17,7 @@ from generator.model.vendors import GpuVendor, vendor_table
 from generator.plan.checks import KNOWN_TABLES, Finding, check_plan
 from generator.plan.claims import plan_claims
 from generator.plan.distro import DISTRO_RULE, apply_distro_defaults, backport_of, key_available
+from generator.plan.operator_values import operator_values
 from generator.rules import REGISTRY, RULES_BY_ID
 from generator.rules.base import Rule
 
@@ -249,6 +250,7 @@ def build_plan(facts: Facts, profile: Profile) -> Plan:
         and any(s.kind == "kernel-arg" for s in settings),
         claims=plan_claims(facts, settings),
         driver=facts.os.driver,
+        operator_values=operator_values(facts, profile, settings),
     )
 
 

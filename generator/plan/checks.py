@@ -31,6 +31,7 @@ from generator.plan.known_keys import (
     SHAPES,
     KnownKey,
 )
+from generator.plan.module_flavour import check_module_flavour
 from generator.plan.preconditions import (
     HUGEPAGE_SIZE_ARGS,
     ISOLATING_ARGS,
@@ -226,6 +227,7 @@ def check_setting(setting: Setting, facts: Facts, unlisted: bool = False) -> lis
         check_vendor_args(setting, facts),
         check_cgroup_hierarchy(setting, facts),
         check_preconditions(setting, facts),
+        check_module_flavour(setting, facts),
     ]
     return [error for error in found if error]
 

@@ -33,7 +33,14 @@ from generator.render.datafile import (
 from generator.render.engine import fixed_script_text
 from generator.render.formats import comment_text, file_header, kernel_arg_text, unique_in_order
 from generator.render.install_list import install_lines
-from generator.render.operator import MIG_MANAGER_ACTIONS, mig_manager_owns, mig_parted_context
+from generator.render.operator import (
+    MIG_MANAGER_ACTIONS,
+    dcm_context,
+    dcm_owns,
+    mig_manager_owns,
+    mig_parted_context,
+    values_context,
+)
 from generator.render.outputs import Output, RenderedFiles, driver_modules, kernel_modules
 from generator.render.overlay import install_steps, overlay_files
 from generator.render.preflight import preflight_lines, result_line
@@ -94,6 +101,8 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "gpu_unit": layout.GPU_UNIT,
         "gpu_ready_marker": layout.OPERATOR_DRIVER_READY,
         **(mig_parted_context(plan) if mig_manager_owns(plan) else {}),
+        **(values_context(plan) if plan.operator_values else {}),
+        **(dcm_context(plan) if dcm_owns(plan) else {}),
         **gpu_unit_context(plan),
         "gpu_data_file": layout.GPU_DATA,
         "gpu_log_tag": layout.GPU_LOG_TAG,
@@ -145,6 +154,10 @@ def gpu_unit_context(plan: Plan) -> dict[str, str]:
         "gpu_after": " nvidia-persistenced.service nvidia-fabricmanager.service" if nvidia else "",
         # the vendor's GPU clients the unit runs before (layout.GPU_CLIENT_UNITS for NVIDIA)
         "gpu_before": " ".join(layout.GPU_CLIENT_UNITS if nvidia else layout.AMD_GPU_CLIENT_UNITS),
+        # started by goldtune-gpu.path on each new readiness of the GPU Operator's driver
+        "gpu_on_marker": layout.OPERATOR_DRIVER_READY
+        if plan.driver == "nvidia-gpu-operator"
+        else "",
     }
 
 
@@ -191,6 +204,8 @@ def gpu_lines(plan: Plan) -> list[DataLine]:
     actions = list(order_gpu_actions(plan.of_kind("gpu")).values())
     if mig_manager_owns(plan):  # the Operator's MIG manager applies them, from its own config
         actions = [s for s in actions if s.key not in MIG_MANAGER_ACTIONS]
+    if dcm_owns(plan):  # the AMD GPU Operator's device config manager applies them
+        actions = [s for s in actions if s.key not in layout.DCM_ACTIONS]
     return [
         fixed_line(
             f"layout: messages are tagged {layout.GPU_LOG_TAG}", ("log-as", layout.GPU_LOG_TAG)

@@ -17,7 +17,7 @@ from generator.model.setting import Plan, Setting, is_driver_module
 from generator.model.vendors import GPU_VENDORS
 from generator.render.containers import dropin_sections
 from generator.render.datafile import gpu_script, gpu_unit_vendor
-from generator.render.operator import mig_manager_owns
+from generator.render.operator import dcm_owns, mig_manager_owns
 
 RenderedFiles = dict[str, tuple[bytes, int]]  # bundle path -> (content, mode)
 
@@ -54,6 +54,10 @@ class Output(NamedTuple):
             return False  # a node agent starts kubelet with its own --config-dir (EKS's nodeadm)
         if self.path == layout.MIG_PARTED_CONFIG:
             return mig_manager_owns(plan)
+        if self.path == layout.OPERATOR_VALUES:
+            return bool(plan.operator_values)
+        if self.path == layout.DCM_CONFIG:
+            return dcm_owns(plan)
         return self._applies_to(plan)
 
     def _applies_to(self, plan: Plan) -> bool:
@@ -205,6 +209,8 @@ DELIVERY_OUTPUTS: tuple[Output, ...] = (
     Output(layout.USER_DATA, "user-data.j2", 0o644),
     Output(layout.EXPLAIN, "EXPLAIN.md.j2", 0o644),
     Output(layout.MIG_PARTED_CONFIG, "mig-parted-config.yaml.j2", 0o644, ("gpu",)),
+    Output(layout.OPERATOR_VALUES, "gpu-operator-values.yaml.j2", 0o644, ("gpu",)),
+    Output(layout.DCM_CONFIG, "dcm-config.yaml.j2", 0o644, ("gpu",)),
 )
 OUTPUTS: tuple[Output, ...] = OVERLAY_OUTPUTS + DELIVERY_OUTPUTS
 FIXED_SCRIPTS: tuple[Output, ...] = tuple(output for output in OUTPUTS if output.verbatim)

@@ -23,6 +23,8 @@ from generator.bundle.read import Bundle, ManifestFile
 from generator.model.kinds import KIND_SPECS
 from generator.model.layout import (
     CONTAINERD_DROPIN,
+    DCM_ACTIONS,
+    DCM_CONFIG,
     DOCKER_DAEMON_JSON,
     GPU_DATA,
     GPU_PATH_UNIT,
@@ -393,6 +395,11 @@ def check_boot_applied(setting: Setting, image: Image, bundle: Bundle) -> Check:
                 setting, f"handed to the GPU Operator's MIG manager ({MIG_PARTED_CONFIG})", OK
             )
         return check_boot_unit(setting, image, unit, bundle_targets(bundle), GPU_PATH_UNIT)
+    amd_operator = bundle.plan.driver == "amd-gpu-operator"
+    if setting.kind == "gpu" and amd_operator and setting.key in DCM_ACTIONS:
+        return check_of(
+            setting, f"handed to the AMD GPU Operator's config manager ({DCM_CONFIG})", OK
+        )
     return check_boot_unit(setting, image, unit, bundle_targets(bundle))
 
 

@@ -189,12 +189,25 @@ def boot_unit(facts: Facts, profile: Profile) -> Output:
     if nvidia_operator_driver(facts):
         yield from operator_boot_unit()
         return
+    if tool == "amd-smi" and facts.os.driver == "amd-gpu-operator":
+        yield note(AMD_OPERATOR_BOOT_UNIT)
+        return
     yield service(
         GPU_UNIT,
         "enable",
         f"{tool} settings need the GPU, so they run at boot; the unit logs and "
         "skips when the driver or the GPU is absent",
     )
+
+
+# The AMD GPU Operator's KMM loads amdgpu after kubelet starts, and leaves no readiness file a
+# path unit could watch (its node labeller polls /sys/class/kfd and /sys/module/amdgpu/drivers,
+# ROCm/gpu-operator@6df13c17 internal/nodelabeller/nodelabeller.go; sysfs sends no inotify).
+AMD_OPERATOR_BOOT_UNIT = (
+    "goldtune-gpu.service not enabled: the AMD GPU Operator loads amdgpu after kubelet starts, so "
+    "at boot there is no GPU to set; partition modes go to its device config manager (see "
+    "gpu.amd-partitions), and a power limit the profile asks is not applied by this bundle"
+)
 
 
 def operator_boot_unit() -> Output:

@@ -114,6 +114,11 @@ def _peerdirect(nic: NicFacts) -> bool:
     return nic.model is not None and nic.model.driver in PEERDIRECT_DRIVERS
 
 
+def peerdirect_nics(facts: Facts) -> list[str]:
+    """The RDMA NICs nvidia-peermem serves (the mlx5 PeerDirect stack), by name."""
+    return [nic.name for nic in facts.rdma_nics if _peerdirect(nic)]
+
+
 def _stack(nic: NicFacts) -> str:
     """The NIC and its RDMA driver as the catalog knows it."""
     if nic.model is None:
@@ -144,7 +149,7 @@ def peermem(facts: Facts, profile: Profile) -> Output:
             "DMA-BUF (Linux >= 5.12 with the open GPU kernel modules), not nvidia-peermem, "
             "which only serves the mlx5 PeerDirect stack of MLNX_OFED/DOCA-OFED"
         )
-    peerdirect = [nic.name for nic in rdma if _peerdirect(nic)]
+    peerdirect = peerdirect_nics(facts)
     if peerdirect and nvidia_operator_driver(facts):
         yield note(
             f"nvidia-peermem for NICs {', '.join(peerdirect)} is the GPU Operator's: set "

@@ -7,6 +7,9 @@ from generator.inputs.facts import Facts
 from generator.inputs.profile import Profile
 from generator.model import mig as mig_layouts
 from generator.model.layout import (
+    DCM_CONFIG,
+    DCM_CONFIG_MAP,
+    DCM_PROFILE_LABEL,
     GPU_CLIENT_UNITS,
     GPU_UNIT,
     MIG_CONFIG_LABEL,
@@ -99,6 +102,8 @@ def amd_partitions(facts: Facts, profile: Profile) -> Output:
     compute, memory = profile.gpu_compute_partition, profile.gpu_memory_partition
     if not facts.has_gpus or (compute is None and memory is None):
         return
+    if facts.os.driver == "amd-gpu-operator":
+        yield note(amd_operator_partitions_note(profile))
     if memory == "NPS4" and compute not in (None, "CPX"):
         yield note(
             f"gpu_memory_partition NPS4 with gpu_compute_partition {compute}: AMD's MI300X "
@@ -197,4 +202,17 @@ def mps_in_containers(runtime: str) -> str:
         f"--ipc=host -v {MPS_PIPE_DIR}:{MPS_PIPE_DIR} -e CUDA_MPS_PIPE_DIRECTORY={MPS_PIPE_DIR}, "
         "(nerdctl run takes the same flags); without them its CUDA processes miss the daemon and "
         "open their own context (compute mode DEFAULT) or find the GPU busy (EXCLUSIVE_PROCESS)"
+    )
+
+
+def amd_operator_partitions_note(profile: Profile) -> str:
+    """With the AMD GPU Operator's driver (os.driver amd-gpu-operator) partitions are its device
+    config manager's: it applies the profile of a ConfigMap that a node label names, stopping
+    the GPU clients listed there first (ROCm/gpu-operator@6df13c17 docs/dcm/). The plan's modes
+    go to that ConfigMap, not to the boot unit, which runs before KMM loads amdgpu."""
+    return (
+        f"AMD partitions are the AMD GPU Operator's device config manager's: the partition modes "
+        f"below go to {DCM_CONFIG} (profile {TOOL}-{profile.name}), not to the boot unit; apply "
+        f"it, set the DeviceConfig's spec.configManager.config.name to {DCM_CONFIG_MAP} and "
+        f"label the node {DCM_PROFILE_LABEL}={TOOL}-{profile.name}"
     )
