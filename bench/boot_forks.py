@@ -69,7 +69,7 @@ H100 = "{}, NVIDIA H100 80GB HBM3, 1980, 200.00, 700.00, 700.00, Enabled, Disabl
 # an execve line, whole or split by strace: the pid, the program (absent in the resumed half),
 # and its result ("" while unfinished)
 EXECVE = re.compile(
-    r'^(\d+) (?:execve\("([^"]+)".*?|<\.\.\. execve resumed>.*?)'
+    r'^(\d+) +(?:execve\("([^"]+)".*?|<\.\.\. execve resumed>.*?)'
     r"(?:= (-?\d+)(?: \w+ \(.*\))?|<unfinished \.\.\.>)$",
     re.MULTILINE,
 )
