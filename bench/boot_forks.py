@@ -69,7 +69,7 @@ H100 = "{}, NVIDIA H100 80GB HBM3, 1980, 200.00, 700.00, 700.00, Enabled, Disabl
 # an execve line, whole or split by strace: the pid, the program (absent in the resumed half),
 # and its result ("" while unfinished)
 EXECVE = re.compile(
-    r'^(\d+) +(?:execve\("([^"]+)".*?|<\.\.\. execve resumed>.*?)'
+    r'^ *(\d+) +(?:execve\("([^"]+)".*?|<\.\.\. execve resumed>.*?)'
     r"(?:= (-?\d+)(?: \w+ \(.*\))?|<unfinished \.\.\.>)$",
     re.MULTILINE,
 )
@@ -173,17 +173,23 @@ def counted(script: str, data: Path, env: dict[str, str], work: Path) -> Count:
         env=env,
         timeout=120,
     )
-    text = log.read_text()
-    pids = set(re.findall(r"^(\d+) ", text, re.MULTILINE))
+    forks, programs = tally(log.read_text(), script)
+    return Count(script, done.returncode, forks, programs)
+
+
+def tally(log: str, script: str) -> tuple[int, Counter[str]]:
+    """The processes a strace -f log shows forked (every pid but the first) and the programs run
+    (each successful execve, whole or split by strace, but SCRIPT's own), by name."""
+    pids = set(re.findall(r"^ *(\d+) ", log, re.MULTILINE))
     programs: Counter[str] = Counter()
     pending: dict[str, str] = {}  # pid -> its execve's program, where strace split the line
-    for pid, path, result in EXECVE.findall(text):
+    for pid, path, result in EXECVE.findall(log):
         if path and result == "":
             pending[pid] = path
         elif result == "0":
             programs[Path(path or pending.pop(pid, "?")).name] += 1
     programs[script] -= 1  # the script's own execve
-    return Count(script, done.returncode, len(pids) - 1, +programs)
+    return len(pids) - 1, +programs
 
 
 def bundle(hardware: Path, out: Path) -> Path:
