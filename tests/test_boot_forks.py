@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import pytest
+from conftest import missing_tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -41,7 +41,7 @@ def test_a_dgx_h100_training_boot_starts_under_100_processes(tmp_path: Path) -> 
     """On main every field of gpu-setup's inventory went through sed in a subshell and pcie-acs
     ran readlink and two setpci per port: 479 processes per boot."""
     if shutil.which("strace") is None:
-        pytest.skip("needs strace")
+        missing_tool(FileNotFoundError("strace (tests/tools/install-tools.sh)"))
     counts = {count.script: count for count in boot_forks.measure(tmp_path)}
     assert {script: count.status for script, count in counts.items()} == dict.fromkeys(counts, 0)
     dgx = sum(count.forks for script, count in counts.items() if script != "gpu-setup-amd")
