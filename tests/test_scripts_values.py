@@ -6,11 +6,8 @@ every value went through `sed`, `readlink -f` or `$(first_line ...)`."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 from test_gpu_setup_amd import run_setup
 from test_scripts import (
     ACS_DATA,
@@ -19,7 +16,6 @@ from test_scripts import (
     DOWN_GPU,
     GPU1,
     ROOT_PORT,
-    SCRIPTS,
     UPSTREAM,
     pci_machine,
     run_acs,
@@ -136,53 +132,3 @@ def test_pcie_acs_reads_a_blank_acs_control_as_no_capability(tmp_path: Path) -> 
     assert result.returncode == 0, result.stdout
     assert f"gt-acs: {DOWN_GPU}: no ACS capability; nothing to change" in result.stdout
     assert writes(pci) == [f"{ROOT_PORT} ECAP_ACS+0x6.w=0000"]
-
-
-# `nvidia-smi mig -lgi` rows, and rows a reader could trip on: several "MIG " on one line (the
-# last one naming a profile counts), names that are nearly profiles, no blank after the name.
-LGI_TABLE = """\
-+----------------------------------------------------+
-| GPU instances:                                     |
-| GPU   Name          Profile  Instance   Placement  |
-|                       ID       ID       Start:Size |
-|====================================================|
-|   0  MIG 1g.10gb       19        9          2:1    |
-+----------------------------------------------------+
-|   0  MIG 3g.40gb        9        2          4:4    |
-|   0  MIG 1g.10gb+me    20       13          0:1    |"""
-LISTINGS = [
-    LGI_TABLE,
-    "",
-    " ",
-    "No GPU instances found: Not Found",
-    "MIG 1g.gb x\nMIG 8g.10gb x\nMIG 1g.10gb\nMIG MIG 2g.20gb y",
-    "MIG 2g.20gb MIG bad y\nMIG 4g.40gb x MIG 1g.5gb\nMIG 1g.10gb+me+me x",
-    "MIG 1g.1gbgb x\nxMIG 1g.5gb\tx\nMIG 1g.5gb  |\nMIG 7g.80gb \r\nMIG [1-7]g.*gb x",
-    "MIG  1g.5gb x\nMIG 1g.5gb+m x\nMIG 1g.05gb+me x\n\n|MIG 2g.20gb|x MIG 3g.40gb z",
-]
-REFERENCE = (  # gpu-setup's mig_instances before issue 43: sed, tr and sed
-    """printf '%s\\n' "$1" |"""
-    """ sed -n 's/^.*MIG \\([1-7]g\\.[0-9]*gb\\(+me\\)\\{0,1\\}\\) .*$/\\1/p' |"""
-    """ tr '\\n' , | sed 's/,$//'"""
-)
-
-
-def shell_function(script: str, name: str) -> str:
-    text = (SCRIPTS / script).read_text()
-    start = text.index(f"\n{name}() {{") + 1
-    return text[start : text.index("\n}\n", start) + 3]
-
-
-@pytest.mark.parametrize("shell", ["dash", "bash"])
-@pytest.mark.parametrize("listing", LISTINGS)
-def test_gpu_setup_reads_mig_instances_as_sed_did(shell: str, listing: str) -> None:
-    if shutil.which(shell) is None:
-        pytest.skip(f"no {shell}")
-    functions = shell_function("gpu-setup", "is_number") + shell_function(
-        "gpu-setup", "mig_instances"
-    )
-    program = f'{functions}mig_instances "$1"\nprintf "%s" "$present"\n'
-    ours = subprocess.run([shell, "-c", program, "sh", listing], capture_output=True, text=True)
-    before = subprocess.run(["sh", "-c", REFERENCE, "sh", listing], capture_output=True, text=True)
-    assert ours.returncode == 0, ours.stderr
-    assert ours.stdout == before.stdout
