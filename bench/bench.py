@@ -28,6 +28,8 @@ The figures, for each scratch file system (default: the system temp dir and /dev
      largest process at the largest size;
   5. `gen matrix --check` of the largest matrix's bundles, committed: nothing changed, and one
      hardware file changed (interleaved).
+Then, once: the processes each boot script starts on a fake matching node (bench/boot_forks.py,
+strace; `--forks-only` prints only that).
 Ratios and goals are judged on CPU medians (what the work costs; wall time on a loaded machine
 mostly measures the other tenants) and printed with wall medians beside them.
 
@@ -54,6 +56,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import boot_cost
+import boot_forks
 
 REPO = Path(__file__).resolve().parent.parent
 GEN = Path(sys.executable).parent / "gen"
@@ -511,7 +514,15 @@ def main() -> None:
     parser.add_argument(
         "--boot-only", action="store_true", help="only the boot cost (implies --boot)"
     )
+    parser.add_argument(
+        "--forks-only",
+        action="store_true",
+        help="only the processes each boot script starts on a fake matching node (strace)",
+    )
     options = parser.parse_args()
+    if options.forks_only:
+        print("\n".join(boot_forks.run()))
+        return
     if options.boot_only:
         print(
             "\n".join(boot_cost.run(options.boot_rounds, options.boot_system, options.boot_profile))
@@ -534,6 +545,8 @@ def main() -> None:
         "goals judged on CPU medians\n"
     )
     print("\n".join(table(results, options.jobs)))
+    print()
+    print("\n".join(boot_forks.run()))
     if options.boot:
         print()
         print(

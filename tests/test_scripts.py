@@ -588,20 +588,25 @@ def test_irq_affinity_refuses_bad_data_and_pins_nothing(tmp_path: Path, line: st
 
 # --- pcie-acs, against a fake /sys and a fake setpci -------------------------------------------
 
+# A fake setpci: each register of the one device in turn, as setpci does (pciutils setpci.c
+# exec_op: a value read is printed on its own line; the first capability the device lacks ends
+# the run with status 1, after the values printed before it).
 FAKE_SETPCI = """[ "$1" = -s ] || exit 1
 bdf=$2
-register=$3
-case $register in
-    *=*)
-        name=${register%%=*}
-        [ -f "$FAKE_PCI/$bdf/$name" ] || exit 1
-        printf '%s\\n' "${register#*=}" >"$FAKE_PCI/$bdf/$name"
-        printf '%s\\n' "$bdf $register" >>"$FAKE_PCI/writes"
-        exit 0
-        ;;
-esac
-[ -f "$FAKE_PCI/$bdf/$register" ] || { echo "setpci: capability not found" >&2; exit 1; }
-cat "$FAKE_PCI/$bdf/$register"
+shift 2
+for register; do
+    case $register in
+        *=*)
+            name=${register%%=*}
+            [ -f "$FAKE_PCI/$bdf/$name" ] || exit 1
+            printf '%s\\n' "${register#*=}" >"$FAKE_PCI/$bdf/$name"
+            printf '%s\\n' "$bdf $register" >>"$FAKE_PCI/writes"
+            continue
+            ;;
+    esac
+    [ -f "$FAKE_PCI/$bdf/$register" ] || { echo "setpci: capability not found" >&2; exit 1; }
+    cat "$FAKE_PCI/$bdf/$register"
+done
 """
 # root port -> switch upstream port -> two downstream ports -> a GPU and a NIC (ib0); a second
 # GPU under a root port without ACS; a NIC that is not NVIDIA's display class stays unlisted.

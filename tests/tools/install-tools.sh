@@ -27,6 +27,8 @@
 #   packer, qemu-utils, openssh-client: `packer validate` of examples/packer/ and the real
 #               `packer build` of tests/boot/test_packer.py (its qemu builder runs qemu-img; the
 #               build user's key is made with ssh-keygen)
+#   strace      counts the processes each boot script starts on a fake node (bench/boot_forks.py,
+#               tests/test_boot_forks.py)
 #
 # `udevadm verify` exists from systemd 254 on; bookworm has 252. Then the udev .deb of
 # bookworm-backports is downloaded with a private apt state (the system's sources stay untouched)
@@ -49,7 +51,7 @@ set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
     grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs packer qemu-utils
-    openssh-client prometheus fdisk dosfstools mtools ovmf systemd-boot-efi)
+    openssh-client prometheus fdisk dosfstools mtools ovmf systemd-boot-efi strace)
 TOOLS_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}
 UDEV_DIR=$TOOLS_DIR/udev
 TUNED_TREES=$TOOLS_DIR/tuned-trees
