@@ -21,8 +21,8 @@ from generator.inputs.hardware_spec import HardwareSpec
 from generator.inputs.load import load_inputs
 from generator.inputs.profile import Profile
 from generator.model import layout, vendors
+from generator.model.collect_data import whole_sections
 from generator.model.layout import in_overlay
-from generator.model.probes import WHOLE_SECTIONS
 from generator.model.setting import DRIVER_MODULE_PREFIXES, Note, Setting
 from generator.model.vendors import GPU_VENDORS, GpuVendor, VendorSpec
 from generator.paths import hardware_db_dir
@@ -65,7 +65,14 @@ def test_each_row_names_what_the_bundle_really_has(spec: VendorSpec) -> None:
     ],
 )
 def test_each_row_names_a_collector_section(spec: VendorSpec) -> None:
-    assert spec.collector_section in WHOLE_SECTIONS
+    """The row's section is one the collector reads (derived from the row itself) and one the
+    script reads: a `! wanted <section> || collect_...` line in its main block."""
+    assert spec.collector_section in whole_sections()
+    assert f"! wanted {spec.collector_section} || " in (SCRIPTS / "collect").read_text(), (
+        f"{spec.vendor}: templates/scripts/collect does not read its collector_section "
+        f"{spec.collector_section!r}: add a `! wanted {spec.collector_section} || collect_...` "
+        "line to its main block (and the section to its header)"
+    )
 
 
 @pytest.mark.parametrize("spec", GPU_VENDORS.values(), ids=lambda spec: spec.vendor)

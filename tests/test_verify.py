@@ -14,8 +14,8 @@ import pytest
 from generator.bundle.read import read_bundle
 from generator.bundle.write import write_bundle
 from generator.errors import InputError
+from generator.model.collect_data import check_collect_data
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, in_overlay
-from generator.model.probes import check_collect_data
 from generator.model.setting import Plan, Setting
 from generator.render.collector import collect_lines
 from generator.render.render import render_bundle

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from generator.bundle.read import Bundle
-from generator.model.probes import WHOLE_SECTIONS
+from generator.model.collect_data import whole_sections
 from generator.model.setting import Plan, Setting
 from generator.model.vendors import GPU_VENDORS, GpuVendor
 from generator.render.collector import collect_lines
@@ -205,5 +205,5 @@ def test_the_amd_rows_collector_section_is_the_collectors() -> None:
     collector reads and verify's data check accepts (tests/test_vendors.py asks it of each row
     once the AMD boot script is there too)."""
     section = GPU_VENDORS[GpuVendor.AMD].collector_section
-    assert section in WHOLE_SECTIONS
+    assert section in whole_sections()
     assert f"! wanted {section} || collect_gpu_amd" in collector_script().read_text()

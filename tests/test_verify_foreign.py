@@ -18,8 +18,8 @@ import pytest
 
 from generator.bundle.write import write_bundle
 from generator.errors import InputError
+from generator.model.collect_data import check_collect_data
 from generator.model.layout import COLLECT_DATA, MANIFEST, PLAN_FILE, in_overlay
-from generator.model.probes import check_collect_data
 from generator.model.setting import Plan, Setting
 from generator.render.render import render_bundle
 from generator.verify.run import collector_script, run_verify

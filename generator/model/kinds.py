@@ -38,7 +38,7 @@ from typing import NamedTuple
 from generator.model import layout
 from generator.model.layout import in_overlay
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
-from generator.model.probes import Section
+from generator.model.probes import Section, WholeRead
 
 
 class Kind(StrEnum):
@@ -203,6 +203,9 @@ class KindSpec(NamedTuple):
     # the snapshot sections the live check reads, each printed by the collector for a plan
     # with this kind (tests/test_collector_contract.py proves both from the code and the script)
     collector_sections: tuple[Section, ...] = ()
+    # a data section the collector reads as a whole for a plan with this kind, and why (the
+    # collector reads no such section unless a kind or a GPU vendor's row asks for it)
+    collector_whole: WholeRead | None = None
 
     def key_fits(self, key: str) -> bool:
         return whole_match(self.key)(key) is not None
@@ -355,6 +358,7 @@ KINDS: tuple[KindSpec, ...] = (
         live_step="tuned",
         live_check="tuned",
         collector_sections=(Section.SYSCTL, Section.SYSFS, Section.TUNED, Section.TUNED_LOG),
+        collector_whole=WholeRead("tuned", "collect: the tuned profile the plan selects"),
         image_check="tuned",
     ),
     KindSpec(
@@ -382,6 +386,10 @@ KINDS: tuple[KindSpec, ...] = (
         template="gpu.conf.j2",
         live_check="gpu",
         collector_sections=(Section.GPU, Section.GPU_MIG, Section.GPU_AMD, Section.OWN_UNIT),
+        # nvidia-smi's GPUs and the PCI functions of the plan's GPU vendors (every vendor's)
+        collector_whole=WholeRead(
+            "gpu", "collect: the GPUs the plan's nvidia-smi actions apply to"
+        ),
         image_check="boot-unit",
         applied_at_boot_by=layout.GPU_UNIT,
     ),

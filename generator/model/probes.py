@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import NamedTuple
 
-from generator import TOOL
-from generator.errors import InputError, Problem
 from generator.model.layout import PREFLIGHT_RESULT, UNNAMED_TARGETS
+from generator.model.vendors import GPU_VENDORS, GpuVendor
 
 # Everything a data word may contain once it reaches a script: no quotes, no blanks, no '$'.
 # The scripts check the same alphabet (safe_word in collect).
@@ -81,8 +81,19 @@ class Section(StrEnum):
     PREFLIGHT = "preflight"
 
 
-# The collector's data sections, in the order it reads them: those that take one word per line
-# (one item to read each), and those named alone (read as a whole).
+class WholeRead(NamedTuple):
+    """A section the collector reads as a whole (named alone on its data line), and why: the
+    comment above that line. A kind's row (``KindSpec.collector_whole``) or a GPU vendor's row
+    (``VendorSpec.collector_section``) asks for one; generator/model/collect_data.py derives the
+    list from those rows."""
+
+    section: str
+    reason: str
+
+
+# The collector's data sections that take one word per line (one item to read each), in the
+# order it reads them; those read as a whole come from the kind and vendor tables
+# (generator/model/collect_data.py).
 LIST_SECTIONS = (
     "sysctl",
     "sysfs",
@@ -97,14 +108,13 @@ LIST_SECTIONS = (
     "acs",  # the devices pcie-acs clears ACS above: gpus, nic:<interface> (issue 18)
     "preflight",  # the preflight unit's result file (issue 28)
 )
-WHOLE_SECTIONS = ("block", "gpu", "gpu-amd", "tuned", "own_units", "system", "journal", "files")
 NAME_SECTIONS = ("tool", "bundle")  # the tool's name, the bundle's label
 # A GPU vendor's PCI id (0x10de, generator/model/vendors.py), one line each: the GPUs `acs gpus`,
 # the `gpu` section's PCI count and the `gpu-amd` section look for; each needs one.
 VENDOR_SECTION = "gpu-vendor"
-# GPU actions only AMD's GPUs have (amd-smi set --compute-partition, --memory-partition): a plan
-# with one is judged from the gpu-amd section whatever kind carries it.
-AMD_ONLY_ACTIONS = frozenset({"compute-partition", "memory-partition"})
+# GPU actions only AMD's GPUs have (its row's own_actions): a plan with one is judged from the
+# gpu-amd section whatever vendor its GPUs are.
+AMD_ONLY_ACTIONS = GPU_VENDORS[GpuVendor.AMD].own_actions
 PCI_VENDOR_WORD = re.compile(r"0x[0-9a-f]{4}")
 
 
@@ -169,49 +179,8 @@ def limit_user(domain: str) -> str | None:
     return None
 
 
-def data_line_problem(line: str) -> str | None:
-    """What is wrong with one line of the collector's data file, or None: the script's rules,
-    and (stricter: verify runs the collector as root) what each section's kind may read."""
-    if not line or line.startswith("#"):
-        return None
-    section, tab, word = line.partition("\t")
-    if section == VENDOR_SECTION:
-        return (
-            None if PCI_VENDOR_WORD.fullmatch(word) else "not a PCI vendor id (0x and 4 hex digits)"
-        )
-    if section == "tool" and word != TOOL:
-        return f"tool is {TOOL}: the collector reads {TOOL}'s units and files only"
-    if section in NAME_SECTIONS:
-        pattern = TOOL_WORD if section == "tool" else SAFE_WORD
-        return None if pattern.fullmatch(word) else f"{section} needs one safe word"
-    if section in LIST_SECTIONS:
-        if not SAFE_WORD.fullmatch(word):
-            return f"{section} needs one safe word"
-        if not SECTION_WORDS[section].fullmatch(word):
-            return f"{section}: {WHAT[section]}"
-        globbed = [part for part in word.split("/") if any(c in part for c in "*?[")]
-        # one globbed component (cpu*): the matches of one directory, not a walk of all /sys
-        if section == "sysfs" and len(globbed) > 1:
-            return "sysfs: a glob in more than one path component"
-        return None
-    if section in WHOLE_SECTIONS:
-        return None if not tab else f"section {section} takes no word"
-    return "unknown section"
-
-
-def check_collect_data(text: str, source: str) -> None:
-    """Refuse a collector data file the script would refuse (InputError naming each bad line)."""
-    lines = text.split("\n")
-    problems = [
-        Problem(source, f"line {number}", problem)
-        for number, line in enumerate(lines, start=1)
-        if (problem := data_line_problem(line)) is not None
-    ]
-    present = {line.partition("\t")[0] for line in lines}
-    problems += [
-        Problem(source, "", f"no {name} line") for name in NAME_SECTIONS if name not in present
-    ]
-    if ({"acs\tgpus", "gpu", "gpu-amd"} & set(lines)) and VENDOR_SECTION not in present:
-        problems.append(Problem(source, "", f"acs gpus or gpu without a {VENDOR_SECTION} line"))
-    if problems:
-        raise InputError(problems[:5])
+_UNWORDED = sorted(set(LIST_SECTIONS) ^ set(SECTION_WORDS) | set(LIST_SECTIONS) ^ set(WHAT))
+assert not _UNWORDED, (
+    f"collector list sections {_UNWORDED}: each needs its entry in LIST_SECTIONS, SECTION_WORDS "
+    "and WHAT in generator/model/probes.py"
+)

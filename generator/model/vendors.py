@@ -38,6 +38,9 @@ class VendorSpec(NamedTuple):
     # the units of the vendor's packages that a distribution table describes
     # (hardware_db/distros/*.yaml, the section named after the vendor)
     packaged_units: tuple[str, ...]
+    # GPU actions only this vendor's GPUs have: a plan with one is read back from this vendor's
+    # collector section whatever vendor its GPUs are (generator/model/collect_data.py)
+    own_actions: frozenset[str] = frozenset()
 
     @property
     def pci_hex(self) -> str:
@@ -72,6 +75,8 @@ GPU_VENDORS: Mapping[str, VendorSpec] = MappingProxyType(
             collector_section="gpu-amd",
             driver_module_prefixes=("amdgpu",),
             packaged_units=(),
+            # amd-smi set --compute-partition, --memory-partition
+            own_actions=frozenset({"compute-partition", "memory-partition"}),
         ),
     }
 )

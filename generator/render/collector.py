@@ -13,43 +13,21 @@ from collections.abc import Sequence
 from generator import TOOL
 from generator.errors import InputError, Problem
 from generator.model import layout
+from generator.model.collect_data import data_line_problem, gpu_sections, plan_reads
 from generator.model.probes import (
-    AMD_ONLY_ACTIONS,
     EFFECT_PATHS,
     GOVERNOR,
     LIST_SECTIONS,
     SAFE_WORD,
-    WHOLE_SECTIONS,
     acs_word,
-    data_line_problem,
     limit_user,
     module_param,
 )
 from generator.model.setting import Plan, Setting
-from generator.model.vendors import GpuVendor
 from generator.render.datafile import DataLine, gpu_vendor_lines, setting_line
 
 # Why the collector reads what no single setting asks for.
 EFFECT_REASON = "collect: the effect of kernel arguments and tuned options is read here"
-WHOLE_REASONS = {
-    "block": "collect: the disks the udev rules may match",
-    "gpu": "collect: the GPUs the plan's nvidia-smi actions apply to",
-    "gpu-amd": "collect: the AMD GPUs the plan's amd-smi actions apply to",
-    "tuned": "collect: the tuned profile the plan selects",
-    "own_units": "collect: the state of this tool's own units",
-    "system": "collect: the health of the boot",
-    "journal": "collect: warnings of the configuration's consumers",
-    "files": "collect: the installed files, against the manifest",
-}
-
-
-def amd_gpu_settings(plan: Plan) -> list[Setting]:
-    """The gpu settings read back from the gpu-amd section: the partition actions, which only
-    AMD's GPUs have (generator/verify/live.py judges a plan's other gpu actions from it too on
-    a machine whose GPUs are AMD's), or all of a plan for AMD GPUs (a power limit alone)."""
-    if GpuVendor.AMD in plan.gpu_vendors:
-        return list(plan.of_kind("gpu"))
-    return [s for s in plan.of_kind("gpu") if s.key in AMD_ONLY_ACTIONS]
 
 
 def bundle_word(plan: Plan) -> str:
@@ -122,9 +100,14 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
         ),
     ]
     items = _items(plan)
-    whole = {"gpu": bool(plan.of_kind("gpu")), "tuned": bool(plan.of_kind("tuned"))}
-    whole["gpu-amd"] = bool(amd_gpu_settings(plan))  # a gpu setting too: vendor lines follow
-    if whole["gpu"] or any(word == "gpus" for word, _ in items["acs"]):
+    if missing := [section for section in LIST_SECTIONS if section not in items]:
+        raise ValueError(
+            f"collector sections {missing} have no words: add them to _items in "
+            "generator/render/collector.py"
+        )
+    whole = plan_reads(plan)  # asked for by the plan's kinds and GPU vendors (collect_data.py)
+    reads_gpus = any(read.section in gpu_sections() for read in whole)
+    if reads_gpus or any(word == "gpus" for word, _ in items["acs"]):
         lines += gpu_vendor_lines(plan.gpu_vendors)
     for section in LIST_SECTIONS:
         seen: set[str] = set()
@@ -135,9 +118,5 @@ def collect_lines(plan: Plan, source: str = "plan") -> list[DataLine]:
             fields = (section, _checked_word(section, word, source))
             line = setting_line(setting, fields) if setting else DataLine(EFFECT_REASON, fields)
             lines.append(line)
-    lines += [
-        DataLine(WHOLE_REASONS[section], (section,))
-        for section in WHOLE_SECTIONS
-        if whole.get(section, True)
-    ]
+    lines += [DataLine(read.reason, (read.section,)) for read in whole]
     return lines

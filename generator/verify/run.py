@@ -37,9 +37,10 @@ import click
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
+from generator.model.collect_data import check_collect_data
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT, PLAN_FILE, SCRIPTS_DIR, in_overlay
 from generator.model.planio import content_digest
-from generator.model.probes import Section, check_collect_data
+from generator.model.probes import Section
 from generator.model.xids import XidTable
 from generator.paths import templates_dir
 from generator.table import format_table, table_width
