@@ -40,18 +40,31 @@ SCRIPTS = ROOT / "templates" / "scripts"
 
 
 def test_the_vocabulary_and_the_table_hold_the_same_vendors() -> None:
-    assert list(GPU_VENDORS) == list(GpuVendor)
-    assert all(key == spec.vendor for key, spec in GPU_VENDORS.items())
+    assert list(GPU_VENDORS) == list(GpuVendor), (
+        "generator/model/vendors.py: each GpuVendor member needs its row in GPU_VENDORS, in order"
+    )
+    assert all(key == spec.vendor for key, spec in GPU_VENDORS.items()), (
+        "generator/model/vendors.py GPU_VENDORS: a row's key is its vendor"
+    )
 
 
 @pytest.mark.parametrize("spec", GPU_VENDORS.values(), ids=lambda spec: spec.vendor)
 def test_each_row_names_what_the_bundle_really_has(spec: VendorSpec) -> None:
     setup = SCRIPTS / spec.setup_script
     assert setup.is_file(), f"{spec.vendor}: no fixed script templates/scripts/{setup.name}"
+    # derived from the row (generator/model/layout.py VENDOR_GPU_SCRIPTS): nothing to edit there
     assert gpu_script(spec) in layout.FIXED_SCRIPTS
-    assert re.search(rf"\b{re.escape(spec.smi_tool)}\b", setup.read_text())
-    assert set(spec.driver_module_prefixes) <= set(DRIVER_MODULE_PREFIXES)
-    assert 0 < spec.pci_vendor_id < 0xFFFF and spec.sysfs_id == f"0x{spec.pci_hex}"
+    assert re.search(rf"\b{re.escape(spec.smi_tool)}\b", setup.read_text()), (
+        f"{spec.vendor}: templates/scripts/{setup.name} never runs {spec.smi_tool}, the row's "
+        "smi_tool (generator/model/vendors.py): fix one or the other"
+    )
+    assert set(spec.driver_module_prefixes) <= set(DRIVER_MODULE_PREFIXES), (
+        f"{spec.vendor}: add its driver_module_prefixes to DRIVER_MODULE_PREFIXES in "
+        "generator/model/setting.py"
+    )
+    assert 0 < spec.pci_vendor_id < 0xFFFF and spec.sysfs_id == f"0x{spec.pci_hex}", (
+        f"{spec.vendor}: pci_vendor_id in generator/model/vendors.py is not a PCI vendor id"
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,7 +95,11 @@ def test_each_row_names_a_collector_section(spec: VendorSpec) -> None:
 def test_packaged_units_are_what_the_distro_tables_describe(spec: VendorSpec, distro: Path) -> None:
     # a vendor without packaged units (AMD: none described yet) needs no section
     section = yaml.safe_load(distro.read_text()).get(spec.vendor) or {}
-    assert set(spec.packaged_units) <= set(section), distro.name
+    assert set(spec.packaged_units) <= set(section), (
+        f"hardware_db/distros/{distro.name} has no {spec.vendor}: section describing "
+        f"{sorted(set(spec.packaged_units) - set(section))}, the packaged_units of the "
+        f"{spec.vendor} row in generator/model/vendors.py: add them there (or drop them from it)"
+    )
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS.iterdir()), ids=lambda path: path.name)
@@ -95,7 +112,8 @@ def test_no_fixed_script_writes_a_vendor_id_of_its_own(script: Path) -> None:
 
 
 def test_every_catalog_gpu_names_a_vendor_of_the_table() -> None:
-    assert {entry.vendor for entry in load_catalog().gpus.entries} <= set(GPU_VENDORS)
+    unknown = {entry.vendor for entry in load_catalog().gpus.entries} - set(GPU_VENDORS)
+    assert not unknown, f"hardware_db/gpus/ names vendors {unknown}: add their rows to vendors.py"
     # lspci -nn's vendor:device spelling comes from the vendor's row
     found = load_catalog().gpus.find(f"{GPU_VENDORS[GpuVendor.NVIDIA].pci_hex}:2330")
     assert found is not None and found.key == "H100-SXM5-80GB"
@@ -238,7 +256,8 @@ def test_a_bundles_data_lists_only_the_vendors_its_gpus_are() -> None:
     amd = render_bundle(build_plan(load_inputs("mi300x-8x-epyc", "training").facts, AMD_PARTS))
     collect = amd[in_overlay(layout.COLLECT_DATA)][0].decode()
     assert "gpu-vendor\t0x1002\n" in collect and "0x10de" not in collect
-    assert in_overlay(layout.AMD_GPU_SCRIPT) in amd and in_overlay(layout.GPU_SCRIPT) not in amd
+    amd_script = gpu_script(GPU_VENDORS[GpuVendor.AMD])
+    assert in_overlay(amd_script) in amd and in_overlay(layout.GPU_SCRIPT) not in amd
     assert (
         "ExecStart=/usr/local/libexec/goldtune/gpu-setup-amd "
         in amd[in_overlay(layout.unit_file(layout.GPU_UNIT))][0].decode()

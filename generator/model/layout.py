@@ -9,6 +9,7 @@ directory; target paths (``/etc/…``) are where the overlay lands on the machin
 from __future__ import annotations
 
 from generator import TOOL
+from generator.model.vendors import GPU_VENDORS, NVIDIA
 
 # --- the bundle directory ---------------------------------------------------------------------
 MANIFEST = "manifest.json"
@@ -98,9 +99,18 @@ UNNAMED_TARGETS = frozenset({DOCKER_DAEMON_JSON, NCCL_CONF, RCCL_CONF})
 # --- the fixed scripts and the data files they read -------------------------------------------
 LIBEXEC = f"/usr/local/libexec/{TOOL}"
 SCRIPTS_DIR = "scripts"  # under templates/: the fixed scripts, copied verbatim
-GPU_SCRIPT = f"{LIBEXEC}/gpu-setup"
-# AMD Instinct GPUs: the same unit and data file, run by amd-smi's script (vendors.py's row)
-AMD_GPU_SCRIPT = f"{LIBEXEC}/gpu-setup-amd"
+
+
+def libexec_script(name: str) -> str:
+    """Where a fixed script of templates/scripts/ is installed."""
+    return f"{LIBEXEC}/{name}"
+
+
+# One GPU boot script per GPU vendor, its row's setup_script (generator/model/vendors.py): the
+# same unit and data file, run by the script of the plan's vendor (gpu-setup: nvidia-smi,
+# gpu-setup-amd: amd-smi). NVIDIA's is the one a plan that names no vendor gets.
+VENDOR_GPU_SCRIPTS = tuple(libexec_script(spec.setup_script) for spec in GPU_VENDORS.values())
+GPU_SCRIPT = libexec_script(NVIDIA.setup_script)
 IRQ_SCRIPT = f"{LIBEXEC}/irq-affinity"
 COLLECT_SCRIPT = f"{LIBEXEC}/collect"
 ACS_SCRIPT = f"{LIBEXEC}/pcie-acs"
@@ -134,8 +144,7 @@ REPORT_DATA = f"{DATA_DIR}/report.conf"
 # The fixed scripts (templates/scripts/): comments explaining the code, not the plan.
 FIXED_SCRIPTS = frozenset(
     {
-        GPU_SCRIPT,
-        AMD_GPU_SCRIPT,
+        *VENDOR_GPU_SCRIPTS,
         IRQ_SCRIPT,
         ACS_SCRIPT,
         REPORT_SCRIPT,

@@ -58,7 +58,7 @@ def gpu_unit_vendor(plan: Plan) -> VendorSpec:
 
 def gpu_script(spec: VendorSpec) -> str:
     """Where the vendor's GPU boot script is installed (layout.GPU_SCRIPT for NVIDIA)."""
-    return f"{layout.LIBEXEC}/{spec.setup_script}"
+    return layout.libexec_script(spec.setup_script)
 
 
 def data_text(lines: Sequence[DataLine]) -> str:
