@@ -30,8 +30,11 @@ REQUIRED = {"ubuntu-22.04", "ubuntu-24.04", "debian-12", "rhel-8", "rhel-9"}
 @pytest.mark.parametrize("path", DISTRO_FILES, ids=[p.stem for p in DISTRO_FILES])
 def test_shipped_distro_loads_and_cites_sources(path: Path) -> None:
     distro = validate_model(Distro, read_yaml_file(path), str(path))
-    assert distro.key == path.stem
-    assert distro.sources and all(len(line) > 10 for line in distro.sources)
+    assert distro.key == path.stem, f"{path.name}: key must be its file name, {path.stem}"
+    assert distro.sources and all(len(line) > 10 for line in distro.sources), (
+        f'{path.name}: sources must cite what each fact was read from (README, "Adding a '
+        'distribution")'
+    )
 
 
 def test_the_target_distributions_are_shipped() -> None:

@@ -54,7 +54,10 @@ def test_readme_lists_every_distribution_table() -> None:
 def test_readme_names_are_the_tables_names() -> None:
     """The same, read back as names: every key and alias, nothing else."""
     names = set(re.findall(r"`([^`]+)`", written_block(README.read_text())))
-    assert names - {"--os"} == set(load_distros())
+    assert names - {"--os"} == set(load_distros()), (
+        "README.md's distribution list is not the tables': run python tests/test_distro_list.py "
+        "--write"
+    )
 
 
 def help_text(*args: str) -> str:
@@ -69,7 +72,10 @@ EXPECTED = "Target distribution ({})"
 @pytest.mark.parametrize("command", [(), ("check",), ("explain",), ("matrix",)])
 def test_the_os_help_lists_the_tables(command: tuple[str, ...]) -> None:
     listed = names_text((d.key, d.aliases) for d in shipped())
-    assert EXPECTED.format(listed) in help_text(*command)
+    assert EXPECTED.format(listed) in help_text(*command), (
+        "--os's help is made from hardware_db/distros/ by generator/commands/distro_option.py: "
+        "a table its fast reader (shipped_tables) misses, or a help text written by hand"
+    )
 
 
 def test_the_help_reads_the_tables_as_the_loader_does() -> None:

@@ -34,6 +34,7 @@ from generator import __version__
 from generator.bundle.equal import stamp_free
 from generator.commands.diff import Difference, diff_plans, format_markdown, label
 from generator.commands.generate import render_for
+from generator.inputs.distro import load_distros, tables
 from generator.model.layout import (
     COLLECT_DATA,
     GRUB_FILE,
@@ -100,6 +101,13 @@ DISTRO_COMBINATIONS += [
 ]
 # a Kubernetes node on a containerd 2 target: the version 3 drop-in and kubelet's file
 DISTRO_COMBINATIONS += [("dgx-h100", "training-k8s", "ubuntu-26.04")]
+# every other distribution table, on one system: a table added to hardware_db/distros/ is
+# reviewed here without an edit of this list (issue 43)
+DISTRO_COMBINATIONS += [
+    ("dgx-h100", "inference", distro.key)
+    for distro in tables(load_distros())
+    if distro.key not in {named for *_, named in DISTRO_COMBINATIONS}
+]
 
 
 def distro_changed(system: str, profile: str, distro: str) -> list[str]:

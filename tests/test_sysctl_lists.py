@@ -37,17 +37,30 @@ def header(path: Path) -> list[str]:
 def test_every_list_a_distribution_names_is_committed_and_every_committed_list_is_named() -> None:
     named = {version for versions in sysctl.distro_lists().values() for version in versions}
     committed = {version_of(path) for path in sysctl.reference_lists()}
-    assert named - committed == set(), "named in hardware_db/distros/, not committed"
-    assert committed - named == set(), "committed, but no distribution kernel is judged by it"
+    assert named - committed == set(), (
+        "named in hardware_db/distros/*.yaml sysctl_keys, but no tests/validators/"
+        'sysctl-keys-<version>.txt: commit the list read from a booted kernel (README, "Adding a '
+        'distribution")'
+    )
+    assert committed - named == set(), (
+        "tests/validators/sysctl-keys-*.txt committed, but no kernel line of "
+        "hardware_db/distros/*.yaml names it in sysctl_keys: name it there or remove the file"
+    )
 
 
 def test_every_distribution_kernel_line_is_judged_by_a_list() -> None:
     for distro in {d.key: d for d in load_distros().values()}.values():
         for kernel in distro.kernels:
-            assert kernel.sysctl_keys, f"{distro.key} {kernel.track} {kernel.version}: no list"
+            assert kernel.sysctl_keys, (
+                f"hardware_db/distros/{distro.key}.yaml: kernel {kernel.track} {kernel.version} "
+                "names no sysctl_keys list: add one"
+            )
             exact = kernel.sysctl_keys == [kernel.version]
             # a list of another version is a stand-in: the table must say so
-            assert exact or kernel.sysctl_keys_note, f"{distro.key} {kernel.version}: no note"
+            assert exact or kernel.sysctl_keys_note, (
+                f"hardware_db/distros/{distro.key}.yaml: kernel {kernel.version} is judged by "
+                "another version's list: say why in its sysctl_keys_note"
+            )
 
 
 def test_the_validator_reads_the_table_as_the_loader_does() -> None:
