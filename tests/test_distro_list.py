@@ -72,7 +72,10 @@ EXPECTED = "Target distribution ({})"
 @pytest.mark.parametrize("command", [(), ("check",), ("explain",), ("matrix",)])
 def test_the_os_help_lists_the_tables(command: tuple[str, ...]) -> None:
     listed = names_text((d.key, d.aliases) for d in shipped())
-    assert EXPECTED.format(listed) in help_text(*command), (
+    # click wraps help at hyphens too (amazon-linux-|2023): compared without any whitespace, so
+    # that a table whose name moves a line break does not fail here (issue 43)
+    unwrapped = "".join(help_text(*command).split())
+    assert "".join(EXPECTED.format(listed).split()) in unwrapped, (
         "--os's help is made from hardware_db/distros/ by generator/commands/distro_option.py: "
         "a table its fast reader (shipped_tables) misses, or a help text written by hand"
     )
