@@ -124,7 +124,8 @@ def test_the_one_grammar_accepts_what_the_consumers_accept(kind: str, key: str, 
 
 
 def test_every_kind_has_a_case_that_does_not_fit() -> None:
-    assert {kind for kind, _, _ in DO_NOT_FIT} == set(Kind)
+    missing = set(Kind) - {kind for kind, _, _ in DO_NOT_FIT}
+    assert not missing, f"add a key or value of {sorted(missing)} that does not fit to DO_NOT_FIT"
 
 
 @pytest.mark.parametrize("spec", KINDS, ids=lambda spec: str(spec.kind))

@@ -81,15 +81,19 @@ def test_no_check_is_dead(table: str) -> None:
 
 def test_the_table_is_the_vocabulary() -> None:
     assert tuple(Kind) == SETTING_KINDS and set(KIND_TITLES) == set(Kind)
-    assert [spec.kind for spec in KINDS] == list(Kind)
+    assert [spec.kind for spec in KINDS] == list(Kind), (
+        "generator/model/kinds.py: each Kind member needs its KindSpec row in KINDS, in order"
+    )
 
 
 @pytest.mark.parametrize("spec", KINDS, ids=lambda spec: str(spec.kind))
 def test_every_kind_has_a_grammar_that_compiles(spec: KindSpec) -> None:
     for pattern in (spec.key, spec.value, *spec.values.values()):
         re.compile(pattern)
-    assert spec.shape and spec.title
-    assert all(spec.key_fits(key) for key in spec.values), "values: only for keys of the kind"
+    assert spec.shape and spec.title, f"kind {spec.kind}: its row needs a shape and a title"
+    assert all(spec.key_fits(key) for key in spec.values), (
+        f"kind {spec.kind}: its row's values are only for keys of the kind"
+    )
 
 
 def constructed_kinds() -> set[str]:

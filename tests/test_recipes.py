@@ -102,7 +102,10 @@ KIND_STEPS: dict[str, Callable[[str], str]] = {
     "tests/test_checks.py": insert_after(
         "DO_NOT_FIT = [\n", '    ("journald", "SystemMaxUse", "2 G"),\n'
     ),
-    "tests/test_plan.py": insert_before("    }\n    data = explain_json(", '        "journald",\n'),
+    "tests/test_plan.py": insert_after(
+        '        "rccl",  # issue 31: /etc/rccl.conf, the file RCCL reads on AMD GPU nodes\n',
+        '        "journald",\n',
+    ),
 }
 TEMPLATE_PATH = "templates/journald.conf.j2"
 

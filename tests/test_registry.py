@@ -267,7 +267,10 @@ def test_every_rule_is_named_in_a_rule_test(rule: Rule) -> None:
     """The id, or the module attribute that holds the rule (``memory.thp_mode``)."""
     sources = rule_test_sources()
     reference = f"{rule.area}.{rule.func.__name__}"
-    assert rule.id in sources or re.search(rf"\b{re.escape(reference)}\b", sources), rule.id
+    assert rule.id in sources or re.search(rf"\b{re.escape(reference)}\b", sources), (
+        f"{rule.id} is named in no test of tests/rules/: add its cases to "
+        f"tests/rules/test_{rule.area}.py"
+    )
 
 
 @pytest.mark.parametrize("rule", REGISTRY, ids=lambda r: r.id)
@@ -275,7 +278,7 @@ def test_every_rule_has_a_table(rule: Rule) -> None:
     mine = [case for case in all_cases() if case.rule is rule]
     assert mine, f"{rule.id} has no case in tests/rules/test_{rule.area}.py"
     assert all(case in TABLES[AREAS.index(rule.area)].CASES for case in mine), (
-        "case in the wrong area file"
+        f"{rule.id}: a case outside tests/rules/test_{rule.area}.py CASES: move it there"
     )
 
 
