@@ -99,9 +99,6 @@ KIND_STEPS: dict[str, Callable[[str], str]] = {
         "FULL_SETTINGS: tuple[Setting, ...] = (\n",
         '    setting("journald", "SystemMaxUse", "2G", "test.journald"),\n',
     ),
-    "tests/test_checks.py": insert_after(
-        "DO_NOT_FIT = [\n", '    ("journald", "SystemMaxUse", "2 G"),\n'
-    ),
     "tests/test_plan.py": insert_after(
         '        "rccl",  # issue 31: /etc/rccl.conf, the file RCCL reads on AMD GPU nodes\n',
         '        "journald",\n',

@@ -21,9 +21,11 @@ that differs between kinds is a field of its row in ``KINDS``:
   setting is applied at boot by that unit rather than read by a consumer from a file: the image
   check then judges that unit.
 
-Adding a kind: its row here, its constructor in ``generator.rules.base``, its template, and its
-real-consumer validator in ``tests/validators``. ``tests/test_kinds.py`` fails, saying where, when
-a row names a check, a template or a step that does not exist.
+Adding a kind (README, "Adding a setting kind", 6 files, carried out by tests/test_recipes.py): its
+member and row here, its path in ``layout``, its constructor in ``generator.rules.base``, its
+template, a setting of it in tests/plans.py and its name in tests/test_plan.py's vocabulary.
+``tests/test_kinds.py`` fails, saying where, when a row names a check, a template or a step that
+does not exist.
 """
 
 from __future__ import annotations
