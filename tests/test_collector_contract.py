@@ -37,6 +37,12 @@ VERIFY = ROOT / "generator" / "verify"
 LIVE_MODULES = sorted(p for p in VERIFY.glob("*.py") if not p.name.startswith("image"))
 # Live's fields parsed from a section once for every check (verify/live_state.py Live.of).
 LIVE_FIELDS = {"cmdline": Section.CMDLINE, "disks": Section.BLOCK}
+# The sections the vendor rows name (verify builds them: Section(spec.collector_section))
+VENDOR_SECTIONS = {
+    Section(spec.collector_section)
+    for spec in GPU_VENDORS.values()
+    if spec.collector_section in set(Section)
+}
 
 # --- the script ---------------------------------------------------------------------------------
 
@@ -125,7 +131,7 @@ def sections_named(node: ast.AST) -> set[Section]:
         ):
             found.add(Section[child.attr])
         elif isinstance(child, ast.Call) and getattr(child.func, "id", "") == "Section":
-            found.add(Section.GPU_AMD)  # the vendor row's collector_section (gpu_amd.SECTION)
+            found |= VENDOR_SECTIONS  # Section(<a vendor row's collector_section>): gpu_amd.SECTION
     return found
 
 
