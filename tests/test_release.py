@@ -168,11 +168,12 @@ def test_the_declared_release_is_the_changelogs_newest_release() -> None:
 
 # Where the repository tells a reader which goldtune to install: the declared release, which a
 # tagged commit builds (v0.2.0); a commit without the tag builds 0.2.0+gHASH.
+VERSION = r"([0-9][0-9A-Za-z.+!]*[0-9A-Za-z])"
 PINNED = [
-    (re.compile(r"goldtune==([0-9][^\s\"'`]*)"), "an index pin"),
-    (re.compile(r"goldtune@v([0-9][^\s\"'`)]*)"), "a tag"),
-    (re.compile(r"goldtune-([0-9][^-\s]*)-py3-none-any\.whl"), "a wheel"),
-    (re.compile(r"GOLDTUNE_VERSION: \"([^\"]+)\""), "the workflow's pin"),
+    (re.compile(rf"goldtune=={VERSION}"), "an index pin"),
+    (re.compile(rf"goldtune@v{VERSION}"), "a tag"),
+    (re.compile(rf"goldtune-{VERSION}-py3-none-any\.whl"), "a wheel"),
+    (re.compile(rf'GOLDTUNE_VERSION: "{VERSION}"'), "the workflow's pin"),
 ]
 PINNING_FILES = ["README.md", "examples/fleet/README.md", WORKFLOW.relative_to(REPO).as_posix()]
 
@@ -189,9 +190,8 @@ def test_install_lines_name_the_declared_release() -> None:
 
 
 def test_a_pin_of_a_version_no_commit_builds_is_found() -> None:
-    assert pinned_versions("pip install goldtune==0.1.0 tools/goldtune-0.1.0-py3-none-any.whl") == {
-        "0.1.0"
-    }
+    text = "(goldtune==0.1.0), goldtune@v0.1.0. tools/goldtune-0.1.0-py3-none-any.whl"
+    assert pinned_versions(text) == {"0.1.0"}
 
 
 # --- the fleet example's workflow installs what it names ----------------------------------------
