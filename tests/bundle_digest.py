@@ -25,6 +25,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 from generator.bundle.equal import stamp_free, version_free
@@ -74,10 +75,16 @@ def bundle_digest(files: RenderedFiles) -> str:
     return digest.hexdigest()
 
 
+@cache
+def rendered(hardware: str, profile: str, distro: str | None) -> RenderedFiles:
+    """A shipped bundle's files, made once a session (tests/test_fit_gate.py reads them too)."""
+    return render_for(hardware, profile, distro)
+
+
 def current() -> dict[str, str]:
     """Each shipped bundle's digest, by name."""
     return {
-        name: bundle_digest(render_for(hardware, profile, distro))
+        name: bundle_digest(rendered(hardware, profile, distro))
         for name, hardware, profile, distro in shipped()
     }
 
