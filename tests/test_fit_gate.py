@@ -1,7 +1,7 @@
-"""EC2's user-data limit as a gate (issue 42): `--require-fit PROVIDER` fails the build, writing
-nothing, when no cloud-init form that carries every --cloud-init-part fits; manifest.json never
-lists a form as fitting a provider when that form lacks the team's parts; every shipped bundle
-fits EC2 on its own.
+"""EC2's user-data limit as a gate (issue 42): `--require-fit PROVIDER` fails the build (exit 2,
+nothing written) when no cloud-init form that carries every --cloud-init-part fits;
+manifest.json never lists a form as fitting a provider when that form lacks the team's parts;
+every shipped bundle fits EC2 on its own.
 
 On main before this: with a team part that took `user-data.mime.gz` over 16 KB, gen warned and
 exited 0, and manifest.json listed `user-data.gz` (goldtune's part alone) as fitting EC2.
@@ -79,13 +79,11 @@ def test_require_fit_fails_and_writes_nothing(tmp_path: Path, team_part: Path) -
     out = tmp_path / "bundle"
     args = [*LARGEST, "--cloud-init-part", str(team_part), "--require-fit", "ec2", "-o", str(out)]
     code, stdout, err = gen(*args)
-    assert code == 1, err
+    assert code == 2, err  # the inputs make a delivery EC2 refuses: bad input
     assert not out.exists() and "wrote" not in stdout
     (line,) = err.splitlines()
     assert line.startswith("goldtune: error: cloud-init user-data does not fit ec2: ")
-    assert f"{team_part} (cloud-config)" in line and line.endswith(
-        "(--require-fit): nothing written"
-    )
+    assert f"{team_part} (cloud-config)" in line and line.endswith(" (--require-fit)")
 
 
 def test_require_fit_passes_a_bundle_that_fits(tmp_path: Path, team_part: Path) -> None:
@@ -114,3 +112,19 @@ def test_matrix_require_fit_fails_the_combination_over_the_limit(
     assert not (root / "dgx-h100-training-k8s").exists()
     assert (root / "l4-inference-training-k8s" / layout.MANIFEST).exists()
     assert "does not fit ec2" in stdout
+
+
+def test_the_fleet_gate_with_require_fit_stops_on_a_bundle_over_the_limit(
+    tmp_path: Path, team_part: Path
+) -> None:
+    """--check regenerates with the same parts; one over EC2 is the gate's bad input (exit 2),
+    named with its combination; without the flag it is compared as usual."""
+    root = tmp_path / "bundles"
+    args = ["matrix", *LARGEST, "--cloud-init-part", str(team_part)]
+    code, _, err = gen(*args, "-o", str(root))
+    assert code == 0, err
+    code, _, err = gen(*args, "--check", str(root))
+    assert code == 0, err
+    code, _, err = gen(*args, "--check", str(root), "--require-fit", "ec2")
+    assert code == 2
+    assert "dgx-h100 x training-k8s" in err and "does not fit ec2" in err

@@ -36,7 +36,9 @@ from generator.commands.diff import Difference, Excerpt, bundle_difference, summ
 from generator.commands.diff import format_markdown as diff_markdown
 from generator.commands.generate import cloud_init_options
 from generator.commands.matrix import (
+    NO_GATE,
     Combination,
+    FitGate,
     MatrixRequest,
     default_jobs,
     in_batches,
@@ -51,6 +53,7 @@ from generator.inputs.catalog import load_catalog
 from generator.model.layout import MANIFEST
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
+from generator.render.budgets import check_fit
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.outputs import RenderedFiles
 from generator.render.render import render_bundle
@@ -129,13 +132,17 @@ def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleSta
     return BundleState(name, "stale", "differs in " + ", ".join(changed), difference)
 
 
-def check_one(combination: Combination, cloud_init: CloudInitOptions | None = None) -> BundleState:
+def check_one(
+    combination: Combination, cloud_init: CloudInitOptions | None = None, gate: FitGate = NO_GATE
+) -> BundleState:
     """Regenerate one combination in memory (with gen's cloud-init options, as it was written)
-    and compare it with its directory."""
+    and compare it with its directory; a regeneration ``gate`` (--require-fit) refuses is the
+    caller's input (FitError)."""
     inputs, target = combination.inputs, combination.target
     assert inputs is not None  # input errors are reported before any comparison
     plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
     files = render_bundle(plan, cloud_init)
+    check_fit(files, (cloud_init or CloudInitOptions()).parts, gate.part_names, gate.providers)
     name = target.name
     if os.path.islink(target):
         return BundleState(name, "stale", "a symbolic link (not followed)")
@@ -172,11 +179,15 @@ def check_directory(root: Path) -> None:
 
 
 def check_combinations(
-    combinations: list[Combination], jobs: int = 1, cloud_init: CloudInitOptions | None = None
+    combinations: list[Combination],
+    jobs: int = 1,
+    cloud_init: CloudInitOptions | None = None,
+    gate: FitGate = NO_GATE,
 ) -> Iterator[BundleState]:
     """One state per combination, in order, regenerated in ``jobs`` workers as `gen matrix`
     writes them; a failure to render is the caller's input."""
-    results = in_batches(combinations, jobs, functools.partial(check_batch, cloud_init=cloud_init))
+    work = functools.partial(check_batch, cloud_init=cloud_init, gate=gate)
+    results = in_batches(combinations, jobs, work)
     for combination, result in zip(combinations, results, strict=True):
         if isinstance(result, str):
             where = f"{combination.hardware} x {combination.profile}"
@@ -185,14 +196,16 @@ def check_combinations(
 
 
 def check_batch(
-    combinations: list[Combination], cloud_init: CloudInitOptions | None = None
+    combinations: list[Combination],
+    cloud_init: CloudInitOptions | None = None,
+    gate: FitGate = NO_GATE,
 ) -> list[BundleState | str]:
     """Each combination's state, or the text of the error that stopped its rendering (what a
     worker hands back: text, not the exception)."""
     results: list[BundleState | str] = []
     for combination in combinations:
         try:
-            results.append(check_one(combination, cloud_init))
+            results.append(check_one(combination, cloud_init, gate))
         except GoldtuneError as error:
             results.append("; ".join(error.lines()))
     return results
@@ -367,7 +380,8 @@ def run_matrix_check(
     check_directory(root)
     combinations = plan_combinations(systems, chosen, root, catalog, distros)
     input_errors(combinations)
-    checked = check_combinations(combinations, request.jobs or default_jobs(), options)
+    gate = FitGate(request.require_fit, request.part_names)
+    checked = check_combinations(combinations, request.jobs or default_jobs(), options, gate)
     states = run_with_progress(
         len(combinations),
         checked,

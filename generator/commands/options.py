@@ -27,7 +27,7 @@ def cloud_init_options(func: F) -> F:
         metavar="PROVIDER",
         help="Fail, writing nothing, when no cloud-init form that carries every "
         "--cloud-init-part fits this provider's user-data limit (repeatable; "
-        f"{', '.join(PROVIDERS)}; exit status 1). Without it an overrun is a warning.",
+        f"{', '.join(PROVIDERS)}; exit status 2). Without it an overrun is a warning.",
     )(func)
     func = click.option(
         "--cloud-init-part",

@@ -103,15 +103,19 @@ def _smallest(overrun: Overrun, parts: tuple[bytes, ...]) -> str:
 
 
 class FitError(GoldtuneError):
-    """A provider --require-fit names gets no form that carries every part (exit status 1: a
-    failed gate, like a stale bundle; the inputs themselves are valid)."""
+    """A provider --require-fit names gets no form that carries every part: the inputs (the
+    team's parts, the hardware's NICs) make a delivery the provider refuses, so bad input, exit
+    status 2, as `gen matrix` counts any combination it cannot make (its own exit 1) and
+    `--check` any it cannot check."""
+
+    exit_code = 2
 
     def __init__(self, lines: list[str]) -> None:
         self.messages = lines
         super().__init__("\n".join(lines))
 
     def lines(self) -> list[str]:
-        return [f"{line} (--require-fit): nothing written" for line in self.messages]
+        return [f"{line} (--require-fit)" for line in self.messages]
 
 
 def check_fit(
