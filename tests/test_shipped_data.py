@@ -159,3 +159,19 @@ def test_new_gpus_found_by_pci_id_and_driver_name(key: str) -> None:
     for name in NEW_GPU_NAMES[key]:
         found = gpus.find(name)
         assert found is not None and found.key == key, name
+
+
+def test_pollara_is_the_pensando_family_entry_by_name_and_pci_id() -> None:
+    """Issue 40 item 6: every Pensando card shares 1dd8:1002 (pci.ids: the Pollara 400 is only
+    subsystem 1dd8:5201), so the catalog holds one family entry with the facts the family shares,
+    found by the Pollara's names and by the shared PCI id alike."""
+    nics = load_catalog().nics
+    pollara, by_id = nics.find("AMD Pensando Pollara 400"), nics.find("1dd8:1002")
+    assert pollara is not None and pollara is by_id and pollara.key == "Pensando-ionic"
+    assert (pollara.driver, pollara.rdma_driver, pollara.rdma, pollara.infiniband) == (
+        "ionic",
+        "ionic_rdma",
+        True,
+        False,
+    )
+    assert "subsystem" in pollara.notes and "1dd8:5201" in " ".join(pollara.source)

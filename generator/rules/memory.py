@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.inputs.facts import Facts
+from generator.inputs.facts import Facts, GpuGroup
 from generator.inputs.profile import Profile
 from generator.model.vendors import GpuVendor
 from generator.rules.base import (
@@ -194,6 +194,17 @@ def apu_compaction(facts: Facts, profile: Profile) -> Output:
         )
 
 
+def acceptance_pages(groups: list[GpuGroup]) -> str:
+    """The system acceptance pages of models that have one (MI325X, MI355X: catalog
+    ``host_guide``; ROCm/system-acceptance-docs docs/gpus/), which ask for numa_balancing=disable
+    on the kernel command line: the same switch as kernel.numa_balancing=0."""
+    return " and ".join(
+        dict.fromkeys(
+            g.model.host_guide for g in groups if g.model.pci_bfsort and g.model.host_guide
+        )
+    )
+
+
 @rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def numa_balancing(facts: Facts, profile: Profile) -> Output:
     """Automatic NUMA balancing: off with AMD Instinct, on Grace and for training on NUMA hosts.
@@ -224,7 +235,13 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
             0,
             f"{models}: AMD's MI300X system optimization guide (Disable NUMA auto-balancing) "
             "turns it off: the kernel's page scanning and migration second-guess the placement "
-            "of GPU host buffers; AMD asks to compare 0 and 1 on the workload",
+            "of GPU host buffers; AMD asks to compare 0 and 1 on the workload"
+            + (
+                f" ({acceptance} lists numa_balancing=disable among its kernel parameters; the "
+                "sysctl sets the same switch)"
+                if (acceptance := acceptance_pages(amd))
+                else ""
+            ),
         )
         return
     if superchips := coherent_gpu_models(facts):

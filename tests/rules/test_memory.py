@@ -358,3 +358,11 @@ def test_apu_ttm_leaves_discrete_gpus_alone() -> None:
         facts(gpus=[{"model": "MI300X", "count": 8}]), profile("training")
     )
     assert settings_of(output) == {} and notes_of(output) == []
+
+
+def test_numa_balancing_on_mi355x_names_its_acceptance_page() -> None:
+    """Issue 40 item 1: MI325X and MI355X bundles say their own page asks for it too."""
+    hw = {"gpus": [{"model": "MI355X", "count": 8}]}
+    (found,) = Case("x", memory.numa_balancing, set(), hw=hw).run()
+    assert (found.key, found.value) == ("kernel.numa_balancing", "0")
+    assert "MI355X system acceptance guide lists numa_balancing=disable" in found.reason

@@ -38,3 +38,28 @@ def amd_clocks(facts: Facts, profile: Profile) -> Output:
         "hardware description does not carry, so the bundle sets none: set it per firmware "
         "where AMD's page for that IFWI asks for it"
     )
+
+
+@rule("gpu.amd-environment", vendors=(GpuVendor.AMD,))
+def amd_environment(facts: Facts, profile: Profile) -> Output:
+    """Say why the HIP/HSA variables AMD's guides list are not a host default here.
+
+    AMD lists ``HIP_FORCE_DEV_KERNARG=1`` (ROCm's default since 6.2) and
+    ``HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0`` (ROCm's internal threads then keep the process's CPU
+    affinity instead of all cores) as critical, to be made permanent in /etc/environment
+    (ROCm/system-acceptance-docs docs/common/os-tuning.md, "Environment variables", 23e7312;
+    mi300x.rst "Environment variables"). /etc/environment is read by pam_env for login sessions
+    only: systemd services, container runtimes and Kubernetes pods take their environment from
+    their unit or spec, so a host file would reach interactive shells and miss the jobs
+    (tuning-review-4 D-A8). rccl.conf takes only NCCL_ variables. The note names them for the
+    job or container environment, where a fleet sets them.
+    """
+    if not facts.has_gpus:
+        return
+    yield note(
+        f"{models_of(facts)}: AMD's guides list HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0 (ROCm's "
+        "internal threads keep the process's CPU affinity) and HIP_FORCE_DEV_KERNARG=1 (the "
+        "default since ROCm 6.2) for /etc/environment; the bundle writes no host default: that "
+        "file reaches login sessions only (pam_env), not services, containers or pods, and "
+        "rccl.conf takes only NCCL_ variables; set them in the job's or container's environment"
+    )
