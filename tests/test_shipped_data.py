@@ -175,3 +175,17 @@ def test_pollara_is_the_pensando_family_entry_by_name_and_pci_id() -> None:
         False,
     )
     assert "subsystem" in pollara.notes and "1dd8:5201" in " ".join(pollara.source)
+
+
+@pytest.mark.parametrize(
+    ("system", "gpu", "cpu"),
+    [("mi325x-8x-epyc", "MI325X", "EPYC-9575F"), ("mi355x-8x-epyc", "MI355X", "EPYC-9965")],
+)
+def test_mi325x_and_mi355x_systems_ship_on_epyc_9005(system: str, gpu: str, cpu: str) -> None:
+    """Issue 40 item 1: 8-GPU MI325X and MI355X systems on EPYC 9005 (Turin), as AMD's
+    acceptance pages and MLCommons' AMD systems have them."""
+    facts, _ = load_facts(system, load_catalog())
+    assert [(g.model.key, g.count) for g in facts.gpus] == [(gpu, 8)]
+    assert facts.cpu.model is not None and facts.cpu.model.key == cpu
+    assert facts.cpu.model.series == "EPYC 9005" and facts.cpu.model.x86_family == 0x1A
+    assert len(facts.rdma_nics) == 8

@@ -127,14 +127,22 @@ def pci_realloc(facts: Facts, profile: Profile) -> Output:
     if not acceptance_guided(facts):
         yield kernel_arg("pci", "realloc=off", why)
         return
-    # One pci= word with both options: the kernel's pci_setup() (drivers/pci/pci.c) splits its
-    # value at commas and hands "bfsort" to the x86 pcibios_setup() (arch/x86/pci/common.c).
+    # One pci= word with both options: "pci=option[,option...]" (Documentation/admin-guide/
+    # kernel-parameters.txt); pci_setup() (drivers/pci/pci.c) splits the value at commas and
+    # hands "bfsort" to the x86 pcibios_setup() (arch/x86/pci/common.c, pci_bf_sort).
     yield kernel_arg(
         "pci",
         "realloc=off,bfsort",
         why + "; the same pages require pci=bfsort (breadth-first PCI enumeration, a "
         "predictable device order, so that a job does not reach an unintended GPU over the "
         "network), which the MI300X guide does not ask for",
+    )
+    yield note(
+        f"{amd_guides(facts)}: modprobe.blacklist=amdgpu, in the same list, is marked optional "
+        "(for a GPU that may not be ready at boot, e.g. during a firmware update) and then "
+        "needs amdgpu loaded after boot by the site: not set, as the GPU unit, the RCCL jobs "
+        "and AMD's device plugin expect the driver loaded; numa_balancing=disable is set as "
+        "the sysctl kernel.numa_balancing=0 (memory.numa-balancing)"
     )
 
 

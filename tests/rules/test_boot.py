@@ -313,8 +313,9 @@ def test_acceptance_guided_gpus_add_pci_bfsort(model: str) -> None:
     """Issue 40 item 1: the MI325X and MI355X acceptance pages require pci=bfsort beside
     pci=realloc=off; the MI300X guide does not (its bundle keeps realloc=off alone)."""
     hw = {**TURIN, "gpus": [{"model": model, "count": 8}]}
-    (pci,) = Case("x", boot.pci_realloc, set(), hw=hw).run()
+    pci, blacklist = Case("x", boot.pci_realloc, set(), hw=hw).run()
     assert (pci.key, pci.value) == ("pci", "realloc=off,bfsort")
+    assert "modprobe.blacklist=amdgpu" in blacklist.text and "optional" in blacklist.text
     assert f"{model} system acceptance guide, Kernel parameters" in pci.reason
     (iommu,) = Case("x", boot.iommu_passthrough, set(), hw=hw).run()
     assert f"{model} system acceptance guide" in iommu.reason
