@@ -90,10 +90,13 @@ def amd_pstate_driver(facts: Facts) -> tuple[str | None, str]:
         "Kconfig default; a distribution that builds another default mode is not read here)"
     )
     if kernel is None:
-        return (
-            None,
-            rule_text + ", acpi-cpufreq before; the plan names no kernel (os.kernel or --os)",
+        distro = facts.os.distro
+        unnamed = (
+            f"{distro.key} has several kernel lines and os.kernel names none"
+            if distro
+            else "the plan names no kernel (os.kernel or --os)"
         )
+        return None, rule_text + f", acpi-cpufreq before; {unnamed}"
     if kernel >= AMD_PSTATE_SERVER_KERNEL:
         return "amd-pstate-epp", rule_text + f"; this plan's kernel is {kernel[0]}.{kernel[1]}"
     return (

@@ -276,3 +276,13 @@ def test_epyc_9004_is_not_given_the_9005_rule() -> None:
     hw = {**DUAL_EPYC, "os": {"kernel": "6.14"}}
     found = Case("x", cpu.energy_preference, set(), hw=hw).run()
     assert not [item for item in found if getattr(item, "kind", "") == "sysfs"]
+
+
+def test_epyc_9005_on_a_distribution_of_several_kernels_says_which_is_missing() -> None:
+    """Ubuntu 24.04 ships 6.8 to 7.0: without os.kernel the driver is not known, and the note
+    says that os.kernel, not --os, is what is missing."""
+    hw = {**TURIN_HOST, "os": {"distro": "ubuntu-24.04"}}
+    found = Case("x", cpu.energy_preference, set(), hw=hw).run()
+    assert not [item for item in found if getattr(item, "kind", "") == "sysfs"]
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "ubuntu-24.04 has several kernel lines and os.kernel names none" in text
