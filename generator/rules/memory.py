@@ -147,6 +147,9 @@ def apu_ttm(facts: Facts, profile: Profile) -> Output:
     )
     yield module_option("amdttm", "pages_limit", pages, why)
     yield module_option("amdttm", "page_pool_size", pages, why)
+    # transparent_hugepage=always: "Required on MI300A APU ... requires transparent huge pages for
+    # correct and performant operation" (ROCm/system-acceptance-docs docs/common/
+    # kernel-parameters.md, 23e7312, optional kernel parameters); the note below says so.
     # The guide: "If the filesystem is not already set up when the kernel driver is loaded, then
     # the options must be specified as boot parameters" (amdttm.pages_limit=...): an initramfs
     # that loads amdgpu before the root is mounted never reads /etc/modprobe.d.
@@ -158,7 +161,9 @@ def apu_ttm(facts: Facts, profile: Profile) -> Output:
     yield kernel_arg("amdttm.page_pool_size", pages, boot_why)
     yield note(
         "AMD's MI300A guide enables transparent huge pages for every allocation "
-        f"(transparent_hugepage=always); this profile keeps thp: {profile.thp} (memory.thp-mode, "
+        "(transparent_hugepage=always), and AMD's system acceptance kernel parameters mark it "
+        "required on MI300A 'for correct and performant operation' of its unified memory; "
+        f"this profile keeps thp: {profile.thp} (memory.thp-mode, "
         "whose knob offers madvise and never): 'always' makes every allocating thread, CPU or "
         "GPU, compact memory synchronously on a fault, the stall TUNING.md lists as a trap, and "
         "the bundle applies one THP mode to every workload of the image. A site that follows "

@@ -366,3 +366,12 @@ def test_numa_balancing_on_mi355x_names_its_acceptance_page() -> None:
     (found,) = Case("x", memory.numa_balancing, set(), hw=hw).run()
     assert (found.key, found.value) == ("kernel.numa_balancing", "0")
     assert "MI355X system acceptance guide lists numa_balancing=disable" in found.reason
+
+
+def test_mi300a_thp_note_says_amd_calls_always_required() -> None:
+    """W-A1 (issue 40): AMD's acceptance pages mark transparent_hugepage=always required on
+    MI300A; the bundle keeps its decision (madvise, accept_risk to follow AMD) and says so."""
+    found = Case("x", memory.apu_ttm, set(), hw={"gpus": [{"model": "MI300A", "count": 4}]}).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "required on MI300A 'for correct and performant operation'" in text
+    assert "accept_risk" in text
