@@ -573,3 +573,6 @@ def test_amd_environment_variables_are_named_not_written() -> None:
     (found,) = Case("x", gpu.amd_environment, set(), hw={"gpus": [MI300X8]}).run()
     assert "HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0" in found.text and "pam_env" in found.text
     assert Case("x", gpu.amd_environment, set(), hw={"gpus": [H100X8]}).run() == []
+    roce = {"name": "ens10np0", "role": "compute", "rdma": True, "model": "Pollara 400"}
+    notes = Case("x", gpu.amd_environment, set(), hw={"gpus": [MI300X8], "nics": [roce]}).run()
+    assert any("NCCL_IB_GID_INDEX not written" in getattr(n, "text", "") for n in notes)

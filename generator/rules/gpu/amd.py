@@ -53,9 +53,23 @@ def amd_environment(facts: Facts, profile: Profile) -> Output:
     their unit or spec, so a host file would reach interactive shells and miss the jobs
     (tuning-review-4 D-A8). rccl.conf takes only NCCL_ variables. The note names them for the
     job or container environment, where a fleet sets them.
+
+    RoCE (tuning-review-4 D-A8 names NCCL_IB_GID_INDEX and NCCL_IB_TC): RCCL picks the GID itself
+    when NCCL_IB_GID_INDEX is unset (default -1: the RoCE v2 GID of an IPv4 address,
+    NCCL_IB_ROCE_VERSION_NUM 2, NCCL_IB_ADDR_FAMILY AF_INET; ROCm/rccl src/transport/net_ib.cc
+    ncclIbGetGidIndex, 0cbce2a), so no index is written; NCCL_IB_TC (default 0) is the fabric's
+    lossless traffic class, a switch configuration the hardware description does not carry.
     """
     if not facts.has_gpus:
         return
+    if roce := [nic.name for nic in facts.rdma_nics if nic.model and not nic.model.infiniband]:
+        yield note(
+            f"RoCE ports {', '.join(roce)}: NCCL_IB_GID_INDEX not written, RCCL picks the RoCE "
+            "v2 GID of the port's IPv4 address itself (default -1; ROCm/rccl net_ib.cc "
+            "ncclIbGetGidIndex); NCCL_IB_TC (default 0) is the fabric's lossless traffic "
+            "class, set by the switch configuration, which the hardware description does "
+            "not carry: set it in rccl.conf where the fabric needs one"
+        )
     yield note(
         f"{models_of(facts)}: AMD's guides list HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0 (ROCm's "
         "internal threads keep the process's CPU affinity) and HIP_FORCE_DEV_KERNARG=1 (the "
