@@ -16,6 +16,7 @@ import click
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
+from generator.commands.options import cloud_init_options, diff_claims_option, report_option
 from generator.commands.usage import JsonUsageErrors
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
@@ -79,25 +80,6 @@ def hw_and_profile(func: F) -> F:
     )(func)
 
 
-def cloud_init_options(func: F) -> F:
-    """--cloud-init-reboot and --cloud-init-part, of the main job and of `gen matrix`."""
-    func = click.option(
-        "--cloud-init-part",
-        "cloud_init_parts",
-        multiple=True,
-        type=PATH,
-        metavar="FILE",
-        help="A cloud-config of your own (repeatable): a part of cloud-init/user-data.mime(.gz), "
-        "before the bundle's part, whose merge_how keeps your files and commands.",
-    )(func)
-    return click.option(
-        "--cloud-init-reboot",
-        is_flag=True,
-        help="The cloud-init user-data reboots once after the first boot when the running kernel "
-        "lacks one of the bundle's kernel arguments (cloud-init's power_state).",
-    )(func)
-
-
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
@@ -136,6 +118,7 @@ def main(
     os_name: str | None,
     cloud_init_reboot: bool,
     cloud_init_parts: tuple[Path, ...],
+    require_fit: tuple[str, ...],
     site_catalog: Path | None,
 ) -> None:
     """Generate a golden-image tuning bundle for a GPU server.
@@ -157,10 +140,10 @@ def main(
             raise click.UsageError(
                 "--hw/--profile/--os/-o go after the command name, e.g. `gen explain --hw …`"
             )
-        if cloud_init_reboot or cloud_init_parts:
+        if cloud_init_reboot or cloud_init_parts or require_fit:
             raise click.UsageError(
-                "--cloud-init-reboot/--cloud-init-part go after the command name (gen matrix "
-                "takes them)"
+                "--cloud-init-reboot/--cloud-init-part/--require-fit go after the command name "
+                "(gen matrix takes them)"
             )
         return
     if not hardware or not profile:
@@ -172,7 +155,9 @@ def main(
     with CollectorPaused():
         from generator.commands.generate import run_generate
 
-        run_generate(hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts)
+        run_generate(
+            hardware, profile, output, os_name, cloud_init_reboot, cloud_init_parts, require_fit
+        )
 
 
 @main.command(cls=JsonUsageErrors)
@@ -293,6 +278,7 @@ def rules(as_json: bool) -> None:
     help="terminal: a table (coloured on a terminal); markdown: a pull-request comment; "
     "json: for scripts.",
 )
+@diff_claims_option
 @reports_errors
 def diff(
     bundles: tuple[Path, ...],
@@ -300,6 +286,7 @@ def diff(
     profiles: tuple[str, ...],
     systems: tuple[str, ...],
     output_format: str,
+    show_claims: bool,
 ) -> None:
     """Show what changes on the machine between two bundles or two plans.
 
@@ -309,9 +296,12 @@ def diff(
       gen diff --hw dgx-h100 --profile inference --profile training
       gen diff --hw dgx-h100 --profile inference --os debian-12 --os ubuntu-24.04
 
-    Per setting: added (+), removed (-), changed (~, old -> new) with the rule and reason of the
-    new value. Files that changed without a setting change get a unified text diff. A bundle
-    whose files do not match its manifest is reported. Nothing is written.
+    First what changes on the node (settings added, removed, changed, by kind), then per
+    setting: added (+), removed (-), changed (~, old -> new) with the rule and reason of the
+    new value; the preflight claims (what the preflight unit expects of the hardware) apart,
+    or only counted with --no-claims. Files that changed without a setting change get a
+    unified text diff. A bundle whose files do not match its manifest is reported. Nothing is
+    written.
 
     NICs renamed between the sides (a new generation: ib0 -> ibp24s0) are paired by role and
     position in the hardware file, the n-th renamed NIC of a role with the n-th; a setting keyed
@@ -323,7 +313,7 @@ def diff(
     from generator.commands.diff import run_diff
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.
-    sys.exit(run_diff(bundles, hardware, profiles, output_format, systems))
+    sys.exit(run_diff(bundles, hardware, profiles, output_format, systems, show_claims))
 
 
 @main.command()
@@ -372,6 +362,7 @@ def diff(
     "(a Markdown report for a pull request on stdout).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --check: print JSON instead.")
+@report_option
 @matrix_os_option
 @cloud_init_options
 @click.pass_context
@@ -386,9 +377,11 @@ def matrix(
     jobs: int | None,
     check_dir: Path | None,
     as_json: bool,
+    report_file: Path | None,
     os_names: tuple[str, ...],
     cloud_init_reboot: bool,
     cloud_init_parts: tuple[Path, ...],
+    require_fit: tuple[str, ...],
 ) -> None:
     """Generate every hardware x profile combination in one call.
 
@@ -409,11 +402,12 @@ def matrix(
     --check DIR (a fleet repository's CI gate): exit 0 when every bundle in DIR is what this
     goldtune writes, 1 naming every stale, missing or extra bundle with its diff, 2 on bad
     input. A bundle that differs only in the goldtune version it records is reported as
-    version-only and does not fail the gate.
+    version-only and does not fail the gate. --report FILE writes the whole report there; stdout
+    then gets a bounded summary naming every bundle that is not current.
     """
     # A click.UsageError raised here or inside exits 2 by itself (its exit_code), like bad input.
-    if check_dir is None and as_json:
-        raise click.UsageError("--json goes with --check")
+    if check_dir is None and (as_json or report_file):
+        raise click.UsageError("--json and --report go with --check")
     output_given = ctx.get_parameter_source("output") is not click.core.ParameterSource.DEFAULT
     if check_dir is not None and output_given:
         raise click.UsageError("--check DIR writes nothing: leave -o out")
@@ -428,12 +422,13 @@ def matrix(
         os_names=os_names,
         cloud_init_reboot=cloud_init_reboot,
         cloud_init_parts=cloud_init_parts,
+        require_fit=require_fit,
     )
     if check_dir is None:
         sys.exit(run_matrix(request, output))
     from generator.commands.fleet_check import run_matrix_check
 
-    sys.exit(run_matrix_check(request, check_dir, as_json))
+    sys.exit(run_matrix_check(request, check_dir, as_json, report_file))
 
 
 @main.command()

@@ -28,6 +28,7 @@ LEAVES = {
     "foreign",
     "gcpause",
     "__init__",
+    "release",  # the declared release (RELEASE), read by __init__ where _version is missing
     "_version",  # written at build time by hatch-vcs (pyproject.toml): the version string alone
 }
 ALLOWED: dict[str, set[str]] = {

@@ -302,6 +302,13 @@ BAD = [
         "nics[0].speed_gbps",
         "exceeds",
     ),
+    # issue 40 item 6: the Pensando family entry holds the family's fastest board (400G)
+    (
+        "pollara above the family maximum",
+        {"nics": [{"name": "e", "model": "Pollara 400", "speed_gbps": 800, "role": "compute"}]},
+        "nics[0].speed_gbps",
+        "exceeds the Pensando-ionic maximum of 400",
+    ),
     ("bad role", {"nics": [{"name": "e", "role": "gpu"}]}, "nics[0].role", "invalid value 'gpu'"),
     ("numa not multiple of sockets", {"numa_nodes": 3}, "numa_nodes", "not a multiple"),
     ("unknown system", {"system": "dgx-z900"}, "system", "unknown reference system"),

@@ -78,7 +78,7 @@ NOTE_ONLY = {
     "gpu.vendor-profiles",
     "cpu.cfs-tunables",
     "network.gpu-numa-hints",
-    "boot.amd-firmware",
+    "gpu.amd-environment",  # names AMD's HIP/HSA variables, writes no host default (D-A8)
     "network.rccl-conf",
     "containers.amd-devices",
     "network.amd-gpu-rdma",
@@ -308,7 +308,7 @@ NOTE_ONLY_KNOBS: dict[str, dict[str, str]] = {"gpu.amd-clocks": {"gpu_clocks": "
 
 def test_note_only_rules_really_set_nothing() -> None:
     machine = facts(
-        # both vendors: each note-only rule declares one of them (boot.amd-firmware: AMD)
+        # both vendors: each note-only rule declares one of them (gpu.amd-environment: AMD)
         gpus=[{"model": "H100-SXM5-80GB", "count": 8}, {"model": "MI300X", "count": 8}],
         nics=[
             {"name": f"ib{i}", "role": "compute", "rdma": True, "speed_gbps": 400} for i in range(2)

@@ -159,3 +159,33 @@ def test_new_gpus_found_by_pci_id_and_driver_name(key: str) -> None:
     for name in NEW_GPU_NAMES[key]:
         found = gpus.find(name)
         assert found is not None and found.key == key, name
+
+
+def test_pollara_is_the_pensando_family_entry_by_name_and_pci_id() -> None:
+    """Issue 40 item 6: every Pensando card shares 1dd8:1002 (pci.ids: the Pollara 400 is only
+    subsystem 1dd8:5201), so the catalog holds one family entry with the facts the family shares,
+    found by the Pollara's names and by the shared PCI id alike."""
+    nics = load_catalog().nics
+    pollara, by_id = nics.find("AMD Pensando Pollara 400"), nics.find("1dd8:1002")
+    assert pollara is not None and pollara is by_id and pollara.key == "Pensando-ionic"
+    assert (pollara.driver, pollara.rdma_driver, pollara.rdma, pollara.infiniband) == (
+        "ionic",
+        "ionic_rdma",
+        True,
+        False,
+    )
+    assert "subsystem" in pollara.notes and "1dd8:5201" in " ".join(pollara.source)
+
+
+@pytest.mark.parametrize(
+    ("system", "gpu", "cpu"),
+    [("mi325x-8x-epyc", "MI325X", "EPYC-9575F"), ("mi355x-8x-epyc", "MI355X", "EPYC-9965")],
+)
+def test_mi325x_and_mi355x_systems_ship_on_epyc_9005(system: str, gpu: str, cpu: str) -> None:
+    """Issue 40 item 1: 8-GPU MI325X and MI355X systems on EPYC 9005 (Turin), as AMD's
+    acceptance pages and MLCommons' AMD systems have them."""
+    facts, _ = load_facts(system, load_catalog())
+    assert [(g.model.key, g.count) for g in facts.gpus] == [(gpu, 8)]
+    assert facts.cpu.model is not None and facts.cpu.model.key == cpu
+    assert facts.cpu.model.series == "EPYC 9005" and facts.cpu.model.x86_family == 0x1A
+    assert len(facts.rdma_nics) == 8

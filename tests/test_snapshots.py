@@ -101,6 +101,8 @@ DISTRO_COMBINATIONS += [
 ]
 # a Kubernetes node on a containerd 2 target: the version 3 drop-in and kubelet's file
 DISTRO_COMBINATIONS += [("dgx-h100", "training-k8s", "ubuntu-26.04")]
+# EPYC 9005 on a kernel from 6.13 (Ubuntu 26.04: 7.0): amd-pstate's EPP set (issue 40 item 3)
+DISTRO_COMBINATIONS += [("mi355x-8x-epyc", "inference", "ubuntu-26.04")]
 # every other distribution table, on one system: a table added to hardware_db/distros/ is
 # reviewed here without an edit of this list (issue 43)
 DISTRO_COMBINATIONS += [

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import textwrap
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -17,6 +19,13 @@ import click
 
 from generator.bundle.equal import comparable, differing_paths
 from generator.bundle.read import Bundle, check_intact, read_bundle
+from generator.commands.diff_summary import (
+    CLAIM_KIND,
+    STATUSES,
+    claims_summary,
+    node_summary,
+    split_claims,
+)
 from generator.commands.nicpair import NicPair, key_translator, pair_nics
 from generator.commands.terminal import stream_is_terminal
 from generator.model import layout
@@ -117,7 +126,6 @@ def diff_plans(old: Plan, new: Plan) -> tuple[Change, ...]:
     return tuple(changes) + diff_claims(old, new)
 
 
-CLAIM_KIND = "claim"  # a change of the hardware file's claims (preflight.conf), not a setting
 CLAIM_REASON = "a claim of the hardware file the preflight unit judges at boot"
 
 
@@ -306,12 +314,19 @@ def label(plan: Plan) -> str:
     return f"{plan.hardware_name}/{plan.profile_name}{target}"
 
 
-def format_json(difference: Difference) -> str:
+def format_json(difference: Difference, show_claims: bool = True) -> str:
+    settings, claims = split_claims(difference.changes)
+    shown = difference.changes if show_claims else tuple(settings)
     data: dict[str, object] = {
         "old": difference.old_label,
         "new": difference.new_label,
         "same": difference.same,
-        "changes": [_change_data(c) for c in difference.changes],
+        "summary": {
+            "settings": {s: sum(c.status == s for c in settings) for s in STATUSES},
+            "kinds": sorted({c.kind for c in settings}),
+            "claims": {s: sum(c.status == s for c in claims) for s in STATUSES},
+        },
+        "changes": [_change_data(c) for c in shown],
         "files": [asdict(f) for f in difference.files],
         "tampered": list(difference.tampered),
     }
@@ -342,38 +357,58 @@ def _shown(value: str | None) -> str:
     return "" if value is None else (value if value != "" else '""')
 
 
-def format_markdown(difference: Difference, excerpt: Excerpt | None = None) -> str:
-    """The difference as Markdown (a pull-request comment): every string from the bundles
-    escaped for where it lands (``markdown_text``, ``markdown_code``, a fence no line closes),
-    and with ``excerpt`` each file's text diff cut to its bounds."""
+def summary_lines(
+    difference: Difference, show_claims: bool, escape: Callable[[str], str]
+) -> list[str]:
+    """What a reviewer reads first: the settings that change on the node by kind, the files
+    that differ without a setting, the preflight claims."""
+    lines = [node_summary(difference.changes, escape)]
+    if difference.files:
+        count = len(difference.files)
+        lines.append(f"{count} file{'s' if count > 1 else ''} differ without a setting change.")
+    claims = claims_summary(difference.changes, show_claims)
+    return [*lines, claims] if claims else lines
+
+
+def _markdown_table(changes: list[Change]) -> list[str]:
+    lines = [
+        "| | Kind | Key | Old | New | Rule | Why |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in changes:
+        cells = [
+            SYMBOL[c.status],
+            markdown_text(c.kind),
+            markdown_code(c.shown_key),
+            _code(c.old),
+            _code(c.new),
+            markdown_text(c.rule),
+            markdown_text(c.reason),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def format_markdown(
+    difference: Difference, excerpt: Excerpt | None = None, show_claims: bool = True
+) -> str:
+    """The difference as Markdown (a pull-request comment): what changes on the node first, the
+    settings, then the preflight claims apart (left out without ``show_claims``). Every string
+    from the bundles escaped for where it lands (``markdown_text``, ``markdown_code``, a fence no
+    line closes), and with ``excerpt`` each file's text diff cut to its bounds."""
     old_label, new_label = markdown_code(difference.old_label), markdown_code(difference.new_label)
     lines = [f"### goldtune diff: {old_label} → {new_label}", ""]
     if difference.same:
         return "\n".join([*lines, "No change.", ""])
-    counts = {s: sum(c.status == s for c in difference.changes) for s in SYMBOL}
-    lines += [
-        f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed.",
-        "",
-    ]
+    settings, claims = split_claims(difference.changes)
+    lines += [*summary_lines(difference, show_claims, markdown_text), ""]
     if difference.nic_pairs:
         lines += [nic_pairing_line(difference), ""]
-    if difference.changes:
-        lines += [
-            "| | Kind | Key | Old | New | Rule | Why |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for c in difference.changes:
-            cells = [
-                SYMBOL[c.status],
-                markdown_text(c.kind),
-                markdown_code(c.shown_key),
-                _code(c.old),
-                _code(c.new),
-                markdown_text(c.rule),
-                markdown_text(c.reason),
-            ]
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+    if settings:
+        lines += _markdown_table(settings)
+    if claims and show_claims:
+        lines += [f"<details><summary>Preflight claims ({len(claims)})</summary>", ""]
+        lines += [*_markdown_table(claims), "</details>", ""]
     for file_diff in difference.files:
         lines += _file_section(file_diff, excerpt)
     return "\n".join(lines)
@@ -415,11 +450,31 @@ def _code(value: str | None) -> str:
     return "" if value is None else markdown_code(_shown(value))
 
 
-def format_terminal(difference: Difference, colour: bool, width: int | None = None) -> str:
-    """The table of changes (cells wrapped to ``width`` columns when given), then text diffs."""
-    import click
-
+def _terminal_table(
+    changes: list[Change], paint: Callable[[str, str], str], width: int | None
+) -> list[str]:
     from generator.table import table_rows
+
+    rows = [
+        [
+            SYMBOL[c.status],
+            *map(printable, (c.kind, c.shown_key, _shown(c.old), _shown(c.new), c.rule, c.reason)),
+        ]
+        for c in changes
+    ]
+    header, *lines = table_rows(["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows, width=width)
+    out = list(header)
+    for row_lines, c in zip(lines, changes, strict=True):
+        out += [paint(line, c.status) for line in row_lines]
+    return out
+
+
+def format_terminal(
+    difference: Difference, colour: bool, width: int | None = None, show_claims: bool = True
+) -> str:
+    """The summary, the table of settings (cells wrapped to ``width`` columns when given), the
+    preflight claims' table (without ``show_claims``, only their count), then text diffs."""
+    import click
 
     if difference.same:
         return ""
@@ -428,25 +483,16 @@ def format_terminal(difference: Difference, colour: bool, width: int | None = No
         return click.style(text, fg=COLOUR[status]) if colour else text
 
     out = [f"--- {printable(difference.old_label)}", f"+++ {printable(difference.new_label)}"]
+    for line in summary_lines(difference, show_claims, printable):
+        out += textwrap.wrap(line, width, subsequent_indent="  ") if width else [line]
     if difference.nic_pairs:
         out.append("NICs paired by role and position:")
         out += [f"  {printable(pair.label)}" for pair in difference.nic_pairs]
-    if difference.changes:
-        rows = [
-            [
-                SYMBOL[c.status],
-                *map(
-                    printable, (c.kind, c.shown_key, _shown(c.old), _shown(c.new), c.rule, c.reason)
-                ),
-            ]
-            for c in difference.changes
-        ]
-        header, *lines = table_rows(
-            ["", "KIND", "KEY", "OLD", "NEW", "RULE", "WHY"], rows, width=width
-        )
-        out += header
-        for row_lines, c in zip(lines, difference.changes, strict=True):
-            out += [paint(line, c.status) for line in row_lines]
+    settings, claims = split_claims(difference.changes)
+    if settings:
+        out += _terminal_table(settings, paint, width)
+    if claims and show_claims:
+        out += [f"Preflight claims ({len(claims)}):", *_terminal_table(claims, paint, width)]
     for file_diff in difference.files:
         out += [
             f"text diff of {printable(file_diff.path)}:",
@@ -461,14 +507,16 @@ def run_diff(
     profiles: tuple[str, ...],
     output_format: str,
     systems: tuple[str, ...] = (),
+    show_claims: bool = True,
 ) -> int:
     difference = compute_diff(bundles, hardware, profiles, systems)
     if output_format == "json":
-        click.echo(format_json(difference), nl=False)
+        click.echo(format_json(difference, show_claims), nl=False)
     elif output_format == "markdown":
-        click.echo(format_markdown(difference))
+        click.echo(format_markdown(difference, show_claims=show_claims))
     else:
-        text = format_terminal(difference, stream_is_terminal("stdout"), table_width())
+        width = table_width()
+        text = format_terminal(difference, stream_is_terminal("stdout"), width, show_claims)
         click.echo(text, nl=False)
     return 0 if difference.same else 1
 

@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,11 +45,13 @@ from generator.bundle.read import (
     read_bundle,
     read_bundle_file,
 )
-from generator.commands.diff import Difference, Excerpt, bundle_difference
+from generator.commands.diff import Difference, Excerpt, bundle_difference, summary_lines
 from generator.commands.diff import format_markdown as diff_markdown
 from generator.commands.generate import cloud_init_options
 from generator.commands.matrix import (
+    NO_GATE,
     Combination,
+    FitGate,
     MatrixRequest,
     default_jobs,
     in_batches,
@@ -59,7 +61,7 @@ from generator.commands.matrix import (
     target_distros,
 )
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
-from generator.errors import GoldtuneError, InputError, Problem
+from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.inputs.catalog import load_catalog, site_catalog_dir
 from generator.inputs.load import Inputs
 from generator.inputs.profile import profile_files
@@ -67,6 +69,7 @@ from generator.model.layout import MANIFEST
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
+from generator.render.budgets import check_fit
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.manifest import MANIFEST_FORMAT
 from generator.render.outputs import RenderedFiles
@@ -154,17 +157,22 @@ def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleSta
     return BundleState(name, "stale", "differs in " + ", ".join(changed), difference)
 
 
-def check_one(combination: Combination, cloud_init: CloudInitOptions | None = None) -> BundleState:
+def check_one(
+    combination: Combination, cloud_init: CloudInitOptions | None = None, gate: FitGate = NO_GATE
+) -> BundleState:
     """Judge one combination's directory: by its manifest where that records these inputs and
-    this goldtune (``made_from``), else by regenerating it in memory (with gen's cloud-init
-    options, as it was written) and comparing."""
+    this goldtune (``made_from``) and no ``gate`` (--require-fit) asks for the rendered forms'
+    sizes, else by regenerating it in memory (with gen's cloud-init options, as it was written)
+    and comparing; a regeneration the gate refuses is the caller's input (FitError)."""
     inputs, target = combination.inputs, combination.target
     assert inputs is not None  # input errors are reported before any comparison
     old = committed_bundle(target)
-    if isinstance(old, Bundle) and made_from(old, inputs, cloud_init or CloudInitOptions()):
+    options = cloud_init or CloudInitOptions()
+    if isinstance(old, Bundle) and not gate.providers and made_from(old, inputs, options):
         return hand_edited(target.name, old) or BundleState(target.name, "current")
     plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
     files = render_bundle(plan, cloud_init)
+    check_fit(files, options.parts, gate.part_names, gate.providers)
     return old if isinstance(old, BundleState) else compare(target.name, old, plan, files)
 
 
@@ -259,11 +267,15 @@ def check_directory(root: Path) -> None:
 
 
 def check_combinations(
-    combinations: list[Combination], jobs: int = 1, cloud_init: CloudInitOptions | None = None
+    combinations: list[Combination],
+    jobs: int = 1,
+    cloud_init: CloudInitOptions | None = None,
+    gate: FitGate = NO_GATE,
 ) -> Iterator[BundleState]:
     """One state per combination, in order, regenerated in ``jobs`` workers as `gen matrix`
     writes them; a failure to render is the caller's input."""
-    results = in_batches(combinations, jobs, functools.partial(check_batch, cloud_init=cloud_init))
+    work = functools.partial(check_batch, cloud_init=cloud_init, gate=gate)
+    results = in_batches(combinations, jobs, work)
     for combination, result in zip(combinations, results, strict=True):
         if isinstance(result, str):
             where = f"{combination.hardware} x {combination.profile}"
@@ -272,14 +284,16 @@ def check_combinations(
 
 
 def check_batch(
-    combinations: list[Combination], cloud_init: CloudInitOptions | None = None
+    combinations: list[Combination],
+    cloud_init: CloudInitOptions | None = None,
+    gate: FitGate = NO_GATE,
 ) -> list[BundleState | str]:
     """Each combination's state, or the text of the error that stopped its rendering (what a
     worker hands back: text, not the exception)."""
     results: list[BundleState | str] = []
     for combination in combinations:
         try:
-            results.append(check_one(combination, cloud_init))
+            results.append(check_one(combination, cloud_init, gate))
         except GoldtuneError as error:
             results.append("; ".join(error.lines()))
     return results
@@ -304,10 +318,13 @@ DIFF_EXCERPT = Excerpt(lines=200, chars=8_000)
 CELL_CHARS = 300
 
 
-def format_report(root: Path, states: list[BundleState]) -> str:
-    """Markdown a pull-request comment can carry: a table, then each stale bundle's diff. Every
-    string from the committed tree is escaped for Markdown (``markdown_text``/``markdown_code``)
-    and the report is bounded (``REPORT_CHARS``; each file's diff ``DIFF_EXCERPT``)."""
+def format_report(root: Path, states: list[BundleState], whole: bool = False) -> str:
+    """Markdown a pull-request comment can carry: the verdict, a table naming every bundle that
+    is not current, a line per stale bundle saying what changes on its node, then each stale
+    bundle's diff without the preflight claims, while they fit (``REPORT_CHARS``; each file's
+    diff ``DIFF_EXCERPT``). ``whole``: every diff in full, claims included, unbounded (the
+    --report file). Every string from the committed tree is escaped for Markdown
+    (``markdown_text``/``markdown_code``)."""
     counts = summary_counts(states)
     verdict = "stale" if failed(states) else "current"
     head = (
@@ -315,38 +332,110 @@ def format_report(root: Path, states: list[BundleState]) -> str:
         + ", ".join(f"{count} {state}" for state, count in counts.items())
         + ".\n"
     )
-    blocks = [head]
     listed = [s for s in states if s.state != "current"]
-    if listed:
-        blocks.append("\n| Bundle | State | Detail |\n| --- | --- | --- |\n")
-        blocks += [f"| {markdown_code(s.name)} | {s.state} | {_cell(s.detail)} |\n" for s in listed]
+    kept = [head, *_bundle_table(listed, None if whole else REPORT_CHARS // 2)]
     if counts["version-only"]:
-        blocks.append(
+        kept.append(
             f"\nBundles marked version-only differ only in the {TOOL} version they record; "
             "regenerate them to refresh the stamp (not a change on any machine).\n"
         )
-    for state in states:
-        if state.difference is not None:
-            blocks.append("\n" + diff_markdown(state.difference, DIFF_EXCERPT).rstrip("\n") + "\n")
-    return bounded(blocks, REPORT_CHARS)
+    stale = [s for s in states if s.difference is not None]
+    if whole:
+        diffs = [
+            "\n" + diff_markdown(s.difference).rstrip("\n") + "\n" for s in stale if s.difference
+        ]
+        return "".join(kept + diffs)
+    if stale:
+        kept.append("\n#### What changes on each stale bundle's node\n\n")
+        kept += [
+            f"- {markdown_code(s.name)}: {_node_line(s.difference)}\n"
+            for s in stale
+            if s.difference
+        ]
+    left = max(REPORT_CHARS - sum(map(len, kept)), 0)
+    share = left // max(len(stale), 1)
+    blocks = [_bounded_diff(s.difference, share) for s in stale if s.difference]
+    return "".join(kept) + bounded(blocks, left)
+
+
+def _bounded_diff(difference: Difference, share: int) -> str:
+    """A stale bundle's diff for the bounded report, without the claims: whole (each file's
+    text diff cut to ``DIFF_EXCERPT``) where it fits its ``share`` of the report, else its
+    settings alone and a note, so one bundle's long diff never crowds out the next's."""
+    block = "\n" + diff_markdown(difference, DIFF_EXCERPT, show_claims=False).rstrip("\n") + "\n"
+    if len(block) <= share or not difference.files:
+        return block
+    settings_only = replace(difference, files=())
+    count = len(difference.files)
+    return (
+        "\n"
+        + diff_markdown(settings_only, show_claims=False).rstrip("\n")
+        + f"\n\nText diffs of {count} files left out here (`--report FILE` has them).\n"
+    )
+
+
+def _node_line(difference: Difference) -> str:
+    return " ".join(summary_lines(difference, True, markdown_text)).replace(
+        ", listed apart below", ""
+    )
+
+
+LONG = "a row each is over the report's limit"
+
+
+def _bundle_table(listed: list[BundleState], limit: int | None) -> list[str]:
+    """A row per bundle that is not current; past ``limit`` characters only their names, by
+    state: every stale, missing and version-only bundle (the combinations asked for), and the
+    extra directories (any number, named by the committed tree) while they fit."""
+    if not listed:
+        return []
+    rows = [f"| {markdown_code(s.name)} | {s.state} | {_cell(s.detail)} |\n" for s in listed]
+    if limit is None or sum(map(len, rows)) <= limit:
+        return ["\n| Bundle | State | Detail |\n| --- | --- | --- |\n", *rows]
+    header = "\n| Bundle | State | Detail |\n| --- | --- | --- |\n"
+    lines = [header]
+    for state in dict.fromkeys(s.state for s in listed if s.state != "extra"):
+        names = [markdown_code(s.name) for s in listed if s.state == state]
+        lines.append(f"| {', '.join(names)} | {state} | {len(names)}, named only: {LONG} |\n")
+    extra = [markdown_code(s.name) for s in listed if s.state == "extra"]
+    budget, shown = limit - sum(map(len, lines)), []
+    for name in extra:
+        budget -= len(name) + 2
+        if budget < 0:
+            break
+        shown.append(name)
+    if extra:
+        left = len(extra) - len(shown)
+        more = f" and {left} more (`--json` lists them)" if left else ""
+        lines.append(f"| {', '.join(shown)}{more} | extra | {len(extra)}, named only: {LONG} |\n")
+    return lines
 
 
 def bounded(blocks: list[str], limit: int) -> str:
     """The blocks in order while they fit in ``limit`` characters; the first that does not and
-    every later one are left out, and a note says so. Whole blocks only: a table row, a
-    bundle's diff, so no code fence or ``<details>`` is left open."""
+    every later one are left out, and a note says so. Whole blocks only: a bundle's diff, so no
+    code fence or ``<details>`` is left open."""
     report, used = [], 0
     for index, block in enumerate(blocks):
         if used + len(block) > limit:
             left = len(blocks) - index
             report.append(
-                f"\n… truncated: {left} more parts of this report (over {limit:,} characters); "
-                "`--json` lists every bundle, and stderr every one not current.\n"
+                f"\n… truncated: {left} more bundle diffs (the report's limit is "
+                f"{REPORT_CHARS:,} characters); every bundle is named above, `--report FILE` "
+                "writes the whole report, `--json` lists every bundle.\n"
             )
             break
         report.append(block)
         used += len(block)
     return "".join(report)
+
+
+def write_report(path: Path, text: str) -> None:
+    """The whole report, to a file the caller names (a new file, or one it replaces)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise GenerationError(f"--report {path}: cannot write: {error.strerror}") from error
 
 
 def _cell(text: str) -> str:
@@ -367,8 +456,11 @@ def json_report(root: Path, states: list[BundleState]) -> dict[str, Any]:
     }
 
 
-def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
-    """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
+def run_matrix_check(
+    request: MatrixRequest, root: Path, as_json: bool, report_file: Path | None = None
+) -> int:
+    """Regenerate in memory and compare with the bundles in ``root``; the report on stdout, and
+    the whole of it in ``report_file`` when given."""
     catalog = load_catalog()
     distros = target_distros(request.os_names, catalog)
     options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
@@ -376,7 +468,8 @@ def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
     check_directory(root)
     combinations = plan_combinations(systems, chosen, root, catalog, distros)
     input_errors(combinations)
-    checked = check_combinations(combinations, request.jobs or default_jobs(), options)
+    gate = FitGate(request.require_fit, request.part_names)
+    checked = check_combinations(combinations, request.jobs or default_jobs(), options, gate)
     states = run_with_progress(
         len(combinations),
         checked,
@@ -385,6 +478,8 @@ def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
         label="checking",
     )
     states += extra_entries(root, {c.target.name for c in combinations})
+    if report_file is not None:
+        write_report(report_file, format_report(root, states, whole=True))
     if as_json:
         click.echo(json.dumps(json_report(root, states), indent=2))
     else:

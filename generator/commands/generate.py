@@ -15,7 +15,7 @@ from generator.inputs.load import load_inputs
 from generator.model.layout import USER_DATA
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
-from generator.render.budgets import budget_warnings, overruns
+from generator.render.budgets import budget_warnings, check_fit, overruns
 from generator.render.cloudinit import (
     MAX_TEAM_PARTS,
     TEAM_PART_LIMIT,
@@ -35,11 +35,12 @@ def run_generate(
     os_name: str | None = None,
     cloud_init_reboot: bool = False,
     cloud_init_parts: tuple[Path, ...] = (),
+    require_fit: tuple[str, ...] = (),
 ) -> None:
     options = cloud_init_options(cloud_init_reboot, cloud_init_parts)
-    bundle_dir = generate_bundle(hardware, profile, output, os_name, options)
-    click.echo(f"wrote {bundle_dir}")
     names = tuple(str(path) for path in cloud_init_parts)
+    bundle_dir = generate_bundle(hardware, profile, output, os_name, options, require_fit, names)
+    click.echo(f"wrote {bundle_dir}")
     for line in bundle_size_warnings(bundle_dir, options, names):
         click.echo(f"{TOOL}: warning: {line}", err=True)
 
@@ -64,10 +65,14 @@ def generate_bundle(
     output: Path | None,
     os_name: str | None = None,
     cloud_init: CloudInitOptions | None = None,
+    require_fit: tuple[str, ...] = (),
+    part_names: tuple[str, ...] = (),
 ) -> Path:
-    """Write the ``hardware`` x ``profile`` bundle to ``output`` (default out/<hw>-<profile>)."""
+    """Write the ``hardware`` x ``profile`` bundle to ``output`` (default out/<hw>-<profile>);
+    nothing when a provider in ``require_fit`` gets no user-data form within its limit."""
     plan = plan_for(hardware, profile, os_name)
     files = render_bundle(plan, cloud_init)
+    check_fit(files, (cloud_init or CloudInitOptions()).parts, part_names, require_fit)
     return write_bundle(files, output or default_output(plan))
 
 

@@ -35,6 +35,7 @@ from generator.inputs.profile import Profile, load_profile
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
+from generator.render.budgets import check_fit
 from generator.render.cloudinit import CloudInitOptions
 from generator.render.engine import preload_templates
 from generator.render.outputs import RenderedFiles
@@ -89,6 +90,21 @@ class MatrixRequest:
     os_names: tuple[str, ...] = ()  # --os, repeatable; ALL_DISTROS for every table
     cloud_init_reboot: bool = False
     cloud_init_parts: tuple[Path, ...] = ()
+    require_fit: tuple[str, ...] = ()  # providers whose user-data limit a bundle must fit
+
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        return tuple(str(path) for path in self.cloud_init_parts)
+
+
+class FitGate(NamedTuple):
+    """--require-fit's providers and the --cloud-init-part names its messages give."""
+
+    providers: tuple[str, ...] = ()
+    part_names: tuple[str, ...] = ()
+
+
+NO_GATE = FitGate()
 
 
 # `--os all`: every distribution table known to this run (shipped and the site catalog's). No
@@ -231,12 +247,15 @@ class Rendered(NamedTuple):
 
 
 def write_batch(
-    combinations: list[Combination], cloud_init: CloudInitOptions | None = None
+    combinations: list[Combination],
+    cloud_init: CloudInitOptions | None = None,
+    gate: FitGate = NO_GATE,
 ) -> list[Outcome]:
     """Plan, render and write each combination; the bundles share one flush to disk.
-    ``cloud_init``: gen's --cloud-init-reboot and --cloud-init-part, for every bundle.
+    ``cloud_init``: gen's --cloud-init-reboot and --cloud-init-part, for every bundle; a bundle
+    that fails ``gate`` (--require-fit) is not written and fails.
     """
-    prepared = [_render(combination, cloud_init) for combination in combinations]
+    prepared = [_render(combination, cloud_init, gate) for combination in combinations]
     ready = [item for item in prepared if isinstance(item, Rendered)]
     written = iter(write_bundles([(item.files, item.combination.target) for item in ready]))
     return [
@@ -244,14 +263,19 @@ def write_batch(
     ]
 
 
-def _render(combination: Combination, cloud_init: CloudInitOptions | None) -> Rendered | Outcome:
+def _render(
+    combination: Combination, cloud_init: CloudInitOptions | None, gate: FitGate = NO_GATE
+) -> Rendered | Outcome:
     hw, profile, distro = combination.hardware, combination.profile, combination.distro
     if combination.inputs is None:
         return Outcome(hw, profile, None, 0, combination.error, distro)
     inputs = combination.inputs
     try:
         plan = build_plan(inputs.facts, inputs.profile)._replace(inputs=inputs.digests)
-        return Rendered(combination, plan, render_bundle(plan, cloud_init))
+        files = render_bundle(plan, cloud_init)
+        parts = (cloud_init or CloudInitOptions()).parts
+        check_fit(files, parts, gate.part_names, gate.providers)
+        return Rendered(combination, plan, files)
     except GoldtuneError as error:
         return Outcome(hw, profile, None, 0, _error_text(error), distro)
 
@@ -275,6 +299,7 @@ def generate_matrix(
     jobs: int = 1,
     distros: list[str] | None = None,
     cloud_init: CloudInitOptions | None = None,
+    gate: FitGate = NO_GATE,
 ) -> Iterator[Outcome]:
     """Yield one outcome per combination, in order; a failure never stops the others.
 
@@ -285,7 +310,8 @@ def generate_matrix(
     combinations = plan_combinations(
         hardware, profiles, output_root, catalog or load_catalog(), distros
     )
-    yield from in_batches(combinations, jobs, functools.partial(write_batch, cloud_init=cloud_init))
+    work = functools.partial(write_batch, cloud_init=cloud_init, gate=gate)
+    yield from in_batches(combinations, jobs, work)
 
 
 def in_batches(
@@ -391,7 +417,8 @@ def run_matrix(request: MatrixRequest, output_root: Path) -> int:
     options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)
     jobs = request.jobs or default_jobs()
-    generated = generate_matrix(systems, chosen, output_root, catalog, jobs, distros, options)
+    gate = FitGate(request.require_fit, request.part_names)
+    generated = generate_matrix(systems, chosen, output_root, catalog, jobs, distros, options, gate)
     total = len(systems) * len(chosen) * max(len(distros), 1)
     outcomes = run_with_progress(total, generated, stream_is_terminal("stderr"), progress_on_stderr)
     rows = [

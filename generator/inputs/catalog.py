@@ -93,6 +93,11 @@ class GpuModel(StrictModel):
     xgmi_links: Annotated[int, Field(ge=0, le=16)] | None = None
     compute_partitions: list[Literal["SPX", "DPX", "TPX", "QPX", "CPX"]] | None = None
     memory_partitions: list[Literal["NPS1", "NPS2", "NPS4", "NPS8"]] | None = None
+    # AMD Instinct: the AMD page whose host settings this model's bundle follows (its title, as
+    # EXPLAIN.md names it), and whether that page requires pci=bfsort on the kernel command
+    # line. None: no model-specific page known here (the MI300X system optimization guide then).
+    host_guide: str | None = None
+    pci_bfsort: bool | None = None
     notes: str = ""
     source: Sources
 
@@ -111,7 +116,7 @@ class NicModel(StrictModel):
     key: ModelKey
     name: str
     aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: Literal["nvidia", "intel", "broadcom"]
+    vendor: Literal["nvidia", "intel", "broadcom", "amd"]
     pci_ids: Annotated[
         list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]],
         Field(min_length=1),
@@ -135,6 +140,11 @@ class CpuModel(StrictModel):
     threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None
     cpufreq_driver: str | None = None
     idle_driver: str | None = None
+    # x86: AMD's product series ("EPYC 9005"), which vendor guides name their settings for, and
+    # the CPU family /proc/cpuinfo prints ("cpu family : 26" is 0x1A), which the kernel keys its
+    # cpufreq driver on (amd-pstate.c). None: not known here.
+    series: str | None = None
+    x86_family: Annotated[int, Field(ge=1, le=255)] | None = None
     # arm64 only: the MIDR fields as /proc/cpuinfo prints them ("CPU implementer\t: 0x41",
     # "CPU part\t: 0xd0c"; arch/arm64/kernel/cpuinfo.c), which tuned's cpuinfo_regex units match
     arm_cpu_implementer: Annotated[str, Field(pattern=r"^0x[0-9a-f]{2}$")] | None = None

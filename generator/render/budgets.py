@@ -9,16 +9,16 @@ is what no longer fits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from generator.errors import GoldtuneError
 from generator.model import layout
 from generator.render import providers
 from generator.render.cloudinit import mime_user_data, part_kind
 from generator.render.gzipforms import compressed_forms
-from generator.render.providers import ProviderLimit, fits
-
-MIME_FORMS = (layout.USER_DATA_MIME, layout.USER_DATA_MIME_GZ)
+from generator.render.providers import MIME_FORMS, ProviderLimit, fits
 
 
 class Overrun(NamedTuple):
@@ -36,12 +36,14 @@ def complete_forms(sizes: Mapping[str, Any]) -> list[str]:
     return [form for form in forms if form in MIME_FORMS] if sizes.get("parts") else forms
 
 
-def overruns(sizes: Mapping[str, Any]) -> list[Overrun]:
-    """Each provider that no complete form fits, with the smallest complete form its field can
-    hold (gzip forms only where the field takes bytes)."""
+def overruns(sizes: Mapping[str, Any], only: Collection[str] | None = None) -> list[Overrun]:
+    """Each provider (of ``only`` when given) that no complete form fits, with the smallest
+    complete form its field can hold (gzip forms only where the field takes bytes)."""
     complete = complete_forms(sizes)
     found = []
     for limit in providers.PROVIDER_LIMITS:  # read here: one table for manifest and warnings
+        if only is not None and limit.provider not in only:
+            continue
         held = [form for form in complete if fits(limit, form, 0)]
         if not held or any(fits(limit, form, sizes["bytes"][form]) for form in held):
             continue
@@ -70,11 +72,13 @@ def budget_warnings(
     user_data: bytes,
     parts: tuple[bytes, ...],
     names: Sequence[str],
+    only: Collection[str] | None = None,
 ) -> list[str]:
-    """A line per provider that no form carrying every part fits: the form, its size, the
-    limit and its source, and, when parts were given, what each part costs in that form."""
+    """A line per provider (of ``only`` when given) that no form carrying every part fits: the
+    form, its size, the limit and its source, and, when parts were given, what each part costs
+    in that form."""
     lines = []
-    for overrun in overruns(sizes):
+    for overrun in overruns(sizes, only):
         line = (
             f"cloud-init user-data does not fit {overrun.limit.provider}: "
             f"{_smallest(overrun, parts)} is {overrun.size} bytes, the limit "
@@ -96,3 +100,35 @@ def budget_warnings(
 def _smallest(overrun: Overrun, parts: tuple[bytes, ...]) -> str:
     what = "form that carries every part" if parts else "form"
     return f"the smallest {what}, {overrun.form},"
+
+
+class FitError(GoldtuneError):
+    """A provider --require-fit names gets no form that carries every part: the inputs (the
+    team's parts, the hardware's NICs) make a delivery the provider refuses, so bad input, exit
+    status 2, as `gen matrix` counts any combination it cannot make (its own exit 1) and
+    `--check` any it cannot check."""
+
+    exit_code = 2
+
+    def __init__(self, lines: list[str]) -> None:
+        self.messages = lines
+        super().__init__("\n".join(lines))
+
+    def lines(self) -> list[str]:
+        return [f"{line} (--require-fit)" for line in self.messages]
+
+
+def check_fit(
+    files: Mapping[str, tuple[bytes, int]],
+    parts: tuple[bytes, ...],
+    names: Sequence[str],
+    required: Collection[str],
+) -> None:
+    """Raise FitError when a provider in ``required`` gets no complete form of the rendered
+    ``files`` (their manifest.json records the sizes) within its limit."""
+    if not required:
+        return
+    sizes = json.loads(files[layout.MANIFEST][0])["user_data"]
+    lines = budget_warnings(sizes, files[layout.USER_DATA][0], parts, names, required)
+    if lines:
+        raise FitError(lines)

@@ -123,6 +123,17 @@ def first_boot_files(overlay: list[OverlayFile]) -> list[OverlayFile]:
     ]
 
 
+def boot_scripts_last(items: list[OverlayFile]) -> tuple[list[OverlayFile], list[OverlayFile]]:
+    """The user-data's files split in two: the configuration files, written first, and the boot
+    scripts (layout.LIBEXEC), written after the first-boot script and install-lib.sh. Only the
+    size of the compressed form depends on this order (write_files writes every file before
+    runcmd runs): gzip finds a repeat only within 32 KiB, and this order keeps the shell the
+    scripts share closest together (the largest shipped user-data ~230 bytes smaller than with
+    the scripts in path order before the library, measured on the 50 shipped bundles)."""
+    scripts = [item for item in items if item.target.startswith(f"{layout.LIBEXEC}/")]
+    return [item for item in items if item not in scripts], scripts
+
+
 def staged_at_first_boot(item: OverlayFile) -> OverlayFile:
     """A file the first-boot script installs (layout.installed_at_first_boot: daemon.json, merged;
     the tuned profile, placed) is written where the script reads it, not at its target."""

@@ -15,6 +15,7 @@ from generator.model.vendors import GpuVendor
 from generator.render.cloudinit import (
     MERGE_HOW,
     CloudInitOptions,
+    boot_scripts_last,
     first_boot_command,
     first_boot_files,
     first_boot_text,
@@ -261,9 +262,11 @@ def order_gpu_actions(settings: tuple[Setting, ...]) -> dict[str, Setting]:
 
 def delivery_context(plan: Plan, files: RenderedFiles, options: CloudInitOptions) -> dict[str, Any]:
     overlay = overlay_files(files)
+    first_boot_configs, first_boot_scripts = boot_scripts_last(first_boot_files(overlay))
     return {
         "overlay": overlay,
-        "first_boot_overlay": first_boot_files(overlay),
+        "first_boot_overlay": first_boot_configs,
+        "first_boot_scripts": first_boot_scripts,
         "merge_how": MERGE_HOW,
         "power_state": power_state(plan, options.reboot),
         "reboot_asked": options.reboot,

@@ -43,6 +43,10 @@ PROVIDER_LIMITS = (
 )
 
 
+# the forms that carry every --cloud-init-part beside goldtune's own
+MIME_FORMS = (layout.USER_DATA_MIME, layout.USER_DATA_MIME_GZ)
+
+
 def fits(limit: ProviderLimit, path: str, size: int) -> bool:
     return size <= limit.limit_bytes and (limit.takes_bytes or path not in layout.GZIP_FORMS)
 
@@ -55,16 +59,19 @@ def gzip_forms_limit() -> int:
 def delivery_sizes(
     files: Mapping[str, tuple[bytes, int]], options: CloudInitOptions
 ) -> dict[str, Any]:
-    """Each user-data form's size and, per provider, the forms that fit its limit; the digest of
-    each --cloud-init-part in the MIME forms, and whether power_state was asked for."""
+    """Each user-data form's size and, per provider, the forms that fit its limit and carry the
+    whole delivery (with --cloud-init-part files only the MIME forms carry them: user-data and
+    user-data.gz, goldtune's part alone, fit nothing then); the digest of each part in the MIME
+    forms, and whether power_state was asked for."""
     forms = [path for path in layout.USER_DATA_FORMS if path in files]
     sizes = {path: len(files[path][0]) for path in forms}
+    complete = [path for path in forms if path in MIME_FORMS] if options.parts else forms
     return {
         "parts": [hashlib.sha256(part).hexdigest() for part in options.parts],
         "reboot": options.reboot,
         "bytes": sizes,
         "fits": {
-            limit.provider: [path for path in forms if fits(limit, path, sizes[path])]
+            limit.provider: [path for path in complete if fits(limit, path, sizes[path])]
             for limit in PROVIDER_LIMITS
         },
     }

@@ -45,6 +45,7 @@ REGISTRY: tuple[Rule, ...] = (
     gpu.compute_mode,
     gpu.clocks,
     gpu.amd_clocks,
+    gpu.amd_environment,
     gpu.power_limit,
     gpu.mig,
     gpu.amd_partitions,

@@ -33,6 +33,31 @@ def host_cpu(facts: Facts) -> str:
     return f"{facts.cpu.sockets}x {name}"
 
 
+def amd_guides(facts: Facts) -> str:
+    """The AMD pages the host settings follow, one per model's ``host_guide`` (catalog), the
+    MI300X guide for a model without one: MI325X and MI355X have their own system acceptance
+    pages (ROCm/system-acceptance-docs docs/gpus/), which differ from the MI300X guide
+    (tuning-review-4 D-A3)."""
+    guides = [
+        group.model.host_guide or AMD_GUIDE
+        for group in facts.gpus
+        if group.model.vendor == GpuVendor.AMD
+    ]
+    return " and ".join(dict.fromkeys(guides)) or AMD_GUIDE
+
+
+def acceptance_guided(facts: Facts) -> bool:
+    """Every AMD GPU here follows a system acceptance page that requires pci=bfsort."""
+    groups = [group for group in facts.gpus if group.model.vendor == GpuVendor.AMD]
+    return bool(groups) and all(group.model.pci_bfsort for group in groups)
+
+
+def guide_section(facts: Facts) -> str:
+    """Where the guide says it: the acceptance pages' "Kernel parameters", the optimization
+    guides' "GRUB settings"."""
+    return "Kernel parameters" if acceptance_guided(facts) else "GRUB settings"
+
+
 def amd_gpus(facts: Facts) -> str:
     """``8x MI300X``: the machine's AMD GPUs, "" when it has none."""
     return ", ".join(
@@ -54,7 +79,8 @@ def iommu_passthrough(facts: Facts, profile: Profile) -> Output:
     """
     if (amd := amd_gpus(facts)) and facts.cpu.arch == "x86_64":
         why = (
-            f"{amd}: {AMD_GUIDE}, GRUB settings, recommends IOMMU support in pass-through mode "
+            f"{amd}: {amd_guides(facts)}, {guide_section(facts)}, recommends IOMMU support in "
+            "pass-through mode "
             "(no DMA translation for the GPUs); with the IOMMU off the kernel drops X2APIC and "
             "sees at most 255 CPUs (IOMMU configuration, 256 CPU threads)"
         )
@@ -92,27 +118,81 @@ def pci_realloc(facts: Facts, profile: Profile) -> Output:
     """
     if not facts.has_gpus:
         return
+    why = (
+        f"{amd_gpus(facts)}: {MI300A_GUIDE if only_apus(facts) else amd_guides(facts)}, "
+        f"{guide_section(facts)}, recommends pci=realloc=off so that "
+        "the kernel keeps the BIOS's PCI resource assignment and detects every GPU (automatic "
+        "reallocation is for SR-IOV BARs the BIOS left unassigned)"
+    )
+    if not acceptance_guided(facts):
+        yield kernel_arg("pci", "realloc=off", why)
+        return
+    # One pci= word with both options: "pci=option[,option...]" (Documentation/admin-guide/
+    # kernel-parameters.txt); pci_setup() (drivers/pci/pci.c) splits the value at commas and
+    # hands "bfsort" to the x86 pcibios_setup() (arch/x86/pci/common.c, pci_bf_sort).
     yield kernel_arg(
         "pci",
-        "realloc=off",
-        f"{amd_gpus(facts)}: {MI300A_GUIDE if only_apus(facts) else AMD_GUIDE}, GRUB "
-        "settings, recommends pci=realloc=off so that "
-        "the kernel keeps the BIOS's PCI resource assignment and detects every GPU (automatic "
-        "reallocation is for SR-IOV BARs the BIOS left unassigned)",
+        "realloc=off,bfsort",
+        why + "; the same pages require pci=bfsort (breadth-first PCI enumeration, a "
+        "predictable device order, so that a job does not reach an unintended GPU over the "
+        "network), which the MI300X guide does not ask for",
     )
+    yield note(
+        f"{amd_guides(facts)}: modprobe.blacklist=amdgpu, in the same list, is marked optional "
+        "(for a GPU that may not be ready at boot, e.g. during a firmware update) and then "
+        "needs amdgpu loaded after boot by the site: not set, as the GPU unit, the RCCL jobs "
+        "and AMD's device plugin expect the driver loaded; numa_balancing=disable is set as "
+        "the sysctl kernel.numa_balancing=0 (memory.numa-balancing)"
+    )
+
+
+# AMD's BIOS list common to the Instinct MI3xx line (ROCm/system-acceptance-docs
+# docs/common/bios-settings.md, 23e7312): required, without virtualization, and for performance.
+ACCEPTANCE_BIOS = (
+    "Above 4G decoding enabled, NUMA nodes per socket NPS1 (never NPS0), memory interleaving, "
+    "PCIe ten-bit tags and ARI enabled; without virtualization SR-IOV and ACS disabled (then "
+    "pci=realloc=off is required) and the IOMMU kept enabled; for performance ASPM disabled, "
+    "determinism slider Power, cTDP and package power limit at the CPU's maximum, xGMI at "
+    "x16 32 Gbps, GMI folding disabled, APBDIS 1, DF C-states disabled, SOC P-state P0, TSME "
+    "disabled, SMT control Disable where the work is compute-bound"
+)
+
+
+def cpu_series_clause(facts: Facts) -> str:
+    """Whether the MI300X guide's EPYC 9004 BIOS list is this host's CPU generation: said from
+    the CPU model's ``series`` (catalog), never assumed (tuning-review-4 D-A3)."""
+    series = facts.cpu.model.series if facts.cpu.model else None
+    if series == "EPYC 9004":
+        return "written for EPYC 9004 hosts, this host's series"
+    return (
+        f"written for EPYC 9004 hosts; this host's {series or 'CPU series (not in the catalog)'} "
+        "takes the same options where its BIOS has them, and its platform guide where not"
+    )
+
+
+def low_latency_fabric(facts: Facts, profile: Profile) -> bool:
+    """Multi-node work over compute RDMA NICs, with the C-state knob not set by the profile
+    itself (only inherited or goldtune's default): the case AMD's C2 advice names."""
+    own_choice = profile.origins.get("cstates") == profile.name
+    return profile.multinode and bool(_compute_rdma_nics(facts)) and not own_choice
 
 
 @rule("boot.amd-firmware", vendors=(GpuVendor.AMD,))
 def amd_firmware(facts: Facts, profile: Profile) -> Output:
-    """Name what AMD's MI300X guide asks of the firmware and of C-states that the bundle leaves.
+    """Name what AMD's guide for these GPUs asks of the firmware, and decide the C2 state.
 
     APUs follow their own guide (MI300A_GUIDE): BIOS preconfigured by the platform vendor, IOMMU
     off by default, C-states handled by the BIOS; the MI300X list would be wrong advice there.
+    MI325X and MI355X follow their system acceptance pages, whose BIOS list is the MI3xx one
+    (ACCEPTANCE_BIOS) for EPYC 9004 and 9005 hosts; MI300X its system optimization guide's
+    "System BIOS settings", written for EPYC 9004. Each note names the CPU the host has.
 
-    "System BIOS settings" (EPYC 9004) are set in firmware. "CPU core states (C-states)" disables
-    the power-gated C2 state (``cpupower idle-set -d 2``) for high-performance, low-latency
-    networks: the profile's ``cstates: shallow`` does that (cpu.cstates: processor.max_cstate=1
-    keeps the ACPI idle driver at C1); a profile that keeps the default is not overruled.
+    C-states: both guides disable the power-gated C2 state (``cpupower idle-set -d 2``) for
+    high-performance, low-latency networks (mi300x.rst "CPU core states"; system-acceptance
+    docs/common/os-tuning.md, "C-states Configuration": "particularly important for
+    high-performance networking", the kernel command line preferred). A multi-node profile
+    with compute RDMA NICs is that case (tuning-review-4 D-A1): processor.max_cstate=1 keeps the
+    ACPI idle driver at C1, unless the profile itself set cstates, which then stands.
     """
     if not facts.has_gpus:
         return
@@ -124,21 +204,41 @@ def amd_firmware(facts: Facts, profile: Profile) -> Output:
             "DMAR' print nothing; C-states are handled by the system BIOS, not the OS"
         )
         return
-    yield note(
-        f"{amd_gpus(facts)} on {host_cpu(facts)}: {AMD_GUIDE}, System BIOS settings (written for "
-        "EPYC 9004 hosts; another CPU generation follows its own platform guide), set in "
-        "firmware, not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA nodes "
-        "per socket "
-        "Auto (NPS1), APBDIS 1 (no data-fabric P-states), determinism slider Power, TSME "
-        "disabled, SMT control Disable where the work is compute-bound"
-    )
-    if profile.cstates != "shallow":
+    guide = amd_guides(facts)
+    if acceptance_guided(facts):
         yield note(
-            f"{amd_gpus(facts)}: {AMD_GUIDE} (CPU core states) disables the power-gated C2 "
-            "state (cpupower idle-set -d 2) for high-performance, low-latency networks; this "
-            "profile keeps the default C-states, and cstates: shallow follows AMD's advice "
-            "(processor.max_cstate=1)"
+            f"{amd_gpus(facts)} on {host_cpu(facts)}: {guide}, BIOS settings (AMD's list for "
+            "the Instinct MI3xx line on AMD EPYC hosts, 9004 or 9005 series), set in firmware, "
+            f"not by this bundle: {ACCEPTANCE_BIOS}"
         )
+    else:
+        yield note(
+            f"{amd_gpus(facts)} on {host_cpu(facts)}: {guide}, System BIOS settings "
+            f"({cpu_series_clause(facts)}), set in "
+            "firmware, not by this bundle: Above 4G decoding, SR-IOV and IOMMU enabled, NUMA "
+            "nodes per socket Auto (NPS1), APBDIS 1 (no data-fabric P-states), determinism "
+            "slider Power, TSME disabled, SMT control Disable where the work is compute-bound"
+        )
+    if profile.cstates == "shallow":
+        return
+    section = "C-states configuration" if acceptance_guided(facts) else "CPU core states"
+    c2 = (
+        f"{amd_gpus(facts)}: {guide} ({section}) disables the power-gated C2 state (cpupower "
+        "idle-set -d 2) for high-performance, low-latency networks"
+    )
+    if low_latency_fabric(facts, profile):
+        yield kernel_arg(
+            "processor.max_cstate",
+            1,
+            f"{c2}, as this multi-node profile's RDMA fabric is; the kernel command line, "
+            "which the guide prefers, keeps the ACPI idle driver at C1 (the profile's own "
+            "cstates: default would keep C2)",
+        )
+        return
+    yield note(
+        f"{c2}; this profile keeps the default C-states, and cstates: shallow follows AMD's "
+        "advice (processor.max_cstate=1)"
+    )
 
 
 @rule("boot.init-on-alloc", vendors=(GpuVendor.NVIDIA,))

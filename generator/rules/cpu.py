@@ -67,18 +67,66 @@ def governor_services(facts: Facts, profile: Profile) -> Output:
         )
 
 
+# amd_pstate_init() (drivers/cpufreq/amd-pstate.c) loads on an ACPI server profile only for
+# CPU family 0x1A and later, from Linux 6.13 ("amd-pstate: Switch to amd-pstate by default on some
+# Server platforms", Swapnil Sapkal, Oct 2024: "switch to amd-pstate as the default driver on the
+# AMD EPYC server platforms with CPU family 0x1A or higher. The default mode will be active
+# mode"), in CONFIG_X86_AMD_PSTATE_DEFAULT_MODE, whose Kconfig default 3 is active (amd-pstate-epp;
+# drivers/cpufreq/Kconfig.x86, Linux 6.5). Older families and kernels keep acpi-cpufreq there.
+AMD_PSTATE_SERVER_FAMILY = 0x1A
+AMD_PSTATE_SERVER_KERNEL = (6, 13)
+
+
+def amd_pstate_driver(facts: Facts) -> tuple[str | None, str]:
+    """The scaling driver an AMD server CPU of a known family gets from the plan's kernel, and
+    why; (None, why) where the kernel is not known, ("", "") where the rule does not apply."""
+    family = facts.cpu.model.x86_family if facts.cpu.model else None
+    if facts.cpu.vendor != "amd" or family is None or family < AMD_PSTATE_SERVER_FAMILY:
+        return "", ""
+    kernel = facts.os.kernel
+    rule_text = (
+        f"CPU family 0x{family:X}: from Linux 6.13 the kernel loads amd-pstate on server "
+        "platforms of family 0x1A and later, in its default mode active (amd-pstate-epp, "
+        "Kconfig default; a distribution that builds another default mode is not read here)"
+    )
+    if kernel is None:
+        distro = facts.os.distro
+        unnamed = (
+            f"{distro.key} has several kernel lines and os.kernel names none"
+            if distro
+            else "the plan names no kernel (os.kernel or --os)"
+        )
+        return None, rule_text + f", acpi-cpufreq before; {unnamed}"
+    if kernel >= AMD_PSTATE_SERVER_KERNEL:
+        return "amd-pstate-epp", rule_text + f"; this plan's kernel is {kernel[0]}.{kernel[1]}"
+    return (
+        "acpi-cpufreq",
+        rule_text + f", acpi-cpufreq before; this plan's kernel is {kernel[0]}.{kernel[1]}",
+    )
+
+
 @rule("cpu.energy-preference")
 def energy_preference(facts: Facts, profile: Profile) -> Output:
-    """Ask the hardware-managed P-state driver for performance where it has EPP."""
+    """Ask the hardware-managed P-state driver for performance where it has EPP.
+
+    The driver is the CPU model's, Intel's default, or for AMD server CPUs of family 0x1A and
+    later (EPYC 9005) the one the plan's kernel loads (amd_pstate_driver). EPP 'performance' for
+    every profile, as cpu.governor sets the performance governor for every intent.
+    """
     driver = facts.cpu.cpufreq_driver or DEFAULT_DRIVER_BY_VENDOR.get(facts.cpu.vendor)
+    derived, derivation = amd_pstate_driver(facts) if driver is None else ("", "")
+    driver = driver or derived
     if driver not in EPP_DRIVERS:
-        yield note(f"cpufreq driver {driver or 'unknown'}: no energy_performance_preference to set")
+        known = f"cpufreq driver {driver or 'unknown'}"
+        if derivation:
+            known += f" ({derivation})"
+        yield note(f"{known}: no energy_performance_preference to set")
         return
     yield sysfs(
         "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference",
         "performance",
         f"{driver} picks frequencies in hardware; EPP 'performance' tells it not to save "
-        "power at the cost of latency",
+        "power at the cost of latency" + (f" ({derivation})" if derivation else ""),
     )
     if facts.cpu.vendor != "intel":
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.inputs.facts import Facts
+from generator.inputs.facts import Facts, GpuGroup
 from generator.inputs.profile import Profile
 from generator.model.vendors import GpuVendor
 from generator.rules.base import (
@@ -147,6 +147,9 @@ def apu_ttm(facts: Facts, profile: Profile) -> Output:
     )
     yield module_option("amdttm", "pages_limit", pages, why)
     yield module_option("amdttm", "page_pool_size", pages, why)
+    # transparent_hugepage=always: "Required on MI300A APU ... requires transparent huge pages for
+    # correct and performant operation" (ROCm/system-acceptance-docs docs/common/
+    # kernel-parameters.md, 23e7312, optional kernel parameters); the note below says so.
     # The guide: "If the filesystem is not already set up when the kernel driver is loaded, then
     # the options must be specified as boot parameters" (amdttm.pages_limit=...): an initramfs
     # that loads amdgpu before the root is mounted never reads /etc/modprobe.d.
@@ -158,7 +161,9 @@ def apu_ttm(facts: Facts, profile: Profile) -> Output:
     yield kernel_arg("amdttm.page_pool_size", pages, boot_why)
     yield note(
         "AMD's MI300A guide enables transparent huge pages for every allocation "
-        f"(transparent_hugepage=always); this profile keeps thp: {profile.thp} (memory.thp-mode, "
+        "(transparent_hugepage=always), and AMD's system acceptance kernel parameters mark it "
+        "required on MI300A 'for correct and performant operation' of its unified memory; "
+        f"this profile keeps thp: {profile.thp} (memory.thp-mode, "
         "whose knob offers madvise and never): 'always' makes every allocating thread, CPU or "
         "GPU, compact memory synchronously on a fault, the stall TUNING.md lists as a trap, and "
         "the bundle applies one THP mode to every workload of the image. A site that follows "
@@ -194,6 +199,17 @@ def apu_compaction(facts: Facts, profile: Profile) -> Output:
         )
 
 
+def acceptance_pages(groups: list[GpuGroup]) -> str:
+    """The system acceptance pages of models that have one (MI325X, MI355X: catalog
+    ``host_guide``; ROCm/system-acceptance-docs docs/gpus/), which ask for numa_balancing=disable
+    on the kernel command line: the same switch as kernel.numa_balancing=0."""
+    return " and ".join(
+        dict.fromkeys(
+            g.model.host_guide for g in groups if g.model.pci_bfsort and g.model.host_guide
+        )
+    )
+
+
 @rule("memory.numa-balancing", vendors=(GpuVendor.NVIDIA, GpuVendor.AMD))
 def numa_balancing(facts: Facts, profile: Profile) -> Output:
     """Automatic NUMA balancing: off with AMD Instinct, on Grace and for training on NUMA hosts.
@@ -224,7 +240,13 @@ def numa_balancing(facts: Facts, profile: Profile) -> Output:
             0,
             f"{models}: AMD's MI300X system optimization guide (Disable NUMA auto-balancing) "
             "turns it off: the kernel's page scanning and migration second-guess the placement "
-            "of GPU host buffers; AMD asks to compare 0 and 1 on the workload",
+            "of GPU host buffers; AMD asks to compare 0 and 1 on the workload"
+            + (
+                f" ({acceptance} lists numa_balancing=disable among its kernel parameters; the "
+                "sysctl sets the same switch)"
+                if (acceptance := acceptance_pages(amd))
+                else ""
+            ),
         )
         return
     if superchips := coherent_gpu_models(facts):

@@ -216,6 +216,16 @@ CASES: tuple[Case, ...] = (
         note="cpupower idle-set -d 2",
     ),
     Case("amd-firmware-h100", boot.amd_firmware, set(), hw={**DUAL_EPYC, "gpus": [H100X8]}),
+    # D-A1: multi-node over RDMA NICs is the low-latency network AMD's C2 advice names
+    Case(
+        "amd-firmware-mi300x-multinode-c2-off",
+        boot.amd_firmware,
+        {("kernel-arg", "processor.max_cstate", "1")},
+        hw={**AMD_EPYC, "nics": [rdma_compute()]},
+        intent="training",
+        knobs={"multinode": True},
+        note="APBDIS 1",
+    ),
     # W-A2: an APU node follows AMD's MI300A guide, not the MI300X firmware list
     Case(
         "amd-firmware-mi300a",
@@ -282,4 +292,54 @@ def test_the_firmware_note_names_the_cpu_the_box_has() -> None:
     ).run()
     text = " ".join(getattr(item, "text", "") for item in found)
     assert "8x MI355X on 2x AMD EPYC 9575F" in text
-    assert "written for EPYC 9004 hosts" in text
+    # issue 40 item 1/4: MI355X follows its own system acceptance page, for EPYC 9004 and 9005
+    assert "MI355X system acceptance guide" in text and "9004 or 9005 series" in text
+    assert "written for EPYC 9004 hosts" not in text and "DF C-states disabled" in text
+    # an MI300X on Turin is told its CPU's series is not the one the MI300X list was written for
+    found = Case("x", boot.amd_firmware, set(), hw={**turin, "gpus": [MI300X8]}).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "written for EPYC 9004 hosts; this host's EPYC 9005" in text
+    found = Case("x", boot.amd_firmware, set(), hw=AMD_EPYC).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "written for EPYC 9004 hosts, this host's series" in text
+
+
+TURIN = {"cpu": {"model": "EPYC-9575F", "vendor": "amd", "sockets": 2}}
+RDMA8 = [nic(f"ib{i}", "compute", 400, rdma=True, model="ConnectX-7") for i in range(8)]
+
+
+@pytest.mark.parametrize("model", ["MI325X", "MI355X"])
+def test_acceptance_guided_gpus_add_pci_bfsort(model: str) -> None:
+    """Issue 40 item 1: the MI325X and MI355X acceptance pages require pci=bfsort beside
+    pci=realloc=off; the MI300X guide does not (its bundle keeps realloc=off alone)."""
+    hw = {**TURIN, "gpus": [{"model": model, "count": 8}]}
+    pci, blacklist = Case("x", boot.pci_realloc, set(), hw=hw).run()
+    assert (pci.key, pci.value) == ("pci", "realloc=off,bfsort")
+    assert "modprobe.blacklist=amdgpu" in blacklist.text and "optional" in blacklist.text
+    assert f"{model} system acceptance guide, Kernel parameters" in pci.reason
+    (iommu,) = Case("x", boot.iommu_passthrough, set(), hw=hw).run()
+    assert f"{model} system acceptance guide" in iommu.reason
+    (mi300x,) = Case("x", boot.pci_realloc, set(), hw=AMD_EPYC).run()
+    assert mi300x.value == "realloc=off" and "MI300X system optimization guide" in mi300x.reason
+
+
+def test_multinode_rdma_on_amd_disables_c2() -> None:
+    """D-A1: AMD disables C2 for high-performance networks; a multi-node profile over RDMA NICs
+    is that case, unless the profile itself set cstates."""
+    hw = {**AMD_EPYC, "nics": RDMA8}
+    found = Case(
+        "x", boot.amd_firmware, set(), hw=hw, intent="training", knobs={"multinode": True}
+    ).run()
+    args = [(i.key, i.value) for i in found if getattr(i, "kind", "") == "kernel-arg"]
+    assert args == [("processor.max_cstate", "1")]
+    own = Case(
+        "x",
+        boot.amd_firmware,
+        set(),
+        hw=hw,
+        intent="training",
+        knobs={"multinode": True, "cstates": "default"},
+    ).run()
+    assert not [i for i in own if getattr(i, "kind", "") == "kernel-arg"]
+    single = Case("x", boot.amd_firmware, set(), hw=hw, intent="training").run()
+    assert not [i for i in single if getattr(i, "kind", "") == "kernel-arg"]

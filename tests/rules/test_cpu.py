@@ -245,3 +245,44 @@ def test_portable_governor_services_are_every_tables_union() -> None:
 
     listed = {s.unit for d in load_distros().values() for s in d.governor_services}
     assert set(cpu.PORTABLE_GOVERNOR_SERVICES) == listed
+
+
+TURIN_HOST = {"cpu": {"model": "EPYC-9965", "vendor": "amd", "sockets": 2}}
+
+
+@pytest.mark.parametrize(
+    ("kernel", "written"), [("6.14", True), ("6.13", True), ("6.8", False), (None, False)]
+)
+def test_epyc_9005_gets_epp_where_the_kernel_loads_amd_pstate(
+    kernel: str | None, written: bool
+) -> None:
+    """Issue 40 item 3: EPYC 9005 (family 0x1A) runs amd-pstate in active mode (EPP) from Linux
+    6.13 and acpi-cpufreq before; on main every EPYC 9005 bundle said 'driver unknown'."""
+    hw = {**TURIN_HOST, "os": {"kernel": kernel}} if kernel else TURIN_HOST
+    found = Case("x", cpu.energy_preference, set(), hw=hw).run()
+    settings = [item for item in found if getattr(item, "kind", "") == "sysfs"]
+    text = " ".join(getattr(item, "text", "") for item in found)
+    if written:
+        assert [(s.key, s.value) for s in settings] == [(EPP, "performance")]
+        assert "amd-pstate-epp" in settings[0].reason and "0x1A" in settings[0].reason
+    else:
+        assert not settings
+        assert "0x1A" in text
+        assert ("acpi-cpufreq before; this plan's kernel is 6.8" in text) == (kernel == "6.8")
+
+
+def test_epyc_9004_is_not_given_the_9005_rule() -> None:
+    """Genoa's family is not stated as 0x1A: the stated driver (acpi-cpufreq) decides."""
+    hw = {**DUAL_EPYC, "os": {"kernel": "6.14"}}
+    found = Case("x", cpu.energy_preference, set(), hw=hw).run()
+    assert not [item for item in found if getattr(item, "kind", "") == "sysfs"]
+
+
+def test_epyc_9005_on_a_distribution_of_several_kernels_says_which_is_missing() -> None:
+    """Ubuntu 24.04 ships 6.8 to 7.0: without os.kernel the driver is not known, and the note
+    says that os.kernel, not --os, is what is missing."""
+    hw = {**TURIN_HOST, "os": {"distro": "ubuntu-24.04"}}
+    found = Case("x", cpu.energy_preference, set(), hw=hw).run()
+    assert not [item for item in found if getattr(item, "kind", "") == "sysfs"]
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "ubuntu-24.04 has several kernel lines and os.kernel names none" in text

@@ -433,6 +433,13 @@ CASES: tuple[Case, ...] = (
     ),
     Case("amd-clocks-boost", gpu.amd_clocks, set(), hw={"gpus": [MI300X8]}),
     Case(
+        "amd-environment",
+        gpu.amd_environment,
+        set(),
+        hw={"gpus": [MI300X8]},
+        note="HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0",
+    ),
+    Case(
         "amd-clocks-on-h100",
         gpu.amd_clocks,
         set(),
@@ -558,3 +565,14 @@ def test_a_mig_change_tells_the_site_to_order_its_own_gpu_clients(knobs: dict[st
     (text,) = [n for n in notes_of(output) if "In use by another client" in n]
     assert "nvidia-dcgm.service" in text and "nvsm.service" in text
     assert "After=goldtune-gpu.service" in text
+
+
+def test_amd_environment_variables_are_named_not_written() -> None:
+    """D-A8: AMD's guides list HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0 for /etc/environment; the bundle
+    says why it writes no host default, and only on AMD machines."""
+    (found,) = Case("x", gpu.amd_environment, set(), hw={"gpus": [MI300X8]}).run()
+    assert "HSA_OVERRIDE_CPU_AFFINITY_DEBUG=0" in found.text and "pam_env" in found.text
+    assert Case("x", gpu.amd_environment, set(), hw={"gpus": [H100X8]}).run() == []
+    roce = {"name": "ens10np0", "role": "compute", "rdma": True, "model": "Pollara 400"}
+    notes = Case("x", gpu.amd_environment, set(), hw={"gpus": [MI300X8], "nics": [roce]}).run()
+    assert any("NCCL_IB_GID_INDEX not written" in getattr(n, "text", "") for n in notes)

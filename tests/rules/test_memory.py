@@ -358,3 +358,20 @@ def test_apu_ttm_leaves_discrete_gpus_alone() -> None:
         facts(gpus=[{"model": "MI300X", "count": 8}]), profile("training")
     )
     assert settings_of(output) == {} and notes_of(output) == []
+
+
+def test_numa_balancing_on_mi355x_names_its_acceptance_page() -> None:
+    """Issue 40 item 1: MI325X and MI355X bundles say their own page asks for it too."""
+    hw = {"gpus": [{"model": "MI355X", "count": 8}]}
+    (found,) = Case("x", memory.numa_balancing, set(), hw=hw).run()
+    assert (found.key, found.value) == ("kernel.numa_balancing", "0")
+    assert "MI355X system acceptance guide lists numa_balancing=disable" in found.reason
+
+
+def test_mi300a_thp_note_says_amd_calls_always_required() -> None:
+    """W-A1 (issue 40): AMD's acceptance pages mark transparent_hugepage=always required on
+    MI300A; the bundle keeps its decision (madvise, accept_risk to follow AMD) and says so."""
+    found = Case("x", memory.apu_ttm, set(), hw={"gpus": [{"model": "MI300A", "count": 4}]}).run()
+    text = " ".join(getattr(item, "text", "") for item in found)
+    assert "required on MI300A 'for correct and performant operation'" in text
+    assert "accept_risk" in text

@@ -566,6 +566,18 @@ CASES: tuple[Case, ...] = (
         },
         note="through DMA-BUF (inbox kernel RDMA stack and rdma-core: bnxt0)",
     ),
+    # issue 40 item 6: AMD's Pollara 400 resolves to the Pensando ionic family entry (on main:
+    # "unknown NIC model"), whose RoCE goes through ionic_rdma and DMA-BUF
+    Case(
+        "amd-gpu-rdma-pollara-400",
+        network.amd_gpu_rdma,
+        set(),
+        hw={
+            "gpus": [{"model": "MI355X", "count": 8}],
+            "nics": [{**rdma_compute("ens10np0", speed=400), "model": "Pollara 400"}],
+        },
+        note="through DMA-BUF (inbox kernel RDMA stack and rdma-core: ens10np0)",
+    ),
     # D-A6: the DMA-BUF note names the RCCL it holds for (standalone rccl: default 0, unsafe
     # config read; rocm-systems' RCCL: on by default, read safely)
     Case(

@@ -4,7 +4,7 @@ as ``gpu.<rule>``, in the order the plan runs them."""
 
 from __future__ import annotations
 
-from generator.rules.gpu.amd import amd_clocks
+from generator.rules.gpu.amd import amd_clocks, amd_environment
 from generator.rules.gpu.driver import (
     boot_unit,
     clocks,
@@ -21,6 +21,7 @@ from generator.rules.gpu.sharing import amd_partitions, mig, mps
 
 __all__ = [
     "amd_clocks",
+    "amd_environment",
     "amd_partitions",
     "boot_unit",
     "clocks",
