@@ -33,7 +33,7 @@ from generator.model.layout import (
 )
 from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
-from generator.textsafe import printable, short_key
+from generator.textsafe import decoded, printable, short_key
 
 # The files named when a bundle does not match its manifest; the rest are counted.
 MAX_TAMPERED_LINES = 10
@@ -110,7 +110,9 @@ class Bundle:
         return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
 
     def text(self, path: str) -> str:
-        return self.data(path).decode("utf-8", errors="replace")
+        """The file as text to show: a byte that is not UTF-8 is kept (``textsafe.decoded``),
+        for the report's escaping to show as ``\\xNN``."""
+        return decoded(self.data(path))
 
     @functools.cached_property
     def tampered(self) -> tuple[str, ...]:
