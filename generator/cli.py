@@ -16,7 +16,7 @@ import click
 from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
-from generator.commands.usage import JsonUsageErrors
+from generator.commands.usage import JsonUsageErrors, OneValueGroup
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
@@ -98,7 +98,11 @@ def cloud_init_options(func: F) -> F:
     )(func)
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=OneValueGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
 )
