@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from generator.errors import InputError, Problem
+from generator.foreign import MAX_NUMBER_DIGITS, overlong_number
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END, Section
 
@@ -113,7 +114,17 @@ def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
             if bad:
                 raise InputError(bad[:5])
             return snapshot
-        if len(fields) == 3:
+        if len(fields) == 3 and overlong_number(line):
+            digits = overlong_number(line)
+            bad.append(
+                Problem(
+                    source,
+                    f"line {number}",
+                    f"a number of {digits} digits (at most {MAX_NUMBER_DIGITS}): not what the "
+                    "collector prints",
+                )
+            )
+        elif len(fields) == 3:
             snapshot.records[fields[0]].append((fields[1], fields[2]))
         elif line.strip():
             bad.append(
