@@ -90,6 +90,32 @@ class Snapshot:
         return is_absent(self.value(section, key))
 
 
+# Sections whose values are text the node logged or a file's lines (a kernel or unit log, a
+# configuration file, a dump), not numbers the collector measured: a long run of digits there is
+# text, and their readers judge it (an Xid too long to read is reported unparsed). In every other
+# section a number of more digits than MAX_NUMBER_DIGITS is bad input: no check's int() sees it.
+FREE_TEXT = frozenset(
+    {
+        Section.XID,
+        Section.XID_EVENT,
+        Section.JOURNAL,
+        Section.KERNEL,
+        Section.OWN_UNIT_LOG,
+        Section.TUNED_LOG,
+        Section.MODPROBE_ERROR,
+        Section.MODPROBE_CONFIG,
+        Section.FILE,
+        Section.CONF,
+        Section.CONF_LINE,
+        Section.CONTAINERD_DUMP,
+        Section.KUBELET_FILE,
+        Section.KUBELET_CONFIG,
+        Section.DOCKER_INFO,
+        Section.PREFLIGHT,
+    }
+)
+
+
 def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
     """The records between the begin and end markers; a log around them is ignored.
 
@@ -114,7 +140,7 @@ def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
             if bad:
                 raise InputError(bad[:5])
             return snapshot
-        if len(fields) == 3 and overlong_number(line):
+        if len(fields) == 3 and fields[0] not in FREE_TEXT and overlong_number(line):
             digits = overlong_number(line)
             bad.append(
                 Problem(
