@@ -13,7 +13,7 @@ import yaml
 
 from generator.bundle.read import Bundle
 from generator.errors import InputError
-from generator.foreign import read_foreign
+from generator.foreign import read_beneath
 from generator.model.containerd import key_in_version
 from generator.model.layout import (
     CONTAINERD_DROPIN,
@@ -146,7 +146,7 @@ def distro_packages(distro_key: str) -> dict[str, str]:
     if not DISTRO_KEY.fullmatch(distro_key):
         return {}
     try:
-        raw = read_foreign(hardware_db_dir() / "distros" / f"{distro_key}.yaml", 1 << 20)
+        raw = read_beneath(hardware_db_dir(), f"distros/{distro_key}.yaml", 1 << 20)
         table = yaml.load(raw, Loader=SAFE_YAML)  # noqa: S506 -- a safe loader
     except (InputError, yaml.YAMLError):
         return {}
