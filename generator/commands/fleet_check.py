@@ -48,6 +48,7 @@ from generator.commands.matrix import (
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.inputs.catalog import load_catalog
+from generator.inputs.catalog_whole import check_site_whole
 from generator.model.layout import MANIFEST
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
@@ -104,7 +105,7 @@ def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleSta
     try:
         check_intact(old)
     except InputError as error:
-        files = ", ".join(p.source.rsplit("/", 1)[-1] for p in error.problems)
+        files = ", ".join(p.source.rstrip("/").rsplit("/", 1)[-1] for p in error.problems)
         return BundleState(name, "stale", f"files do not match its manifest.json: {files}")
     committed = committed_files(old)
     modes = {entry.path: entry.mode for entry in old.files}
@@ -149,13 +150,14 @@ def check_one(combination: Combination, cloud_init: CloudInitOptions | None = No
 
 
 def extra_entries(root: Path, expected: set[str]) -> list[BundleState]:
-    """Every entry of DIR that no combination writes (links listed, never followed)."""
+    """Every entry of DIR that no combination writes (links listed, never followed), hidden
+    ones included: a committed ``.name`` directory is as foreign to the gate as any other."""
     with os.scandir(root) as entries:
         names = sorted(entry.name for entry in entries)
     return [
         BundleState(printable(name), "extra", "no hardware x profile (x --os) writes it")
         for name in names
-        if name not in expected and not name.startswith(".")
+        if name not in expected
     ]
 
 
@@ -283,6 +285,7 @@ def json_report(root: Path, states: list[BundleState]) -> dict[str, Any]:
 def run_matrix_check(request: MatrixRequest, root: Path, as_json: bool) -> int:
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout."""
     catalog = load_catalog()
+    check_site_whole(catalog)  # a broken entry no combination reads still fails the gate
     distros = target_distros(request.os_names, catalog)
     options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)
