@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,27 @@ def test_an_output_dir_name_over_name_max_is_bad_input(made: Path, tmp_path: Pat
     line = one_line_exit_2(gen("package", str(made), "--deb", "-o", str(long_dir), cwd=tmp_path))
     assert "File name too long" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bundle_whose_plan_holds_a_5000_digit_value_is_one_line(
+    made: Path, tmp_path: Path
+) -> None:
+    """verify's limit and manager checks read numbers from the plan's values: a plan.json with
+    a 5,000-digit limit (its manifest updated) raised ValueError in verify; diff showed it."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(made, bundle)
+    plan = json.loads((bundle / "plan.json").read_text())
+    limit = next(s for s in plan["settings"] if s["kind"] == "limit")
+    limit["value"] = HUGE
+    raw = (json.dumps(plan, indent=2, sort_keys=True) + "\n").encode()
+    (bundle / "plan.json").write_bytes(raw)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        if entry["path"] == "plan.json":
+            entry["sha256"] = hashlib.sha256(raw).hexdigest()
+    (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    snapshot = tmp_path / "snap.txt"
+    snapshot.write_text(snapshot_text(("meta", "uid", "0")))
+    for args in (["verify", "bundle", "--snapshot", "snap.txt"], ["diff", str(made), "bundle"]):
+        line = one_line_exit_2(gen(*args, cwd=tmp_path))
+        assert "plan.json" in line and "5000 digits" in line
