@@ -6,6 +6,9 @@ every case below exited 0 or 1 with the last value, or failed further on."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -115,3 +118,24 @@ def test_options_that_mean_several_take_them_all(tmp_path: Path) -> None:
         "l4-inference-inference-debian-12",
         "l4-inference-inference-rhel-9",
     ]
+
+
+def test_completion_after_a_repeated_option_still_completes(tmp_path: Path) -> None:
+    """Shell completion parses what is typed so far; a repetition there is no error (the run
+    refuses it), else each <TAB> printed a traceback."""
+    env = {
+        **os.environ,
+        "COMP_WORDS": "gen --hw a --hw ",
+        "COMP_CWORD": "4",
+        "_GEN_COMPLETE": "bash_complete",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "from generator.cli import main; main(prog_name='gen')"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "plain,dgx-h100" in done.stdout.splitlines()

@@ -94,7 +94,8 @@ class OneValueOptions(click.Command):
     """A command that refuses an option of one value given twice (exit status 2, one line)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        problem = repeated_option(self, args)
+        # Shell completion parses resiliently, to complete what is typed: no error there.
+        problem = None if ctx.resilient_parsing else repeated_option(self, args)
         if problem is not None:
             raise OneLineUsageError(problem, ctx)
         return super().parse_args(ctx, args)
