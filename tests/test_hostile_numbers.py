@@ -110,7 +110,7 @@ def test_a_bundle_naming_an_absurd_hardware_is_not_packaged(tmp_path: Path, hard
 def test_an_output_dir_name_over_name_max_is_bad_input(made: Path, tmp_path: Path) -> None:
     long_dir = tmp_path / ("d" * 300)
     line = one_line_exit_2(gen("package", str(made), "--deb", "-o", str(long_dir), cwd=tmp_path))
-    assert "File name too long" in line
+    assert "NAME_MAX" in line
     assert list(tmp_path.iterdir()) == []
 
 
@@ -136,3 +136,20 @@ def test_a_bundle_whose_plan_holds_a_5000_digit_value_is_one_line(
     for args in (["verify", "bundle", "--snapshot", "snap.txt"], ["diff", str(made), "bundle"]):
         line = one_line_exit_2(gen(*args, cwd=tmp_path))
         assert "plan.json" in line and "5000 digits" in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["matrix", "--hw", "l4-inference", "--profile", "inference", "-o", "x/" + "d" * 300],
+        ["--hw", "l4-inference", "--profile", "inference", "-o", "x/" + "d" * 300 + "/b"],
+    ],
+)
+def test_an_output_path_with_a_name_over_name_max_is_bad_input(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """On main `gen matrix` wrote nothing and exited 1 per combination ("File name too long"),
+    and `gen -o` checked the last name only."""
+    line = one_line_exit_2(gen(*args, cwd=tmp_path))
+    assert "NAME_MAX" in line
+    assert list(tmp_path.iterdir()) == []

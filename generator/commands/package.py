@@ -44,6 +44,7 @@ from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
+from generator.bundle.write import check_name_lengths
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import kind_of, read_beneath
 from generator.model.layout import (
@@ -432,6 +433,7 @@ def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> li
     written on bad input or a failure; a DIR this run made is removed again)."""
     # rpmbuild runs in its own directories: a relative DIR ("-o dist/") would name another one.
     output = output.absolute()
+    check_name_lengths(output)  # a name too long: exit 2 before anything is read or built
     made_output = not os.path.lexists(output)
     try:
         return package_into(bundle_dir, list(formats), output)
