@@ -143,6 +143,7 @@ def test_a_bundle_whose_plan_holds_a_5000_digit_value_is_one_line(
     [
         ["matrix", "--hw", "l4-inference", "--profile", "inference", "-o", "x/" + "d" * 300],
         ["--hw", "l4-inference", "--profile", "inference", "-o", "x/" + "d" * 300 + "/b"],
+        ["detect", "--capture", "-o", "d" * 300],
     ],
 )
 def test_an_output_path_with_a_name_over_name_max_is_bad_input(

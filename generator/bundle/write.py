@@ -195,13 +195,14 @@ def _swap_or_error(staging: Path, target: Path, replaced: list[Path]) -> Path | 
     return target
 
 
-def check_name_lengths(path: Path) -> None:
+def check_name_lengths(path: Path, last: str = "directory") -> None:
     """Bad input (exit 2, one line) when a name on ``path`` is longer than a Linux file system
     takes (NAME_MAX), rather than the ENAMETOOLONG of a write halfway through a run."""
     for name in path.parts:
         size = len(os.fsencode(name))
         if size > MAX_NAME_BYTES:
-            why = f"the directory name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)"
+            what = last if name == path.name else "directory"
+            why = f"the {what} name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)"
             where = str(path) if name == path.name else f"{str(path)[:120]}… ({short_key(name)})"
             raise InputError(Problem(where, "", why))
 
