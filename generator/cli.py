@@ -17,7 +17,7 @@ from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
 from generator.commands.options import cloud_init_options, diff_claims_option, report_option
-from generator.commands.usage import JsonUsageErrors
+from generator.commands.usage import JsonUsageErrors, OneValueGroup
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
@@ -80,7 +80,11 @@ def hw_and_profile(func: F) -> F:
     )(func)
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=OneValueGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
 )

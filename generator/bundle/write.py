@@ -40,6 +40,7 @@ from generator import TOOL
 from generator.bundle.read import holds_own_plan, present_entries, read_manifest
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.model.layout import MANIFEST
+from generator.textsafe import short_key
 
 DIR_MODE = 0o755
 # The xattrs of ACLs that, where present, decide a new entry's mode instead of the umask: a
@@ -195,19 +196,23 @@ def _swap_or_error(staging: Path, target: Path, replaced: list[Path]) -> Path | 
     return target
 
 
+def check_name_lengths(path: Path, last: str = "directory") -> None:
+    """Bad input (exit 2, one line) when a name on ``path`` is longer than a Linux file system
+    takes (NAME_MAX), rather than the ENAMETOOLONG of a write halfway through a run."""
+    for name in path.parts:
+        size = len(os.fsencode(name))
+        if size > MAX_NAME_BYTES:
+            what = last if name == path.name else "directory"
+            why = f"the {what} name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)"
+            where = str(path) if name == path.name else f"{str(path)[:120]}… ({short_key(name)})"
+            raise InputError(Problem(where, "", why))
+
+
 def check_target(target: Path) -> None:
     """Refuse a symlink, a non-directory, ``/``, or a directory that is not empty nor a bundle."""
     if target.parent == target:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
-    if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
-        size = len(os.fsencode(target.name))
-        raise InputError(
-            Problem(
-                str(target),
-                "",
-                f"the directory name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)",
-            )
-        )
+    check_name_lengths(target)
     try:
         info = os.lstat(target)
     except FileNotFoundError:

@@ -63,6 +63,7 @@ from generator.commands.matrix import (
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.inputs.catalog import load_catalog, site_catalog_dir
+from generator.inputs.catalog_whole import check_site_whole
 from generator.inputs.load import Inputs
 from generator.inputs.profile import profile_files
 from generator.model.layout import MANIFEST
@@ -124,7 +125,7 @@ def hand_edited(name: str, old: Bundle) -> BundleState | None:
     try:
         check_intact(old)
     except InputError as error:
-        files = ", ".join(p.source.rsplit("/", 1)[-1] for p in error.problems)
+        files = ", ".join(p.source.rstrip("/").rsplit("/", 1)[-1] for p in error.problems)
         return BundleState(name, "stale", f"files do not match its manifest.json: {files}")
     return None
 
@@ -244,13 +245,14 @@ def extends_only_shipped(profile: Path, digest: str) -> bool:
 
 
 def extra_entries(root: Path, expected: set[str]) -> list[BundleState]:
-    """Every entry of DIR that no combination writes (links listed, never followed)."""
+    """Every entry of DIR that no combination writes (links listed, never followed), hidden
+    ones included: a committed ``.name`` directory is as foreign to the gate as any other."""
     with os.scandir(root) as entries:
         names = sorted(entry.name for entry in entries)
     return [
         BundleState(printable(name), "extra", "no hardware x profile (x --os) writes it")
         for name in names
-        if name not in expected and not name.startswith(".")
+        if name not in expected
     ]
 
 
@@ -462,6 +464,7 @@ def run_matrix_check(
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout, and
     the whole of it in ``report_file`` when given."""
     catalog = load_catalog()
+    check_site_whole(catalog)  # a broken entry no combination reads still fails the gate
     distros = target_distros(request.os_names, catalog)
     options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)

@@ -30,6 +30,7 @@ there; the postrm (``purge``) and ``%postun`` remove the install record's direct
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -43,10 +44,17 @@ from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
-from generator.bundle.write import process_runs
+from generator.bundle.write import check_name_lengths, process_runs
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import kind_of, read_beneath
-from generator.model.layout import INSTALL_LIST, INSTALL_RECORD, INSTALL_SH, MANIFEST, OVERLAY
+from generator.model.layout import (
+    INSTALL_LIST,
+    INSTALL_RECORD,
+    INSTALL_SH,
+    MANIFEST,
+    OVERLAY,
+    PLAN_FILE,
+)
 
 # Where the package keeps the bundle its maintainer script installs from.
 BUNDLES_HOME = f"/usr/share/{TOOL}/bundles"
@@ -60,6 +68,9 @@ PLAIN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+@-]*(/[A-Za-z0-9._+@-]+)*")
 NOT_IN_NAME = re.compile(r"[^a-z0-9+.-]+")
 # Debian Policy 5.6.12 (upstream_version) and rpm's Version: digits first, no '-'.
 PLAIN_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~]*")
+# A hardware or profile name as `gen` writes one (inputs' BundleName): a plan.json edited to
+# another (300 characters, a slash) would make a package file name no file system takes.
+BUNDLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 HASH_CHARS = 12  # of the manifest's sha256 in the package version
 # dpkg-deb refuses a control directory outside 0755..0775 and a maintainer script outside
 # 0555..0775 (dpkg-deb/build.c check_file_perms): modes set, never left to the umask.
@@ -112,6 +123,18 @@ def bundle_identity(bundle: Bundle, manifest_bytes: bytes) -> Identity:
     if not PLAIN_VERSION.fullmatch(tool_version):
         raise InputError(Problem(source, "tool.version", "not a plain version number"))
     digest = hashlib.sha256(manifest_bytes).hexdigest()[:HASH_CHARS]
+    for field, value in (
+        ("hardware", bundle.plan.hardware_name),
+        ("profile", bundle.plan.profile_name),
+    ):
+        if not BUNDLE_NAME.fullmatch(value):
+            raise InputError(
+                Problem(
+                    str(bundle.root / PLAN_FILE),
+                    field,
+                    f"not a name gen writes ({len(value)} characters; 1-64 of [A-Za-z0-9._-])",
+                )
+            )
     name = package_name(bundle.plan.hardware_name, bundle.plan.profile_name)
     summary = f"{TOOL} tuning bundle {name.removeprefix(TOOL + '-')}"
     return Identity(name, f"{tool_version}+{digest}", summary)
@@ -395,6 +418,9 @@ def check_output(output: Path, names: list[str]) -> None:
         except FileNotFoundError:
             continue
         except OSError as error:
+            if error.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):  # DIR's name: bad input
+                problem = Problem(str(output / name), "", error.strerror or str(error))
+                raise InputError(problem) from None
             raise PackagingError(f"{output / name}: {error.strerror or error}") from None
         if not stat.S_ISREG(mode):
             raise InputError(
@@ -407,6 +433,7 @@ def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> li
     written on bad input or a failure; a DIR this run made is removed again)."""
     # rpmbuild runs in its own directories: a relative DIR ("-o dist/") would name another one.
     output = output.absolute()
+    check_name_lengths(output)  # a name too long: exit 2 before anything is read or built
     made_output = not os.path.lexists(output)
     try:
         return package_into(bundle_dir, list(formats), output)
@@ -415,6 +442,8 @@ def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> li
             with contextlib.suppress(OSError):
                 output.rmdir()
         why = error.strerror or str(error)
+        if error.errno == errno.ENAMETOOLONG:  # DIR's own name: bad input, not a failure
+            raise InputError(Problem(str(output), "", f"cannot be written: {why}")) from None
         raise PackagingError(f"{output}: cannot write the packages: {why}") from None
 
 
