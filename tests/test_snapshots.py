@@ -8,6 +8,7 @@ files is not snapshotted but proven equal to them here and in the render tests:
 - the fixed scripts: the same bytes in every bundle (tests/test_scripts.py);
 - plan.json: the plan the reviewed files print, read back here;
 - manifest.json: every other file's digest and mode, checked here;
+- provenance.json: every other file's digest and the inputs', checked in test_provenance.py;
 - cloud-init/user-data: the overlay file by file (render's round-trip check, the cloud-init
   validator);
 - kernel-cmdline: the GRUB drop-in's line, checked here;
@@ -40,6 +41,7 @@ from generator.model.layout import (
     KERNEL_CMDLINE,
     MANIFEST,
     PLAN_FILE,
+    PROVENANCE,
     USER_DATA,
     USER_DATA_GZ,
     USER_DATA_MIME,
@@ -53,6 +55,7 @@ FIXED_PATHS = {output.path for output in FIXED_SCRIPTS}
 DERIVED = {
     PLAN_FILE,
     MANIFEST,
+    PROVENANCE,  # every other file's digest, the inputs' (tests/test_provenance.py)
     USER_DATA,
     USER_DATA_GZ,  # the user-data's other forms
     USER_DATA_MIME,

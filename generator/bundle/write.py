@@ -38,7 +38,7 @@ from pathlib import Path
 from generator import TOOL
 from generator.bundle.read import holds_own_plan, present_entries, read_manifest
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, SEALS
 
 DIR_MODE = 0o755
 # The xattrs of ACLs that, where present, decide a new entry's mode instead of the umask: a
@@ -238,7 +238,7 @@ def check_target(target: Path) -> None:
                 "choose a new or empty directory with -o",
             )
         )
-    foreign = sorted(bundle_entries(target) - listed - {MANIFEST})
+    foreign = sorted(bundle_entries(target) - listed - SEALS)
     if foreign:
         shown = ", ".join(foreign[:MAX_LISTED]) + (", ..." if len(foreign) > MAX_LISTED else "")
         raise InputError(
@@ -564,4 +564,4 @@ def is_our_leftover(directory: Path) -> bool:
     except FileNotFoundError:
         pass
     listed = read_manifest_paths(directory)
-    return listed is not None and not bundle_entries(directory) - listed - {MANIFEST}
+    return listed is not None and not bundle_entries(directory) - listed - SEALS
