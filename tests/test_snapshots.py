@@ -234,11 +234,17 @@ def test_the_derived_files_follow_from_the_reviewed_ones(system: str, profile: s
     assert all(f"`{s.key}`" in explain or s.key in explain for s in plan.settings)
     manifest = json.loads(files[MANIFEST][0])
     listed = {entry["path"]: entry for entry in manifest["files"]}
-    assert set(listed) == set(files) - {MANIFEST}
+    assert set(listed) == set(files) - {MANIFEST, PROVENANCE}
     for path, (content, mode) in files.items():
-        if path != MANIFEST:
+        if path not in (MANIFEST, PROVENANCE):
             assert listed[path]["sha256"] == hashlib.sha256(content).hexdigest()
             assert listed[path]["mode"] == f"{mode:04o}"
+    subjects = json.loads(files[PROVENANCE][0])["subject"]
+    assert {item["name"]: item["digest"]["sha256"] for item in subjects} == {
+        path: hashlib.sha256(content).hexdigest()
+        for path, (content, _) in files.items()
+        if path != PROVENANCE
+    }
     grub = in_overlay(GRUB_FILE)
     if grub in files:
         line = re.search(
