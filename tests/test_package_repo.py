@@ -1,0 +1,160 @@
+"""Repository-grade packages (issue 42): versions dpkg and rpm sort as releases sort, one bundle
+package per image (Provides/Conflicts goldtune-bundle), a removal that leaves nothing (no
+directory, no runtime output), and the distributions' own linters without errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator import cli
+from generator.commands.package import BUNDLES_HOME, package_version
+from generator.model.layout import NFD_PREFLIGHT_FILE, TEXTFILE
+from tests.conftest import missing_tool
+from tests.test_bundle_package import dpkg, need, scratch_root
+
+NAME = "goldtune-l4-inference-inference"
+
+
+def gen(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli.main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    need("dpkg-deb", "rpmbuild")
+    work = tmp_path_factory.mktemp("repo")
+    built: dict[str, Path] = {}
+    for hardware in ("l4-inference", "dgx-h100"):
+        bundle = work / hardware
+        code, _, err = gen(
+            "--hw", hardware, "--profile", "inference", "--os", "debian-12", "-o", str(bundle)
+        )
+        assert code == 0, err
+        code, _, err = gen("package", str(bundle), "--deb", "--rpm", "-o", str(work / "dist"))
+        assert code == 0, err
+    for path in (work / "dist").iterdir():
+        built[f"{path.name.split('_')[0].split('-0.')[0]}.{path.suffix.lstrip('.')}"] = path
+    return built
+
+
+# (older, newer): a development build before its release, a release before the next one's
+# development builds; each with the manifest digest the package version ends with
+ORDERED = [
+    ("0.2.0.dev3+g1a2b3c4", "0.2.0"),
+    ("0.2.0rc1", "0.2.0"),
+    ("0.2.0rc1.dev2+g1a2b3c4", "0.2.0rc1"),
+    ("0.2.0", "0.2.1.dev1+g5d6e7f8"),
+    ("0.0.1.dev802+g8a40b279e", "0.2.0"),
+]
+
+
+@pytest.mark.parametrize(("older", "newer"), ORDERED)
+def test_versions_sort_as_releases_do_for_dpkg_and_rpm(older: str, newer: str) -> None:
+    """On main 0.2.0.dev3+… sorted after 0.2.0: an image pipeline took a dev build for newer."""
+    need("dpkg")
+    old, new = package_version(older) + "+0123456789ab", package_version(newer) + "+ba9876543210"
+    assert run("dpkg", "--compare-versions", old, "lt", new).returncode == 0, (old, new)
+    need("rpm")
+    compared = run("rpm", "--eval", f'%{{lua: print(rpm.vercmp("{old}", "{new}"))}}')
+    assert compared.stdout.strip() == "-1", (old, new, compared.stderr)
+
+
+def test_a_release_version_is_itself() -> None:
+    assert package_version("0.2.0") == "0.2.0"
+    assert package_version("0.2.1.dev3+g1a2b3c4") == "0.2.1~dev3+g1a2b3c4"
+    assert package_version("0.2.1.dev3+g1b2") == "0.2.1~dev3+g1b2"  # the local part untouched
+
+
+def test_a_second_bundle_package_is_refused_on_the_same_image(packages, tmp_path) -> None:
+    need("dpkg")
+    root = scratch_root(tmp_path / "image")
+    dpkg(root, "-i", str(packages[f"{NAME}.deb"]))
+    second = subprocess.run(
+        [
+            "dpkg",
+            f"--root={root}",
+            "--force-script-chrootless",
+            "--log=/dev/null",
+            "-i",
+            str(packages["goldtune-dgx-h100-inference.deb"]),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert second.returncode == 1
+    assert "conflicting packages" in second.stderr or "conflicts with" in second.stderr
+    status = run("dpkg", f"--root={root}", "-s", NAME)
+    assert "Status: install ok installed" in status.stdout
+
+
+def test_purge_leaves_no_directory_and_no_runtime_output(packages, tmp_path) -> None:
+    """On main the metrics file and the preflight's NFD label outlived the package and went on
+    reporting a removed bundle."""
+    need("dpkg")
+    root = scratch_root(tmp_path / "image")
+    before = {path for path in root.rglob("*") if "var/lib/dpkg" not in str(path)}
+    dpkg(root, "-i", str(packages[f"{NAME}.deb"]))
+    for output in (TEXTFILE, NFD_PREFLIGHT_FILE):  # what the report unit writes on the node
+        (root / output.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / output.lstrip("/")).write_text("goldtune_bundle_info 1\n")
+    dpkg(root, "--purge", NAME)
+    for output in (TEXTFILE, NFD_PREFLIGHT_FILE):
+        assert not (root / output.lstrip("/")).exists()
+    after = {path for path in root.rglob("*") if "var/lib/dpkg" not in str(path)}
+    left = sorted(str(path.relative_to(root)) for path in after - before)
+    # the directories the report made for its outputs belong to node_exporter and NFD
+    assert [path for path in left if "goldtune" in path] == [], left
+    assert not (root / BUNDLES_HOME.lstrip("/")).exists()
+
+
+def test_an_rpm_erase_leaves_no_directory_and_no_warning(packages, tmp_path) -> None:
+    """On main an erase left 29 empty directories: the rpm owned none of them."""
+    need("rpm")
+    root = tmp_path / "image"
+    assert run("rpm", "--root", str(root), "--initdb").returncode == 0
+    package = str(packages[f"{NAME}.rpm"])
+    # scriptlets need a shell in the root: the files and directories are what is checked here
+    installed = run("rpm", "--root", str(root), "-i", "--noscripts", "--nodeps", package)
+    assert installed.returncode == 0, installed.stderr
+    assert (root / BUNDLES_HOME.lstrip("/") / NAME / "install.sh").is_file()
+    erased = run("rpm", "--root", str(root), "-e", "--noscripts", NAME)
+    assert erased.returncode == 0
+    assert "warning" not in erased.stderr, erased.stderr
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    left = [path for path in left if "rpm" not in path]  # rpm's database
+    # what rpm made for its database (root/ on Debian's rpm, var/lib elsewhere) and /usr/share,
+    # the parents of the tree, which every system has
+    assert set(left) <= {"root", "usr", "usr/share", "var", "var/lib"}, left
+
+
+def linter(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        missing_tool(FileNotFoundError(f"{name} not installed (tests/tools/install-tools.sh)"))
+    return str(path)
+
+
+def test_lintian_finds_no_error_in_the_deb(packages) -> None:
+    """On main: 26 errors (file-in-usr-local, file-in-etc-not-marked-as-conffile,
+    systemd-service-in-odd-location, no-copyright-file, package-contains-ancient-file…)."""
+    done = run(linter("lintian"), "--no-cfg", str(packages[f"{NAME}.deb"]))
+    errors = [line for line in done.stdout.splitlines() if line.startswith("E:")]
+    assert errors == [], done.stdout
+
+
+def test_rpmlint_finds_no_error_but_the_missing_signature(packages) -> None:
+    """no-signature is the site's: an rpm is signed with its GPG key (rpmsign --addsign)."""
+    done = run(linter("rpmlint"), str(packages[f"{NAME}.rpm"]))
+    errors = [line for line in done.stdout.splitlines() if ": E: " in line]
+    assert [line.split(": E: ")[1] for line in errors] == ["no-signature"], done.stdout
