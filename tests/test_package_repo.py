@@ -158,3 +158,26 @@ def test_rpmlint_finds_no_error_but_the_missing_signature(packages) -> None:
     done = run(linter("rpmlint"), str(packages[f"{NAME}.rpm"]))
     errors = [line for line in done.stdout.splitlines() if ": E: " in line]
     assert [line.split(": E: ")[1] for line in errors] == ["no-signature"], done.stdout
+
+
+def test_the_installed_package_verifies_its_signed_provenance(tmp_path) -> None:
+    """The package carries provenance.json and the signed envelope: on the node, the bundle's
+    home checks with install.sh --check --pubkey (openssl) that nothing of it changed."""
+    need("dpkg-deb", "dpkg", "openssl")
+    bundle, keys = tmp_path / "bundle", tmp_path / "keys"
+    keys.mkdir()
+    made = run("openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256")
+    (keys / "site.pem").write_text(made.stdout)
+    run("openssl", "pkey", "-in", str(keys / "site.pem"), "-pubout", "-out", str(keys / "site.pub"))
+    assert gen("--hw", "l4-inference", "--profile", "inference", "-o", str(bundle))[0] == 0
+    assert gen("sign", str(bundle), "--key", str(keys / "site.pem"))[0] == 0
+    assert gen("package", str(bundle), "--deb", "-o", str(tmp_path / "dist"))[0] == 0
+    root = scratch_root(tmp_path / "image")
+    dpkg(root, "-i", str(next((tmp_path / "dist").iterdir())))
+    home = root / BUNDLES_HOME.lstrip("/") / NAME
+    checked = run("sh", str(home / "install.sh"), "--check", "--pubkey", str(keys / "site.pub"))
+    assert checked.returncode == 0, checked.stderr
+    with (home / "rootfs/etc/sysctl.d/90-goldtune.conf").open("a") as stream:
+        stream.write("vm.swappiness = 100\n")
+    checked = run("sh", str(home / "install.sh"), "--check", "--pubkey", str(keys / "site.pub"))
+    assert checked.returncode == 1 and "differs from the signed statement" in checked.stderr
