@@ -246,3 +246,28 @@ def test_install_sh_needs_check_for_pubkey(signed: Path, keys: tuple[Path, Path]
     assert done.returncode == 2
     code, _, err = gen("verify", str(signed), "--provenance-only")
     assert code == 2 and "go with --pubkey" in err
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [b"not json\n", b'{"payload": "%%%", "payloadType": "application/vnd.in-toto+json"}\n', b""],
+    ids=["not-json", "bad-payload", "empty"],
+)
+def test_a_broken_envelope_is_refused_and_leaves_no_temporary(
+    signed: Path, keys: tuple[Path, Path], tmp_path: Path, envelope: bytes
+) -> None:
+    (signed / PROVENANCE_ENVELOPE).write_bytes(envelope)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = subprocess.run(
+        ["sh", str(signed / "install.sh"), "--check", "--pubkey", str(keys[1])],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(scratch)},
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("goldtune: error: provenance: "), done.stderr
+    assert list(scratch.iterdir()) == []
+    code, _, err = gen("verify", str(signed), "--pubkey", str(keys[1]), "--provenance-only")
+    assert code in (1, 2) and "Traceback" not in err

@@ -1376,14 +1376,15 @@ check_provenance() {
     work=$(mktemp -d) || die "cannot create a temporary directory"
     # shellcheck disable=SC2020 # each of the five characters becomes a newline: a field a line
     line=$(head -n 1 -- "$envelope" | tr ',{}[]' '\n\n\n\n\n')
-    printf '%s\n' "$line" | sed -n 's/^ *"payload": "\([A-Za-z0-9+/=]*\)"$/\1/p' | openssl base64 -d -A >"$work/statement"
+    printf '%s\n' "$line" | sed -n 's/^ *"payload": "\([A-Za-z0-9+/=]*\)"$/\1/p' |
+        openssl base64 -d -A >"$work/statement" || provenance_bad "$envelope: no payload"
     printf '%s\n' "$line" | grep -qx ' *"payloadType": "application/vnd.in-toto+json"' ||
         provenance_bad "$envelope: not an in-toto statement's envelope"
     { printf 'DSSEv1 28 application/vnd.in-toto+json %s ' "$(wc -c <"$work/statement" | tr -d ' ')"
         cat -- "$work/statement"; } >"$work/pae"
     signed=no
     for sig in $(printf '%s\n' "$line" | sed -n 's/^ *"sig": "\([A-Za-z0-9+/=]*\)"$/\1/p'); do
-        printf '%s' "$sig" | openssl base64 -d -A >"$work/sig"
+        printf '%s' "$sig" | openssl base64 -d -A >"$work/sig" || continue
         if openssl dgst -sha256 -verify "$1" -signature "$work/sig" "$work/pae" >/dev/null 2>&1; then
             signed=yes
         fi
