@@ -18,7 +18,9 @@ id of a process that no longer runs; a real directory of our user, holding our s
 a goldtune bundle and nothing else, or empty. A replaced bundle gets the marker back before its
 removal starts and loses it last, so one killed half removed is still known as ours. The target
 is never followed through a symbolic link, and an existing directory is only replaced when it is
-empty or a goldtune bundle (our manifest.json, and no file the manifest does not list).
+empty or a goldtune bundle (our manifest.json, and no file the manifest does not list but its
+provenance statement and signature, layout.SEALS: a regenerated bundle drops a signature that
+no longer holds).
 """
 
 from __future__ import annotations
