@@ -47,17 +47,21 @@ def statement_subjects(files: Mapping[str, bytes]) -> list[dict[str, Any]]:
     ]
 
 
+def tree_files(folder: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(relative path, path) of the regular files below ``folder``; no link followed."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from tree_files(entry.path, f"{prefix}{entry.name}/")
+            elif entry.is_file(follow_symlinks=False):
+                yield f"{prefix}{entry.name}", entry.path
+
+
 def tree_lines(folder: Path) -> Iterator[str]:
-    """``sha256sum``'s lines for the regular files below ``folder`` (no link followed)."""
-    found: list[tuple[str, Path]] = []
-    for directory, subdirs, names in os.walk(folder):
-        subdirs.sort()
-        for name in names:
-            path = Path(directory, name)
-            if path.is_file() and not path.is_symlink():
-                found.append((path.relative_to(folder).as_posix(), path))
-    for relative, path in sorted(found, key=lambda item: item[0].encode("utf-8")):
-        yield f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {relative}\n"
+    """``sha256sum``'s lines for the regular files below ``folder``, in byte order of the path."""
+    for relative, path in sorted(tree_files(str(folder)), key=lambda item: item[0].encode()):
+        with open(path, "rb") as stream:
+            yield f"{hashlib.sha256(stream.read()).hexdigest()}  {relative}\n"
 
 
 @functools.cache
