@@ -9,6 +9,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,24 @@ def test_a_broken_envelope_is_refused_and_leaves_no_temporary(
     assert list(scratch.iterdir()) == []
     code, _, err = gen("verify", str(signed), "--pubkey", str(keys[1]), "--provenance-only")
     assert code in (1, 2) and "Traceback" not in err
+
+
+def test_a_site_catalog_is_a_resolved_dependency(tmp_path: Path) -> None:
+    """--catalog DIR: its tree's digest beside the shipped one's (a subprocess: the site
+    catalog is the run's own state)."""
+    site = tmp_path / "site"
+    (site / "gpus").mkdir(parents=True)
+    (site / "gpus" / "README").write_text("our models go here\n")
+    bundle = tmp_path / "bundle"
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--catalog", str(site), "--hw", SYSTEM,
+         "--profile", PROFILE, "-o", str(bundle)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    statement = json.loads((bundle / PROVENANCE).read_text())
+    dependencies = statement["predicate"]["buildDefinition"]["resolvedDependencies"]
+    site_digest = hashlib.sha256(
+        f"{hashlib.sha256(b'our models go here' + bytes([10])).hexdigest()}  gpus/README\n".encode()
+    ).hexdigest()
+    assert {"name": "site-catalog", "digest": {"sha256": site_digest}} in dependencies
