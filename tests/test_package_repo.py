@@ -100,22 +100,22 @@ def test_a_second_bundle_package_is_refused_on_the_same_image(packages, tmp_path
 
 def test_purge_leaves_no_directory_and_no_runtime_output(packages, tmp_path) -> None:
     """On main the metrics file and the preflight's NFD label outlived the package and went on
-    reporting a removed bundle."""
+    reporting a removed bundle, and the directories install.sh made stayed behind."""
     need("dpkg")
     root = scratch_root(tmp_path / "image")
+    (root / "usr/local").mkdir(parents=True)  # every image has them (base-files)
+    outputs = [root / output.lstrip("/") for output in (TEXTFILE, NFD_PREFLIGHT_FILE)]
+    for output in outputs:  # node_exporter's and NFD's directories: the image's
+        output.parent.mkdir(parents=True, exist_ok=True)
     before = {path for path in root.rglob("*") if "var/lib/dpkg" not in str(path)}
     dpkg(root, "-i", str(packages[f"{NAME}.deb"]))
-    for output in (TEXTFILE, NFD_PREFLIGHT_FILE):  # what the report unit writes on the node
-        (root / output.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
-        (root / output.lstrip("/")).write_text("goldtune_bundle_info 1\n")
+    assert (root / "var/lib/goldtune/package-created-dirs").is_file()
+    for output in outputs:  # what the report unit writes on the node
+        output.write_text("goldtune_bundle_info 1\n")
     dpkg(root, "--purge", NAME)
-    for output in (TEXTFILE, NFD_PREFLIGHT_FILE):
-        assert not (root / output.lstrip("/")).exists()
     after = {path for path in root.rglob("*") if "var/lib/dpkg" not in str(path)}
-    left = sorted(str(path.relative_to(root)) for path in after - before)
-    # the directories the report made for its outputs belong to node_exporter and NFD
-    assert [path for path in left if "goldtune" in path] == [], left
-    assert not (root / BUNDLES_HOME.lstrip("/")).exists()
+    left = sorted(str(path.relative_to(root)) for path in after ^ before)
+    assert left == [], left
 
 
 def test_an_rpm_erase_leaves_no_directory_and_no_warning(packages, tmp_path) -> None:
@@ -181,3 +181,51 @@ def test_the_installed_package_verifies_its_signed_provenance(tmp_path) -> None:
         stream.write("vm.swappiness = 100\n")
     checked = run("sh", str(home / "install.sh"), "--check", "--pubkey", str(keys / "site.pub"))
     assert checked.returncode == 1 and "differs from the signed statement" in checked.stderr
+
+
+ERASE_IN_AN_IMAGE = r"""set -e
+R=$1
+mount -t tmpfs image "$R"
+cd "$R"
+mkdir -p usr .up .work dev proc etc/default var/lib tmp run
+for name in bin sbin lib lib64; do ln -s "usr/$name" "$name"; done
+touch dev/null && mount --bind /dev/null dev/null
+mount -t overlay overlay -o "lowerdir=/usr,upperdir=$R/.up,workdir=$R/.work" "$R/usr"
+printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n' >etc/default/grub
+cd /
+before=$(cd "$R" && find . -path ./.work -prune -o -path ./.up -prune -o -print | sort)
+rpm --root "$R" --dbpath /var/lib/rpm --initdb
+rpm --root "$R" --dbpath /var/lib/rpm -i --nodeps "$2" >"$3/install.out" 2>"$3/install.err"
+ls "$R/var/lib/goldtune" >"$3/record"
+rpm --root "$R" --dbpath /var/lib/rpm -e "$4" >"$3/erase.out" 2>"$3/erase.err"
+after=$(cd "$R" && find . -path ./.work -prune -o -path ./.up -prune -o -print | sort)
+printf '%s\n' "$before" >"$3/before"
+printf '%s\n' "$after" | grep -v -e '^\./var/lib/rpm' -e '^\./var/tmp$' >"$3/after"
+"""
+
+
+def test_an_rpm_erase_with_its_scriptlets_leaves_the_image_as_it_was(packages, tmp_path) -> None:
+    """The .rpm installed with its %post (install.sh into the image) and erased with its %preun
+    and %postun, chrooted by rpm into a root of its own (this host's /usr under an overlay, so
+    nothing of the host is written): no rpm warning, and no file or directory left that was
+    not there before (on main: a warning per overlay file the take-back had removed, and the
+    directories install.sh made)."""
+    need("rpm", "unshare")
+    from tests.test_install import can_chroot
+
+    if not can_chroot():
+        pytest.skip("needs root and a private mount namespace (unshare, chroot)")
+    root, out = tmp_path / "image", tmp_path / "out"
+    root.mkdir()
+    out.mkdir()
+    (tmp_path / "erase.sh").write_text(ERASE_IN_AN_IMAGE)
+    done = run(
+        "unshare", "--mount", "--propagation", "private", "sh", str(tmp_path / "erase.sh"),
+        str(root), str(packages[f"{NAME}.rpm"]), str(out), NAME,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "installed-files" in (out / "record").read_text()  # %post ran install.sh
+    assert "taken back: 0 failed" in (out / "erase.out").read_text()
+    for name in ("install.err", "erase.err"):
+        assert "warning" not in (out / name).read_text().lower(), (out / name).read_text()
+    assert (out / "after").read_text() == (out / "before").read_text()

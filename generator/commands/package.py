@@ -51,22 +51,27 @@ from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
+from generator.commands.package_scripts import (
+    BUNDLES_HOME,
+    Identity,
+    install_command,
+    install_dirs,
+    maintainer_scripts,
+    record_cleanup,
+    record_new_dirs,
+    uninstall_command,
+)
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import kind_of, read_beneath
 from generator.model.layout import (
     INSTALL_LIST,
-    INSTALL_RECORD,
     INSTALL_SH,
     MANIFEST,
-    NFD_PREFLIGHT_FILE,
     OVERLAY,
     PROVENANCE,
     PROVENANCE_ENVELOPE,
-    TEXTFILE,
 )
 
-# Where the package keeps the bundle its maintainer script installs from.
-BUNDLES_HOME = f"/usr/share/{TOOL}/bundles"
 FORMATS = ("deb", "rpm")
 # SOURCE_DATE_EPOCH for both builders, the mtime of every staged file and the date of the
 # .deb's changelog: reproducible packages. 2025-01-01T00:00:00Z: lintian refuses files dated
@@ -98,9 +103,6 @@ BUNDLE_CAPABILITY = f"{TOOL}-bundle"
 DIR_MODE = 0o755
 CONTROL_MODE = 0o644
 SCRIPT_MODE = 0o755
-# What the bundle's units write on the node (the report script), not installed files: removed
-# on purge (erase), so that nothing reports a bundle that is gone
-RUNTIME_OUTPUTS = (TEXTFILE, NFD_PREFLIGHT_FILE)
 # Where dpkg-deb looks for the control files: no payload file may be staged there.
 DEB_CONTROL_DIR = "DEBIAN"
 # The files the maintainer scripts run and read: a bundle without them is not installable.
@@ -111,19 +113,6 @@ class PackagingError(GoldtuneError):
     """A builder is missing or failed: not the input's fault (exit 1)."""
 
     exit_code = 1
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Package name and version, derived from the bundle."""
-
-    name: str  # goldtune-<hardware>-<profile>
-    version: str  # <tool version, ~ before pre-releases>+<12 hex digits of manifest's sha256>
-    summary: str
-
-    @property
-    def home(self) -> str:
-        return f"{BUNDLES_HOME}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -149,7 +138,9 @@ def bundle_identity(bundle: Bundle, manifest_bytes: bytes) -> Identity:
     digest = hashlib.sha256(manifest_bytes).hexdigest()[:HASH_CHARS]
     name = package_name(bundle.plan.hardware_name, bundle.plan.profile_name)
     summary = f"Boot-time tuning bundle {name.removeprefix(TOOL + '-')} by {TOOL}"
-    return Identity(name, f"{package_version(tool_version)}+{digest}", summary)
+    targets = ["/" + e.path.removeprefix(OVERLAY) for e in bundle.files if e.target is not None]
+    version = f"{package_version(tool_version)}+{digest}"
+    return Identity(name, version, summary, install_dirs(targets))
 
 
 def package_version(tool_version: str) -> str:
@@ -223,70 +214,6 @@ def check_payload(bundle: Bundle, files: list[Payload]) -> None:
         if parent is not None:
             why = f"{parent} is a file of the package, and {path} needs it as a directory"
             raise InputError(Problem(source, "files", why))
-
-
-def install_command(identity: Identity, prefix: str, root: str) -> str:
-    """The maintainer script's one install line: the bundle's install.sh below ``prefix``
-    (a shell word), installing into ``root``.
-
-    A package is how an image pipeline installs the bundle, so the image-build mode: units are
-    enabled without being started and nothing fails for a GPU or a daemon the build VM lacks
-    (install.sh also takes that mode by itself for a ``--root`` other than /).
-    """
-    return f'"{prefix}{identity.home}/{INSTALL_SH}" --image-build --root "{root}"'
-
-
-def uninstall_command(identity: Identity, prefix: str, root: str) -> str:
-    """The removal's take-back: the bundle's install.sh undoes what its install did (units
-    disabled, files removed, boot arguments and the tuned selection given back). A take-back
-    that fails says so and does not stop the removal (the package manager would keep a package
-    that cannot be removed)."""
-    script = f'"{prefix}{identity.home}/{INSTALL_SH}"'
-    warning = f"{TOOL}: the take-back of {identity.name} is incomplete (see above)"
-    return f'{script} --uninstall --root "{root}" || echo "{warning}" >&2'
-
-
-def record_cleanup(prefix: str) -> str:
-    """What a purge leaves of the tool's state: the install record's directory, once empty (a
-    record a failed take-back left is kept: the next install reads it to remove what it lists),
-    and the runtime outputs of the bundle's units, which would go on reporting a removed bundle
-    to node_exporter and Node Feature Discovery: the metrics file and the preflight's label."""
-    outputs = " ".join(f'"{prefix}{path}"' for path in RUNTIME_OUTPUTS)
-    record = f'rmdir "{prefix}{PurePosixPath(INSTALL_RECORD).parent}" 2>/dev/null || :'
-    return f"rm -f {outputs}\n    {record}"
-
-
-# dpkg --root with --force-script-chrootless runs the scripts outside the root and says where it
-# is in DPKG_ROOT (dpkg(1)); a plain install leaves it empty.
-def deb_script(case: str, command: str, what: str) -> str:
-    return (
-        f'#!/bin/sh\n# {TOOL}: {what}\nset -e\ncase "$1" in\n{case})\n    {command}\n    ;;\nesac\n'
-    )
-
-
-def maintainer_scripts(identity: Identity) -> dict[str, str]:
-    """The .deb's maintainer scripts by name: install on configure, take back on remove (not on
-    upgrade: the new version's install replaces the old one's), clean up on purge."""
-    prefix, root = "${DPKG_ROOT:-}", "${DPKG_ROOT:-/}"
-    return {
-        "postinst": deb_script(
-            "configure",
-            install_command(identity, prefix, root),
-            "install the bundle's boot-time configuration with its install.sh.",
-        ),
-        "prerm": deb_script(
-            "remove",
-            uninstall_command(identity, prefix, root),
-            "take back what the install did, while the bundle's files are still here.",
-        ),
-        "postrm": deb_script(
-            "purge", record_cleanup(prefix), "remove what is left of the install record."
-        ),
-    }
-
-
-def postinst(identity: Identity) -> str:
-    return maintainer_scripts(identity)["postinst"]
 
 
 def maintainer() -> str:
@@ -382,6 +309,7 @@ EXPLAIN.md, is in {identity.home}.
 cp -a %{{payload}}/. %{{buildroot}}/
 
 %post
+{record_new_dirs(identity, "")}
 {install_command(identity, "", "/")}
 
 %preun
