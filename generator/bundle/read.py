@@ -25,6 +25,7 @@ from generator.foreign import read_beneath, read_beneath_with_mode, relative_par
 from generator.model.layout import (
     MANIFEST,
     PLAN_FILE,
+    SEALS,
     TUNED_PROFILES_DIRS,
     UDEV_FILE,
     UNIT_DIR,
@@ -121,9 +122,10 @@ class Bundle:
 
     @functools.cached_property
     def unlisted(self) -> tuple[str, ...]:
-        """Files in the directory the manifest does not list."""
+        """Files in the directory the manifest does not list (but the manifest and the provenance
+        files, which describe the others)."""
         listed = {entry.path for entry in self.files}
-        return tuple(sorted(present_entries(self.root) - listed - {MANIFEST}))
+        return tuple(sorted(present_entries(self.root) - listed - SEALS))
 
 
 def read_bundle_file(root: Path, name: str) -> bytes:

@@ -19,7 +19,9 @@ our user, holding our staging marker or a goldtune bundle and nothing else, or e
 bundle gets the marker back before its removal starts and loses it last, so one killed half
 removed is still known as ours (one that cannot be marked is left whole). The target
 is never followed through a symbolic link, and an existing directory is only replaced when it is
-empty or a goldtune bundle (our manifest.json, and no file the manifest does not list).
+empty or a goldtune bundle (our manifest.json, and no file the manifest does not list but its
+provenance statement and signature, layout.SEALS: a regenerated bundle drops a signature that
+no longer holds).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from generator import TOOL
 from generator.bundle.read import holds_own_plan, present_entries, read_manifest
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, SEALS
 from generator.textsafe import short_key
 
 DIR_MODE = 0o755
@@ -244,7 +246,7 @@ def check_target(target: Path) -> None:
                 "choose a new or empty directory with -o",
             )
         )
-    foreign = sorted(bundle_entries(target) - listed - {MANIFEST})
+    foreign = sorted(bundle_entries(target) - listed - SEALS)
     if foreign:
         shown = ", ".join(foreign[:MAX_LISTED]) + (", ..." if len(foreign) > MAX_LISTED else "")
         raise InputError(
@@ -571,4 +573,4 @@ def is_our_leftover(directory: Path) -> bool:
     except FileNotFoundError:
         pass
     listed = read_manifest_paths(directory)
-    return listed is not None and not bundle_entries(directory) - listed - {MANIFEST}
+    return listed is not None and not bundle_entries(directory) - listed - SEALS

@@ -66,7 +66,7 @@ from generator.inputs.catalog import load_catalog, site_catalog_dir
 from generator.inputs.catalog_whole import check_site_whole
 from generator.inputs.load import Inputs
 from generator.inputs.profile import profile_files
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, PROVENANCE
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
@@ -117,7 +117,12 @@ def rendered_bundle(root: Path, plan: Plan, files: RenderedFiles) -> RenderedBun
 
 
 def committed_files(bundle: Bundle) -> dict[str, bytes]:
-    return {path: bundle.data(path) for path in [*bundle.entries, MANIFEST]}
+    """The files the manifest lists, the manifest, and the provenance statement where there is
+    one (a bundle of a goldtune before it has none: it gains the file, so it is stale)."""
+    paths = [*bundle.entries, MANIFEST]
+    if os.path.lexists(bundle.root / PROVENANCE):
+        paths.append(PROVENANCE)
+    return {path: bundle.data(path) for path in paths}
 
 
 def hand_edited(name: str, old: Bundle) -> BundleState | None:
@@ -145,7 +150,9 @@ def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleSta
     regenerated = rendered_bundle(old.root, plan, new)
     version = old.tool_version
     # The one definition of equal, shared with `gen diff` (generator.bundle.equal).
-    if version != __version__ and not differing_paths(old, regenerated):
+    # provenance.json restates the others' digests and the version: compared by its presence
+    same_files = committed.keys() == new.keys()
+    if version != __version__ and same_files and not differing_paths(old, regenerated):
         return BundleState(name, "version-only", f"{TOOL} {version} -> {__version__}")
     changed = sorted(
         path
