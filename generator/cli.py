@@ -17,7 +17,8 @@ from generator import TOOL, __version__
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
 from generator.commands.options import cloud_init_options, diff_claims_option, report_option
-from generator.commands.usage import JsonUsageErrors
+from generator.commands.signing import SIGN_HELP, provenance_check, run_sign, sign_options
+from generator.commands.usage import JsonUsageErrors, OneValueGroup
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
@@ -80,7 +81,11 @@ def hw_and_profile(func: F) -> F:
     )(func)
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=OneValueGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--hw", "hardware", metavar="FILE|NAME", help=HW_HELP, shell_complete=complete_hardware
 )
@@ -503,6 +508,7 @@ def detect(output: Path | None, root: Path | None, capture: bool) -> None:
     help="prometheus: node_exporter's textfile format (verdict counts, the bundle's digest).",
 )
 @reports_errors
+@provenance_check
 def verify(
     bundle: Path,
     root: Path | None,
@@ -553,6 +559,13 @@ def shipped_xid_table() -> dict[int, Any]:
     from generator.inputs.xids import load_xid_table
 
     return load_xid_table()
+
+
+@main.command(help=SIGN_HELP)
+@sign_options
+@reports_errors
+def sign(bundle: Path, key: Path, output: Path | None) -> None:
+    run_sign(bundle, key, output)
 
 
 @main.command()

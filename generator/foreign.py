@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
 
@@ -27,6 +28,10 @@ CHUNK = 1 << 16
 # deep nesting (its composer and constructor recurse), ValueError on an integer of more than
 # 4,300 digits, and the rest from a constructor given a scalar its tag cannot hold.
 YAML_VALUE_ERRORS = (RecursionError, ValueError, TypeError, OverflowError, LookupError)
+# The most digits a number read from a foreign file may have: far more than any count, size,
+# address or timestamp a machine prints (2**64 has 20 digits), far fewer than the 4,300 past
+# which int() raises ValueError. A longer run of digits is bad input wherever it is.
+MAX_NUMBER_DIGITS = 100
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFCHR: "a character device",
@@ -207,3 +212,11 @@ def resolve_within(root: Path, path: str, clamp_at_root: bool = False) -> Path |
             continue
         resolved.append(part)
     return root.joinpath(*resolved)
+
+
+def overlong_number(text: str) -> int:
+    """The length of the longest run of digits in ``text`` when it is over MAX_NUMBER_DIGITS
+    (bad input: no int() of it can be made), else 0."""
+    if not re.search(rf"\d{{{MAX_NUMBER_DIGITS + 1}}}", text):  # one pass, no list: most text
+        return 0
+    return max(map(len, re.findall(r"\d+", text)))

@@ -2,26 +2,53 @@
 
 A snapshot value, a profile's reason or a bundle's file can carry terminal escape sequences
 (ESC [ … that move the cursor, retitle the window, or hide the lines before them) and bidi
-controls that reorder what a reviewer reads. Everything goldtune prints that came from such a
-file goes through ``printable`` (one line) or ``printable_lines`` (a text diff, a file).
+controls that reorder what a reviewer reads, and bytes that are not UTF-8 (a file or directory
+name, an os-release, a file's content decoded with ``decoded``): Python holds each as a lone
+surrogate (U+DC80-U+DCFF, PEP 383), which a UTF-8 stream either writes back as the raw byte or
+cannot write at all. Everything goldtune prints or reports that came from such a file goes
+through ``printable`` (one line) or ``printable_lines`` (a text diff, a file), which show such a
+byte as ``\\xNN``: a report stays UTF-8 whatever the tree held.
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 controls, DEL, C1 controls (ESC's 8-bit forms: CSI is U+009B), and the Unicode bidi and
-# line/paragraph separators that change how the rest of a line is shown. Patterns, not compiled
-# ones: `re` compiles each on first use (and caches it), so a run that prints nothing from a
-# foreign file does not pay the 0.8 ms these two classes take to compile.
-_UNSAFE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+# C0 controls, DEL, C1 controls (ESC's 8-bit forms: CSI is U+009B), the Unicode bidi and
+# line/paragraph separators that change how the rest of a line is shown, and every surrogate (a
+# byte that was not UTF-8, U+DC80-U+DCFF, or a lone one no UTF-8 stream can write). Patterns, not
+# compiled ones: `re` compiles each on first use (and caches it), so a run that prints nothing
+# from a foreign file does not pay the 0.8 ms these two classes take to compile.
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 # In multi-line text the line breaks and tabs are kept; every other control is escaped.
-_UNSAFE_IN_LINES = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+_UNSAFE_IN_LINES = (
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+# The surrogates that stand for the bytes 0x80-0xff Python could not decode (surrogateescape).
+_ESCAPED_BYTES = range(0xDC80, 0xDD00)
 
 
 def _escape(found: re.Match[str]) -> str:
     code = ord(found.group())
+    if code in _ESCAPED_BYTES:
+        return f"\\x{code - 0xDC00:02x}"  # the byte itself, as a control byte is shown
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def decoded(raw: bytes) -> str:
+    """Bytes from a foreign file as text to show: UTF-8, any byte that is not kept as a lone
+    surrogate, which ``printable`` and ``printable_lines`` show as ``\\xNN`` (never U+FFFD,
+    which would hide what the byte was, never the raw byte)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with only its surrogates escaped (``\\xNN`` for a byte that was not UTF-8): for a
+    format that takes any other character as it is (a Prometheus label value), so that it is
+    UTF-8 and nothing else changes."""
+    return re.sub("[\ud800-\udfff]", _escape, text)
 
 
 def printable(text: str) -> str:

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator import __version__, cli
-from generator.commands.package import BUNDLES_HOME, package_name
+from generator.commands.package import BUNDLES_HOME, package_name, package_version
 from tests.conftest import missing_tool
 
 NAME = "goldtune-l4-inference-inference"
@@ -63,22 +63,29 @@ def packages(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 def manifest_version(bundle: Path) -> str:
     digest = hashlib.sha256((bundle / "manifest.json").read_bytes()).hexdigest()
-    return f"{__version__}+{digest[:12]}"
+    return f"{package_version(__version__)}+{digest[:12]}"
 
 
-def test_the_deb_holds_the_overlay_the_bundle_and_a_postinst(packages, bundle):
+def test_the_deb_holds_the_bundle_docs_and_a_postinst(packages, bundle):
+    """Issue 42: the bundle under /usr/share only; on main the overlay's targets were package
+    files too, /usr/local/libexec among them (Debian Policy 9.1.2) and /etc files that were
+    not conffiles, and lintian found 26 errors."""
     listing = tool_output("dpkg-deb", "-c", str(packages["deb"]))
-    assert " ./etc/sysctl.d/90-goldtune.conf\n" in listing
+    assert " ./etc/" not in listing and " ./usr/local/" not in listing
     assert f" .{HOME}/install.sh\n" in listing and f" .{HOME}/rootfs/etc/sysctl.d/" in listing
+    assert f" .{HOME}/provenance.json\n" in listing
     assert "-rwxr-xr-x root/root" in next(
         line
         for line in listing.splitlines()
         if line.endswith("/usr/local/libexec/goldtune/gpu-setup")
     )
+    assert f" ./usr/share/doc/{NAME}/copyright\n" in listing
+    assert f" ./usr/share/doc/{NAME}/changelog.gz\n" in listing
     info = tool_output("dpkg-deb", "-I", str(packages["deb"]))
     assert f"Package: {NAME}\n" in info
     assert f"Version: {manifest_version(bundle)}\n" in info
     assert "Depends" not in info  # nothing sourced: left out
+    assert "Provides: goldtune-bundle\n" in info and "Conflicts: goldtune-bundle\n" in info
     postinst = tool_output("dpkg-deb", "-I", str(packages["deb"]), "postinst")
     assert (
         f'"${{DPKG_ROOT:-}}{HOME}/install.sh" --image-build --root "${{DPKG_ROOT:-/}}"' in postinst
@@ -88,18 +95,22 @@ def test_the_deb_holds_the_overlay_the_bundle_and_a_postinst(packages, bundle):
 def test_the_rpm_lists_the_same_files_and_runs_install_sh_in_post(packages, bundle):
     need("rpm")
     listed = tool_output("rpm", "-qlp", str(packages["rpm"])).splitlines()
-    assert "/etc/sysctl.d/90-goldtune.conf" in listed and f"{HOME}/install.sh" in listed
-    assert "/etc" not in listed  # files only: the package owns no system directory
+    assert f"{HOME}/install.sh" in listed
+    # it owns its own directories (an erase leaves none), no system directory
+    assert "/usr/share/goldtune" in listed and f"{HOME}/rootfs/etc/sysctl.d" in listed
+    assert "/usr/share" not in listed and "/etc" not in listed
     deb_files = {
-        "/" + line.split(" ./", 1)[1]
+        "/" + line.split(" ./", 1)[1].rstrip("/")
         for line in tool_output("dpkg-deb", "-c", str(packages["deb"])).splitlines()
-        if not line.startswith("d")
+        if "/usr/share/doc/" not in line
     }
-    assert set(listed) == deb_files
+    assert set(listed) == deb_files - {"/", "/usr", "/usr/share"}
     scripts = tool_output("rpm", "-qp", "--scripts", str(packages["rpm"]))
     assert f'"{HOME}/install.sh" --image-build --root "/"' in scripts
     query = tool_output("rpm", "-qp", "--qf", "%{NAME} %{VERSION} %{ARCH}", str(packages["rpm"]))
     assert query == f"{NAME} {manifest_version(bundle)} noarch"
+    capabilities = tool_output("rpm", "-qp", "--provides", "--conflicts", str(packages["rpm"]))
+    assert capabilities.splitlines().count("goldtune-bundle") == 2
 
 
 def scratch_root(root: Path) -> Path:

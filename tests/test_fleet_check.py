@@ -108,6 +108,7 @@ def test_a_tool_upgrade_alone_is_reported_as_such(tmp_path, monkeypatch):
         for module in (
             "generator.render.contexts",
             "generator.render.manifest",
+            "generator.render.provenance",
             "generator.model.planio",
         ):
             old_tool.setattr(f"{module}.__version__", "0.0.9")
@@ -345,3 +346,13 @@ def test_matrix_refuses_a_bad_team_part_before_writing(tmp_path: Path) -> None:
     assert code == 2, (stdout, err)
     assert len(err.strip().splitlines()) == 1 and str(team) in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_bundle_without_the_provenance_statement_is_stale(fleet):
+    """A bundle of a goldtune before provenance.json (issue 42) gains a file: not current."""
+    profile, bundles = fleet
+    (bundles / "l4-inference-team" / "provenance.json").unlink()
+    code, out, _ = gen(*matrix_args(profile), "--check", str(bundles))
+    assert code == 1
+    assert "| `l4-inference-team` | stale | differs in provenance.json |" in out
+    assert "1 current, 0 version-only, 1 stale" in out

@@ -76,6 +76,7 @@ DELIVERY = {
     "EXPLAIN.md",
     "manifest.json",
     "plan.json",
+    "provenance.json",
 }
 COMMENTED = [SYSCTL, LIMITS, MANAGER, MODPROBE, MODULES, TMPFILES, UDEV, TUNED]
 REPORT_DATA = "rootfs/etc/goldtune/report.conf"
@@ -102,6 +103,7 @@ def test_full_plan_renders_every_output(full: dict[str, str]) -> None:
     expected = {output.bundle_path(full_plan()) for output in outputs} | {
         "manifest.json",
         "plan.json",
+        "provenance.json",  # the in-toto statement: tests/test_provenance.py
         "cloud-init/user-data.mime",  # the user-data's other forms (.gz: not text, left out)
     }
     # a plan for a driver the GPU Operator delivers (os.driver): tests/test_driver_delivery.py
@@ -429,7 +431,8 @@ def test_manifest_lists_every_other_file_with_digest_and_mode() -> None:
     assert manifest["tool"] == {"name": "goldtune", "version": manifest["tool"]["version"]}
     assert manifest["inputs"] == {role: {"sha256": digest} for role, digest in DIGESTS.items()}
     listed = [entry["path"] for entry in manifest["files"]]
-    assert listed == sorted(set(files) - {"manifest.json"})
+    # the provenance statement lists the manifest among its subjects, so comes after it
+    assert listed == sorted(set(files) - {"manifest.json", "provenance.json"})
     for entry in manifest["files"]:
         content, mode = files[entry["path"]]
         assert entry["sha256"] == hashlib.sha256(content).hexdigest()

@@ -8,6 +8,7 @@ files is not snapshotted but proven equal to them here and in the render tests:
 - the fixed scripts: the same bytes in every bundle (tests/test_scripts.py);
 - plan.json: the plan the reviewed files print, read back here;
 - manifest.json: every other file's digest and mode, checked here;
+- provenance.json: every other file's digest and the inputs', checked in test_provenance.py;
 - cloud-init/user-data: the overlay file by file (render's round-trip check, the cloud-init
   validator);
 - kernel-cmdline: the GRUB drop-in's line, checked here;
@@ -41,6 +42,7 @@ from generator.model.layout import (
     KERNEL_CMDLINE,
     MANIFEST,
     PLAN_FILE,
+    PROVENANCE,
     USER_DATA,
     USER_DATA_GZ,
     USER_DATA_MIME,
@@ -54,6 +56,7 @@ FIXED_PATHS = {output.path for output in FIXED_SCRIPTS}
 DERIVED = {
     PLAN_FILE,
     MANIFEST,
+    PROVENANCE,  # every other file's digest, the inputs' (tests/test_provenance.py)
     USER_DATA,
     USER_DATA_GZ,  # the user-data's other forms
     USER_DATA_MIME,
@@ -241,11 +244,17 @@ def test_the_derived_files_follow_from_the_reviewed_ones(system: str, profile: s
     assert all(f"`{s.key}`" in explain or s.key in explain for s in plan.settings)
     manifest = json.loads(files[MANIFEST][0])
     listed = {entry["path"]: entry for entry in manifest["files"]}
-    assert set(listed) == set(files) - {MANIFEST}
+    assert set(listed) == set(files) - {MANIFEST, PROVENANCE}
     for path, (content, mode) in files.items():
-        if path != MANIFEST:
+        if path not in (MANIFEST, PROVENANCE):
             assert listed[path]["sha256"] == hashlib.sha256(content).hexdigest()
             assert listed[path]["mode"] == f"{mode:04o}"
+    subjects = json.loads(files[PROVENANCE][0])["subject"]
+    assert {item["name"]: item["digest"]["sha256"] for item in subjects} == {
+        path: hashlib.sha256(content).hexdigest()
+        for path, (content, _) in files.items()
+        if path != PROVENANCE
+    }
     grub = in_overlay(GRUB_FILE)
     if grub in files:
         line = re.search(

@@ -25,6 +25,7 @@ from generator.foreign import read_beneath, read_beneath_with_mode, relative_par
 from generator.model.layout import (
     MANIFEST,
     PLAN_FILE,
+    SEALS,
     TUNED_PROFILES_DIRS,
     UDEV_FILE,
     UNIT_DIR,
@@ -33,7 +34,7 @@ from generator.model.layout import (
 )
 from generator.model.planio import FORMAT, plan_from_data
 from generator.model.setting import Plan
-from generator.textsafe import printable, short_key
+from generator.textsafe import decoded, printable, short_key
 
 # The files named when a bundle does not match its manifest; the rest are counted.
 MAX_TAMPERED_LINES = 10
@@ -110,7 +111,9 @@ class Bundle:
         return read_beneath(self.root, path, MAX_BUNDLE_FILE_BYTES)
 
     def text(self, path: str) -> str:
-        return self.data(path).decode("utf-8", errors="replace")
+        """The file as text to show: a byte that is not UTF-8 is kept (``textsafe.decoded``),
+        for the report's escaping to show as ``\\xNN``."""
+        return decoded(self.data(path))
 
     @functools.cached_property
     def tampered(self) -> tuple[str, ...]:
@@ -119,9 +122,10 @@ class Bundle:
 
     @functools.cached_property
     def unlisted(self) -> tuple[str, ...]:
-        """Files in the directory the manifest does not list."""
+        """Files in the directory the manifest does not list (but the manifest and the provenance
+        files, which describe the others)."""
         listed = {entry.path for entry in self.files}
-        return tuple(sorted(present_entries(self.root) - listed - {MANIFEST}))
+        return tuple(sorted(present_entries(self.root) - listed - SEALS))
 
 
 def read_bundle_file(root: Path, name: str) -> bytes:
@@ -244,7 +248,9 @@ def _file_state(root: Path, entry: ManifestFile) -> bool:
 
 
 def present_entries(root: Path) -> set[str]:
-    """Every non-directory entry below ``root``, and every link to a directory (not followed).
+    """Every non-directory entry below ``root``, every link to a directory (not followed), and
+    every directory with nothing in it to list, or that cannot be listed (``name/``): a bundle
+    has none, so a hidden or empty directory left in a committed bundle is unlisted.
 
     Walked with a list, not recursion (os.walk of Python 3.11 recurses, and 1,100 nested
     directories raised RecursionError in diff, package and matrix --check), and bounded: a tree
@@ -258,9 +264,11 @@ def present_entries(root: Path) -> set[str]:
         if depth > MAX_BUNDLE_DEPTH:
             why = f"directories nested more than {MAX_BUNDLE_DEPTH} deep; not a {TOOL} bundle"
             raise InputError(Problem(f"{root}/{printable(prefix[:200])}", "", why))
+        empty = True
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
+                    empty = False
                     seen += 1
                     if seen > MAX_BUNDLE_ENTRIES:
                         why = f"more than {MAX_BUNDLE_ENTRIES} entries; not a {TOOL} bundle"
@@ -270,7 +278,9 @@ def present_entries(root: Path) -> set[str]:
                     else:
                         found.add(prefix + entry.name)
         except OSError:
-            continue  # as os.walk: a folder that cannot be listed is skipped
+            pass  # a folder that cannot be listed: its name stands for what it holds
+        if empty and prefix:
+            found.add(prefix)  # an empty or unreadable directory is an entry no manifest lists
     return found
 
 

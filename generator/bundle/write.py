@@ -19,7 +19,9 @@ our user, holding our staging marker or a goldtune bundle and nothing else, or e
 bundle gets the marker back before its removal starts and loses it last, so one killed half
 removed is still known as ours (one that cannot be marked is left whole). The target
 is never followed through a symbolic link, and an existing directory is only replaced when it is
-empty or a goldtune bundle (our manifest.json, and no file the manifest does not list).
+empty or a goldtune bundle (our manifest.json, and no file the manifest does not list but its
+provenance statement and signature, layout.SEALS: a regenerated bundle drops a signature that
+no longer holds).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from pathlib import Path
 from generator import TOOL
 from generator.bundle.read import holds_own_plan, present_entries, read_manifest
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, SEALS
+from generator.textsafe import short_key
 
 DIR_MODE = 0o755
 # The xattrs of ACLs that, where present, decide a new entry's mode instead of the umask: a
@@ -195,19 +198,23 @@ def _swap_or_error(staging: Path, target: Path, replaced: list[Path]) -> Path | 
     return target
 
 
+def check_name_lengths(path: Path, last: str = "directory") -> None:
+    """Bad input (exit 2, one line) when a name on ``path`` is longer than a Linux file system
+    takes (NAME_MAX), rather than the ENAMETOOLONG of a write halfway through a run."""
+    for name in path.parts:
+        size = len(os.fsencode(name))
+        if size > MAX_NAME_BYTES:
+            what = last if name == path.name else "directory"
+            why = f"the {what} name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)"
+            where = str(path) if name == path.name else f"{str(path)[:120]}… ({short_key(name)})"
+            raise InputError(Problem(where, "", why))
+
+
 def check_target(target: Path) -> None:
     """Refuse a symlink, a non-directory, ``/``, or a directory that is not empty nor a bundle."""
     if target.parent == target:
         raise InputError(Problem(str(target), "", "refusing to replace the root directory"))
-    if len(os.fsencode(target.name)) > MAX_NAME_BYTES:
-        size = len(os.fsencode(target.name))
-        raise InputError(
-            Problem(
-                str(target),
-                "",
-                f"the directory name is {size} bytes; at most {MAX_NAME_BYTES} (NAME_MAX)",
-            )
-        )
+    check_name_lengths(target)
     try:
         info = os.lstat(target)
     except FileNotFoundError:
@@ -239,7 +246,7 @@ def check_target(target: Path) -> None:
                 "choose a new or empty directory with -o",
             )
         )
-    foreign = sorted(bundle_entries(target) - listed - {MANIFEST})
+    foreign = sorted(bundle_entries(target) - listed - SEALS)
     if foreign:
         shown = ", ".join(foreign[:MAX_LISTED]) + (", ..." if len(foreign) > MAX_LISTED else "")
         raise InputError(
@@ -566,4 +573,4 @@ def is_our_leftover(directory: Path) -> bool:
     except FileNotFoundError:
         pass
     listed = read_manifest_paths(directory)
-    return listed is not None and not bundle_entries(directory) - listed - {MANIFEST}
+    return listed is not None and not bundle_entries(directory) - listed - SEALS

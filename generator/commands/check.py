@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from generator.errors import GoldtuneError, InputError
+from generator.inputs.catalog import load_catalog
+from generator.inputs.catalog_whole import check_site_whole
 from generator.inputs.load import Inputs, load_inputs
 from generator.model.setting import Plan
 from generator.plan.build import build_plan
@@ -22,7 +24,9 @@ def run_check(
     one too (``error_report``), beside one line a problem on stderr and exit status 2.
     """
     try:
-        inputs = load_inputs(hardware, profile, os_name=os_name)
+        catalog = load_catalog()
+        check_site_whole(catalog)  # `gen check` validates the site catalog whole
+        inputs = load_inputs(hardware, profile, catalog, os_name=os_name)
         plan = build_plan(inputs.facts, inputs.profile)
     except GoldtuneError as error:
         if as_json:  # a script reads stdout: it gets an object whatever happened

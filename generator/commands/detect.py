@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from generator.bundle.write import check_name_lengths
 from generator.detect.describe import Machine, describe
 from generator.detect.driver import DriverReport, parse_nvidia_smi, query_driver
 from generator.detect.driver_amd import MAX_JSON_BYTES, parse_amd_smi, run_amd_smi
@@ -155,4 +156,5 @@ def emit(text: str, output: Path | None, mode: int = 0o644) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
+        check_name_lengths(output, "file")  # exit 2, not the write's "File name too long"
         write_atomically(output, text, mode)

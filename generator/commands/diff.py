@@ -34,6 +34,7 @@ from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS
 from generator.model.setting import KIND_ORDER, Plan, Setting
 from generator.table import table_width
 from generator.textsafe import (
+    decoded,
     markdown_code,
     markdown_fence,
     markdown_text,
@@ -303,9 +304,7 @@ def _side(bundle: Bundle, path: str, raw: bool = False) -> bytes:
 
 
 def _unified(path: str, before: bytes, after: bytes) -> str:
-    old_lines, new_lines = (
-        side.decode("utf-8", errors="replace").splitlines(keepends=True) for side in (before, after)
-    )
+    old_lines, new_lines = (decoded(side).splitlines(keepends=True) for side in (before, after))
     return "".join(difflib.unified_diff(old_lines, new_lines, f"a/{path}", f"b/{path}"))
 
 

@@ -49,13 +49,13 @@ def shipped_tables() -> list[tuple[str, list[str]]]:
     """(key, aliases) of every shipped table, from its file name and its YAML, unvalidated: a
     table that does not read is listed by its key alone (loading it reports the problem)."""
     from generator.errors import GoldtuneError
-    from generator.inputs.yamlio import read_yaml_file
+    from generator.inputs.yamlio import read_catalog_entry
     from generator.paths import files_ending, hardware_db_dir
 
     tables = []
     for path in files_ending(hardware_db_dir() / "distros", ".yaml"):
         try:
-            aliases = read_yaml_file(path).get("aliases") or []
+            aliases = read_catalog_entry(path.parent.parent, path).get("aliases") or []
         except GoldtuneError:
             aliases = []
         tables.append((path.stem, [str(alias) for alias in aliases if isinstance(alias, str)]))

@@ -63,9 +63,10 @@ from generator.commands.matrix import (
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GenerationError, GoldtuneError, InputError, Problem
 from generator.inputs.catalog import load_catalog, site_catalog_dir
+from generator.inputs.catalog_whole import check_site_whole
 from generator.inputs.load import Inputs
 from generator.inputs.profile import profile_files
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, PROVENANCE
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
 from generator.plan.build import build_plan
@@ -116,7 +117,12 @@ def rendered_bundle(root: Path, plan: Plan, files: RenderedFiles) -> RenderedBun
 
 
 def committed_files(bundle: Bundle) -> dict[str, bytes]:
-    return {path: bundle.data(path) for path in [*bundle.entries, MANIFEST]}
+    """The files the manifest lists, the manifest, and the provenance statement where there is
+    one (a bundle of a goldtune before it has none: it gains the file, so it is stale)."""
+    paths = [*bundle.entries, MANIFEST]
+    if os.path.lexists(bundle.root / PROVENANCE):
+        paths.append(PROVENANCE)
+    return {path: bundle.data(path) for path in paths}
 
 
 def hand_edited(name: str, old: Bundle) -> BundleState | None:
@@ -124,7 +130,7 @@ def hand_edited(name: str, old: Bundle) -> BundleState | None:
     try:
         check_intact(old)
     except InputError as error:
-        files = ", ".join(p.source.rsplit("/", 1)[-1] for p in error.problems)
+        files = ", ".join(p.source.rstrip("/").rsplit("/", 1)[-1] for p in error.problems)
         return BundleState(name, "stale", f"files do not match its manifest.json: {files}")
     return None
 
@@ -144,7 +150,9 @@ def compare(name: str, old: Bundle, plan: Plan, new: RenderedFiles) -> BundleSta
     regenerated = rendered_bundle(old.root, plan, new)
     version = old.tool_version
     # The one definition of equal, shared with `gen diff` (generator.bundle.equal).
-    if version != __version__ and not differing_paths(old, regenerated):
+    # provenance.json restates the others' digests and the version: compared by its presence
+    same_files = committed.keys() == new.keys()
+    if version != __version__ and same_files and not differing_paths(old, regenerated):
         return BundleState(name, "version-only", f"{TOOL} {version} -> {__version__}")
     changed = sorted(
         path
@@ -244,13 +252,14 @@ def extends_only_shipped(profile: Path, digest: str) -> bool:
 
 
 def extra_entries(root: Path, expected: set[str]) -> list[BundleState]:
-    """Every entry of DIR that no combination writes (links listed, never followed)."""
+    """Every entry of DIR that no combination writes (links listed, never followed), hidden
+    ones included: a committed ``.name`` directory is as foreign to the gate as any other."""
     with os.scandir(root) as entries:
         names = sorted(entry.name for entry in entries)
     return [
         BundleState(printable(name), "extra", "no hardware x profile (x --os) writes it")
         for name in names
-        if name not in expected and not name.startswith(".")
+        if name not in expected
     ]
 
 
@@ -462,6 +471,7 @@ def run_matrix_check(
     """Regenerate in memory and compare with the bundles in ``root``; the report on stdout, and
     the whole of it in ``report_file`` when given."""
     catalog = load_catalog()
+    check_site_whole(catalog)  # a broken entry no combination reads still fails the gate
     distros = target_distros(request.os_names, catalog)
     options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)
     systems, chosen = matrix_names(request, catalog)

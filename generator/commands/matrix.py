@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 import click
 
 from generator import TOOL
-from generator.bundle.write import write_bundles
+from generator.bundle.write import check_name_lengths, write_bundles
 from generator.commands.generate import bundle_size_warnings, cloud_init_options
 from generator.commands.terminal import progress_on_stderr, stream_is_terminal
 from generator.errors import GoldtuneError
@@ -412,6 +412,7 @@ def matrix_names(request: MatrixRequest, catalog: Catalog) -> tuple[list[str], l
 
 def run_matrix(request: MatrixRequest, output_root: Path) -> int:
     """Write every combination's bundle under ``output_root``; the summary table on stdout."""
+    check_name_lengths(output_root)  # a name too long is the caller's input, before any work
     catalog = load_catalog()
     distros = target_distros(request.os_names, catalog)
     options = cloud_init_options(request.cloud_init_reboot, request.cloud_init_parts)

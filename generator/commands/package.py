@@ -1,12 +1,16 @@
 """`gen package BUNDLE --deb --rpm -o DIR`: a bundle as the .deb or .rpm an image pipeline installs.
 
-The package carries two things. The overlay's files at their target paths (``rootfs/etc/…`` as
-``/etc/…``), so ``dpkg -L`` and ``rpm -ql`` name every file the bundle puts on the machine and
-the package manager removes them with the package. And the whole bundle under
-``BUNDLES_HOME/<package>/``, because its maintainer script (``postinst`` configure, ``%post``)
-runs the bundle's own install.sh, which installs from ``rootfs/`` beside it, enables units and
-writes boot arguments: the same install as a bundle copied by hand. The files land twice with
-the same bytes; install.sh finds them in place and leaves them.
+The package carries the bundle, whole, under ``BUNDLES_HOME/<package>/`` (/usr/share: Debian
+Policy 9.1.2 keeps packages out of /usr/local), and its maintainer script (``postinst``
+configure, ``%post``) runs the bundle's own install.sh, which installs from ``rootfs/`` beside
+it, enables units and writes boot arguments: the same install as a bundle copied by hand, and
+the one installer of the overlay (it merges the image's nccl.conf, puts the tuned profile where
+the image's tuned reads, keeps a record of every file it wrote in /var/lib/goldtune). The
+overlay's targets are not files of the package: as package files in /etc they would be
+conffiles that install.sh rewrites (dpkg would ask about each at upgrade), and the removal that
+takes them back (``install.sh --uninstall``) would leave rpm warning about each file it no
+longer finds. Every goldtune bundle package provides ``goldtune-bundle`` and conflicts with it:
+one image, one bundle. Versions sort as the tool's do (``package_version``).
 
 Dependencies are left out: which packages provide the NVIDIA driver or fabric manager differs
 per distribution and repository, and none of it is sourced here. The packages are built with
@@ -24,12 +28,17 @@ moved into DIR only when every one is built: all or nothing.
 
 Removing the package takes back what its install did: the prerm (``remove``) and ``%preun``
 (erase, not an upgrade) run ``install.sh --uninstall`` while the bundle and its units are still
-there; the postrm (``purge``) and ``%postun`` remove the install record's directory once empty.
+there; the postrm (``purge``) and ``%postun`` remove the install record's directory once empty
+and what the bundle's units wrote at run time (the metrics file, the preflight's NFD label).
+The rpm owns every directory of its tree (``%dir``), so an erase leaves none behind; dpkg
+removes the directories it made by itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import gzip
 import hashlib
 import os
 import re
@@ -43,24 +52,58 @@ from pathlib import Path, PurePosixPath
 
 from generator import TOOL
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
-from generator.bundle.write import process_runs
+from generator.bundle.write import check_name_lengths, process_runs
+from generator.commands.package_scripts import (
+    BUNDLES_HOME,
+    Identity,
+    install_command,
+    install_dirs,
+    maintainer_scripts,
+    record_cleanup,
+    record_new_dirs,
+    uninstall_command,
+)
 from generator.errors import GoldtuneError, InputError, Problem
 from generator.foreign import kind_of, read_beneath
-from generator.model.layout import INSTALL_LIST, INSTALL_RECORD, INSTALL_SH, MANIFEST, OVERLAY
+from generator.model.layout import (
+    INSTALL_LIST,
+    INSTALL_SH,
+    MANIFEST,
+    OVERLAY,
+    PLAN_FILE,
+    PROVENANCE,
+    PROVENANCE_ENVELOPE,
+)
 
-# Where the package keeps the bundle its maintainer script installs from.
-BUNDLES_HOME = f"/usr/share/{TOOL}/bundles"
 FORMATS = ("deb", "rpm")
-# SOURCE_DATE_EPOCH for both builders and the mtime of every staged file: reproducible packages.
-EPOCH = 0
+# SOURCE_DATE_EPOCH for both builders, the mtime of every staged file and the date of the
+# .deb's changelog: reproducible packages. 2025-01-01T00:00:00Z: lintian refuses files dated
+# before 1975 (package-contains-ancient-file), as the archive's dinstall would.
+EPOCH = 1735689600
+EPOCH_RFC2822 = "Wed, 01 Jan 2025 00:00:00 +0000"
+RPM_CHANGELOG_DATE = "Wed Jan 01 2025"
+# The .deb's Maintainer: DEBFULLNAME and DEBEMAIL, as Debian's own tools (dch) read them; else a
+# placeholder of a reserved domain (RFC 2606) that says a site sets its own.
+DEFAULT_MAINTAINER = (TOOL, f"{TOOL}@example.com")
 # What a payload path may hold: it is written into an rpm %files list and a shell script.
 PLAIN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+@-]*(/[A-Za-z0-9._+@-]+)*")
 # Debian Policy 5.6.1 (Package): lowercase letters, digits, + - . ; at least two characters,
 # starting with an alphanumeric. Also valid as an rpm Name.
 NOT_IN_NAME = re.compile(r"[^a-z0-9+.-]+")
+# A Maintainer field's text: it goes into a control file and a changelog line
+PLAIN_MAINTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._'-]* <[A-Za-z0-9._+-]+@[A-Za-z0-9.-]+>")
 # Debian Policy 5.6.12 (upstream_version) and rpm's Version: digits first, no '-'.
 PLAIN_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~]*")
+# A hardware or profile name as `gen` writes one (inputs' BundleName): a plan.json edited to
+# another (300 characters, a slash) would make a package file name no file system takes.
+BUNDLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 HASH_CHARS = 12  # of the manifest's sha256 in the package version
+# The parts of a PEP 440 version that come before its release: aN, bN, rcN and .devN
+PRE_RELEASE = re.compile(r"(?:(?<=[0-9])(?:a|b|rc)[0-9]+|\.dev[0-9]+)(?=\.|$)")
+# Every bundle package provides this and conflicts with it (Debian Policy 7.6.2, 7.5; rpm's
+# Provides/Conflicts, a package's own capability never conflicting with itself): one image, one
+# bundle; installing another replaces nothing and is refused until the first is removed.
+BUNDLE_CAPABILITY = f"{TOOL}-bundle"
 # dpkg-deb refuses a control directory outside 0755..0775 and a maintainer script outside
 # 0555..0775 (dpkg-deb/build.c check_file_perms): modes set, never left to the umask.
 DIR_MODE = 0o755
@@ -76,19 +119,6 @@ class PackagingError(GoldtuneError):
     """A builder is missing or failed: not the input's fault (exit 1)."""
 
     exit_code = 1
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Package name and version, derived from the bundle."""
-
-    name: str  # goldtune-<hardware>-<profile>
-    version: str  # <tool version>+<first 12 hex digits of manifest.json's sha256>
-    summary: str
-
-    @property
-    def home(self) -> str:
-        return f"{BUNDLES_HOME}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -112,13 +142,40 @@ def bundle_identity(bundle: Bundle, manifest_bytes: bytes) -> Identity:
     if not PLAIN_VERSION.fullmatch(tool_version):
         raise InputError(Problem(source, "tool.version", "not a plain version number"))
     digest = hashlib.sha256(manifest_bytes).hexdigest()[:HASH_CHARS]
+    for field, value in (
+        ("hardware", bundle.plan.hardware_name),
+        ("profile", bundle.plan.profile_name),
+    ):
+        if not BUNDLE_NAME.fullmatch(value):
+            raise InputError(
+                Problem(
+                    str(bundle.root / PLAN_FILE),
+                    field,
+                    f"not a name gen writes ({len(value)} characters; 1-64 of [A-Za-z0-9._-])",
+                )
+            )
     name = package_name(bundle.plan.hardware_name, bundle.plan.profile_name)
-    summary = f"{TOOL} tuning bundle {name.removeprefix(TOOL + '-')}"
-    return Identity(name, f"{tool_version}+{digest}", summary)
+    summary = f"Boot-time tuning bundle {name.removeprefix(TOOL + '-')} by {TOOL}"
+    targets = ["/" + e.path.removeprefix(OVERLAY) for e in bundle.files if e.target is not None]
+    version = f"{package_version(tool_version)}+{digest}"
+    return Identity(name, version, summary, install_dirs(targets))
+
+
+def package_version(tool_version: str) -> str:
+    """The tool's PEP 440 version as dpkg and rpm order it: a pre-release or a development
+    build of X before X itself. Both sort ``~`` before anything, even the end of the version
+    (Debian Policy 5.6.12; rpm since 4.10, rpmvercmp), where ``0.2.1.dev3`` would sort after
+    ``0.2.1`` (the longer string wins). ``0.2.1.dev3+g1a2b3c4`` -> ``0.2.1~dev3+g1a2b3c4``,
+    ``0.2.1rc1`` -> ``0.2.1~rc1``; a release is itself. A development build of a final release
+    sorts after that release's alphas (``~dev`` after ``~a``): hatch-vcs makes them only of the
+    release after a tag."""
+    public, plus, local = tool_version.partition("+")  # the local part (+g1a2b3c4) as it is
+    return PRE_RELEASE.sub(lambda found: "~" + found.group(0).lstrip("."), public) + plus + local
 
 
 def bundle_payload(bundle: Bundle, identity: Identity) -> list[Payload]:
-    """The overlay at its targets and the whole bundle under its home, sorted by path."""
+    """The whole bundle under its home, sorted by path; the overlay's targets are install.sh's
+    (module docstring)."""
     files: list[Payload] = []
     for entry in bundle.files:
         relative = entry.path
@@ -127,14 +184,17 @@ def bundle_payload(bundle: Bundle, identity: Identity) -> list[Payload]:
                 Problem(str(bundle.root / MANIFEST), "files", "a path outside the plain alphabet")
             )
         content = read_beneath(bundle.root, relative, MAX_BUNDLE_FILE_BYTES)
-        mode = entry.mode & 0o755
-        files.append(Payload(f"{identity.home}/{relative}", content, mode))
+        files.append(Payload(f"{identity.home}/{relative}", content, entry.mode & 0o755))
         if relative.startswith(OVERLAY):
-            target = "/" + relative.removeprefix(OVERLAY)
-            check_target(bundle, target)
-            files.append(Payload(target, content, mode))
+            check_target(bundle, "/" + relative.removeprefix(OVERLAY))
     manifest = read_beneath(bundle.root, MANIFEST, MAX_BUNDLE_FILE_BYTES)
     files.append(Payload(f"{identity.home}/{MANIFEST}", manifest, 0o644))
+    # the provenance statement and its signature, so that the node verifies the bundle it got
+    # (install.sh --check --pubkey in the bundle's home)
+    for seal in (PROVENANCE, PROVENANCE_ENVELOPE):
+        if os.path.lexists(bundle.root / seal):
+            content = read_beneath(bundle.root, seal, MAX_BUNDLE_FILE_BYTES)
+            files.append(Payload(f"{identity.home}/{seal}", content, 0o644))
     check_payload(bundle, files)
     return sorted(files, key=lambda item: item.path)
 
@@ -144,6 +204,8 @@ def check_target(bundle: Bundle, target: str) -> None:
     install.sh the maintainer script runs, or its data) nor in dpkg's control directory."""
     if target.startswith(f"{BUNDLES_HOME}/"):
         why = f"an overlay file inside {BUNDLES_HOME}, where the package keeps the bundle"
+    elif PurePosixPath(target) in PurePosixPath(BUNDLES_HOME).parents:
+        why = f"an overlay file where {BUNDLES_HOME} needs a directory"
     elif target.split("/")[1] == DEB_CONTROL_DIR:
         why = f"an overlay file inside /{DEB_CONTROL_DIR}, dpkg's control directory"
     else:
@@ -172,64 +234,14 @@ def check_payload(bundle: Bundle, files: list[Payload]) -> None:
             raise InputError(Problem(source, "files", why))
 
 
-def install_command(identity: Identity, prefix: str, root: str) -> str:
-    """The maintainer script's one install line: the bundle's install.sh below ``prefix``
-    (a shell word), installing into ``root``.
-
-    A package is how an image pipeline installs the bundle, so the image-build mode: units are
-    enabled without being started and nothing fails for a GPU or a daemon the build VM lacks
-    (install.sh also takes that mode by itself for a ``--root`` other than /).
-    """
-    return f'"{prefix}{identity.home}/{INSTALL_SH}" --image-build --root "{root}"'
-
-
-def uninstall_command(identity: Identity, prefix: str, root: str) -> str:
-    """The removal's take-back: the bundle's install.sh undoes what its install did (units
-    disabled, files removed, boot arguments and the tuned selection given back). A take-back
-    that fails says so and does not stop the removal (the package manager would keep a package
-    that cannot be removed)."""
-    script = f'"{prefix}{identity.home}/{INSTALL_SH}"'
-    warning = f"{TOOL}: the take-back of {identity.name} is incomplete (see above)"
-    return f'{script} --uninstall --root "{root}" || echo "{warning}" >&2'
-
-
-def record_cleanup(prefix: str) -> str:
-    """What a purge leaves of the tool's state: the install record's directory, once empty. A
-    record a failed take-back left is kept: the next install reads it to remove what it lists."""
-    return f'rmdir "{prefix}{PurePosixPath(INSTALL_RECORD).parent}" 2>/dev/null || :'
-
-
-# dpkg --root with --force-script-chrootless runs the scripts outside the root and says where it
-# is in DPKG_ROOT (dpkg(1)); a plain install leaves it empty.
-def deb_script(case: str, command: str, what: str) -> str:
-    return (
-        f'#!/bin/sh\n# {TOOL}: {what}\nset -e\ncase "$1" in\n{case})\n    {command}\n    ;;\nesac\n'
-    )
-
-
-def maintainer_scripts(identity: Identity) -> dict[str, str]:
-    """The .deb's maintainer scripts by name: install on configure, take back on remove (not on
-    upgrade: the new version's install replaces the old one's), clean up on purge."""
-    prefix, root = "${DPKG_ROOT:-}", "${DPKG_ROOT:-/}"
-    return {
-        "postinst": deb_script(
-            "configure",
-            install_command(identity, prefix, root),
-            "install the bundle's boot-time configuration with its install.sh.",
-        ),
-        "prerm": deb_script(
-            "remove",
-            uninstall_command(identity, prefix, root),
-            "take back what the install did, while the bundle's files are still here.",
-        ),
-        "postrm": deb_script(
-            "purge", record_cleanup(prefix), "remove what is left of the install record."
-        ),
-    }
-
-
-def postinst(identity: Identity) -> str:
-    return maintainer_scripts(identity)["postinst"]
+def maintainer() -> str:
+    """``Name <address>`` from DEBFULLNAME and DEBEMAIL, held to one plain line."""
+    name = os.environ.get("DEBFULLNAME") or DEFAULT_MAINTAINER[0]
+    address = os.environ.get("DEBEMAIL") or DEFAULT_MAINTAINER[1]
+    text = f"{name} <{address}>"
+    if not PLAIN_MAINTAINER.fullmatch(text):
+        raise InputError(Problem("DEBFULLNAME/DEBEMAIL", "", "not a plain Name <address>"))
+    return text
 
 
 def deb_control(identity: Identity) -> str:
@@ -237,37 +249,85 @@ def deb_control(identity: Identity) -> str:
         f"Package: {identity.name}\n"
         f"Version: {identity.version}\n"
         "Architecture: all\n"
-        f"Maintainer: {TOOL} <{TOOL}@localhost>\n"
+        f"Maintainer: {maintainer()}\n"
         "Section: admin\n"
         "Priority: optional\n"
+        f"Provides: {BUNDLE_CAPABILITY}\n"
+        f"Conflicts: {BUNDLE_CAPABILITY}\n"
         f"Description: {identity.summary}\n"
-        f" Boot-time OS configuration generated by {TOOL}; the bundle, with its EXPLAIN.md,\n"
-        f" is in {identity.home}.\n"
+        f" Boot-time OS configuration generated by {TOOL}. The bundle, with its\n"
+        f" EXPLAIN.md, is in {identity.home}.\n"
     )
 
 
+def deb_docs(identity: Identity) -> list[Payload]:
+    """The copyright file and the changelog every .deb carries (Debian Policy 12.5, 12.7)."""
+    doc = f"/usr/share/doc/{identity.name}"
+    copyright_text = (
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+        f"Upstream-Name: {TOOL}\n\n"
+        "Files: *\n"
+        f"Copyright: the {TOOL} authors\n"
+        "License: Apache-2.0\n"
+        " On Debian systems, the full text of the Apache License, Version 2.0 is in\n"
+        " /usr/share/common-licenses/Apache-2.0.\n"
+    )
+    changelog = (
+        f"{identity.name} ({identity.version}) unstable; urgency=medium\n\n"
+        f"  * {identity.summary}.\n\n"
+        f" -- {maintainer()}  {EPOCH_RFC2822}\n"
+    )
+    compressed = gzip.compress(changelog.encode(), compresslevel=9, mtime=0)
+    return [
+        Payload(f"{doc}/copyright", copyright_text.encode(), 0o644),
+        Payload(f"{doc}/changelog.gz", compressed, 0o644),
+    ]
+
+
+def owned_directories(files: Iterable[Payload]) -> list[str]:
+    """The directories the rpm owns, so that an erase removes them: every directory of the
+    bundle's tree and its parents up to /usr/share/goldtune (not /usr/share itself)."""
+    top = PurePosixPath(BUNDLES_HOME).parent
+    found = {
+        str(parent)
+        for item in files
+        for parent in PurePosixPath(item.path).parents
+        if parent == top or top in parent.parents
+    }
+    return sorted(found)
+
+
 def rpm_spec(identity: Identity, files: Iterable[Payload]) -> str:
-    listed = "\n".join(f"%attr({item.mode:04o},root,root) {item.path}" for item in files)
+    files = list(files)
+    owned = [f"%dir %attr({DIR_MODE:04o},root,root) {path}" for path in owned_directories(files)]
+    listed = "\n".join(
+        [*owned, *(f"%attr({item.mode:04o},root,root) {item.path}" for item in files)]
+    )
     return f"""Name: {identity.name}
 Version: {identity.version}
 Release: 1
 Summary: {identity.summary}
-License: Unspecified
+License: Apache-2.0
+Group: System Environment/Base
 BuildArch: noarch
 AutoReqProv: no
+Packager: {maintainer()}
+Provides: {BUNDLE_CAPABILITY}
+Conflicts: {BUNDLE_CAPABILITY}
 
 %global debug_package %{{nil}}
 %global __os_install_post %{{nil}}
 %global _build_id_links none
 
 %description
-Boot-time OS configuration generated by {TOOL}; the bundle, with its EXPLAIN.md, is in
-{identity.home}.
+Boot-time OS configuration generated by {TOOL}. The bundle, with its
+EXPLAIN.md, is in {identity.home}.
 
 %install
 cp -a %{{payload}}/. %{{buildroot}}/
 
 %post
+{record_new_dirs(identity, "")}
 {install_command(identity, "", "/")}
 
 %preun
@@ -283,6 +343,10 @@ fi
 
 %files
 {listed}
+
+%changelog
+* {RPM_CHANGELOG_DATE} {maintainer()} - {identity.version}-1
+- {identity.summary}.
 """
 
 
@@ -335,7 +399,7 @@ def _run(command: list[str]) -> None:
 
 def build_deb(identity: Identity, files: list[Payload], work: Path, out: Path) -> Path:
     tree = work / "deb"
-    stage(files, tree)
+    stage([*files, *deb_docs(identity)], tree)
     control = tree / DEB_CONTROL_DIR
     make_dir(control)
     write_file(control / "control", deb_control(identity), CONTROL_MODE)
@@ -395,6 +459,9 @@ def check_output(output: Path, names: list[str]) -> None:
         except FileNotFoundError:
             continue
         except OSError as error:
+            if error.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):  # DIR's name: bad input
+                problem = Problem(str(output / name), "", error.strerror or str(error))
+                raise InputError(problem) from None
             raise PackagingError(f"{output / name}: {error.strerror or error}") from None
         if not stat.S_ISREG(mode):
             raise InputError(
@@ -407,6 +474,7 @@ def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> li
     written on bad input or a failure; a DIR this run made is removed again)."""
     # rpmbuild runs in its own directories: a relative DIR ("-o dist/") would name another one.
     output = output.absolute()
+    check_name_lengths(output)  # a name too long: exit 2 before anything is read or built
     made_output = not os.path.lexists(output)
     try:
         return package_into(bundle_dir, list(formats), output)
@@ -415,6 +483,8 @@ def package_bundle(bundle_dir: Path, formats: Iterable[str], output: Path) -> li
             with contextlib.suppress(OSError):
                 output.rmdir()
         why = error.strerror or str(error)
+        if error.errno == errno.ENAMETOOLONG:  # DIR's own name: bad input, not a failure
+            raise InputError(Problem(str(output), "", f"cannot be written: {why}")) from None
         raise PackagingError(f"{output}: cannot write the packages: {why}") from None
 
 

@@ -19,7 +19,7 @@ from generator.inputs import schema as validation
 from generator.inputs import yamlio
 from generator.inputs.catalog_cache import cached
 from generator.inputs.schema import StrictModel, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.inputs.yamlio import read_catalog_entry
 from generator.model import mig
 from generator.model import vendors as gpu_vendors
 from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
@@ -222,7 +222,7 @@ class Index(NamedTuple, Generic[EntryT]):
 def _load_entries(folder: Path, model: type[Any]) -> list[Any]:
     entries = []
     for path in sorted(folder.glob("*.yaml")):
-        entry = validate_model(model, read_yaml_file(path), str(path))
+        entry = validate_model(model, read_catalog_entry(folder.parent, path), str(path))
         if entry.key != path.stem:
             raise InputError(
                 Problem(

@@ -21,7 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from generator.errors import InputError, Problem
 from generator.inputs.schema import StrictModel, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.inputs.yamlio import read_catalog_entry
 from generator.paths import files_ending, hardware_db_dir
 
 # name words, then the release: ubuntu-24.04, rhel-9, amazon-linux-2023 (and its os-release ID,
@@ -364,7 +364,7 @@ def distros_dir() -> Path:
 
 
 def _load_file(path: Path) -> Distro:
-    return _checked(read_yaml_file(path), path)
+    return _checked(read_catalog_entry(path.parent.parent, path), path)
 
 
 def _checked(data: dict[str, Any], path: Path) -> Distro:
@@ -422,7 +422,7 @@ def _extended(data: dict[str, Any], path: Path, shipped: dict[str, Distro]) -> d
 
 
 def _site_table(path: Path, shipped: dict[str, Distro]) -> Distro:
-    data = read_yaml_file(path)
+    data = read_catalog_entry(path.parent.parent, path)  # site/distros/<key>.yaml
     return _checked(_extended(data, path, shipped) if "extends" in data else data, path)
 
 

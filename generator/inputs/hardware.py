@@ -23,7 +23,7 @@ from generator.inputs.topology import (
     resolve_node_cores,
     resolve_threads,
 )
-from generator.inputs.yamlio import name_or_stem, read_yaml_file
+from generator.inputs.yamlio import name_or_stem, read_catalog_entry, read_yaml_file
 from generator.textsafe import short_key
 
 if TYPE_CHECKING:  # the distribution tables' models are built only when a bundle targets one
@@ -145,11 +145,18 @@ def find_hardware_file(reference: str, catalog: Catalog) -> Path:
     return find_input(reference, catalog.root / "systems", "system", list(systems))
 
 
+def read_system(path: Path, catalog: Catalog) -> dict[str, Any]:
+    """A reference system of the catalog (<root>/systems/<name>.yaml, shipped or the site's),
+    read without following a link below its catalog's folder."""
+    return read_catalog_entry(path.parent.parent, path)
+
+
 def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]:
     """Read, merge over a reference system and validate; returns the spec and its file."""
     path = find_hardware_file(reference, catalog)
     source = str(path)
-    data = read_yaml_file(path)
+    data = read_system(path, catalog) if path in catalog.system_files.values() else None
+    data = read_yaml_file(path) if data is None else data
     system = data.get("system")
     if system is not None:
         if not isinstance(system, str) or system not in catalog.system_files:
@@ -157,7 +164,7 @@ def load_hardware(reference: str, catalog: Catalog) -> tuple[HardwareSpec, Path]
             raise InputError(
                 Problem(source, "system", f"unknown reference system {system!r}", hint)
             )
-        base = read_yaml_file(catalog.system_files[system])
+        base = read_system(catalog.system_files[system], catalog)
         base.pop("description", None)
         base.pop("source", None)
         data = overlay(base, data, source)

@@ -17,7 +17,7 @@ from generator.inputs.catalog import MigProfile
 from generator.inputs.hardware import find_input
 from generator.inputs.hardware_spec import BundleName
 from generator.inputs.schema import StrictModel, validate_model
-from generator.inputs.yamlio import name_or_stem, read_yaml_file
+from generator.inputs.yamlio import name_or_stem, read_catalog_entry, read_yaml_file
 from generator.model.setting import SettingKind
 from generator.paths import files_ending, profiles_dir
 
@@ -326,7 +326,9 @@ def _read_chain(reference: str, folder: Path) -> list[tuple[ProfileFile, Path]]:
                 )
             )
         seen.append(key)
-        data = name_or_stem(read_yaml_file(path), path)
+        # a shipped profile (by name) is an entry of the profiles folder: no link below it
+        raw = read_catalog_entry(folder, path) if path.parent == folder else read_yaml_file(path)
+        data = name_or_stem(raw, path)
         chain.append((validate_model(ProfileFile, data, str(path)), path))
         parent = chain[-1][0].extends
         if parent is None:

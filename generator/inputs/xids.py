@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, field_validator
 
 from generator.inputs.schema import StrictModel, validate_model
-from generator.inputs.yamlio import read_yaml_file
+from generator.inputs.yamlio import read_catalog_entry
 from generator.model.xids import XidClass
 from generator.paths import hardware_db_dir
 
@@ -52,7 +52,7 @@ def xids_path() -> Path:
 
 def read_xid_table(path: Path) -> dict[int, XidClass]:
     """The rows of one Xid table file, by Xid."""
-    table = validate_model(XidFile, read_yaml_file(path), str(path))
+    table = validate_model(XidFile, read_catalog_entry(path.parent, path), str(path))
     return {row.xid: XidClass(row.xid, row.name, row.klass, row.source) for row in table.xids}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from generator.errors import InputError, Problem
-from generator.foreign import read_foreign
+from generator.foreign import read_beneath, read_foreign
 from generator.textsafe import short_key
 
 MAX_INPUT_BYTES = 1024 * 1024
@@ -108,8 +108,19 @@ def name_or_stem(data: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def read_yaml_file(path: Path) -> dict[str, Any]:
     """Read one YAML mapping from the regular file ``path``, checked as in ``parse_yaml_text``."""
-    source = str(path)
-    raw = read_foreign(path, MAX_INPUT_BYTES)
+    return _yaml_mapping(read_foreign(path, MAX_INPUT_BYTES), str(path))
+
+
+def read_catalog_entry(root: Path, path: Path) -> dict[str, Any]:
+    """An entry of a catalog whose folder is ``root`` (hardware_db/, a site catalog, the shipped
+    profiles): ``path``, a file below ``root``, read without following a link at any component
+    below it, so that a link leaving the catalog is refused before anything of its target is
+    read (an error never quotes a value from outside). The file's own name is as listed."""
+    relative = path.relative_to(root).as_posix()
+    return _yaml_mapping(read_beneath(root, relative, MAX_INPUT_BYTES), str(path))
+
+
+def _yaml_mapping(raw: bytes, source: str) -> dict[str, Any]:
     if b"\0" in raw:
         raise InputError(Problem(source, "", "binary data (NUL bytes); expected a YAML text file"))
     try:

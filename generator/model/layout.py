@@ -14,6 +14,14 @@ from generator.model.vendors import GPU_VENDORS, NVIDIA
 # --- the bundle directory ---------------------------------------------------------------------
 MANIFEST = "manifest.json"
 PLAN_FILE = "plan.json"
+# The bundle's in-toto Statement v1 with a SLSA provenance v1 predicate (render/provenance.py):
+# every other file as a subject with its sha256, the inputs' digests, the goldtune version
+PROVENANCE = "provenance.json"
+# That statement signed with a site's key (`gen sign`): one DSSE envelope on one line, the
+# *.intoto.jsonl form SLSA's tools read
+PROVENANCE_ENVELOPE = "provenance.intoto.jsonl"
+# The files that describe the bundle's other files and so are not listed in manifest.json
+SEALS = frozenset({MANIFEST, PROVENANCE, PROVENANCE_ENVELOPE})
 OVERLAY = "rootfs/"  # the root-filesystem overlay: OVERLAY + target path without its "/"
 INSTALL_SH = "install.sh"
 # install.sh's functions that the first-boot script runs too; install.sh sources it from beside it

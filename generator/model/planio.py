@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from generator import TOOL, __version__
+from generator.foreign import MAX_NUMBER_DIGITS, overlong_number
 from generator.model.claims import Claim, claim_from_data
 from generator.model.layout import (
     KUBELET_DROPIN_DIR,
@@ -91,6 +92,12 @@ def _setting_from(item: dict[str, Any]) -> Setting:
     for field in ("key", "value", "rule", "reason"):
         if not isinstance(item.get(field), str):
             raise ValueError(f"setting field {field!r} missing or not a string")
+    for field in ("key", "value"):  # what verify and diff read numbers from
+        digits = overlong_number(item[field])
+        if digits:
+            raise ValueError(
+                f"a setting's {field} has a number of {digits} digits (at most {MAX_NUMBER_DIGITS})"
+            )
     return Setting(
         item["kind"],
         item["key"],

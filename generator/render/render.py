@@ -1,12 +1,12 @@
 """Render a plan into the bundle's files, in memory: the overlay's files, then the delivery files
 that carry them (install.list, the cloud-init user-data and its MIME and gzip forms), then the
-plan and the manifest. What the bundle holds is the table in outputs.py.
+plan, the manifest and the provenance statement. What the bundle holds is the table in outputs.py.
 """
 
 from __future__ import annotations
 
 from generator.model import layout
-from generator.model.layout import MANIFEST, PLAN_FILE
+from generator.model.layout import MANIFEST, PLAN_FILE, PROVENANCE
 from generator.model.planio import plan_to_json
 from generator.model.setting import Plan
 from generator.render.cloudinit import CloudInitOptions, check_user_data, mime_user_data
@@ -15,6 +15,7 @@ from generator.render.engine import make_environment, render_text
 from generator.render.gzipforms import compressed_forms
 from generator.render.manifest import render_manifest
 from generator.render.outputs import DELIVERY_OUTPUTS, OVERLAY_OUTPUTS, RenderedFiles
+from generator.render.provenance import render_statement
 
 
 def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> RenderedFiles:
@@ -45,4 +46,7 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
     files[layout.USER_DATA_MIME_GZ] = (mime_gz, 0o644)
     files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
     files[MANIFEST] = (render_manifest(plan, files, options), 0o644)
+    # last: its subjects are every other file, manifest.json included
+    contents = {path: content for path, (content, _) in files.items()}
+    files[PROVENANCE] = (render_statement(plan, contents), 0o644)
     return dict(sorted(files.items()))

@@ -10,7 +10,7 @@ from functools import cache
 
 from generator.bundle.read import Bundle
 from generator.errors import InputError
-from generator.foreign import read_foreign
+from generator.foreign import read_beneath
 from generator.model.containerd import key_in_version
 from generator.model.layout import (
     CONTAINERD_DROPIN,
@@ -144,7 +144,7 @@ def distro_packages(distro_key: str) -> dict[str, str]:
         return {}
     yaml, loader = safe_yaml()
     try:
-        raw = read_foreign(hardware_db_dir() / "distros" / f"{distro_key}.yaml", 1 << 20)
+        raw = read_beneath(hardware_db_dir(), f"distros/{distro_key}.yaml", 1 << 20)
         table = yaml.load(raw, Loader=loader)
     except (InputError, yaml.YAMLError):
         return {}

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 from generator.model.layout import METRIC_PREFIX
+from generator.textsafe import utf8_text
 from generator.verify.verdicts import Check, Verdict
 
 PREFIX = METRIC_PREFIX
@@ -66,8 +67,9 @@ class BundleIdentity(NamedTuple):
 
 
 def escape_label_value(value: str) -> str:
-    """A label value as the text format writes it between double quotes."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the text format writes it between double quotes, UTF-8 (the format's
+    encoding: a byte from the node that was not UTF-8 is shown as ``\\xNN``)."""
+    return utf8_text(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def escape_help(text: str) -> str:

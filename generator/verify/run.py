@@ -95,14 +95,15 @@ def collect_here(bundle: Bundle) -> str:
             done = subprocess.run(
                 ["sh", str(collector_script()), str(data_file)],
                 capture_output=True,
-                text=True,
                 timeout=COLLECT_TIMEOUT_S,
                 check=False,
                 stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             raise InputError(Problem("collector", "", f"could not run here: {error}")) from None
-    return done.stdout
+    # Bytes, decoded as a saved snapshot is: a hostname or a sysfs value that is not UTF-8 is
+    # a value to report (U+FFFD), not a decoding error.
+    return done.stdout.decode("utf-8", errors="replace")
 
 
 def read_snapshot(path: Path) -> str:

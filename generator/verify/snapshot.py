@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from generator.errors import InputError, Problem
+from generator.foreign import MAX_NUMBER_DIGITS, overlong_number
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.probes import SNAPSHOT_BEGIN, SNAPSHOT_END, Section
 
@@ -89,6 +90,32 @@ class Snapshot:
         return is_absent(self.value(section, key))
 
 
+# Sections whose values are text the node logged or a file's lines (a kernel or unit log, a
+# configuration file, a dump), not numbers the collector measured: a long run of digits there is
+# text, and their readers judge it (an Xid too long to read is reported unparsed). In every other
+# section a number of more digits than MAX_NUMBER_DIGITS is bad input: no check's int() sees it.
+FREE_TEXT = frozenset(
+    {
+        Section.XID,
+        Section.XID_EVENT,
+        Section.JOURNAL,
+        Section.KERNEL,
+        Section.OWN_UNIT_LOG,
+        Section.TUNED_LOG,
+        Section.MODPROBE_ERROR,
+        Section.MODPROBE_CONFIG,
+        Section.FILE,
+        Section.CONF,
+        Section.CONF_LINE,
+        Section.CONTAINERD_DUMP,
+        Section.KUBELET_FILE,
+        Section.KUBELET_CONFIG,
+        Section.DOCKER_INFO,
+        Section.PREFLIGHT,
+    }
+)
+
+
 def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
     """The records between the begin and end markers; a log around them is ignored.
 
@@ -113,7 +140,17 @@ def parse_snapshot(text: str, source: str = "snapshot") -> Snapshot:
             if bad:
                 raise InputError(bad[:5])
             return snapshot
-        if len(fields) == 3:
+        if len(fields) == 3 and fields[0] not in FREE_TEXT and overlong_number(line):
+            digits = overlong_number(line)
+            bad.append(
+                Problem(
+                    source,
+                    f"line {number}",
+                    f"a number of {digits} digits (at most {MAX_NUMBER_DIGITS}): not what the "
+                    "collector prints",
+                )
+            )
+        elif len(fields) == 3:
             snapshot.records[fields[0]].append((fields[1], fields[2]))
         elif line.strip():
             bad.append(

@@ -2,7 +2,7 @@
 # Installs a bundle's root-filesystem overlay (a fixed script, identical in every bundle; what it
 # installs comes from install.list beside it).
 #
-# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check | --uninstall [--root DIR]
+# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check [--pubkey FILE] | --uninstall [--root DIR]
 #   (no option)   install into this running system and apply what can be applied now (live)
 #   --root DIR    install into the root filesystem mounted at DIR: an image build (below)
 #   --image-build this system is an image being built (a Packer build VM, a package's postinst
@@ -10,6 +10,8 @@
 #   --strict      fail (exit 1, nothing installed) when the target lacks something the plan
 #                 needs (the "require" lines: the NVIDIA driver, fabric manager, tuned...)
 #   --check       validate install.list and that the bundle has every file it lists; install nothing
+#   --pubkey FILE with --check: also verify the bundle's signed provenance (gen sign) with this
+#                 public key (PEM, ECDSA P-256) and that every file is as it says (openssl, below)
 #   --uninstall   take back what an install did, as an image build (nothing started or stopped):
 #                 every file of the install record removed (its units disabled first, the
 #                 image's own nccl.conf put back, containerd's imports entry taken back), the
@@ -131,7 +133,7 @@ digest=$(sha256sum <"$library") || refuse_library "cannot compute its sha256"
 . "$library"
 
 usage() {
-    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check | --uninstall [--root DIR]" >&2
+    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check [--pubkey FILE] | --uninstall [--root DIR]" >&2
     exit "$1"
 }
 
@@ -1413,10 +1415,73 @@ sweep_temporaries() {
     done
 }
 
+# --- --check --pubkey: the signed provenance -----------------------------------------------------
+
+# check_provenance PUBKEY: the bundle's provenance.intoto.jsonl (`gen sign`: a DSSE envelope on
+# one line, of an in-toto statement) signed by PUBKEY (PEM, ECDSA P-256) and every file of the
+# bundle as its statement says: none changed, missing or added. The signature is checked with the
+# node's openssl over DSSE's PAE ("DSSEv1 <len> <type> <len> <payload>", secure-systems-lab/dsse
+# protocol.md) before anything of the payload is read; then the statement's subjects (the form
+# render/provenance.py writes: sorted keys, two-space indent, "subject" last) as sha256sum lines.
+check_provenance() {
+    envelope=$bundle/provenance.intoto.jsonl
+    { [ -f "$envelope" ] && [ ! -L "$envelope" ]; } || die "provenance: no $envelope (gen sign BUNDLE --key KEY)"
+    command -v openssl >/dev/null 2>&1 || die "provenance: verifying it needs openssl"
+    work=$(mktemp -d) || die "cannot create a temporary directory"
+    # shellcheck disable=SC2020 # each of the five characters becomes a newline: a field a line
+    line=$(head -n 1 -- "$envelope" | tr ',{}[]' '\n\n\n\n\n')
+    printf '%s\n' "$line" | sed -n 's/^ *"payload": "\([A-Za-z0-9+/=]*\)"$/\1/p' |
+        openssl base64 -d -A >"$work/statement" || provenance_bad "$envelope: no payload"
+    printf '%s\n' "$line" | grep -qx ' *"payloadType": "application/vnd.in-toto+json"' ||
+        provenance_bad "$envelope: not an in-toto statement's envelope"
+    { printf 'DSSEv1 28 application/vnd.in-toto+json %s ' "$(wc -c <"$work/statement" | tr -d ' ')"
+        cat -- "$work/statement"; } >"$work/pae"
+    signed=no
+    for sig in $(printf '%s\n' "$line" | sed -n 's/^ *"sig": "\([A-Za-z0-9+/=]*\)"$/\1/p'); do
+        printf '%s' "$sig" | openssl base64 -d -A >"$work/sig" || continue
+        if openssl dgst -sha256 -verify "$1" -signature "$work/sig" "$work/pae" >/dev/null 2>&1; then
+            signed=yes
+        fi
+    done
+    [ "$signed" = yes ] || provenance_bad "$envelope: no signature by $1"
+    subjects=$(awk '/^  "subject": \[$/ { s = 1 } s && /^  \]/ { s = 0 }
+        s && /"sha256": / { gsub(/[" ]/, ""); sub(/.*:/, ""); d = $0 }
+        s && /"name": / { sub(/^ *"name": "/, ""); sub(/"$/, ""); print d "  " $0 }' "$work/statement")
+    bad=''
+    while read -r digest name <&3; do
+        case $name in '' | /* | *..* | *[!A-Za-z0-9._/@+-]*) provenance_bad "a subject is not a plain bundle path" ;; esac
+        if [ ! -f "$bundle/$name" ] || [ -L "$bundle/$name" ]; then
+            bad="$bad$newline$name: missing"
+        elif [ "$(sha256sum <"$bundle/$name" | cut -d' ' -f1)" != "$digest" ]; then
+            bad="$bad$newline$name: differs from the signed statement"
+        fi
+    done 3<<SUBJECTS
+$subjects
+SUBJECTS
+    [ ! -f "$bundle/provenance.json" ] ||
+        [ "$(sha256sum <"$bundle/provenance.json")" = "$(sha256sum <"$work/statement")" ] ||
+        bad="$bad${newline}provenance.json: differs from the signed statement"
+    set -f
+    for name in $(cd -- "$bundle" && find . ! -type d | sed 's|^\./||'); do
+        case $name in manifest.json | provenance.json | provenance.intoto.jsonl) continue ;; esac
+        case "$newline$subjects$newline" in *"  $name$newline"*) ;; *) bad="$bad$newline$name: not in the signed statement" ;; esac
+    done
+    set +f
+    [ -z "$bad" ] || provenance_bad "the bundle is not what its signed provenance says:$bad"
+    rm -rf -- "$work"
+    say "provenance: signed by $1; every file as it says"
+}
+
+provenance_bad() { # message
+    rm -rf -- "$work"
+    die "provenance: $1"
+}
+
 # --- the run ------------------------------------------------------------------------------------
 
 root=/
 check_only=no
+pubkey=''
 uninstall=no
 image_build=no
 strict=no
@@ -1429,6 +1494,11 @@ while [ $# -gt 0 ]; do
         --image-build)
             image_build=yes
             shift
+            ;;
+        --pubkey)
+            [ $# -ge 2 ] || usage 2
+            pubkey=$2
+            shift 2
             ;;
         --uninstall)
             uninstall=yes
@@ -1461,6 +1531,10 @@ if [ ! -f "$list" ] || [ -L "$list" ]; then
     die "bundle is incomplete: install.list is missing" 2
 fi
 read_list
+if [ -n "$pubkey" ]; then
+    { [ "$check_only" = yes ] && [ -f "$pubkey" ]; } || usage 2
+    check_provenance "$pubkey"
+fi
 if [ "$check_only" = yes ]; then
     while read -r mode path <&3; do
         if [ -n "$path" ] && { [ ! -f "$bundle/rootfs$path" ] || [ -L "$bundle/rootfs$path" ]; }; then

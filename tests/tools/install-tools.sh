@@ -15,6 +15,8 @@
 #   util-linux  setpriv: the systemd and sysctl checks run as nobody, never as root
 #   rpm         rpmbuild and rpm -qlp: `gen package --rpm` builds with the real rpmbuild
 #               (dpkg-deb, for --deb, is in every Debian system)
+#   lintian, rpmlint: the packages are checked by the distributions' own linters
+#               (tests/test_package_repo.py)
 #   debootstrap, qemu-system-x86, e2fsprogs: the boot test (tests/boot/) builds a Debian 12 root,
 #               an ext4 image with mkfs.ext4 -d and boots it under QEMU
 #   fdisk, dosfstools, mtools, ovmf, systemd-boot-efi: the boot test's disks booted by the image's
@@ -51,7 +53,7 @@ set -euo pipefail
 
 packages=(make systemd kmod cloud-init shellcheck tuned containerd procps util-linux
     grub-common grub2-common rpm debootstrap qemu-system-x86 e2fsprogs packer qemu-utils
-    openssh-client prometheus fdisk dosfstools mtools ovmf systemd-boot-efi strace)
+    openssh-client prometheus fdisk dosfstools mtools ovmf systemd-boot-efi strace lintian rpmlint)
 TOOLS_DIR=${GOLDTUNE_TOOLS_DIR:-/usr/local/lib/goldtune-tools}
 UDEV_DIR=$TOOLS_DIR/udev
 TUNED_TREES=$TOOLS_DIR/tuned-trees
