@@ -7,7 +7,6 @@ import gc
 import json
 import sys
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,13 +17,12 @@ from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
 from generator.commands.options import cloud_init_options, diff_claims_option, report_option
 from generator.commands.signing import SIGN_HELP, provenance_check, run_sign, sign_options
-from generator.commands.usage import JsonUsageErrors, OneValueGroup
-from generator.errors import GoldtuneError, InputError, Problem
+from generator.commands.usage import JsonUsageErrors, OneValueGroup, reports_errors
+from generator.errors import InputError, Problem
 from generator.gcpause import CollectorPaused
 from generator.model.layout import COLLECT_DATA, COLLECT_SCRIPT
 from generator.model.setting import SETTING_KINDS
 from generator.paths import SITE_CATALOG_ENV, use_site_catalog
-from generator.textsafe import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,21 +43,6 @@ PROFILE_HELP = (
     "Workload profile: a file (a value with a / or ending in .yaml/.yml), or else "
     "the name of a shipped profile (see `gen list`)."
 )
-
-
-def reports_errors(func: F) -> F:
-    """Turn goldtune's errors into one line per problem on stderr and the right exit status."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except GoldtuneError as error:
-            for line in error.lines():  # a path or a key from a foreign file: no raw controls
-                click.echo(f"{TOOL}: error: {printable(line)}", err=True)
-            sys.exit(error.exit_code)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def hw_and_profile(func: F) -> F:

@@ -1,15 +1,37 @@
-"""Usage errors of every command (imports click and json only: the command line's modules are
-loaded for every run): an option that takes one value given twice is refused, and a command's
-``--json`` promise holds for a usage error too."""
+"""Usage errors of every command (imports click, json and goldtune's error types only: the command
+loaded for every run): an option that takes one value given twice is refused, a command's
+``--json`` promise holds for a usage error too, and goldtune's own errors are one line each."""
 
 from __future__ import annotations
 
 import json
-from typing import IO, Any
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import IO, Any, TypeVar
 
 import click
 
 from generator import TOOL
+from generator.errors import GoldtuneError
+from generator.textsafe import printable
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reports_errors(func: F) -> F:
+    """Turn goldtune's errors into one line per problem on stderr and the right exit status."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except GoldtuneError as error:
+            for line in error.lines():  # a path or a key from a foreign file: no raw controls
+                click.echo(f"{TOOL}: error: {printable(line)}", err=True)
+            sys.exit(error.exit_code)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class OneLineUsageError(click.UsageError):
