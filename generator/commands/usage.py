@@ -1,6 +1,7 @@
-"""Usage errors of every command (imports click, json and goldtune's error types only: the command
-loaded for every run): an option that takes one value given twice is refused, a command's
-``--json`` promise holds for a usage error too, and goldtune's own errors are one line each."""
+"""Usage errors of every command (imports click, json and goldtune's error types only: these
+modules are loaded for every run): an option that takes one value given twice is refused, a
+command's ``--json`` promise holds for a usage error too, and goldtune's own errors are one line
+each."""
 
 from __future__ import annotations
 
