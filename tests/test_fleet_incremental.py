@@ -91,6 +91,28 @@ def test_a_hand_edited_manifest_is_rendered_and_compared(fleet, renders):
     assert renders == ["box0"]
 
 
+def test_an_edited_provenance_statement_is_rendered_and_compared(fleet, renders):
+    """provenance.json is no file of the manifest: the shortcut compares it with the statement
+    gen writes for the committed files, or an edit of it would pass the gate unseen."""
+    args, bundles = fleet
+    statement = bundles / "box2-inference" / "provenance.json"
+    statement.write_text(statement.read_text().replace('"profile": "inference"', '"profile": "x"'))
+    code, out, _ = gen(*args, "--check", str(bundles))
+    assert code == 1
+    assert "| `box2-inference` | stale | differs in provenance.json |" in out
+    assert renders == ["box2"]
+
+
+def test_a_changed_catalog_renders_every_bundle(fleet, renders, monkeypatch):
+    """The shipped catalog's digest is in each statement, not in the manifest: a hardware_db
+    edited in a checkout that was not reinstalled (the version unchanged) is not trusted."""
+    args, bundles = fleet
+    monkeypatch.setattr(fleet_check, "render_statement", lambda plan, files: b"{}\n")
+    code, _, _ = gen(*args, "--check", str(bundles))
+    assert code == 0  # rendered and compared: the bundles themselves are current
+    assert sorted(renders) == ["box0", "box1", "box2"]
+
+
 def test_a_manifest_of_other_inputs_is_rendered(fleet, renders):
     """A bundle copied over another's directory records the other hardware's digest."""
     args, bundles = fleet
@@ -115,10 +137,12 @@ def test_a_change_in_a_profile_that_one_extends_renders_its_bundles(tmp_path, re
 
 
 def test_a_site_catalog_renders_every_bundle(fleet, renders, monkeypatch, tmp_path):
-    """A site catalog can change a bundle and the manifest has no digest of it."""
+    """A site catalog can change a bundle and the manifest has no digest of it (the provenance
+    statement has: the bundles are written again with it)."""
     args, bundles = fleet
     (tmp_path / "site").mkdir()
     monkeypatch.setenv("GOLDTUNE_CATALOG", str(tmp_path / "site"))
+    assert gen(*args, "-o", str(bundles))[0] == 0
     code, out, err = gen(*args, "--check", str(bundles))
     assert code == 0, (out, err)
     assert sorted(renders) == ["box0", "box1", "box2"]
