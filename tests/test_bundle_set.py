@@ -126,7 +126,9 @@ def test_the_set_has_one_manifest_with_members_sizes_and_shared_files(
 
 def test_the_image_holds_the_set_and_nothing_machine_specific(image: Path) -> None:
     assert (image / "etc/systemd/system/goldtune-select.service").is_file()
-    assert (image / "etc/systemd/system/multi-user.target.wants/goldtune-select.service").is_symlink()
+    assert (
+        image / "etc/systemd/system/multi-user.target.wants/goldtune-select.service"
+    ).is_symlink()
     assert not (image / SYSCTL).exists()
     assert not (image / "etc/goldtune").exists()
 
@@ -203,3 +205,30 @@ def test_two_members_with_the_same_claims_are_refused(
     assert result.exit_code == 2
     assert "make the same claims: no node can tell them apart" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_verify_judges_the_member_the_node_chose(image: Path, tmp_path: Path) -> None:
+    set_dir = image.parent / "set"
+    tree = node("l4", tmp_path / "node")
+    result = CliRunner().invoke(main, ["verify", str(set_dir), "--root", str(tree)])
+    assert result.exit_code == 2
+    assert "chose no member of it" in result.output
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 0, output
+    chosen = CliRunner().invoke(main, ["verify", str(set_dir), "--root", str(tree), "--json"])
+    member = CliRunner().invoke(
+        main, ["verify", str(set_dir / "members/l4"), "--root", str(tree), "--json"]
+    )
+    assert chosen.output == member.output
+    assert chosen.exit_code == member.exit_code
+
+
+def test_diff_refuses_a_set_with_one_line(image: Path) -> None:
+    set_dir = image.parent / "set"
+    result = CliRunner().invoke(main, ["diff", str(set_dir), str(set_dir / "members/l4")])
+    assert result.exit_code == 2
+    assert "is a bundle set; compare its members' bundles" in result.output
+    members = CliRunner().invoke(
+        main, ["diff", str(set_dir / "members/dgx"), str(set_dir / "members/l4")]
+    )
+    assert members.exit_code == 1

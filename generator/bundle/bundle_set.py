@@ -24,7 +24,8 @@ from generator.errors import InputError, Problem
 from generator.model import layout
 from generator.model.setting import Plan
 from generator.paths import templates_dir
-from generator.render.outputs import RenderedFiles
+
+RenderedFiles = dict[str, tuple[bytes, int]]  # as generator.render.outputs: path -> (content, mode)
 
 SET_FORMAT = f"{TOOL}-set/1"
 SET_ROOT = f"/usr/local/lib/{TOOL}/set"  # where the image keeps the members' install parts
@@ -236,3 +237,34 @@ def is_set(directory: Path) -> bool:
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and data.get("format") == SET_FORMAT
+
+
+def chosen_member(set_dir: Path, root: Path | None, snapshot: bool) -> Path:
+    """The member bundle of ``set_dir`` that the node (``root``, or this machine) chose: the
+    selector's /run record, else the kept one under /var. gen verify judges that member."""
+    if snapshot:
+        raise InputError(
+            Problem(
+                str(set_dir),
+                "",
+                "is a bundle set; give --snapshot the member's bundle",
+                f"{set_dir}/{MEMBERS_DIR}/<name>",
+            )
+        )
+    base = root if root is not None else Path("/")
+    for record in (SELECTED, SELECTED_KEPT):
+        path = base / record.lstrip("/")
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 256:
+            name = path.read_text(encoding="utf-8", errors="replace").strip()
+            member = set_dir / MEMBERS_DIR / name
+            if MEMBER_NAME.fullmatch(name) and member.is_dir() and not member.is_symlink():
+                return member
+            raise InputError(Problem(str(path), "", f"names no member of the set {set_dir}"))
+    raise InputError(
+        Problem(
+            str(set_dir),
+            "",
+            f"is a bundle set and {base} chose no member of it "
+            f"(no {SELECTED} or {SELECTED_KEPT}): goldtune-select has not run or failed",
+        )
+    )
