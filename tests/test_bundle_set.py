@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from test_preflight import bind_driver, detected, dgx_tree
 
 from generator.cli import main
+from generator.paths import templates_dir
 from tests import detect_trees as trees
 
 SET_ROOT = "usr/local/lib/goldtune/set"
@@ -232,3 +233,24 @@ def test_diff_refuses_a_set_with_one_line(image: Path) -> None:
         main, ["diff", str(set_dir / "members/dgx"), str(set_dir / "members/l4")]
     )
     assert members.exit_code == 1
+
+
+def test_the_selector_passes_shellcheck_and_names_no_tool() -> None:
+    script = templates_dir() / "set" / "select"
+    result = subprocess.run(
+        ["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+    assert "goldtune" not in script.read_text()  # from set.conf, as the bundle's scripts
+
+
+def test_a_set_conf_without_a_tool_line_is_refused(image: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "set"
+    copy.mkdir()
+    conf = (image / SET_ROOT / "set.conf").read_text()
+    (copy / "set.conf").write_text(conf.replace("tool\tgoldtune\n", ""))
+    run = subprocess.run(
+        ["sh", str(image / SELECT), str(copy)], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 2
+    assert "no tool line; nothing applied" in run.stdout

@@ -113,6 +113,7 @@ WantedBy=multi-user.target
 
 def set_conf(names: list[str], reboot: bool) -> bytes:
     lines = [f"# Written by {TOOL} set: the members, and whether a reboot for kernel arguments"]
+    lines.append(f"tool\t{TOOL}")
     lines += [f"member\t{name}" for name in names]
     lines.append(f"kernel-args-reboot\t{'allow' if reboot else 'forbid'}")
     return ("\n".join(lines) + "\n").encode()
@@ -143,7 +144,7 @@ def set_files(
                 target = f"{SET_ROOT}/{MEMBERS_DIR}/{name}/{path}"
                 files[f"rootfs{target}"] = (content, mode)
                 overlay[target] = mode
-    script = (templates_dir() / "scripts" / "select").read_bytes()
+    script = (templates_dir() / "set" / "select").read_bytes()
     own = {
         f"{SET_ROOT}/set.conf": (set_conf(list(members), reboot), 0o644),
         SELECT_SCRIPT: (script, 0o755),

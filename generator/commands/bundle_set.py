@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import click
 
 from generator import TOOL
+from generator.errors import GoldtuneError
+from generator.textsafe import printable
 
 # Imported when the command runs (the planner and renderers are heavy): `gen --help` stays quick.
 PATH = click.Path(path_type=Path)
@@ -100,17 +103,16 @@ def set_command(
     applies the one member that matches through its install.sh, and records the choice.
     The cloud-init form of a set is not offered: a set is baked into an image.
     """
-    from generator.cli import reports_errors
-
-    @reports_errors
-    def run() -> None:
+    try:
         written, data = write_set(hardware, profile, os_name, output, reboot_for_kernel_args)
-        sizes = data["sizes"]
-        assert isinstance(sizes, dict)
-        click.echo(
-            f"wrote {written}: {len(hardware)} members, {sizes['files']} files "
-            f"({sizes['listed_bytes']} bytes), stored {sizes['stored_files']} "
-            f"({sizes['stored_bytes']} bytes)"
-        )
-
-    run()
+    except GoldtuneError as error:  # as generator.cli.reports_errors (commands import no cli)
+        for line in error.lines():
+            click.echo(f"{TOOL}: error: {printable(line)}", err=True)
+        sys.exit(error.exit_code)
+    sizes = data["sizes"]
+    assert isinstance(sizes, dict)
+    click.echo(
+        f"wrote {written}: {len(hardware)} members, {sizes['files']} files "
+        f"({sizes['listed_bytes']} bytes), stored {sizes['stored_files']} "
+        f"({sizes['stored_bytes']} bytes)"
+    )
