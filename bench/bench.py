@@ -29,8 +29,8 @@ The figures, for each scratch file system (default: the system temp dir and /dev
   5. `gen matrix --check` of the largest matrix's bundles, committed: nothing changed, and one
      hardware file changed (interleaved).
 Then, once: the processes each boot script starts on a fake matching node (bench/boot_forks.py,
-strace; `--forks-only` prints only that), and a bundle set's size and first-boot cost (bench/set_cost.py;
-`--set-only` prints only that).
+strace; `--forks-only` prints only that), and a bundle set's size and first-boot cost
+(bench/set_cost.py; `--set-only` prints only that).
 Ratios and goals are judged on CPU medians (what the work costs; wall time on a loaded machine
 mostly measures the other tenants) and printed with wall medians beside them.
 
