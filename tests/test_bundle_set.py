@@ -119,7 +119,9 @@ def test_the_set_has_one_manifest_with_members_sizes_and_shared_files(
     assert sizes["stored_bytes"] < sizes["listed_bytes"]
     # the fixed preflight script is one file on disk, however many copies the set lists
     preflight = "rootfs/usr/local/libexec/goldtune/preflight"
-    inodes = {(made / "members" / name / preflight).stat().st_ino for name in ("dgx", "l4")}
+    inodes = {
+        (made / "members" / f"{name}-training" / preflight).stat().st_ino for name in ("dgx", "l4")
+    }
     assert len(inodes) == 1
     # a second run replaces the set
     make_set(shapes, tmp_path / "set")
@@ -179,7 +181,7 @@ def test_the_kernel_arguments_reboot_is_the_sets_choice(
 ) -> None:
     extra = ("--reboot-for-kernel-args",) if allowed else ()
     set_dir = make_set(shapes, tmp_path / "set", *extra)
-    listed = (set_dir / "members/dgx/install.list").read_text()
+    listed = (set_dir / "members/dgx-training/install.list").read_text()
     assert "\nkernel-arg\t" in listed  # the DGX member has kernel arguments to wait for
     image = image_of(set_dir, tmp_path / "image")
     tree = node("dgx", tmp_path / "node")
@@ -218,7 +220,7 @@ def test_verify_judges_the_member_the_node_chose(image: Path, tmp_path: Path) ->
     assert status == 0, output
     chosen = CliRunner().invoke(main, ["verify", str(set_dir), "--root", str(tree), "--json"])
     member = CliRunner().invoke(
-        main, ["verify", str(set_dir / "members/l4"), "--root", str(tree), "--json"]
+        main, ["verify", str(set_dir / "members/l4-training"), "--root", str(tree), "--json"]
     )
     assert chosen.output == member.output
     assert chosen.exit_code == member.exit_code
@@ -226,11 +228,11 @@ def test_verify_judges_the_member_the_node_chose(image: Path, tmp_path: Path) ->
 
 def test_diff_refuses_a_set_with_one_line(image: Path) -> None:
     set_dir = image.parent / "set"
-    result = CliRunner().invoke(main, ["diff", str(set_dir), str(set_dir / "members/l4")])
+    result = CliRunner().invoke(main, ["diff", str(set_dir), str(set_dir / "members/l4-training")])
     assert result.exit_code == 2
     assert "is a bundle set; compare its members' bundles" in result.output
     members = CliRunner().invoke(
-        main, ["diff", str(set_dir / "members/dgx"), str(set_dir / "members/l4")]
+        main, ["diff", str(set_dir / "members/dgx-training"), str(set_dir / "members/l4-training")]
     )
     assert members.exit_code == 1
 
@@ -254,3 +256,13 @@ def test_a_set_conf_without_a_tool_line_is_refused(image: Path, tmp_path: Path) 
     )
     assert run.returncode == 2
     assert "no tool line; nothing applied" in run.stdout
+
+
+def test_the_fleet_gate_checks_the_members(shapes: dict[str, Path], image: Path) -> None:
+    """members/ is laid out as `gen matrix` writes: its --check is the members' gate."""
+    members = image.parent / "set" / "members"
+    args = ["matrix", "--hw", str(shapes["dgx"]), "--hw", str(shapes["l4"]), "--profile"]
+    result = CliRunner().invoke(main, [*args, "training", "--check", str(members)])
+    assert result.exit_code == 0, result.output
+    other = CliRunner().invoke(main, [*args, "inference", "--check", str(members)])
+    assert other.exit_code == 1  # the members of another profile's set are not these

@@ -131,15 +131,24 @@ def set_install_list(label: str, profile: str, overlay: dict[str, int]) -> bytes
     return ("\n".join(lines) + "\n").encode()
 
 
+def review_name(plan: Plan, os_given: bool) -> str:
+    """A member's whole bundle's directory under members/: the name `gen matrix` gives the same
+    combination (<hardware>-<profile>[-<distro>]), so `gen matrix --check SET/members` with the
+    set's --hw, --profile and --os is the fleet gate of its members."""
+    suffix = f"-{plan.distro}" if os_given and plan.distro else ""
+    return f"{plan.hardware_name}-{plan.profile_name}{suffix}"
+
+
 def set_files(
-    members: dict[str, RenderedFiles], plans: list[Plan], reboot: bool
+    members: dict[str, RenderedFiles], plans: list[Plan], reboot: bool, os_given: bool = False
 ) -> tuple[RenderedFiles, dict[str, object]]:
     """Every file of the set (less its manifest), and the manifest's data."""
     files: RenderedFiles = {}
     overlay: dict[str, int] = {}
+    reviews = {name: review_name(plan, os_given) for name, plan in zip(members, plans, strict=True)}
     for name, member in members.items():
         for path, (content, mode) in member.items():
-            files[f"{MEMBERS_DIR}/{name}/{path}"] = (content, mode)
+            files[f"{MEMBERS_DIR}/{reviews[name]}/{path}"] = (content, mode)
             if path in INSTALL_PART or path.startswith("rootfs/"):
                 target = f"{SET_ROOT}/{MEMBERS_DIR}/{name}/{path}"
                 files[f"rootfs{target}"] = (content, mode)
@@ -158,7 +167,7 @@ def set_files(
         files[fixed] = first[fixed]
     label = "set-" + "+".join(members)
     files["install.list"] = (set_install_list(label, plans[0].profile_name, overlay), 0o644)
-    return files, set_manifest_data(members, plans, files, reboot)
+    return files, set_manifest_data(members, plans, files, reboot, reviews)
 
 
 def digest(content: bytes) -> str:
@@ -170,6 +179,7 @@ def set_manifest_data(
     plans: list[Plan],
     files: RenderedFiles,
     reboot: bool,
+    reviews: dict[str, str],
 ) -> dict[str, object]:
     stored = {(digest(content), mode): len(content) for content, mode in files.values()}
     return {
@@ -180,6 +190,7 @@ def set_manifest_data(
         "members": [
             {
                 "name": name,
+                "bundle": f"{MEMBERS_DIR}/{reviews[name]}",
                 "hardware": plan.hardware_name,
                 "inputs": {role: {"sha256": value} for role, value in sorted(plan.inputs.items())},
                 "claims_sha256": digest(claims_of(member).encode()),
@@ -228,16 +239,35 @@ def link_duplicates(root: Path, files: Mapping[str, tuple[bytes, int]]) -> int:
     return linked
 
 
-def is_set(directory: Path) -> bool:
-    """True when ``directory`` holds a bundle set's manifest (read as data, never followed)."""
+def set_manifest(directory: Path) -> dict[str, object] | None:
+    """A bundle set's manifest in ``directory`` (read as data, never through a link), or None."""
     manifest = directory / layout.MANIFEST
     try:
         if manifest.is_symlink() or not manifest.is_file() or manifest.stat().st_size > 1 << 24:
-            return False
+            return None
         data = json.loads(manifest.read_bytes())
     except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(data, dict) and data.get("format") == SET_FORMAT
+        return None
+    return data if isinstance(data, dict) and data.get("format") == SET_FORMAT else None
+
+
+def is_set(directory: Path) -> bool:
+    return set_manifest(directory) is not None
+
+
+def set_members(set_dir: Path) -> dict[str, Path]:
+    """Each member's name and its whole bundle's directory, as the set's manifest lists them
+    (a name of the safe alphabet, a directory right under members/)."""
+    members: dict[str, Path] = {}
+    listed = (set_manifest(set_dir) or {}).get("members")
+    for entry in listed if isinstance(listed, list) else []:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        bundle = entry.get("bundle") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not MEMBER_NAME.fullmatch(name):
+            continue
+        if isinstance(bundle, str) and re.fullmatch(rf"{MEMBERS_DIR}/[A-Za-z0-9][\w.-]*", bundle):
+            members[name] = set_dir / bundle
+    return members
 
 
 def chosen_member(set_dir: Path, root: Path | None, snapshot: bool) -> Path:
@@ -257,8 +287,8 @@ def chosen_member(set_dir: Path, root: Path | None, snapshot: bool) -> Path:
         path = base / record.lstrip("/")
         if path.is_file() and not path.is_symlink() and path.stat().st_size <= 256:
             name = path.read_text(encoding="utf-8", errors="replace").strip()
-            member = set_dir / MEMBERS_DIR / name
-            if MEMBER_NAME.fullmatch(name) and member.is_dir() and not member.is_symlink():
+            member = set_members(set_dir).get(name)
+            if member is not None and member.is_dir() and not member.is_symlink():
                 return member
             raise InputError(Problem(str(path), "", f"names no member of the set {set_dir}"))
     raise InputError(

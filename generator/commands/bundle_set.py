@@ -38,7 +38,7 @@ def write_set(
     names = member_names(plans, "gen set")
     members = {name: render_bundle(plan) for name, plan in zip(names, plans, strict=True)}
     check_distinguishable(members, "gen set")
-    files, data = set_files(members, plans, reboot)
+    files, data = set_files(members, plans, reboot, os_name is not None)
     files[layout.MANIFEST] = (render_set_manifest(data, files), 0o644)
     written = replace_set(files, output)
     link_duplicates(written, files)
