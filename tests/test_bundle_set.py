@@ -266,3 +266,6 @@ def test_the_fleet_gate_checks_the_members(shapes: dict[str, Path], image: Path)
     assert result.exit_code == 0, result.output
     other = CliRunner().invoke(main, [*args, "inference", "--check", str(members)])
     assert other.exit_code == 1  # the members of another profile's set are not these
+    whole = CliRunner().invoke(main, [*args, "training", "--check", str(members.parent)])
+    assert whole.exit_code == 2
+    assert "is a bundle set; check its members" in whole.output
