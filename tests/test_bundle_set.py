@@ -269,3 +269,13 @@ def test_the_fleet_gate_checks_the_members(shapes: dict[str, Path], image: Path)
     whole = CliRunner().invoke(main, [*args, "training", "--check", str(members.parent)])
     assert whole.exit_code == 2
     assert "is a bundle set; check its members" in whole.output
+
+
+def test_a_set_of_one_member_is_refused_and_nothing_written(
+    shapes: dict[str, Path], tmp_path: Path
+) -> None:
+    args = ["set", "--hw", str(shapes["dgx"]), "--profile", "training"]
+    result = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "gen set: --hw: 1 hardware files; a set has 2 to 8" in result.output
+    assert not (tmp_path / "out").exists()
