@@ -279,3 +279,18 @@ def test_a_set_of_one_member_is_refused_and_nothing_written(
     assert result.exit_code == 2
     assert "gen set: --hw: 1 hardware files; a set has 2 to 8" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_the_set_reinstalls_unchanged_and_is_taken_back(
+    shapes: dict[str, Path], tmp_path: Path
+) -> None:
+    set_dir = make_set(shapes, tmp_path / "set")
+    image = image_of(set_dir, tmp_path / "image")
+    command = ["sh", str(set_dir / "install.sh"), "--image-build", "--root", str(image)]
+    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert " 0 written," in again.stdout and " 0 failed" in again.stdout
+    command[2] = "--uninstall"
+    gone = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert [p for p in image.rglob("*") if not p.is_dir()] == []
