@@ -167,6 +167,7 @@ def test_a_shape_matching_no_member_fails_with_reasons_and_applies_nothing(
         lines = [line for line in output.splitlines() if f"member {member} does not" in line]
         assert len(lines) == 1, output
         assert "claims differ from this node)" in lines[0]
+        assert ": the hardware file says " in lines[0]  # a claim, not a note of the preflight
     assert "no member of the set matches this node; nothing machine-specific applied" in output
     assert not (tree / SYSCTL).exists()
     assert not (tree / "etc/goldtune").exists()

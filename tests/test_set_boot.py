@@ -131,9 +131,10 @@ def test_each_shape_boots_its_own_member(set_dir: Path, shape: str, tmp_path: Pa
 
 def test_a_shape_of_neither_member_fails_and_gets_nothing(set_dir: Path, tmp_path: Path) -> None:
     report = boot(set_dir, "neither", tmp_path / "out")
-    assert "No such file" in report.splitlines()[0], report  # no /run/goldtune/selected
+    assert "No such file" in report.strip().splitlines()[0], report  # no /run/goldtune/selected
     assert "failed" in report
     for member in ("two", "one"):
         assert f"member {member} does not match: " in report
+        assert "the hardware file says" in report.split(f"member {member} does not match: ")[1]
     assert "no member of the set matches this node; nothing machine-specific applied" in report
     assert "90-goldtune.conf" not in report
