@@ -29,7 +29,8 @@ The figures, for each scratch file system (default: the system temp dir and /dev
   5. `gen matrix --check` of the largest matrix's bundles, committed: nothing changed, and one
      hardware file changed (interleaved).
 Then, once: the processes each boot script starts on a fake matching node (bench/boot_forks.py,
-strace; `--forks-only` prints only that).
+strace; `--forks-only` prints only that), and a bundle set's size and first-boot cost
+(bench/set_cost.py; `--set-only` prints only that).
 Ratios and goals are judged on CPU medians (what the work costs; wall time on a loaded machine
 mostly measures the other tenants) and printed with wall medians beside them.
 
@@ -57,6 +58,7 @@ from typing import NamedTuple
 
 import boot_cost
 import boot_forks
+import set_cost
 
 REPO = Path(__file__).resolve().parent.parent
 GEN = Path(sys.executable).parent / "gen"
@@ -519,7 +521,11 @@ def main() -> None:
         action="store_true",
         help="only the processes each boot script starts on a fake matching node (strace)",
     )
+    parser.add_argument("--set-only", action="store_true", help="only the bundle set's figures")
     options = parser.parse_args()
+    if options.set_only:
+        print("\n".join(set_cost.run()))
+        return
     if options.forks_only:
         print("\n".join(boot_forks.run()))
         return
@@ -547,6 +553,8 @@ def main() -> None:
     print("\n".join(table(results, options.jobs)))
     print()
     print("\n".join(boot_forks.run()))
+    print()
+    print("\n".join(set_cost.run()))
     if options.boot:
         print()
         print(

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from generator import TOOL, __version__
+from generator.commands.bundle_set import set_command
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
 from generator.commands.options import cloud_init_options, diff_claims_option, report_option
@@ -585,3 +586,6 @@ def package(bundle: Path, deb: bool, rpm: bool, output: Path) -> None:
         raise click.UsageError("name at least one of --deb and --rpm")
     for path in package_bundle(bundle, formats, output):
         click.echo(f"wrote {path}")
+
+
+main.add_command(set_command)

@@ -17,6 +17,7 @@ from typing import Literal
 
 import click
 
+from generator.bundle.bundle_set import MEMBERS_DIR, is_set
 from generator.bundle.equal import comparable, differing_paths
 from generator.bundle.read import Bundle, check_intact, read_bundle
 from generator.commands.diff_summary import (
@@ -28,6 +29,7 @@ from generator.commands.diff_summary import (
 )
 from generator.commands.nicpair import NicPair, key_translator, pair_nics
 from generator.commands.terminal import stream_is_terminal
+from generator.errors import InputError, Problem
 from generator.model import layout
 from generator.model.kinds import KINDS, Kind
 from generator.model.layout import EXPLAIN, MANIFEST, PLAN_FILE, USER_DATA_FORMS, in_overlay
@@ -532,6 +534,16 @@ def compute_diff(
             raise click.UsageError(
                 "give two bundle directories, or --hw/--profile/--os sides, not both"
             )
+        for bundle in bundles:  # a set's members are bundles of their own: compare those
+            if is_set(bundle):
+                raise InputError(
+                    Problem(
+                        str(bundle),
+                        "",
+                        "is a bundle set; compare its members' bundles",
+                        f"{bundle}/{MEMBERS_DIR}/<name>",
+                    )
+                )
         return diff_bundles(read_bundle(bundles[0]), read_bundle(bundles[1]))
     sides = (hardware, profiles, systems)
     if not (

@@ -36,6 +36,7 @@ from typing import Any, Literal
 import click
 
 from generator import TOOL, __version__
+from generator.bundle.bundle_set import is_set
 from generator.bundle.equal import differing_paths
 from generator.bundle.read import (
     Bundle,
@@ -290,6 +291,10 @@ def input_errors(combinations: list[Combination]) -> None:
 def check_directory(root: Path) -> None:
     if os.path.islink(root) or not root.is_dir():
         raise InputError(Problem(str(root), "", "not a directory (the bundles to check)"))
+    if is_set(root):  # its members are laid out as gen matrix writes them
+        raise InputError(
+            Problem(str(root), "", "is a bundle set; check its members", f"--check {root}/members")
+        )
 
 
 def check_combinations(

@@ -386,7 +386,7 @@ run_step() { # name [word]
 stale_candidate() { # path
     is_path "$1" || return 1
     case $1 in /etc/docker/daemon.json | /etc/nccl.conf | /etc/rccl.conf) return 0 ;; esac
-    case ${1%/*} in /etc/"$tool" | /usr/local/libexec/"$tool") return 0 ;; esac
+    case ${1%/*} in /etc/"$tool" | /usr/local/libexec/"$tool" | /usr/local/lib/"$tool"/set*) return 0 ;; esac
     case ${1%/*/*} in /etc/tuned | /etc/tuned/profiles) case ${1#"${1%/*/*}"/} in "$tool"-*/tuned.conf) return 0 ;; esac ;; esac
     case $1 in /etc/*/*"$tool"*) case ${1##*/} in *"$tool"*) return 0 ;; esac ;; esac
     return 1

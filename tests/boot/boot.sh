@@ -30,6 +30,8 @@
 #   --collector FILE       the collector to run (default: the bundle's
 #                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
 #                          rootfs/etc/goldtune/collect.conf, copied beside it
+#   --collect-data FILE    the collector's data file instead (a bundle set has none of its own:
+#                          tests/test_set_boot.py passes the expected member's)
 #   --smp SPEC             QEMU's -smp (default 2)
 #   --qemu-args FILE       more QEMU arguments, one per line ("#" lines skipped), appended last
 #                          (tests/test_detect_boot.py's emulated topology: NUMA nodes, a PCI
@@ -78,6 +80,7 @@ delivery=rootfs
 hook=""
 before=""
 collector=""
+collect_data=""
 user_data=""
 boot_timeout=600
 packer_timeout=960
@@ -102,6 +105,7 @@ while [ $# -gt 0 ]; do
         --hook) hook=$2; shift 2 ;;
         --before) before=$2; shift 2 ;;
         --collector) collector=$2; shift 2 ;;
+        --collect-data) collect_data=$2; shift 2 ;;
         --user-data) user_data=$2; shift 2 ;;
         --timeout) boot_timeout=$2; shift 2 ;;
         --packer-timeout) packer_timeout=$2; shift 2 ;;
@@ -125,7 +129,7 @@ case $loader in kernel | grub | systemd-boot) ;; *) die "--loader is kernel, gru
 bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
 collector=${collector:-$bundle/rootfs/usr/local/libexec/goldtune/collect}
 [ -f "$collector" ] || die "no collector at $collector (pass --collector)" 2
-collect_data=$bundle/rootfs/etc/goldtune/collect.conf
+collect_data=${collect_data:-$bundle/rootfs/etc/goldtune/collect.conf}
 [ -f "$collect_data" ] || die "no collector data at $collect_data" 2
 
 ensure_qemu() {

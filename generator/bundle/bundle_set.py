@@ -1,0 +1,301 @@
+"""A bundle set: the bundles of several hardware files for one profile and one distribution, in
+one directory that bakes into one image, the member chosen on the node at its first boot.
+
+The set is itself a bundle that install.sh installs (the fixed install.sh and install-lib.sh, an
+install.list, a manifest.json): its overlay is every member's install part under SET_ROOT
+(install.sh, install-lib.sh, install.list, manifest.json and rootfs/ of each), the selector
+script and its unit; nothing of it is machine-specific. Each member's whole bundle is also kept
+at members/<name>/ for review (`gen diff`, `gen verify`). Files of identical bytes and mode are
+stored once, as hard links of one another (``link_duplicates``), and the manifest says so in its
+sizes: what the set lists and what it stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from generator import TOOL, __version__
+from generator.errors import InputError, Problem
+from generator.model import layout
+from generator.model.setting import Plan
+from generator.paths import templates_dir
+
+RenderedFiles = dict[str, tuple[bytes, int]]  # as generator.render.outputs: path -> (content, mode)
+
+SET_FORMAT = f"{TOOL}-set/1"
+SET_ROOT = f"/usr/local/lib/{TOOL}/set"  # where the image keeps the members' install parts
+SET_RECORD = f"/var/lib/{TOOL}/set/installed-files"  # the set's own install record
+SELECT_SCRIPT = f"{layout.LIBEXEC}/select"
+SELECT_UNIT = f"{TOOL}-select.service"
+SELECTED = f"/run/{TOOL}/selected"  # the member this node chose, written by the selector
+SELECTED_KEPT = f"/var/lib/{TOOL}/set/selected"
+MEMBERS_DIR = "members"
+# The members' files installed into the image: what their install.sh reads, nothing for review.
+INSTALL_PART = ("install.sh", "install-lib.sh", "install.list", layout.MANIFEST)
+# A member's name is a directory, a preflight log tag and an NFD label value.
+MEMBER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+MAX_MEMBERS = 8  # the set's install record holds every member's files: 1024 lines at most
+# Units a member configures and restarts only when they run: the selector runs before them so that
+# they start once, configured (its install.sh's try-restart of a unit not yet started does nothing).
+SELECT_BEFORE = (
+    "containerd.service docker.service kubelet.service nvidia-persistenced.service "
+    "nvidia-fabricmanager.service"
+)
+
+
+def member_names(plans: list[Plan], source: str) -> list[str]:
+    """Each member's name (its hardware's), checked: a name of the safe alphabet, no two alike,
+    two to MAX_MEMBERS of them."""
+    names = [plan.hardware_name for plan in plans]
+    if not 2 <= len(names) <= MAX_MEMBERS:
+        raise InputError(
+            Problem(source, "--hw", f"{len(names)} hardware files; a set has 2 to {MAX_MEMBERS}")
+        )
+    for name in names:
+        if not MEMBER_NAME.fullmatch(name):
+            raise InputError(Problem(source, "--hw", f"{name!r} cannot name a member"))
+        if names.count(name) > 1:
+            raise InputError(Problem(source, "--hw", f"{name!r} is given twice"))
+    return names
+
+
+def claims_of(files: RenderedFiles) -> str:
+    """A member's claims as the preflight judges them: its data file's claim lines."""
+    content, _ = files.get(layout.in_overlay(layout.PREFLIGHT_DATA), (b"", 0))
+    lines = content.decode("utf-8").splitlines()
+    return "\n".join(sorted(line for line in lines if line.startswith("claim\t")))
+
+
+def check_distinguishable(members: dict[str, RenderedFiles], source: str) -> None:
+    """Two members with the same claims match the same nodes: no node could choose."""
+    seen: dict[str, str] = {}
+    for name, files in members.items():
+        claims = claims_of(files)
+        if claims in seen:
+            raise InputError(
+                Problem(
+                    source,
+                    "--hw",
+                    f"members {seen[claims]!r} and {name!r} make the same claims: no node can "
+                    "tell them apart",
+                )
+            )
+        seen[claims] = name
+
+
+def select_unit() -> bytes:
+    return f"""# Written by {TOOL} set: chooses this node's member of the bundle set and applies it.
+# The member's own units (GPU, IRQ, preflight) exist once it is applied, and start then: this
+# unit is not ordered before them (their start would wait for it). It runs at every boot; after
+# the first it only publishes the kept choice ({SELECTED_KEPT}).
+[Unit]
+Description={TOOL}: choose and apply this node's member of the bundle set
+After=systemd-udev-trigger.service systemd-udev-settle.service network.target
+Before={SELECT_BEFORE}
+ConditionPathExists={SET_ROOT}/set.conf
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh {SELECT_SCRIPT} {SET_ROOT}
+TimeoutStartSec=900
+SyslogIdentifier={TOOL}-select
+
+[Install]
+WantedBy=multi-user.target
+""".encode()
+
+
+def set_conf(names: list[str], reboot: bool) -> bytes:
+    lines = [f"# Written by {TOOL} set: the members, and whether a reboot for kernel arguments"]
+    lines.append(f"tool\t{TOOL}")
+    lines += [f"member\t{name}" for name in names]
+    lines.append(f"kernel-args-reboot\t{'allow' if reboot else 'forbid'}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def set_install_list(label: str, profile: str, overlay: dict[str, int]) -> bytes:
+    lines = [
+        f"# Written by {TOOL} set: the set's common part; the selector applies a member at boot",
+        f"tool\t{TOOL}",
+        f"bundle\t{label}\t{profile}",
+        f"record\t{SET_RECORD}",
+    ]
+    lines += [f"file\t{mode:04o}\t{path}" for path, mode in sorted(overlay.items())]
+    lines.append(f"service\tenable\t{SELECT_UNIT}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def review_name(plan: Plan, os_given: bool) -> str:
+    """A member's whole bundle's directory under members/: the name `gen matrix` gives the same
+    combination (<hardware>-<profile>[-<distro>]), so `gen matrix --check SET/members` with the
+    set's --hw, --profile and --os is the fleet gate of its members."""
+    suffix = f"-{plan.distro}" if os_given and plan.distro else ""
+    return f"{plan.hardware_name}-{plan.profile_name}{suffix}"
+
+
+def set_files(
+    members: dict[str, RenderedFiles], plans: list[Plan], reboot: bool, os_given: bool = False
+) -> tuple[RenderedFiles, dict[str, object]]:
+    """Every file of the set (less its manifest), and the manifest's data."""
+    files: RenderedFiles = {}
+    overlay: dict[str, int] = {}
+    reviews = {name: review_name(plan, os_given) for name, plan in zip(members, plans, strict=True)}
+    for name, member in members.items():
+        for path, (content, mode) in member.items():
+            files[f"{MEMBERS_DIR}/{reviews[name]}/{path}"] = (content, mode)
+            if path in INSTALL_PART or path.startswith("rootfs/"):
+                target = f"{SET_ROOT}/{MEMBERS_DIR}/{name}/{path}"
+                files[f"rootfs{target}"] = (content, mode)
+                overlay[target] = mode
+    script = (templates_dir() / "set" / "select").read_bytes()
+    own = {
+        f"{SET_ROOT}/set.conf": (set_conf(list(members), reboot), 0o644),
+        SELECT_SCRIPT: (script, 0o755),
+        f"/etc/systemd/system/{SELECT_UNIT}": (select_unit(), 0o644),
+    }
+    for target, (content, mode) in own.items():
+        files[f"rootfs{target}"] = (content, mode)
+        overlay[target] = mode
+    first = next(iter(members.values()))
+    for fixed in ("install.sh", "install-lib.sh"):
+        files[fixed] = first[fixed]
+    label = "set-" + "+".join(members)
+    files["install.list"] = (set_install_list(label, plans[0].profile_name, overlay), 0o644)
+    return files, set_manifest_data(members, plans, files, reboot, reviews)
+
+
+def digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def set_manifest_data(
+    members: dict[str, RenderedFiles],
+    plans: list[Plan],
+    files: RenderedFiles,
+    reboot: bool,
+    reviews: dict[str, str],
+) -> dict[str, object]:
+    stored = {(digest(content), mode): len(content) for content, mode in files.values()}
+    return {
+        "format": SET_FORMAT,
+        "tool": {"name": TOOL, "version": __version__},
+        "profile": plans[0].profile_name,
+        "kernel_args_reboot": "allow" if reboot else "forbid",
+        "members": [
+            {
+                "name": name,
+                "bundle": f"{MEMBERS_DIR}/{reviews[name]}",
+                "hardware": plan.hardware_name,
+                "inputs": {role: {"sha256": value} for role, value in sorted(plan.inputs.items())},
+                "claims_sha256": digest(claims_of(member).encode()),
+                "files": [
+                    {"path": path, "sha256": digest(content), "size": len(content)}
+                    for path, (content, _) in sorted(member.items())
+                ],
+            }
+            for (name, member), plan in zip(members.items(), plans, strict=True)
+        ],
+        "sizes": {
+            "files": len(files),
+            "listed_bytes": sum(len(content) for content, _ in files.values()),
+            "stored_files": len(stored),
+            "stored_bytes": sum(stored.values()),
+        },
+    }
+
+
+def render_set_manifest(data: dict[str, object], files: RenderedFiles) -> bytes:
+    """The set's manifest: its data and every file as a bundle's manifest lists it (install.sh
+    finds install-lib.sh's digest there)."""
+    entries = [
+        {"mode": f"{mode:04o}", "path": path, "sha256": digest(content)}
+        for path, (content, mode) in sorted(files.items())
+    ]
+    return (json.dumps(data | {"files": entries}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def link_duplicates(root: Path, files: Mapping[str, tuple[bytes, int]]) -> int:
+    """Store files of identical bytes and mode once: each later one replaced (renamed over) by a
+    hard link of the first. Every rename is atomic and the bytes the same, so the set is whole at
+    every moment. Returns how many were linked."""
+    first: dict[tuple[str, int], Path] = {}
+    linked = 0
+    for path, (content, mode) in sorted(files.items()):
+        key = (digest(content), mode)
+        target = root / path
+        if key not in first:
+            first[key] = target
+            continue
+        temporary = target.with_name(f".{target.name}.{TOOL}-link")
+        os.link(first[key], temporary)
+        os.replace(temporary, target)
+        linked += 1
+    return linked
+
+
+def set_manifest(directory: Path) -> dict[str, object] | None:
+    """A bundle set's manifest in ``directory`` (read as data, never through a link), or None."""
+    manifest = directory / layout.MANIFEST
+    try:
+        if manifest.is_symlink() or not manifest.is_file() or manifest.stat().st_size > 1 << 24:
+            return None
+        data = json.loads(manifest.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == SET_FORMAT else None
+
+
+def is_set(directory: Path) -> bool:
+    return set_manifest(directory) is not None
+
+
+def set_members(set_dir: Path) -> dict[str, Path]:
+    """Each member's name and its whole bundle's directory, as the set's manifest lists them
+    (a name of the safe alphabet, a directory right under members/)."""
+    members: dict[str, Path] = {}
+    listed = (set_manifest(set_dir) or {}).get("members")
+    for entry in listed if isinstance(listed, list) else []:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        bundle = entry.get("bundle") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not MEMBER_NAME.fullmatch(name):
+            continue
+        if isinstance(bundle, str) and re.fullmatch(rf"{MEMBERS_DIR}/[A-Za-z0-9][\w.-]*", bundle):
+            members[name] = set_dir / bundle
+    return members
+
+
+def chosen_member(set_dir: Path, root: Path | None, snapshot: bool) -> Path:
+    """The member bundle of ``set_dir`` that the node (``root``, or this machine) chose: the
+    selector's /run record, else the kept one under /var. gen verify judges that member."""
+    if snapshot:
+        raise InputError(
+            Problem(
+                str(set_dir),
+                "",
+                "is a bundle set; give --snapshot the member's bundle",
+                f"{set_dir}/{MEMBERS_DIR}/<name>",
+            )
+        )
+    base = root if root is not None else Path("/")
+    for record in (SELECTED, SELECTED_KEPT):
+        path = base / record.lstrip("/")
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 256:
+            name = path.read_text(encoding="utf-8", errors="replace").strip()
+            member = set_members(set_dir).get(name)
+            if member is not None and member.is_dir() and not member.is_symlink():
+                return member
+            raise InputError(Problem(str(path), "", f"names no member of the set {set_dir}"))
+    raise InputError(
+        Problem(
+            str(set_dir),
+            "",
+            f"is a bundle set and {base} chose no member of it "
+            f"(no {SELECTED} or {SELECTED_KEPT}): goldtune-select has not run or failed",
+        )
+    )

@@ -1,0 +1,118 @@
+"""`gen set`: the bundles of several hardware files x one profile x one distribution as one set,
+for one image whose nodes each choose their member at first boot (generator/bundle/bundle_set)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from generator import TOOL
+from generator.errors import GoldtuneError
+from generator.textsafe import printable
+
+# Imported when the command runs (the planner and renderers are heavy): `gen --help` stays quick.
+PATH = click.Path(path_type=Path)
+
+
+def write_set(
+    hardware: tuple[str, ...], profile: str, os_name: str | None, output: Path, reboot: bool
+) -> tuple[Path, dict[str, object]]:
+    """Plan and render every member, then write the set to ``output``; returns it and its
+    manifest's data. Any bad input: nothing written."""
+    from generator.bundle.bundle_set import (
+        check_distinguishable,
+        link_duplicates,
+        member_names,
+        render_set_manifest,
+        set_files,
+    )
+    from generator.commands.generate import plan_for
+    from generator.model import layout
+    from generator.render.render import render_bundle
+
+    plans = [plan_for(name, profile, os_name) for name in hardware]
+    names = member_names(plans, "gen set")
+    members = {name: render_bundle(plan) for name, plan in zip(names, plans, strict=True)}
+    check_distinguishable(members, "gen set")
+    files, data = set_files(members, plans, reboot, os_name is not None)
+    files[layout.MANIFEST] = (render_set_manifest(data, files), 0o644)
+    written = replace_set(files, output)
+    link_duplicates(written, files)
+    return written, data
+
+
+def replace_set(files: dict[str, tuple[bytes, int]], output: Path) -> Path:
+    """write_bundle's atomic write; an earlier set at ``output`` is moved aside first and removed
+    once the new one is in place (put back if the write fails)."""
+    from generator.bundle.bundle_set import is_set
+    from generator.bundle.write import write_bundle
+    from generator.errors import InputError, Problem
+
+    if not is_set(output) or output.is_symlink():
+        return write_bundle(files, output)
+    aside = output.with_name(f".{output.name}.{TOOL}-old-set")
+    if aside.exists():
+        raise InputError(Problem(str(aside), "", "is left from an earlier run; remove it first"))
+    os.rename(output, aside)
+    try:
+        written = write_bundle(files, output)
+    except BaseException:
+        os.rename(aside, output)
+        raise
+    shutil.rmtree(aside)
+    return written
+
+
+@click.command(name="set")
+@click.option(
+    "--hw",
+    "hardware",
+    multiple=True,
+    required=True,
+    metavar="FILE|NAME",
+    help="A member's hardware description (give it once per member, 2 to 8).",
+)
+@click.option("--profile", "profile", required=True, metavar="FILE|NAME", help="Workload profile.")
+@click.option("--os", "os_name", metavar="DISTRO", help="Target distribution of every member.")
+@click.option("-o", "--output", type=PATH, required=True, metavar="DIR", help="Set directory.")
+@click.option(
+    "--reboot-for-kernel-args",
+    is_flag=True,
+    help="The selector reboots the node once when the chosen member's kernel arguments are not "
+    "in effect after it was applied (default: no reboot; they take effect at the next boot).",
+)
+def set_command(
+    hardware: tuple[str, ...],
+    profile: str,
+    os_name: str | None,
+    output: Path,
+    reboot_for_kernel_args: bool,
+) -> None:
+    """Write a bundle set: one image for several machine types, the member chosen on the node.
+
+    \b
+      gen set --hw dgx-h100 --hw l40s-4x-pcie --profile training-k8s --os ubuntu-24.04 -o out/set
+      sudo out/set/install.sh --image-build --root /mnt/image
+
+    install.sh installs every member and the selector unit into the image, nothing
+    machine-specific; at boot the selector judges each member's claims with its preflight,
+    applies the one member that matches through its install.sh, and records the choice.
+    The cloud-init form of a set is not offered: a set is baked into an image.
+    """
+    try:
+        written, data = write_set(hardware, profile, os_name, output, reboot_for_kernel_args)
+    except GoldtuneError as error:  # as generator.cli.reports_errors (commands import no cli)
+        for line in error.lines():
+            click.echo(f"{TOOL}: error: {printable(line)}", err=True)
+        sys.exit(error.exit_code)
+    sizes = data["sizes"]
+    assert isinstance(sizes, dict)
+    click.echo(
+        f"wrote {written}: {len(hardware)} members, {sizes['files']} files "
+        f"({sizes['listed_bytes']} bytes), stored {sizes['stored_files']} "
+        f"({sizes['stored_bytes']} bytes)"
+    )
