@@ -30,7 +30,7 @@ from pathlib import Path
 
 from generator.bundle.equal import stamp_free, version_free
 from generator.commands.generate import render_for
-from generator.model.layout import MANIFEST
+from generator.model.layout import MANIFEST, PROVENANCE
 from generator.render.outputs import RenderedFiles
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,11 +62,13 @@ def shipped() -> Iterator[tuple[str, str, str, str | None]]:
 
 def bundle_digest(files: RenderedFiles) -> str:
     """sha256 over each file's path, mode and version-free bytes, in path order: the version
-    set aside is the one the bundle's manifest.json records."""
+    set aside is the one the bundle's manifest.json records. provenance.json is left out: it
+    restates the other files' digests, the version and the catalog's digest (an edit of the
+    catalog that changes no bundle's file is no change a node sees)."""
     version = json.loads(files[MANIFEST][0])["tool"]["version"]
     digest = hashlib.sha256()
     for path in sorted(files):
-        if path.endswith(".gz"):
+        if path.endswith(".gz") or path == PROVENANCE:
             continue
         content, mode = files[path]
         comparable = stamp_free(version_free(path, content), version)

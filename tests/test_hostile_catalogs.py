@@ -38,11 +38,12 @@ def gen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def fleet(tmp_path: Path) -> Path:
-    """A fleet repository: its committed bundles (current) and an empty site catalog."""
-    done = gen(*ARGS, "-o", "bundles", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    """A fleet repository: its committed bundles (current), written with its empty site catalog
+    (their provenance statements record the catalog's digest)."""
     for kind in ("gpus", "systems", "distros"):
         (tmp_path / "site" / kind).mkdir(parents=True)
+    done = gen("--catalog", "site", *ARGS, "-o", "bundles", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     assert gen("--catalog", "site", *ARGS, "--check", "bundles", cwd=tmp_path).returncode == 0
     return tmp_path
 

@@ -60,7 +60,8 @@ def test_comment_text_is_the_same_escaped_twice(text: str, expected: str) -> Non
 
 
 def walked_entries(directory: Path) -> set[str]:
-    """bundle_entries as it was: os.walk, symlinked folders listed, not descended into."""
+    """bundle_entries by os.walk: symlinked folders listed, not descended into, and a real
+    folder with nothing in it listed as ``name/`` (issue 41: a bundle has none)."""
     found: set[str] = set()
     for parent, dirs, names in os.walk(directory):
         relative = PurePosixPath(Path(parent).relative_to(directory))
@@ -68,6 +69,8 @@ def walked_entries(directory: Path) -> set[str]:
         found.update(
             str(relative / name) for name in dirs if os.path.islink(os.path.join(parent, name))
         )
+        if not dirs and not names and parent != str(directory):
+            found.add(f"{relative}/")
     return {path.removeprefix("./") for path in found}
 
 

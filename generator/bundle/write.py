@@ -260,8 +260,9 @@ def check_target(target: Path) -> None:
 
 
 def bundle_entries(directory: Path) -> set[str]:
-    """Every non-directory entry below ``directory``, as bundle paths (symlinks not followed);
-    a tree deeper or larger than any bundle is bad input (``read.present_entries``)."""
+    """Every non-directory entry below ``directory`` and every empty directory (``name/``), as
+    bundle paths (symlinks not followed); a tree deeper or larger than any bundle is bad input
+    (``read.present_entries``)."""
     return present_entries(directory)
 
 
