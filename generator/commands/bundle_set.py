@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from generator import TOOL
+from generator.commands.usage import OneValueOptions
 from generator.errors import GoldtuneError
 from generator.textsafe import printable
 
@@ -67,7 +68,7 @@ def replace_set(files: dict[str, tuple[bytes, int]], output: Path) -> Path:
     return written
 
 
-@click.command(name="set")
+@click.command(name="set", cls=OneValueOptions)
 @click.option(
     "--hw",
     "hardware",
