@@ -51,14 +51,14 @@ FIRST_BOOT_SCRIPT = "/run/goldtune/first-boot"
 FIRST_BOOT_LIB = "/run/goldtune/install-lib.sh"
 FIRST_BOOT_PROLOGUE = ["#!/bin/sh", "set -eu", "umask 022", "LC_ALL=C", "export LC_ALL"]
 # rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
-VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
+VERIFY_ONLY = {"/usr/lib/goldtune/collect", "/etc/goldtune/collect.conf"}
 # the preflight unit, which install.sh installs and the user-data has no room for (issue 28)
 IMAGE_ONLY = {
-    "/usr/local/libexec/goldtune/preflight",
+    "/usr/lib/goldtune/preflight",
     "/etc/goldtune/preflight.conf",
     "/etc/systemd/system/goldtune-preflight.service",
     # and the NCCL boot step (issue 38)
-    "/usr/local/libexec/goldtune/nccl-resolve",
+    "/usr/lib/goldtune/nccl-resolve",
     "/etc/goldtune/nccl-resolve.conf",
     "/etc/systemd/system/goldtune-nccl-resolve.service",
 }
