@@ -20,6 +20,7 @@ from .layout import (
     INSTALL_LIB,
     INSTALL_SH,
     KERNEL_CMDLINE,
+    LIBEXEC,
     ROOTFS,
     USER_DATA,
     USER_DATA_GZ,
@@ -161,7 +162,8 @@ def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
     (and a generated file's header line cut to the bundle's name; a fixed script's lines may
     also lose their leading blanks, which tests/test_shellform.py proves sh ignores there), and
     manifest.json names that form's digest."""
-    dedented = original.parent.parent.name == "libexec"  # rootfs/usr/local/libexec/<tool>/
+    # a fixed script: rootfs/usr/lib/<tool>/<name> (layout.LIBEXEC)
+    dedented = original.parent.relative_to(bundle).as_posix() == f"rootfs{LIBEXEC}"
     if not lines_kept(original.read_text(), delivered.decode(), dedented):
         return False
     manifest = json.loads((bundle / "manifest.json").read_text())
