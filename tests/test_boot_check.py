@@ -24,7 +24,7 @@ from generator.render.render import render_bundle
 from generator.verify.checks_host import check_kernel_arg
 
 UNIT = "etc/systemd/system/goldtune-kernel-args.service"
-SCRIPT = "usr/local/libexec/goldtune/kernel-args-check"
+SCRIPT = "usr/lib/goldtune/kernel-args-check"
 RECORD = "var/lib/goldtune"
 
 
@@ -64,10 +64,7 @@ def test_an_image_build_installs_and_enables_the_boot_check(tmp_path: Path) -> N
     root = debian_root(tmp_path / "image")
     install(tmp_path, root, INFERENCE)
     unit = (root / UNIT).read_text()
-    assert (
-        "ExecStart=/bin/sh /usr/local/libexec/goldtune/kernel-args-check /var/lib/goldtune\n"
-        in (unit)
-    )
+    assert "ExecStart=/bin/sh /usr/lib/goldtune/kernel-args-check /var/lib/goldtune\n" in (unit)
     assert (
         root / "etc/systemd/system/multi-user.target.wants/goldtune-kernel-args.service"
     ).is_symlink()

@@ -17,7 +17,7 @@ import boot_forks
 
 # strace -f -qq -e trace=process: the pid column 5 wide, an execve whole, one split in two
 LOG = """\
-21234 execve("/usr/local/libexec/goldtune/gpu-setup", ["gpu-setup", "x"], 0x7 /* 3 vars */) = 0
+21234 execve("/usr/lib/goldtune/gpu-setup", ["gpu-setup", "x"], 0x7 /* 3 vars */) = 0
 21234 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD, child_tidptr=0x7) = 9651
 9651  execve("/usr/bin/timeout", ["timeout", "-k", "5", "15", "nvidia-smi"], 0x5 /* 3 vars */) = 0
 9651  clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD, child_tidptr=0x7) = 9652

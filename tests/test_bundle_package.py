@@ -75,9 +75,7 @@ def test_the_deb_holds_the_bundle_docs_and_a_postinst(packages, bundle):
     assert f" .{HOME}/install.sh\n" in listing and f" .{HOME}/rootfs/etc/sysctl.d/" in listing
     assert f" .{HOME}/provenance.json\n" in listing
     assert "-rwxr-xr-x root/root" in next(
-        line
-        for line in listing.splitlines()
-        if line.endswith("/usr/local/libexec/goldtune/gpu-setup")
+        line for line in listing.splitlines() if line.endswith("/usr/lib/goldtune/gpu-setup")
     )
     assert f" ./usr/share/doc/{NAME}/copyright\n" in listing
     assert f" ./usr/share/doc/{NAME}/changelog.gz\n" in listing

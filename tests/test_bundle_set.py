@@ -21,8 +21,8 @@ from generator.cli import main
 from generator.paths import templates_dir
 from tests import detect_trees as trees
 
-SET_ROOT = "usr/local/lib/goldtune/set"
-SELECT = "usr/local/libexec/goldtune/select"
+SET_ROOT = "usr/lib/goldtune/set"
+SELECT = "usr/lib/goldtune/select"
 SYSCTL = "etc/sysctl.d/90-goldtune.conf"
 
 
@@ -118,7 +118,7 @@ def test_the_set_has_one_manifest_with_members_sizes_and_shared_files(
     sizes = manifest["sizes"]
     assert sizes["stored_bytes"] < sizes["listed_bytes"]
     # the fixed preflight script is one file on disk, however many copies the set lists
-    preflight = "rootfs/usr/local/libexec/goldtune/preflight"
+    preflight = "rootfs/usr/lib/goldtune/preflight"
     inodes = {
         (made / "members" / f"{name}-training" / preflight).stat().st_ino for name in ("dgx", "l4")
     }

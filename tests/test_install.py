@@ -129,7 +129,7 @@ def test_install_into_an_image_twice_gives_the_same_tree(tmp_path: Path) -> None
             )
     assert after_first["/etc/tuned/active_profile"][1] == b"goldtune-inference\n"
     assert after_first["/etc/tuned/profile_mode"][1] == b"manual\n"
-    assert stat.S_IMODE((root / "usr/local/libexec/goldtune/gpu-setup").stat().st_mode) == 0o755
+    assert stat.S_IMODE((root / "usr/lib/goldtune/gpu-setup").stat().st_mode) == 0o755
 
 
 def test_services_are_linked_in_the_image_and_missing_units_are_skipped(tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_files_a_newer_bundle_drops_are_removed(tmp_path: Path) -> None:
     root.mkdir()
     path = make_bin(tmp_path, {})
     run(bundle_for(tmp_path, full_plan(), "old") / "install.sh", "--root", str(root), path=path)
-    assert (root / "usr/local/libexec/goldtune/irq-affinity").exists()
+    assert (root / "usr/lib/goldtune/irq-affinity").exists()
     result = run(
         bundle_for(tmp_path, plan_without("irq"), "new") / "install.sh",
         "--root",
@@ -243,13 +243,10 @@ def test_files_a_newer_bundle_drops_are_removed(tmp_path: Path) -> None:
         path=path,
     )
     assert result.returncode == 0, result.stderr
-    assert not (root / "usr/local/libexec/goldtune/irq-affinity").exists()
+    assert not (root / "usr/lib/goldtune/irq-affinity").exists()
     assert not (root / "etc/systemd/system/goldtune-irq-affinity.service").exists()
-    assert (
-        "removed /usr/local/libexec/goldtune/irq-affinity (no longer in the bundle)"
-        in result.stdout
-    )
-    assert (root / "usr/local/libexec/goldtune/gpu-setup").exists()
+    assert "removed /usr/lib/goldtune/irq-affinity (no longer in the bundle)" in result.stdout
+    assert (root / "usr/lib/goldtune/gpu-setup").exists()
 
 
 def test_a_dropped_timer_takes_its_timers_target_link_along(tmp_path: Path) -> None:
@@ -894,12 +891,19 @@ def in_chroot(root: Path, command: str, binds: tuple[tuple[str, str], ...] = ())
     awk = Path(shutil.which("awk") or "/usr/bin/awk").resolve()
     if not (root / "stub/awk").is_symlink():
         (root / "stub/awk").symlink_to(awk)
-    mounts = [("/usr", "usr"), ("/dev", "dev"), *binds]
-    script = "set -e\n" + "".join(
-        f"mount --bind {shlex.quote(host)} {shlex.quote(str(root / inside))}\n"
-        for host, inside in mounts
+    # the host's /usr under a writable overlay whose changes stay in the root (the bundle's
+    # scripts go to /usr/lib/goldtune): nothing is written to the host's /usr
+    layers = root / ".usr-layers"
+    for name in ("upper", "work"):
+        (layers / name).mkdir(parents=True, exist_ok=True)
+    options = f"lowerdir=/usr,upperdir={layers}/upper,workdir={layers}/work"
+    script = (
+        f"set -e\nmount -t overlay usr -o {shlex.quote(options)} {shlex.quote(str(root / 'usr'))}\n"
     )
-    script += f"mount -o remount,bind,ro {shlex.quote(str(root / 'usr'))}\n"
+    script += "".join(
+        f"mount --bind {shlex.quote(host)} {shlex.quote(str(root / inside))}\n"
+        for host, inside in [("/dev", "dev"), *binds]
+    )
     script += (
         f"exec chroot {shlex.quote(str(root))} /usr/bin/env -i PATH=/stub:/usr/sbin:/usr/bin "
         f"LC_ALL=C STUB_LOG=/stub.log /bin/sh -c {shlex.quote(command)}\n"
@@ -938,11 +942,9 @@ def test_live_bls_uses_grubby_to_add_and_remove_and_layers_tuned(tmp_path: Path)
         'case "$*" in *"is-active --quiet tuned.service") exit 0 ;; cat*) exit 1 ;; esac\n',
     )
     (root / "tmp").mkdir()
-    (root / "usr-local").mkdir()  # a writable /usr/local over the host's, for libexec
-    local = ((str(root / "usr-local"), "usr/local"),)
     for number, plan in enumerate((INFERENCE, TRAINING, INFERENCE)):
         bundle = bundle_for(root / "tmp", plan, f"bundle-{number}")
-        out = in_chroot(root, f"/{bundle.relative_to(root)}/install.sh", local)
+        out = in_chroot(root, f"/{bundle.relative_to(root)}/install.sh")
         assert "done:" in out and " 0 failed" in out, out
     calls = (root / "stub.log").read_text().splitlines()
     inference, training = kernel_cmdline(INFERENCE), kernel_cmdline(TRAINING)
@@ -986,11 +988,9 @@ def test_live_a_bundle_without_tuned_switches_tuned_off_ours(
         'case "$*" in *"is-active --quiet tuned.service") exit 0 ;; cat*) exit 1 ;; esac\n',
     )
     (root / "tmp").mkdir()
-    (root / "usr-local").mkdir()
-    local = ((str(root / "usr-local"), "usr/local"),)
     for plan, name in ((INFERENCE, "layered"), (TUNED_OFF, "off")):
         bundle = bundle_for(root / "tmp", plan, name)
-        out = in_chroot(root, f"/{bundle.relative_to(root)}/install.sh", local)
+        out = in_chroot(root, f"/{bundle.relative_to(root)}/install.sh")
         assert "done:" in out and " 0 failed" in out, out
     calls = [c for c in (root / "stub.log").read_text().splitlines() if c.startswith("tuned-adm")]
     assert calls[1:] == [expected], calls
@@ -1143,7 +1143,6 @@ def build_vm_root(root: Path, detect_virt_status: int) -> Path:
     """A root that is / of a running systemd system (or of a chroot, by systemd-detect-virt)."""
     (root / "run/systemd/system").mkdir(parents=True)
     (root / "tmp").mkdir()
-    (root / "usr-local").mkdir()  # a writable /usr/local over the host's, for libexec
     for name in ("sysctl", "systemd-tmpfiles", "udevadm", "tuned-adm", "update-grub"):
         stub(root, name)
     # the NVIDIA package's unit (the host's /usr is bound in, without it)
@@ -1158,7 +1157,7 @@ def install_in(root: Path, *args: str) -> tuple[int, str, list[str]]:
     """install.sh of a full bundle run with ``root`` as /: (exit status, output, tool calls)."""
     bundle = bundle_for(root / "tmp", full_plan())
     command = f"/{bundle.relative_to(root)}/install.sh {' '.join(args)} 2>&1; echo status=$?"
-    out = in_chroot(root, command, ((str(root / "usr-local"), "usr/local"),))
+    out = in_chroot(root, command)
     status = int(out.rsplit("status=", 1)[1])
     return status, out, (root / "stub.log").read_text().splitlines()
 

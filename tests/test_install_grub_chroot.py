@@ -41,13 +41,16 @@ def image_on_its_own_filesystem(tmp_path: Path, install: list[str]) -> dict[str,
     }
     q = shlex.quote
     script = f"set -e\nmount -t tmpfs image {q(str(root))}\ncd {q(str(root))}\n"
-    script += "mkdir -p usr usr-local dev proc sys boot/grub etc/grub.d etc/default etc/tuned\n"
+    script += "mkdir -p usr .usr-layers/upper .usr-layers/work dev proc sys boot/grub\n"
+    script += "mkdir -p etc/grub.d etc/default etc/tuned\n"
     script += "mkdir stub\n"
     script += "".join(f"ln -s usr/{name} {name}\n" for name in ("bin", "sbin", "lib", "lib64"))
     script += "".join(f"printf %s {q(text)} >{q(name)}\n" for name, text in files.items())
     script += f"ln -s {q(str(awk))} stub/awk\n"  # the image's /etc has no alternatives
-    script += "mount --bind /usr usr && mount -o remount,bind,ro usr\n"
-    script += "mount --bind usr-local usr/local\n"  # the bundle's libexec, over the host's
+    # the host's /usr under a writable overlay kept in the tmpfs (the bundle's /usr/lib/goldtune)
+    layers = f"{root}/.usr-layers"
+    options = f"lowerdir=/usr,upperdir={layers}/upper,workdir={layers}/work"
+    script += f"mount -t overlay usr -o {q(options)} usr\n"
     script += "mount --bind /etc/grub.d etc/grub.d\n"
     script += f"mount --bind {q(str(tmp_path / 'grub-probe'))} usr/sbin/grub-probe\n"
     out = q(str(tmp_path))

@@ -77,7 +77,8 @@ def link_inside(root: Path, place: str, to: str) -> None:
         # a directory the tool writes into, a link to another directory of the image
         ("/etc/sysctl.d", "/etc/sysctl.d/91-goldtune-old.conf"),
         # a component higher up
-        ("/usr/local/libexec", "/usr/local/libexec/goldtune/victim"),
+        ("/usr/lib", "/usr/lib/goldtune/victim"),
+        ("/usr/local/libexec", "/usr/local/libexec/goldtune/victim"),  # before 0.2.0
         # a directory whose own name carries the tool's
         ("/etc/goldtune-x", "/etc/goldtune-x/90-goldtune.conf"),
     ],
@@ -115,7 +116,8 @@ def test_a_link_out_of_the_image_on_a_record_line_removes_nothing(tmp_path: Path
     [
         "/etc/goldtune-keep/passwd",  # a directory named with the tool's, a file that is not
         "/etc/goldtune/deeper/shadow",  # below /etc/goldtune's own files
-        "/usr/local/libexec/goldtune/x/y",
+        "/usr/lib/goldtune/x/y",
+        "/usr/local/libexec/goldtune/x/y",  # before 0.2.0
         "/etc/tuned/goldtune-x/other.conf",
         "/etc/tuned/goldtune-x/y/tuned.conf",
         "/etc/goldtune/../shadow",
@@ -341,3 +343,31 @@ def test_only_our_temporaries_are_swept_and_no_link_is_followed(tmp_path: Path) 
     assert all(kept.exists() for kept in not_ours)
     assert directory.is_dir()
     assert through_link.exists()
+
+
+# --- 4. an upgrade from the /usr/local layout (before 0.2.0) ------------------------------------
+def test_an_upgrade_from_the_usr_local_layout_removes_the_old_scripts(tmp_path: Path) -> None:
+    """Bundles before 0.2.0 installed the boot scripts into /usr/local/libexec/goldtune (which
+    Debian Policy 9.1.2 forbids a package). Their record lists them there; the next install puts
+    the scripts in /usr/lib/goldtune and removes the old copies, without a warning."""
+    bundle, root, path = installed_image(tmp_path)
+    record = root / RECORD
+    new_dir, old_dir = root / "usr/lib/goldtune", root / "usr/local/libexec/goldtune"
+    scripts = sorted(entry.name for entry in new_dir.iterdir() if entry.is_file())
+    assert scripts
+    old_dir.parent.mkdir(parents=True)
+    new_dir.rename(old_dir)  # the old layout's tree
+    old_record = record.read_text().replace("/usr/lib/goldtune/", "/usr/local/libexec/goldtune/")
+    assert "/usr/local/libexec/goldtune/" in old_record
+    record.write_text(old_record)
+    result = run(bundle / "install.sh", "--root", str(root), path=path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(entry.name for entry in new_dir.iterdir() if entry.is_file()) == scripts
+    assert not old_dir.exists() or not any(old_dir.iterdir()), result.stdout  # rmdir: not in PATH
+    for name in scripts:
+        assert f"removed /usr/local/libexec/goldtune/{name}" in result.stdout
+    assert " 0 failed" in result.stdout and "not removed" not in result.stdout
+    assert "/usr/local/" not in "".join(
+        line for line in result.stdout.splitlines() if "warn" in line
+    )
+    assert "/usr/local/" not in record.read_text()

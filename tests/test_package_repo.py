@@ -103,7 +103,7 @@ def test_purge_leaves_no_directory_and_no_runtime_output(packages, tmp_path) -> 
     reporting a removed bundle, and the directories install.sh made stayed behind."""
     need("dpkg")
     root = scratch_root(tmp_path / "image")
-    (root / "usr/local").mkdir(parents=True)  # every image has them (base-files)
+    (root / "usr/lib").mkdir(parents=True)  # every image has it (base-files, libc)
     outputs = [root / output.lstrip("/") for output in (TEXTFILE, NFD_PREFLIGHT_FILE)]
     for output in outputs:  # node_exporter's and NFD's directories: the image's
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -44,24 +44,22 @@ MODULES = "rootfs/etc/modules-load.d/90-goldtune.conf"
 TMPFILES = "rootfs/etc/tmpfiles.d/90-goldtune.conf"
 UDEV = "rootfs/etc/udev/rules.d/60-goldtune-io-scheduler.rules"
 TUNED = "rootfs/etc/tuned/goldtune-inference/tuned.conf"
-GPU_SCRIPT = "rootfs/usr/local/libexec/goldtune/gpu-setup"
+GPU_SCRIPT = "rootfs/usr/lib/goldtune/gpu-setup"
 GPU_UNIT = "rootfs/etc/systemd/system/goldtune-gpu.service"
-IRQ_SCRIPT = "rootfs/usr/local/libexec/goldtune/irq-affinity"
-COLLECTOR = (
-    "rootfs/usr/local/libexec/goldtune/collect"  # in every bundle, for gen verify --snapshot
-)
+IRQ_SCRIPT = "rootfs/usr/lib/goldtune/irq-affinity"
+COLLECTOR = "rootfs/usr/lib/goldtune/collect"  # in every bundle, for gen verify --snapshot
 GPU_DATA = "rootfs/etc/goldtune/gpu.conf"
 IRQ_DATA = "rootfs/etc/goldtune/irq.conf"
 COLLECT_DATA = "rootfs/etc/goldtune/collect.conf"
 IRQ_UNIT = "rootfs/etc/systemd/system/goldtune-irq-affinity.service"
-ACS_SCRIPT = "rootfs/usr/local/libexec/goldtune/pcie-acs"
-REPORT = "rootfs/usr/local/libexec/goldtune/report"
+ACS_SCRIPT = "rootfs/usr/lib/goldtune/pcie-acs"
+REPORT = "rootfs/usr/lib/goldtune/report"
 ACS_DATA = "rootfs/etc/goldtune/pcie-acs.conf"
 ACS_UNIT = "rootfs/etc/systemd/system/goldtune-pcie-acs.service"
-PREFLIGHT_SCRIPT = "rootfs/usr/local/libexec/goldtune/preflight"
+PREFLIGHT_SCRIPT = "rootfs/usr/lib/goldtune/preflight"
 PREFLIGHT_DATA = "rootfs/etc/goldtune/preflight.conf"
 PREFLIGHT_UNIT = "rootfs/etc/systemd/system/goldtune-preflight.service"
-NCCL_SCRIPT = "rootfs/usr/local/libexec/goldtune/nccl-resolve"
+NCCL_SCRIPT = "rootfs/usr/lib/goldtune/nccl-resolve"
 NCCL_DATA = "rootfs/etc/goldtune/nccl-resolve.conf"
 NCCL_UNIT = "rootfs/etc/systemd/system/goldtune-nccl-resolve.service"
 IMAGE_ONLY = (PREFLIGHT_SCRIPT, PREFLIGHT_DATA, PREFLIGHT_UNIT, NCCL_SCRIPT, NCCL_DATA, NCCL_UNIT)
@@ -364,20 +362,12 @@ def test_every_data_line_has_its_reason_on_the_line_above(full: dict[str, str], 
 def test_acs_targets_reach_the_script_as_data(full: dict[str, str]) -> None:
     targets = [line for line in full[ACS_DATA].splitlines() if line.startswith("acs-off\t")]
     assert targets == ["acs-off\tgpus", "acs-off\tnic\tibp24s0"]
-    assert (
-        "ExecStart=/usr/local/libexec/goldtune/pcie-acs /etc/goldtune/pcie-acs.conf\n"
-        in (full[ACS_UNIT])
-    )
+    assert "ExecStart=/usr/lib/goldtune/pcie-acs /etc/goldtune/pcie-acs.conf\n" in (full[ACS_UNIT])
 
 
 def test_units_name_their_script_and_its_data(full: dict[str, str]) -> None:
-    assert (
-        "ExecStart=/usr/local/libexec/goldtune/gpu-setup /etc/goldtune/gpu.conf\n" in full[GPU_UNIT]
-    )
-    assert (
-        "ExecStart=/usr/local/libexec/goldtune/irq-affinity /etc/goldtune/irq.conf\n"
-        in full[IRQ_UNIT]
-    )
+    assert "ExecStart=/usr/lib/goldtune/gpu-setup /etc/goldtune/gpu.conf\n" in full[GPU_UNIT]
+    assert "ExecStart=/usr/lib/goldtune/irq-affinity /etc/goldtune/irq.conf\n" in full[IRQ_UNIT]
 
 
 def test_unit_and_script_exist_only_with_settings_of_their_kind() -> None:

@@ -88,7 +88,7 @@ def boot(set_dir: Path, shape: str, out: Path) -> str:
     hook.write_text(HOOK.format(extra=extra))
     hook.chmod(0o755)
     command = [str(BOOT / "boot.sh"), "--bundle", str(set_dir), "--out", str(out)]
-    command += ["--collector", str(member / "rootfs/usr/local/libexec/goldtune/collect")]
+    command += ["--collector", str(member / "rootfs/usr/lib/goldtune/collect")]
     command += ["--collect-data", str(member / "rootfs/etc/goldtune/collect.conf")]
     command += ["--timeout", str(TIMEOUT_S), "--smp", smp, "--hook", str(hook)]
     if topology:

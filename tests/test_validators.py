@@ -60,7 +60,7 @@ class Case:
 
 NFD_FILE = "rootfs/etc/kubernetes/node-feature-discovery/features.d/goldtune"
 NFD_NS = "feature.node.kubernetes.io"
-SCRIPT = "rootfs/usr/local/libexec/goldtune/setup"
+SCRIPT = "rootfs/usr/lib/goldtune/setup"
 UNIT = "rootfs/etc/systemd/system/goldtune-test.service"
 GOOD_SCRIPT = '#!/bin/sh\nset -eu\nprintf "%s\\n" "ok"\n'
 
@@ -74,11 +74,9 @@ def unit(body: str, exec_start: str = f"/{SCRIPT.removeprefix('rootfs/')}") -> d
 
 
 FIXED = Path(__file__).resolve().parents[1] / "templates" / "scripts"
-GPU_READER = {"rootfs/usr/local/libexec/goldtune/gpu-setup": (FIXED / "gpu-setup").read_text()}
-IRQ_READER = {
-    "rootfs/usr/local/libexec/goldtune/irq-affinity": (FIXED / "irq-affinity").read_text()
-}
-COLLECT_READER = {"rootfs/usr/local/libexec/goldtune/collect": (FIXED / "collect").read_text()}
+GPU_READER = {"rootfs/usr/lib/goldtune/gpu-setup": (FIXED / "gpu-setup").read_text()}
+IRQ_READER = {"rootfs/usr/lib/goldtune/irq-affinity": (FIXED / "irq-affinity").read_text()}
+COLLECT_READER = {"rootfs/usr/lib/goldtune/collect": (FIXED / "collect").read_text()}
 INSTALLER = {
     "install.sh": (FIXED / "install.sh").read_text(),
     "install-lib.sh": (FIXED / "install-lib.sh").read_text(),
@@ -330,7 +328,7 @@ CASES = [
     Case(
         "units",
         "missing-script",
-        unit("", exec_start="/usr/local/libexec/goldtune/missing"),
+        unit("", exec_start="/usr/lib/goldtune/missing"),
         "is not executable",
     ),
     Case(

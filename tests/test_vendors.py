@@ -259,7 +259,7 @@ def test_a_bundles_data_lists_only_the_vendors_its_gpus_are() -> None:
     amd_script = gpu_script(GPU_VENDORS[GpuVendor.AMD])
     assert in_overlay(amd_script) in amd and in_overlay(layout.GPU_SCRIPT) not in amd
     assert (
-        "ExecStart=/usr/local/libexec/goldtune/gpu-setup-amd "
+        "ExecStart=/usr/lib/goldtune/gpu-setup-amd "
         in amd[in_overlay(layout.unit_file(layout.GPU_UNIT))][0].decode()
     )
 

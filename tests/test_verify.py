@@ -719,19 +719,19 @@ def test_an_unhealthy_boot_fails(tmp_path, record, kind):
 def test_installed_files_are_compared_with_the_manifest(tmp_path):
     files = {
         "rootfs/etc/sysctl.d/90-goldtune.conf": ("vm.swappiness = 1\n", 0o644),
-        "rootfs/usr/local/libexec/goldtune/gpu-setup": ("#!/bin/sh\n", 0o755),
+        "rootfs/usr/lib/goldtune/gpu-setup": ("#!/bin/sh\n", 0o755),
     }
     digest = hashlib.sha256(b"vm.swappiness = 1\n").hexdigest()
     checks = health(
         tmp_path,
         ("file", "/etc/sysctl.d/90-goldtune.conf", f"{digest} 644"),
-        ("file", "/usr/local/libexec/goldtune/gpu-setup", f"{digest} 755"),
+        ("file", "/usr/lib/goldtune/gpu-setup", f"{digest} 755"),
         files=files,
     )
     by_key = {c.key: c.verdict for c in checks if c.kind == "file"}
     assert by_key == {
         "/etc/sysctl.d/90-goldtune.conf": OK,
-        "/usr/local/libexec/goldtune/gpu-setup": DIFFERS,
+        "/usr/lib/goldtune/gpu-setup": DIFFERS,
     }
 
 

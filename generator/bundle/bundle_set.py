@@ -28,7 +28,7 @@ from generator.paths import templates_dir
 RenderedFiles = dict[str, tuple[bytes, int]]  # as generator.render.outputs: path -> (content, mode)
 
 SET_FORMAT = f"{TOOL}-set/1"
-SET_ROOT = f"/usr/local/lib/{TOOL}/set"  # where the image keeps the members' install parts
+SET_ROOT = f"/usr/lib/{TOOL}/set"  # where the image keeps the members' install parts
 SET_RECORD = f"/var/lib/{TOOL}/set/installed-files"  # the set's own install record
 SELECT_SCRIPT = f"{layout.LIBEXEC}/select"
 SELECT_UNIT = f"{TOOL}-select.service"

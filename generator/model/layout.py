@@ -105,7 +105,14 @@ NCCL_STYLE_CONFS = {"nccl": NCCL_CONF, "rccl": RCCL_CONF}
 UNNAMED_TARGETS = frozenset({DOCKER_DAEMON_JSON, NCCL_CONF, RCCL_CONF})
 
 # --- the fixed scripts and the data files they read -------------------------------------------
-LIBEXEC = f"/usr/local/libexec/{TOOL}"
+# The boot scripts (and a set's members, bundle_set.SET_ROOT): no package, maintainer scripts
+# included, may place files under /usr/local (Debian Policy 9.1.2), and internal executables may
+# live in a single subdirectory of /usr/lib (FHS 3.0 4.6, which Debian Policy 9.1.1 adopts;
+# https://specifications.freedesktop.org/fhs/latest/usrLib.html). FHS 4.7 allows
+# /usr/libexec/<package> instead (RHEL's choice), but /usr/lib/<package> is valid on every target.
+# Bundles before 0.2.0 used /usr/local/libexec/<tool>: install-lib.sh's stale_candidate still
+# takes that prefix as the tool's own, so an upgrade removes what the old record lists.
+LIBEXEC = f"/usr/lib/{TOOL}"
 SCRIPTS_DIR = "scripts"  # under templates/: the fixed scripts, copied verbatim
 
 

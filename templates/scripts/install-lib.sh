@@ -380,13 +380,13 @@ run_step() { # name [word]
 
 # --- files an earlier bundle installed that this one does not carry -----------------------------
 # A line of the install record is used only when it names a file this tool could have installed:
-# under /etc with the tool's name in the file's own name, a file of /etc/<tool>, of the libexec
-# directory or of a tuned profile directory of the tool's, or a file whose name cannot carry the
-# tool's, each read at one fixed path by its consumer (layout.UNNAMED_TARGETS).
+# under /etc with the tool's name in the file's own name, a file of /etc/<tool>, of the scripts'
+# directory (before 0.2.0 /usr/local/libexec/<tool>) or of a tuned profile directory of the
+# tool's, or a file whose name cannot carry the tool's, each read at one fixed path by its consumer (layout.UNNAMED_TARGETS).
 stale_candidate() { # path
     is_path "$1" || return 1
     case $1 in /etc/docker/daemon.json | /etc/nccl.conf | /etc/rccl.conf) return 0 ;; esac
-    case ${1%/*} in /etc/"$tool" | /usr/local/libexec/"$tool" | /usr/local/lib/"$tool"/set*) return 0 ;; esac
+    case ${1%/*} in /etc/"$tool" | /usr/lib/"$tool" | /usr/lib/"$tool"/set* | /usr/local/libexec/"$tool" | /usr/local/lib/"$tool"/set*) return 0 ;; esac
     case ${1%/*/*} in /etc/tuned | /etc/tuned/profiles) case ${1#"${1%/*/*}"/} in "$tool"-*/tuned.conf) return 0 ;; esac ;; esac
     case $1 in /etc/*/*"$tool"*) case ${1##*/} in *"$tool"*) return 0 ;; esac ;; esac
     return 1

@@ -1201,9 +1201,15 @@ kargs = [$kargs]"
 # once to take them (a marker in the record directory, removed here: never a loop). The check
 # script is fixed text of this script, run by /bin/sh (write_text writes 0644).
 boot_check_unit() {
-    check_script=/usr/local/libexec/$tool/kernel-args-check
+    check_script=/usr/lib/$tool/kernel-args-check
     check_unit=$tool-kernel-args.service
     check_dir=${record%/*}
+    # bundles before 0.2.0 wrote it to /usr/local/libexec/<tool>: removed, that directory if empty
+    legacy=/usr/local/libexec/$tool
+    if target_of "$legacy/kernel-args-check" existing && [ -e "$target" ]; then
+        remove_own "$legacy/kernel-args-check"
+        ! resolve_dir "$legacy" unlinked || ! rmdir -- "$dir" 2>/dev/null || say "removed $legacy"
+    fi
     if [ "$uninstall" = yes ]; then
         take_back_boot_check
         return 0
@@ -1399,7 +1405,7 @@ sweep_temporaries() {
                 ! stale_candidate "$old" || printf '%s\n' "$old"
             done
             printf '%s/x\n' "${record%/*}" /etc /etc/tuned /etc/kernel /etc/default /etc/default/grub.d \
-                /boot/loader/entries /etc/containerd /etc/systemd/system /usr/lib/bootc/kargs.d "/usr/local/libexec/$tool"
+                /boot/loader/entries /etc/containerd /etc/systemd/system /usr/lib/bootc/kargs.d "/usr/lib/$tool"
         } | awk '{ sub(/\/[^\/]*$/, "") } sub(/^\/etc\/tuned(\/profiles)?\//, "") { print "/etc/tuned/" $0; $0 = "/etc/tuned/profiles/" $0 } 1' |
             sort -u
     ); do

@@ -28,7 +28,7 @@
 #                          runs after the collector, its output on ttyS2 -> OUT/extra.log)
 #   --before SCRIPT        run `SCRIPT ROOT` before delivery (the image as a user had set it up)
 #   --collector FILE       the collector to run (default: the bundle's
-#                          rootfs/usr/local/libexec/goldtune/collect); it reads the bundle's
+#                          rootfs/usr/lib/goldtune/collect); it reads the bundle's
 #                          rootfs/etc/goldtune/collect.conf, copied beside it
 #   --collect-data FILE    the collector's data file instead (a bundle set has none of its own:
 #                          tests/test_set_boot.py passes the expected member's)
@@ -127,7 +127,7 @@ case $loader in kernel | grub | systemd-boot) ;; *) die "--loader is kernel, gru
 [ -f "$bundle/install.sh" ] || die "$bundle is not a bundle (no install.sh)" 2
 [ "$(id -u)" = 0 ] || die "needs root" 2
 bundle=$(CDPATH='' cd -- "$bundle" && pwd -P)
-collector=${collector:-$bundle/rootfs/usr/local/libexec/goldtune/collect}
+collector=${collector:-$bundle/rootfs/usr/lib/goldtune/collect}
 [ -f "$collector" ] || die "no collector at $collector (pass --collector)" 2
 collect_data=${collect_data:-$bundle/rootfs/etc/goldtune/collect.conf}
 [ -f "$collect_data" ] || die "no collector data at $collect_data" 2

@@ -26,16 +26,16 @@ from .run import copy_readable, run, scratch, unprivileged
 # data file -> the fixed script that reads it (bundle-relative); gpu.conf is read by the GPU
 # vendor's script the bundle carries (one per vendor, generator/model/vendors.py)
 GPU_READERS = tuple(
-    f"{ROOTFS}/usr/local/libexec/goldtune/{spec.setup_script}" for spec in GPU_VENDORS.values()
+    f"{ROOTFS}/usr/lib/goldtune/{spec.setup_script}" for spec in GPU_VENDORS.values()
 )
 DATA_READERS = {
     f"{ROOTFS}/etc/goldtune/gpu.conf": GPU_READERS[0],
-    f"{ROOTFS}/etc/goldtune/irq.conf": f"{ROOTFS}/usr/local/libexec/goldtune/irq-affinity",
-    f"{ROOTFS}/etc/goldtune/pcie-acs.conf": f"{ROOTFS}/usr/local/libexec/goldtune/pcie-acs",
-    f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/local/libexec/goldtune/collect",
-    f"{ROOTFS}/etc/goldtune/report.conf": f"{ROOTFS}/usr/local/libexec/goldtune/report",
-    f"{ROOTFS}/etc/goldtune/preflight.conf": f"{ROOTFS}/usr/local/libexec/goldtune/preflight",
-    f"{ROOTFS}/etc/goldtune/nccl-resolve.conf": f"{ROOTFS}/usr/local/libexec/goldtune/nccl-resolve",
+    f"{ROOTFS}/etc/goldtune/irq.conf": f"{ROOTFS}/usr/lib/goldtune/irq-affinity",
+    f"{ROOTFS}/etc/goldtune/pcie-acs.conf": f"{ROOTFS}/usr/lib/goldtune/pcie-acs",
+    f"{ROOTFS}/etc/goldtune/collect.conf": f"{ROOTFS}/usr/lib/goldtune/collect",
+    f"{ROOTFS}/etc/goldtune/report.conf": f"{ROOTFS}/usr/lib/goldtune/report",
+    f"{ROOTFS}/etc/goldtune/preflight.conf": f"{ROOTFS}/usr/lib/goldtune/preflight",
+    f"{ROOTFS}/etc/goldtune/nccl-resolve.conf": f"{ROOTFS}/usr/lib/goldtune/nccl-resolve",
 }
 DATA_PATTERNS = (*DATA_READERS, INSTALL_LIST)
 

@@ -20,6 +20,7 @@ from .layout import (
     INSTALL_LIB,
     INSTALL_SH,
     KERNEL_CMDLINE,
+    LIBEXEC,
     ROOTFS,
     USER_DATA,
     USER_DATA_GZ,
@@ -51,14 +52,14 @@ FIRST_BOOT_SCRIPT = "/run/goldtune/first-boot"
 FIRST_BOOT_LIB = "/run/goldtune/install-lib.sh"
 FIRST_BOOT_PROLOGUE = ["#!/bin/sh", "set -eu", "umask 022", "LC_ALL=C", "export LC_ALL"]
 # rootfs/ files the user-data leaves out: the collector is for gen verify, not first-boot tuning
-VERIFY_ONLY = {"/usr/local/libexec/goldtune/collect", "/etc/goldtune/collect.conf"}
+VERIFY_ONLY = {"/usr/lib/goldtune/collect", "/etc/goldtune/collect.conf"}
 # the preflight unit, which install.sh installs and the user-data has no room for (issue 28)
 IMAGE_ONLY = {
-    "/usr/local/libexec/goldtune/preflight",
+    "/usr/lib/goldtune/preflight",
     "/etc/goldtune/preflight.conf",
     "/etc/systemd/system/goldtune-preflight.service",
     # and the NCCL boot step (issue 38)
-    "/usr/local/libexec/goldtune/nccl-resolve",
+    "/usr/lib/goldtune/nccl-resolve",
     "/etc/goldtune/nccl-resolve.conf",
     "/etc/systemd/system/goldtune-nccl-resolve.service",
 }
@@ -161,7 +162,8 @@ def comments_left_out(bundle: Path, original: Path, delivered: bytes) -> bool:
     (and a generated file's header line cut to the bundle's name; a fixed script's lines may
     also lose their leading blanks, which tests/test_shellform.py proves sh ignores there), and
     manifest.json names that form's digest."""
-    dedented = original.parent.parent.name == "libexec"  # rootfs/usr/local/libexec/<tool>/
+    # a fixed script: rootfs/usr/lib/<tool>/<name> (layout.LIBEXEC)
+    dedented = original.parent.relative_to(bundle).as_posix() == f"rootfs{LIBEXEC}"
     if not lines_kept(original.read_text(), delivered.decode(), dedented):
         return False
     manifest = json.loads((bundle / "manifest.json").read_text())

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 ROOTFS = "rootfs"
+LIBEXEC = "/usr/lib/goldtune"  # the fixed scripts (Debian Policy 9.1.2: not /usr/local)
 USER_DATA = "cloud-init/user-data"
 USER_DATA_GZ = "cloud-init/user-data.gz"
 USER_DATA_MIME = "cloud-init/user-data.mime"
