@@ -7,9 +7,7 @@ scripts and snapshots get one line per row, as before.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import textwrap
 
 SEPARATOR = "  "
 # A column is never narrowed below its header or this many characters: a narrower one would be
@@ -23,6 +21,8 @@ def table_width() -> int | None:
     which get one line per row whatever their length."""
     if not sys.stdout.isatty():
         return None
+    import shutil  # a terminal's only: `gen verify` to a pipe does without it
+
     return shutil.get_terminal_size().columns
 
 
@@ -83,4 +83,6 @@ def _row_lines(row: list[str], widths: list[int], indent: str) -> list[str]:
 def _wrapped(cell: str, width: int) -> list[str]:
     if len(cell) <= width:
         return [cell]
+    import textwrap  # a narrow terminal's only
+
     return textwrap.wrap(cell, width, break_long_words=True, break_on_hyphens=False) or [""]

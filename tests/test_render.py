@@ -527,7 +527,7 @@ def test_grub_dropin_passes_shellcheck(full: dict[str, str], tmp_path: Path) -> 
 
 
 def test_user_data_that_does_not_round_trip_is_refused() -> None:
-    from generator.render.cloudinit import check_user_data
+    from generator.render.cloudinit import check_user_data, in_block_form
     from generator.render.overlay import OverlayFile
 
     overlay = [OverlayFile("rootfs/etc/x.conf", "/etc/x.conf", "0644", "  leading spaces\n\n\n")]
@@ -537,18 +537,21 @@ def test_user_data_that_does_not_round_trip_is_refused() -> None:
     )
     with pytest.raises(GenerationError, match="round-trip"):
         check_user_data(broken, overlay)
+    # the render path parses it: the file has not the shape a literal block carries unchanged
+    assert not in_block_form(overlay, [], "header")
     with pytest.raises(GenerationError, match="#cloud-config"):
         check_user_data(b"write_files: []\n", overlay)
 
 
-def test_every_bundles_user_data_is_parsed_whole_not_only_a_processs_first(
+def test_a_user_data_not_in_the_plain_form_is_parsed_whole_not_only_a_processs_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The check does not depend on what the process rendered before (on main only a process's
-    first user-data was parsed; later ones were judged by a character scan)."""
+    first user-data was parsed; later ones were judged by a character scan): a user-data whose
+    values are in the plain form is not parsed (tests/test_user_data_form.py holds that form),
+    one whose values are not is parsed whole, each time."""
     from generator.render import cloudinit
 
-    render_bundle(full_plan())
     parsed: list[str] = []
     real_load = cloudinit.yaml.load
 
@@ -557,8 +560,12 @@ def test_every_bundles_user_data_is_parsed_whole_not_only_a_processs_first(
         return real_load(text, **options)
 
     monkeypatch.setattr(cloudinit.yaml, "load", load)
+    render_bundle(full_plan())
+    assert parsed == []
+    monkeypatch.setattr(cloudinit, "carried_unchanged", lambda text: False)
+    render_bundle(full_plan())
     files = render_bundle(full_plan())
-    assert parsed == [files["cloud-init/user-data"][0].decode("utf-8")]
+    assert parsed == [files["cloud-init/user-data"][0].decode("utf-8")] * 2
 
 
 def test_driver_modules_are_loaded_by_the_gpu_unit_not_modules_load(full: dict[str, str]) -> None:

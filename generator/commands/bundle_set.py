@@ -4,7 +4,6 @@ for one image whose nodes each choose their member at first boot (generator/bund
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -64,6 +63,8 @@ def replace_set(files: dict[str, tuple[bytes, int]], output: Path) -> Path:
     except BaseException:
         os.rename(aside, output)
         raise
+    import shutil  # `gen set`'s only: every command's start imports this module
+
     shutil.rmtree(aside)
     return written
 

@@ -67,6 +67,7 @@ from generator.inputs.catalog import load_catalog, site_catalog_dir
 from generator.inputs.catalog_whole import check_site_whole
 from generator.inputs.load import Inputs
 from generator.inputs.profile import profile_files
+from generator.model.jsontext import dumps_indented
 from generator.model.layout import MANIFEST, PROVENANCE
 from generator.model.setting import Plan
 from generator.paths import profiles_dir
@@ -251,7 +252,7 @@ def made_from(old: Bundle, inputs: Inputs, options: CloudInitOptions) -> bool:
         and old.plan.profile_name == inputs.profile.name
         and old.plan.distro == (distro.key if distro else "")
         # the form render_manifest writes, so an edit of the manifest itself is not taken in
-        and raw == (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+        and raw == (dumps_indented(manifest) + "\n").encode("utf-8")
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from generator import TOOL
-from generator.bundle.read import read_manifest
+from generator.bundle.read import read_user_data_sizes
 from generator.bundle.write import write_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_foreign
@@ -51,7 +51,7 @@ def bundle_size_warnings(
     """The providers whose user-data limit no cloud-init form of the bundle just written fits,
     among the forms that carry every --cloud-init-part (its manifest, written by this run,
     records the sizes), with what each part costs in the form."""
-    sizes = read_manifest(bundle_dir).user_data
+    sizes = read_user_data_sizes(bundle_dir)
     if not overruns(sizes):
         return []
     parts = (options or CloudInitOptions()).parts

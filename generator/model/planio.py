@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from generator import TOOL, __version__
 from generator.foreign import MAX_NUMBER_DIGITS, overlong_number
 from generator.model.claims import Claim, claim_from_data
+from generator.model.jsontext import dumps_indented
 from generator.model.layout import (
     KUBELET_DROPIN_DIR,
     KUBELET_DROPIN_DIRS,
@@ -77,7 +77,7 @@ def warning_data(warning: PlanWarning) -> dict[str, str]:
 
 def plan_to_json(plan: Plan) -> str:
     """plan.json's text: keys sorted, two spaces an indent, a final newline."""
-    return json.dumps(plan_to_data(plan), indent=2, sort_keys=True) + "\n"
+    return dumps_indented(plan_to_data(plan)) + "\n"
 
 
 def content_digest(plan_json: bytes) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 
 from generator import TOOL, __version__
 from generator.model import layout
+from generator.model.jsontext import dumps_indented
 from generator.model.layout import compact_in_user_data, target_of
 from generator.model.setting import Plan
 from generator.model.shellform import user_data_form
@@ -70,4 +70,4 @@ def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions)
             manifest_entry(path, content, mode) for path, (content, mode) in sorted(files.items())
         ],
     }
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (dumps_indented(data) + "\n").encode("utf-8")

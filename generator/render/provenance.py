@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from generator import TOOL, __version__
 from generator.model.intoto import PREDICATE_TYPE, STATEMENT_TYPE
+from generator.model.jsontext import dumps_indented
 from generator.model.layout import MANIFEST, SEALS
 from generator.model.setting import Plan
 from generator.paths import hardware_db_dir, site_catalog_named
@@ -105,4 +105,4 @@ def render_statement(plan: Plan, files: Mapping[str, bytes]) -> bytes:
             "runDetails": {"builder": {"id": BUILDER_ID, "version": {TOOL: __version__}}},
         },
     }
-    return (json.dumps(statement, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (dumps_indented(statement) + "\n").encode("utf-8")

@@ -9,7 +9,12 @@ from generator.model import layout
 from generator.model.layout import MANIFEST, PLAN_FILE, PROVENANCE
 from generator.model.planio import plan_to_json
 from generator.model.setting import Plan
-from generator.render.cloudinit import CloudInitOptions, check_user_data, mime_user_data
+from generator.render.cloudinit import (
+    CloudInitOptions,
+    check_user_data,
+    in_block_form,
+    mime_user_data,
+)
 from generator.render.contexts import bundle_context, delivery_context, output_context
 from generator.render.engine import make_environment, render_text
 from generator.render.gzipforms import compressed_forms
@@ -38,7 +43,13 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
             text = render_text(env, output, output_context(output, plan, context))
             files[output.bundle_path(plan)] = (text, output.mode)
     user_data = files[layout.USER_DATA][0]
-    check_user_data(user_data, context["first_boot_overlay"])
+    first_boot = context["first_boot"]
+    plain = in_block_form(
+        [*context["first_boot_overlay"], *context["first_boot_scripts"]],
+        [first_boot.script, first_boot.library],
+        context["header"],
+    )
+    check_user_data(user_data, context["first_boot_overlay"], plain)
     mime = mime_user_data(user_data, options.parts)
     files[layout.USER_DATA_MIME] = (mime, 0o644)
     plain_gz, mime_gz = compressed_forms(user_data, mime)

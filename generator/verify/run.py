@@ -26,8 +26,6 @@ warning, 1 when one differs or is missing, 2 on bad input.
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,6 +85,9 @@ def collect_here(bundle: Bundle) -> str:
 
     It runs as root here, so the bundle is first held to its manifest (as `gen diff` and `gen
     package` hold it): a collect.conf or plan.json changed after generation is refused."""
+    import subprocess  # only here: a snapshot's verify runs no process
+    import tempfile  # (nor shutil and random, which tempfile imports)
+
     check_intact(read_bundle(bundle.root))
     data = read_collect_data(bundle)
     with tempfile.TemporaryDirectory(prefix="gen-verify-") as scratch:
