@@ -284,6 +284,32 @@ def test_the_bundles_own_library_is_sourced(tmp_path: Path) -> None:
     assert layout.INSTALL_LIB in [entry["path"] for entry in manifest["files"]]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to someone else")
+@pytest.mark.parametrize(("sudo_uid", "accepted"), [("65534", True), ("4242", False)])
+def test_a_library_of_the_user_sudo_ran_install_sh_for(
+    tmp_path: Path, sudo_uid: str, accepted: bool
+) -> None:
+    """Packer's shell provisioner uploads the bundle as its SSH user and runs `sudo sh
+    install.sh` (examples/packer/: execute_command): that user owns the library and can run
+    anything as root already; any other owner is still refused."""
+    bundle = bundle_for(tmp_path, full_plan())
+    for path in bundle.rglob("*"):
+        os.chown(path, 65534, 65534)
+    result = subprocess.run(
+        ["sh", str(bundle / "install.sh"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": os.environ["PATH"], "LC_ALL": "C", "SUDO_UID": sudo_uid},
+        check=False,
+    )
+    if accepted:
+        assert result.returncode == 0, result.stderr
+    else:
+        assert result.returncode == 2
+        assert "by the user sudo ran it for" in result.stderr
+
+
 # --- 3. what a killed install.sh --root leaves ----------------------------------------------------
 
 # chmod is what put() runs right after filling its temporary, before it renames it in place

@@ -106,9 +106,11 @@ tool=install.sh
 
 # The functions a first boot runs too are install-lib.sh's, beside this script: cloud-init's
 # first-boot script sources the same file. It is code run as root, so before it is sourced it is
-# checked as the bundle's input: a regular file (no link, no FIFO), owned by root or the user
-# running this, writable by its owner only, and its sha256 the one manifest.json lists for it
-# (a regular file of at most 1 MiB); else one line and exit 2 (an empty or CRLF library included).
+# checked as the bundle's input: a regular file (no link, no FIFO), owned by root, the user
+# running this or the user sudo ran it for (SUDO_UID: Packer's shell provisioner uploads the
+# bundle as its SSH user and runs `sudo sh install.sh`; that user can run anything as root),
+# writable by its owner only, and its sha256 the one manifest.json lists for it (a regular file
+# of at most 1 MiB); else one line and exit 2 (an empty or CRLF library included).
 bundle=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd -P)
 library=$bundle/install-lib.sh
 refuse_library() {
@@ -119,7 +121,10 @@ if [ ! -f "$library" ] || [ -L "$library" ]; then
     printf '%s\n' "$tool: error: bundle is incomplete: install-lib.sh is missing" >&2
     exit 2
 fi
-case $(stat -c %u -- "$library") in 0 | "$(id -u)") ;; *) refuse_library "not owned by root or by the user running install.sh" ;; esac
+case $(stat -c %u -- "$library") in
+    0 | "$(id -u)" | "${SUDO_UID:-0}") ;;
+    *) refuse_library "not owned by root, by the user running install.sh or by the user sudo ran it for" ;;
+esac
 case $(stat -c %a -- "$library") in *[2367]? | *[2367]) refuse_library "writable by its group or by others" ;; esac
 manifest=$bundle/manifest.json
 if [ ! -f "$manifest" ] || [ -L "$manifest" ] || [ "$(stat -c %s -- "$manifest")" -gt 1048576 ]; then
