@@ -16,7 +16,12 @@ from generator import TOOL, __version__
 from generator.commands.bundle_set import set_command
 from generator.commands.completion import complete_hardware, complete_profile
 from generator.commands.distro_option import matrix_os_option, os_option
-from generator.commands.options import cloud_init_options, diff_claims_option, report_option
+from generator.commands.options import (
+    PATH,
+    cloud_init_options,
+    diff_claims_option,
+    report_option,
+)
 from generator.commands.signing import SIGN_HELP, provenance_check, run_sign, sign_options
 from generator.commands.usage import JsonUsageErrors, OneValueGroup, reports_errors
 from generator.errors import InputError, Problem
@@ -26,10 +31,6 @@ from generator.model.setting import SETTING_KINDS
 from generator.paths import SITE_CATALOG_ENV, use_site_catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# One parameter type for every path option: each click.Path looks its name up in gettext's
-# catalogs (stat calls for .mo files) when it is made, and a type holds no state of its own.
-PATH = click.Path(path_type=Path)
 
 # Everything a run creates lives until the process ends. Freezing it at exit spares the
 # interpreter's final garbage-collection passes over all of it.

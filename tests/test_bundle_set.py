@@ -211,6 +211,20 @@ def test_two_members_with_the_same_claims_are_refused(
     assert not (tmp_path / "out").exists()
 
 
+def test_a_set_holding_a_file_of_its_own_is_not_replaced(
+    shapes: dict[str, Path], tmp_path: Path
+) -> None:
+    """As gen refuses to replace a bundle holding files its manifest does not list."""
+    args = ["set", "--hw", str(shapes["dgx"]), "--hw", str(shapes["l4"]), "--profile", "training"]
+    out = tmp_path / "out"
+    assert CliRunner().invoke(main, [*args, "-o", str(out)]).exit_code == 0
+    (out / "NOTES.txt").write_text("ours\n")
+    result = CliRunner().invoke(main, [*args, "-o", str(out)])
+    assert result.exit_code == 2
+    assert "holds NOTES.txt, which its set manifest does not list" in result.output
+    assert (out / "NOTES.txt").read_text() == "ours\n"
+
+
 def test_verify_judges_the_member_the_node_chose(image: Path, tmp_path: Path) -> None:
     set_dir = image.parent / "set"
     tree = node("l4", tmp_path / "node")

@@ -228,6 +228,18 @@ def test_sign_refuses_a_changed_bundle_and_a_wrong_key(
     assert not (bundle / PROVENANCE_ENVELOPE).exists()
 
 
+def test_a_statement_with_a_subject_name_not_a_string_is_one_line(
+    tmp_path: Path, keys: tuple[Path, Path]
+) -> None:
+    bundle = tmp_path / "bundle"
+    assert gen("--hw", SYSTEM, "--profile", PROFILE, "-o", str(bundle))[0] == 0
+    statement = json.loads((bundle / "provenance.json").read_text())
+    statement["subject"][0]["name"] = 1
+    (bundle / "provenance.json").write_text(json.dumps(statement))
+    code, _, err = gen("sign", str(bundle), "--key", str(keys[0]))
+    assert code == 2 and "not an in-toto Statement v1" in err and "Traceback" not in err
+
+
 def test_a_signed_bundle_is_regenerated_in_place(signed: Path) -> None:
     """The envelope describes the bundle: `gen -o` replaces a signed bundle (and drops the
     signature, which no longer holds) instead of refusing it as a foreign file."""

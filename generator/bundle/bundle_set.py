@@ -21,6 +21,7 @@ from pathlib import Path
 
 from generator import TOOL, __version__
 from generator.errors import InputError, Problem
+from generator.foreign import read_beneath
 from generator.model import layout
 from generator.model.setting import Plan
 from generator.paths import templates_dir
@@ -285,12 +286,17 @@ def chosen_member(set_dir: Path, root: Path | None, snapshot: bool) -> Path:
     base = root if root is not None else Path("/")
     for record in (SELECTED, SELECTED_KEPT):
         path = base / record.lstrip("/")
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 256:
-            name = path.read_text(encoding="utf-8", errors="replace").strip()
-            member = set_members(set_dir).get(name)
-            if member is not None and member.is_dir() and not member.is_symlink():
-                return member
-            raise InputError(Problem(str(path), "", f"names no member of the set {set_dir}"))
+        try:  # beneath the root: a link at any part of the path is refused, never followed
+            raw = read_beneath(base, record.lstrip("/"), 256)
+        except InputError as error:
+            if error.problems[0].message == "no such file":
+                continue
+            raise
+        name = raw.decode("utf-8", errors="replace").strip()
+        member = set_members(set_dir).get(name)
+        if member is not None and member.is_dir() and not member.is_symlink():
+            return member
+        raise InputError(Problem(str(path), "", f"names no member of the set {set_dir}"))
     raise InputError(
         Problem(
             str(set_dir),

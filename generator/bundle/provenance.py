@@ -111,7 +111,10 @@ def subject_digests(statement: bytes, source: str) -> dict[str, str]:
         data = json.loads(statement)
         if data["_type"] != STATEMENT_TYPE or data["predicateType"] != PREDICATE_TYPE:
             raise ValueError
-        return {item["name"]: item["digest"]["sha256"] for item in data["subject"]}
+        subjects = {item["name"]: item["digest"]["sha256"] for item in data["subject"]}
+        if not all(isinstance(x, str) for pair in subjects.items() for x in pair):
+            raise ValueError
+        return subjects
     except (ValueError, KeyError, TypeError):
         why = f"not an in-toto Statement v1 with a {PREDICATE_TYPE} predicate"
         raise InputError(Problem(source, "", why)) from None
@@ -143,10 +146,13 @@ def sign_bundle(bundle_dir: Path, signing_key: Any) -> bytes:
     return sign_statement(statement, signing_key)
 
 
-def read_envelope(path: Path) -> Any:
-    """The DSSE envelope of ``path``: its first line (an .intoto.jsonl), or the whole file."""
+def read_envelope(path: Path, raw: bytes | None = None) -> Any:
+    """The DSSE envelope of ``path`` (its bytes ``raw`` where already read): its first line (an
+    .intoto.jsonl), or the whole file."""
     dsse, _ = _library()
-    text = read_foreign(path, MAX_BUNDLE_FILE_BYTES).decode("utf-8", errors="replace")
+    if raw is None:
+        raw = read_foreign(path, MAX_BUNDLE_FILE_BYTES)
+    text = raw.decode("utf-8", errors="replace")
     try:
         envelope = dsse.Envelope.from_dict(json.loads(text.strip().splitlines()[0]))
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):
@@ -160,8 +166,12 @@ def verify_provenance(bundle_dir: Path, public_key: Any, envelope_path: Path | N
     """What is wrong with the bundle's signed provenance (nothing: signed by ``public_key`` and
     every file as its statement says). The signature first: nothing of an unsigned payload is
     read."""
-    path = envelope_path or bundle_dir / PROVENANCE_ENVELOPE
-    envelope = read_envelope(path)
+    if envelope_path is None:  # the bundle's own file: read beneath it, never through a link
+        path = bundle_dir / PROVENANCE_ENVELOPE
+        envelope = read_envelope(path, read_bundle_file(bundle_dir, PROVENANCE_ENVELOPE))
+    else:
+        path = envelope_path
+        envelope = read_envelope(path)
     from securesystemslib.exceptions import UnverifiedSignatureError
 
     pae = envelope.pae()

@@ -4,18 +4,16 @@ for one image whose nodes each choose their member at first boot (generator/bund
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
 
 from generator import TOOL
-from generator.commands.usage import OneValueOptions
-from generator.errors import GoldtuneError
+from generator.commands.options import PATH
+from generator.commands.usage import OneValueOptions, reports_errors
 from generator.textsafe import printable
 
-# Imported when the command runs (the planner and renderers are heavy): `gen --help` stays quick.
-PATH = click.Path(path_type=Path)
+# The planner and renderers are imported when the command runs: `gen --help` stays quick.
 
 
 def write_set(
@@ -48,12 +46,26 @@ def write_set(
 def replace_set(files: dict[str, tuple[bytes, int]], output: Path) -> Path:
     """write_bundle's atomic write; an earlier set at ``output`` is moved aside first and removed
     once the new one is in place (put back if the write fails)."""
-    from generator.bundle.bundle_set import is_set
+    from generator.bundle.bundle_set import set_manifest
+    from generator.bundle.read import present_entries
     from generator.bundle.write import write_bundle
     from generator.errors import InputError, Problem
+    from generator.model import layout
 
-    if not is_set(output) or output.is_symlink():
+    old = None if output.is_symlink() else set_manifest(output)
+    if old is None:
         return write_bundle(files, output)
+    # as write_bundle refuses a bundle holding files its manifest does not list: never removed
+    entries = old.get("files")
+    listed = (
+        {e.get("path") for e in entries if isinstance(e, dict)}
+        if isinstance(entries, list)
+        else set()
+    )
+    unlisted = sorted(present_entries(output) - listed - {layout.MANIFEST})
+    if unlisted:
+        why = f"holds {printable(unlisted[0])}, which its set manifest does not list; not replaced"
+        raise InputError(Problem(str(output), "", why))
     aside = output.with_name(f".{output.name}.{TOOL}-old-set")
     if aside.exists():
         raise InputError(Problem(str(aside), "", "is left from an earlier run; remove it first"))
@@ -87,6 +99,7 @@ def replace_set(files: dict[str, tuple[bytes, int]], output: Path) -> Path:
     help="The selector reboots the node once when the chosen member's kernel arguments are not "
     "in effect after it was applied (default: no reboot; they take effect at the next boot).",
 )
+@reports_errors
 def set_command(
     hardware: tuple[str, ...],
     profile: str,
@@ -105,12 +118,7 @@ def set_command(
     applies the one member that matches through its install.sh, and records the choice.
     The cloud-init form of a set is not offered: a set is baked into an image.
     """
-    try:
-        written, data = write_set(hardware, profile, os_name, output, reboot_for_kernel_args)
-    except GoldtuneError as error:  # as generator.cli.reports_errors (commands import no cli)
-        for line in error.lines():
-            click.echo(f"{TOOL}: error: {printable(line)}", err=True)
-        sys.exit(error.exit_code)
+    written, data = write_set(hardware, profile, os_name, output, reboot_for_kernel_args)
     sizes = data["sizes"]
     assert isinstance(sizes, dict)
     click.echo(

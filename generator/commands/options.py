@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 import click
 
 F = TypeVar("F", bound=Callable[..., Any])
+# One parameter type for every path option of every command: each click.Path looks its name up
+# in gettext's catalogs (stat calls for .mo files) when it is made, and a type holds no state.
 PATH = click.Path(path_type=Path)
 
 # generator/render/providers.py's PROVIDER_LIMITS, by name (tests/test_fit_gate.py holds them

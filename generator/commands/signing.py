@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import click
 
 from generator import TOOL
+from generator.commands.options import PATH
 
 F = TypeVar("F", bound=Callable[..., Any])
-PATH = click.Path(path_type=Path)
 
 
 def check_signed_provenance(bundle: Path, pubkey: Path, envelope: Path | None) -> None:

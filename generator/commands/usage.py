@@ -106,8 +106,6 @@ def repeated_option(command: click.Command, args: list[str]) -> str | None:
         seen.setdefault(option.name, []).append(value)
         values = seen[option.name]
         if len(values) > 1:
-            from generator.textsafe import printable
-
             shown = ", ".join(repr(printable(v)) for v in values)
             return f"{'/'.join(option.opts)} is given twice ({shown}): it takes one value"
     return None

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import TOOL, __version__
+from generator.errors import InputError, Problem
 from generator.model.intoto import PREDICATE_TYPE, STATEMENT_TYPE
 from generator.model.jsontext import dumps_indented
 from generator.model.layout import MANIFEST, SEALS
@@ -60,8 +61,19 @@ def tree_files(folder: str, prefix: str = "") -> Iterator[tuple[str, str]]:
 def tree_lines(folder: Path) -> Iterator[str]:
     """``sha256sum``'s lines for the regular files below ``folder``, in byte order of the path."""
     for relative, path in sorted(tree_files(str(folder)), key=lambda item: item[0].encode()):
-        with open(path, "rb") as stream:
-            yield f"{hashlib.sha256(stream.read()).hexdigest()}  {relative}\n"
+        with open(path, "rb") as stream:  # in chunks: a site's file may be of any size
+            yield f"{hashlib.file_digest(stream, 'sha256').hexdigest()}  {relative}\n"
+
+
+def site_tree_digest(folder: Path) -> str:
+    """tree_digest of a site's catalog, which may be anything: a tree that cannot be read, or
+    nested past Python's recursion, is bad input (one line, exit 2), not a traceback."""
+    try:
+        return tree_digest(folder)
+    except (OSError, RecursionError) as error:
+        why = getattr(error, "strerror", None) or "nested too deep to be read"
+        problem = Problem(str(folder), "", f"the catalog cannot be digested: {why}")
+        raise InputError(problem) from None
 
 
 @functools.cache
@@ -76,7 +88,7 @@ def catalog_dependencies() -> list[dict[str, Any]]:
     dependencies = [{"name": "catalog", "digest": {"sha256": tree_digest(hardware_db_dir())}}]
     site = site_catalog_named()
     if site is not None and site[0].is_dir():
-        digest = tree_digest(site[0].resolve())
+        digest = site_tree_digest(site[0].resolve())
         dependencies.append({"name": "site-catalog", "digest": {"sha256": digest}})
     return dependencies
 
