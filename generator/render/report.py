@@ -42,15 +42,6 @@ def report_context(plan: Plan) -> dict[str, Any]:
     units = reported_units(plan) if wanted else []
     digest = content_digest(plan_to_json(plan).encode("utf-8")) if wanted else ""
     return {
-        "report_script": layout.REPORT_SCRIPT,
-        "report_data_file": layout.REPORT_DATA,
-        "report_log_tag": layout.REPORT_LOG_TAG,
-        "metrics_unit": layout.METRICS_UNIT,
-        "metrics_timer": layout.METRICS_TIMER,
-        "textfile_dir": layout.TEXTFILE_DIR,
-        "preflight_unit": layout.PREFLIGHT_UNIT,
-        "nfd_feature_file": layout.NFD_FEATURE_FILE,
-        "nfd_preflight_file": layout.NFD_PREFLIGHT_FILE,
         "report_after": " ".join(units),
         "report_data": report_lines(plan, digest, units) if wanted else [],
         "nfd_labels": nfd_labels(plan, digest) if wanted else [],
