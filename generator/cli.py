@@ -298,6 +298,10 @@ def diff(
     on one shows as changed, "ib0 → ibp24s0 (compute NIC 1)". A NIC named on both sides is
     itself.
 
+    Two bundle sets (gen set): their members paired by name, each pair as two bundles, a
+    member only in one set added or removed, and the set's own choices (kernel-arguments
+    reboot, common part) compared.
+
     Exit status like diff(1): 0 same, 1 different, 2 trouble.
     """
     from generator.commands.diff import run_diff

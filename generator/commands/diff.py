@@ -316,6 +316,10 @@ def label(plan: Plan) -> str:
 
 
 def format_json(difference: Difference, show_claims: bool = True) -> str:
+    return json.dumps(diff_data(difference, show_claims), indent=2) + "\n"
+
+
+def diff_data(difference: Difference, show_claims: bool = True) -> dict[str, object]:
     settings, claims = split_claims(difference.changes)
     shown = difference.changes if show_claims else tuple(settings)
     data: dict[str, object] = {
@@ -333,7 +337,7 @@ def format_json(difference: Difference, show_claims: bool = True) -> str:
     }
     if difference.nic_pairs:
         data["nic_pairs"] = [pair._asdict() for pair in difference.nic_pairs]
-    return json.dumps(data, indent=2) + "\n"
+    return data
 
 
 def _change_data(change: Change) -> dict[str, object]:
@@ -510,6 +514,10 @@ def run_diff(
     systems: tuple[str, ...] = (),
     show_claims: bool = True,
 ) -> int:
+    if len(bundles) == 2 and all(map(is_set, bundles)) and not (hardware or profiles or systems):
+        from generator.commands.diff_set import run_set_diff  # it imports this module
+
+        return run_set_diff(bundles[0], bundles[1], output_format, show_claims)
     difference = compute_diff(bundles, hardware, profiles, systems)
     if output_format == "json":
         click.echo(format_json(difference, show_claims), nl=False)
@@ -540,7 +548,7 @@ def compute_diff(
                     Problem(
                         str(bundle),
                         "",
-                        "is a bundle set; compare its members' bundles",
+                        "is a bundle set; compare its members' bundles, or two sets",
                         f"{bundle}/{MEMBERS_DIR}/<name>",
                     )
                 )
