@@ -514,10 +514,6 @@ def run_diff(
     systems: tuple[str, ...] = (),
     show_claims: bool = True,
 ) -> int:
-    if len(bundles) == 2 and all(map(is_set, bundles)) and not (hardware or profiles or systems):
-        from generator.commands.diff_set import run_set_diff  # it imports this module
-
-        return run_set_diff(bundles[0], bundles[1], output_format, show_claims)
     difference = compute_diff(bundles, hardware, profiles, systems)
     if output_format == "json":
         click.echo(format_json(difference, show_claims), nl=False)

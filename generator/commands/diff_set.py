@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from generator.bundle.bundle_set import set_manifest, set_members
+from generator.bundle.bundle_set import is_set, set_manifest, set_members
 from generator.bundle.read import read_bundle
 from generator.commands.diff import (
     Difference,
@@ -51,6 +51,11 @@ class SetDifference:
     @property
     def same(self) -> bool:
         return not self.set_changes and all(m.status == "same" for m in self.members)
+
+
+def two_sets(bundles: tuple[Path, ...]) -> bool:
+    """`gen diff` was given two directories and both are bundle sets."""
+    return len(bundles) == 2 and all(map(is_set, bundles))
 
 
 def members_of(set_dir: Path) -> dict[str, Path]:
