@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_bundle_set import image_of, make_set, shapes
 
+from generator.bundle.bundle_set import set_install_list
 from generator.bundle.set_common import COMMON_KINDS, common_part, common_target, set_header
 
 __all__ = ["shapes"]  # the fixture, used by name
@@ -114,3 +115,16 @@ def test_the_common_part_is_in_the_image_and_outlives_a_members_uninstall(
     gone = subprocess.run(command, capture_output=True, text=True, check=False)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert not (image / COMMON_LIMITS).exists()
+
+
+def test_a_common_sysctl_file_is_applied_by_a_live_install_of_the_set() -> None:
+    """install.list's `step sysctl` (an image build defers it to the boot, which reads it)."""
+    members = {"a": member("a", b"vm.swappiness = 10\n"), "b": member("b", b"vm.swappiness = 10\n")}
+    common = common_part(members, "set-a+b")
+    overlay = {entry.path: entry.mode for entry in common}
+    listed = set_install_list("set-a+b", "training", overlay, common).decode()
+    assert listed.endswith("step\tsysctl\n")
+    assert (
+        "# common: /etc/sysctl.d/90-goldtune.conf is the same in every member (sysctl: " in listed
+    )
+    assert "step\tsysctl" not in set_install_list("set-a+b", "training", {}, []).decode()
