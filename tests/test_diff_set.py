@@ -135,7 +135,23 @@ def test_a_tampered_member_is_refused(sets: dict[str, Path], tmp_path: Path) -> 
     sysctl.write_text("vm.swappiness = 1\n")
     status, output = diff(sets["training"], copy)
     assert status == 2
-    assert "does not match the bundle's manifest.json" in output
+    assert "members/l4-training/rootfs/etc/sysctl.d/90-goldtune.conf: does not match" in output
+    # the image's copy of a member file, which no member's manifest covers
+    sysctl.unlink()
+    shutil.copy(
+        sets["training"] / "members/l4-training/rootfs/etc/sysctl.d/90-goldtune.conf", sysctl
+    )
+    image_copy = (
+        copy / "rootfs/usr/lib/goldtune/set/members/l4/rootfs/etc/sysctl.d/90-goldtune.conf"
+    )
+    image_copy.unlink()
+    image_copy.write_text("vm.swappiness = 1\n")
+    status, output = diff(sets["training"], copy)
+    assert status == 2
+    assert "set/members/l4/rootfs/etc/sysctl.d/90-goldtune.conf: does not match the set's" in output
+    image_copy.unlink()
+    shutil.copy(sysctl, image_copy)
+    assert diff(sets["training"], copy)[0] == 0
     shutil.rmtree(copy / "members/dgx-training")
     status, output = diff(sets["training"], copy)
     assert status == 2

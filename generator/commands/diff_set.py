@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from generator.bundle.bundle_set import is_set, set_manifest, set_members
-from generator.bundle.read import read_bundle
+from generator.bundle.read import check_set_intact, read_bundle
 from generator.commands.diff import (
     Difference,
     diff_bundles,
@@ -95,8 +95,11 @@ def common_paths(manifest: dict[str, object]) -> set[str]:
 
 
 def diff_sets(old_dir: Path, new_dir: Path) -> SetDifference:
-    """Members paired by name, in the old set's order, then those only in the new one."""
+    """Members paired by name, in the old set's order, then those only in the new one; each
+    set checked whole first (a member's image copy is what its nodes get)."""
     old, new = members_of(old_dir), members_of(new_dir)
+    check_set_intact(old_dir)
+    check_set_intact(new_dir)
     members = []
     for name in [*old, *(name for name in new if name not in old)]:
         if name not in new:
