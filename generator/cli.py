@@ -298,8 +298,15 @@ def diff(
     on one shows as changed, "ib0 → ibp24s0 (compute NIC 1)". A NIC named on both sides is
     itself.
 
+    Two bundle sets (gen set): members paired by name and diffed as two bundles, one only in
+    one set added or removed, the sets' kernel-arguments reboot and common part compared.
+
     Exit status like diff(1): 0 same, 1 different, 2 trouble.
     """
+    from generator.commands.diff_set import run_set_diff, two_sets
+
+    if two_sets(bundles) and not (hardware or profiles or systems):
+        sys.exit(run_set_diff(bundles[0], bundles[1], output_format, show_claims))
     from generator.commands.diff import run_diff
 
     # A click.UsageError raised inside exits 2 by itself (its exit_code), like bad input.

@@ -16,10 +16,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from generator import TOOL, __version__
+from generator.bundle.set_common import CommonFile, common_part
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath
 from generator.model import layout
@@ -120,15 +121,28 @@ def set_conf(names: list[str], reboot: bool) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def set_install_list(label: str, profile: str, overlay: dict[str, int]) -> bytes:
+def set_install_list(
+    label: str, profile: str, overlay: dict[str, int], common: Sequence[CommonFile] = ()
+) -> bytes:
+    """The set's install.list: its members' install parts, the selector and its unit, and the
+    common part (``gen set --common``), each common file with a comment saying why."""
     lines = [
         f"# Written by {TOOL} set: the set's common part; the selector applies a member at boot",
         f"tool\t{TOOL}",
         f"bundle\t{label}\t{profile}",
         f"record\t{SET_RECORD}",
     ]
-    lines += [f"file\t{mode:04o}\t{path}" for path, mode in sorted(overlay.items())]
+    why = {entry.path: entry for entry in common}
+    for path, mode in sorted(overlay.items()):
+        if path in why:
+            lines.append(
+                f"# common: {why[path].member_path} is the same in every member "
+                f"({why[path].kind}: {why[path].why})"
+            )
+        lines.append(f"file\t{mode:04o}\t{path}")
     lines.append(f"service\tenable\t{SELECT_UNIT}")
+    if any(entry.kind == "sysctl" for entry in common):
+        lines.append("step\tsysctl")  # a live install of the set applies it; an image boots it
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -141,9 +155,14 @@ def review_name(plan: Plan, os_given: bool) -> str:
 
 
 def set_files(
-    members: dict[str, RenderedFiles], plans: list[Plan], reboot: bool, os_given: bool = False
+    members: dict[str, RenderedFiles],
+    plans: list[Plan],
+    reboot: bool,
+    os_given: bool = False,
+    with_common: bool = False,
 ) -> tuple[RenderedFiles, dict[str, object]]:
-    """Every file of the set (less its manifest), and the manifest's data."""
+    """Every file of the set (less its manifest), and the manifest's data. ``with_common``: the
+    files every member carries the same go into the image too (generator/bundle/set_common)."""
     files: RenderedFiles = {}
     overlay: dict[str, int] = {}
     reviews = {name: review_name(plan, os_given) for name, plan in zip(members, plans, strict=True)}
@@ -167,8 +186,14 @@ def set_files(
     for fixed in ("install.sh", "install-lib.sh"):
         files[fixed] = first[fixed]
     label = "set-" + "+".join(members)
-    files["install.list"] = (set_install_list(label, plans[0].profile_name, overlay), 0o644)
-    return files, set_manifest_data(members, plans, files, reboot, reviews)
+    common = common_part(members, label) if with_common else []
+    for entry in common:
+        files[f"rootfs{entry.path}"] = (entry.content, entry.mode)
+        overlay[entry.path] = entry.mode
+    listed = set_install_list(label, plans[0].profile_name, overlay, common)
+    files["install.list"] = (listed, 0o644)
+    data = set_manifest_data(members, plans, files, reboot, reviews)
+    return files, data | {"common": [entry.as_json() for entry in common]}
 
 
 def digest(content: bytes) -> str:

@@ -405,3 +405,18 @@ def check_intact(bundle: Bundle) -> None:
         more = len(bad) - MAX_TAMPERED_LINES
         problems.append(Problem(str(bundle.root), "", f"and {more} more such files"))
     raise InputError(problems)
+
+
+def check_set_intact(set_dir: Path) -> None:
+    """Refuse a bundle set whose files are not exactly its manifest's (the members' image
+    copies included, which their own manifests do not cover), as check_intact a bundle."""
+    files = read_manifest(set_dir).files
+    tampered = {entry.path for entry in files if not _file_state(set_dir, entry)}
+    bad = sorted(tampered | (present_entries(set_dir) - {e.path for e in files} - SEALS))
+    why = "does not match the set's manifest.json (modified, missing, linked or unlisted)"
+    problems = [Problem(f"{set_dir}/{printable(path)}", "", why) for path in bad]
+    if len(bad) > MAX_TAMPERED_LINES:
+        more = len(bad) - MAX_TAMPERED_LINES
+        problems[MAX_TAMPERED_LINES:] = [Problem(str(set_dir), "", f"and {more} more such files")]
+    if problems:
+        raise InputError(problems)

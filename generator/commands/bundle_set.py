@@ -17,7 +17,12 @@ from generator.textsafe import printable
 
 
 def write_set(
-    hardware: tuple[str, ...], profile: str, os_name: str | None, output: Path, reboot: bool
+    hardware: tuple[str, ...],
+    profile: str,
+    os_name: str | None,
+    output: Path,
+    reboot: bool,
+    with_common: bool = False,
 ) -> tuple[Path, dict[str, object]]:
     """Plan and render every member, then write the set to ``output``; returns it and its
     manifest's data. Any bad input: nothing written."""
@@ -36,7 +41,7 @@ def write_set(
     names = member_names(plans, "gen set")
     members = {name: render_bundle(plan) for name, plan in zip(names, plans, strict=True)}
     check_distinguishable(members, "gen set")
-    files, data = set_files(members, plans, reboot, os_name is not None)
+    files, data = set_files(members, plans, reboot, os_name is not None, with_common)
     files[layout.MANIFEST] = (render_set_manifest(data, files), 0o644)
     written = replace_set(files, output)
     link_duplicates(written, files)
@@ -99,6 +104,13 @@ def replace_set(files: dict[str, tuple[bytes, int]], output: Path) -> Path:
     help="The selector reboots the node once when the chosen member's kernel arguments are not "
     "in effect after it was applied (default: no reboot; they take effect at the next boot).",
 )
+@click.option(
+    "--common",
+    "with_common",
+    is_flag=True,
+    help="Install into the image the sysctl.d, limits.d and system.conf.d files that every "
+    "member carries the same: in effect on every node, whichever member it chooses, or none.",
+)
 @reports_errors
 def set_command(
     hardware: tuple[str, ...],
@@ -106,6 +118,7 @@ def set_command(
     os_name: str | None,
     output: Path,
     reboot_for_kernel_args: bool,
+    with_common: bool,
 ) -> None:
     """Write a bundle set: one image for several machine types, the member chosen on the node.
 
@@ -117,8 +130,14 @@ def set_command(
     machine-specific; at boot the selector judges each member's claims with its preflight,
     applies the one member that matches through its install.sh, and records the choice.
     The cloud-init form of a set is not offered: a set is baked into an image.
+
+    With --common the image also gets, at 89-goldtune-set.conf, each sysctl.d, limits.d and
+    system.conf.d file that every member carries the same (its header aside): in effect on every
+    node, even one that matches no member; manifest.json's "common" lists them and why.
     """
-    written, data = write_set(hardware, profile, os_name, output, reboot_for_kernel_args)
+    written, data = write_set(
+        hardware, profile, os_name, output, reboot_for_kernel_args, with_common
+    )
     sizes = data["sizes"]
     assert isinstance(sizes, dict)
     click.echo(
@@ -126,3 +145,13 @@ def set_command(
         f"({sizes['listed_bytes']} bytes), stored {sizes['stored_files']} "
         f"({sizes['stored_bytes']} bytes)"
     )
+    if with_common:
+        common = data["common"]
+        assert isinstance(common, list)
+        paths = ", ".join(str(entry["member_path"]) for entry in common)
+        click.echo(
+            f"common part: {paths}, the same in every member"
+            if common
+            else "common part: none (no sysctl.d, limits.d or system.conf.d file is the same "
+            "in every member)"
+        )

@@ -316,6 +316,10 @@ def label(plan: Plan) -> str:
 
 
 def format_json(difference: Difference, show_claims: bool = True) -> str:
+    return json.dumps(diff_data(difference, show_claims), indent=2) + "\n"
+
+
+def diff_data(difference: Difference, show_claims: bool = True) -> dict[str, object]:
     settings, claims = split_claims(difference.changes)
     shown = difference.changes if show_claims else tuple(settings)
     data: dict[str, object] = {
@@ -333,7 +337,7 @@ def format_json(difference: Difference, show_claims: bool = True) -> str:
     }
     if difference.nic_pairs:
         data["nic_pairs"] = [pair._asdict() for pair in difference.nic_pairs]
-    return json.dumps(data, indent=2) + "\n"
+    return data
 
 
 def _change_data(change: Change) -> dict[str, object]:
@@ -540,7 +544,7 @@ def compute_diff(
                     Problem(
                         str(bundle),
                         "",
-                        "is a bundle set; compare its members' bundles",
+                        "is a bundle set; compare its members' bundles, or two sets",
                         f"{bundle}/{MEMBERS_DIR}/<name>",
                     )
                 )
