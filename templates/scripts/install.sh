@@ -2,13 +2,18 @@
 # Installs a bundle's root-filesystem overlay (a fixed script, identical in every bundle; what it
 # installs comes from install.list beside it).
 #
-# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check [--pubkey FILE] | --uninstall [--root DIR]
+# Usage: install.sh [--root DIR] [--image-build] [--strict] [--no-block] | --check [--pubkey FILE] | --uninstall [--root DIR]
 #   (no option)   install into this running system and apply what can be applied now (live)
 #   --root DIR    install into the root filesystem mounted at DIR: an image build (below)
 #   --image-build this system is an image being built (a Packer build VM, a package's postinst
 #                 in an image pipeline): install into / as an image build (below)
 #   --strict      fail (exit 1, nothing installed) when the target lacks something the plan
 #                 needs (the "require" lines: the NVIDIA driver, fabric manager, tuned...)
+#   --no-block    live: every unit start, restart and stop (enable --now, try-restart) queues
+#                 its job and does not wait for it (systemctl --no-block), so a failed start
+#                 is not seen here. For a caller inside the boot transaction (a set's selector,
+#                 <tool>-select.service): a unit ordered after it, or after a unit that waits
+#                 for it, would never start while this waits
 #   --check       validate install.list and that the bundle has every file it lists; install nothing
 #   --pubkey FILE with --check: also verify the bundle's signed provenance (gen sign) with this
 #                 public key (PEM, ECDSA P-256) and that every file is as it says (openssl, below)
@@ -138,7 +143,7 @@ digest=$(sha256sum <"$library") || refuse_library "cannot compute its sha256"
 . "$library"
 
 usage() {
-    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check [--pubkey FILE] | --uninstall [--root DIR]" >&2
+    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] [--no-block] | --check [--pubkey FILE] | --uninstall [--root DIR]" >&2
     exit "$1"
 }
 
@@ -1496,6 +1501,7 @@ pubkey=''
 uninstall=no
 image_build=no
 strict=no
+no_block=''
 while [ $# -gt 0 ]; do
     case $1 in
         --check)
@@ -1518,6 +1524,10 @@ while [ $# -gt 0 ]; do
             ;;
         --strict)
             strict=yes
+            shift
+            ;;
+        --no-block)
+            no_block=yes
             shift
             ;;
         --root)
