@@ -309,3 +309,5 @@ def test_the_set_reinstalls_unchanged_and_is_taken_back(
     gone = subprocess.run(command, capture_output=True, text=True, check=False)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert [p for p in image.rglob("*") if not p.is_dir()] == []
+    assert not (image / "usr/lib/goldtune").exists()  # no empty directory of the set's left
+    assert not (image / "var/lib/goldtune").exists()

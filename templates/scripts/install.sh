@@ -1371,11 +1371,30 @@ SERVICES
     [ -z "$left" ] || say "left as the install made them (their state before is not recorded): $left"
 }
 
+# prune_own_dirs: the directories of the record's files that the take-back left empty, each
+# and its parents while their path has the tool's name (a set's
+# /usr/lib/<tool>/set/members/<name>/rootfs/...; /usr/lib/<tool>); never through a link. In a
+# pipe's subshell: a path whose directory is a file ends the pruning, not the take-back.
+prune_own_dirs() {
+    printf '%s\n' "${record_lines:-}" | while IFS= read -r old; do
+        stale_candidate "$old" || continue
+        old=${old%/*}
+        while case $old in *"$tool"*) ;; *) false ;; esac; do
+            if resolve_dir "$old" unlinked; then
+                rmdir -- "$dir" 2>/dev/null || break
+                say "removed $old"
+            fi
+            old=${old%/*}
+        done
+    done
+}
+
 uninstall_bundle() {
     installed=0 unchanged=0 skipped=0 failed=0 deferred='' deferred_units=''
     say "taking back the $label bundle from $root ($where)"
     removal_reason='taken back'
     remove_stale_files ''
+    prune_own_dirs
     remove_own "$record"
     containerd_dropins=''
     unwire_containerd
@@ -1389,6 +1408,11 @@ uninstall_bundle() {
     done
     if resolve_dir "${record%/*}" unlinked && rmdir -- "$dir" 2>/dev/null; then
         say "removed ${record%/*}"
+        # a set's record directory is /var/lib/<tool>/set: its parent too, when left empty
+        case ${record%/*/*} in *"$tool"*)
+            ! resolve_dir "${record%/*/*}" unlinked || ! rmdir -- "$dir" 2>/dev/null || say "removed ${record%/*/*}"
+            ;;
+        esac
     fi
     image_units_left
     say "deferred to first boot: ${deferred:-nothing}"
