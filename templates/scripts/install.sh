@@ -22,9 +22,11 @@
 #                 image's own nccl.conf put back, containerd's imports entry taken back), the
 #                 kernel arguments of the record removed, the tool's tuned profile dropped from
 #                 the selection (the files gone when nothing else is left in it), the record
-#                 and its directory removed. Units of the image the bundle enabled or masked are
-#                 left as they are (their state before is not recorded), and said so. A
-#                 package's prerm and %preun run it before the package's files are removed.
+#                 and its directory removed, and every directory of the tool's own (a path
+#                 with its name) that this left empty. Units of the image the bundle enabled
+#                 or masked are left as they are (their state before is not recorded), and
+#                 said so. A package's prerm and %preun run it before the package's files are
+#                 removed.
 #
 # An image build is also detected without --image-build: --root DIR other than /, / in a chroot
 # (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
