@@ -93,8 +93,10 @@ def check_distinguishable(members: dict[str, RenderedFiles], source: str) -> Non
 def select_unit() -> bytes:
     return f"""# Written by {TOOL} set: chooses this node's member of the bundle set and applies it.
 # The member's own units (GPU, IRQ, preflight) exist once it is applied, and start then: this
-# unit is not ordered before them (their start would wait for it). It runs at every boot; after
-# the first it only publishes the kept choice ({SELECTED_KEPT}).
+# unit is not ordered before them (their start would wait for it). The member's install.sh runs
+# with --no-block: the starts it asks for are queued, never waited for (the GPU unit starts after
+# nvidia-persistenced, which starts after this unit). It runs at every boot; after the first it
+# only publishes the kept choice ({SELECTED_KEPT}) and judges its kernel arguments.
 [Unit]
 Description={TOOL}: choose and apply this node's member of the bundle set
 After=systemd-udev-trigger.service systemd-udev-settle.service network.target

@@ -7,7 +7,8 @@
 # (generator/render/firstboot.py). One copy of the shell for both paths.
 #
 # The caller sets: tool, root, live, record, bundle (install_file's rootfs/), kernel_args,
-# tuned_profile and the counters installed, unchanged, skipped, failed, deferred. For an image
+# tuned_profile and the counters installed, unchanged, skipped, failed, deferred; no_block, when
+# set (install.sh --no-block), makes every unit start, restart and stop queue its job, not wait. For an image
 # (live=no: install.sh only; a first boot is live) these functions call install.sh's own
 # service_offline, image_mechanism, boot_bootc, boot_image_grub, boot_check_unit, edit_bls_entry
 # and edit_grub_default; install_file calls merge_nccl_conf and carry_image_cri for the files a
@@ -283,7 +284,7 @@ service_live() { # action unit
         skipped=$((skipped + 1))
         return 0
     fi
-    if systemctl --quiet "$1" --now -- "$2" </dev/null; then
+    if systemctl ${no_block:+--no-block} --quiet "$1" --now -- "$2" </dev/null; then
         if [ "$1" = enable ] && is_static '' "$2"; then
             static_unit "$2" "started now, not enabled for the next boot"
             return 0
@@ -303,7 +304,7 @@ service() { # action unit: on the live system or in the image
 step_reload() { systemctl daemon-reload; }
 step_sysctl() { sysctl --system >/dev/null; }
 step_tmpfiles() { systemd-tmpfiles --create "$1"; }
-step_modules() { systemctl restart systemd-modules-load.service; }
+step_modules() { systemctl ${no_block:+--no-block} restart systemd-modules-load.service; }
 step_udev() { udevadm control --reload && udevadm trigger --action=change --subsystem-match=block; }
 
 # With no profile left (a bundle without one, over one that had it), tuned-adm auto_profile:
@@ -330,8 +331,8 @@ step_tuned() { # profiles: the selection, left to right (tuned-adm takes several
 # nvidia-persistenced is restarted only if it runs: one started with Ubuntu's packaged
 # --no-persistence-mode keeps persistence off until it restarts with the bundle's drop-in.
 step_runtime() { # containerd,docker,kubelet,persistenced (the parts the plan configures)
-    case ,$1, in *,containerd,*) systemctl try-restart containerd.service ;; esac
-    case ,$1, in *,persistenced,*) systemctl try-restart nvidia-persistenced.service ;; esac
+    case ,$1, in *,containerd,*) systemctl ${no_block:+--no-block} try-restart containerd.service ;; esac
+    case ,$1, in *,persistenced,*) systemctl ${no_block:+--no-block} try-restart nvidia-persistenced.service ;; esac
     case ,$1, in *,docker,*) say "restart docker.service when its containers may stop" ;; esac
     case ,$1, in *,kubelet,*)
         say "kubelet: drain the node, remove /var/lib/kubelet/cpu_manager_state and memory_manager_state, restart kubelet"

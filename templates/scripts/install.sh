@@ -2,13 +2,18 @@
 # Installs a bundle's root-filesystem overlay (a fixed script, identical in every bundle; what it
 # installs comes from install.list beside it).
 #
-# Usage: install.sh [--root DIR] [--image-build] [--strict] | --check [--pubkey FILE] | --uninstall [--root DIR]
+# Usage: install.sh [--root DIR] [--image-build] [--strict] [--no-block] | --check [--pubkey FILE] | --uninstall [--root DIR]
 #   (no option)   install into this running system and apply what can be applied now (live)
 #   --root DIR    install into the root filesystem mounted at DIR: an image build (below)
 #   --image-build this system is an image being built (a Packer build VM, a package's postinst
 #                 in an image pipeline): install into / as an image build (below)
 #   --strict      fail (exit 1, nothing installed) when the target lacks something the plan
 #                 needs (the "require" lines: the NVIDIA driver, fabric manager, tuned...)
+#   --no-block    live: every unit start, restart and stop (enable --now, try-restart) queues
+#                 its job and does not wait for it (systemctl --no-block), so a failed start
+#                 is not seen here. For a caller inside the boot transaction (a set's selector,
+#                 <tool>-select.service): a unit ordered after it, or after a unit that waits
+#                 for it, would never start while this waits
 #   --check       validate install.list and that the bundle has every file it lists; install nothing
 #   --pubkey FILE with --check: also verify the bundle's signed provenance (gen sign) with this
 #                 public key (PEM, ECDSA P-256) and that every file is as it says (openssl, below)
@@ -17,9 +22,11 @@
 #                 image's own nccl.conf put back, containerd's imports entry taken back), the
 #                 kernel arguments of the record removed, the tool's tuned profile dropped from
 #                 the selection (the files gone when nothing else is left in it), the record
-#                 and its directory removed. Units of the image the bundle enabled or masked are
-#                 left as they are (their state before is not recorded), and said so. A
-#                 package's prerm and %preun run it before the package's files are removed.
+#                 and its directory removed, and every directory of the tool's own (a path
+#                 with its name) that this left empty. Units of the image the bundle enabled
+#                 or masked are left as they are (their state before is not recorded), and
+#                 said so. A package's prerm and %preun run it before the package's files are
+#                 removed.
 #
 # An image build is also detected without --image-build: --root DIR other than /, / in a chroot
 # (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
@@ -138,7 +145,7 @@ digest=$(sha256sum <"$library") || refuse_library "cannot compute its sha256"
 . "$library"
 
 usage() {
-    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] | --check [--pubkey FILE] | --uninstall [--root DIR]" >&2
+    printf '%s\n' "usage: install.sh [--root DIR] [--image-build] [--strict] [--no-block] | --check [--pubkey FILE] | --uninstall [--root DIR]" >&2
     exit "$1"
 }
 
@@ -1366,11 +1373,30 @@ SERVICES
     [ -z "$left" ] || say "left as the install made them (their state before is not recorded): $left"
 }
 
+# prune_own_dirs: the directories of the record's files that the take-back left empty, each
+# and its parents while their path has the tool's name (a set's
+# /usr/lib/<tool>/set/members/<name>/rootfs/...; /usr/lib/<tool>); never through a link. In a
+# pipe's subshell: a path whose directory is a file ends the pruning, not the take-back.
+prune_own_dirs() {
+    printf '%s\n' "${record_lines:-}" | while IFS= read -r old; do
+        stale_candidate "$old" || continue
+        old=${old%/*}
+        while case $old in *"$tool"*) ;; *) false ;; esac; do
+            if resolve_dir "$old" unlinked; then
+                rmdir -- "$dir" 2>/dev/null || break
+                say "removed $old"
+            fi
+            old=${old%/*}
+        done
+    done
+}
+
 uninstall_bundle() {
     installed=0 unchanged=0 skipped=0 failed=0 deferred='' deferred_units=''
     say "taking back the $label bundle from $root ($where)"
     removal_reason='taken back'
     remove_stale_files ''
+    prune_own_dirs
     remove_own "$record"
     containerd_dropins=''
     unwire_containerd
@@ -1384,6 +1410,11 @@ uninstall_bundle() {
     done
     if resolve_dir "${record%/*}" unlinked && rmdir -- "$dir" 2>/dev/null; then
         say "removed ${record%/*}"
+        # a set's record directory is /var/lib/<tool>/set: its parent too, when left empty
+        case ${record%/*/*} in *"$tool"*)
+            ! resolve_dir "${record%/*/*}" unlinked || ! rmdir -- "$dir" 2>/dev/null || say "removed ${record%/*/*}"
+            ;;
+        esac
     fi
     image_units_left
     say "deferred to first boot: ${deferred:-nothing}"
@@ -1496,6 +1527,7 @@ pubkey=''
 uninstall=no
 image_build=no
 strict=no
+no_block=''
 while [ $# -gt 0 ]; do
     case $1 in
         --check)
@@ -1518,6 +1550,10 @@ while [ $# -gt 0 ]; do
             ;;
         --strict)
             strict=yes
+            shift
+            ;;
+        --no-block)
+            no_block=yes
             shift
             ;;
         --root)

@@ -1,0 +1,287 @@
+"""The bundle set's selector (issue 44, its last read): what it runs, what it reads and writes,
+and how it waits, each on a fake node (TEST_SYSROOT, as tests/test_bundle_set.py) or, for the
+live path, in a chroot whose / is the fake node (tests/test_install.py's in_chroot).
+
+- It runs the chosen member's install.sh with --no-block: inside the boot transaction a start it
+  waited for (a unit ordered after nvidia-persistenced, which is ordered after the selector)
+  would never come.
+- A kept choice is one line of one member's name; anything else is judged again.
+- Its files in node-exporter's and NFD's directories are written through a new temporary file,
+  never a fixed name that another user could plant as a link.
+- A member's preflight and install.sh are run only when checked as install.sh checks its
+  install-lib.sh (regular, root's, not group/world-writable, the manifest's sha256).
+- The chosen member's kernel arguments are judged at every boot, the kept choice's too; under
+  TEST_SYSROOT a reboot is said, never done.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from test_bundle_set import SET_ROOT, SYSCTL, image_of, make_set, node, select, shapes
+from test_install import in_chroot, needs_chroot, stub
+
+__all__ = ["shapes"]  # the fixture, used by name
+
+MEMBER = f"{SET_ROOT}/members/dgx"
+KEPT = "var/lib/goldtune/set/selected"
+
+
+@pytest.fixture(scope="module")
+def set_dirs(shapes: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A set that forbids the reboot and one that allows it."""
+    base = tmp_path_factory.mktemp("sets")
+    return {
+        "forbid": make_set(shapes, base / "forbid"),
+        "allow": make_set(shapes, base / "allow", "--reboot-for-kernel-args"),
+    }
+
+
+@pytest.fixture(scope="module")
+def images(set_dirs: dict[str, Path]) -> dict[str, Path]:
+    return {
+        policy: image_of(made, made.parent / f"{policy}-image") for policy, made in set_dirs.items()
+    }
+
+
+def fresh_image(images: dict[str, Path], policy: str, tmp_path: Path) -> Path:
+    """A copy of the module's image, to tamper with."""
+    copy = tmp_path / "image"
+    shutil.copytree(images[policy], copy, symlinks=True)
+    return copy
+
+
+def kernel_args(image: Path) -> list[str]:
+    listed = (image / MEMBER / "install.list").read_text().splitlines()
+    return [line.split("\t", 1)[1] for line in listed if line.startswith("kernel-arg\t")]
+
+
+# --- 1. live, inside the boot transaction: no start is waited for ------------------------------
+
+
+@needs_chroot
+def test_live_the_members_install_queues_every_unit_job(
+    set_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The selector live (no TEST_SYSROOT) in a chroot whose / is a DGX fake node with systemd
+    'running': every systemctl call that starts, restarts or stops a unit carries --no-block."""
+    root = node("dgx", tmp_path / "root")
+    (root / "run/systemd/system").mkdir(parents=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    # the chroot's /usr is the host's: the node's os-release in /etc, not a link into /usr
+    os_release = (root / "usr/lib/os-release").read_bytes()
+    (root / "etc/os-release").unlink()
+    (root / "etc/os-release").write_bytes(os_release)
+    shutil.copytree(set_dirs["forbid"], root / "tmp/set", symlinks=True)
+    for name in ("sysctl", "systemd-tmpfiles", "udevadm", "tuned-adm", "update-grub"):
+        stub(root, name)
+    stub(root, "systemd-detect-virt", "exit 1\n")  # not a chroot, as far as install.sh can tell
+    stub(root, "systemctl")
+    out = in_chroot(
+        root,
+        "sh /tmp/set/install.sh --image-build >/dev/null 2>&1 || exit 9; : >/stub.log; "
+        "sh /usr/lib/goldtune/select /usr/lib/goldtune/set 2>&1; echo status=$?",
+    )
+    assert out.rstrip().endswith("status=0"), out
+    assert "goldtune: installing the dgx / training bundle into / (live system)" in out, out
+    calls = [c for c in (root / "stub.log").read_text().splitlines() if c.startswith("systemctl")]
+    jobs = [c for c in calls if "--now" in c or "restart" in c.split()]
+    assert any("enable --now -- goldtune-gpu.service" in c for c in jobs), calls
+    assert jobs and all(c.startswith("systemctl --no-block ") for c in jobs), jobs
+
+
+# --- 2. the kept choice: exactly one member's name ----------------------------------------------
+
+
+@pytest.mark.parametrize("kept", ["", "\n", "dgx l4\n", "l4\ndgx\n", "dgx\n\n"])
+def test_a_kept_choice_of_not_one_member_name_is_judged_again(
+    images: dict[str, Path], tmp_path: Path, kept: str
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    (tree / KEPT).parent.mkdir(parents=True)
+    (tree / KEPT).write_text(kept)
+    status, output, _ = select(images["forbid"], tree, tmp_path)
+    assert status == 0, output
+    assert "selected names no one member of this set; judging again" in output
+    assert (tree / "run/goldtune/selected").read_text() == "dgx\n"
+    assert (tree / KEPT).read_text() == "dgx\n"
+    assert (tree / SYSCTL).is_file()  # judged and applied
+
+
+# --- 3. node-exporter's and NFD's directories: a new file, never a planted one -------------------
+
+
+def test_the_published_files_never_follow_a_planted_link(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    textfiles = tree / "var/lib/prometheus/node-exporter"
+    features = tree / "etc/kubernetes/node-feature-discovery/features.d"
+    textfiles.mkdir(parents=True)
+    features.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("theirs\n")
+    (textfiles / "goldtune-set.prom.tmp").symlink_to(victim)  # the old fixed temporary's name
+    (features / "goldtune-set.tmp").symlink_to(victim)
+    (features / "goldtune-set").symlink_to(victim)  # the file itself: replaced, not followed
+    status, output, _ = select(images["forbid"], tree, tmp_path)
+    assert status == 0, output
+    assert victim.read_text() == "theirs\n"
+    assert 'goldtune_set_member{member="dgx"} 1' in (textfiles / "goldtune-set.prom").read_text()
+    assert not (features / "goldtune-set").is_symlink()
+    assert (features / "goldtune-set").read_text() == (
+        "feature.node.kubernetes.io/goldtune-set-member=dgx\n"
+    )
+    assert oct((features / "goldtune-set").stat().st_mode & 0o777) == "0o644"
+    left = sorted(p.name for d in (textfiles, features) for p in d.iterdir())
+    assert left == [
+        "goldtune-set",
+        "goldtune-set.prom",
+        "goldtune-set.prom.tmp",
+        "goldtune-set.tmp",
+    ]
+
+
+def test_a_linked_directory_is_not_written_to(images: dict[str, Path], tmp_path: Path) -> None:
+    tree = node("dgx", tmp_path / "node")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tree / "var/lib/prometheus").mkdir(parents=True)
+    (tree / "var/lib/prometheus/node-exporter").symlink_to(elsewhere)
+    status, output, _ = select(images["forbid"], tree, tmp_path)
+    assert status == 0, output
+    assert "goldtune-set.prom: not written (its directory is a link, or full)" in output
+    assert list(elsewhere.iterdir()) == []
+
+
+# --- 4. what it runs of a member is checked as install.sh checks install-lib.sh ------------------
+
+
+def tamper(member: Path, how: str) -> str:
+    """Spoil one file the selector runs; the words its line must say."""
+    preflight = member / "rootfs/usr/lib/goldtune/preflight"
+    if how == "link":
+        copy = member.parent / "preflight-elsewhere"
+        shutil.copy2(preflight, copy)
+        preflight.unlink()
+        preflight.symlink_to(copy)
+        return f"{preflight}: not a regular file"
+    if how == "owner":
+        os.chown(preflight, 65534, 65534)
+        return f"{preflight}: not owned by root"
+    if how == "writable":
+        preflight.chmod(0o775)
+        return f"{preflight}: writable by its group or by others"
+    install = member / "install.sh"
+    install.write_text(install.read_text() + "# edited\n")
+    return f"{install}: its sha256 is not the one {member}/manifest.json lists"
+
+
+@pytest.mark.parametrize("how", ["link", "owner", "writable", "digest"])
+def test_a_member_whose_scripts_fail_the_checks_is_refused(
+    images: dict[str, Path], tmp_path: Path, how: str
+) -> None:
+    if how == "owner" and os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    image = fresh_image(images, "forbid", tmp_path)
+    said = tamper(image / MEMBER, how)
+    tree = node("dgx", tmp_path / "node")
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 1, output
+    lines = [line for line in output.splitlines() if "member dgx" in line]
+    assert lines == [f"goldtune-select: member dgx refused: {said}"], output
+    assert "no member of the set matches this node; nothing machine-specific applied" in output
+    assert not (tree / SYSCTL).exists()
+    assert not (tree / KEPT).exists()
+
+
+def test_a_manifest_that_is_a_link_refuses_the_member(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    image = fresh_image(images, "forbid", tmp_path)
+    manifest = image / MEMBER / "manifest.json"
+    copy = tmp_path / "manifest.json"
+    shutil.copy2(manifest, copy)
+    manifest.unlink()
+    manifest.symlink_to(copy)
+    tree = node("dgx", tmp_path / "node")
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 1, output
+    assert f"member dgx refused: {manifest}: not a regular file" in output
+
+
+# --- 5. kernel arguments: judged at every boot, a reboot never done under TEST_SYSROOT ------------
+
+
+def test_after_the_one_reboot_arguments_still_missing_fail_and_no_second_reboot(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    status, output, calls = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert "rebooting once so that the kernel arguments of member dgx take effect" in output
+    # the next boot: the kept choice, the arguments still not on /proc/cmdline
+    status, output, calls = select(images["allow"], tree, tmp_path)
+    assert status == 1, output
+    assert "kernel arguments of member dgx not in effect after the reboot:" in output
+    assert "not rebooting again" in output
+    assert "reboot" not in calls
+
+
+def test_a_kept_choice_whose_arguments_are_in_effect_says_nothing_more(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    assert select(images["allow"], tree, tmp_path)[0] == 0
+    cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro " + " ".join(kernel_args(images["allow"]))
+    (tree / "proc/cmdline").write_text(cmdline + "\n")
+    status, output, _ = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert output.splitlines() == ["goldtune-select: member dgx is this node's"]
+
+
+def test_a_kept_choice_reboots_once_when_allowed_and_not_yet_rebooted(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    (tree / KEPT).parent.mkdir(parents=True)
+    (tree / KEPT).write_text("dgx\n")
+    status, output, calls = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert "rebooting once so that the kernel arguments of member dgx take effect" in output
+    assert (tree / "var/lib/goldtune/set/rebooted").exists()
+    assert "reboot" not in calls
+
+
+def test_a_kept_choice_with_the_reboot_forbidden_says_the_next_boot(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    (tree / KEPT).parent.mkdir(parents=True)
+    (tree / KEPT).write_text("dgx\n")
+    status, output, _ = select(images["forbid"], tree, tmp_path)
+    assert status == 0, output
+    assert "take effect at the next boot:" in output
+    assert "(the set forbids a reboot)" in output
+
+
+def test_a_kernel_argument_with_a_glob_character_is_not_expanded(
+    images: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = fresh_image(images, "forbid", tmp_path)
+    listed = image / MEMBER / "install.list"
+    listed.write_text(listed.read_text() + "kernel-arg\tgoldtune.test=*\n")
+    tree = node("dgx", tmp_path / "node")
+    (tree / KEPT).parent.mkdir(parents=True)
+    (tree / KEPT).write_text("dgx\n")
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    (workdir / "goldtune.test=expanded").write_text("")
+    monkeypatch.chdir(workdir)  # where `*` would expand
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 0, output
+    assert " goldtune.test=* (the set forbids a reboot)" in output
+    assert "expanded" not in output
