@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator import TOOL
 from generator.bundle.read import Bundle, ManifestFile
@@ -78,8 +79,7 @@ ABSENT_DEVICE_MODULE = re.compile(
 _JOURNAL = re.compile(r"^\[\s*[\d.]+\]\s+\S+\s+([^:\[\s]+)(?:\[\d+\])?:\s?(.*)$")
 
 
-@dataclass(frozen=True)
-class JournalLine:
+class JournalLine(NamedTuple):
     ident: str
     message: str
 
