@@ -17,7 +17,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from generator import TOOL
 from generator.errors import InputError, Problem
@@ -48,9 +48,9 @@ MAX_BUNDLE_ENTRIES = 10_000
 OCTAL = re.compile(r"[0-7]{1,6}")
 
 
-@dataclass(frozen=True)
-class ManifestFile:
-    """One file a bundle's manifest.json lists."""
+class ManifestFile(NamedTuple):
+    """One file a bundle's manifest.json lists (a NamedTuple, as the other records read on
+    every run: a frozen dataclass compiles its methods at import)."""
 
     path: str  # in the bundle: rootfs/etc/sysctl.d/90-goldtune.conf
     sha256: str
@@ -75,15 +75,14 @@ class ManifestFile:
         return target_of(self.path)
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     """A bundle's manifest.json, as every reader of it sees it."""
 
-    files: tuple[ManifestFile, ...] = ()
-    tool_name: str = ""  # "" where the manifest names none (not a string)
-    tool_version: str = ""
+    files: tuple[ManifestFile, ...]
+    tool_name: str  # "" where the manifest names none (not a string)
+    tool_version: str
     # each cloud-init form's size and the providers it fits (render.providers.delivery_sizes)
-    user_data: dict[str, Any] = field(default_factory=dict)
+    user_data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -323,7 +322,7 @@ def read_bundle(root: Path, *, manifest_required: bool = True) -> Bundle:
     if manifest_required or os.path.lexists(root / MANIFEST):
         manifest = read_manifest(root)
     else:
-        manifest = Manifest()
+        manifest = Manifest((), "", "", {})
     plan = load_plan(root)
     rules = overlay_texts(root, in_overlay(UDEV_FILE.rsplit("/", 1)[0]), ".rules")
     tuned = tuned_profiles(root)

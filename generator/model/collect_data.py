@@ -13,6 +13,7 @@ list to keep in step, and a section no row asks for is never read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from generator import TOOL
@@ -149,7 +150,7 @@ def data_line_problem(line: str, whole: Iterable[str] | None = None) -> str | No
     if section in LIST_SECTIONS:
         if not SAFE_WORD.fullmatch(word):
             return f"{section} needs one safe word"
-        if not SECTION_WORDS[section].fullmatch(word):
+        if not re.fullmatch(SECTION_WORDS[section], word):
             return f"{section}: {WHAT[section]}"
         globbed = [part for part in word.split("/") if any(c in part for c in "*?[")]
         # one globbed component (cpu*): the matches of one directory, not a walk of all /sys

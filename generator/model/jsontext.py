@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from itertools import repeat
 from typing import Any
 
 SCALARS = (str, int, float, bool, type(None))
 # JSONEncoder.encode writes a str by the C function directly; dumps() of one would first make
 # its keyword arguments and its encoder, some ten times the cost.
 SCALAR = json.JSONEncoder()
+# A str as the encoder writes it (ensure_ascii, its default): what SCALAR.encode of a str calls.
+ascii_string = json.encoder.encode_basestring_ascii
 
 
 def dumps_indented(value: Any) -> str:
@@ -42,17 +45,22 @@ def _encode(value: Any, newline: str) -> str:
         inner = newline + "  "
         if _scalars(value):
             return _flat(value, inner, newline)
-        if not all(isinstance(key, str) for key in value):  # other keys: the encoder's own way
+        if not all(map(isinstance, value, repeat(str))):  # other keys: the encoder's own way
             return json.dumps(value, indent=2, sort_keys=True).replace("\n", newline)
-        items = [f"{SCALAR.encode(key)}: {_encode(value[key], inner)}" for key in sorted(value)]
+        items = [
+            ascii_string(key)
+            + ": "
+            + (ascii_string(item) if isinstance(item, str) else _encode(item, inner))
+            for key, item in sorted(value.items())
+        ]
         return "{" + inner + ("," + inner).join(items) + newline + "}"
     if isinstance(value, (list, tuple)):
         if not value:
             return "[]"
         inner = newline + "  "
-        if all(isinstance(item, str) for item in value):  # no encoder to make for a few
-            return "[" + inner + ("," + inner).join(map(SCALAR.encode, value)) + newline + "]"
-        if all(isinstance(item, SCALARS) for item in value):
+        if all(map(isinstance, value, repeat(str))):  # no encoder to make for a few
+            return "[" + inner + ("," + inner).join(map(ascii_string, value)) + newline + "]"
+        if all(map(isinstance, value, repeat(SCALARS))):
             return _flat(value, inner, newline)
         if all(isinstance(item, dict) and item and _scalars(item) for item in value):
             return _flat_dicts(value, inner, newline)
@@ -68,7 +76,7 @@ def _flat(value: dict[Any, Any] | list[Any] | tuple[Any, ...], inner: str, newli
 
 
 def _scalars(value: dict[Any, Any]) -> bool:
-    return all(isinstance(item, SCALARS) for item in value.values())
+    return all(map(isinstance, value.values(), repeat(SCALARS)))
 
 
 def _flat_dicts(value: list[Any] | tuple[Any, ...], inner: str, newline: str) -> str:

@@ -177,7 +177,9 @@ def without_indentation(script: str) -> str:
                 heredoc = None
             continue
         if quote is None and not joins_word:
-            line = _FUNCTION_HEAD_COMMENT.sub(r"\1", line.lstrip(" \t"))
+            line = line.lstrip(" \t")
+            if "() {" in line:  # a function's head: the only lines the pattern can change
+                line = _FUNCTION_HEAD_COMMENT.sub(r"\1", line)
         kept.append(line)
         if quote is None and "<<" in line:
             found = re.search(_HEREDOC, line.split(" #", 1)[0])

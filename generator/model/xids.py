@@ -9,16 +9,14 @@ in service on an event nobody has classed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 XidClassName = Literal["hardware", "application"]
 HARDWARE: XidClassName = "hardware"
 APPLICATION: XidClassName = "application"
 
 
-@dataclass(frozen=True)
-class XidClass:
+class XidClass(NamedTuple):
     """One row of the table: the Xid, NVIDIA's name for it, its class and the line citing it."""
 
     xid: int

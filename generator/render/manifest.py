@@ -56,8 +56,19 @@ def fixed_file_digests(path: str, content: bytes) -> dict[str, str]:
     return dict(_fixed_digests(path, content))
 
 
-def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions) -> bytes:
-    """Tool, inputs' digests and every other file with its sha256 and mode; no timestamps."""
+def manifest_entries(files: RenderedFiles) -> list[dict[str, str]]:
+    """Every file's manifest entry, in path order."""
+    return [manifest_entry(path, content, mode) for path, (content, mode) in sorted(files.items())]
+
+
+def render_manifest(
+    plan: Plan,
+    files: RenderedFiles,
+    options: CloudInitOptions,
+    entries: list[dict[str, str]] | None = None,
+) -> bytes:
+    """Tool, inputs' digests and every other file with its sha256 and mode; no timestamps.
+    ``entries``: manifest_entries(files), where the caller has them already."""
     data = {
         "format": MANIFEST_FORMAT,
         "tool": {"name": TOOL, "version": __version__},
@@ -66,8 +77,6 @@ def render_manifest(plan: Plan, files: RenderedFiles, options: CloudInitOptions)
         "inputs": {role: {"sha256": digest} for role, digest in sorted(plan.inputs.items())},
         # each cloud-init form's size and the providers whose user-data limit it fits
         "user_data": delivery_sizes(files, options),
-        "files": [
-            manifest_entry(path, content, mode) for path, (content, mode) in sorted(files.items())
-        ],
+        "files": manifest_entries(files) if entries is None else entries,
     }
     return (dumps_indented(data) + "\n").encode("utf-8")

@@ -39,10 +39,14 @@ BUILD_TYPE = f"urn:{TOOL}:bundle:v1"
 BUILDER_ID = f"urn:{TOOL}:gen"
 
 
-def statement_subjects(files: Mapping[str, bytes]) -> list[dict[str, Any]]:
-    """Every file of the bundle but the provenance files themselves, with its sha256, by name."""
+def statement_subjects(
+    files: Mapping[str, bytes], known: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Every file of the bundle but the provenance files themselves, with its sha256, by name.
+    ``known``: digests already taken of these very bytes (the manifest's), not taken again."""
+    known = known or {}
     return [
-        {"name": path, "digest": {"sha256": hashlib.sha256(content).hexdigest()}}
+        {"name": path, "digest": {"sha256": known.get(path) or hashlib.sha256(content).hexdigest()}}
         for path, content in sorted(files.items())
         if path == MANIFEST or path not in SEALS
     ]
@@ -93,15 +97,18 @@ def catalog_dependencies() -> list[dict[str, Any]]:
     return dependencies
 
 
-def render_statement(plan: Plan, files: Mapping[str, bytes]) -> bytes:
+def render_statement(
+    plan: Plan, files: Mapping[str, bytes], known: Mapping[str, str] | None = None
+) -> bytes:
     """The Statement's bytes: sorted keys, two-space indent, a final newline (the form a POSIX
-    shell reads the subjects back from: install.sh --check --pubkey)."""
+    shell reads the subjects back from: install.sh --check --pubkey). ``known``: the sha256 of
+    some of ``files`` (statement_subjects)."""
     inputs = [
         {"name": role, "digest": {"sha256": digest}} for role, digest in sorted(plan.inputs.items())
     ]
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": statement_subjects(files),
+        "subject": statement_subjects(files, known),
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "buildDefinition": {

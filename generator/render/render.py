@@ -18,7 +18,7 @@ from generator.render.cloudinit import (
 from generator.render.contexts import bundle_context, delivery_context, output_context
 from generator.render.engine import make_environment, render_text
 from generator.render.gzipforms import compressed_forms
-from generator.render.manifest import render_manifest
+from generator.render.manifest import manifest_entries, render_manifest
 from generator.render.outputs import DELIVERY_OUTPUTS, OVERLAY_OUTPUTS, RenderedFiles
 from generator.render.provenance import render_statement
 
@@ -56,8 +56,11 @@ def render_bundle(plan: Plan, cloud_init: CloudInitOptions | None = None) -> Ren
     files[layout.USER_DATA_GZ] = (plain_gz, 0o644)
     files[layout.USER_DATA_MIME_GZ] = (mime_gz, 0o644)
     files[PLAN_FILE] = (plan_to_json(plan).encode("utf-8"), 0o644)  # read back by diff and verify
-    files[MANIFEST] = (render_manifest(plan, files, options), 0o644)
-    # last: its subjects are every other file, manifest.json included
+    entries = manifest_entries(files)
+    files[MANIFEST] = (render_manifest(plan, files, options, entries), 0o644)
+    # last: its subjects are every other file, manifest.json included; the others' digests are
+    # the manifest's (a third of the statement's cost was hashing them again)
     contents = {path: content for path, (content, _) in files.items()}
-    files[PROVENANCE] = (render_statement(plan, contents), 0o644)
+    digests = {entry["path"]: entry["sha256"] for entry in entries}
+    files[PROVENANCE] = (render_statement(plan, contents, digests), 0o644)
     return dict(sorted(files.items()))

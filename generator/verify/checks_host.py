@@ -4,7 +4,6 @@ limits, the systemd manager, modprobe, module loads, sysfs, udev schedulers and 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from fnmatch import fnmatchcase
 
 from generator.model.probes import (
@@ -280,7 +279,7 @@ def check_tuned(setting: Setting, live: Live) -> Check:
     section, _, option = setting.key.partition(".")
     if section == "sysctl":
         found = check_sysctl(Setting("sysctl", option, setting.value, "", setting.rule), live)
-        return replace(found, kind="tuned", key=setting.key)
+        return found._replace(kind="tuned", key=setting.key)
     path = {
         ("cpu", "governor"): GOVERNOR,
         ("vm", "transparent_hugepages"): THP_ENABLED,

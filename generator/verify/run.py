@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -45,13 +45,14 @@ from generator.paths import templates_dir
 from generator.table import format_table, table_width
 from generator.textsafe import printable
 from generator.verify.health import boot_timing, check_health, xid_events
-from generator.verify.imagefs import Image
 from generator.verify.live import check_settings
 from generator.verify.preflight import Mismatch, PreflightResult
-from generator.verify.prometheus import BundleIdentity, Preflight, render_prometheus
 from generator.verify.snapshot import parse_snapshot
-from generator.verify.strict import StrictFailure, root_failures, snapshot_failures
 from generator.verify.verdicts import Check, Verdict
+
+if TYPE_CHECKING:  # each imported where its option asks for it: most runs judge a snapshot
+    from generator.verify.prometheus import BundleIdentity, Preflight
+    from generator.verify.strict import StrictFailure
 
 COLLECT_TIMEOUT_S = 300
 # A collector's output is tens of KiB; a console log of many boots around it a few MiB.
@@ -131,6 +132,8 @@ def verify_checks(
             )
         source: dict[str, Any] = {"source": "root", "root": str(root)}
         if strict:
+            from generator.verify.strict import root_failures
+
             source["strict"] = root_failures(bundle, root)
         # imported here: the image's readers (YAML, TOML) are not needed to judge a snapshot
         from generator.verify.image import check_root
@@ -143,6 +146,9 @@ def verify_checks(
     source["kernel"] = parsed.value(Section.META, "kernel") or "?"
     source["boot"] = boot_timing(parsed)
     if strict:  # live: a required command is looked up on this machine, as install.sh would
+        from generator.verify.imagefs import Image
+        from generator.verify.strict import snapshot_failures
+
         source["strict"] = snapshot_failures(bundle, parsed, None if snapshot else Image(Path("/")))
     table = xids() if xids is not None and xid_events(parsed) else {}
     return check_settings(bundle, parsed) + check_health(bundle, parsed, table), source
@@ -231,6 +237,8 @@ def report_json(bundle: Bundle, checks: list[Check], source: dict[str, Any]) -> 
 
 def bundle_identity(bundle: Bundle) -> BundleIdentity:
     """Name, inputs, version and content digest of a bundle, from the plan.json it holds."""
+    from generator.verify.prometheus import BundleIdentity
+
     raw = read_beneath(bundle.root, PLAN_FILE, MAX_BUNDLE_FILE_BYTES)
     version = json.loads(raw).get("version")  # read_bundle has parsed it already
     plan = bundle.plan
@@ -271,6 +279,8 @@ def run_verify(
     checks, source = verify_checks(bundle, root, snapshot, xids, strict)
     chosen = "json" if as_json else output_format
     if chosen == "prometheus":
+        from generator.verify.prometheus import render_prometheus
+
         found = preflight if preflight is not None else preflight_of(checks)
         click.echo(render_prometheus(bundle_identity(bundle), checks, found), nl=False)
     elif chosen == "json":

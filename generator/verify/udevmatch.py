@@ -9,23 +9,21 @@ so verify never claims a disk the bundle may not touch.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import NamedTuple
 
 SCHEDULER_ATTR = "ATTR{queue/scheduler}"
 _TOKEN = re.compile(r'\s*([A-Z]+(?:\{[^}]*\})?)\s*(==|!=|\+=|-=|:=|=)\s*"([^"]*)"\s*(?:,|$)')
 
 
-@dataclass(frozen=True)
-class Disk:
+class Disk(NamedTuple):
     """A whole disk as the collector saw it: kernel name and its attributes."""
 
     name: str
     attrs: dict[str, str]
 
 
-@dataclass(frozen=True)
-class UdevRule:
+class UdevRule(NamedTuple):
     matches: tuple[tuple[str, str, str], ...]  # (key, operator, pattern)
     scheduler: str | None
 

@@ -7,8 +7,8 @@ The bundle itself is read by ``generator.bundle.read`` (one ``Bundle``, one mani
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from generator.bundle.read import ManifestFile
 from generator.model.layout import (
@@ -42,8 +42,7 @@ class Verdict(StrEnum):
         return self in (Verdict.DIFFERS, Verdict.MISSING, Verdict.NOT_JUDGED)
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """One comparison: a planned setting (or a health check of the machine) and its verdict."""
 
     kind: str
