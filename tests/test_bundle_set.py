@@ -241,6 +241,37 @@ def test_verify_judges_the_member_the_node_chose(image: Path, tmp_path: Path) ->
     assert chosen.exit_code == member.exit_code
 
 
+def snapshot_of(bundle: str, path: Path) -> Path:
+    """A snapshot as a member's collector starts it: its meta bundle record names the bundle."""
+    path.write_text(
+        f"goldtune-snapshot\tbegin\t1\nmeta\tbundle\t{bundle}\ngoldtune-snapshot\tend\t1\n"
+    )
+    return path
+
+
+def test_verify_of_a_snapshot_judges_the_member_whose_collector_took_it(
+    image: Path, tmp_path: Path
+) -> None:
+    """The collector a node runs is its chosen member's; the snapshot's meta bundle names it."""
+    set_dir = image.parent / "set"
+    for name in ("dgx", "l4"):
+        snapshot = snapshot_of(f"{name}_training", tmp_path / f"{name}.log")
+        chosen = CliRunner().invoke(
+            main, ["verify", str(set_dir), "--snapshot", str(snapshot), "--json"]
+        )
+        member = set_dir / f"members/{name}-training"
+        alone = CliRunner().invoke(
+            main, ["verify", str(member), "--snapshot", str(snapshot), "--json"]
+        )
+        assert json.loads(chosen.output)["bundle"] == str(member), chosen.output
+        assert chosen.output == alone.output
+    other = snapshot_of("dgx-h100_training", tmp_path / "other.log")
+    refused = CliRunner().invoke(main, ["verify", str(set_dir), "--snapshot", str(other)])
+    assert refused.exit_code == 2
+    assert refused.output.count("\n") == 1, refused.output
+    assert "names the bundle 'dgx-h100_training', which is no member of the set" in refused.output
+
+
 def test_diff_refuses_a_set_with_one_line(image: Path) -> None:
     set_dir = image.parent / "set"
     result = CliRunner().invoke(main, ["diff", str(set_dir), str(set_dir / "members/l4-training")])

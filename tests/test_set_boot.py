@@ -5,10 +5,11 @@ describes.
 The members: the detect test's emulated machine (two sockets, two NUMA nodes, a NIC behind an
 expander bridge on node 1: tests/test_detect_boot.py's KNOWN and TOPOLOGY) and a one-socket,
 one-node machine without that NIC. Each boot's selector must pick its own member and apply it
-(the member's sysctl.d file and units installed, its preflight run), and `gen verify` on the
-collector's snapshot judges the member the node recorded (/run/goldtune/selected, printed by the
-hook). The third shape (four sockets, no NIC) matches neither: the selector fails with one line
-per member and nothing machine-specific is there.
+(the member's sysctl.d file and units installed, its preflight run), and `gen verify SET
+--snapshot` judges the member whose collector took the snapshot (its meta bundle record), the
+one the node recorded (/run/goldtune/selected, printed by the hook). The third shape (four
+sockets, no NIC) matches neither: the selector fails with one line per member and nothing
+machine-specific is there.
 
 Kernel arguments: the two-node shape boots through the image's own GRUB (boot.sh --loader grub)
 from a set made with --reboot-for-kernel-args. Its first boot's selector applies the member
@@ -156,14 +157,16 @@ def test_each_shape_boots_its_own_member(
         "sys.exit(run_verify(Path(sys.argv[1]), snapshot=Path(sys.argv[2]), as_json=True))"
     )
     verified = subprocess.run(
-        [sys.executable, "-c", code, str(member), str(tmp_path / "out/snapshot.log")],
+        [sys.executable, "-c", code, str(booted_set), str(tmp_path / "out/snapshot.log")],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
     )
     assert verified.returncode in (0, 1), verified.stderr
-    checks = json.loads(verified.stdout)["checks"]
+    judged = json.loads(verified.stdout)
+    assert judged["bundle"] == str(member)  # the set's member the snapshot's collector names
+    checks = judged["checks"]
     sysctls = [c for c in checks if c["kind"] == "sysctl"]
     assert sysctls and all(c["verdict"] == "ok" for c in sysctls), sysctls
     if SHAPES[shape][3] == "grub":

@@ -298,18 +298,39 @@ def set_members(set_dir: Path) -> dict[str, Path]:
     return members
 
 
-def chosen_member(set_dir: Path, root: Path | None, snapshot: bool) -> Path:
+# collect.conf: one line per checked value; a member's is a few hundred lines
+MAX_COLLECT_DATA = 4 * 1024 * 1024
+
+
+def member_label(member: Path) -> str | None:
+    """The label a member's collector prints as its snapshot's ``meta bundle`` record: the
+    ``bundle`` line of its collect.conf (read beneath the member, bounded)."""
+    try:
+        data = read_beneath(member, f"rootfs{layout.COLLECT_DATA}", MAX_COLLECT_DATA)
+    except InputError:
+        return None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("bundle\t"):
+            return line.split("\t", 1)[1]
+    return None
+
+
+def member_of_snapshot(set_dir: Path, label: str | None, snapshot: Path) -> Path:
+    """The member whose collector took ``snapshot``: each member's collect.conf names its own
+    bundle, which the collector prints as ``meta bundle``; the snapshot of a node that applied a
+    member therefore says which member it judges."""
+    for member in set_members(set_dir).values():
+        if label is not None and member.is_dir() and member_label(member) == label:
+            return member
+    said = f"names the bundle {label!r}" if label else "names no bundle (no meta bundle record)"
+    raise InputError(
+        Problem(str(snapshot), "meta bundle", f"{said}, which is no member of the set {set_dir}")
+    )
+
+
+def chosen_member(set_dir: Path, root: Path | None) -> Path:
     """The member bundle of ``set_dir`` that the node (``root``, or this machine) chose: the
     selector's /run record, else the kept one under /var. gen verify judges that member."""
-    if snapshot:
-        raise InputError(
-            Problem(
-                str(set_dir),
-                "",
-                "is a bundle set; give --snapshot the member's bundle",
-                f"{set_dir}/{MEMBERS_DIR}/<name>",
-            )
-        )
     base = root if root is not None else Path("/")
     for record in (SELECTED, SELECTED_KEPT):
         path = base / record.lstrip("/")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from generator.bundle.bundle_set import chosen_member, is_set
+from generator.bundle.bundle_set import chosen_member, is_set, member_of_snapshot
 from generator.bundle.read import MAX_BUNDLE_FILE_BYTES, Bundle, check_intact, read_bundle
 from generator.errors import InputError, Problem
 from generator.foreign import read_beneath, read_foreign
@@ -273,8 +273,11 @@ def run_verify(
     printed by the prometheus format."""
     if root is not None and snapshot is not None:
         raise InputError(Problem("gen verify", "", "--root and --snapshot exclude each other"))
-    if is_set(bundle_dir):  # the member the node chose (its selector's record)
-        bundle_dir = chosen_member(bundle_dir, root, snapshot is not None)
+    if is_set(bundle_dir) and snapshot is not None:  # the member whose collector took it
+        label = parse_snapshot(read_snapshot(snapshot), str(snapshot)).value(Section.META, "bundle")
+        bundle_dir = member_of_snapshot(bundle_dir, label, snapshot)
+    elif is_set(bundle_dir):  # the member the node chose (its selector's record)
+        bundle_dir = chosen_member(bundle_dir, root)
     bundle = read_bundle(bundle_dir, manifest_required=False)
     checks, source = verify_checks(bundle, root, snapshot, xids, strict)
     chosen = "json" if as_json else output_format
