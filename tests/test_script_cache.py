@@ -40,7 +40,9 @@ def derivations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def forms_entry(scripts: dict[str, str], forms: object) -> bytes:
-    return json.dumps({"key": shellform.forms_key(scripts), "forms": forms}).encode()
+    """An entry of our shape holding ``forms`` as the compact and as the unindented forms."""
+    stored = {"compact": forms, "unindented": forms}
+    return json.dumps({"key": shellform.forms_key(scripts), "forms": stored}).encode()
 
 
 def changed_copy(module_file: str | None, tmp_path: Path) -> str:
@@ -58,8 +60,8 @@ def test_second_read_of_the_forms_comes_from_the_cache(
 ) -> None:
     """Written under a hardened umask, the entry still serves all users."""
     entry = tmp_path / "cache" / "scripts.json"
-    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
-    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
+    assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
+    assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
     assert len(derivations) == len(SCRIPTS)  # each derived once, by the first call
     assert stat.S_IMODE(os.lstat(entry).st_mode) == 0o644
     assert stat.S_IMODE(os.lstat(entry.parent).st_mode) == 0o755
@@ -70,7 +72,7 @@ def test_any_change_to_the_scripts_or_the_code_derives_the_forms_again(
     tmp_path: Path, derivations: list[str], monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
     entry = tmp_path / "cache" / "scripts.json"
-    shellform.compact_forms(SCRIPTS, entry)
+    shellform.script_forms(SCRIPTS, entry)
     scripts, expected = dict(SCRIPTS), dict(FORMS)
     if change == "edit":
         scripts["a.sh"] = SCRIPTS["a.sh"].replace("echo a", "echo edited")
@@ -84,7 +86,7 @@ def test_any_change_to_the_scripts_or_the_code_derives_the_forms_again(
     else:  # another shellform.py derives the forms of the same scripts
         monkeypatch.setattr(shellform, "__file__", changed_copy(shellform.__file__, tmp_path))
     derivations.clear()
-    assert shellform.compact_forms(scripts, entry) == expected
+    assert shellform.script_forms(scripts, entry).compact == expected
     assert len(derivations) == len(scripts)
 
 
@@ -95,6 +97,7 @@ def test_any_change_to_the_scripts_or_the_code_derives_the_forms_again(
         b"\xff\xfe garbage",
         b"[" * 100_000,  # nested beyond json's recursion
         b'{"key": "another key", "forms": {}}',
+        "the unindented forms missing",
         b"[]",
         "forms of the wrong shape",
         "a script missing",
@@ -113,12 +116,16 @@ def test_a_damaged_or_foreign_forms_entry_is_ignored_and_replaced(
         "a form that is not text": {"a.sh": FORMS["a.sh"], "b.sh": ["#!/bin/sh\n"]},
     }
     entry.parent.mkdir()
+    if content == "the unindented forms missing":
+        stored = {"compact": FORMS}
+        content = json.dumps({"key": shellform.forms_key(SCRIPTS), "forms": stored}).encode()
     entry.write_bytes(
         forms_entry(SCRIPTS, wrong_forms[content]) if isinstance(content, str) else content
     )
-    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
+    assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
     assert len(derivations) == len(SCRIPTS)
-    assert json.loads(entry.read_bytes()) == {"key": shellform.forms_key(SCRIPTS), "forms": FORMS}
+    stored = {"compact": FORMS, "unindented": FORMS}  # SCRIPTS have no indentation
+    assert json.loads(entry.read_bytes()) == {"key": shellform.forms_key(SCRIPTS), "forms": stored}
 
 
 def test_a_forms_entry_of_our_shape_is_what_is_used(tmp_path: Path) -> None:
@@ -126,7 +133,7 @@ def test_a_forms_entry_of_our_shape_is_what_is_used(tmp_path: Path) -> None:
     entry = tmp_path / "scripts.json"
     planted = {"a.sh": "planted a\n", "b.sh": "planted b\n"}
     entry.write_bytes(forms_entry(SCRIPTS, planted))
-    assert shellform.compact_forms(SCRIPTS, entry) == planted
+    assert shellform.script_forms(SCRIPTS, entry).compact == planted
 
 
 @pytest.mark.parametrize("link", ["entry", "folder"])
@@ -141,9 +148,9 @@ def test_a_forms_entry_reached_through_a_link_is_not_read(
         (tmp_path / "cache" / "scripts.json").symlink_to(elsewhere / "scripts.json")
     else:
         (tmp_path / "cache").symlink_to(elsewhere)
-    assert shellform.compact_forms(SCRIPTS, tmp_path / "cache" / "scripts.json") == FORMS
+    assert shellform.script_forms(SCRIPTS, tmp_path / "cache" / "scripts.json").compact == FORMS
     assert len(derivations) == len(SCRIPTS)
-    assert json.loads((elsewhere / "scripts.json").read_bytes())["forms"]["a.sh"] == "x"
+    assert json.loads((elsewhere / "scripts.json").read_bytes())["forms"]["compact"]["a.sh"] == "x"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "unreadable"])
@@ -154,7 +161,7 @@ def test_a_forms_entry_that_cannot_be_read_is_ignored(
     unreadable_cache_entry(
         entry, kind, forms_entry(SCRIPTS, {"a.sh": "x", "b.sh": "y"}), monkeypatch
     )
-    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
+    assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
     assert len(derivations) == len(SCRIPTS)
 
 
@@ -163,8 +170,8 @@ def test_an_unwritable_cache_only_means_deriving_every_time(
 ) -> None:
     (tmp_path / "blocker").write_text("a file where the cache folder would be")
     entry = tmp_path / "blocker" / "scripts.json"
-    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
-    assert shellform.compact_forms(SCRIPTS, entry) == FORMS
+    assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
+    assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
     assert len(derivations) == 2 * len(SCRIPTS)
 
 
@@ -174,20 +181,27 @@ def test_every_shipped_script_reads_the_same_from_the_cache(tmp_path: Path) -> N
     derived = {
         name: shellform.derived_without_comment_lines(text) for name, text in scripts.items()
     }
-    assert shellform.compact_forms(scripts, tmp_path / "scripts.json") == derived  # stored
-    assert shellform.compact_forms(scripts, tmp_path / "scripts.json") == derived  # read back
+    entry = tmp_path / "scripts.json"
+    assert shellform.script_forms(scripts, entry).compact == derived  # stored
+    assert shellform.script_forms(scripts, entry).compact == derived  # read back
+    unindented = {
+        name: shellform.derived_without_indentation(form) for name, form in derived.items()
+    }
+    assert shellform.script_forms(scripts, entry).unindented == unindented
     for name, text in scripts.items():  # and what the bundle's callers get
         assert shellform.shipped_compact_forms()[text] == derived[name], name
         assert shellform.without_comment_lines(text) == derived[name], name
+        assert shellform.without_indentation(derived[name]) == unindented[name], name
 
 
 def test_the_shipped_forms_are_kept_in_the_package_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(shellform, "CACHE_PATH", tmp_path / "cache" / "scripts.json")
-    forms = shellform.shipped_compact_forms.__wrapped__()
-    stored = json.loads((tmp_path / "cache" / "scripts.json").read_bytes())
-    assert sorted(stored["forms"].values()) == sorted(forms.values())
+    forms = shellform.shipped_forms.__wrapped__()
+    stored = json.loads((tmp_path / "cache" / "scripts.json").read_bytes())["forms"]
+    assert sorted(stored["compact"].values()) == sorted(forms.compact.values())
+    assert sorted(stored["unindented"].values()) == sorted(forms.unindented.values())
 
 
 def test_a_shipped_script_is_not_derived_again_by_the_bundle(

@@ -28,6 +28,7 @@ import re
 import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from generator import TOOL, __version__
 from generator.cache import contents_key, json_entry, read_entry, store_entry
@@ -157,9 +158,14 @@ def user_data_form(target: str, text: str) -> str:
 _FUNCTION_HEAD_COMMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\(\) \{)[ \t]+#[^\n]*")
 
 
-# The fixed scripts are the same text in every bundle of a run: each is reshaped once a run.
-@functools.lru_cache(maxsize=2 * len(layout.FIXED_SCRIPTS))
 def without_indentation(script: str) -> str:
+    """derived_without_indentation of ``script``: a shipped script's compact form's from the
+    cache (shipped_forms), any other text's derived from itself."""
+    kept = shipped_forms().unindented.get(script)
+    return kept if kept is not None else derived_without_indentation(script)
+
+
+def derived_without_indentation(script: str) -> str:
     """A shell script's lines without their leading blanks, where sh ignores them: every line
     the scan finds at the top level (no quote spanning lines open, not in a here-document, not
     continuing a word after a backslash); a function head's comment goes too. The user-data
@@ -196,13 +202,21 @@ def without_indentation(script: str) -> str:
 
 # The fixed scripts (templates/scripts/, ~112 KB) are the same text in every bundle: deriving
 # their compact forms took ~4.1 ms of every cold gen's CPU (install.sh's for the first-boot
-# script, the others for the user-data). They are kept beside the validated catalog
-# (generator/cache.py) as JSON, keyed by each script's name and bytes, this module and the
-# versions: ~0.95 ms of a cold gen, of which reading the scripts again ~0.35 (the bundle's read
-# of them is render's; which texts are shipped scripts is known from the folder), hashing ~0.2
-# and the JSON ~0.3.
+# script, the others for the user-data), and the user-data's forms of those it carries without
+# indentation (install-lib.sh's and the boot scripts') ~5 ms more. Both are kept beside the
+# validated catalog (generator/cache.py) as JSON, keyed by each script's name and bytes, this
+# module and the versions: ~1 ms of a cold gen, of which reading the scripts again ~0.35 (the
+# bundle's read of them is render's; which texts are shipped scripts is known from the folder),
+# hashing ~0.2 and the JSON ~0.4.
 CACHE_PATH = cache_dir("__catalog_cache__") / "scripts.json"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+
+
+class ScriptForms(NamedTuple):
+    """The derived forms of some scripts (by name) or of the shipped ones (by text)."""
+
+    compact: dict[str, str]  # without comment lines (derived_without_comment_lines)
+    unindented: dict[str, str]  # the compact form without indentation too (by compact form)
 
 
 def shipped_scripts() -> dict[str, str]:
@@ -217,15 +231,23 @@ def shipped_scripts() -> dict[str, str]:
 
 
 @functools.cache
-def shipped_compact_forms() -> dict[str, str]:
-    """A shipped script's text -> its compact form; none when the scripts cannot be read (the
-    bundle's own read of them then says why)."""
+def shipped_forms() -> ScriptForms:
+    """A shipped script's text -> its compact form, and that form -> it without indentation;
+    none when the scripts cannot be read (the bundle's own read of them then says why)."""
     try:
         scripts = shipped_scripts()
     except (OSError, UnicodeDecodeError):
-        return {}
-    forms = compact_forms(scripts, CACHE_PATH)
-    return {text: forms[name] for name, text in scripts.items()}
+        return ScriptForms({}, {})
+    forms = script_forms(scripts, CACHE_PATH)
+    return ScriptForms(
+        {text: forms.compact[name] for name, text in scripts.items()},
+        {forms.compact[name]: forms.unindented[name] for name in scripts},
+    )
+
+
+def shipped_compact_forms() -> dict[str, str]:
+    """A shipped script's text -> its compact form (shipped_forms)."""
+    return shipped_forms().compact
 
 
 def forms_key(scripts: Mapping[str, str]) -> str:
@@ -237,26 +259,34 @@ def forms_key(scripts: Mapping[str, str]) -> str:
     return contents_key(salt, contents)
 
 
-def compact_forms(scripts: Mapping[str, str], cache: Path) -> dict[str, str]:
-    """Each script's compact form, by name: from ``cache`` when it was stored for these scripts
-    and this code, else derived (and stored, where the cache can be written)."""
+def script_forms(scripts: Mapping[str, str], cache: Path) -> ScriptForms:
+    """Each script's compact and unindented forms, by name: from ``cache`` when they were
+    stored for these scripts and this code, else derived (and stored, where the cache can be
+    written)."""
     key = forms_key(scripts)
     stored = forms_from_entry(read_entry(cache), key, scripts.keys())
     if stored is not None:
         return stored
-    forms = {name: derived_without_comment_lines(text) for name, text in scripts.items()}
+    compact = {name: derived_without_comment_lines(text) for name, text in scripts.items()}
+    unindented = {name: derived_without_indentation(form) for name, form in compact.items()}
+    forms = {"compact": compact, "unindented": unindented}
     store_entry(cache, json.dumps({"key": key, "forms": forms}).encode())
-    return forms
+    return ScriptForms(compact, unindented)
 
 
-def forms_from_entry(
-    entry: bytes | None, key: str, names: Collection[str]
-) -> dict[str, str] | None:
+def forms_from_entry(entry: bytes | None, key: str, names: Collection[str]) -> ScriptForms | None:
     """The forms a cache entry holds, or None: none, another key, or not what we write (a text
-    for each of ``names``, and nothing else)."""
+    of each form for each of ``names``, and nothing else)."""
     forms = json_entry(entry, key, "forms")
+    if not isinstance(forms, dict) or forms.keys() != set(ScriptForms._fields):
+        return None
+    if not all(_texts_of(names, forms[field]) for field in ScriptForms._fields):
+        return None
+    return ScriptForms(**forms)
+
+
+def _texts_of(names: Collection[str], forms: object) -> bool:
+    """Whether ``forms`` maps exactly ``names`` to texts."""
     if not isinstance(forms, dict) or forms.keys() != set(names):
-        return None
-    if not all(isinstance(form, str) for form in forms.values()):
-        return None
-    return forms
+        return False
+    return all(isinstance(form, str) for form in forms.values())
