@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from generator.bundle.bundle_set import is_set
 from generator.bundle.equal import differing_paths
 from generator.bundle.read import (
     Bundle,
+    ManifestFile,
     check_intact,
     parse_bundle_json,
     parse_manifest,
@@ -92,11 +93,19 @@ class BundleState:
     difference: Difference | None = None  # the semantic diff of a stale bundle
 
 
-@dataclass(frozen=True)
 class RenderedBundle(Bundle):
     """A bundle regenerated in memory, read through the same interface as one on disk."""
 
-    contents: RenderedFiles = field(default_factory=dict)
+    def __init__(
+        self,
+        root: Path,
+        plan: Plan,
+        files: tuple[ManifestFile, ...],
+        tool_version: str,
+        contents: RenderedFiles,
+    ) -> None:
+        super().__init__(root, plan, files, tool_version)
+        self.contents = contents
 
     def data(self, path: str) -> bytes:
         return self.contents[path][0]
