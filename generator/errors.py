@@ -4,8 +4,8 @@
 could not finish (exit status 1).  Each problem is one line: file, dotted field path, what is wrong.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a NamedTuple turns each string annotation into
+# a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 from typing import NamedTuple
 
 

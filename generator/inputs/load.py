@@ -1,7 +1,7 @@
 """Load both inputs of a run: the hardware facts and the resolved profile, with their digests."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a NamedTuple turns each string annotation into
+# a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path

@@ -7,8 +7,8 @@ the limit and the bytes each part adds to it, so a team sees whether its own par
 is what no longer fits.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a NamedTuple turns each string annotation into
+# a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple

@@ -4,8 +4,8 @@ Grouping and nesting are decided here; the templates only loop and print. Every 
 has its file's spelling (the kind's grammar, checked at plan time), so nothing is escaped here.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a NamedTuple turns each string annotation into
+# a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 import json
 import re
 from typing import Any, NamedTuple

@@ -6,8 +6,8 @@ is not rendered). Templates only loop and print; grouping, ordering and escaping
 ``contexts.py`` and ``generator.render.formats``. Nothing the user wrote is ever used as a template.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a NamedTuple turns each string annotation into
+# a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 from typing import NamedTuple
 
 from generator.model import layout

@@ -1,7 +1,7 @@
 """The cloud providers' user-data limits, and which form of a bundle's user-data fits each."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: a NamedTuple turns each string annotation into
+# a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 import hashlib
 from collections.abc import Mapping
 from typing import Any, NamedTuple
