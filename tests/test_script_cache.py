@@ -40,8 +40,9 @@ def derivations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def forms_entry(scripts: dict[str, str], forms: object) -> bytes:
-    """An entry of our shape holding ``forms`` as the compact and as the unindented forms."""
-    stored = {"compact": forms, "unindented": forms}
+    """An entry of our shape holding ``forms`` as the compact forms (SCRIPTS are none of the
+    UNINDENTED_SCRIPTS: no unindented forms)."""
+    stored = {"compact": forms, "unindented": {}}
     return json.dumps({"key": shellform.forms_key(scripts), "forms": stored}).encode()
 
 
@@ -124,7 +125,7 @@ def test_a_damaged_or_foreign_forms_entry_is_ignored_and_replaced(
     )
     assert shellform.script_forms(SCRIPTS, entry).compact == FORMS
     assert len(derivations) == len(SCRIPTS)
-    stored = {"compact": FORMS, "unindented": FORMS}  # SCRIPTS have no indentation
+    stored = {"compact": FORMS, "unindented": {}}  # none of SCRIPTS is carried unindented
     assert json.loads(entry.read_bytes()) == {"key": shellform.forms_key(SCRIPTS), "forms": stored}
 
 
@@ -185,13 +186,17 @@ def test_every_shipped_script_reads_the_same_from_the_cache(tmp_path: Path) -> N
     assert shellform.script_forms(scripts, entry).compact == derived  # stored
     assert shellform.script_forms(scripts, entry).compact == derived  # read back
     unindented = {
-        name: shellform.derived_without_indentation(form) for name, form in derived.items()
+        name: shellform.derived_without_indentation(form)
+        for name, form in derived.items()
+        if name in shellform.UNINDENTED_SCRIPTS
     }
+    assert sorted(unindented) == sorted(shellform.UNINDENTED_SCRIPTS)  # every one is shipped
     assert shellform.script_forms(scripts, entry).unindented == unindented
     for name, text in scripts.items():  # and what the bundle's callers get
         assert shellform.shipped_compact_forms()[text] == derived[name], name
         assert shellform.without_comment_lines(text) == derived[name], name
-        assert shellform.without_indentation(derived[name]) == unindented[name], name
+        expected = unindented.get(name, shellform.derived_without_indentation(derived[name]))
+        assert shellform.without_indentation(derived[name]) == expected, name
 
 
 def test_the_shipped_forms_are_kept_in_the_package_cache(

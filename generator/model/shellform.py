@@ -212,11 +212,19 @@ CACHE_PATH = cache_dir("__catalog_cache__") / "scripts.json"
 CACHE_FORMAT = 2
 
 
+# The scripts the user-data carries without indentation (user_data_form, firstboot's library
+# form): only theirs are kept (the cache entry is read whole by every cold gen).
+UNINDENTED_SCRIPTS = frozenset(
+    {*(target.rpartition("/")[2] for target in layout.FIXED_SCRIPTS), layout.INSTALL_LIB}
+)
+
+
 class ScriptForms(NamedTuple):
     """The derived forms of some scripts (by name) or of the shipped ones (by text)."""
 
     compact: dict[str, str]  # without comment lines (derived_without_comment_lines)
-    unindented: dict[str, str]  # the compact form without indentation too (by compact form)
+    # the compact form without indentation too, of the UNINDENTED_SCRIPTS (by compact form)
+    unindented: dict[str, str]
 
 
 def shipped_scripts() -> dict[str, str]:
@@ -241,7 +249,7 @@ def shipped_forms() -> ScriptForms:
     forms = script_forms(scripts, CACHE_PATH)
     return ScriptForms(
         {text: forms.compact[name] for name, text in scripts.items()},
-        {forms.compact[name]: forms.unindented[name] for name in scripts},
+        {forms.compact[name]: form for name, form in forms.unindented.items()},
     )
 
 
@@ -268,7 +276,11 @@ def script_forms(scripts: Mapping[str, str], cache: Path) -> ScriptForms:
     if stored is not None:
         return stored
     compact = {name: derived_without_comment_lines(text) for name, text in scripts.items()}
-    unindented = {name: derived_without_indentation(form) for name, form in compact.items()}
+    unindented = {
+        name: derived_without_indentation(form)
+        for name, form in compact.items()
+        if name in UNINDENTED_SCRIPTS
+    }
     forms = {"compact": compact, "unindented": unindented}
     store_entry(cache, json.dumps({"key": key, "forms": forms}).encode())
     return ScriptForms(compact, unindented)
@@ -280,7 +292,8 @@ def forms_from_entry(entry: bytes | None, key: str, names: Collection[str]) -> S
     forms = json_entry(entry, key, "forms")
     if not isinstance(forms, dict) or forms.keys() != set(ScriptForms._fields):
         return None
-    if not all(_texts_of(names, forms[field]) for field in ScriptForms._fields):
+    unindented = UNINDENTED_SCRIPTS.intersection(names)
+    if not _texts_of(names, forms["compact"]) or not _texts_of(unindented, forms["unindented"]):
         return None
     return ScriptForms(**forms)
 
