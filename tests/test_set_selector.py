@@ -285,3 +285,29 @@ def test_a_kernel_argument_with_a_glob_character_is_not_expanded(
     assert status == 0, output
     assert " goldtune.test=* (the set forbids a reboot)" in output
     assert "expanded" not in output
+
+
+def test_a_list_argument_merged_with_the_images_elements_is_in_effect(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    """install.sh puts the image's own elements of a list argument (modprobe.blacklist...) first
+    and the bundle's after, in one word: the selector judges each element, as the image's boot
+    check does, or it rebooted for nothing and failed at every boot after."""
+    tree = node("dgx", tmp_path / "node")
+    assert select(images["allow"], tree, tmp_path)[0] == 0
+    merged = []
+    for arg in kernel_args(images["allow"]):
+        key, _, value = arg.partition("=")
+        listed = key in ("modprobe.blacklist", "rd.driver.blacklist", "module_blacklist")
+        merged.append(f"{key}=floppy,{value}" if listed else arg)
+    assert merged != kernel_args(images["allow"])  # the DGX member has a list argument
+    cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro " + " ".join(merged)
+    (tree / "proc/cmdline").write_text(cmdline + "\n")
+    status, output, _ = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert output.splitlines() == ["goldtune-select: member dgx is this node's"]
+    # an element of the member's that is missing is still missing
+    (tree / "proc/cmdline").write_text(cmdline.replace("floppy,nouveau", "floppy") + "\n")
+    status, output, _ = select(images["allow"], tree, tmp_path)
+    assert status == 1, output
+    assert "not in effect after the reboot: modprobe.blacklist=nouveau" in output
