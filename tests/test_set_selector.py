@@ -311,3 +311,26 @@ def test_a_list_argument_merged_with_the_images_elements_is_in_effect(
     status, output, _ = select(images["allow"], tree, tmp_path)
     assert status == 1, output
     assert "not in effect after the reboot: modprobe.blacklist=nouveau" in output
+
+
+@pytest.mark.parametrize("how", ["missing", "edited"])
+def test_a_member_whose_claims_file_is_missing_or_edited_is_refused(
+    images: dict[str, Path], tmp_path: Path, how: str
+) -> None:
+    """The member's preflight.conf is its claims: without it (or with claims of no one's) it
+    matched any node, and a node of neither shape got its machine-specific settings."""
+    image = fresh_image(images, "forbid", tmp_path)
+    data = image / MEMBER / "rootfs/etc/goldtune/preflight.conf"
+    if how == "missing":
+        data.unlink()
+        said = f"{data}: not a regular file"
+    else:
+        kept = [line for line in data.read_text().splitlines() if not line.startswith("claim\t")]
+        data.write_text("\n".join(kept) + "\n")  # no claim left: every node matches
+        said = f"{data}: its sha256 is not the one {image / MEMBER}/manifest.json lists"
+    tree = node("gh200", tmp_path / "node")
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 1, output
+    assert f"goldtune-select: member dgx refused: {said}" in output.splitlines(), output
+    assert not (tree / SYSCTL).exists()
+    assert not (tree / KEPT).exists()
