@@ -16,8 +16,10 @@ live path, in a chroot whose / is the fake node (tests/test_install.py's in_chro
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -273,7 +275,11 @@ def test_a_kernel_argument_with_a_glob_character_is_not_expanded(
 ) -> None:
     image = fresh_image(images, "forbid", tmp_path)
     listed = image / MEMBER / "install.list"
+    before = hashlib.sha256(listed.read_bytes()).hexdigest()
     listed.write_text(listed.read_text() + "kernel-arg\tgoldtune.test=*\n")
+    manifest = image / MEMBER / "manifest.json"  # the edit as the manifest's (the selector checks)
+    after = hashlib.sha256(listed.read_bytes()).hexdigest()
+    manifest.write_text(manifest.read_text().replace(before, after))
     tree = node("dgx", tmp_path / "node")
     (tree / KEPT).parent.mkdir(parents=True)
     (tree / KEPT).write_text("dgx\n")
@@ -334,3 +340,49 @@ def test_a_member_whose_claims_file_is_missing_or_edited_is_refused(
     assert f"goldtune-select: member dgx refused: {said}" in output.splitlines(), output
     assert not (tree / SYSCTL).exists()
     assert not (tree / KEPT).exists()
+
+
+def run_selector(image: Path, tree: Path) -> subprocess.CompletedProcess[str]:
+    """The selector with a short timeout: a read of a FIFO would wait for ever."""
+    return subprocess.run(
+        ["sh", str(image / "usr/lib/goldtune/select"), str(image / SET_ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": os.environ["PATH"], "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+        timeout=60,
+    )
+
+
+def test_a_set_conf_that_is_no_regular_file_is_refused_not_waited_on(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    image = fresh_image(images, "forbid", tmp_path)
+    conf = image / SET_ROOT / "set.conf"
+    conf.unlink()
+    os.mkfifo(conf)
+    tree = node("dgx", tmp_path / "node")
+    run = run_selector(image, tree)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stdout.splitlines() == [f"select: {conf}: not a regular file; nothing applied"], (
+        run.stdout
+    )
+    assert not (tree / SYSCTL).exists()
+
+
+def test_a_kept_choices_install_list_is_checked_before_it_is_read(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    image = fresh_image(images, "forbid", tmp_path)
+    listed = image / MEMBER / "install.list"
+    listed.unlink()
+    os.mkfifo(listed)
+    tree = node("dgx", tmp_path / "node")
+    (tree / KEPT).parent.mkdir(parents=True)
+    (tree / KEPT).write_text("dgx\n")
+    run = run_selector(image, tree)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        f"goldtune-select: member dgx: its kernel arguments not judged: {listed}: "
+        "not a regular file"
+    ), run.stdout
