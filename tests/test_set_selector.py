@@ -386,3 +386,23 @@ def test_a_kept_choices_install_list_is_checked_before_it_is_read(
         f"goldtune-select: member dgx: its kernel arguments not judged: {listed}: "
         "not a regular file"
     ), run.stdout
+
+
+def test_the_reboot_marker_never_follows_a_planted_link(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    marker = tree / "var/lib/goldtune/set/rebooted"
+    marker.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    marker.symlink_to(victim)  # dangling: -e says no marker, and `: >marker` wrote the victim
+    status, output, calls = select(images["allow"], tree, tmp_path)
+    assert status == 1, output  # a marker, whatever it is: never a second reboot
+    assert "not in effect after the reboot:" in output
+    assert not victim.exists()
+    # none there: the marker is written as a new file renamed into place
+    marker.unlink()
+    status, output, calls = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert "rebooting once so that the kernel arguments of member dgx take effect" in output
+    assert marker.read_text() == "dgx\n"
