@@ -73,21 +73,29 @@ def claims_of(files: RenderedFiles) -> str:
     return "\n".join(sorted(line for line in lines if line.startswith("claim\t")))
 
 
+def judged_claims(files: RenderedFiles) -> frozenset[tuple[str, str]]:
+    """What the preflight judges of a member: each claim's name and value (the settings made
+    from it, its last field, change no node's verdict)."""
+    claims = (line.split("\t") for line in claims_of(files).splitlines())
+    return frozenset((fields[1], fields[2]) for fields in claims if len(fields) > 2)
+
+
 def check_distinguishable(members: dict[str, RenderedFiles], source: str) -> None:
-    """Two members with the same claims match the same nodes: no node could choose."""
-    seen: dict[str, str] = {}
-    for name, files in members.items():
-        claims = claims_of(files)
-        if claims in seen:
-            raise InputError(
-                Problem(
-                    source,
-                    "--hw",
-                    f"members {seen[claims]!r} and {name!r} make the same claims: no node can "
-                    "tell them apart",
-                )
-            )
-        seen[claims] = name
+    """Every member can be chosen: two members with the same claims match the same nodes, and a
+    member whose claims are all among another's matches every node of the other's shape too
+    (the preflight judges each claim alone), so that shape matches two and is never chosen."""
+    judged = {name: judged_claims(files) for name, files in members.items()}
+    for name, claims in judged.items():
+        for other, others in judged.items():
+            if other == name or not claims <= others:
+                continue
+            if claims == others:
+                why = f"members {min(name, other)!r} and {max(name, other)!r} make the same "
+                why += "claims: no node can tell them apart"
+            else:
+                why = f"every node that matches member {other!r} matches {name!r} too (its "
+                why += f"claims are among {other!r}'s): no node can choose {other!r}"
+            raise InputError(Problem(source, "--hw", why))
 
 
 def select_unit() -> bytes:
