@@ -22,11 +22,11 @@
 #                 image's own nccl.conf put back, containerd's imports entry taken back), the
 #                 kernel arguments of the record removed, the tool's tuned profile dropped from
 #                 the selection (the files gone when nothing else is left in it), the record
-#                 and its directory removed, and every directory of the tool's own (a path
-#                 with its name) that this left empty. Units of the image the bundle enabled
-#                 or masked are left as they are (their state before is not recorded), and
-#                 said so. A package's prerm and %preun run it before the package's files are
-#                 removed.
+#                 and its directory removed, and every directory of the tool's own
+#                 (/etc/<tool>, its tuned profiles', /usr/lib/<tool>...) that this left empty.
+#                 Units of the image the bundle enabled or masked are left as they are (their
+#                 state before is not recorded), and said so. A package's prerm and %preun run
+#                 it before the package's files are removed.
 #
 # An image build is also detected without --image-build: --root DIR other than /, / in a chroot
 # (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
@@ -1374,14 +1374,15 @@ SERVICES
 }
 
 # prune_own_dirs: the directories of the record's files that the take-back left empty, each
-# and its parents while their path has the tool's name (a set's
-# /usr/lib/<tool>/set/members/<name>/rootfs/...; /usr/lib/<tool>); never through a link. In a
-# pipe's subshell: a path whose directory is a file ends the pruning, not the take-back.
+# and its parents while they are the tool's own (/etc/<tool>, a tuned profile's, /usr/lib/<tool>
+# and below: a set's members/<name>/rootfs/...), not merely a path with its name (a user's
+# /etc/<tool>-data); never through a link. In a pipe's subshell: a path whose directory is a
+# file ends the pruning, not the take-back.
 prune_own_dirs() {
     printf '%s\n' "${record_lines:-}" | while IFS= read -r old; do
         stale_candidate "$old" || continue
         old=${old%/*}
-        while case $old in *"$tool"*) ;; *) false ;; esac; do
+        while case $old in /etc/"$tool" | /etc/tuned/"$tool"-* | /etc/tuned/profiles/"$tool"-* | /usr/lib/"$tool" | /usr/lib/"$tool"/* | /usr/local/lib/"$tool" | /usr/local/lib/"$tool"/* | /usr/local/libexec/"$tool") ;; *) false ;; esac; do
             if resolve_dir "$old" unlinked; then
                 rmdir -- "$dir" 2>/dev/null || break
                 say "removed $old"
