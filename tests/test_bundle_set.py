@@ -379,3 +379,27 @@ def test_members_that_no_node_can_choose_between_are_refused(
     # claims that differ in a value both make: each node matches one at most
     other = tuple(line.replace("\t8\t", "\t4\t") for line in b)
     check_distinguishable({"a": claims_file(*a), "b": claims_file(*other)}, "gen set")
+
+
+@pytest.mark.parametrize("how", ["install", "uninstall"])
+def test_the_sets_install_leaves_a_members_tuned_profile_selected(
+    shapes: dict[str, Path], tmp_path: Path, how: str
+) -> None:
+    """The set carries no tuned profile and its record lists none: its install (again, over a
+    node that applied a member) and its take-back leave the member's profile in tuned's
+    selection, which they dropped while the member's files stayed (the kept choice never applied
+    it again)."""
+    set_dir = make_set(shapes, tmp_path / "set")
+    image = image_of(set_dir, tmp_path / "image")
+    (image / "usr/lib/tuned").mkdir(parents=True)
+    selection = image / "etc/tuned/active_profile"
+    selection.parent.mkdir(parents=True, exist_ok=True)
+    selection.write_text("throughput-performance goldtune-training\n")  # the member's, applied
+    args = ["--image-build", "--root", str(image)]
+    if how == "uninstall":
+        args = ["--uninstall", "--root", str(image)]
+    run = subprocess.run(
+        ["sh", str(set_dir / "install.sh"), *args], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert selection.read_text() == "throughput-performance goldtune-training\n", run.stdout

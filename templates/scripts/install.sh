@@ -86,9 +86,11 @@
 #   (redhat-performance/tuned 2bfa4423, tuned/profiles/loader.py load(), merger.py merge()). The
 #   selection found before the tool's first install is kept in <record dir>/tuned-previous: to
 #   restore it, write that line to /etc/tuned/active_profile (or `tuned-adm profile <it>`).
-#   A bundle without a profile (tuned: off) takes the tool's out of the selection as --uninstall
-#   does (tuned_unlayer), and tuned-previous with them; when none is left, the selection files
-#   go and tuned loads its recommended profile (live: tuned-adm auto_profile).
+#   A bundle without a profile (tuned: off) whose install record lists one takes the tool's out
+#   of the selection as --uninstall does (tuned_unlayer), and tuned-previous with them; when none
+#   is left, the selection files go and tuned loads its recommended profile (live: tuned-adm
+#   auto_profile). A record that lists none (a bundle set's) leaves the selection alone: the
+#   profile there is another record's (the set's member's).
 #   The profile's file goes where the target's tuned reads local profiles (tuned_place):
 #   /etc/tuned/profiles/<name> when it has /usr/lib/tuned/profiles (tuned 2.23+), else
 #   /etc/tuned/<name> when it has /usr/lib/tuned, else the bundle's path; the record lists it.
@@ -1392,6 +1394,13 @@ prune_own_dirs() {
     done
 }
 
+# recorded_profile: the install record (record_lines) lists a tuned profile's file: only then is
+# a profile of the tool's in the selection this record's to take out.
+recorded_profile() {
+    case $newline${record_lines:-} in *"$newline/etc/tuned/"*) return 0 ;; esac
+    return 1
+}
+
 uninstall_bundle() {
     installed=0 unchanged=0 skipped=0 failed=0 deferred='' deferred_units=''
     say "taking back the $label bundle from $root ($where)"
@@ -1401,7 +1410,8 @@ uninstall_bundle() {
     remove_own "$record"
     containerd_dropins=''
     unwire_containerd
-    tuned_unlayer || :
+    left=-
+    ! recorded_profile || tuned_unlayer || :
     [ "$left" = - ] || deferred="${deferred:+$deferred, }tuned loads ${left:-its recommended profile}"
     kernel_args=''
     boot_arguments
@@ -1676,7 +1686,9 @@ STEPS
 fi
 
 # 5. The tuned selection and the boot arguments, live and offline.
-tuned_layer
+if [ -n "$tuned_profile" ] || recorded_profile; then
+    tuned_layer
+fi
 boot_arguments
 if [ "$live" = yes ]; then
     say "limits.d applies to new login sessions; system.conf.d defaults and kernel arguments at the next boot"
