@@ -56,6 +56,15 @@ def fresh_image(images: dict[str, Path], policy: str, tmp_path: Path) -> Path:
     return copy
 
 
+def keep(tree: Path, image: Path, name: str = "dgx") -> None:
+    """The kept choice of ``name`` as the selector writes it: the name, and the sha256 of the
+    member's manifest.json it applied."""
+    (tree / KEPT).parent.mkdir(parents=True, exist_ok=True)
+    (tree / KEPT).write_text(f"{name}\n")
+    manifest = image / f"{SET_ROOT}/members/{name}/manifest.json"
+    (tree / f"{KEPT}-bundle").write_text(hashlib.sha256(manifest.read_bytes()).hexdigest() + "\n")
+
+
 def kernel_args(image: Path) -> list[str]:
     listed = (image / MEMBER / "install.list").read_text().splitlines()
     return [line.split("\t", 1)[1] for line in listed if line.startswith("kernel-arg\t")]
@@ -249,8 +258,7 @@ def test_a_kept_choice_reboots_once_when_allowed_and_not_yet_rebooted(
     images: dict[str, Path], tmp_path: Path
 ) -> None:
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, images["allow"])
     status, output, calls = select(images["allow"], tree, tmp_path)
     assert status == 0, output
     assert "rebooting once so that the kernel arguments of member dgx take effect" in output
@@ -262,8 +270,7 @@ def test_a_kept_choice_with_the_reboot_forbidden_says_the_next_boot(
     images: dict[str, Path], tmp_path: Path
 ) -> None:
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, images["forbid"])
     status, output, _ = select(images["forbid"], tree, tmp_path)
     assert status == 0, output
     assert "take effect at the next boot:" in output
@@ -281,8 +288,7 @@ def test_a_kernel_argument_with_a_glob_character_is_not_expanded(
     after = hashlib.sha256(listed.read_bytes()).hexdigest()
     manifest.write_text(manifest.read_text().replace(before, after))
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, image)
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     (workdir / "goldtune.test=expanded").write_text("")
@@ -378,8 +384,7 @@ def test_a_kept_choices_install_list_is_checked_before_it_is_read(
     listed.unlink()
     os.mkfifo(listed)
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, image)
     run = run_selector(image, tree)
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stdout.splitlines()[-1] == (
@@ -407,3 +412,22 @@ def test_the_reboot_marker_never_follows_a_planted_link(
     assert status == 0, output
     assert "rebooting once so that the kernel arguments of member dgx take effect" in output
     assert marker.read_text() == "dgx\n"
+
+
+def test_a_kept_choice_whose_member_changed_is_judged_and_applied_again(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    """A new set installed over a node that chose (live, or an image baked on a booted one): the
+    kept name alone published the old choice and never applied the member's new bundle."""
+    image = fresh_image(images, "forbid", tmp_path)
+    tree = node("dgx", tmp_path / "node")
+    assert select(image, tree, tmp_path)[0] == 0
+    status, output, _ = select(image, tree, tmp_path)  # unchanged: published, nothing applied
+    assert status == 0 and "applying member" not in output, output
+    manifest = image / MEMBER / "manifest.json"
+    manifest.write_text(manifest.read_text() + "\n")  # the member's bundle of a new set
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 0, output
+    assert "member dgx's bundle is not the one applied" in output
+    assert "goldtune-select: applying member dgx" in output
+    assert (tree / KEPT).read_text() == "dgx\n"
