@@ -401,6 +401,7 @@ def test_the_reboot_marker_never_follows_a_planted_link(
     marker.parent.mkdir(parents=True)
     victim = tmp_path / "victim"
     marker.symlink_to(victim)  # dangling: -e says no marker, and `: >marker` wrote the victim
+    keep(tree, images["allow"])  # the member applied at an earlier boot
     status, output, calls = select(images["allow"], tree, tmp_path)
     assert status == 1, output  # a marker, whatever it is: never a second reboot
     assert "reboot" not in calls
@@ -431,3 +432,25 @@ def test_a_kept_choice_whose_member_changed_is_judged_and_applied_again(
     assert "member dgx's bundle is not the one applied" in output
     assert "goldtune-select: applying member dgx" in output
     assert (tree / KEPT).read_text() == "dgx\n"
+
+
+def test_a_member_applied_again_gets_its_one_reboot_again(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    """The marker says the applied bundle's reboot was done: a new bundle of the member, applied,
+    may reboot once for its arguments (the marker of the old one kept it failing every boot)."""
+    image = fresh_image(images, "allow", tmp_path)
+    tree = node("dgx", tmp_path / "node")
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 0 and "rebooting once" in output, output
+    status, output, _ = select(image, tree, tmp_path)  # the same bundle: never a second reboot
+    assert status == 1 and "not rebooting again" in output, output
+    manifest = image / MEMBER / "manifest.json"
+    manifest.write_text(manifest.read_text() + "\n")  # the member's bundle of a new set
+    status, output, calls = select(image, tree, tmp_path)
+    assert status == 0, output
+    assert "goldtune-select: applying member dgx" in output
+    assert "rebooting once so that the kernel arguments of member dgx take effect" in output
+    assert "reboot" not in calls
+    status, output, _ = select(image, tree, tmp_path)  # and then no more
+    assert status == 1 and "not rebooting again" in output, output
