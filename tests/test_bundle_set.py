@@ -342,3 +342,64 @@ def test_the_set_reinstalls_unchanged_and_is_taken_back(
     assert [p for p in image.rglob("*") if not p.is_dir()] == []
     assert not (image / "usr/lib/goldtune").exists()  # no empty directory of the set's left
     assert not (image / "var/lib/goldtune").exists()
+
+
+def claims_file(*claims: str) -> dict[str, tuple[bytes, int]]:
+    """A member's rendered files with only its preflight data: these claim lines."""
+    lines = ["log-as\tgoldtune-preflight", "result\t/run/goldtune/preflight", *claims]
+    return {"rootfs/etc/goldtune/preflight.conf": (("\n".join(lines) + "\n").encode(), 0o644)}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "said"),
+    [
+        # the same claims, made into other settings: the same nodes match both
+        (
+            ("claim\tgpu.count\t8\tgpu:clocks", "claim\tcpu.sockets\t2\t-"),
+            ("claim\tgpu.count\t8\tgpu:ecc", "claim\tcpu.sockets\t2\tsysctl:x"),
+            "make the same claims: no node can tell them apart",
+        ),
+        # a's claims are among b's: a node of b's shape matches a too, and chooses neither
+        (
+            ("claim\tgpu.count\t8\t-",),
+            ("claim\tgpu.count\t8\t-", "claim\tdisk/nvme1n1/present\tyes\t-"),
+            "every node that matches member 'b' matches 'a' too",
+        ),
+    ],
+)
+def test_members_that_no_node_can_choose_between_are_refused(
+    a: tuple[str, ...], b: tuple[str, ...], said: str
+) -> None:
+    from generator.bundle.bundle_set import check_distinguishable
+    from generator.errors import InputError
+
+    with pytest.raises(InputError) as raised:
+        check_distinguishable({"a": claims_file(*a), "b": claims_file(*b)}, "gen set")
+    assert said in str(raised.value.problems[0].message)
+    # claims that differ in a value both make: each node matches one at most
+    other = tuple(line.replace("\t8\t", "\t4\t") for line in b)
+    check_distinguishable({"a": claims_file(*a), "b": claims_file(*other)}, "gen set")
+
+
+@pytest.mark.parametrize("how", ["install", "uninstall"])
+def test_the_sets_install_leaves_a_members_tuned_profile_selected(
+    shapes: dict[str, Path], tmp_path: Path, how: str
+) -> None:
+    """The set carries no tuned profile and its record lists none: its install (again, over a
+    node that applied a member) and its take-back leave the member's profile in tuned's
+    selection, which they dropped while the member's files stayed (the kept choice never applied
+    it again)."""
+    set_dir = make_set(shapes, tmp_path / "set")
+    image = image_of(set_dir, tmp_path / "image")
+    (image / "usr/lib/tuned").mkdir(parents=True)
+    selection = image / "etc/tuned/active_profile"
+    selection.parent.mkdir(parents=True, exist_ok=True)
+    selection.write_text("throughput-performance goldtune-training\n")  # the member's, applied
+    args = ["--image-build", "--root", str(image)]
+    if how == "uninstall":
+        args = ["--uninstall", "--root", str(image)]
+    run = subprocess.run(
+        ["sh", str(set_dir / "install.sh"), *args], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert selection.read_text() == "throughput-performance goldtune-training\n", run.stdout

@@ -156,3 +156,24 @@ def test_a_tampered_member_is_refused(sets: dict[str, Path], tmp_path: Path) -> 
     status, output = diff(sets["training"], copy)
     assert status == 2
     assert "member dgx's bundle is not a directory of the set" in output
+
+
+def test_a_manifest_pairing_a_member_with_another_members_bundle_is_refused(
+    sets: dict[str, Path], tmp_path: Path
+) -> None:
+    """The set's manifest names each member's review copy (members/<hardware>-<profile>); one
+    that names another member's shows, and gen verify judges, what that member's nodes never
+    get: a member's review copy must be its image copy, file by file (the set's manifest's
+    digests, which check_set_intact holds the files to)."""
+    import shutil
+
+    copy = tmp_path / "set"
+    shutil.copytree(sets["training"], copy, symlinks=True)
+    manifest = copy / "manifest.json"
+    data = json.loads(manifest.read_text())
+    first, second = data["members"][0], data["members"][1]
+    first["bundle"], second["bundle"] = second["bundle"], first["bundle"]
+    manifest.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    status, output = diff(sets["training"], copy)
+    assert status == 2, output
+    assert "is not the image copy of member dgx" in output, output

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -397,3 +398,19 @@ def test_an_upgrade_from_the_usr_local_layout_removes_the_old_scripts(tmp_path: 
         line for line in result.stdout.splitlines() if "warn" in line
     )
     assert "/usr/local/" not in record.read_text()
+
+
+def test_uninstall_prunes_only_the_tools_own_directories(tmp_path: Path) -> None:
+    """A directory is pruned when it is one the tool makes (/etc/goldtune, its tuned profiles',
+    /usr/lib/goldtune/...), not because its path has the tool's name: a record line under a
+    user's /etc/goldtune-data took that directory and its parents with the file (issue 44)."""
+    bundle, root, path = installed_image(tmp_path)
+    (path / "rmdir").symlink_to(shutil.which("rmdir") or "/bin/rmdir")  # the take-back's own tool
+    users = root / "etc/goldtune-data/site"
+    victim(users, "goldtune-site.conf")
+    add_record_line(root, "/etc/goldtune-data/site/goldtune-site.conf")
+    result = run(bundle / "install.sh", "--uninstall", "--root", str(root), path=path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert users.is_dir(), result.stdout
+    assert "removed /etc/goldtune-data\n" not in result.stdout
+    assert not (root / "etc/goldtune").exists(), result.stdout  # the tool's own: pruned

@@ -16,8 +16,10 @@ live path, in a chroot whose / is the fake node (tests/test_install.py's in_chro
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,15 @@ def fresh_image(images: dict[str, Path], policy: str, tmp_path: Path) -> Path:
     copy = tmp_path / "image"
     shutil.copytree(images[policy], copy, symlinks=True)
     return copy
+
+
+def keep(tree: Path, image: Path, name: str = "dgx") -> None:
+    """The kept choice of ``name`` as the selector writes it: the name, and the sha256 of the
+    member's manifest.json it applied."""
+    (tree / KEPT).parent.mkdir(parents=True, exist_ok=True)
+    (tree / KEPT).write_text(f"{name}\n")
+    manifest = image / f"{SET_ROOT}/members/{name}/manifest.json"
+    (tree / f"{KEPT}-bundle").write_text(hashlib.sha256(manifest.read_bytes()).hexdigest() + "\n")
 
 
 def kernel_args(image: Path) -> list[str]:
@@ -247,8 +258,7 @@ def test_a_kept_choice_reboots_once_when_allowed_and_not_yet_rebooted(
     images: dict[str, Path], tmp_path: Path
 ) -> None:
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, images["allow"])
     status, output, calls = select(images["allow"], tree, tmp_path)
     assert status == 0, output
     assert "rebooting once so that the kernel arguments of member dgx take effect" in output
@@ -260,8 +270,7 @@ def test_a_kept_choice_with_the_reboot_forbidden_says_the_next_boot(
     images: dict[str, Path], tmp_path: Path
 ) -> None:
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, images["forbid"])
     status, output, _ = select(images["forbid"], tree, tmp_path)
     assert status == 0, output
     assert "take effect at the next boot:" in output
@@ -273,10 +282,13 @@ def test_a_kernel_argument_with_a_glob_character_is_not_expanded(
 ) -> None:
     image = fresh_image(images, "forbid", tmp_path)
     listed = image / MEMBER / "install.list"
+    before = hashlib.sha256(listed.read_bytes()).hexdigest()
     listed.write_text(listed.read_text() + "kernel-arg\tgoldtune.test=*\n")
+    manifest = image / MEMBER / "manifest.json"  # the edit as the manifest's (the selector checks)
+    after = hashlib.sha256(listed.read_bytes()).hexdigest()
+    manifest.write_text(manifest.read_text().replace(before, after))
     tree = node("dgx", tmp_path / "node")
-    (tree / KEPT).parent.mkdir(parents=True)
-    (tree / KEPT).write_text("dgx\n")
+    keep(tree, image)
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     (workdir / "goldtune.test=expanded").write_text("")
@@ -285,3 +297,160 @@ def test_a_kernel_argument_with_a_glob_character_is_not_expanded(
     assert status == 0, output
     assert " goldtune.test=* (the set forbids a reboot)" in output
     assert "expanded" not in output
+
+
+def test_a_list_argument_merged_with_the_images_elements_is_in_effect(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    """install.sh puts the image's own elements of a list argument (modprobe.blacklist...) first
+    and the bundle's after, in one word: the selector judges each element, as the image's boot
+    check does, or it rebooted for nothing and failed at every boot after."""
+    tree = node("dgx", tmp_path / "node")
+    assert select(images["allow"], tree, tmp_path)[0] == 0
+    merged = []
+    for arg in kernel_args(images["allow"]):
+        key, _, value = arg.partition("=")
+        listed = key in ("modprobe.blacklist", "rd.driver.blacklist", "module_blacklist")
+        merged.append(f"{key}=floppy,{value}" if listed else arg)
+    assert merged != kernel_args(images["allow"])  # the DGX member has a list argument
+    cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro " + " ".join(merged)
+    (tree / "proc/cmdline").write_text(cmdline + "\n")
+    status, output, _ = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert output.splitlines() == ["goldtune-select: member dgx is this node's"]
+    # an element of the member's that is missing is still missing
+    (tree / "proc/cmdline").write_text(cmdline.replace("floppy,nouveau", "floppy") + "\n")
+    status, output, _ = select(images["allow"], tree, tmp_path)
+    assert status == 1, output
+    assert "not in effect after the reboot: modprobe.blacklist=nouveau" in output
+
+
+@pytest.mark.parametrize("how", ["missing", "edited"])
+def test_a_member_whose_claims_file_is_missing_or_edited_is_refused(
+    images: dict[str, Path], tmp_path: Path, how: str
+) -> None:
+    """The member's preflight.conf is its claims: without it (or with claims of no one's) it
+    matched any node, and a node of neither shape got its machine-specific settings."""
+    image = fresh_image(images, "forbid", tmp_path)
+    data = image / MEMBER / "rootfs/etc/goldtune/preflight.conf"
+    if how == "missing":
+        data.unlink()
+        said = f"{data}: not a regular file"
+    else:
+        kept = [line for line in data.read_text().splitlines() if not line.startswith("claim\t")]
+        data.write_text("\n".join(kept) + "\n")  # no claim left: every node matches
+        said = f"{data}: its sha256 is not the one {image / MEMBER}/manifest.json lists"
+    tree = node("gh200", tmp_path / "node")
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 1, output
+    assert f"goldtune-select: member dgx refused: {said}" in output.splitlines(), output
+    assert not (tree / SYSCTL).exists()
+    assert not (tree / KEPT).exists()
+
+
+def run_selector(image: Path, tree: Path) -> subprocess.CompletedProcess[str]:
+    """The selector with a short timeout: a read of a FIFO would wait for ever."""
+    return subprocess.run(
+        ["sh", str(image / "usr/lib/goldtune/select"), str(image / SET_ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": os.environ["PATH"], "TEST_SYSROOT": str(tree), "LC_ALL": "C"},
+        timeout=60,
+    )
+
+
+def test_a_set_conf_that_is_no_regular_file_is_refused_not_waited_on(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    image = fresh_image(images, "forbid", tmp_path)
+    conf = image / SET_ROOT / "set.conf"
+    conf.unlink()
+    os.mkfifo(conf)
+    tree = node("dgx", tmp_path / "node")
+    run = run_selector(image, tree)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stdout.splitlines() == [f"select: {conf}: not a regular file; nothing applied"], (
+        run.stdout
+    )
+    assert not (tree / SYSCTL).exists()
+
+
+def test_a_kept_choices_install_list_is_checked_before_it_is_read(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    image = fresh_image(images, "forbid", tmp_path)
+    listed = image / MEMBER / "install.list"
+    listed.unlink()
+    os.mkfifo(listed)
+    tree = node("dgx", tmp_path / "node")
+    keep(tree, image)
+    run = run_selector(image, tree)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        f"goldtune-select: member dgx: its kernel arguments not judged: {listed}: "
+        "not a regular file"
+    ), run.stdout
+
+
+def test_the_reboot_marker_never_follows_a_planted_link(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    tree = node("dgx", tmp_path / "node")
+    marker = tree / "var/lib/goldtune/set/rebooted"
+    marker.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    marker.symlink_to(victim)  # dangling: -e says no marker, and `: >marker` wrote the victim
+    keep(tree, images["allow"])  # the member applied at an earlier boot
+    status, output, calls = select(images["allow"], tree, tmp_path)
+    assert status == 1, output  # a marker, whatever it is: never a second reboot
+    assert "reboot" not in calls
+    assert "not in effect after the reboot:" in output
+    assert not victim.exists()
+    # none there: the marker is written as a new file renamed into place
+    marker.unlink()
+    status, output, _ = select(images["allow"], tree, tmp_path)
+    assert status == 0, output
+    assert "rebooting once so that the kernel arguments of member dgx take effect" in output
+    assert marker.read_text() == "dgx\n"
+
+
+def test_a_kept_choice_whose_member_changed_is_judged_and_applied_again(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    """A new set installed over a node that chose (live, or an image baked on a booted one): the
+    kept name alone published the old choice and never applied the member's new bundle."""
+    image = fresh_image(images, "forbid", tmp_path)
+    tree = node("dgx", tmp_path / "node")
+    assert select(image, tree, tmp_path)[0] == 0
+    status, output, _ = select(image, tree, tmp_path)  # unchanged: published, nothing applied
+    assert status == 0 and "applying member" not in output, output
+    manifest = image / MEMBER / "manifest.json"
+    manifest.write_text(manifest.read_text() + "\n")  # the member's bundle of a new set
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 0, output
+    assert "member dgx's bundle is not the one applied" in output
+    assert "goldtune-select: applying member dgx" in output
+    assert (tree / KEPT).read_text() == "dgx\n"
+
+
+def test_a_member_applied_again_gets_its_one_reboot_again(
+    images: dict[str, Path], tmp_path: Path
+) -> None:
+    """The marker says the applied bundle's reboot was done: a new bundle of the member, applied,
+    may reboot once for its arguments (the marker of the old one kept it failing every boot)."""
+    image = fresh_image(images, "allow", tmp_path)
+    tree = node("dgx", tmp_path / "node")
+    status, output, _ = select(image, tree, tmp_path)
+    assert status == 0 and "rebooting once" in output, output
+    status, output, _ = select(image, tree, tmp_path)  # the same bundle: never a second reboot
+    assert status == 1 and "not rebooting again" in output, output
+    manifest = image / MEMBER / "manifest.json"
+    manifest.write_text(manifest.read_text() + "\n")  # the member's bundle of a new set
+    status, output, calls = select(image, tree, tmp_path)
+    assert status == 0, output
+    assert "goldtune-select: applying member dgx" in output
+    assert "rebooting once so that the kernel arguments of member dgx take effect" in output
+    assert "reboot" not in calls
+    status, output, _ = select(image, tree, tmp_path)  # and then no more
+    assert status == 1 and "not rebooting again" in output, output

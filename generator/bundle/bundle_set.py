@@ -73,21 +73,29 @@ def claims_of(files: RenderedFiles) -> str:
     return "\n".join(sorted(line for line in lines if line.startswith("claim\t")))
 
 
+def judged_claims(files: RenderedFiles) -> frozenset[tuple[str, str]]:
+    """What the preflight judges of a member: each claim's name and value (the settings made
+    from it, its last field, change no node's verdict)."""
+    claims = (line.split("\t") for line in claims_of(files).splitlines())
+    return frozenset((fields[1], fields[2]) for fields in claims if len(fields) > 2)
+
+
 def check_distinguishable(members: dict[str, RenderedFiles], source: str) -> None:
-    """Two members with the same claims match the same nodes: no node could choose."""
-    seen: dict[str, str] = {}
-    for name, files in members.items():
-        claims = claims_of(files)
-        if claims in seen:
-            raise InputError(
-                Problem(
-                    source,
-                    "--hw",
-                    f"members {seen[claims]!r} and {name!r} make the same claims: no node can "
-                    "tell them apart",
-                )
-            )
-        seen[claims] = name
+    """Every member can be chosen: two members with the same claims match the same nodes, and a
+    member whose claims are all among another's matches every node of the other's shape too
+    (the preflight judges each claim alone), so that shape matches two and is never chosen."""
+    judged = {name: judged_claims(files) for name, files in members.items()}
+    for name, claims in judged.items():
+        for other, others in judged.items():
+            if other == name or not claims <= others:
+                continue
+            if claims == others:
+                why = f"members {min(name, other)!r} and {max(name, other)!r} make the same "
+                why += "claims: no node can tell them apart"
+            else:
+                why = f"every node that matches member {other!r} matches {name!r} too (its "
+                why += f"claims are among {other!r}'s): no node can choose {other!r}"
+            raise InputError(Problem(source, "--hw", why))
 
 
 def select_unit() -> bytes:
@@ -285,17 +293,41 @@ def is_set(directory: Path) -> bool:
 
 def set_members(set_dir: Path) -> dict[str, Path]:
     """Each member's name and its whole bundle's directory, as the set's manifest lists them
-    (a name of the safe alphabet, a directory right under members/)."""
+    (a name of the safe alphabet, a directory right under members/), each checked to be that
+    member's image copy (check_pairing)."""
     members: dict[str, Path] = {}
-    listed = (set_manifest(set_dir) or {}).get("members")
+    manifest = set_manifest(set_dir) or {}
+    listed = manifest.get("members")
     for entry in listed if isinstance(listed, list) else []:
         name = entry.get("name") if isinstance(entry, dict) else None
         bundle = entry.get("bundle") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not MEMBER_NAME.fullmatch(name):
             continue
         if isinstance(bundle, str) and re.fullmatch(rf"{MEMBERS_DIR}/[A-Za-z0-9][\w.-]*", bundle):
+            check_pairing(set_dir, manifest, name, bundle)
             members[name] = set_dir / bundle
     return members
+
+
+def check_pairing(set_dir: Path, manifest: dict[str, object], name: str, bundle: str) -> None:
+    """The review copy ``bundle`` the manifest names for member ``name`` is the image copy the
+    selector installs for that name, file by file, by the set manifest's own digests (what
+    check_set_intact holds the files to): a manifest naming another member's review copy made
+    `gen diff` and `gen verify` show and judge what that member's nodes never get."""
+    entries = manifest.get("files")
+    digests = {
+        str(entry.get("path")): entry.get("sha256")
+        for entry in (entries if isinstance(entries, list) else [])
+        if isinstance(entry, dict)
+    }
+    image = f"rootfs{SET_ROOT}/{MEMBERS_DIR}/{name}/"
+    copies = [path for path in digests if path.startswith(image)]
+    if copies and all(
+        digests.get(f"{bundle}/{path[len(image) :]}") == digests[path] for path in copies
+    ):
+        return
+    why = f"is not the image copy of member {name} ({image}), which the set installs"
+    raise InputError(Problem(f"{set_dir}/{bundle}", "", why))
 
 
 # collect.conf: one line per checked value; a member's is a few hundred lines

@@ -153,7 +153,6 @@ def first_boot_words(
         "bundle": layout.FIRST_BOOT_BUNDLE,  # install_file's source is $bundle/rootfs<path>
         "root": "/",
         "live": "yes",
-        "uninstall": "no",
         "record": layout.INSTALL_RECORD,
         "kernel_args": kernel_args,
         "tuned_profile": tuned_profile,

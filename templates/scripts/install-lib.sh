@@ -425,10 +425,6 @@ remove_stale() { # path-in-root of a file an earlier bundle installed
     esac
     rm -f -- "$gone"
     say "removed $1 ($removal_reason)"
-    # a take-back leaves no empty directory of the tool's own (/etc/<tool>, its tuned profile's)
-    case ${1%/*} in
-        *"$tool"*) [ "$uninstall" = no ] || ! rmdir -- "${gone%/*}" 2>/dev/null || say "removed ${1%/*}" ;;
-    esac
 }
 
 remove_stale_files() { # the new record's text

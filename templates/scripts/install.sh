@@ -22,11 +22,11 @@
 #                 image's own nccl.conf put back, containerd's imports entry taken back), the
 #                 kernel arguments of the record removed, the tool's tuned profile dropped from
 #                 the selection (the files gone when nothing else is left in it), the record
-#                 and its directory removed, and every directory of the tool's own (a path
-#                 with its name) that this left empty. Units of the image the bundle enabled
-#                 or masked are left as they are (their state before is not recorded), and
-#                 said so. A package's prerm and %preun run it before the package's files are
-#                 removed.
+#                 and its directory removed, and every directory of the tool's own
+#                 (/etc/<tool>, its tuned profiles', /usr/lib/<tool>...) that this left empty.
+#                 Units of the image the bundle enabled or masked are left as they are (their
+#                 state before is not recorded), and said so. A package's prerm and %preun run
+#                 it before the package's files are removed.
 #
 # An image build is also detected without --image-build: --root DIR other than /, / in a chroot
 # (systemd-detect-virt --chroot, or / is not the root of process 1), or no systemd running. It
@@ -86,9 +86,11 @@
 #   (redhat-performance/tuned 2bfa4423, tuned/profiles/loader.py load(), merger.py merge()). The
 #   selection found before the tool's first install is kept in <record dir>/tuned-previous: to
 #   restore it, write that line to /etc/tuned/active_profile (or `tuned-adm profile <it>`).
-#   A bundle without a profile (tuned: off) takes the tool's out of the selection as --uninstall
-#   does (tuned_unlayer), and tuned-previous with them; when none is left, the selection files
-#   go and tuned loads its recommended profile (live: tuned-adm auto_profile).
+#   A bundle without a profile (tuned: off) whose install record lists one takes the tool's out
+#   of the selection as --uninstall does (tuned_unlayer), and tuned-previous with them; when none
+#   is left, the selection files go and tuned loads its recommended profile (live: tuned-adm
+#   auto_profile). A record that lists none (a bundle set's) leaves the selection alone: the
+#   profile there is another record's (the set's member's).
 #   The profile's file goes where the target's tuned reads local profiles (tuned_place):
 #   /etc/tuned/profiles/<name> when it has /usr/lib/tuned/profiles (tuned 2.23+), else
 #   /etc/tuned/<name> when it has /usr/lib/tuned, else the bundle's path; the record lists it.
@@ -1374,14 +1376,15 @@ SERVICES
 }
 
 # prune_own_dirs: the directories of the record's files that the take-back left empty, each
-# and its parents while their path has the tool's name (a set's
-# /usr/lib/<tool>/set/members/<name>/rootfs/...; /usr/lib/<tool>); never through a link. In a
-# pipe's subshell: a path whose directory is a file ends the pruning, not the take-back.
+# and its parents while they are the tool's own (/etc/<tool>, a tuned profile's, /usr/lib/<tool>
+# and below: a set's members/<name>/rootfs/...), not merely a path with its name (a user's
+# /etc/<tool>-data); never through a link. In a pipe's subshell: a path whose directory is a
+# file ends the pruning, not the take-back.
 prune_own_dirs() {
     printf '%s\n' "${record_lines:-}" | while IFS= read -r old; do
         stale_candidate "$old" || continue
         old=${old%/*}
-        while case $old in *"$tool"*) ;; *) false ;; esac; do
+        while case $old in /etc/"$tool" | /etc/tuned/"$tool"-* | /etc/tuned/profiles/"$tool"-* | /usr/lib/"$tool" | /usr/lib/"$tool"/* | /usr/local/lib/"$tool" | /usr/local/lib/"$tool"/* | /usr/local/libexec/"$tool") ;; *) false ;; esac; do
             if resolve_dir "$old" unlinked; then
                 rmdir -- "$dir" 2>/dev/null || break
                 say "removed $old"
@@ -1389,6 +1392,13 @@ prune_own_dirs() {
             old=${old%/*}
         done
     done
+}
+
+# recorded_profile: the install record (record_lines) lists a tuned profile's file: only then is
+# a profile of the tool's in the selection this record's to take out.
+recorded_profile() {
+    case $newline${record_lines:-} in *"$newline/etc/tuned/"*) return 0 ;; esac
+    return 1
 }
 
 uninstall_bundle() {
@@ -1400,7 +1410,8 @@ uninstall_bundle() {
     remove_own "$record"
     containerd_dropins=''
     unwire_containerd
-    tuned_unlayer || :
+    left=-
+    ! recorded_profile || tuned_unlayer || :
     [ "$left" = - ] || deferred="${deferred:+$deferred, }tuned loads ${left:-its recommended profile}"
     kernel_args=''
     boot_arguments
@@ -1675,7 +1686,9 @@ STEPS
 fi
 
 # 5. The tuned selection and the boot arguments, live and offline.
-tuned_layer
+if [ -n "$tuned_profile" ] || recorded_profile; then
+    tuned_layer
+fi
 boot_arguments
 if [ "$live" = yes ]; then
     say "limits.d applies to new login sessions; system.conf.d defaults and kernel arguments at the next boot"
