@@ -4,6 +4,7 @@ lines, the delivery files' overlay and steps, and EXPLAIN.md's tables."""
 # No `from __future__ import annotations`: a NamedTuple turns each string annotation into
 # a compiled ForwardRef, ~0.15 ms a record at import (bench/bench.py's cold gen).
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from generator import TOOL, __version__
@@ -62,18 +63,21 @@ BLS_ARGS_TITLE = "Kernel command line (BLS entries, /etc/kernel/cmdline, GRUB_CM
 
 def bundle_context(plan: Plan) -> dict[str, Any]:
     """What every template of the bundle is given."""
-    return {**plan_context(plan), **data_context(plan), **report_context(plan)}
+    return {**plan_context(plan), **report_context(plan)}
 
 
 def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
-    """A kind's own file also gets its settings as ``settings``: a new kind's template needs no
-    context of its own here."""
-    if len(output.kinds) != 1:
-        return context
-    own: dict[str, Any] = {"settings": plan.of_kind(output.kinds[0])}
-    if output.unit:  # a unit's drop-in: the (option, setting) pairs of that unit
+    """What one file's template gets beyond the bundle's context: a fixed script's data file its
+    ``lines`` (DATA_LINES), a kind's own file its settings as ``settings`` (a new kind's
+    template needs no context of its own here)."""
+    own: dict[str, Any] = {}
+    if output.template in DATA_LINES:
+        own["lines"] = DATA_LINES[output.template](plan)
+    if len(output.kinds) == 1:
+        own["settings"] = plan.of_kind(output.kinds[0])
+    if len(output.kinds) == 1 and output.unit:  # a unit's drop-in: its (option, setting) pairs
         own |= {"unit": output.unit, "dropin_sections": dropin_sections(plan, output.unit)}
-    return context | own
+    return context | own if own else context
 
 
 def plan_context(plan: Plan) -> dict[str, Any]:
@@ -127,18 +131,6 @@ def gpu_unit_context(plan: Plan) -> dict[str, str]:
         "gpu_on_marker": layout.OPERATOR_DRIVER_READY
         if plan.driver == "nvidia-gpu-operator"
         else "",
-    }
-
-
-def data_context(plan: Plan) -> dict[str, list[DataLine]]:
-    """The lines of the fixed scripts' data files."""
-    return {
-        "gpu_data": gpu_lines(plan),
-        "irq_data": irq_lines(plan),
-        "acs_data": acs_lines(plan),
-        "preflight_data": preflight_lines(plan),
-        "collect_data": collect_lines(plan),
-        "nccl_data": nccl_lines(plan),
     }
 
 
@@ -206,6 +198,18 @@ def acs_lines(plan: Plan) -> list[DataLine]:
         *(gpu_vendor_lines(plan.gpu_vendors) if any(s.key == "gpus" for s in settings) else ()),
         *(setting_line(s, ("acs-off", *s.key.split(" "))) for s in settings),
     ]
+
+
+# Each fixed script's data file: its template, and the function that makes its lines (given to
+# that template alone, as ``lines``)
+DATA_LINES: dict[str, Callable[[Plan], list[DataLine]]] = {
+    "gpu.conf.j2": gpu_lines,
+    "irq.conf.j2": irq_lines,
+    "pcie-acs.conf.j2": acs_lines,
+    "preflight.conf.j2": preflight_lines,
+    "collect.conf.j2": collect_lines,
+    "nccl-resolve.conf.j2": nccl_lines,
+}
 
 
 class ModprobeLine(NamedTuple):
