@@ -68,11 +68,13 @@ def bundle_context(plan: Plan) -> dict[str, Any]:
 
 def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
     """What one file's template gets beyond the bundle's context: a fixed script's data file its
-    ``lines`` (DATA_LINES), a kind's own file its settings as ``settings`` (a new kind's
-    template needs no context of its own here)."""
+    ``lines`` (DATA_LINES), the GPU unit's files its vendor's words, a kind's own file its
+    settings as ``settings`` (a new kind's template needs no context of its own here)."""
     own: dict[str, Any] = {}
     if output.template in DATA_LINES:
         own["lines"] = DATA_LINES[output.template](plan)
+    if output.template in GPU_UNIT_TEMPLATES:
+        own |= gpu_unit_context(plan)
     if len(output.kinds) == 1:
         own["settings"] = plan.of_kind(output.kinds[0])
     if len(output.kinds) == 1 and output.unit:  # a unit's drop-in: its (option, setting) pairs
@@ -102,7 +104,6 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         **(mig_parted_context(plan) if mig_manager_owns(plan) else {}),
         **(values_context(plan) if plan.operator_values else {}),
         **(dcm_context(plan) if dcm_owns(plan) else {}),
-        **gpu_unit_context(plan),
         "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
         "at_boot": at_boot,
         "kubelet_dir": plan.kubelet_dir,
@@ -210,6 +211,10 @@ DATA_LINES: dict[str, Callable[[Plan], list[DataLine]]] = {
     "collect.conf.j2": collect_lines,
     "nccl-resolve.conf.j2": nccl_lines,
 }
+
+
+# The files that name the GPU unit's vendor-specific words (gpu_unit_context)
+GPU_UNIT_TEMPLATES = frozenset({"gpu.service.j2", "gpu.conf.j2"})
 
 
 class ModprobeLine(NamedTuple):
