@@ -10,7 +10,6 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from generator.model.containerd import version_of_keys
 from generator.model.kinds import RESET_OPTIONS, TOML_KEY_SEGMENT, dropin_section
 from generator.model.setting import Plan, Setting
 
@@ -153,12 +152,3 @@ def map_entries(field: str, members: list[Setting]) -> list[YamlLine]:
         YamlLine(f"  {json.dumps(s.key.partition('/')[2])}: {yaml_scalar(s.value)}", s)
         for s in members
     ]
-
-
-def containers_context(plan: Plan) -> dict[str, Any]:
-    return {
-        "containerd_tables": containerd_tables(plan),
-        "containerd_version": version_of_keys(s.key for s in plan.of_kind("containerd")),
-        "daemon_json": daemon_json(plan),
-        "kubelet_lines": kubelet_lines(plan),
-    }

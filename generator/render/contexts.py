@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from generator import TOOL, __version__
 from generator.model import layout
+from generator.model.containerd import version_of_keys
 from generator.model.kinds import KINDS, GpuAction, Kind, KindSpec
 from generator.model.nccl_boot import at_boot as value_at_boot
 from generator.model.setting import KIND_TITLES, Plan, Setting, settings_by_kind
@@ -23,7 +24,12 @@ from generator.render.cloudinit import (
     power_state,
 )
 from generator.render.collector import collect_lines
-from generator.render.containers import containers_context, dropin_sections
+from generator.render.containers import (
+    containerd_tables,
+    daemon_json,
+    dropin_sections,
+    kubelet_lines,
+)
 from generator.render.datafile import (
     DataLine,
     fixed_line,
@@ -67,14 +73,12 @@ def bundle_context(plan: Plan) -> dict[str, Any]:
 
 
 def output_context(output: Output, plan: Plan, context: dict[str, Any]) -> dict[str, Any]:
-    """What one file's template gets beyond the bundle's context: a fixed script's data file its
-    ``lines`` (DATA_LINES), the GPU unit's files its vendor's words, a kind's own file its
-    settings as ``settings`` (a new kind's template needs no context of its own here)."""
-    own: dict[str, Any] = {}
-    if output.template in DATA_LINES:
-        own["lines"] = DATA_LINES[output.template](plan)
-    if output.template in GPU_UNIT_TEMPLATES:
-        own |= gpu_unit_context(plan)
+    """What one file's template gets beyond the bundle's context: its own words (FILE_CONTEXTS:
+    a fixed script's data file its ``lines``), and a kind's own file its settings as
+    ``settings`` (a new kind's template needs no context of its own here)."""
+    own: dict[str, Any] = (
+        FILE_CONTEXTS[output.template](plan) if output.template in FILE_CONTEXTS else {}
+    )
     if len(output.kinds) == 1:
         own["settings"] = plan.of_kind(output.kinds[0])
     if len(output.kinds) == 1 and output.unit:  # a unit's drop-in: its (option, setting) pairs
@@ -98,20 +102,15 @@ def plan_context(plan: Plan) -> dict[str, Any]:
         "cmdline": " ".join(kernel_arg_text(s) for s in plan.of_kind("kernel-arg")),
         "modprobe": group_modprobe(plan.of_kind("modprobe")),
         "modules": kernel_modules(plan),
-        "driver_modules": driver_modules(plan),
         "tuned_profile": layout.tuned_profile(plan.profile_name) if plan.of_kind("tuned") else "",
         "tuned_sections": tuned_sections(plan),
         **(mig_parted_context(plan) if mig_manager_owns(plan) else {}),
         **(values_context(plan) if plan.operator_values else {}),
         **(dcm_context(plan) if dcm_owns(plan) else {}),
-        "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq")),
         "at_boot": at_boot,
-        "kubelet_dir": plan.kubelet_dir,
-        "kubelet_agent_dir": plan.kubelet_dir in layout.KUBELET_AGENT_DIRS,
         # what the boot units run before (ordering only; absent units are ignored)
         "workload_units": " ".join(layout.WORKLOAD_UNITS),
         "gpu_client_units": " ".join(layout.GPU_CLIENT_UNITS),
-        **containers_context(plan),
     }
 
 
@@ -201,20 +200,38 @@ def acs_lines(plan: Plan) -> list[DataLine]:
     ]
 
 
-# Each fixed script's data file: its template, and the function that makes its lines (given to
-# that template alone, as ``lines``)
-DATA_LINES: dict[str, Callable[[Plan], list[DataLine]]] = {
-    "gpu.conf.j2": gpu_lines,
-    "irq.conf.j2": irq_lines,
-    "pcie-acs.conf.j2": acs_lines,
-    "preflight.conf.j2": preflight_lines,
-    "collect.conf.j2": collect_lines,
-    "nccl-resolve.conf.j2": nccl_lines,
+def kubelet_context(plan: Plan) -> dict[str, Any]:
+    return {
+        "kubelet_lines": kubelet_lines(plan),
+        "kubelet_dir": plan.kubelet_dir,
+        "kubelet_agent_dir": plan.kubelet_dir in layout.KUBELET_AGENT_DIRS,
+    }
+
+
+def containerd_context(plan: Plan) -> dict[str, Any]:
+    return {
+        "containerd_tables": containerd_tables(plan),
+        "containerd_version": version_of_keys(s.key for s in plan.of_kind("containerd")),
+    }
+
+
+# The words one template alone reads, made only when its file is rendered: each fixed script's
+# data file its ``lines``, the GPU unit's files the vendor's words, the runtimes' files theirs.
+FILE_CONTEXTS: dict[str, Callable[[Plan], dict[str, Any]]] = {
+    "gpu.conf.j2": lambda plan: {"lines": gpu_lines(plan), **gpu_unit_context(plan)},
+    "gpu.service.j2": gpu_unit_context,
+    "irq.conf.j2": lambda plan: {"lines": irq_lines(plan)},
+    "irq-affinity.rules.j2": lambda plan: {
+        "irq_interfaces": "|".join(s.key for s in plan.of_kind("irq"))
+    },
+    "pcie-acs.conf.j2": lambda plan: {"lines": acs_lines(plan)},
+    "preflight.conf.j2": lambda plan: {"lines": preflight_lines(plan)},
+    "collect.conf.j2": lambda plan: {"lines": collect_lines(plan)},
+    "nccl-resolve.conf.j2": lambda plan: {"lines": nccl_lines(plan)},
+    "containerd.toml.j2": containerd_context,
+    "daemon.json.j2": lambda plan: {"daemon_json": daemon_json(plan)},
+    "kubelet.conf.j2": kubelet_context,
 }
-
-
-# The files that name the GPU unit's vendor-specific words (gpu_unit_context)
-GPU_UNIT_TEMPLATES = frozenset({"gpu.service.j2", "gpu.conf.j2"})
 
 
 class ModprobeLine(NamedTuple):
