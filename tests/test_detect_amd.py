@@ -19,6 +19,7 @@ from generator.detect import driver_amd
 from generator.detect.describe import Machine, describe, find_gpu
 from generator.detect.tree import Tree
 from generator.inputs.catalog import Catalog, GpuModel, Index, load_catalog
+from generator.inputs.catalog_schema import GpuSchema
 from tests import detect_trees as trees
 
 
@@ -85,11 +86,15 @@ def catalog_with(*extra: GpuModel) -> Catalog:
 def test_the_catalog_entry_is_found_by_vendor_and_device(tmp_path: Path) -> None:
     """An AMD function resolves to the entry of its vendor only: device ids are each vendor's
     own numbering, so an NVIDIA entry listing 0x74a1 must not claim an MI300X."""
-    amd = GpuModel.model_construct(
-        key="TEST-MI300X", name="test", vendor="amd", pci_device_ids=["0x74a1"]
+    amd = GpuModel.of(
+        GpuSchema.model_construct(
+            key="TEST-MI300X", name="test", vendor="amd", pci_device_ids=["0x74a1"]
+        )
     )
-    nvidia = GpuModel.model_construct(
-        key="TEST-NV", name="test", vendor="nvidia", pci_device_ids=["0x74a1"]
+    nvidia = GpuModel.of(
+        GpuSchema.model_construct(
+            key="TEST-NV", name="test", vendor="nvidia", pci_device_ids=["0x74a1"]
+        )
     )
     tree = Tree(trees.mi300x_epyc().build(tmp_path / "tree"))
     for catalog, expected in ((catalog_with(nvidia), "1002:74a1"), (catalog_with(amd), None)):

@@ -8,13 +8,11 @@ from pathlib import Path
 import pytest
 
 from generator.inputs.catalog import (
-    CpuModel,
-    GpuModel,
-    NicModel,
     _normalise,
     load_catalog,
     names_of,
 )
+from generator.inputs.catalog_schema import SCHEMAS
 from generator.inputs.hardware import load_facts
 from generator.inputs.profile import load_profile
 from generator.inputs.schema import validate_model
@@ -22,12 +20,8 @@ from generator.inputs.yamlio import read_yaml_file
 from tests.conftest import PROFILES, REPO, SYSTEMS
 
 DB = REPO / "hardware_db"
-ENTRY_FILES = [
-    (kind, path)
-    for kind, model in (("gpus", GpuModel), ("nics", NicModel), ("cpus", CpuModel))
-    for path in sorted((DB / kind).glob("*.yaml"))
-]
-MODELS = {"gpus": GpuModel, "nics": NicModel, "cpus": CpuModel}
+ENTRY_FILES = [(kind, path) for kind in SCHEMAS for path in sorted((DB / kind).glob("*.yaml"))]
+MODELS = SCHEMAS
 
 
 @pytest.mark.parametrize("kind,path", ENTRY_FILES, ids=[f"{k}/{p.stem}" for k, p in ENTRY_FILES])

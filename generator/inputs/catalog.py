@@ -3,103 +3,112 @@
 Every entry lives in its own YAML file under ``hardware_db/<kind>/`` and carries ``source:``
 lines for its numbers. A number that no source confirms stays empty (``null``); rules treat an
 empty number as "unknown" and leave the decision to the boot-time unit, which queries the card.
+
+Each file is validated against its schema (generator/inputs/catalog_schema.py) and read as a
+plain record (GpuModel, NicModel, CpuModel below); the shipped entries come from a cache
+(catalog_cache.py) in most runs, which then never define the pydantic models.
 """
 
-# No `from __future__ import annotations` here: pydantic would have to eval every annotation
-# string when the models are defined, which is a measurable part of start-up (bench/bench.py).
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypeVar
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import BaseModel
 
 from generator.errors import InputError, Problem
 from generator.inputs import schema as validation
 from generator.inputs import yamlio
 from generator.inputs.catalog_cache import cached
-from generator.inputs.schema import StrictModel, validate_model
+from generator.inputs.schema import validate_model
 from generator.inputs.yamlio import read_catalog_entry
 from generator.model import mig
 from generator.model import vendors as gpu_vendors
-from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
-from generator.model.vendors import GpuVendor, vendor_spec, vendor_table
+from generator.model.vendors import vendor_spec
 from generator.paths import files_ending, hardware_db_dir, site_catalog_named
 
 if TYPE_CHECKING:
     from generator.inputs.distro import Distro
 
-ModelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")]
-PciDeviceId = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{4}$")]
-MigProfile = Annotated[str, StringConstraints(pattern=rf"^{MIG_PROFILE_NAME}$")]
-Sources = Annotated[list[Annotated[str, StringConstraints(min_length=3)]], Field(min_length=1)]
+
+class Record:
+    """A validated catalog entry as the rules read it: its fields as attributes, compared by
+    value. A plain class, not the pydantic schema the file was validated with
+    (generator/inputs/catalog_schema.py): a run that reads the shipped catalog from its cache
+    never defines those models (~4 ms of a cold `gen`, issue 43)."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.__dict__ == self.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, *self.__dict__))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in self.__dict__.items())
+        return f"{type(self).__name__}({fields})"
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (tests vary one fact of a shipped entry)."""
+        return type(self)(**{**self.__dict__, **changes})
+
+    @classmethod
+    def of(cls, entry: BaseModel) -> Self:
+        """The record of a validated entry: every field of its schema."""
+        return cls(**dict(entry))
 
 
-class PowerLimits(StrictModel):
+class PowerLimits(Record):
     """Board power limits in watts as nvidia-smi reports them (default, min, max)."""
 
-    default_w: Annotated[int, Field(gt=0, le=5000)] | None = None
-    min_w: Annotated[int, Field(gt=0, le=5000)] | None = None
-    max_w: Annotated[int, Field(gt=0, le=5000)] | None = None
+    default_w: int | None
+    min_w: int | None
+    max_w: int | None
 
 
-def known_gpu_vendor(vendor: str) -> str:
-    """A vendor with a row in generator/model/vendors.py, which says what it takes."""
-    if vendor not in vendor_table():
-        raise ValueError(f"not a GPU vendor goldtune knows ({', '.join(vendor_table())})")
-    return vendor
+class CatalogEntry(Record):
+    """What every entry holds (catalog_schema.py says what each field may be)."""
 
-
-GpuVendorName = Annotated[str, AfterValidator(known_gpu_vendor)]
-
-
-class GpuModel(StrictModel):
-    key: ModelKey
+    key: str
     name: str
-    aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: GpuVendorName = GpuVendor.NVIDIA.value  # a row of generator/model/vendors.py
-    pci_device_ids: Annotated[list[PciDeviceId], Field(min_length=1)]
-    architecture: Literal["ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4"]
-    # oam: an OCP Accelerator Module on a universal baseboard (AMD Instinct MI300X and later);
-    # apu: CPU cores and the GPU in one socket sharing its HBM as system memory (AMD Instinct
-    # MI300A), whose memory Linux sees as ordinary NUMA nodes with CPUs, unlike a superchip's
-    form_factor: Literal["sxm", "pcie", "superchip", "oam", "apu"]
-    compute_capability: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+$")] | None = None
-    memory_gib: Annotated[float, Field(gt=0)] | None = None
-    # GDDR keeps ECC inline, in the same DRAM (about 1/16 of capacity); HBM has dedicated ECC bits.
-    memory_type: Literal["hbm", "gddr"] | None = None
-    power: PowerLimits = Field(default_factory=PowerLimits.model_construct)
-    max_graphics_clock_mhz: Annotated[int, Field(gt=0, le=10000)] | None = None
-    max_memory_clock_mhz: Annotated[int, Field(gt=0, le=20000)] | None = None
-    mig_max_instances: Annotated[int, Field(ge=0, le=7)] | None = None  # 0: no MIG
-    # The MIG GPU instance profiles and how many of each fit one GPU (NVIDIA MIG user guide,
-    # "Supported MIG Profiles"; mig-parted's per-model configs); empty: not known here.
-    mig_profiles: dict[MigProfile, Annotated[int, Field(ge=1, le=7)]] = {}  # noqa: RUF012 -- pydantic copies field defaults
-    nvlink_generation: Annotated[int, Field(ge=0, le=9)] | None = None  # 0: no NVLink
-    nvswitch_baseboard: bool = False  # its 8-GPU HGX/DGX baseboard connects GPUs through NVSwitch
-    # Its NVLink domain spans trays through external NVLink switch trays (NVL72), which run the
-    # fabric manager; the host shares GPU memory across trays through IMEX.
-    multi_node_nvlink: bool = False
-    ecc_default_on: bool | None = None
-    # open: only NVIDIA's open GPU kernel modules drive it; the proprietary flavour does not
-    # support Grace Hopper and Blackwell platforms. None: either flavour, or not NVIDIA's.
-    kernel_modules: Literal["open"] | None = None
-    # A superchip's GPU memory as Linux shows it without the driver's CDMM: this many NUMA nodes
-    # without CPUs per GPU (GH200, GB200: 8). None: not known here (or not a superchip).
-    cpu_less_numa_nodes: Annotated[int, Field(ge=0, le=64)] | None = None
-    # AMD Instinct: xGMI (Infinity Fabric) links to peer GPUs on its 8-GPU baseboard; the compute
-    # (accelerator) and memory (NPS) partition modes amd-smi sets (amd-smi set --compute-partition /
-    # --memory-partition). None: not known here; NVIDIA models leave them empty.
-    xgmi_links: Annotated[int, Field(ge=0, le=16)] | None = None
-    compute_partitions: list[Literal["SPX", "DPX", "TPX", "QPX", "CPX"]] | None = None
-    memory_partitions: list[Literal["NPS1", "NPS2", "NPS4", "NPS8"]] | None = None
-    # AMD Instinct: the AMD page whose host settings this model's bundle follows (its title, as
-    # EXPLAIN.md names it), and whether that page requires pci=bfsort on the kernel command
-    # line. None: no model-specific page known here (the MI300X system optimization guide then).
-    host_guide: str | None = None
-    pci_bfsort: bool | None = None
-    notes: str = ""
-    source: Sources
+    aliases: list[str]
+    vendor: str
+    notes: str
+    source: list[str]
+
+
+class GpuModel(CatalogEntry):
+    pci_device_ids: list[str]
+    architecture: str
+    form_factor: str
+    compute_capability: str | None
+    memory_gib: float | None
+    memory_type: str | None
+    power: PowerLimits
+    max_graphics_clock_mhz: int | None
+    max_memory_clock_mhz: int | None
+    mig_max_instances: int | None
+    mig_profiles: dict[str, int]
+    nvlink_generation: int | None
+    nvswitch_baseboard: bool
+    multi_node_nvlink: bool
+    ecc_default_on: bool | None
+    kernel_modules: str | None
+    cpu_less_numa_nodes: int | None
+    xgmi_links: int | None
+    compute_partitions: list[str] | None
+    memory_partitions: list[str] | None
+    host_guide: str | None
+    pci_bfsort: bool | None
+
+    @classmethod
+    def of(cls, entry: BaseModel) -> Self:
+        fields = dict(entry)
+        if "power" in fields:
+            fields["power"] = PowerLimits.of(fields["power"])
+        return cls(**fields)
 
     @property
     def supports_mig(self) -> bool:
@@ -112,45 +121,25 @@ class GpuModel(StrictModel):
         return self.form_factor == "superchip"
 
 
-class NicModel(StrictModel):
-    key: ModelKey
-    name: str
-    aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: Literal["nvidia", "intel", "broadcom", "amd"]
-    pci_ids: Annotated[
-        list[Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{4}:[0-9a-f]{4}$")]],
-        Field(min_length=1),
-    ]
-    driver: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
-    rdma_driver: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")] | None = None
-    max_speed_gbps: Annotated[int, Field(gt=0, le=1600)] | None = None
+class NicModel(CatalogEntry):
+    pci_ids: list[str]
+    driver: str
+    rdma_driver: str | None
+    max_speed_gbps: int | None
     rdma: bool
-    infiniband: bool = False
-    notes: str = ""
-    source: Sources
+    infiniband: bool
 
 
-class CpuModel(StrictModel):
-    key: ModelKey
-    name: str
-    aliases: list[str] = []  # noqa: RUF012 -- pydantic copies field defaults
-    vendor: Literal["intel", "amd", "nvidia", "ampere", "other"]
-    arch: Literal["x86_64", "aarch64"]
-    cores_per_socket: Annotated[int, Field(gt=0, le=1024)] | None = None
-    threads_per_core: Annotated[int, Field(gt=0, le=8)] | None = None
-    cpufreq_driver: str | None = None
-    idle_driver: str | None = None
-    # x86: AMD's product series ("EPYC 9005"), which vendor guides name their settings for, and
-    # the CPU family /proc/cpuinfo prints ("cpu family : 26" is 0x1A), which the kernel keys its
-    # cpufreq driver on (amd-pstate.c). None: not known here.
-    series: str | None = None
-    x86_family: Annotated[int, Field(ge=1, le=255)] | None = None
-    # arm64 only: the MIDR fields as /proc/cpuinfo prints them ("CPU implementer\t: 0x41",
-    # "CPU part\t: 0xd0c"; arch/arm64/kernel/cpuinfo.c), which tuned's cpuinfo_regex units match
-    arm_cpu_implementer: Annotated[str, Field(pattern=r"^0x[0-9a-f]{2}$")] | None = None
-    arm_cpu_part: Annotated[str, Field(pattern=r"^0x[0-9a-f]{3}$")] | None = None
-    notes: str = ""
-    source: Sources
+class CpuModel(CatalogEntry):
+    arch: str
+    cores_per_socket: int | None
+    threads_per_core: int | None
+    cpufreq_driver: str | None
+    idle_driver: str | None
+    series: str | None
+    x86_family: int | None
+    arm_cpu_implementer: str | None
+    arm_cpu_part: str | None
 
 
 EntryT = TypeVar("EntryT", GpuModel, NicModel, CpuModel)
@@ -219,10 +208,15 @@ class Index(NamedTuple, Generic[EntryT]):
         return [entry.key for entry in self.entries]
 
 
-def _load_entries(folder: Path, model: type[Any]) -> list[Any]:
+def _load_entries(folder: Path, record: type[CatalogEntry]) -> list[Any]:
+    """The entries of one catalog folder (``gpus``, ``nics``, ``cpus``), validated against its
+    schema, as ``record``s."""
+    from generator.inputs.catalog_schema import SCHEMAS  # only to validate: not on a cached run
+
     entries = []
     for path in sorted(folder.glob("*.yaml")):
-        entry = validate_model(model, read_catalog_entry(folder.parent, path), str(path))
+        data = read_catalog_entry(folder.parent, path)
+        entry = record.of(validate_model(SCHEMAS[folder.name], data, str(path)))
         if entry.key != path.stem:
             raise InputError(
                 Problem(
@@ -233,9 +227,9 @@ def _load_entries(folder: Path, model: type[Any]) -> list[Any]:
     return entries
 
 
-def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
+def _load_index(folder: Path, kind: str, record: type[CatalogEntry]) -> Index[Any]:
     def load() -> Index[Any]:
-        return Index.build(kind, _load_entries(folder, model))
+        return Index.build(kind, _load_entries(folder, record))
 
     # Only the shipped catalog is cached: it is the same on every run of one installation.
     if folder.parent != hardware_db_dir():
@@ -244,6 +238,7 @@ def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
     # the MIG profile-name pattern and the vendor table the GPU model checks against
     code = (
         Path(__file__),
+        Path(__file__).with_name("catalog_schema.py"),
         Path(validation.__file__),
         Path(yamlio.__file__),
         Path(mig.__file__),
@@ -252,11 +247,11 @@ def _load_index(folder: Path, kind: str, model: type[Any]) -> Index[Any]:
     return cached(folder, code, load)
 
 
-def _with_site(shipped: Index[Any], folder: Path, model: type[Any]) -> Index[Any]:
+def _with_site(shipped: Index[Any], folder: Path, record: type[CatalogEntry]) -> Index[Any]:
     """``shipped`` extended by a site catalog's entries of the same kind (``folder``), validated
     as the shipped ones are. A site entry may add models, never redefine one: a key, name, alias
     or PCI id a shipped entry already answers to is an error naming the site file."""
-    added = _load_entries(folder, model)
+    added = _load_entries(folder, record)
     if not added:
         return shipped
     for entry in added:
@@ -288,9 +283,9 @@ class Catalog:
         self.root = root
         self.site = site
 
-    def _index(self, folder: str, kind: str, model: type[Any]) -> Index[Any]:
-        shipped = _load_index(self.root / folder, kind, model)
-        return shipped if self.site is None else _with_site(shipped, self.site / folder, model)
+    def _index(self, folder: str, kind: str, record: type[CatalogEntry]) -> Index[Any]:
+        shipped = _load_index(self.root / folder, kind, record)
+        return shipped if self.site is None else _with_site(shipped, self.site / folder, record)
 
     @cached_property
     def gpus(self) -> Index[GpuModel]:

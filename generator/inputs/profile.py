@@ -13,10 +13,9 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import BeforeValidator, Field, StringConstraints
 
 from generator.errors import InputError, Problem
-from generator.inputs.catalog import MigProfile
 from generator.inputs.hardware import find_input
 from generator.inputs.hardware_spec import BundleName
-from generator.inputs.schema import StrictModel, validate_model
+from generator.inputs.schema import MigProfile, StrictModel, validate_model
 from generator.inputs.yamlio import name_or_stem, read_catalog_entry, read_yaml_file
 from generator.model.setting import SettingKind
 from generator.paths import files_ending, profiles_dir

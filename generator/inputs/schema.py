@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar, get_args
+from typing import Annotated, Any, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from generator.errors import InputError, Problem
+from generator.model.mig import PROFILE_NAME as MIG_PROFILE_NAME
 from generator.textsafe import short_key
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+# A MIG GPU instance profile's name, as a GPU entry and a profile's mig_layout write it.
+MigProfile = Annotated[str, StringConstraints(pattern=rf"^{MIG_PROFILE_NAME}$")]
 
 
 class StrictModel(BaseModel):

@@ -109,7 +109,7 @@ def facts(**changes: Any) -> Facts:
 def with_cpufreq_driver(base: Facts, driver: str | None) -> Facts:
     """The same facts with the CPU model's cpufreq driver replaced (no shipped CPU states EPP)."""
     assert base.cpu.model is not None, "give the case a cpu.model first"
-    model = base.cpu.model.model_copy(update={"cpufreq_driver": driver})
+    model = base.cpu.model.replace(cpufreq_driver=driver)
     return base._replace(cpu=base.cpu._replace(model=model))
 
 
