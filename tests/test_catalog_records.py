@@ -5,6 +5,7 @@ cached run the pydantic models)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -12,7 +13,9 @@ import pytest
 from pydantic import BaseModel
 
 from generator.inputs.catalog import CatalogEntry, CpuModel, GpuModel, NicModel, PowerLimits
+from generator.inputs.catalog_cache import CACHE_DIR
 from generator.inputs.catalog_schema import SCHEMAS, PowerLimitsSchema
+from generator.paths import SITE_CATALOG_ENV
 from tests.conftest import REPO
 
 RECORDS = {"gpus": GpuModel, "nics": NicModel, "cpus": CpuModel}
@@ -50,10 +53,13 @@ def test_a_run_from_the_cached_catalog_does_not_define_the_schema() -> None:
         "import sys\n"
         "from generator.inputs.catalog import load_catalog\n"
         "catalog = load_catalog()\n"
-        "catalog.gpus, catalog.nics, catalog.cpus\n"  # once to fill the cache, if empty
+        "catalog.gpus, catalog.nics, catalog.cpus\n"
         "print('generator.inputs.catalog_schema' in sys.modules)\n"
     )
     run = [sys.executable, "-c", probe]
-    subprocess.run(run, cwd=REPO, check=True, capture_output=True)
-    done = subprocess.run(run, cwd=REPO, check=True, capture_output=True, text=True)
+    env = {name: value for name, value in os.environ.items() if name != SITE_CATALOG_ENV}
+    subprocess.run(run, cwd=REPO, env=env, check=True, capture_output=True)  # fills the cache
+    if not all((CACHE_DIR / f"{kind}.pickle").is_file() for kind in SCHEMAS):
+        pytest.skip("the catalog cache cannot be written here (a read-only install validates)")
+    done = subprocess.run(run, cwd=REPO, env=env, check=True, capture_output=True, text=True)
     assert done.stdout.strip() == "False"
