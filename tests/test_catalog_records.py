@@ -63,3 +63,12 @@ def test_a_run_from_the_cached_catalog_does_not_define_the_schema() -> None:
         pytest.skip("the catalog cache cannot be written here (a read-only install validates)")
     done = subprocess.run(run, cwd=REPO, env=env, check=True, capture_output=True, text=True)
     assert done.stdout.strip() == "False"
+
+
+def test_an_entry_is_read_only_as_the_frozen_models_were() -> None:
+    """Rules share the cached catalog's entries: one rule setting a field would change it for
+    every later plan of the process (gen matrix)."""
+    entry = GpuModel(key="x", name="X")
+    with pytest.raises(AttributeError, match="read-only"):
+        entry.name = "Y"
+    assert entry.replace(name="Y").name == "Y" and entry.name == "X"

@@ -40,6 +40,10 @@ class Record:
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # read-only, as the frozen pydantic entries were: rules share the cached catalog's entries
+        raise AttributeError(f"{type(self).__name__}.{name}: a catalog entry is read-only")
+
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.__dict__ == self.__dict__
 
